@@ -1,0 +1,144 @@
+#include "engine/autodiff.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/op.h"
+#include "ops/elementwise.h"
+#include "ops/op_util.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad {
+namespace {
+
+bool CarriesGradient(const Node& n) { return IsFloating(n.dtype); }
+
+// PathToLoss lists node paths from `id` to the loss along the consumers that
+// first sent each node its gradient.
+std::string PathToLoss(const Graph& g, NodeId id, const std::vector<NodeId>& toward) {
+  std::vector<std::string> path;
+  for (NodeId n = id; n != kNoNode; n = toward[n]) path.push_back(g.node(n).path());
+  return absl::StrJoin(path, " -> ");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Value>> Gradients(Value loss, absl::Span<const Value> wrt,
+                                             Value seed) {
+  if (!loss.ok()) return loss.status();
+  Graph& g = *loss.graph();
+  for (const Value& v : wrt) {
+    if (!v.ok()) return v.status();
+    if (v.graph() != &g) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Gradients: '", v.path(), "' belongs to another graph"));
+    }
+    if (!CarriesGradient(v.node())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Gradients: cannot differentiate with respect to ", DTypeName(v.dtype()), " '",
+          v.path(), "'"));
+    }
+  }
+  if (!CarriesGradient(loss.node())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Gradients: loss '", loss.path(), "' is ", DTypeName(loss.dtype()), ", not float"));
+  }
+  if (seed.is_null()) {
+    if (loss.shape().num_elements() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Gradients: loss '", loss.path(), "' has shape ", loss.shape().ToString(),
+          "; reduce it to one element or pass a seed gradient"));
+    }
+  } else if (!seed.ok() || seed.graph() != &g || seed.dtype() != loss.dtype() ||
+             seed.shape() != loss.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Gradients: seed must be a ", DTypeName(loss.dtype()), " ",
+        loss.shape().ToString(), " value of the loss's graph"));
+  }
+
+  // Which nodes depend (differentiably) on some wrt value.
+  const int n = loss.id() + 1;
+  std::vector<bool> reaches(n, false);
+  for (const Value& v : wrt) {
+    if (v.id() < n) reaches[v.id()] = true;
+  }
+  for (NodeId id = 0; id < n; ++id) {
+    const Node& node = g.node(id);
+    if (reaches[id] || node.kind != NodeKind::kOp || !node.op->differentiable ||
+        !CarriesGradient(node)) {
+      continue;
+    }
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const NodeId in = node.inputs[i];
+      if (in != kNoNode && reaches[in] && !(node.op->nondiff_inputs >> i & 1)) {
+        reaches[id] = true;
+      }
+    }
+  }
+  std::vector<Value> result(wrt.size());
+  if (!reaches[loss.id()]) return result;
+
+  Graph::RoleScope role(g, NodeRole::kGradient);
+  const std::string saved_scope = g.SetScopePath("grad");
+  auto restore_scope = [&] { g.SetScopePath(saved_scope); };
+
+  std::vector<std::vector<Value>> pending(n);
+  std::vector<NodeId> toward(n, kNoNode);
+  std::vector<Value> total(n);
+  pending[loss.id()].push_back(seed.is_null() ? ScalarLike(loss, 1.0) : seed);
+  if (seed.is_null() && loss.rank() > 0) {
+    pending[loss.id()][0] = Reshape(pending[loss.id()][0], std::vector<int64_t>(loss.rank(), 1));
+  }
+
+  for (NodeId id = loss.id(); id >= 0; --id) {
+    if (pending[id].empty()) continue;
+    const Node& node = g.node(id);
+    g.SetScopePath(node.scope.empty() ? "grad" : absl::StrCat("grad/", node.scope));
+    Value sum = pending[id][0];
+    for (size_t i = 1; i < pending[id].size(); ++i) sum = Add(sum, pending[id][i]);
+    pending[id].clear();
+    if (!sum.ok()) {
+      restore_scope();
+      return sum.status();
+    }
+    total[id] = sum;
+    if (node.kind != NodeKind::kOp || !reaches[id]) continue;
+    GradContext ctx{node, g.value(id), {}, sum, {}};
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const NodeId in = node.inputs[i];
+      ctx.inputs.push_back(in == kNoNode ? Value() : g.value(in));
+      ctx.needs.push_back(in != kNoNode && reaches[in] && !(node.op->nondiff_inputs >> i & 1));
+    }
+    if (std::find(ctx.needs.begin(), ctx.needs.end(), true) == ctx.needs.end()) continue;
+    if (node.op->grad == nullptr) {
+      restore_scope();
+      return absl::UnimplementedError(absl::StrCat(
+          "op '", node.op->name, "' has no gradient rule; node '", node.path(),
+          "' lies on the path to the loss: ", PathToLoss(g, id, toward)));
+    }
+    const std::vector<Value> grads = node.op->grad(ctx);
+    for (size_t i = 0; i < node.inputs.size() && i < grads.size(); ++i) {
+      if (!ctx.needs[i] || grads[i].is_null()) continue;
+      if (!grads[i].ok()) {
+        restore_scope();
+        return grads[i].status();
+      }
+      const NodeId in = node.inputs[i];
+      Value gi = SumTo(grads[i], g.node(in).shape);
+      if (!gi.ok()) {
+        restore_scope();
+        return gi.status();
+      }
+      if (toward[in] == kNoNode) toward[in] = id;
+      pending[in].push_back(gi);
+    }
+  }
+  restore_scope();
+  for (size_t i = 0; i < wrt.size(); ++i) result[i] = total[wrt[i].id()];
+  return result;
+}
+
+}  // namespace dagrad

@@ -1,0 +1,45 @@
+// engine/autodiff.h
+//
+// Reverse-mode automatic differentiation that emits graph. Gradients walks
+// back from `loss` and calls each op's gradient rule, which builds ordinary
+// op nodes in the same graph, under the scope "grad/<forward scope>" and
+// marked as gradient nodes. The result can be compiled, run on any device,
+// drawn as DOT, and differentiated again (second derivatives).
+//
+//   Value loss = Mean(Square(Sub(MatMul(x, w), y)));
+//   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, {w}));
+//   // grads[0] has w's shape; compile it like any other value.
+//
+// Gradients reaching a node along several paths are summed. Broadcasting is
+// undone here, once: a rule may return a gradient of its output's shape for
+// a broadcast input, and it is summed back to the input's shape. A value
+// the loss does not depend on gets a null Value (no zeros are computed).
+// Gradients stop at non-differentiable ops (comparisons, casts to integers)
+// and at non-float values.
+
+#ifndef DAGRAD_ENGINE_AUTODIFF_H_
+#define DAGRAD_ENGINE_AUTODIFF_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/graph.h"
+
+namespace dagrad {
+
+// Gradients returns d(loss)/d(wrt[i]) for each i, null where loss does not
+// depend on wrt[i]. `seed` is the gradient flowing into loss; when null,
+// loss must hold one element and the seed is 1.
+//
+// Errors: InvalidArgument for an invalid or foreign Value, a non-float loss
+// or wrt, a non-scalar loss without a seed, or a seed of the wrong type;
+// Unimplemented when the path reaches a differentiable op that has no
+// gradient rule (the message names the op, the node and its path to the
+// loss); the first error a gradient rule produced.
+absl::StatusOr<std::vector<Value>> Gradients(Value loss, absl::Span<const Value> wrt,
+                                             Value seed = Value());
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_ENGINE_AUTODIFF_H_

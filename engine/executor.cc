@@ -1,0 +1,293 @@
+#include "engine/executor.h"
+
+#include <cmath>
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op.h"
+#include "engine/status_macros.h"
+
+namespace dagrad {
+namespace {
+
+const char* RoleName(NodeRole role) {
+  switch (role) {
+    case NodeRole::kForward: return "forward";
+    case NodeRole::kGradient: return "backward";
+    case NodeRole::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+template <typename T>
+int64_t FirstNonFinite(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(p[i])) return i;
+  }
+  return -1;
+}
+
+std::string TypeString(const Node& n) {
+  return absl::StrCat(DTypeName(n.dtype), " ", n.shape.ToString());
+}
+
+}  // namespace
+
+Executor::Executor(const Graph& graph, ExecutorOptions options)
+    : Executor(graph, CpuDevice(), options) {}
+
+Executor::Executor(const Graph& graph, std::unique_ptr<Device> device,
+                   ExecutorOptions options)
+    : graph_(graph), device_(std::move(device)), options_(options) {}
+
+Executor::~Executor() = default;
+
+absl::StatusOr<std::shared_ptr<void>> Executor::AllocateCounted(
+    size_t bytes, const std::string& what) {
+  const int64_t limit = options_.memory_limit_bytes;
+  const int64_t in_use = *bytes_in_use_;
+  if (limit > 0 && in_use + static_cast<int64_t>(bytes) > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "memory limit: ", what, " needs ", bytes, " bytes with ", in_use,
+        " already in use on ", device_->name(), ", over the limit of ", limit));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(std::shared_ptr<void> p, device_->Allocate(bytes));
+  *bytes_in_use_ += static_cast<int64_t>(bytes);
+  // The count follows the buffer, which may outlive the executor.
+  std::shared_ptr<std::atomic<int64_t>> counter = bytes_in_use_;
+  return std::shared_ptr<void>(p.get(), [p, counter, bytes](void*) {
+    *counter -= static_cast<int64_t>(bytes);
+  });
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
+    absl::Span<const Value> fetches, absl::Span<const Value> targets) {
+  DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan info,
+                          PlanGraph(graph_, fetches, targets, options_.plan));
+  auto plan = std::make_unique<Plan>();
+  plan->owner_ = this;
+  for (NodeId id : info.steps) {
+    const Node& node = graph_.node(id);
+    Kernel k = device_->KernelFor(*node.op);
+    if (k == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          node.op->name, " '", node.path(), "' has no kernel on ", device_->name()));
+    }
+    plan->kernels_.push_back(k);
+  }
+  DAGRAD_ASSIGN_OR_RETURN(plan->arena_,
+                          AllocateCounted(info.arena_bytes, "the plan's arena"));
+  if (!device_->is_host()) {
+    for (const auto& [id, tensor] : info.constants) {
+      DAGRAD_ASSIGN_OR_RETURN(auto buf, AllocateCounted(tensor.nbytes(), "a constant"));
+      DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), tensor.raw_data(), tensor.nbytes()));
+      plan->device_constants_[id] = std::move(buf);
+    }
+    for (NodeId id : info.inputs) {
+      const Node& node = graph_.node(id);
+      DAGRAD_ASSIGN_OR_RETURN(
+          auto buf, AllocateCounted(node.shape.num_elements() * SizeOf(node.dtype),
+                                    "an input's staging buffer"));
+      plan->staged_inputs_[id] = std::move(buf);
+    }
+  }
+  plan->info_ = std::move(info);
+  return plan;
+}
+
+absl::Status Executor::ValidateFeeds(
+    const Plan& plan, const Feeds& feeds,
+    absl::flat_hash_map<NodeId, const Tensor*>& fed) {
+  absl::flat_hash_map<NodeId, bool> used;
+  for (NodeId id : plan.info_.inputs) used[id] = false;
+  for (const auto& [value, tensor] : feeds) {
+    if (!value.ok() || value.graph() != &graph_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feed of ", value.ok() ? absl::StrCat("'", value.path(), "'") : "an invalid Value",
+          " does not name an input of this executor's graph"));
+    }
+    const Node& node = graph_.node(value.id());
+    if (node.kind != NodeKind::kInput) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed of '", node.path(), "': only inputs can be fed"));
+    }
+    auto it = used.find(value.id());
+    if (it == used.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feed of '", node.path(), "': this plan does not read that input"));
+    }
+    if (it->second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", node.path(), "' is fed twice"));
+    }
+    if (tensor.dtype() != node.dtype || tensor.shape() != node.shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed of '", node.path(), "': expected ", TypeString(node),
+                       ", got ", tensor.TypeString()));
+    }
+    it->second = true;
+    fed[value.id()] = &tensor;
+  }
+  for (NodeId id : plan.info_.inputs) {
+    if (!used[id]) {
+      const Node& node = graph_.node(id);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "missing feed for input '", node.path(), "' (", TypeString(node), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> Executor::VariableData(NodeId id) {
+  auto it = variables_.find(id);
+  if (it != variables_.end()) return it->second.get();
+  const Node& node = graph_.node(id);
+  DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
+  DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
+  DAGRAD_ASSIGN_OR_RETURN(
+      auto buf, AllocateCounted(init.nbytes(), absl::StrCat("variable '", node.path(), "'")));
+  DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), init.raw_data(), init.nbytes()));
+  void* data = buf.get();
+  variables_[id] = std::move(buf);
+  return data;
+}
+
+absl::Status Executor::InitializeVariables() {
+  for (NodeId id = 0; id < graph_.num_nodes(); ++id) {
+    const Node& node = graph_.node(id);
+    if (!node.is_variable()) continue;
+    DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
+    DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
+    DAGRAD_RETURN_IF_ERROR(Write(id, init));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Executor::Read(Value variable) {
+  if (!variable.ok() || variable.graph() != &graph_ || !variable.node().is_variable()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Read: '", variable.path(), "' is not a variable of this executor's graph"));
+  }
+  const Node& node = variable.node();
+  DAGRAD_ASSIGN_OR_RETURN(void* data, VariableData(node.id));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(node.dtype, node.shape));
+  DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(out.raw_data(), data, out.nbytes()));
+  return out;
+}
+
+absl::Status Executor::Assign(Value variable, const Tensor& value) {
+  if (!variable.ok() || variable.graph() != &graph_ || !variable.node().is_variable()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Assign: '", variable.path(), "' is not a variable of this executor's graph"));
+  }
+  const Node& node = variable.node();
+  if (value.dtype() != node.dtype || value.shape() != node.shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Assign to '", node.path(), "': expected ", TypeString(node),
+                     ", got ", value.TypeString()));
+  }
+  return Write(node.id, value);
+}
+
+absl::Status Executor::Write(NodeId id, const Tensor& value) {
+  DAGRAD_ASSIGN_OR_RETURN(void* data, VariableData(id));
+  return device_->CopyToDevice(data, value.raw_data(), value.nbytes());
+}
+
+absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
+  if (!IsFloating(out.dtype) || out.num_elements() == 0) return absl::OkStatus();
+  Tensor host;
+  const void* p = out.data;
+  if (!device_->is_host()) {
+    DAGRAD_ASSIGN_OR_RETURN(host, Tensor::Zeros(out.dtype, *out.shape));
+    DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(host.raw_data(), out.data, out.nbytes()));
+    p = host.raw_data();
+  }
+  const int64_t bad = out.dtype == DType::kFloat32
+                          ? FirstNonFinite(static_cast<const float*>(p), out.num_elements())
+                          : FirstNonFinite(static_cast<const double*>(p), out.num_elements());
+  if (bad < 0) return absl::OkStatus();
+  const double v = out.dtype == DType::kFloat32 ? static_cast<const float*>(p)[bad]
+                                                : static_cast<const double*>(p)[bad];
+  return absl::InvalidArgumentError(absl::StrCat(
+      "check_numerics: ", RoleName(node.role), " node '", node.path(), "' (op ",
+      node.op->name, ", ", TypeString(node), ") produced ", std::isnan(v) ? "NaN" : "Inf",
+      " at element ", bad));
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds,
+                                                  const RunOptions& options) {
+  if (plan.owner_ != this) {
+    return absl::InvalidArgumentError("Run: the plan was compiled by another executor");
+  }
+  const ExecutionPlan& info = plan.info_;
+  absl::flat_hash_map<NodeId, const Tensor*> fed;
+  DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, feeds, fed));
+
+  // Resolve every storage root to a device pointer.
+  std::vector<void*> base(info.storage.size(), nullptr);
+  char* arena = static_cast<char*>(plan.arena_.get());
+  for (size_t r = 0; r < info.storage.size(); ++r) {
+    const Storage& s = info.storage[r];
+    switch (s.kind) {
+      case Storage::Kind::kArena:
+      case Storage::Kind::kNone:
+        base[r] = arena + s.offset;
+        break;
+      case Storage::Kind::kInput: {
+        const Tensor* t = fed.at(s.node);
+        if (device_->is_host()) {
+          base[r] = const_cast<void*>(t->raw_data());
+        } else {
+          base[r] = plan.staged_inputs_.at(s.node).get();
+          DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(base[r], t->raw_data(), t->nbytes()));
+        }
+        break;
+      }
+      case Storage::Kind::kVariable: {
+        DAGRAD_ASSIGN_OR_RETURN(base[r], VariableData(s.node));
+        break;
+      }
+      case Storage::Kind::kConstant: {
+        auto it = info.constants.find(s.node);
+        if (it == info.constants.end()) break;  // folded away, never read
+        base[r] = device_->is_host() ? const_cast<void*>(it->second.raw_data())
+                                     : plan.device_constants_.at(s.node).get();
+        break;
+      }
+    }
+  }
+  auto ref = [&](NodeId id) {
+    const Node& n = graph_.node(id);
+    return TensorRef{base[info.root[id]], n.dtype, &n.shape};
+  };
+
+  RunContext run{options.training, options_.seed, options.step, device_->stream()};
+  std::vector<TensorRef> ins;
+  for (size_t i = 0; i < info.steps.size(); ++i) {
+    const Node& node = graph_.node(info.steps[i]);
+    ins.clear();
+    for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? TensorRef{} : ref(in));
+    const TensorRef out = ref(node.id);
+    KernelContext ctx{node, ins, out, run};
+    absl::Status st = plan.kernels_[i](ctx);
+    if (!st.ok()) {
+      return absl::Status(st.code(), absl::StrCat(node.op->name, " '", node.path(),
+                                                  "': ", st.message()));
+    }
+    if (options_.check_numerics) DAGRAD_RETURN_IF_ERROR(CheckNumerics(node, out));
+  }
+  DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
+
+  std::vector<Tensor> results;
+  for (NodeId id : info.fetches) {
+    const TensorRef r = ref(id);
+    DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(r.dtype, *r.shape));
+    DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(t.raw_data(), r.data, t.nbytes()));
+    results.push_back(std::move(t));
+  }
+  return results;
+}
+
+}  // namespace dagrad

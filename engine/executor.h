@@ -1,0 +1,133 @@
+// engine/executor.h
+//
+// Executor: compiles sets of fetches into Plans and runs them on a device,
+// holding the graph's variables (parameters, optimizer state) between runs.
+// A plan is made once and run many times with new feeds; nothing is
+// re-planned or re-allocated per run.
+//
+//   Executor exec(g);                              // CPU, seed 0
+//   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, {update}));
+//   for (int step = 0; step < n; ++step) {
+//     DAGRAD_ASSIGN_OR_RETURN(auto out,
+//         exec.Run(*plan, {{tokens, batch}}, {.training = true, .step = step}));
+//     float l = out[0].data<float>()[0];
+//   }
+//
+// Variables are initialised from their initializers the first time a run
+// needs them (or by InitializeVariables), and can be read and assigned by
+// Value. Fetching a variable returns its value after the run's updates.
+
+#ifndef DAGRAD_ENGINE_EXECUTOR_H_
+#define DAGRAD_ENGINE_EXECUTOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/device.h"
+#include "engine/graph.h"
+#include "engine/planner.h"
+#include "engine/tensor.h"
+
+namespace dagrad {
+
+struct ExecutorOptions {
+  uint64_t seed = 0;            // variable initialisation and dropout
+  bool check_numerics = false;  // stop at the first node producing NaN/Inf
+  // Upper bound on device bytes for arenas, variables and constants;
+  // 0 means none. Exceeding it is ResourceExhausted, at Compile or when a
+  // variable is first materialised.
+  int64_t memory_limit_bytes = 0;
+  PlanOptions plan;
+};
+
+struct RunOptions {
+  bool training = false;  // dropout active
+  uint64_t step = 0;      // dropout counter
+};
+
+// Feeds pairs each input Value with its tensor for one run.
+using Feeds = std::vector<std::pair<Value, Tensor>>;
+
+class Executor;
+
+// Plan is a compiled set of fetches, with its arena, bound to one executor.
+class Plan {
+ public:
+  const ExecutionPlan& info() const { return info_; }
+  int64_t peak_bytes() const { return info_.arena_bytes; }
+  int64_t intermediate_bytes() const { return info_.intermediate_bytes; }
+
+ private:
+  friend class Executor;
+  const Executor* owner_ = nullptr;
+  ExecutionPlan info_;
+  std::vector<Kernel> kernels_;  // per step
+  std::shared_ptr<void> arena_;
+  // Device copies of constants, and staging for inputs on non-host devices.
+  absl::flat_hash_map<NodeId, std::shared_ptr<void>> device_constants_;
+  absl::flat_hash_map<NodeId, std::shared_ptr<void>> staged_inputs_;
+};
+
+class Executor {
+ public:
+  // An executor on the CPU.
+  explicit Executor(const Graph& graph, ExecutorOptions options = {});
+  // An executor on `device`.
+  Executor(const Graph& graph, std::unique_ptr<Device> device,
+           ExecutorOptions options = {});
+  ~Executor();
+
+  // Compile plans `fetches` (returned by Run, in order) and `targets` (ops
+  // run for their effects). Errors: invalid or foreign Values, an op with no
+  // kernel on this device, a folding error, the memory limit.
+  absl::StatusOr<std::unique_ptr<Plan>> Compile(absl::Span<const Value> fetches,
+                                                absl::Span<const Value> targets = {});
+
+  // Run executes `plan` with `feeds`. Errors (InvalidArgument unless said):
+  // a plan of another executor; a missing, duplicate or unused feed; a feed
+  // of the wrong dtype or shape; a kernel's error (e.g. an index out of
+  // range), named with the node's path; with check_numerics, the first node
+  // producing NaN or Inf.
+  absl::StatusOr<std::vector<Tensor>> Run(Plan& plan, const Feeds& feeds,
+                                          const RunOptions& options = {});
+
+  // InitializeVariables (re)initialises every variable of the graph.
+  absl::Status InitializeVariables();
+  // Read returns a host copy of a variable's value.
+  absl::StatusOr<Tensor> Read(Value variable);
+  // Assign sets a variable's value; its dtype and shape must match.
+  absl::Status Assign(Value variable, const Tensor& value);
+
+  const Graph& graph() const { return graph_; }
+  const Device& device() const { return *device_; }
+  const ExecutorOptions& options() const { return options_; }
+  // bytes_in_use counts arenas, variables and device constants.
+  int64_t bytes_in_use() const { return *bytes_in_use_; }
+
+ private:
+  absl::StatusOr<void*> VariableData(NodeId id);
+  absl::Status Write(NodeId id, const Tensor& value);
+  absl::StatusOr<std::shared_ptr<void>> AllocateCounted(size_t bytes,
+                                                        const std::string& what);
+  absl::Status CheckNumerics(const Node& node, const TensorRef& out);
+  absl::Status ValidateFeeds(const Plan& plan, const Feeds& feeds,
+                             absl::flat_hash_map<NodeId, const Tensor*>& fed);
+
+  const Graph& graph_;
+  std::unique_ptr<Device> device_;
+  ExecutorOptions options_;
+  absl::flat_hash_map<NodeId, std::shared_ptr<void>> variables_;
+  std::shared_ptr<std::atomic<int64_t>> bytes_in_use_ =
+      std::make_shared<std::atomic<int64_t>>(0);
+};
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_ENGINE_EXECUTOR_H_

@@ -1,0 +1,72 @@
+// engine/initializer.h
+//
+// Initializer: how a variable (parameter or optimizer state) gets its first
+// value. Random initializers draw from Philox4x32-10 keyed on the seed (the
+// initializer's own when given, else the executor's) and the variable's full
+// path, so the same seed and the same names give the same numbers regardless
+// of the order in which the graph was built.
+//
+//   g.Parameter("weight", {out, in}, Initializer::XavierUniform());
+//   g.Parameter("bias", {out}, Initializer::Zeros());
+//   g.Parameter("table", {V, E}, Initializer::Normal(0.0, 0.1).WithSeed(7));
+
+#ifndef DAGRAD_ENGINE_INITIALIZER_H_
+#define DAGRAD_ENGINE_INITIALIZER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "engine/shape.h"
+#include "engine/tensor.h"
+
+namespace dagrad {
+
+struct Initializer {
+  enum class Kind { kZeros, kOnes, kConstant, kUniform, kNormal, kXavierUniform };
+
+  static Initializer Zeros() { return {Kind::kZeros}; }
+  static Initializer Ones() { return {Kind::kOnes}; }
+  static Initializer Constant(double value) { return {Kind::kConstant, value}; }
+  // Uniform draws from [low, high).
+  static Initializer Uniform(double low, double high) {
+    return {Kind::kUniform, low, high};
+  }
+  static Initializer Normal(double mean, double stddev) {
+    return {Kind::kNormal, mean, stddev};
+  }
+  // XavierUniform draws from U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)),
+  // with fans computed as PyTorch does: for (out, in, k...) shapes,
+  // fan_in = in * prod(k), fan_out = out * prod(k).
+  static Initializer XavierUniform(double gain = 1.0) {
+    return {Kind::kXavierUniform, gain};
+  }
+  // WithSeed fixes the seed instead of taking the executor's.
+  Initializer WithSeed(uint64_t s) const {
+    Initializer copy = *this;
+    copy.seed = s;
+    return copy;
+  }
+
+  // Validate returns InvalidArgument for bad parameters (high < low, negative
+  // stddev, a Xavier init of a tensor with rank < 2) naming them.
+  absl::Status Validate(const Shape& shape) const;
+
+  // Fill writes the initial values into `out` (float32 or float64; the
+  // constant kinds also fill integer tensors). `path` keys the random stream.
+  absl::Status Fill(uint64_t default_seed, const std::string& path,
+                    Tensor& out) const;
+
+  // ToString describes the initializer, e.g. "normal(0, 0.1)".
+  std::string ToString() const;
+
+  Kind kind = Kind::kZeros;
+  double a = 0;  // constant value, low, mean or gain
+  double b = 0;  // high or stddev
+  std::optional<uint64_t> seed;
+};
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_ENGINE_INITIALIZER_H_

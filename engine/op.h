@@ -1,0 +1,125 @@
+// engine/op.h
+//
+// OpDef: everything dagrad knows about one op, defined once, next to its
+// kernel, in ops/<family>.cc: name, DOT label, shape/dtype inference, CPU
+// kernel, gradient rule, CUDA kernel, and the facts the planner needs (may
+// it run in place, is it a view, which inputs does it write).
+//
+// An op's gradient rule builds ordinary graph nodes, so backward passes are
+// graphs too. Ops fall in three groups for autodiff:
+//   - differentiable with a rule (`grad` set);
+//   - not differentiable (`differentiable = false`: comparisons, arange,
+//     casts to integers): gradients stop there, which is not an error;
+//   - differentiable but without a rule (`grad` null): reaching it from a
+//     loss is an error that names the node and its path to the loss.
+
+#ifndef DAGRAD_ENGINE_OP_H_
+#define DAGRAD_ENGINE_OP_H_
+
+#include <cstdint>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/attrs.h"
+#include "engine/dtype.h"
+#include "engine/graph.h"
+#include "engine/shape.h"
+
+namespace dagrad {
+
+struct TensorType {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+};
+
+// InferContext is what shape inference sees. Absent optional inputs are
+// null. Messages returned need not name the op or the inputs' shapes: the
+// graph adds both.
+struct InferContext {
+  const Attrs& attrs;
+  absl::Span<const TensorType* const> inputs;
+
+  const TensorType& in(int i) const { return *inputs[i]; }
+  bool has(int i) const {
+    return i < static_cast<int>(inputs.size()) && inputs[i] != nullptr;
+  }
+};
+using InferFn = absl::StatusOr<TensorType> (*)(const InferContext&);
+
+// TensorRef is a kernel's view of one dense row-major buffer.
+struct TensorRef {
+  void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  const Shape* shape = nullptr;
+
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+  int64_t num_elements() const { return shape->num_elements(); }
+  size_t nbytes() const { return num_elements() * SizeOf(dtype); }
+  int rank() const { return shape->rank(); }
+  int64_t dim(int i) const { return (*shape)[i]; }
+};
+
+// RunContext carries what a run adds to a kernel's inputs.
+struct RunContext {
+  bool training = false;  // dropout is the identity when false
+  uint64_t seed = 0;      // dropout key
+  uint64_t step = 0;      // dropout counter: advance it once per training step
+  void* stream = nullptr;  // the CUDA stream, for device kernels
+};
+
+// KernelContext is what a kernel sees. Absent optional inputs have null data.
+struct KernelContext {
+  const Node& node;
+  absl::Span<const TensorRef> inputs;
+  TensorRef output;
+  const RunContext& run;
+
+  const TensorRef& in(int i) const { return inputs[i]; }
+  bool has(int i) const {
+    return i < static_cast<int>(inputs.size()) && inputs[i].data != nullptr;
+  }
+  const Attrs& attrs() const { return node.attrs; }
+};
+using Kernel = absl::Status (*)(const KernelContext&);
+
+// GradContext is what a gradient rule sees: the forward node, handles to its
+// inputs and output, and `grad`, the gradient of the loss with respect to
+// the output. `needs[i]` says whether input i's gradient is wanted.
+struct GradContext {
+  const Node& node;
+  Value output;
+  std::vector<Value> inputs;
+  Value grad;
+  std::vector<bool> needs;
+
+  const Attrs& attrs() const { return node.attrs; }
+};
+// A gradient rule returns one Value per input, the gradient of the loss with
+// respect to it; a null Value means none. A gradient may have the shape of
+// the output where the input was broadcast: autodiff reduces it.
+using GradFn = std::vector<Value> (*)(const GradContext&);
+
+struct OpDef {
+  absl::string_view name;       // "matmul": unique, used in paths and errors
+  absl::string_view dot_label;  // "MatMul": what DOT prints
+  InferFn infer = nullptr;
+  Kernel cpu = nullptr;
+  GradFn grad = nullptr;
+  Kernel cuda = nullptr;        // set by the CUDA backend when it is built
+  bool differentiable = true;   // false: gradients stop here
+  uint32_t nondiff_inputs = 0;  // bit i: input i takes no gradient (masks)
+  bool inplace = false;         // the output may reuse input 0's buffer
+  bool view = false;            // the output aliases input 0 (same bytes)
+  bool random = false;          // reads the run's RNG: never folded or merged
+  uint32_t mutates = 0;         // bit i: the op writes input i (a variable)
+};
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_ENGINE_OP_H_

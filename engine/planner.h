@@ -1,0 +1,86 @@
+// engine/planner.h
+//
+// The planner turns a set of fetches (values to return) and targets (ops run
+// for their side effects, such as optimizer updates) into an ExecutionPlan:
+//
+//   1. prune: keep only the nodes the fetches and targets depend on;
+//   2. order: a topological order, deterministic (lowest id first among the
+//      ready nodes), in which every op that writes a variable runs after all
+//      other readers of that variable;
+//   3. fold: op nodes whose inputs are all constants (the sinusoidal table)
+//      are evaluated once, here, and become constants of the plan;
+//   4. place: each remaining intermediate gets an offset in one arena.
+//      Buffers whose lifetimes do not overlap share bytes (greedy by size);
+//      a view op (reshape) aliases its input; an in-place op (elementwise)
+//      writes over its first input when that input dies there.
+//
+// The plan knows its peak arena bytes and the bytes all intermediates would
+// need without reuse, so memory savings are measured, not claimed.
+
+#ifndef DAGRAD_ENGINE_PLANNER_H_
+#define DAGRAD_ENGINE_PLANNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/graph.h"
+#include "engine/tensor.h"
+
+namespace dagrad {
+
+// Where a node's bytes live during a run.
+struct Storage {
+  enum class Kind { kArena, kInput, kVariable, kConstant, kNone };
+  Kind kind = Kind::kNone;
+  int64_t offset = 0;   // kArena: byte offset in the arena
+  NodeId node = kNoNode;  // kInput / kVariable / kConstant: the owning node
+};
+
+struct PlanOptions {
+  bool fold_constants = true;
+  bool reuse_memory = true;  // false: every intermediate gets its own bytes
+  bool in_place = true;
+};
+
+struct ExecutionPlan {
+  std::vector<NodeId> fetches;
+  std::vector<NodeId> steps;         // op nodes to run, in order
+  std::vector<NodeId> inputs;        // input nodes the plan reads
+  std::vector<NodeId> variables;     // variable nodes the plan touches
+  // root[id] indexes `storage` for every node the plan touches (-1 else);
+  // views and in-place outputs share their input's root.
+  std::vector<int32_t> root;
+  std::vector<Storage> storage;
+  // Folded (and graph) constants the plan reads, by node id.
+  absl::flat_hash_map<NodeId, Tensor> constants;
+  int64_t arena_bytes = 0;          // peak: the size of the one arena
+  int64_t intermediate_bytes = 0;   // what the intermediates need without reuse
+  int num_in_place = 0;
+  int num_views = 0;
+  int num_folded = 0;
+
+  // Summary is a one-line description for logs and `dagrad info`.
+  std::string Summary() const;
+};
+
+// PlanGraph builds the plan. Errors: a fetch or target that is not a node of
+// `graph` (the Value's own error for an error Value); an op without a CPU
+// kernel in a folded subgraph; a kernel error while folding.
+absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
+                                        absl::Span<const Value> fetches,
+                                        absl::Span<const Value> targets,
+                                        const PlanOptions& options = {});
+
+// EvaluateOnHost runs `node` (an op) with its CPU kernel on host tensors
+// (null for absent optional inputs), in eval mode;
+// the planner folds constants with it.
+absl::StatusOr<Tensor> EvaluateOnHost(const Node& node,
+                                      absl::Span<const Tensor* const> inputs);
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_ENGINE_PLANNER_H_

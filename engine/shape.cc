@@ -1,0 +1,89 @@
+#include "engine/shape.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace dagrad {
+
+int64_t Shape::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+std::string Shape::ToString() const {
+  if (dims_.size() == 1) return absl::StrCat("(", dims_[0], ",)");
+  return absl::StrCat("(", absl::StrJoin(dims_, ", "), ")");
+}
+
+absl::StatusOr<int64_t> ValidateDims(absl::Span<const int64_t> dims) {
+  bool empty = false;
+  for (int64_t d : dims) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "negative dimension ", d, " in shape (", absl::StrJoin(dims, ", "), ")"));
+    }
+    empty = empty || d == 0;
+  }
+  if (empty) return 0;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (n > std::numeric_limits<int64_t>::max() / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("element count of shape (", absl::StrJoin(dims, ", "),
+                       ") overflows int64"));
+    }
+    n *= d;
+  }
+  return n;
+}
+
+absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  Dims out(rank);
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shapes ", a.ToString(), " and ", b.ToString(),
+                       " do not broadcast (axis ", i - rank, ": ", da, " vs ",
+                       db, ")"));
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return Shape(out);
+}
+
+bool IsBroadcastableTo(const Shape& from, const Shape& to) {
+  if (from.rank() > to.rank()) return false;
+  for (int i = 0; i < from.rank(); ++i) {
+    const int64_t f = from[from.rank() - 1 - i], t = to[to.rank() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "axis ", axis, " is out of range for rank ", rank));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+Dims RowMajorStrides(const Shape& shape) {
+  Dims strides(shape.rank());
+  int64_t s = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+}  // namespace dagrad

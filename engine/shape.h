@@ -1,0 +1,80 @@
+// engine/shape.h
+//
+// Shapes of tensors: a list of int64 dimensions, row-major. A rank-0 shape is
+// a scalar. Every shape that reaches a Graph has been validated: no negative
+// dimension, and the element count fits in int64 (ValidateDims).
+//
+//   Shape s({2, 3, 4});
+//   s.num_elements();         // 24
+//   s.ToString();             // "(2, 3, 4)"
+//   BroadcastShapes(Shape({2, 1, 4}), Shape({3, 1}));  // (2, 3, 4)
+
+#ifndef DAGRAD_ENGINE_SHAPE_H_
+#define DAGRAD_ENGINE_SHAPE_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace dagrad {
+
+using Dims = absl::InlinedVector<int64_t, 6>;
+
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
+  explicit Shape(absl::Span<const int64_t> dims)
+      : dims_(dims.begin(), dims.end()) {}
+
+  int rank() const { return static_cast<int>(dims_.size()); }
+  int64_t dim(int i) const { return dims_[i]; }
+  int64_t operator[](int i) const { return dims_[i]; }
+  const Dims& dims() const { return dims_; }
+  Dims& mutable_dims() { return dims_; }
+
+  // num_elements returns the product of the dims (1 for a scalar). Shapes in
+  // a graph are validated, so this cannot overflow for them.
+  int64_t num_elements() const;
+
+  // ToString returns "(2, 3, 4)", "()" for a scalar.
+  std::string ToString() const;
+
+  friend bool operator==(const Shape& a, const Shape& b) {
+    return a.dims_ == b.dims_;
+  }
+  friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
+  template <typename H>
+  friend H AbslHashValue(H h, const Shape& s) {
+    return H::combine(std::move(h), s.dims_);
+  }
+
+ private:
+  Dims dims_;
+};
+
+// ValidateDims returns the element count of `dims`, or InvalidArgument when a
+// dim is negative or the product overflows int64.
+absl::StatusOr<int64_t> ValidateDims(absl::Span<const int64_t> dims);
+
+// BroadcastShapes returns the numpy-style broadcast of `a` and `b`, or
+// InvalidArgument naming both shapes when they are incompatible.
+absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+
+// IsBroadcastableTo is true when `from` broadcasts to exactly `to`.
+bool IsBroadcastableTo(const Shape& from, const Shape& to);
+
+// NormalizeAxis maps a possibly negative axis into [0, rank), or returns
+// InvalidArgument when it is out of range.
+absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
+
+// RowMajorStrides returns element strides of a contiguous tensor of `shape`.
+Dims RowMajorStrides(const Shape& shape);
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_ENGINE_SHAPE_H_

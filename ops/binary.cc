@@ -1,0 +1,195 @@
+// Binary elementwise ops with numpy broadcasting: arithmetic (differentiable),
+// comparisons and logic (bool results, not differentiable).
+
+#include <algorithm>
+
+#include "ops/broadcast.h"
+#include "ops/elementwise.h"
+#include "ops/op_util.h"
+#include "ops/registry.h"
+
+namespace dagrad {
+namespace {
+
+enum class Want { kNumeric, kBool };
+
+absl::StatusOr<TensorType> InferBinary(const InferContext& ctx, Want want,
+                                       bool bool_result) {
+  if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
+  const DType d = ctx.in(0).dtype;
+  if (want == Want::kBool && d != DType::kBool) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs must be bool, got ", DTypeName(d)));
+  }
+  if (want == Want::kNumeric && d == DType::kBool) {
+    return absl::InvalidArgumentError("inputs must be numeric, got bool");
+  }
+  auto shape = BroadcastShapes(ctx.in(0).shape, ctx.in(1).shape);
+  if (!shape.ok()) return shape.status();
+  return TensorType{bool_result ? DType::kBool : d, *std::move(shape)};
+}
+
+absl::StatusOr<TensorType> InferArith(const InferContext& c) {
+  return InferBinary(c, Want::kNumeric, false);
+}
+absl::StatusOr<TensorType> InferCompare(const InferContext& c) {
+  return InferBinary(c, Want::kNumeric, true);
+}
+absl::StatusOr<TensorType> InferLogic(const InferContext& c) {
+  return InferBinary(c, Want::kBool, true);
+}
+
+// BinaryLoop computes out[i] = fn(a[.], b[.]) with broadcasting; equal
+// shapes take a flat loop the compiler vectorises.
+template <typename In, typename Out, typename Fn>
+void BinaryLoop(const KernelContext& ctx, Fn fn) {
+  const In* a = ctx.in(0).as<In>();
+  const In* b = ctx.in(1).as<In>();
+  Out* y = ctx.output.as<Out>();
+  const Shape& out = *ctx.output.shape;
+  if (*ctx.in(0).shape == out && *ctx.in(1).shape == out) {
+    ParallelFor(out.num_elements(), 16384, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) y[i] = fn(a[i], b[i]);
+    });
+    return;
+  }
+  const StridedLoop<2> loop = BroadcastLoop<2>(out, {ctx.in(0).shape, ctx.in(1).shape});
+  loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
+    const In* pa = a + in[0];
+    const In* pb = b + in[1];
+    for (int64_t i = 0; i < n; ++i) y[o + i] = fn(pa[i * step[0]], pb[i * step[1]]);
+  });
+}
+
+template <typename Fn>
+absl::Status ArithKernel(const KernelContext& ctx) {
+  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return absl::InternalError("arithmetic on bool");
+    } else {
+      BinaryLoop<T, T>(ctx, Fn());
+      return absl::OkStatus();
+    }
+  });
+}
+
+template <typename Fn>
+absl::Status CompareKernel(const KernelContext& ctx) {
+  return DispatchAny(ctx.in(0).dtype, [&](auto tag) {
+    using T = decltype(tag);
+    BinaryLoop<T, bool>(ctx, Fn());
+    return absl::OkStatus();
+  });
+}
+
+struct AddFn { template <typename T> T operator()(T a, T b) const { return a + b; } };
+struct SubFn { template <typename T> T operator()(T a, T b) const { return a - b; } };
+struct MulFn { template <typename T> T operator()(T a, T b) const { return a * b; } };
+struct DivFn { template <typename T> T operator()(T a, T b) const { return a / b; } };
+struct MaxFn { template <typename T> T operator()(T a, T b) const { return std::max(a, b); } };
+struct MinFn { template <typename T> T operator()(T a, T b) const { return std::min(a, b); } };
+struct EqFn { template <typename T> bool operator()(T a, T b) const { return a == b; } };
+struct LtFn { template <typename T> bool operator()(T a, T b) const { return a < b; } };
+struct GtFn { template <typename T> bool operator()(T a, T b) const { return a > b; } };
+struct AndFn { bool operator()(bool a, bool b) const { return a && b; } };
+struct OrFn { bool operator()(bool a, bool b) const { return a || b; } };
+
+absl::Status AndKernel(const KernelContext& ctx) {
+  BinaryLoop<bool, bool>(ctx, AndFn());
+  return absl::OkStatus();
+}
+absl::Status OrKernel(const KernelContext& ctx) {
+  BinaryLoop<bool, bool>(ctx, OrFn());
+  return absl::OkStatus();
+}
+
+// Gradient rules: `c.grad` has the output's (broadcast) shape; autodiff
+// reduces each gradient to its input's shape.
+std::vector<Value> AddGrad(const GradContext& c) { return {c.grad, c.grad}; }
+std::vector<Value> SubGrad(const GradContext& c) {
+  return {c.grad, c.needs[1] ? Neg(c.grad) : Value()};
+}
+std::vector<Value> MulGrad(const GradContext& c) {
+  return {c.needs[0] ? Mul(c.grad, c.inputs[1]) : Value(),
+          c.needs[1] ? Mul(c.grad, c.inputs[0]) : Value()};
+}
+std::vector<Value> DivGrad(const GradContext& c) {
+  // y = a / b: dL/da = g / b, dL/db = -g a / b^2 = -(g / b) * y.
+  Value q = Div(c.grad, c.inputs[1]);
+  return {q, c.needs[1] ? Neg(Mul(q, c.output)) : Value()};
+}
+// Ties send the gradient to a, as the mask a >= b (or a <= b) picks it.
+std::vector<Value> MaxMinGrad(const GradContext& c, bool is_max) {
+  const Value a = c.inputs[0], b = c.inputs[1];
+  Value to_a = Cast(LogicalNot(is_max ? Less(a, b) : Greater(a, b)), c.grad.dtype());
+  return {c.needs[0] ? Mul(c.grad, to_a) : Value(),
+          c.needs[1] ? Mul(c.grad, AddScalar(Neg(to_a), 1.0)) : Value()};
+}
+std::vector<Value> MaximumGrad(const GradContext& c) { return MaxMinGrad(c, true); }
+std::vector<Value> MinimumGrad(const GradContext& c) { return MaxMinGrad(c, false); }
+
+const OpDef kAdd = {.name = "add", .dot_label = "Add", .infer = InferArith,
+                    .cpu = ArithKernel<AddFn>, .grad = AddGrad, .inplace = true};
+const OpDef kSub = {.name = "sub", .dot_label = "Sub", .infer = InferArith,
+                    .cpu = ArithKernel<SubFn>, .grad = SubGrad, .inplace = true};
+const OpDef kMul = {.name = "mul", .dot_label = "Mul", .infer = InferArith,
+                    .cpu = ArithKernel<MulFn>, .grad = MulGrad, .inplace = true};
+const OpDef kDiv = {.name = "div", .dot_label = "Div", .infer = InferArith,
+                    .cpu = ArithKernel<DivFn>, .grad = DivGrad, .inplace = true};
+const OpDef kMaximum = {.name = "maximum", .dot_label = "Maximum", .infer = InferArith,
+                        .cpu = ArithKernel<MaxFn>, .grad = MaximumGrad, .inplace = true};
+const OpDef kMinimum = {.name = "minimum", .dot_label = "Minimum", .infer = InferArith,
+                        .cpu = ArithKernel<MinFn>, .grad = MinimumGrad, .inplace = true};
+const OpDef kEqual = {.name = "equal", .dot_label = "==", .infer = InferCompare,
+                      .cpu = CompareKernel<EqFn>, .differentiable = false};
+const OpDef kLess = {.name = "less", .dot_label = "<", .infer = InferCompare,
+                     .cpu = CompareKernel<LtFn>, .differentiable = false};
+const OpDef kGreater = {.name = "greater", .dot_label = ">", .infer = InferCompare,
+                        .cpu = CompareKernel<GtFn>, .differentiable = false};
+const OpDef kAnd = {.name = "logical_and", .dot_label = "And", .infer = InferLogic,
+                    .cpu = AndKernel, .differentiable = false, .inplace = true};
+const OpDef kOr = {.name = "logical_or", .dot_label = "Or", .infer = InferLogic,
+                   .cpu = OrKernel, .differentiable = false, .inplace = true};
+
+absl::StatusOr<TensorType> InferNot(const InferContext& ctx) {
+  if (ctx.in(0).dtype != DType::kBool) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input must be bool, got ", DTypeName(ctx.in(0).dtype)));
+  }
+  return ctx.in(0);
+}
+
+absl::Status NotKernel(const KernelContext& ctx) {
+  const bool* x = ctx.in(0).as<bool>();
+  bool* y = ctx.output.as<bool>();
+  for (int64_t i = 0; i < ctx.output.num_elements(); ++i) y[i] = !x[i];
+  return absl::OkStatus();
+}
+
+const OpDef kNot = {.name = "logical_not", .dot_label = "Not", .infer = InferNot,
+                    .cpu = NotKernel, .differentiable = false, .inplace = true};
+
+Value Binary(const OpDef& op, Value a, Value b) { return BuildOp(op, {a, b}); }
+
+}  // namespace
+
+Value Add(Value a, Value b) { return Binary(kAdd, a, b); }
+Value Sub(Value a, Value b) { return Binary(kSub, a, b); }
+Value Mul(Value a, Value b) { return Binary(kMul, a, b); }
+Value Div(Value a, Value b) { return Binary(kDiv, a, b); }
+Value Maximum(Value a, Value b) { return Binary(kMaximum, a, b); }
+Value Minimum(Value a, Value b) { return Binary(kMinimum, a, b); }
+Value Equal(Value a, Value b) { return Binary(kEqual, a, b); }
+Value Less(Value a, Value b) { return Binary(kLess, a, b); }
+Value Greater(Value a, Value b) { return Binary(kGreater, a, b); }
+Value LogicalAnd(Value a, Value b) { return Binary(kAnd, a, b); }
+Value LogicalOr(Value a, Value b) { return Binary(kOr, a, b); }
+Value LogicalNot(Value a) { return BuildOp(kNot, {a}); }
+
+std::vector<const OpDef*> BinaryOps() {
+  return {&kAdd,  &kSub,     &kMul,  &kDiv, &kMaximum, &kMinimum,
+          &kEqual, &kLess, &kGreater, &kAnd, &kOr,   &kNot};
+}
+
+}  // namespace dagrad

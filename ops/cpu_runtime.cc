@@ -1,0 +1,199 @@
+#include "ops/cpu_runtime.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/call_once.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+extern "C" {
+#include <blis.h>
+}
+
+namespace dagrad {
+namespace {
+
+struct CpuState {
+  absl::Status status;
+  std::string chosen_by = "BLIS";
+  std::string features;
+};
+
+CpuState& State() {
+  static CpuState* state = new CpuState();
+  return *state;
+}
+
+bool HasAvx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+bool HasAvx2Fma() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+std::string FeatureString() {
+  std::vector<std::string> f;
+#define DAGRAD_FEATURE(name) \
+  if (__builtin_cpu_supports(name)) f.push_back(name)
+  DAGRAD_FEATURE("avx512f");
+  DAGRAD_FEATURE("avx512dq");
+  DAGRAD_FEATURE("avx512bw");
+  DAGRAD_FEATURE("avx512vl");
+  DAGRAD_FEATURE("avx2");
+  DAGRAD_FEATURE("fma");
+  DAGRAD_FEATURE("avx");
+#undef DAGRAD_FEATURE
+  return absl::StrJoin(f, " ");
+}
+
+// CanRun is true when this CPU has the instructions kernel set `id` uses.
+bool CanRun(int id) {
+  switch (static_cast<arch_t>(id)) {
+    case BLIS_ARCH_SKX:
+    case BLIS_ARCH_KNL:
+      return HasAvx512();
+    case BLIS_ARCH_HASWELL:
+    case BLIS_ARCH_ZEN:
+    case BLIS_ARCH_ZEN2:
+    case BLIS_ARCH_ZEN3:
+    case BLIS_ARCH_EXCAVATOR:
+    case BLIS_ARCH_STEAMROLLER:
+    case BLIS_ARCH_PILEDRIVER:
+    case BLIS_ARCH_BULLDOZER:
+      return HasAvx2Fma();
+    case BLIS_ARCH_SANDYBRIDGE:
+      return __builtin_cpu_supports("avx");
+    case BLIS_ARCH_PENRYN:
+    case BLIS_ARCH_GENERIC:
+      return true;
+    default:
+      return false;  // other ISAs (ARM, POWER) and KNC
+  }
+}
+
+// The x86-64 kernel sets Debian builds, fastest first.
+constexpr arch_t kCandidates[] = {BLIS_ARCH_SKX, BLIS_ARCH_ZEN3, BLIS_ARCH_HASWELL,
+                                  BLIS_ARCH_SANDYBRIDGE, BLIS_ARCH_PENRYN,
+                                  BLIS_ARCH_GENERIC};
+
+std::string ValidChoices() {
+  std::vector<std::string> names;
+  for (arch_t id : kCandidates) {
+    if (CanRun(id)) names.push_back(absl::StrCat(bli_arch_string(id), " (", id, ")"));
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+absl::Status SelectArch() {
+  CpuState& state = State();
+  state.features = FeatureString();
+  const char* env = std::getenv("BLIS_ARCH_TYPE");
+  if (env != nullptr) {
+    const std::string text = absl::AsciiStrToLower(absl::StripAsciiWhitespace(env));
+    int id = -1;
+    if (!absl::SimpleAtoi(text, &id)) {
+      for (int i = 0; i < BLIS_NUM_ARCHS; ++i) {
+        if (text == bli_arch_string(static_cast<arch_t>(i))) id = i;
+      }
+    }
+    if (id < 0 || id >= BLIS_NUM_ARCHS || !CanRun(id)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "BLIS_ARCH_TYPE='", env, "' is not a BLIS kernel set this CPU can run; "
+          "valid: ", ValidChoices(), ", or unset it to let dagrad choose"));
+    }
+    // BLIS 0.9 reads only numeric ids.
+    setenv("BLIS_ARCH_TYPE", absl::StrCat(id).c_str(), 1);
+    state.chosen_by = "BLIS_ARCH_TYPE";
+  } else {
+    for (arch_t id : kCandidates) {
+      if (id != BLIS_ARCH_GENERIC && CanRun(id)) {
+        setenv("BLIS_ARCH_TYPE", absl::StrCat(static_cast<int>(id)).c_str(), 1);
+        state.chosen_by = "cpu features";
+        break;
+      }
+    }
+  }
+  // Initialise before any query: BLIS 0.9 aborts when its arch is queried
+  // with BLIS_ARCH_TYPE set and the library not yet initialised.
+  bli_init();
+  return absl::OkStatus();
+}
+
+absl::once_flag configure_once;
+
+int DefaultThreads() {
+  if (const char* env = std::getenv("DAGRAD_NUM_THREADS")) {
+    int n;
+    if (absl::SimpleAtoi(env, &n) && n >= 1) return n;
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+int& Threads() {
+  static int threads = 0;
+  return threads;
+}
+
+}  // namespace
+
+absl::Status ConfigureCpu() {
+  absl::call_once(configure_once, [] {
+    State().status = SelectArch();
+    if (State().status.ok() && Threads() == 0) SetNumThreads(DefaultThreads());
+  });
+  return State().status;
+}
+
+CpuInfo GetCpuInfo() {
+  CpuInfo info;
+  absl::Status st = ConfigureCpu();
+  info.blis_version = bli_info_get_version_str();
+  info.blis_arch = st.ok() ? bli_arch_string(bli_arch_query_id()) : "unconfigured";
+  info.chosen_by = State().chosen_by;
+  info.cpu_features = State().features;
+  info.threads = NumThreads();
+  return info;
+}
+
+void SetNumThreads(int n) {
+  if (n < 1) n = 1;
+  Threads() = n;
+  omp_set_num_threads(n);
+  bli_thread_set_num_threads(n);
+}
+
+int NumThreads() { return Threads() == 0 ? DefaultThreads() : Threads(); }
+
+template <>
+absl::Status Gemm<float>(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                         int64_t rsa, int64_t csa, const float* b, int64_t rsb,
+                         int64_t csb, float beta, float* c, int64_t rsc, int64_t csc) {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
+  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
+            const_cast<float*>(a), rsa, csa, const_cast<float*>(b), rsb, csb, &beta, c,
+            rsc, csc);
+  return absl::OkStatus();
+}
+
+template <>
+absl::Status Gemm<double>(int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                          int64_t rsa, int64_t csa, const double* b, int64_t rsb,
+                          int64_t csb, double beta, double* c, int64_t rsc,
+                          int64_t csc) {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
+  bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
+            const_cast<double*>(a), rsa, csa, const_cast<double*>(b), rsb, csb, &beta,
+            c, rsc, csc);
+  return absl::OkStatus();
+}
+
+}  // namespace dagrad

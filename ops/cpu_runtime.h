@@ -1,0 +1,60 @@
+// ops/cpu_runtime.h
+//
+// The CPU backend's runtime: BLIS kernel-set selection, thread count, and
+// the one matrix-product entry point every CPU kernel uses.
+//
+// Debian's BLIS 0.9 does not recognise some newer CPUs (AMD Zen 5 among
+// them) and silently falls back to its 'generic' kernels, five times slower
+// than its 'skx' kernels on the same core. ConfigureCpu picks the fastest
+// kernel set the CPU supports before BLIS initialises, unless the user chose
+// one with BLIS_ARCH_TYPE (a number or a name such as "skx"), which is then
+// checked: BLIS itself aborts the process on an id it was not built with,
+// and an AVX-512 kernel set on a CPU without AVX-512 would crash on its
+// first instruction.
+//
+//   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
+//   CpuInfo info = GetCpuInfo();   // info.blis_arch == "skx"
+
+#ifndef DAGRAD_OPS_CPU_RUNTIME_H_
+#define DAGRAD_OPS_CPU_RUNTIME_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace dagrad {
+
+// ConfigureCpu selects the BLIS kernel set (once per process) and returns
+// FailedPrecondition, naming the variable and the valid choices, when
+// BLIS_ARCH_TYPE asks for a set this BLIS or this CPU cannot run. Later calls
+// return the first call's result.
+absl::Status ConfigureCpu();
+
+struct CpuInfo {
+  std::string blis_version;
+  std::string blis_arch;    // the active kernel set, e.g. "skx"
+  std::string chosen_by;    // "BLIS_ARCH_TYPE", "cpu features" or "BLIS"
+  std::string cpu_features;  // the features that decided, e.g. "avx512f avx2 fma"
+  int threads = 1;
+};
+
+// GetCpuInfo describes the configured backend (configuring it if needed).
+CpuInfo GetCpuInfo();
+
+// SetNumThreads sets the threads BLIS and dagrad's own kernels use (n >= 1).
+void SetNumThreads(int n);
+int NumThreads();
+
+// Gemm computes C = alpha * A·B + beta * C for an m×k A, a k×n B and an m×n
+// C, each given by a pointer and (row, column) element strides, so that
+// transposed or strided operands need no copy. T is float or double.
+// Returns the status of ConfigureCpu.
+template <typename T>
+absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb,
+                  T beta, T* c, int64_t rsc, int64_t csc);
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_CPU_RUNTIME_H_

@@ -1,0 +1,78 @@
+// ops/elementwise.h
+//
+// Elementwise ops. Binary ops broadcast their inputs numpy-style; both must
+// have the same dtype. Unary math ops take float32 or float64. Gradients of
+// broadcast inputs are reduced back to their shapes by autodiff.
+//
+//   Value y = Relu(Add(MatMul(x, w), b));     // b broadcasts over rows
+//   Value z = (a - b) * c / 2.0;              // operators build the same ops
+//
+// Errors (in the returned Value): shapes that do not broadcast, differing
+// dtypes, a non-floating input to a math op.
+
+#ifndef DAGRAD_OPS_ELEMENTWISE_H_
+#define DAGRAD_OPS_ELEMENTWISE_H_
+
+#include "engine/graph.h"
+
+namespace dagrad {
+
+// Binary arithmetic, broadcasting: (a ⊕ b)[i] = a[i] ⊕ b[i].
+Value Add(Value a, Value b);
+Value Sub(Value a, Value b);
+Value Mul(Value a, Value b);
+Value Div(Value a, Value b);
+Value Maximum(Value a, Value b);  // gradient goes to a where a >= b
+Value Minimum(Value a, Value b);  // gradient goes to a where a <= b
+
+// Comparisons and logic, broadcasting; bool results, not differentiable.
+Value Equal(Value a, Value b);
+Value Less(Value a, Value b);
+Value Greater(Value a, Value b);
+Value LogicalAnd(Value a, Value b);  // bool inputs
+Value LogicalOr(Value a, Value b);   // bool inputs
+Value LogicalNot(Value a);           // bool input
+
+// Unary math on floats.
+Value Neg(Value x);
+Value Exp(Value x);
+Value Log(Value x);
+Value Sqrt(Value x);
+Value Rsqrt(Value x);                     // 1 / sqrt(x)
+Value Pow(Value x, double exponent);      // x ** exponent
+Value Scale(Value x, double factor);      // factor * x
+Value AddScalar(Value x, double offset);  // x + offset
+Value Relu(Value x);
+Value Gelu(Value x);  // exact: x * Phi(x), as torch.nn.GELU()
+Value Tanh(Value x);
+Value Sigmoid(Value x);
+Value Sin(Value x);
+Value Cos(Value x);
+
+// Cast converts to `dtype` (float <-> float differentiable; from or to
+// integers and bool not differentiable). Float to int truncates toward 0.
+Value Cast(Value x, DType dtype);
+
+// ReluGrad returns g where x > 0, else 0 (relu's backward, an op of its own
+// so the backward pass is one fused loop).
+Value ReluGrad(Value x, Value g);
+// GeluGrad returns g * gelu'(x).
+Value GeluGrad(Value x, Value g);
+
+// Operators over Values and scalars; `x * 2.0` is Scale(x, 2.0).
+inline Value operator+(Value a, Value b) { return Add(a, b); }
+inline Value operator-(Value a, Value b) { return Sub(a, b); }
+inline Value operator*(Value a, Value b) { return Mul(a, b); }
+inline Value operator/(Value a, Value b) { return Div(a, b); }
+inline Value operator-(Value a) { return Neg(a); }
+inline Value operator+(Value a, double s) { return AddScalar(a, s); }
+inline Value operator+(double s, Value a) { return AddScalar(a, s); }
+inline Value operator-(Value a, double s) { return AddScalar(a, -s); }
+inline Value operator-(double s, Value a) { return AddScalar(Neg(a), s); }
+inline Value operator*(Value a, double s) { return Scale(a, s); }
+inline Value operator*(double s, Value a) { return Scale(a, s); }
+inline Value operator/(Value a, double s) { return Scale(a, 1.0 / s); }
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_ELEMENTWISE_H_

@@ -1,0 +1,211 @@
+// matmul and linear: shape inference, BLIS kernels, gradient rules.
+
+#include "ops/matmul.h"
+
+#include "ops/broadcast.h"
+#include "ops/cpu_runtime.h"
+#include "ops/elementwise.h"
+#include "ops/op_util.h"
+#include "ops/reduce.h"
+#include "ops/registry.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad {
+namespace {
+
+// The (rows, cols) of an operand's matrices before and after transposition.
+struct MatrixDims {
+  int64_t rows, cols;
+};
+
+MatrixDims Op(const Shape& s, bool transpose) {
+  const int64_t r = s[s.rank() - 2], c = s[s.rank() - 1];
+  return transpose ? MatrixDims{c, r} : MatrixDims{r, c};
+}
+
+Shape BatchOf(const Shape& s) {
+  return Shape(absl::Span<const int64_t>(s.dims().data(), s.rank() - 2));
+}
+
+absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
+  const Shape& a = ctx.in(0).shape;
+  const Shape& b = ctx.in(1).shape;
+  if (a.rank() < 2 || b.rank() < 2) {
+    return absl::InvalidArgumentError("both operands need rank >= 2");
+  }
+  if (absl::Status st = RequireFloat(ctx, 0, "a"); !st.ok()) return st;
+  if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
+  const bool ta = ctx.attrs.GetBool("transpose_a"), tb = ctx.attrs.GetBool("transpose_b");
+  const MatrixDims ma = Op(a, ta), mb = Op(b, tb);
+  if (ma.cols != mb.rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "contracting dims differ: ", ma.cols, " vs ", mb.rows,
+        " (transpose_a=", ta, ", transpose_b=", tb, ")"));
+  }
+  auto batch = BroadcastShapes(BatchOf(a), BatchOf(b));
+  if (!batch.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch dims: ", batch.status().message()));
+  }
+  Dims out = batch->dims();
+  out.push_back(ma.rows);
+  out.push_back(mb.cols);
+  return TensorType{ctx.in(0).dtype, Shape(out)};
+}
+
+// Strides of an operand's op(matrix) as BLIS wants them: (row, col).
+void MatrixStrides(const Shape& s, bool transpose, int64_t* rs, int64_t* cs) {
+  const int64_t ld = s[s.rank() - 1];
+  *rs = transpose ? 1 : ld;
+  *cs = transpose ? ld : 1;
+}
+
+template <typename T>
+absl::Status MatMulTyped(const KernelContext& ctx) {
+  const Shape& sa = *ctx.in(0).shape;
+  const Shape& sb = *ctx.in(1).shape;
+  const Shape& sc = *ctx.output.shape;
+  const bool ta = ctx.attrs().GetBool("transpose_a"), tb = ctx.attrs().GetBool("transpose_b");
+  const T* a = ctx.in(0).as<T>();
+  const T* b = ctx.in(1).as<T>();
+  T* c = ctx.output.as<T>();
+  const MatrixDims ma = Op(sa, ta), mb = Op(sb, tb);
+  const int64_t m = ma.rows, k = ma.cols, n = mb.cols;
+  int64_t rsa, csa, rsb, csb;
+  MatrixStrides(sa, ta, &rsa, &csa);
+  MatrixStrides(sb, tb, &rsb, &csb);
+  const Shape batch = BatchOf(sc);
+  const int64_t batches = batch.num_elements();
+  if (m == 0 || n == 0 || batches == 0) return absl::OkStatus();
+  // A batched, untransposed `a` times one matrix `b` is one tall product.
+  if (sb.rank() == 2 && !ta) {
+    return Gemm<T>(m * batches, n, k, T(1), a, rsa, csa, b, rsb, csb, T(0), c, n, 1);
+  }
+  const Dims stride_a = BroadcastStrides(BatchOf(sa), batch);
+  const Dims stride_b = BroadcastStrides(BatchOf(sb), batch);
+  const int64_t mat_a = sa[sa.rank() - 2] * sa[sa.rank() - 1];
+  const int64_t mat_b = sb[sb.rank() - 2] * sb[sb.rank() - 1];
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t oa = 0, ob = 0, rem = i;
+    for (int d = batch.rank() - 1; d >= 0; --d) {
+      const int64_t idx = rem % batch[d];
+      rem /= batch[d];
+      oa += idx * stride_a[d];
+      ob += idx * stride_b[d];
+    }
+    absl::Status st = Gemm<T>(m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b,
+                              rsb, csb, T(0), c + i * m * n, n, 1);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MatMulKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return MatMulTyped<decltype(tag)>(ctx); });
+}
+
+// C = op(A)·op(B). Each gradient is itself a matmul with flags chosen so
+// that no operand is transposed in memory:
+//   dA = g·op(B)ᵀ (stored transposed when ta), dB = op(A)ᵀ·g (likewise tb).
+std::vector<Value> MatMulGrad(const GradContext& c) {
+  const bool ta = c.attrs().GetBool("transpose_a"), tb = c.attrs().GetBool("transpose_b");
+  Value a = c.inputs[0], b = c.inputs[1], g = c.grad;
+  Value da, db;
+  if (c.needs[0]) {
+    da = ta ? MatMul(b, g, {.transpose_a = tb, .transpose_b = true})
+            : MatMul(g, b, {.transpose_a = false, .transpose_b = !tb});
+  }
+  if (c.needs[1]) {
+    if (b.rank() == 2 && a.rank() > 2 && !ta) {
+      // b was shared by every matrix of a: fold a's batch into rows so dB is
+      // one product instead of a batch of them summed afterwards.
+      a = Reshape(a, {-1, a.dim(-1)});
+      g = Reshape(g, {-1, g.dim(-1)});
+    }
+    db = tb ? MatMul(g, a, {.transpose_a = true, .transpose_b = ta})
+            : MatMul(a, g, {.transpose_a = !ta, .transpose_b = false});
+  }
+  return {da, db};
+}
+
+const OpDef kMatMul = {.name = "matmul", .dot_label = "MatMul", .infer = InferMatMul,
+                       .cpu = MatMulKernel, .grad = MatMulGrad};
+
+// ---- linear ------------------------------------------------------------------
+
+absl::StatusOr<TensorType> InferLinear(const InferContext& ctx) {
+  const Shape& x = ctx.in(0).shape;
+  const Shape& w = ctx.in(1).shape;
+  if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
+  if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
+  if (w.rank() != 2) return absl::InvalidArgumentError("weight must be (out, in)");
+  if (x.rank() < 1 || x[x.rank() - 1] != w[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "x's last dim must equal the weight's in-features ", w[1]));
+  }
+  if (ctx.has(2)) {
+    if (absl::Status st = RequireSameDType(ctx, 0, 2); !st.ok()) return st;
+    if (ctx.in(2).shape != Shape({w[0]})) {
+      return absl::InvalidArgumentError(absl::StrCat("bias must be (", w[0], ",)"));
+    }
+  }
+  Dims out = x.dims();
+  out.back() = w[0];
+  return TensorType{ctx.in(0).dtype, Shape(out)};
+}
+
+template <typename T>
+absl::Status LinearTyped(const KernelContext& ctx) {
+  const int64_t in = ctx.in(1).dim(1), out = ctx.in(1).dim(0);
+  const int64_t rows = in == 0 ? ctx.output.num_elements() / std::max<int64_t>(out, 1)
+                               : ctx.in(0).num_elements() / in;
+  T* y = ctx.output.as<T>();
+  T beta = T(0);
+  if (ctx.has(2)) {
+    const T* bias = ctx.in(2).as<T>();
+    ParallelFor(rows, 64, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) std::copy(bias, bias + out, y + r * out);
+    });
+    beta = T(1);
+  }
+  if (rows == 0 || out == 0) return absl::OkStatus();
+  // y (rows, out) = x (rows, in) · wᵀ, wᵀ read with strides (1, in).
+  return Gemm<T>(rows, out, in, T(1), ctx.in(0).as<T>(), in, 1, ctx.in(1).as<T>(), 1, in,
+                 beta, y, out, 1);
+}
+
+absl::Status LinearKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return LinearTyped<decltype(tag)>(ctx); });
+}
+
+// y = x·wᵀ + b:  dx = g·w,  dw = gᵀ·x over all rows,  db = Σ_rows g.
+std::vector<Value> LinearGrad(const GradContext& c) {
+  Value x = c.inputs[0], w = c.inputs[1], g = c.grad;
+  Value dx = c.needs[0] ? MatMul(g, w) : Value();
+  Value dw, db;
+  if (c.needs[1]) {
+    dw = MatMul(Reshape(g, {-1, g.dim(-1)}), Reshape(x, {-1, x.dim(-1)}),
+                {.transpose_a = true});
+  }
+  if (c.needs.size() > 2 && c.needs[2]) db = SumTo(g, c.inputs[2].shape());
+  return {dx, dw, db};
+}
+
+const OpDef kLinear = {.name = "linear", .dot_label = "Linear", .infer = InferLinear,
+                       .cpu = LinearKernel, .grad = LinearGrad};
+
+}  // namespace
+
+Value MatMul(Value a, Value b, MatMulOptions o) {
+  return BuildOp(kMatMul, {a, b},
+                 Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b));
+}
+
+Value Linear(Value x, Value w, Value b) {
+  return BuildOp(kLinear, {x, w, b}, Attrs(), /*optional=*/0b100);
+}
+
+std::vector<const OpDef*> MatMulOps() { return {&kMatMul, &kLinear}; }
+
+}  // namespace dagrad

@@ -1,0 +1,84 @@
+#include "ops/op_util.h"
+
+#include <algorithm>
+
+namespace dagrad {
+
+absl::Status RequireFloat(const InferContext& ctx, int i, const char* what) {
+  if (!IsFloating(ctx.in(i).dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be float32 or float64, got ", DTypeName(ctx.in(i).dtype)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireIndex(const InferContext& ctx, int i, const char* what) {
+  if (!IsInteger(ctx.in(i).dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be int32 or int64, got ", DTypeName(ctx.in(i).dtype)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireSameDType(const InferContext& ctx, int i, int j) {
+  if (ctx.in(i).dtype != ctx.in(j).dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtypes differ: ", DTypeName(ctx.in(i).dtype), " vs ",
+                     DTypeName(ctx.in(j).dtype)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> NormalizeAxes(const std::vector<int64_t>& axes,
+                                               int rank) {
+  std::vector<int> out;
+  if (axes.empty()) {
+    for (int i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (int64_t a : axes) {
+    auto n = NormalizeAxis(a, rank);
+    if (!n.ok()) return n.status();
+    if (std::find(out.begin(), out.end(), *n) != out.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is repeated"));
+    }
+    out.push_back(*n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace dagrad
+
+namespace dagrad {
+
+Value BuildOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
+              uint32_t optional) {
+  Graph* g = nullptr;
+  for (const Value& v : inputs) {
+    if (!v.is_null() && !v.ok()) return v;
+    if (g == nullptr) g = v.graph();
+  }
+  if (g == nullptr) return Value();
+  int i = 0;
+  for (const Value& v : inputs) {
+    if (v.is_null() && !(optional >> i & 1)) {
+      return g->Error(absl::InvalidArgumentError(
+          absl::StrCat(op.name, ": required input ", i, " is a null Value")));
+    }
+    ++i;
+  }
+  if (absl::Status st = CheckSameGraph(inputs); !st.ok()) {
+    return g->Error(absl::InvalidArgumentError(absl::StrCat(op.name, ": ", st.message())));
+  }
+  return g->AddOp(op, inputs, std::move(attrs));
+}
+
+Value ScalarLike(Value like, double v) {
+  if (!like.ok()) return like;
+  Tensor t = like.dtype() == DType::kFloat64 ? Tensor::Scalar<double>(v)
+                                             : Tensor::Scalar<float>(static_cast<float>(v));
+  return like.graph()->Constant(t, "scalar");
+}
+
+}  // namespace dagrad

@@ -1,0 +1,84 @@
+// ops/op_util.h
+//
+// Small helpers shared by op definitions: dtype dispatch for kernels, and
+// the argument checks shape inference repeats.
+
+#ifndef DAGRAD_OPS_OP_UTIL_H_
+#define DAGRAD_OPS_OP_UTIL_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "engine/op.h"
+
+namespace dagrad {
+
+// DispatchFloat calls f(T{}) with T = float or double per `dtype`;
+// Unimplemented for other dtypes.
+template <typename F>
+absl::Status DispatchFloat(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("kernel has no ", DTypeName(dtype), " variant"));
+  }
+}
+
+// DispatchAny calls f(T{}) for any dtype (bool as bool).
+template <typename F>
+absl::Status DispatchAny(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kInt32: return f(int32_t{});
+    case DType::kInt64: return f(int64_t{});
+    case DType::kBool: return f(bool{});
+  }
+  return absl::InternalError("bad dtype");
+}
+
+// DispatchIndex calls f(T{}) for int32 or int64.
+template <typename F>
+absl::Status DispatchIndex(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kInt32: return f(int32_t{});
+    case DType::kInt64: return f(int64_t{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("index kernel has no ", DTypeName(dtype), " variant"));
+  }
+}
+
+// RequireFloat returns InvalidArgument unless input `i` is float32/float64.
+absl::Status RequireFloat(const InferContext& ctx, int i, const char* what);
+// RequireIndex returns InvalidArgument unless input `i` is int32/int64.
+absl::Status RequireIndex(const InferContext& ctx, int i, const char* what);
+// RequireSameDType returns InvalidArgument unless inputs i and j agree.
+absl::Status RequireSameDType(const InferContext& ctx, int i, int j);
+
+// NormalizeAxes maps the "axes" attribute (possibly negative; empty means
+// all) to sorted unique axes in [0, rank); InvalidArgument when one is out
+// of range or repeated.
+absl::StatusOr<std::vector<int>> NormalizeAxes(const std::vector<int64_t>& axes,
+                                               int rank);
+
+// BuildOp is how op builders add their node: it returns the first error
+// among `inputs`, records an error when an input outside `optional` (bit i:
+// input i may be null) is null or the inputs come from different graphs,
+// and otherwise adds the node. All-null inputs give a null Value.
+Value BuildOp(const OpDef& op, absl::Span<const Value> inputs,
+              Attrs attrs = Attrs(), uint32_t optional = 0);
+
+// Scalar returns a 0-d constant of `dtype` holding `v`, in v's graph.
+Value ScalarLike(Value like, double v);
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_OP_UTIL_H_

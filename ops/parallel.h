@@ -1,0 +1,39 @@
+// ops/parallel.h
+//
+// ParallelFor splits [0, n) into contiguous chunks over the CPU threads
+// (OpenMP, the same runtime BLIS uses, so the two never oversubscribe the
+// cores: BLIS runs between our parallel regions, not inside them). Chunks
+// are at least `grain` long; small loops stay on the calling thread.
+//
+//   ParallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+//     for (int64_t r = begin; r < end; ++r) SoftmaxRow(r);
+//   });
+
+#ifndef DAGRAD_OPS_PARALLEL_H_
+#define DAGRAD_OPS_PARALLEL_H_
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace dagrad {
+
+template <typename F>
+void ParallelFor(int64_t n, int64_t grain, F&& f) {
+  if (n <= 0) return;
+  const int64_t max_chunks = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int64_t chunks = std::min<int64_t>(max_chunks, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
+  if (chunks <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel for num_threads(chunks) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    f(n * c / chunks, n * (c + 1) / chunks);
+  }
+}
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_PARALLEL_H_

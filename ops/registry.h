@@ -1,0 +1,34 @@
+// ops/registry.h
+//
+// The list of every op dagrad defines, one entry per op family. Adding an op
+// to a family adds it to that family's list in its own file; adding a family
+// adds one declaration here and one line in registry.cc.
+//
+//   for (const OpDef* op : AllOps()) std::cout << op->name << "\n";
+
+#ifndef DAGRAD_OPS_REGISTRY_H_
+#define DAGRAD_OPS_REGISTRY_H_
+
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "engine/op.h"
+
+namespace dagrad {
+
+// AllOps returns every op, grouped by family, in a fixed order.
+const std::vector<const OpDef*>& AllOps();
+
+// FindOp returns the op called `name`, or null.
+const OpDef* FindOp(absl::string_view name);
+
+// Per-family lists, defined in each family's .cc.
+std::vector<const OpDef*> UnaryOps();
+std::vector<const OpDef*> BinaryOps();
+std::vector<const OpDef*> ReduceOps();
+std::vector<const OpDef*> ShapeOps();
+std::vector<const OpDef*> MatMulOps();
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_REGISTRY_H_

@@ -1,0 +1,387 @@
+// Shape ops: reshape (a view), permute, broadcast_to, concat, slice and its
+// adjoint unslice. None does arithmetic; gradients are other shape ops.
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_join.h"
+#include "ops/broadcast.h"
+#include "ops/op_util.h"
+#include "ops/registry.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad {
+namespace {
+
+std::vector<int64_t> ToVector(const Shape& s) {
+  return std::vector<int64_t>(s.dims().begin(), s.dims().end());
+}
+
+// ---- reshape -------------------------------------------------------------
+
+absl::StatusOr<TensorType> InferReshape(const InferContext& ctx) {
+  std::vector<int64_t> dims = ctx.attrs.GetInts("shape");
+  const int64_t total = ctx.in(0).shape.num_elements();
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (infer_at >= 0) return absl::InvalidArgumentError("more than one -1 in shape");
+      infer_at = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("negative dimension ", dims[i]));
+    } else {
+      auto n = ValidateDims({known, dims[i]});
+      if (!n.ok()) return n.status();
+      known = *n;
+    }
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot infer -1: ", total, " elements do not divide by ", known));
+    }
+    dims[infer_at] = total / known;
+    known = total;
+  }
+  if (known != total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target shape (", absl::StrJoin(ctx.attrs.GetInts("shape"), ", "), ") holds ",
+        known, " elements, input holds ", total));
+  }
+  return TensorType{ctx.in(0).dtype, Shape(dims)};
+}
+
+// A view: the executor hands the kernel the input's own bytes. The copy
+// runs only where the output has bytes of its own (constant folding).
+absl::Status ViewKernel(const KernelContext& ctx) {
+  if (ctx.output.data != ctx.in(0).data && ctx.output.nbytes() > 0) {
+    std::memcpy(ctx.output.data, ctx.in(0).data, ctx.output.nbytes());
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Value> ReshapeGrad(const GradContext& c) {
+  return {Reshape(c.grad, ToVector(c.inputs[0].shape()))};
+}
+
+const OpDef kReshape = {.name = "reshape", .dot_label = "Reshape",
+                        .infer = InferReshape, .cpu = ViewKernel,
+                        .grad = ReshapeGrad, .view = true};
+
+// ---- permute ---------------------------------------------------------------
+
+absl::StatusOr<TensorType> InferPermute(const InferContext& ctx) {
+  const std::vector<int64_t> perm = ctx.attrs.GetInts("perm");
+  const Shape& in = ctx.in(0).shape;
+  if (static_cast<int>(perm.size()) != in.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "perm has ", perm.size(), " entries for rank ", in.rank()));
+  }
+  std::vector<bool> seen(in.rank(), false);
+  Dims out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.rank() || seen[p]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "perm [", absl::StrJoin(perm, ", "), "] is not a permutation of 0..",
+          in.rank() - 1));
+    }
+    seen[p] = true;
+    out.push_back(in[p]);
+  }
+  return TensorType{ctx.in(0).dtype, Shape(out)};
+}
+
+absl::Status PermuteKernel(const KernelContext& ctx) {
+  const std::vector<int64_t> perm = ctx.attrs().GetInts("perm");
+  const Dims in_strides = RowMajorStrides(*ctx.in(0).shape);
+  Dims strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) strides[i] = in_strides[perm[i]];
+  const StridedLoop<1> loop(*ctx.output.shape, {strides});
+  const size_t size = SizeOf(ctx.output.dtype);
+  const char* x = static_cast<const char*>(ctx.in(0).data);
+  char* y = static_cast<char*>(ctx.output.data);
+  loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
+    if (size == 4) {
+      const float* src = reinterpret_cast<const float*>(x) + in[0];
+      float* dst = reinterpret_cast<float*>(y) + o;
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i * step[0]];
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(y + (o + i) * size, x + (in[0] + i * step[0]) * size, size);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+std::vector<Value> PermuteGrad(const GradContext& c) {
+  const std::vector<int64_t> perm = c.attrs().GetInts("perm");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
+  return {Permute(c.grad, inverse)};
+}
+
+const OpDef kPermute = {.name = "permute", .dot_label = "Permute",
+                        .infer = InferPermute, .cpu = PermuteKernel,
+                        .grad = PermuteGrad};
+
+// ---- broadcast_to ----------------------------------------------------------
+
+absl::StatusOr<TensorType> InferBroadcastTo(const InferContext& ctx) {
+  const Shape target(ctx.attrs.GetInts("shape"));
+  if (!IsBroadcastableTo(ctx.in(0).shape, target)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.in(0).shape.ToString(), " does not broadcast to ", target.ToString()));
+  }
+  return TensorType{ctx.in(0).dtype, target};
+}
+
+absl::Status BroadcastToKernel(const KernelContext& ctx) {
+  const StridedLoop<1> loop = BroadcastLoop<1>(*ctx.output.shape, {ctx.in(0).shape});
+  const size_t size = SizeOf(ctx.output.dtype);
+  const char* x = static_cast<const char*>(ctx.in(0).data);
+  char* y = static_cast<char*>(ctx.output.data);
+  loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
+    if (step[0] == 1) {
+      std::memcpy(y + o * size, x + in[0] * size, n * size);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(y + (o + i) * size, x + (in[0] + i * step[0]) * size, size);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+// Autodiff sums the output-shaped gradient back to the input's shape.
+std::vector<Value> BroadcastToGrad(const GradContext& c) { return {c.grad}; }
+
+const OpDef kBroadcastTo = {.name = "broadcast_to", .dot_label = "BroadcastTo",
+                            .infer = InferBroadcastTo, .cpu = BroadcastToKernel,
+                            .grad = BroadcastToGrad};
+
+// ---- concat ----------------------------------------------------------------
+
+absl::StatusOr<TensorType> InferConcat(const InferContext& ctx) {
+  const TensorType& first = ctx.in(0);
+  auto axis = NormalizeAxis(ctx.attrs.GetInt("axis"), first.shape.rank());
+  if (!axis.ok()) return axis.status();
+  Dims out = first.shape.dims();
+  out[*axis] = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const TensorType& t = ctx.in(static_cast<int>(i));
+    if (t.dtype != first.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has dtype ",
+                                                     DTypeName(t.dtype), ", input 0 ",
+                                                     DTypeName(first.dtype)));
+    }
+    bool match = t.shape.rank() == first.shape.rank();
+    for (int d = 0; match && d < first.shape.rank(); ++d) {
+      match = d == *axis || t.shape[d] == first.shape[d];
+    }
+    if (!match) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", i, " ", t.shape.ToString(), " differs from input 0 ",
+          first.shape.ToString(), " off axis ", *axis));
+    }
+    out[*axis] += t.shape[*axis];
+  }
+  return TensorType{first.dtype, Shape(out)};
+}
+
+// Each output row (the axes before `axis`) is the inputs' rows one after
+// another.
+absl::Status ConcatKernel(const KernelContext& ctx) {
+  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank());
+  const size_t size = SizeOf(ctx.output.dtype);
+  int64_t outer = 1;
+  for (int d = 0; d < axis; ++d) outer *= ctx.output.dim(d);
+  const int64_t out_row = ctx.output.num_elements() / std::max<int64_t>(outer, 1) * size;
+  char* y = static_cast<char*>(ctx.output.data);
+  ParallelFor(outer, 64, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      char* dst = y + o * out_row;
+      for (const TensorRef& in : ctx.inputs) {
+        const int64_t row = in.num_elements() / std::max<int64_t>(outer, 1) * size;
+        std::memcpy(dst, static_cast<const char*>(in.data) + o * row, row);
+        dst += row;
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+std::vector<Value> ConcatGrad(const GradContext& c) {
+  const int64_t axis = c.attrs().GetInt("axis");
+  std::vector<Value> grads;
+  int64_t offset = 0;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const int64_t len = c.inputs[i].dim(static_cast<int>(axis));
+    grads.push_back(c.needs[i] ? Slice(c.grad, axis, offset, offset + len) : Value());
+    offset += len;
+  }
+  return grads;
+}
+
+const OpDef kConcat = {.name = "concat", .dot_label = "Concat",
+                       .infer = InferConcat, .cpu = ConcatKernel,
+                       .grad = ConcatGrad};
+
+// ---- slice / unslice ---------------------------------------------------------
+
+// Python-style bounds, resolved against the axis length.
+struct SliceSpec {
+  int axis;
+  int64_t start, count, step;
+};
+
+absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
+  auto axis = NormalizeAxis(a.GetInt("axis"), in.rank());
+  if (!axis.ok()) return axis.status();
+  const int64_t step = a.GetInt("step", 1);
+  if (step < 1) return absl::InvalidArgumentError(absl::StrCat("step ", step, " < 1"));
+  const int64_t len = in[*axis];
+  auto clamp = [len](int64_t v) {
+    if (v < 0) v += len;
+    return std::clamp<int64_t>(v, 0, len);
+  };
+  const int64_t start = clamp(a.GetInt("start")), end = clamp(a.GetInt("end"));
+  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  return SliceSpec{*axis, start, count, step};
+}
+
+absl::StatusOr<TensorType> InferSlice(const InferContext& ctx) {
+  auto spec = ResolveSlice(ctx.attrs, ctx.in(0).shape);
+  if (!spec.ok()) return spec.status();
+  Dims out = ctx.in(0).shape.dims();
+  out[spec->axis] = spec->count;
+  return TensorType{ctx.in(0).dtype, Shape(out)};
+}
+
+// Copies between a full tensor and its slice; `to_slice` picks the
+// direction (slice reads the full tensor, unslice writes it).
+void CopySlice(const SliceSpec& s, const Shape& full, size_t size, const char* src,
+               char* dst, bool to_slice) {
+  int64_t outer = 1, inner = size;
+  for (int d = 0; d < s.axis; ++d) outer *= full[d];
+  for (int d = s.axis + 1; d < full.rank(); ++d) inner *= full[d];
+  const int64_t len = full[s.axis];
+  ParallelFor(outer, 16, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      for (int64_t i = 0; i < s.count; ++i) {
+        const int64_t f = (o * len + s.start + i * s.step) * inner;
+        const int64_t p = (o * s.count + i) * inner;
+        if (to_slice) {
+          std::memcpy(dst + p, src + f, inner);
+        } else {
+          std::memcpy(dst + f, src + p, inner);
+        }
+      }
+    }
+  });
+}
+
+absl::Status SliceKernel(const KernelContext& ctx) {
+  auto spec = ResolveSlice(ctx.attrs(), *ctx.in(0).shape);
+  if (!spec.ok()) return spec.status();
+  CopySlice(*spec, *ctx.in(0).shape, SizeOf(ctx.output.dtype),
+            static_cast<const char*>(ctx.in(0).data), static_cast<char*>(ctx.output.data),
+            true);
+  return absl::OkStatus();
+}
+
+Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs);
+
+std::vector<Value> SliceGrad(const GradContext& c) {
+  return {Unslice(c.grad, c.inputs[0].shape(), c.attrs())};
+}
+
+const OpDef kSlice = {.name = "slice", .dot_label = "Slice", .infer = InferSlice,
+                      .cpu = SliceKernel, .grad = SliceGrad};
+
+// unslice(g): zeros of the full shape with g written where the slice was.
+absl::StatusOr<TensorType> InferUnslice(const InferContext& ctx) {
+  const Shape full(ctx.attrs.GetInts("full_shape"));
+  auto spec = ResolveSlice(ctx.attrs, full);
+  if (!spec.ok()) return spec.status();
+  Dims expect = full.dims();
+  expect[spec->axis] = spec->count;
+  if (Shape(expect) != ctx.in(0).shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gradient ", ctx.in(0).shape.ToString(), " does not match slice ",
+        Shape(expect).ToString()));
+  }
+  return TensorType{ctx.in(0).dtype, full};
+}
+
+absl::Status UnsliceKernel(const KernelContext& ctx) {
+  auto spec = ResolveSlice(ctx.attrs(), *ctx.output.shape);
+  if (!spec.ok()) return spec.status();
+  std::memset(ctx.output.data, 0, ctx.output.nbytes());
+  CopySlice(*spec, *ctx.output.shape, SizeOf(ctx.output.dtype),
+            static_cast<const char*>(ctx.in(0).data), static_cast<char*>(ctx.output.data),
+            false);
+  return absl::OkStatus();
+}
+
+std::vector<Value> UnsliceGrad(const GradContext& c) {
+  const Attrs& a = c.attrs();
+  return {Slice(c.grad, a.GetInt("axis"), a.GetInt("start"), a.GetInt("end"),
+                a.GetInt("step", 1))};
+}
+
+const OpDef kUnslice = {.name = "unslice", .dot_label = "Unslice",
+                        .infer = InferUnslice, .cpu = UnsliceKernel,
+                        .grad = UnsliceGrad};
+
+Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs) {
+  Attrs a = slice_attrs;
+  a.Ints("full_shape", ToVector(full));
+  return BuildOp(kUnslice, {g}, a);
+}
+
+}  // namespace
+
+Value Reshape(Value x, std::vector<int64_t> dims) {
+  return BuildOp(kReshape, {x}, Attrs().Ints("shape", std::move(dims)));
+}
+
+Value Permute(Value x, std::vector<int64_t> perm) {
+  return BuildOp(kPermute, {x}, Attrs().Ints("perm", std::move(perm)));
+}
+
+Value Transpose(Value x, int64_t a, int64_t b) {
+  if (!x.ok()) return x;
+  auto na = NormalizeAxis(a, x.rank()), nb = NormalizeAxis(b, x.rank());
+  if (!na.ok() || !nb.ok()) {
+    return x.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "transpose of '", x.path(), "' ", x.shape().ToString(), ": axes (", a, ", ", b,
+        ") out of range")));
+  }
+  std::vector<int64_t> perm(x.rank());
+  for (int i = 0; i < x.rank(); ++i) perm[i] = i;
+  std::swap(perm[*na], perm[*nb]);
+  return Permute(x, perm);
+}
+
+Value BroadcastTo(Value x, const Shape& shape) {
+  if (x.ok() && x.shape() == shape) return x;
+  return BuildOp(kBroadcastTo, {x}, Attrs().Ints("shape", ToVector(shape)));
+}
+
+Value Concat(const std::vector<Value>& values, int64_t axis) {
+  if (values.empty()) return Value();
+  return BuildOp(kConcat, values, Attrs().Int("axis", axis));
+}
+
+Value Slice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step) {
+  return BuildOp(kSlice, {x},
+                 Attrs().Int("axis", axis).Int("start", start).Int("end", end).Int("step", step));
+}
+
+std::vector<const OpDef*> ShapeOps() {
+  return {&kReshape, &kPermute, &kBroadcastTo, &kConcat, &kSlice, &kUnslice};
+}
+
+}  // namespace dagrad

@@ -1,0 +1,262 @@
+// Unary elementwise ops: shape inference, CPU kernels and gradient rules.
+// Each op is a functor (the math, for one element) plus a gradient rule; a
+// single templated kernel runs any functor over a tensor in parallel.
+
+#include <cmath>
+
+#include "ops/elementwise.h"
+#include "ops/op_util.h"
+#include "ops/parallel.h"
+#include "ops/registry.h"
+
+namespace dagrad {
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+absl::StatusOr<TensorType> InferFloatUnary(const InferContext& ctx) {
+  if (absl::Status st = RequireFloat(ctx, 0, "input"); !st.ok()) return st;
+  return ctx.in(0);
+}
+
+// UnaryKernel runs Fn elementwise; Fn is built from the node's attributes.
+template <typename Fn>
+absl::Status UnaryKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.in(0).as<T>();
+    T* y = ctx.output.as<T>();
+    const Fn fn(ctx.attrs());
+    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = fn(x[i]);
+    });
+    return absl::OkStatus();
+  });
+}
+
+#define DAGRAD_STATELESS_FN(Name, expr)              \
+  struct Name {                                      \
+    explicit Name(const Attrs&) {}                   \
+    template <typename T>                            \
+    T operator()(T x) const {                        \
+      return expr;                                   \
+    }                                                \
+  }
+
+DAGRAD_STATELESS_FN(NegFn, -x);
+DAGRAD_STATELESS_FN(ExpFn, std::exp(x));
+DAGRAD_STATELESS_FN(LogFn, std::log(x));
+DAGRAD_STATELESS_FN(SqrtFn, std::sqrt(x));
+DAGRAD_STATELESS_FN(RsqrtFn, T(1) / std::sqrt(x));
+DAGRAD_STATELESS_FN(ReluFn, x > T(0) ? x : T(0));
+DAGRAD_STATELESS_FN(GeluFn, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))));
+DAGRAD_STATELESS_FN(TanhFn, std::tanh(x));
+DAGRAD_STATELESS_FN(SigmoidFn, T(1) / (T(1) + std::exp(-x)));
+DAGRAD_STATELESS_FN(SinFn, std::sin(x));
+DAGRAD_STATELESS_FN(CosFn, std::cos(x));
+#undef DAGRAD_STATELESS_FN
+
+struct PowFn {
+  explicit PowFn(const Attrs& a) : p(a.GetFloat("exponent")) {}
+  template <typename T>
+  T operator()(T x) const {
+    return p == 2.0 ? x * x : static_cast<T>(std::pow(x, static_cast<T>(p)));
+  }
+  double p;
+};
+
+struct ScaleFn {
+  explicit ScaleFn(const Attrs& a)
+      : alpha(a.GetFloat("alpha", 1.0)), beta(a.GetFloat("beta", 0.0)) {}
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(alpha) * x + static_cast<T>(beta);
+  }
+  double alpha, beta;
+};
+
+// Gradient rules. `c.output` is y = f(x); `c.grad` is dL/dy.
+std::vector<Value> NegGrad(const GradContext& c) { return {Neg(c.grad)}; }
+std::vector<Value> ExpGrad(const GradContext& c) { return {Mul(c.grad, c.output)}; }
+std::vector<Value> LogGrad(const GradContext& c) { return {Div(c.grad, c.inputs[0])}; }
+std::vector<Value> SqrtGrad(const GradContext& c) {
+  return {Div(Scale(c.grad, 0.5), c.output)};  // dy/dx = 1 / (2 sqrt(x))
+}
+std::vector<Value> RsqrtGrad(const GradContext& c) {
+  // dy/dx = -x^(-3/2) / 2 = -y^3 / 2
+  return {Mul(c.grad, Scale(Pow(c.output, 3.0), -0.5))};
+}
+std::vector<Value> PowGrad(const GradContext& c) {
+  const double p = c.attrs().GetFloat("exponent");
+  return {Mul(c.grad, Scale(Pow(c.inputs[0], p - 1.0), p))};
+}
+std::vector<Value> ScaleGrad(const GradContext& c) {
+  return {Scale(c.grad, c.attrs().GetFloat("alpha", 1.0))};
+}
+std::vector<Value> ReluGradRule(const GradContext& c) {
+  return {ReluGrad(c.inputs[0], c.grad)};
+}
+std::vector<Value> GeluGradRule(const GradContext& c) {
+  return {GeluGrad(c.inputs[0], c.grad)};
+}
+std::vector<Value> TanhGrad(const GradContext& c) {
+  return {Mul(c.grad, AddScalar(Neg(Mul(c.output, c.output)), 1.0))};  // 1 - y^2
+}
+std::vector<Value> SigmoidGrad(const GradContext& c) {
+  return {Mul(c.grad, Mul(c.output, AddScalar(Neg(c.output), 1.0)))};  // y (1 - y)
+}
+std::vector<Value> SinGrad(const GradContext& c) { return {Mul(c.grad, Cos(c.inputs[0]))}; }
+std::vector<Value> CosGrad(const GradContext& c) {
+  return {Neg(Mul(c.grad, Sin(c.inputs[0])))};
+}
+
+#define DAGRAD_UNARY_OP(var, op_name, label, Fn, grad_rule) \
+  const OpDef var = {.name = op_name,                       \
+                     .dot_label = label,                    \
+                     .infer = InferFloatUnary,              \
+                     .cpu = UnaryKernel<Fn>,                \
+                     .grad = grad_rule,                     \
+                     .inplace = true}
+
+DAGRAD_UNARY_OP(kNeg, "neg", "Neg", NegFn, NegGrad);
+DAGRAD_UNARY_OP(kExp, "exp", "Exp", ExpFn, ExpGrad);
+DAGRAD_UNARY_OP(kLog, "log", "Log", LogFn, LogGrad);
+DAGRAD_UNARY_OP(kSqrt, "sqrt", "Sqrt", SqrtFn, SqrtGrad);
+DAGRAD_UNARY_OP(kRsqrt, "rsqrt", "Rsqrt", RsqrtFn, RsqrtGrad);
+DAGRAD_UNARY_OP(kPow, "pow", "Pow", PowFn, PowGrad);
+DAGRAD_UNARY_OP(kScale, "scale", "Scale", ScaleFn, ScaleGrad);
+DAGRAD_UNARY_OP(kRelu, "relu", "ReLU", ReluFn, ReluGradRule);
+DAGRAD_UNARY_OP(kGelu, "gelu", "GELU", GeluFn, GeluGradRule);
+DAGRAD_UNARY_OP(kTanh, "tanh", "Tanh", TanhFn, TanhGrad);
+DAGRAD_UNARY_OP(kSigmoid, "sigmoid", "Sigmoid", SigmoidFn, SigmoidGrad);
+DAGRAD_UNARY_OP(kSin, "sin", "Sin", SinFn, SinGrad);
+DAGRAD_UNARY_OP(kCos, "cos", "Cos", CosFn, CosGrad);
+#undef DAGRAD_UNARY_OP
+
+// relu_grad(x, g) = g * [x > 0]; gelu_grad(x, g) = g * gelu'(x).
+absl::StatusOr<TensorType> InferActivationGrad(const InferContext& ctx) {
+  if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
+  if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
+  if (ctx.in(0).shape != ctx.in(1).shape) {
+    return absl::InvalidArgumentError("x and g must have the same shape");
+  }
+  return ctx.in(1);
+}
+
+template <bool kGelu>
+absl::Status ActivationGradKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.in(0).as<T>();
+    const T* g = ctx.in(1).as<T>();
+    T* dx = ctx.output.as<T>();
+    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        if constexpr (kGelu) {
+          // gelu'(x) = Phi(x) + x phi(x)
+          const T cdf = T(0.5) * (T(1) + std::erf(x[i] * T(M_SQRT1_2)));
+          const T pdf = std::exp(T(-0.5) * x[i] * x[i]) * T(0.3989422804014327);
+          dx[i] = g[i] * (cdf + x[i] * pdf);
+        } else {
+          dx[i] = x[i] > T(0) ? g[i] : T(0);
+        }
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// d relu_grad(x, g) / dg = [x > 0]: relu_grad again; x takes no gradient
+// (relu'' is zero almost everywhere).
+std::vector<Value> ReluGradGrad(const GradContext& c) {
+  return {Value(), ReluGrad(c.inputs[0], c.grad)};
+}
+
+const OpDef kReluGrad = {.name = "relu_grad",
+                         .dot_label = "ReLU'",
+                         .infer = InferActivationGrad,
+                         .cpu = ActivationGradKernel<false>,
+                         .grad = ReluGradGrad,
+                         .nondiff_inputs = 0b01};
+// gelu_grad has no rule: a third derivative through GELU is out of scope.
+const OpDef kGeluGrad = {.name = "gelu_grad",
+                         .dot_label = "GELU'",
+                         .infer = InferActivationGrad,
+                         .cpu = ActivationGradKernel<true>};
+
+absl::StatusOr<TensorType> InferCast(const InferContext& ctx) {
+  auto dtype = DTypeFromName(ctx.attrs.GetStr("dtype"));
+  if (!dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown dtype '", ctx.attrs.GetStr("dtype"), "'"));
+  }
+  return TensorType{*dtype, ctx.in(0).shape};
+}
+
+absl::Status CastKernel(const KernelContext& ctx) {
+  return DispatchAny(ctx.in(0).dtype, [&](auto in_tag) {
+    using In = decltype(in_tag);
+    return DispatchAny(ctx.output.dtype, [&](auto out_tag) {
+      using Out = decltype(out_tag);
+      const In* x = ctx.in(0).as<In>();
+      Out* y = ctx.output.as<Out>();
+      ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = static_cast<Out>(x[i]);
+      });
+      return absl::OkStatus();
+    });
+  });
+}
+
+// Only float -> float casts carry gradients (cast back to the input dtype).
+std::vector<Value> CastGrad(const GradContext& c) {
+  if (!IsFloating(c.inputs[0].dtype()) || !IsFloating(c.output.dtype())) {
+    return {Value()};
+  }
+  return {Cast(c.grad, c.inputs[0].dtype())};
+}
+
+const OpDef kCast = {.name = "cast",
+                     .dot_label = "Cast",
+                     .infer = InferCast,
+                     .cpu = CastKernel,
+                     .grad = CastGrad};
+
+Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
+  return BuildOp(op, {x}, std::move(attrs));
+}
+
+}  // namespace
+
+Value Neg(Value x) { return Unary(kNeg, x); }
+Value Exp(Value x) { return Unary(kExp, x); }
+Value Log(Value x) { return Unary(kLog, x); }
+Value Sqrt(Value x) { return Unary(kSqrt, x); }
+Value Rsqrt(Value x) { return Unary(kRsqrt, x); }
+Value Pow(Value x, double exponent) {
+  return Unary(kPow, x, Attrs().Float("exponent", exponent));
+}
+Value Scale(Value x, double factor) {
+  return Unary(kScale, x, Attrs().Float("alpha", factor));
+}
+Value AddScalar(Value x, double offset) {
+  return Unary(kScale, x, Attrs().Float("alpha", 1.0).Float("beta", offset));
+}
+Value Relu(Value x) { return Unary(kRelu, x); }
+Value Gelu(Value x) { return Unary(kGelu, x); }
+Value Tanh(Value x) { return Unary(kTanh, x); }
+Value Sigmoid(Value x) { return Unary(kSigmoid, x); }
+Value Sin(Value x) { return Unary(kSin, x); }
+Value Cos(Value x) { return Unary(kCos, x); }
+Value Cast(Value x, DType dtype) {
+  return Unary(kCast, x, Attrs().Str("dtype", std::string(DTypeName(dtype))));
+}
+Value ReluGrad(Value x, Value g) { return BuildOp(kReluGrad, {x, g}); }
+Value GeluGrad(Value x, Value g) { return BuildOp(kGeluGrad, {x, g}); }
+
+std::vector<const OpDef*> UnaryOps() {
+  return {&kNeg,  &kExp,  &kLog,     &kSqrt, &kRsqrt, &kPow,      &kScale,    &kRelu,
+          &kGelu, &kTanh, &kSigmoid, &kSin,  &kCos,   &kReluGrad, &kGeluGrad, &kCast};
+}
+
+}  // namespace dagrad

@@ -1,0 +1,161 @@
+// Elementwise ops: hand-computed forward values, builder errors, and
+// finite-difference gradient cases (including broadcasting).
+
+#include <cmath>
+
+#include "engine/autodiff.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using In = std::vector<Value>;
+
+DAGRAD_GRADCHECK(add_broadcast, {{"a", {2, 3, 4}}, {"b", {3, 1}}},
+                 [](Graph&, const In& in) { return Add(in[0], in[1]); });
+DAGRAD_GRADCHECK(sub_broadcast_leading, {{"a", {4}}, {"b", {2, 3, 4}}},
+                 [](Graph&, const In& in) { return Sub(in[0], in[1]); });
+DAGRAD_GRADCHECK(mul_broadcast_both, {{"a", {2, 1, 4}}, {"b", {3, 1}}},
+                 [](Graph&, const In& in) { return Mul(in[0], in[1]); });
+DAGRAD_GRADCHECK(div_broadcast, {{"a", {2, 3}}, {"b", {3}, std::nullopt, 0.5, 1.5}},
+                 [](Graph&, const In& in) { return Div(in[0], in[1]); });
+DAGRAD_GRADCHECK(maximum_broadcast, {{"a", {3, 4}}, {"b", {4}}},
+                 [](Graph&, const In& in) { return Maximum(in[0], in[1]); });
+DAGRAD_GRADCHECK(minimum_same_shape, {{"a", {3, 4}}, {"b", {3, 4}}},
+                 [](Graph&, const In& in) { return Minimum(in[0], in[1]); });
+DAGRAD_GRADCHECK(mul_same_input_twice, {{"a", {5}}},
+                 [](Graph&, const In& in) { return Mul(in[0], in[0]); });
+
+DAGRAD_GRADCHECK(neg, {{"x", {3, 2}}}, [](Graph&, const In& in) { return Neg(in[0]); });
+DAGRAD_GRADCHECK(exp, {{"x", {3, 2}}}, [](Graph&, const In& in) { return Exp(in[0]); });
+DAGRAD_GRADCHECK(log, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
+                 [](Graph&, const In& in) { return Log(in[0]); });
+DAGRAD_GRADCHECK(sqrt, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
+                 [](Graph&, const In& in) { return Sqrt(in[0]); });
+DAGRAD_GRADCHECK(rsqrt, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
+                 [](Graph&, const In& in) { return Rsqrt(in[0]); });
+DAGRAD_GRADCHECK(pow_cube, {{"x", {3, 2}}},
+                 [](Graph&, const In& in) { return Pow(in[0], 3.0); });
+DAGRAD_GRADCHECK(pow_fractional, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
+                 [](Graph&, const In& in) { return Pow(in[0], -1.5); });
+DAGRAD_GRADCHECK(scale_and_shift, {{"x", {4}}},
+                 [](Graph&, const In& in) { return AddScalar(Scale(in[0], -2.5), 0.75); });
+DAGRAD_GRADCHECK(relu, {{"x", {4, 5}}}, [](Graph&, const In& in) { return Relu(in[0]); });
+DAGRAD_GRADCHECK(gelu, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
+                 [](Graph&, const In& in) { return Gelu(in[0]); });
+DAGRAD_GRADCHECK(tanh, {{"x", {4, 5}, std::nullopt, -2.0, 2.0}},
+                 [](Graph&, const In& in) { return Tanh(in[0]); });
+DAGRAD_GRADCHECK(sigmoid, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
+                 [](Graph&, const In& in) { return Sigmoid(in[0]); });
+DAGRAD_GRADCHECK(sin, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
+                 [](Graph&, const In& in) { return Sin(in[0]); });
+DAGRAD_GRADCHECK(cos, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
+                 [](Graph&, const In& in) { return Cos(in[0]); });
+DAGRAD_GRADCHECK(cast_float_to_float, {{"x", {3}}},
+                 [](Graph&, const In& in) { return Cast(Cast(in[0], DType::kFloat64), DType::kFloat64); });
+
+// relu_grad is checked through a second derivative: d/dw of the gradient
+// of sum(relu(x) * w) with respect to x.
+DAGRAD_GRADCHECK(relu_grad_second_order, {{"x", {6}}, {"w", {6}}},
+                 [](Graph&, const In& in) {
+                   Value loss = Sum(Mul(Relu(in[0]), in[1]));
+                   auto grads = Gradients(loss, {in[0]});
+                   return grads.ok() ? (*grads)[0] : loss.graph()->Error(grads.status());
+                 });
+
+// Second derivatives through elementwise chains: d/dx of d/dx sum(tanh(x) exp(x) x).
+DAGRAD_GRADCHECK(elementwise_second_order, {{"x", {5}}},
+                 [](Graph&, const In& in) {
+                   Value x = in[0];
+                   Value loss = Sum(Mul(Mul(Tanh(x), Exp(x)), x));
+                   auto grads = Gradients(loss, {x});
+                   return grads.ok() ? (*grads)[0] : x.graph()->Error(grads.status());
+                 });
+
+TEST(Elementwise, HandComputedValues) {
+  Graph g;
+  Value a = g.Input("a", DType::kFloat32, {2, 2});
+  Value b = g.Input("b", DType::kFloat32, {2});
+  Feeds feeds = {{a, T<float>({2, 2}, {1, 2, 3, 4})}, {b, T<float>({2}, {10, 20})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {a + b, a * b, a - b, b / a, Maximum(a, b * 0.1f),
+                                             Relu(a - 2.5), Pow(a, 2.0), a * 3.0 + 1.0},
+                                         feeds));
+  ExpectAllClose(out[0], {11, 22, 13, 24}, 0, 0, "add");
+  ExpectAllClose(out[1], {10, 40, 30, 80}, 0, 0, "mul");
+  ExpectAllClose(out[2], {-9, -18, -7, -16}, 0, 0, "sub");
+  ExpectAllClose(out[3], {10, 10, 10.0 / 3, 5}, 1e-6, 0, "div");
+  ExpectAllClose(out[4], {1, 2, 3, 4}, 1e-6, 0, "maximum");
+  ExpectAllClose(out[5], {0, 0, 0.5, 1.5}, 0, 0, "relu");
+  ExpectAllClose(out[6], {1, 4, 9, 16}, 0, 0, "pow");
+  ExpectAllClose(out[7], {4, 7, 10, 13}, 0, 0, "scale+shift");
+}
+
+TEST(Elementwise, TranscendentalValues) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {3});
+  Feeds feeds = {{x, T<double>({3}, {-1.0, 0.0, 2.0})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Gelu(x), Sigmoid(x), Tanh(x), Sin(x), Cos(x),
+                                             Exp(x)},
+                                         feeds));
+  // gelu(x) = x Phi(x): Phi(-1) = 0.158655253931457, Phi(2) = 0.977249868051821.
+  ExpectAllClose(out[0], {-0.158655253931457, 0.0, 1.954499736103642}, 1e-12, 1e-15, "gelu");
+  ExpectAllClose(out[1], {1 / (1 + std::exp(1.0)), 0.5, 1 / (1 + std::exp(-2.0))}, 1e-15, 0,
+                 "sigmoid");
+  ExpectAllClose(out[2], {std::tanh(-1.0), 0, std::tanh(2.0)}, 1e-15, 0, "tanh");
+  ExpectAllClose(out[3], {std::sin(-1.0), 0, std::sin(2.0)}, 1e-15, 0, "sin");
+  ExpectAllClose(out[4], {std::cos(-1.0), 1, std::cos(2.0)}, 1e-15, 0, "cos");
+  ExpectAllClose(out[5], {std::exp(-1.0), 1, std::exp(2.0)}, 1e-15, 0, "exp");
+}
+
+TEST(Elementwise, ComparisonsAndLogic) {
+  Graph g;
+  Value a = g.Input("a", DType::kInt64, {4});
+  Value b = g.Input("b", DType::kInt64, {1});
+  Feeds feeds = {{a, T<int64_t>({4}, {1, 2, 3, 4})}, {b, T<int64_t>({1}, {2})}};
+  Value lt = Less(a, b), gt = Greater(a, b), eq = Equal(a, b);
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {lt, gt, eq, LogicalOr(lt, eq), LogicalAnd(lt, gt),
+                                             LogicalNot(eq), Cast(gt, DType::kFloat32)},
+                                         feeds));
+  ExpectAllClose(out[0], {1, 0, 0, 0}, 0, 0, "less");
+  ExpectAllClose(out[1], {0, 0, 1, 1}, 0, 0, "greater");
+  ExpectAllClose(out[2], {0, 1, 0, 0}, 0, 0, "equal");
+  ExpectAllClose(out[3], {1, 1, 0, 0}, 0, 0, "or");
+  ExpectAllClose(out[4], {0, 0, 0, 0}, 0, 0, "and");
+  ExpectAllClose(out[5], {1, 0, 1, 1}, 0, 0, "not");
+  ExpectAllClose(out[6], {0, 0, 1, 1}, 0, 0, "cast");
+  EXPECT_EQ(out[0].dtype(), DType::kBool);
+}
+
+TEST(Elementwise, BuilderErrorsNameOpAndShapes) {
+  Graph g;
+  Value a = g.Input("a", DType::kFloat32, {2, 3});
+  Value b = g.Input("b", DType::kFloat32, {4});
+  Value i = g.Input("i", DType::kInt64, {2, 3});
+  Value m = g.Input("m", DType::kBool, {2, 3});
+  EXPECT_STATUS(Add(a, b).status(), absl::StatusCode::kInvalidArgument,
+                "add 'add': shapes (2, 3) and (4,) do not broadcast");
+  EXPECT_STATUS(Mul(a, i).status(), absl::StatusCode::kInvalidArgument, "dtypes differ");
+  EXPECT_STATUS(Exp(i).status(), absl::StatusCode::kInvalidArgument,
+                "exp 'exp': input must be float32 or float64, got int64");
+  EXPECT_STATUS(Add(m, m).status(), absl::StatusCode::kInvalidArgument, "numeric");
+  EXPECT_STATUS(LogicalAnd(a, a).status(), absl::StatusCode::kInvalidArgument, "must be bool");
+  {
+    Graph::Scope s(g, "encoder");
+    EXPECT_STATUS(Sub(a, b).status(), absl::StatusCode::kInvalidArgument,
+                  "sub 'encoder/sub': shapes (2, 3) and (4,)");
+  }
+  Graph other;
+  Value c = other.Input("c", DType::kFloat32, {2, 3});
+  EXPECT_STATUS(Add(a, c).status(), absl::StatusCode::kInvalidArgument, "another graph");
+  EXPECT_STATUS(Add(a, Value()).status(), absl::StatusCode::kInvalidArgument, "null Value");
+  // An error flows through later ops unchanged.
+  Value bad = Add(a, b);
+  EXPECT_EQ(Exp(Relu(bad)).status(), bad.status());
+  EXPECT_FALSE(g.status().ok());
+}
+
+}  // namespace
+}  // namespace dagrad::testing

@@ -1,0 +1,157 @@
+// The planner and executor: hand-computed results, memory reuse, in-place
+// execution, feed validation, variables, constant folding, numerics checks.
+
+#include "engine/executor.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+TEST(Executor, RunsManyTimesWithNewFeeds) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 2});
+  Value w = g.Parameter("w", {2, 2}, Initializer::Ones());
+  Value y = Sum(MatMul(x, w) * 2.0);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  for (float v : {1.0f, 2.0f, -3.0f}) {
+    ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, T<float>({2, 2}, {v, v, v, v})}}));
+    // (x·1) has every entry 2v; eight entries of... sum(2 * 2v over 4) = 16v.
+    ExpectAllClose(out[0], {16.0 * v}, 1e-6, 0, "sum");
+  }
+}
+
+TEST(Executor, MemoryIsReusedAcrossAChain) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {256, 256});
+  Value h = x;
+  for (int i = 0; i < 10; ++i) h = Tanh(MatMul(h, x));
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({Sum(h)}));
+  const int64_t one = 256 * 256 * 4;
+  // 20 intermediates of 256 KiB each; at most two (a product and its input)
+  // are alive at once, and tanh runs in place.
+  EXPECT_GE(plan->intermediate_bytes(), 20 * one);
+  EXPECT_LE(plan->peak_bytes(), 2 * one + 64);
+  EXPECT_EQ(plan->info().num_in_place, 10);
+  ExecutionPlan no_reuse = *PlanGraph(g, {Sum(h)}, {}, {.reuse_memory = false, .in_place = false});
+  EXPECT_GE(no_reuse.arena_bytes, 20 * one);
+}
+
+TEST(Executor, InPlaceNeverClobbersALiveValue) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {4});
+  Value a = Exp(x);
+  Value b = Neg(a);     // a is still read below, so b must not overwrite it
+  Value c = Add(a, b);  // = 0
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {c, a}, {{x, T<float>({4}, {0, 1, 2, 3})}}));
+  ExpectAllClose(out[0], {0, 0, 0, 0}, 0, 0, "exp(x) - exp(x)");
+  ExpectAllClose(out[1], {1, std::exp(1.0), std::exp(2.0), std::exp(3.0)}, 1e-6, 0, "fetched a");
+}
+
+TEST(Executor, FeedValidation) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  Value z = g.Input("z", DType::kFloat32, {2});
+  Value unused = g.Input("unused", DType::kFloat32, {2});
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({x + z}));
+  const Tensor good = T<float>({2}, {1, 2});
+  EXPECT_STATUS(exec.Run(*plan, {{x, good}}).status(), absl::StatusCode::kInvalidArgument,
+                "missing feed for input 'z' (float32 (2,))");
+  EXPECT_STATUS(exec.Run(*plan, {{x, good}, {z, T<float>({3}, {1, 2, 3})}}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "feed of 'z': expected float32 (2,), got float32 (3,)");
+  EXPECT_STATUS(exec.Run(*plan, {{x, good}, {z, T<double>({2}, {1, 2})}}).status(),
+                absl::StatusCode::kInvalidArgument, "got float64 (2,)");
+  EXPECT_STATUS(exec.Run(*plan, {{x, good}, {z, good}, {x, good}}).status(),
+                absl::StatusCode::kInvalidArgument, "input 'x' is fed twice");
+  EXPECT_STATUS(exec.Run(*plan, {{x, good}, {z, good}, {unused, good}}).status(),
+                absl::StatusCode::kInvalidArgument, "does not read that input");
+  EXPECT_STATUS(exec.Run(*plan, {{x, good}, {z, good}, {x + z, good}}).status(),
+                absl::StatusCode::kInvalidArgument, "only inputs can be fed");
+  EXPECT_TRUE(exec.Run(*plan, {{x, good}, {z, good}}).ok());
+  Executor other(g);
+  EXPECT_STATUS(other.Run(*plan, {{x, good}, {z, good}}).status(),
+                absl::StatusCode::kInvalidArgument, "another executor");
+}
+
+TEST(Executor, CompileErrors) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  Executor exec(g);
+  EXPECT_STATUS(exec.Compile({}).status(), absl::StatusCode::kInvalidArgument, "nothing to compute");
+  EXPECT_STATUS(exec.Compile({Value()}).status(), absl::StatusCode::kInvalidArgument, "null fetch");
+  Value bad = Add(x, g.Input("y", DType::kFloat32, {3}));
+  EXPECT_STATUS(exec.Compile({bad}).status(), absl::StatusCode::kInvalidArgument, "do not broadcast");
+  Graph other;
+  Value o = other.Input("o", DType::kFloat32, {1});
+  EXPECT_STATUS(exec.Compile({o}).status(), absl::StatusCode::kInvalidArgument,
+                "belongs to another graph");
+}
+
+TEST(Executor, VariablesPersistAndCanBeAssigned) {
+  Graph g;
+  Value w = g.Parameter("w", {3}, Initializer::Constant(2.0));
+  Value x = g.Input("x", DType::kFloat32, {3});
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({Sum(w * x)}));
+  const Tensor ones = T<float>({3}, {1, 1, 1});
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, ones}}));
+  ExpectAllClose(out[0], {6}, 0, 0, "initial");
+  ASSERT_OK(exec.Assign(w, T<float>({3}, {1, 2, 3})));
+  ASSERT_OK_AND_ASSIGN(out, exec.Run(*plan, {{x, ones}}));
+  ExpectAllClose(out[0], {6}, 0, 0, "assigned");
+  ASSERT_OK_AND_ASSIGN(out, exec.Run(*plan, {{x, T<float>({3}, {1, 0, 0})}}));
+  ExpectAllClose(out[0], {1}, 0, 0, "assigned, new feed");
+  EXPECT_STATUS(exec.Assign(w, T<float>({2}, {1, 2})), absl::StatusCode::kInvalidArgument,
+                "expected float32 (3,), got float32 (2,)");
+  EXPECT_STATUS(exec.Assign(x, ones), absl::StatusCode::kInvalidArgument, "not a variable");
+  ASSERT_OK(exec.InitializeVariables());
+  ExpectAllClose(*exec.Read(w), {2, 2, 2}, 0, 0, "reinitialised");
+}
+
+TEST(Executor, ConstantSubgraphsAreFolded) {
+  Graph g;
+  Value c = g.Constant(T<float>({3}, {0, 1, 2}));
+  Value table = Exp(c) * 2.0;  // depends on constants only
+  Value x = g.Input("x", DType::kFloat32, {3});
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({x + table}));
+  EXPECT_EQ(plan->info().num_folded, 2);
+  EXPECT_EQ(plan->info().steps.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, T<float>({3}, {1, 1, 1})}}));
+  ExpectAllClose(out[0], {3, 1 + 2 * std::exp(1.0), 1 + 2 * std::exp(2.0)}, 1e-6, 0, "folded");
+}
+
+TEST(Executor, CheckNumericsNamesTheFirstBadNode) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  Value y;
+  {
+    Graph::Scope s(g, "block");
+    y = Sqrt(Log(x));  // log(0) = -inf first, then sqrt(-inf) = nan
+  }
+  Executor exec(g, {.check_numerics = true});
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  EXPECT_STATUS(exec.Run(*plan, {{x, T<float>({2}, {1, 0})}}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "check_numerics: forward node 'block/log' (op log, float32 (2,)) produced Inf at "
+                "element 1");
+  EXPECT_TRUE(exec.Run(*plan, {{x, T<float>({2}, {1, 2})}}).ok());
+}
+
+TEST(Executor, MemoryLimitIsAClearError) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {1024, 1024});
+  Executor exec(g, {.memory_limit_bytes = 1 << 20});
+  EXPECT_STATUS(exec.Compile({Exp(x)}).status(), absl::StatusCode::kResourceExhausted,
+                "memory limit: the plan's arena needs 4194304 bytes");
+}
+
+}  // namespace
+}  // namespace dagrad::testing

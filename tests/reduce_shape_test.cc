@@ -1,0 +1,123 @@
+// Reductions and shape ops: hand values, views, errors, gradient cases.
+
+#include "engine/autodiff.h"
+#include "engine/executor.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using In = std::vector<Value>;
+
+DAGRAD_GRADCHECK(sum_all, {{"x", {2, 3, 4}}}, [](Graph&, const In& in) { return Sum(in[0]); });
+DAGRAD_GRADCHECK(sum_leading_keepdims, {{"x", {2, 3, 4}}},
+                 [](Graph&, const In& in) { return Sum(in[0], {0, 1}, true); });
+DAGRAD_GRADCHECK(sum_non_contiguous_axes, {{"x", {2, 3, 4}}},
+                 [](Graph&, const In& in) { return Sum(in[0], {0, 2}); });
+DAGRAD_GRADCHECK(mean_last_axis, {{"x", {3, 5}}},
+                 [](Graph&, const In& in) { return Mean(in[0], {-1}); });
+DAGRAD_GRADCHECK(max_middle_axis, {{"x", {2, 4, 3}}},
+                 [](Graph&, const In& in) { return Max(in[0], {1}, true); });
+DAGRAD_GRADCHECK(reshape_infer, {{"x", {2, 6}}},
+                 [](Graph&, const In& in) { return Reshape(in[0], {3, -1, 2}); });
+DAGRAD_GRADCHECK(permute_4d, {{"x", {2, 3, 4, 5}}},
+                 [](Graph&, const In& in) { return Permute(in[0], {0, 2, 3, 1}); });
+DAGRAD_GRADCHECK(transpose_last_two, {{"x", {2, 3, 4}}},
+                 [](Graph&, const In& in) { return Transpose(in[0], -1, -2); });
+DAGRAD_GRADCHECK(broadcast_to, {{"x", {3, 1}}},
+                 [](Graph&, const In& in) { return BroadcastTo(in[0], Shape({2, 3, 4})); });
+DAGRAD_GRADCHECK(concat_middle_axis, {{"a", {2, 1, 3}}, {"b", {2, 2, 3}}},
+                 [](Graph&, const In& in) { return Concat({in[0], in[1], in[0]}, 1); });
+DAGRAD_GRADCHECK(slice_step, {{"x", {3, 7}}},
+                 [](Graph&, const In& in) { return Slice(in[0], -1, 1, 6, 2); });
+// unslice appears in the gradient of slice; check it through a second
+// derivative of sum(slice(x)^2 * w) with respect to w.
+DAGRAD_GRADCHECK(unslice_second_order, {{"x", {4, 3}}, {"w", {2, 3}}},
+                 [](Graph&, const In& in) {
+                   Value s = Slice(in[0], 0, 1, 3);
+                   auto grads = Gradients(Sum(Mul(Mul(s, s), in[1])), {in[0]});
+                   return grads.ok() ? (*grads)[0] : s.graph()->Error(grads.status());
+                 });
+
+TEST(Reduce, HandComputedValues) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 3});
+  Feeds feeds = {{x, T<float>({2, 3}, {1, 5, 3, -4, 2, 6})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Sum(x), Sum(x, {0}), Mean(x, {1}, true),
+                                             Max(x, {-1}), Max(x, {0})},
+                                         feeds));
+  ExpectAllClose(out[0], {13}, 0, 0, "sum");
+  ExpectAllClose(out[1], {-3, 7, 9}, 0, 0, "sum axis 0");
+  EXPECT_EQ(out[2].shape(), Shape({2, 1}));
+  ExpectAllClose(out[2], {3, 4.0 / 3}, 1e-6, 0, "mean");
+  ExpectAllClose(out[3], {5, 6}, 0, 0, "max");
+  ExpectAllClose(out[4], {1, 5, 6}, 0, 0, "max axis 0");
+}
+
+TEST(Reduce, MaxSharesGradientAmongTies) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {4});
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Max(x), {x}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0]}, {{x, T<double>({4}, {3, 1, 3, 2})}}));
+  ExpectAllClose(out[0], {0.5, 0, 0.5, 0}, 0, 0, "max grad");
+}
+
+TEST(Shape, ValuesOfPermuteSliceConcat) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 3});
+  Feeds feeds = {{x, T<float>({2, 3}, {0, 1, 2, 3, 4, 5})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Transpose(x, 0, 1), Slice(x, 1, 0, 3, 2),
+                                             Concat({x, x}, 0), Reshape(x, {3, -1}),
+                                             BroadcastTo(Slice(x, 0, 1, 2), Shape({2, 2, 3})),
+                                             Slice(x, 1, -2, 100)},
+                                         feeds));
+  ExpectAllClose(out[0], {0, 3, 1, 4, 2, 5}, 0, 0, "transpose");
+  ExpectAllClose(out[1], {0, 2, 3, 5}, 0, 0, "slice step 2");
+  ExpectAllClose(out[2], {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5}, 0, 0, "concat");
+  EXPECT_EQ(out[3].shape(), Shape({3, 2}));
+  ExpectAllClose(out[4], {3, 4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5}, 0, 0, "broadcast_to");
+  ExpectAllClose(out[5], {1, 2, 4, 5}, 0, 0, "negative start, clamped end");
+}
+
+TEST(Shape, ReshapeOfAnIntermediateIsAView) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {4, 8});
+  Value y = Reshape(Exp(x), {32});
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({Sum(y)}));
+  EXPECT_EQ(plan->info().num_views, 1);
+  // The view shares its input's storage root.
+  EXPECT_EQ(plan->info().root[y.id()], plan->info().root[y.node().inputs[0]]);
+}
+
+TEST(Shape, Errors) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 3});
+  EXPECT_STATUS(Reshape(x, {4, -1}).status(), absl::StatusCode::kInvalidArgument,
+                "reshape 'reshape': cannot infer -1");
+  EXPECT_STATUS(Reshape(x, {-1, -1}).status(), absl::StatusCode::kInvalidArgument,
+                "more than one -1");
+  EXPECT_STATUS(Reshape(x, {7}).status(), absl::StatusCode::kInvalidArgument,
+                "holds 7 elements, input holds 6");
+  EXPECT_STATUS(Permute(x, {0, 0}).status(), absl::StatusCode::kInvalidArgument,
+                "not a permutation");
+  EXPECT_STATUS(Transpose(x, 0, 2).status(), absl::StatusCode::kInvalidArgument,
+                "out of range");
+  EXPECT_STATUS(BroadcastTo(x, Shape({3, 3})).status(), absl::StatusCode::kInvalidArgument,
+                "(2, 3) does not broadcast to (3, 3)");
+  EXPECT_STATUS(Concat({x, Reshape(x, {3, 2})}, 0).status(), absl::StatusCode::kInvalidArgument,
+                "differs from input 0");
+  EXPECT_STATUS(Slice(x, 2, 0, 1).status(), absl::StatusCode::kInvalidArgument,
+                "axis 2 is out of range for rank 2");
+  EXPECT_STATUS(Slice(x, 0, 0, 1, 0).status(), absl::StatusCode::kInvalidArgument, "step 0");
+  EXPECT_STATUS(Sum(x, {1, -1}).status(), absl::StatusCode::kInvalidArgument, "repeated");
+  EXPECT_STATUS(Max(x, {5}).status(), absl::StatusCode::kInvalidArgument,
+                "axis 5 is out of range for rank 2");
+}
+
+}  // namespace
+}  // namespace dagrad::testing

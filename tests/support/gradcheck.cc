@@ -1,0 +1,107 @@
+#include "tests/support/gradcheck.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/autodiff.h"
+#include "engine/executor.h"
+#include "engine/philox.h"
+#include "engine/status_macros.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+
+std::vector<GradCase>& MutableCases() {
+  static auto* cases = new std::vector<GradCase>();
+  return *cases;
+}
+
+bool RegisterGradCase(GradCase c) {
+  MutableCases().push_back(std::move(c));
+  return true;
+}
+
+const std::vector<GradCase>& AllGradCases() { return MutableCases(); }
+
+absl::Status GradCheck(const GradCase& c, uint64_t seed) {
+  Graph g;
+  std::vector<Value> inputs;
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const GradInput& in = c.inputs[i];
+    Tensor v = in.value ? in.value->Clone()
+                        : Random(DType::kFloat64, in.shape, seed * 977 + i, in.lo, in.hi);
+    inputs.push_back(g.Input(in.name, v.dtype(), v.shape()));
+    values.push_back(std::move(v));
+  }
+  Value y = c.build(g, inputs);
+  if (!y.ok()) return y.status();
+  if (y.dtype() != DType::kFloat64) {
+    return absl::InvalidArgumentError("gradcheck output must be float64");
+  }
+  Value weights = g.Constant(Random(DType::kFloat64, y.shape(), seed + 17, 0.5, 1.5), "weights");
+  Value loss = Sum(Mul(y, weights));
+  std::vector<Value> wrt;
+  std::vector<size_t> wrt_index;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (values[i].dtype() == DType::kFloat64) {
+      wrt.push_back(inputs[i]);
+      wrt_index.push_back(i);
+    }
+  }
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, wrt));
+
+  Executor exec(g);
+  std::vector<Value> fetches = {loss};
+  for (const Value& gr : grads) {
+    if (gr.ok()) fetches.push_back(gr);
+  }
+  DAGRAD_ASSIGN_OR_RETURN(auto grad_plan, exec.Compile(fetches));
+  DAGRAD_ASSIGN_OR_RETURN(auto loss_plan, exec.Compile({loss}));
+  const RunOptions run{.training = c.options.training, .step = 3};
+  auto feeds = [&] {
+    Feeds f;
+    for (size_t i = 0; i < inputs.size(); ++i) f.push_back({inputs[i], values[i]});
+    return f;
+  };
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> analytic, exec.Run(*grad_plan, feeds(), run));
+
+  auto loss_at = [&](size_t input, int64_t element, double delta) -> absl::StatusOr<double> {
+    double& x = values[input].data<double>()[element];
+    const double saved = x;
+    x = saved + delta;
+    auto out = exec.Run(*loss_plan, feeds(), run);
+    x = saved;
+    if (!out.ok()) return out.status();
+    return (*out)[0].data<double>()[0];
+  };
+
+  const double h = c.options.step;
+  size_t fetched = 1;
+  for (size_t w = 0; w < wrt.size(); ++w) {
+    const size_t i = wrt_index[w];
+    const Tensor* an = grads[w].ok() ? &analytic[fetched++] : nullptr;
+    for (int64_t e = 0; e < values[i].num_elements(); ++e) {
+      DAGRAD_ASSIGN_OR_RETURN(double fp, loss_at(i, e, h));
+      DAGRAD_ASSIGN_OR_RETURN(double fm, loss_at(i, e, -h));
+      double numeric = (fp - fm) / (2 * h);
+      if (c.options.four_point) {
+        DAGRAD_ASSIGN_OR_RETURN(double fp2, loss_at(i, e, 2 * h));
+        DAGRAD_ASSIGN_OR_RETURN(double fm2, loss_at(i, e, -2 * h));
+        numeric = (fm2 - 8 * fm + 8 * fp - fp2) / (12 * h);
+      }
+      const double a = an ? an->data<double>()[e] : 0.0;
+      if (!(std::abs(a - numeric) <= c.options.atol + c.options.rtol * std::abs(numeric))) {
+        return absl::InternalError(absl::StrCat(
+            "gradient of input '", c.inputs[i].name, "' ", values[i].shape().ToString(),
+            " element ", e, ": autodiff ", a, ", finite differences ", numeric,
+            an ? "" : " (autodiff gave no gradient)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dagrad::testing

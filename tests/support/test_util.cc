@@ -1,0 +1,69 @@
+#include "tests/support/test_util.h"
+
+#include <cmath>
+
+#include "engine/philox.h"
+
+namespace dagrad::testing {
+
+Tensor Random(DType dtype, const Shape& shape, uint64_t seed, double lo, double hi) {
+  Tensor t = *Tensor::Zeros(dtype, shape);
+  const RandomStream rs{seed, 0xabcdu, 0};
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const double u = (rs.Bits(i) + 0.5) / 4294967296.0;
+    const double v = lo + (hi - lo) * u;
+    if (dtype == DType::kFloat64) {
+      t.data<double>()[i] = v;
+    } else {
+      t.data<float>()[i] = static_cast<float>(v);
+    }
+  }
+  return t;
+}
+
+Tensor RandomInts(const Shape& shape, uint64_t seed, int64_t lo, int64_t hi) {
+  Tensor t = *Tensor::Zeros(DType::kInt64, shape);
+  const RandomStream rs{seed, 0x1234u, 0};
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    t.data<int64_t>()[i] = lo + static_cast<int64_t>(rs.Bits(i) % (hi - lo));
+  }
+  return t;
+}
+
+absl::StatusOr<std::vector<Tensor>> RunOnce(const Graph& g, std::vector<Value> fetches,
+                                            const Feeds& feeds, const RunOptions& options) {
+  Executor exec(g);
+  auto plan = exec.Compile(fetches);
+  if (!plan.ok()) return plan.status();
+  return exec.Run(**plan, feeds, options);
+}
+
+std::vector<double> AsDoubles(const Tensor& t) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    switch (t.dtype()) {
+      case DType::kFloat32: out.push_back(t.data<float>()[i]); break;
+      case DType::kFloat64: out.push_back(t.data<double>()[i]); break;
+      case DType::kInt32: out.push_back(t.data<int32_t>()[i]); break;
+      case DType::kInt64: out.push_back(static_cast<double>(t.data<int64_t>()[i])); break;
+      case DType::kBool: out.push_back(t.data<bool>()[i]); break;
+    }
+  }
+  return out;
+}
+
+void ExpectAllClose(const Tensor& got, const std::vector<double>& want, double rtol,
+                    double atol, const std::string& what) {
+  const std::vector<double> g = AsDoubles(got);
+  ASSERT_EQ(g.size(), want.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const bool close = (std::isnan(want[i]) && std::isnan(g[i])) ||
+                       std::abs(g[i] - want[i]) <= atol + rtol * std::abs(want[i]);
+    if (!close && reported++ < 5) {
+      ADD_FAILURE() << what << " element " << i << ": got " << g[i] << ", want " << want[i];
+    }
+  }
+}
+
+}  // namespace dagrad::testing
