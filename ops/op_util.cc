@@ -52,26 +52,30 @@ absl::StatusOr<std::vector<int>> NormalizeAxes(const std::vector<int64_t>& axes,
 
 namespace dagrad {
 
-Value BuildOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
-              uint32_t optional) {
-  Graph* g = nullptr;
+Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
+                uint32_t optional) {
   for (const Value& v : inputs) {
     if (!v.is_null() && !v.ok()) return v;
-    if (g == nullptr) g = v.graph();
   }
-  if (g == nullptr) return Value();
-  int i = 0;
-  for (const Value& v : inputs) {
-    if (v.is_null() && !(optional >> i & 1)) {
-      return g->Error(absl::InvalidArgumentError(
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_null() && !(optional >> i & 1)) {
+      return g.Error(absl::InvalidArgumentError(
           absl::StrCat(op.name, ": required input ", i, " is a null Value")));
     }
-    ++i;
+    if (!inputs[i].is_null() && inputs[i].graph() != &g) {
+      return g.Error(absl::InvalidArgumentError(
+          absl::StrCat(op.name, ": input ", i, " belongs to another graph")));
+    }
   }
-  if (absl::Status st = CheckSameGraph(inputs); !st.ok()) {
-    return g->Error(absl::InvalidArgumentError(absl::StrCat(op.name, ": ", st.message())));
+  return g.AddOp(op, inputs, std::move(attrs));
+}
+
+Value BuildOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
+              uint32_t optional) {
+  for (const Value& v : inputs) {
+    if (!v.is_null()) return BuildOpIn(*v.graph(), op, inputs, std::move(attrs), optional);
   }
-  return g->AddOp(op, inputs, std::move(attrs));
+  return Value();
 }
 
 Value ScalarLike(Value like, double v) {

@@ -76,6 +76,11 @@ absl::StatusOr<std::vector<int>> NormalizeAxes(const std::vector<int64_t>& axes,
 Value BuildOp(const OpDef& op, absl::Span<const Value> inputs,
               Attrs attrs = Attrs(), uint32_t optional = 0);
 
+// BuildOpIn is BuildOp for ops whose inputs may all be absent (fill,
+// arange): the node is added to `g`.
+Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs,
+                Attrs attrs = Attrs(), uint32_t optional = 0);
+
 // Scalar returns a 0-d constant of `dtype` holding `v`, in v's graph.
 Value ScalarLike(Value like, double v);
 

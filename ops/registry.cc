@@ -5,7 +5,13 @@ namespace dagrad {
 const std::vector<const OpDef*>& AllOps() {
   static const std::vector<const OpDef*>* const ops = [] {
     auto* all = new std::vector<const OpDef*>();
-    for (auto family : {UnaryOps, BinaryOps, ReduceOps, ShapeOps, MatMulOps}) {
+    for (auto family : {
+             UnaryOps,
+             BinaryOps,
+             ReduceOps,
+             ShapeOps,
+             MatMulOps,
+         }) {
       for (const OpDef* op : family()) all->push_back(op);
     }
     return all;
