@@ -143,12 +143,19 @@ int& Threads() {
   return threads;
 }
 
+void ApplyThreads(int n) {
+  omp_set_num_threads(n);
+  bli_thread_set_num_threads(n);
+}
+
 }  // namespace
 
 absl::Status ConfigureCpu() {
   absl::call_once(configure_once, [] {
     State().status = SelectArch();
-    if (State().status.ok() && Threads() == 0) SetNumThreads(DefaultThreads());
+    // Any BLIS call initialises BLIS, so threads are applied only after the
+    // kernel set has been chosen.
+    if (State().status.ok()) ApplyThreads(NumThreads());
   });
   return State().status;
 }
@@ -165,10 +172,12 @@ CpuInfo GetCpuInfo() {
 }
 
 void SetNumThreads(int n) {
-  if (n < 1) n = 1;
-  Threads() = n;
-  omp_set_num_threads(n);
-  bli_thread_set_num_threads(n);
+  Threads() = n < 1 ? 1 : n;
+  if (ConfigureCpu().ok()) {
+    ApplyThreads(Threads());
+  } else {
+    omp_set_num_threads(Threads());
+  }
 }
 
 int NumThreads() { return Threads() == 0 ? DefaultThreads() : Threads(); }

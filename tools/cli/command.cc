@@ -1,0 +1,96 @@
+#include "tools/cli/command.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace dagrad::cli {
+
+absl::Status ParseFlags(const Command& command, int argc, char** argv, int first,
+                        bool* help) {
+  *help = false;
+  for (int i = first; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--helpfull") {
+      *help = true;
+      continue;
+    }
+    if (!absl::StartsWith(arg, "--") || arg.size() == 2) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg,
+                                                     "' (flags look like --name=value)"));
+    }
+    arg.remove_prefix(2);
+    const size_t eq = arg.find('=');
+    std::string name(arg.substr(0, eq));
+    std::string value;
+    bool has_value = eq != absl::string_view::npos;
+    if (has_value) value = std::string(arg.substr(eq + 1));
+    const bool accepted = std::find(command.flags.begin(), command.flags.end(), name) !=
+                          command.flags.end();
+    absl::CommandLineFlag* flag = accepted ? absl::FindCommandLineFlag(name) : nullptr;
+    if (flag == nullptr) {
+      // --noflag for booleans.
+      if (absl::StartsWith(name, "no") && !has_value) {
+        const std::string positive = name.substr(2);
+        if (std::find(command.flags.begin(), command.flags.end(), positive) !=
+            command.flags.end()) {
+          flag = absl::FindCommandLineFlag(positive);
+          if (flag != nullptr && flag->IsOfType<bool>()) {
+            std::string error;
+            flag->ParseFrom("false", &error);
+            continue;
+          }
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name,
+                                                     " (see dagrad ", command.name, " --help)"));
+    }
+    if (!has_value) {
+      if (!flag->IsOfType<bool>()) {
+        return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
+      }
+      value = "true";
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag --", name, "='", value, "': ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void PrintHelp(const Command& command) {
+  std::cout << "dagrad " << command.name << ": " << command.summary << "\n\nflags:\n";
+  for (const std::string& name : command.flags) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;
+    std::cout << "  --" << name << " (default: " << flag->DefaultValue() << ")\n      "
+              << flag->Help() << "\n";
+  }
+}
+
+int UsageError(const Command& command, const std::string& message) {
+  std::cerr << "dagrad " << command.name << ": " << message << "\n";
+  return kExitUsage;
+}
+
+int Failure(const Command& command, const absl::Status& status) {
+  std::cerr << "dagrad " << command.name << ": " << status.message() << "\n";
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
+}
+
+}  // namespace dagrad::cli

@@ -1,0 +1,57 @@
+// tools/cli/command.h
+//
+// The `dagrad` program's subcommands and its strict flag parsing. Every
+// subcommand names the flags it accepts; anything else — an unknown flag, a
+// flag of another subcommand, a value that does not parse, a positional
+// argument — is a usage error: one line on stderr and exit code 2.
+//
+//   dagrad info
+//   dagrad dot --model=mha --out=mha.dot --render=svg --collapse=mha
+//   dagrad train --task=reverse --steps=400 --out=runs/reverse
+
+#ifndef DAGRAD_TOOLS_CLI_COMMAND_H_
+#define DAGRAD_TOOLS_CLI_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace dagrad::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the work itself failed
+inline constexpr int kExitUsage = 2;    // bad command line or input
+
+struct Command {
+  const char* name;
+  const char* summary;
+  std::vector<std::string> flags;  // names of the absl flags it accepts
+  int (*run)();                    // after flags are parsed
+};
+
+// The subcommands, defined in their own files.
+Command InfoCommand();
+Command DotCommand();
+Command TrainCommand();
+Command EvalCommand();
+
+// ParseFlags sets the command's flags from argv[first...]; on a usage error
+// returns InvalidArgument with the one-line message. Sets *help when --help
+// was given.
+absl::Status ParseFlags(const Command& command, int argc, char** argv, int first,
+                        bool* help);
+
+// PrintHelp writes the command's summary and flags with their defaults.
+void PrintHelp(const Command& command);
+
+// UsageError prints "dagrad <command>: <message>" on stderr and returns 2.
+int UsageError(const Command& command, const std::string& message);
+// Failure prints "dagrad <command>: <status message>" and returns 1, or 2
+// when the status is InvalidArgument/NotFound/DataLoss/FailedPrecondition
+// (the user's input was at fault).
+int Failure(const Command& command, const absl::Status& status);
+
+}  // namespace dagrad::cli
+
+#endif  // DAGRAD_TOOLS_CLI_COMMAND_H_

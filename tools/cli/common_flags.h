@@ -1,0 +1,29 @@
+// tools/cli/common_flags.h
+//
+// Flags and helpers several subcommands share.
+
+#ifndef DAGRAD_TOOLS_CLI_COMMON_FLAGS_H_
+#define DAGRAD_TOOLS_CLI_COMMON_FLAGS_H_
+
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/status/status.h"
+
+ABSL_DECLARE_FLAG(int, threads);
+
+namespace dagrad::cli {
+
+// ApplyThreadsFlag sets the CPU thread count from --threads (0 = one per
+// core); InvalidArgument for a negative value.
+absl::Status ApplyThreadsFlag();
+
+// DescribeCuda says whether CUDA is built in and which devices it sees.
+std::string DescribeCuda();
+
+// DotProgram is the Graphviz `dot` found at build time or on PATH, or "".
+std::string DotProgram();
+
+}  // namespace dagrad::cli
+
+#endif  // DAGRAD_TOOLS_CLI_COMMON_FLAGS_H_

@@ -1,0 +1,38 @@
+// `dagrad info`: what this build and this machine offer.
+
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "ops/cpu_runtime.h"
+#include "ops/registry.h"
+#include "tools/cli/command.h"
+#include "tools/cli/common_flags.h"
+
+namespace dagrad::cli {
+namespace {
+
+int RunInfo() {
+  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(InfoCommand(), std::string(st.message()));
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return Failure(InfoCommand(), st);
+  const CpuInfo cpu = GetCpuInfo();
+  std::cout << "dagrad " << DAGRAD_VERSION << "\n"
+            << "cpu: BLIS " << cpu.blis_version << ", kernel set '" << cpu.blis_arch
+            << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
+            << (cpu.threads == 1 ? "" : "s") << "\n"
+            << "cpu features: " << cpu.cpu_features << "\n"
+            << "cuda: " << DescribeCuda() << "\n"
+            << "graphviz: " << (DotProgram().empty() ? "not found (DOT files are still written)"
+                                                     : DotProgram())
+            << "\n"
+            << "ops: " << AllOps().size() << " registered\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command InfoCommand() {
+  return {"info", "print the BLIS kernel set, thread count, CUDA devices and Graphviz",
+          {"threads"}, RunInfo};
+}
+
+}  // namespace dagrad::cli

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what dagrad needs to build and test on Debian 12, if missing.
+# Run as root (or with sudo available). Idempotent: installs nothing when
+# every package is present.
+#
+#   bash tools/setup.sh            # build + test dependencies
+#   bash tools/setup.sh --torch    # also python3-torch (goldens, benchmarks)
+set -euo pipefail
+
+packages=(build-essential cmake libabsl-dev libblis-dev libgtest-dev libgmock-dev
+          libbenchmark-dev nlohmann-json3-dev graphviz)
+if [[ "${1:-}" == "--torch" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "installing: ${missing[*]}"
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then
+    sudo="sudo"
+  else
+    echo "tools/setup.sh: run as root to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
