@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/op.h"
 #include "engine/status_macros.h"
@@ -100,6 +101,7 @@ absl::Status Executor::ValidateFeeds(
     const Plan& plan, const Feeds& feeds,
     absl::flat_hash_map<NodeId, const Tensor*>& fed) {
   absl::flat_hash_map<NodeId, bool> used;
+  absl::flat_hash_set<NodeId> seen_unused;
   for (NodeId id : plan.info_.inputs) used[id] = false;
   for (const auto& [value, tensor] : feeds) {
     if (!value.ok() || value.graph() != &graph_) {
@@ -112,19 +114,24 @@ absl::Status Executor::ValidateFeeds(
       return absl::InvalidArgumentError(
           absl::StrCat("feed of '", node.path(), "': only inputs can be fed"));
     }
-    auto it = used.find(value.id());
-    if (it == used.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed of '", node.path(), "': this plan does not read that input"));
-    }
-    if (it->second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", node.path(), "' is fed twice"));
-    }
     if (tensor.dtype() != node.dtype || tensor.shape() != node.shape) {
       return absl::InvalidArgumentError(
           absl::StrCat("feed of '", node.path(), "': expected ", TypeString(node),
                        ", got ", tensor.TypeString()));
+    }
+    auto it = used.find(value.id());
+    if (it == used.end()) {
+      // An input of this graph that this plan does not read: allowed, so one
+      // set of feeds can serve several plans of the same graph.
+      if (!seen_unused.insert(value.id()).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", node.path(), "' is fed twice"));
+      }
+      continue;
+    }
+    if (it->second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", node.path(), "' is fed twice"));
     }
     it->second = true;
     fed[value.id()] = &tensor;

@@ -91,8 +91,10 @@ class Executor {
                                                 absl::Span<const Value> targets = {});
 
   // Run executes `plan` with `feeds`. Errors (InvalidArgument unless said):
-  // a plan of another executor; a missing, duplicate or unused feed; a feed
-  // of the wrong dtype or shape; a kernel's error (e.g. an index out of
+  // a plan of another executor; a missing or duplicate feed; a feed of a
+  // node that is not an input of this graph; a feed of the wrong dtype or
+  // shape (inputs of the graph that the plan does not read may be fed and
+  // are ignored); a kernel's error (e.g. an index out of
   // range), named with the node's path; with check_numerics, the first node
   // producing NaN or Inf.
   absl::StatusOr<std::vector<Tensor>> Run(Plan& plan, const Feeds& feeds,

@@ -1,0 +1,162 @@
+// sgd_update and adam_update: fused, in-place optimizer steps.
+
+#include "ops/optim.h"
+
+#include <cmath>
+
+#include "ops/op_util.h"
+#include "ops/parallel.h"
+#include "ops/registry.h"
+
+namespace dagrad {
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+absl::Status CheckScalar(const InferContext& ctx, int i, const char* what) {
+  if (!ctx.has(i)) return absl::OkStatus();
+  if (ctx.in(i).dtype != DType::kFloat64 || ctx.in(i).shape.rank() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be a float64 scalar, got ", DTypeName(ctx.in(i).dtype), " ",
+        ctx.in(i).shape.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// Inputs [0, n_tensors) are param, grad and state, all alike; the scalars follow.
+absl::StatusOr<TensorType> InferUpdate(const InferContext& ctx, int n_tensors,
+                                       std::initializer_list<std::pair<int, const char*>> scalars) {
+  if (absl::Status st = RequireFloat(ctx, 0, "param"); !st.ok()) return st;
+  for (int i = 1; i < n_tensors; ++i) {
+    if (ctx.in(i).dtype != ctx.in(0).dtype || ctx.in(i).shape != ctx.in(0).shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", i, " must match the param's type ", DTypeName(ctx.in(0).dtype), " ",
+          ctx.in(0).shape.ToString()));
+    }
+  }
+  for (const auto& [i, what] : scalars) {
+    if (absl::Status st = CheckScalar(ctx, i, what); !st.ok()) return st;
+  }
+  return TensorType{DType::kFloat32, Shape({0})};
+}
+
+double ScalarIn(const KernelContext& ctx, int i, double fallback) {
+  return ctx.has(i) ? *ctx.in(i).as<double>() : fallback;
+}
+
+// ---- sgd_update(param, grad, velocity, lr, grad_scale?) -------------------------
+
+absl::StatusOr<TensorType> InferSgd(const InferContext& ctx) {
+  const Attrs& a = ctx.attrs;
+  if (a.GetFloat("momentum") < 0 || a.GetFloat("weight_decay") < 0) {
+    return absl::InvalidArgumentError("momentum and weight_decay must be >= 0");
+  }
+  return InferUpdate(ctx, 3, {{3, "lr"}, {4, "grad_scale"}});
+}
+
+absl::Status SgdKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.in(0).dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = ctx.in(0).as<T>();
+    const T* g = ctx.in(1).as<T>();
+    T* vel = ctx.in(2).as<T>();
+    const T lr = static_cast<T>(ScalarIn(ctx, 3, 0));
+    const T scale = static_cast<T>(ScalarIn(ctx, 4, 1));
+    const T mu = static_cast<T>(ctx.attrs().GetFloat("momentum"));
+    const T wd = static_cast<T>(ctx.attrs().GetFloat("weight_decay"));
+    const bool nesterov = ctx.attrs().GetBool("nesterov");
+    ParallelFor(ctx.in(0).num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T gi = scale * g[i] + wd * p[i];
+        vel[i] = mu * vel[i] + gi;
+        p[i] -= lr * (nesterov ? gi + mu * vel[i] : vel[i]);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+const OpDef kSgdUpdate = {.name = "sgd_update", .dot_label = "SGD", .infer = InferSgd,
+                          .cpu = SgdKernel, .differentiable = false, .mutates = 0b101};
+
+// ---- adam_update(param, grad, m, v, lr, step, grad_scale?) -----------------------
+
+absl::StatusOr<TensorType> InferAdam(const InferContext& ctx) {
+  const Attrs& a = ctx.attrs;
+  const double b1 = a.GetFloat("beta1"), b2 = a.GetFloat("beta2");
+  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("betas must be in [0, 1), got (", b1, ", ", b2, ")"));
+  }
+  if (!(a.GetFloat("eps") > 0) || a.GetFloat("weight_decay") < 0) {
+    return absl::InvalidArgumentError("eps must be > 0 and weight_decay >= 0");
+  }
+  return InferUpdate(ctx, 4, {{4, "lr"}, {5, "step"}, {6, "grad_scale"}});
+}
+
+absl::Status AdamKernel(const KernelContext& ctx) {
+  const double t = ScalarIn(ctx, 5, 1);
+  if (!(t >= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("step must be >= 1, got ", t));
+  }
+  return DispatchFloat(ctx.in(0).dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const Attrs& a = ctx.attrs();
+    T* p = ctx.in(0).as<T>();
+    const T* g = ctx.in(1).as<T>();
+    T* m = ctx.in(2).as<T>();
+    T* v = ctx.in(3).as<T>();
+    const double lr = ScalarIn(ctx, 4, 0);
+    const double b1 = a.GetFloat("beta1"), b2 = a.GetFloat("beta2");
+    const double wd = a.GetFloat("weight_decay");
+    const bool decoupled = a.GetBool("decoupled");
+    // torch.optim.Adam: step_size = lr / bc1; denom = sqrt(v) / sqrt(bc2) + eps.
+    const T step_size = static_cast<T>(lr / (1 - std::pow(b1, t)));
+    const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(1 - std::pow(b2, t)));
+    const T eps = static_cast<T>(a.GetFloat("eps"));
+    const T scale = static_cast<T>(ScalarIn(ctx, 6, 1));
+    const T l2 = static_cast<T>(decoupled ? 0 : wd);
+    const T shrink = static_cast<T>(decoupled ? 1 - lr * wd : 1);
+    const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2);
+    ParallelFor(ctx.in(0).num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T gi = scale * g[i] + l2 * p[i];
+        m[i] = tb1 * m[i] + (1 - tb1) * gi;
+        v[i] = tb2 * v[i] + (1 - tb2) * gi * gi;
+        p[i] = shrink * p[i] - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+const OpDef kAdamUpdate = {.name = "adam_update", .dot_label = "Adam", .infer = InferAdam,
+                           .cpu = AdamKernel, .differentiable = false, .mutates = 0b1101};
+
+}  // namespace
+
+Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOptions& o,
+                Value grad_scale) {
+  return BuildOp(kSgdUpdate, {param, grad, velocity, lr, grad_scale},
+                 Attrs()
+                     .Float("momentum", o.momentum)
+                     .Float("weight_decay", o.weight_decay)
+                     .Bool("nesterov", o.nesterov),
+                 /*optional=*/0b10000);
+}
+
+Value AdamUpdate(Value param, Value grad, Value m, Value v, Value lr, Value step,
+                 const AdamOptions& o, Value grad_scale) {
+  return BuildOp(kAdamUpdate, {param, grad, m, v, lr, step, grad_scale},
+                 Attrs()
+                     .Float("beta1", o.beta1)
+                     .Float("beta2", o.beta2)
+                     .Float("eps", o.eps)
+                     .Float("weight_decay", o.weight_decay)
+                     .Bool("decoupled", o.decoupled),
+                 /*optional=*/0b1000000);
+}
+
+std::vector<const OpDef*> OptimOps() { return {&kSgdUpdate, &kAdamUpdate}; }
+
+}  // namespace dagrad

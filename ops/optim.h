@@ -1,0 +1,51 @@
+// ops/optim.h
+//
+// Optimizer update ops. Each writes its variables in place (the param and
+// its optimizer state) and outputs nothing (a zero-size value to use as a
+// plan target). The executor runs an update after every other reader of the
+// variables it writes. Formulas follow torch.optim exactly.
+//
+//   Value lr = g.Input("lr", DType::kFloat64, {});
+//   Value t = g.Input("step", DType::kFloat64, {});   // 1, 2, 3, ...
+//   Value update = AdamUpdate(w, dw, m, v, lr, t, {.weight_decay = 0.01, .decoupled = true});
+//   exec.Compile({loss}, {update});
+//
+// `grad_scale` (optional, a float64 scalar) multiplies the gradient first;
+// gradient clipping uses it so that clipping costs no extra pass.
+//
+// Errors: a param/state that is not a variable, shapes or dtypes that
+// differ, lr/step not float64 scalars, hyper-parameters out of range.
+
+#ifndef DAGRAD_OPS_OPTIM_H_
+#define DAGRAD_OPS_OPTIM_H_
+
+#include "engine/graph.h"
+
+namespace dagrad {
+
+struct SgdOptions {
+  double momentum = 0.0;      // 0: plain SGD (velocity is still required)
+  double weight_decay = 0.0;  // L2 added to the gradient, as torch.optim.SGD
+  bool nesterov = false;
+};
+
+// SgdUpdate: g' = grad_scale*g + wd*p; v = momentum*v + g'; p -= lr * (nesterov ? g' + momentum*v : v).
+Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOptions& options,
+                Value grad_scale = Value());
+
+struct AdamOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool decoupled = false;  // true: AdamW (p *= 1 - lr*wd), false: L2 into the gradient
+};
+
+// AdamUpdate: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+Value AdamUpdate(Value param, Value grad, Value m, Value v, Value lr, Value step,
+                 const AdamOptions& options, Value grad_scale = Value());
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_OPTIM_H_
