@@ -43,17 +43,26 @@ absl::Status GradCheck(const GradCase& c, uint64_t seed) {
   }
   Value weights = g.Constant(Random(DType::kFloat64, y.shape(), seed + 17, 0.5, 1.5), "weights");
   Value loss = Sum(Mul(y, weights));
-  std::vector<Value> wrt;
-  std::vector<size_t> wrt_index;
+  // Differentiate every float64 input and every float64 parameter the
+  // builder declared (a composed subgraph's weights).
+  struct Wrt {
+    Value value;
+    std::string name;
+    bool is_input;
+    size_t input_index;
+  };
+  std::vector<Wrt> wrt;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (values[i].dtype() == DType::kFloat64) {
-      wrt.push_back(inputs[i]);
-      wrt_index.push_back(i);
-    }
+    if (values[i].dtype() == DType::kFloat64) wrt.push_back({inputs[i], c.inputs[i].name, true, i});
   }
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, wrt));
+  for (const Value& p : g.Parameters()) {
+    if (p.dtype() == DType::kFloat64) wrt.push_back({p, p.path(), false, 0});
+  }
+  std::vector<Value> wrt_values;
+  for (const Wrt& w : wrt) wrt_values.push_back(w.value);
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, wrt_values));
 
-  Executor exec(g);
+  Executor exec(g, {.seed = seed});
   std::vector<Value> fetches = {loss};
   for (const Value& gr : grads) {
     if (gr.ok()) fetches.push_back(gr);
@@ -68,35 +77,40 @@ absl::Status GradCheck(const GradCase& c, uint64_t seed) {
   };
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> analytic, exec.Run(*grad_plan, feeds(), run));
 
-  auto loss_at = [&](size_t input, int64_t element, double delta) -> absl::StatusOr<double> {
-    double& x = values[input].data<double>()[element];
-    const double saved = x;
-    x = saved + delta;
-    auto out = exec.Run(*loss_plan, feeds(), run);
-    x = saved;
-    if (!out.ok()) return out.status();
-    return (*out)[0].data<double>()[0];
-  };
-
   const double h = c.options.step;
   size_t fetched = 1;
   for (size_t w = 0; w < wrt.size(); ++w) {
-    const size_t i = wrt_index[w];
+    Tensor param;
+    if (!wrt[w].is_input) {
+      DAGRAD_ASSIGN_OR_RETURN(param, exec.Read(wrt[w].value));
+    }
+    Tensor& x = wrt[w].is_input ? values[wrt[w].input_index] : param;
+    auto loss_at = [&](int64_t element, double delta) -> absl::StatusOr<double> {
+      double& slot = x.data<double>()[element];
+      const double saved = slot;
+      slot = saved + delta;
+      if (!wrt[w].is_input) DAGRAD_RETURN_IF_ERROR(exec.Assign(wrt[w].value, x));
+      auto out = exec.Run(*loss_plan, feeds(), run);
+      slot = saved;
+      if (!wrt[w].is_input) DAGRAD_RETURN_IF_ERROR(exec.Assign(wrt[w].value, x));
+      if (!out.ok()) return out.status();
+      return (*out)[0].data<double>()[0];
+    };
     const Tensor* an = grads[w].ok() ? &analytic[fetched++] : nullptr;
-    for (int64_t e = 0; e < values[i].num_elements(); ++e) {
-      DAGRAD_ASSIGN_OR_RETURN(double fp, loss_at(i, e, h));
-      DAGRAD_ASSIGN_OR_RETURN(double fm, loss_at(i, e, -h));
+    for (int64_t e = 0; e < x.num_elements(); ++e) {
+      DAGRAD_ASSIGN_OR_RETURN(double fp, loss_at(e, h));
+      DAGRAD_ASSIGN_OR_RETURN(double fm, loss_at(e, -h));
       double numeric = (fp - fm) / (2 * h);
       if (c.options.four_point) {
-        DAGRAD_ASSIGN_OR_RETURN(double fp2, loss_at(i, e, 2 * h));
-        DAGRAD_ASSIGN_OR_RETURN(double fm2, loss_at(i, e, -2 * h));
+        DAGRAD_ASSIGN_OR_RETURN(double fp2, loss_at(e, 2 * h));
+        DAGRAD_ASSIGN_OR_RETURN(double fm2, loss_at(e, -2 * h));
         numeric = (fm2 - 8 * fm + 8 * fp - fp2) / (12 * h);
       }
       const double a = an ? an->data<double>()[e] : 0.0;
       if (!(std::abs(a - numeric) <= c.options.atol + c.options.rtol * std::abs(numeric))) {
         return absl::InternalError(absl::StrCat(
-            "gradient of input '", c.inputs[i].name, "' ", values[i].shape().ToString(),
-            " element ", e, ": autodiff ", a, ", finite differences ", numeric,
+            "gradient of '", wrt[w].name, "' ", x.shape().ToString(), " element ", e,
+            ": autodiff ", a, ", finite differences ", numeric,
             an ? "" : " (autodiff gave no gradient)"));
       }
     }

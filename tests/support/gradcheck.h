@@ -1,8 +1,9 @@
 // tests/support/gradcheck.h
 //
 // The finite-difference oracle. A GradCase builds a graph from float64
-// inputs; GradCheck compares the gradients autodiff builds with central
-// differences of the same graph:
+// inputs (and may declare float64 parameters, as a composed subgraph does);
+// GradCheck compares the gradients autodiff builds for every float64 input
+// and parameter with central differences of the same graph:
 //
 //   2-point: (f(x+h) - f(x-h)) / 2h                      error O(h^2)
 //   4-point: (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) / 12h  error O(h^4)
