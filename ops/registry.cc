@@ -11,6 +11,10 @@ const std::vector<const OpDef*>& AllOps() {
              ReduceOps,
              ShapeOps,
              MatMulOps,
+             LayerNormOps,
+             GatherOps,
+             SelectOps,
+             FillOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

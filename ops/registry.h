@@ -28,6 +28,10 @@ std::vector<const OpDef*> BinaryOps();
 std::vector<const OpDef*> ReduceOps();
 std::vector<const OpDef*> ShapeOps();
 std::vector<const OpDef*> MatMulOps();
+std::vector<const OpDef*> LayerNormOps();
+std::vector<const OpDef*> GatherOps();
+std::vector<const OpDef*> SelectOps();
+std::vector<const OpDef*> FillOps();
 
 }  // namespace dagrad
 
