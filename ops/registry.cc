@@ -12,6 +12,10 @@ const std::vector<const OpDef*>& AllOps() {
              ShapeOps,
              MatMulOps,
              OptimOps,
+             LayerNormOps,
+             GatherOps,
+             SelectOps,
+             FillOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

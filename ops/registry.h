@@ -29,6 +29,10 @@ std::vector<const OpDef*> ReduceOps();
 std::vector<const OpDef*> ShapeOps();
 std::vector<const OpDef*> MatMulOps();
 std::vector<const OpDef*> OptimOps();
+std::vector<const OpDef*> LayerNormOps();
+std::vector<const OpDef*> GatherOps();
+std::vector<const OpDef*> SelectOps();
+std::vector<const OpDef*> FillOps();
 
 }  // namespace dagrad
 

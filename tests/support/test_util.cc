@@ -58,7 +58,8 @@ void ExpectAllClose(const Tensor& got, const std::vector<double>& want, double r
   ASSERT_EQ(g.size(), want.size()) << what;
   int reported = 0;
   for (size_t i = 0; i < g.size(); ++i) {
-    const bool close = (std::isnan(want[i]) && std::isnan(g[i])) ||
+    // Equal infinities are close (their difference is NaN).
+    const bool close = (std::isnan(want[i]) && std::isnan(g[i])) || g[i] == want[i] ||
                        std::abs(g[i] - want[i]) <= atol + rtol * std::abs(want[i]);
     if (!close && reported++ < 5) {
       ADD_FAILURE() << what << " element " << i << ": got " << g[i] << ", want " << want[i];

@@ -1,0 +1,195 @@
+// fill and arange: shape inference and CPU kernels. Neither has inputs or a
+// gradient; the planner evaluates them once, when compiling.
+
+#include "ops/fill.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "ops/op_util.h"
+#include "ops/parallel.h"
+#include "ops/registry.h"
+
+namespace dagrad {
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+// ---- shape inference -------------------------------------------------------
+
+absl::StatusOr<DType> DTypeAttr(const Attrs& attrs) {
+  const std::string name = attrs.GetStr("dtype");
+  const auto dtype = DTypeFromName(name);
+  if (!dtype) return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));
+  return *dtype;
+}
+
+// CheckBytes keeps results within the 2^62 bytes a Tensor may hold, so that
+// a typo in a shape or a range fails here, naming it, and not at run time.
+absl::Status CheckBytes(double elements, DType dtype, absl::string_view what) {
+  if (elements >= std::ldexp(1.0, 62) / static_cast<double>(SizeOf(dtype))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " of ", DTypeName(dtype), " needs more than the 2^62 bytes a tensor may hold"));
+  }
+  return absl::OkStatus();
+}
+
+// CheckValue returns InvalidArgument when `dtype` cannot hold `v` (for
+// float32, only its range is checked: rounding is expected).
+absl::Status CheckValue(double v, DType dtype, absl::string_view what) {
+  auto fail = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", v, " ", why, " (dtype ", DTypeName(dtype), ")"));
+  };
+  switch (dtype) {
+    case DType::kFloat64:
+      return absl::OkStatus();
+    case DType::kFloat32:
+      if (std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max()) {
+        return fail("is beyond float32's range");
+      }
+      return absl::OkStatus();
+    case DType::kBool:
+      if (v != 0 && v != 1) return fail("is not 0 or 1");
+      return absl::OkStatus();
+    case DType::kInt32:
+    case DType::kInt64: {
+      if (std::trunc(v) != v) return fail("is not an integer");
+      const double limit = std::ldexp(1.0, dtype == DType::kInt32 ? 31 : 63);
+      if (v < -limit || v >= limit) return fail("is out of range");
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError("bad dtype");
+}
+
+absl::StatusOr<TensorType> InferFill(const InferContext& ctx) {
+  auto dtype = DTypeAttr(ctx.attrs);
+  if (!dtype.ok()) return dtype.status();
+  const Shape shape(ctx.attrs.GetInts("shape"));
+  auto n = ValidateDims(shape.dims());
+  if (!n.ok()) return n.status();
+  if (absl::Status st = CheckBytes(static_cast<double>(*n), *dtype,
+                                   absl::StrCat("shape ", shape.ToString()));
+      !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = CheckValue(ctx.attrs.GetFloat("value"), *dtype, "value"); !st.ok()) {
+    return st;
+  }
+  return TensorType{*dtype, shape};
+}
+
+// ArangeLength returns ceil((stop - start) / step) clamped at 0, as a double
+// (it may be far beyond int64 before it is checked).
+double ArangeLength(const Attrs& a) {
+  const double len =
+      std::ceil((a.GetFloat("stop") - a.GetFloat("start")) / a.GetFloat("step"));
+  return len > 0 ? len : 0;
+}
+
+absl::StatusOr<TensorType> InferArange(const InferContext& ctx) {
+  auto dtype = DTypeAttr(ctx.attrs);
+  if (!dtype.ok()) return dtype.status();
+  const double start = ctx.attrs.GetFloat("start"), stop = ctx.attrs.GetFloat("stop"),
+               step = ctx.attrs.GetFloat("step");
+  const std::string range = absl::StrCat("start=", start, ", stop=", stop, ", step=", step);
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start, stop and step must be finite, got ", range));
+  }
+  if (step == 0) return absl::InvalidArgumentError(absl::StrCat("step must not be 0, got ", range));
+  if (*dtype == DType::kBool) return absl::InvalidArgumentError("dtype bool has no ranges");
+  const double len = ArangeLength(ctx.attrs);
+  // (stop - start) may itself overflow to inf: !(len < limit) catches it.
+  if (absl::Status st = CheckBytes(len, *dtype, absl::StrCat("length ", len, " (", range, ")"));
+      !st.ok()) {
+    return st;
+  }
+  if (len > 0) {
+    for (auto [v, what] : {std::pair{step, "step"}, std::pair{start, "first element"},
+                           std::pair{start + (len - 1) * step, "last element"}}) {
+      if (absl::Status st = CheckValue(v, *dtype, what); !st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(st.message(), ", ", range));
+      }
+    }
+  }
+  return TensorType{*dtype, Shape({static_cast<int64_t>(len)})};
+}
+
+// ---- CPU kernels -----------------------------------------------------------
+
+absl::Status FillKernel(const KernelContext& ctx) {
+  const double value = ctx.attrs().GetFloat("value");
+  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T v = static_cast<T>(value);
+    T* y = ctx.output.as<T>();
+    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      std::fill(y + b, y + e, v);
+    });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ArangeKernel(const KernelContext& ctx) {
+  const double start = ctx.attrs().GetFloat("start"), step = ctx.attrs().GetFloat("step");
+  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* y = ctx.output.as<T>();
+    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    });
+    return absl::OkStatus();
+  });
+}
+
+// ---- op definitions ----------------------------------------------------------
+
+const OpDef kFill = {.name = "fill",
+                     .dot_label = "Fill",
+                     .infer = InferFill,
+                     .cpu = FillKernel,
+                     .differentiable = false};
+
+const OpDef kArange = {.name = "arange",
+                       .dot_label = "Arange",
+                       .infer = InferArange,
+                       .cpu = ArangeKernel,
+                       .differentiable = false};
+
+}  // namespace
+
+Value Fill(Graph& g, const Shape& shape, double value, DType dtype) {
+  return BuildOpIn(g, kFill, {},
+                   Attrs()
+                       .Ints("shape", std::vector<int64_t>(shape.dims().begin(),
+                                                           shape.dims().end()))
+                       .Float("value", value)
+                       .Str("dtype", std::string(DTypeName(dtype))));
+}
+
+Value Arange(Graph& g, double start, double stop, double step, DType dtype) {
+  return BuildOpIn(g, kArange, {},
+                   Attrs()
+                       .Float("start", start)
+                       .Float("stop", stop)
+                       .Float("step", step)
+                       .Str("dtype", std::string(DTypeName(dtype))));
+}
+
+Value ZerosLike(Value x) {
+  if (!x.ok()) return x;
+  return Fill(*x.graph(), x.shape(), 0.0, x.dtype());
+}
+
+Value OnesLike(Value x) {
+  if (!x.ok()) return x;
+  return Fill(*x.graph(), x.shape(), 1.0, x.dtype());
+}
+
+std::vector<const OpDef*> FillOps() { return {&kFill, &kArange}; }
+
+}  // namespace dagrad

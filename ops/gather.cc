@@ -1,0 +1,212 @@
+// gather and scatter_add: shape inference, CPU kernels, gradient rules.
+//
+// Both see their tensors as (outer, n, inner) around the indexed axis, with
+// K = the number of indices: gather copies K rows of `inner` elements per
+// outer index, scatter_add adds K rows into n. Indices are data, so they are
+// checked when the kernel runs, before anything is written.
+
+#include "ops/gather.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "ops/op_util.h"
+#include "ops/parallel.h"
+#include "ops/registry.h"
+
+namespace dagrad {
+namespace {
+
+constexpr int64_t kGrain = 16384;  // elements per thread, at least
+
+int64_t Product(const Shape& s, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= s[i];
+  return n;
+}
+
+// ---- shape inference -------------------------------------------------------
+
+absl::StatusOr<TensorType> InferGather(const InferContext& ctx) {
+  if (absl::Status st = RequireIndex(ctx, 1, "indices"); !st.ok()) return st;
+  const Shape& p = ctx.in(0).shape;
+  if (p.rank() < 1) return absl::InvalidArgumentError("params must have rank >= 1");
+  auto axis = NormalizeAxis(ctx.attrs.GetInt("axis"), p.rank());
+  if (!axis.ok()) return axis.status();
+  Dims out(p.dims().begin(), p.dims().begin() + *axis);
+  for (int64_t d : ctx.in(1).shape.dims()) out.push_back(d);
+  for (int i = *axis + 1; i < p.rank(); ++i) out.push_back(p[i]);
+  return TensorType{ctx.in(0).dtype, Shape(out)};
+}
+
+// scatter_add(indices, updates) with attributes axis and n.
+absl::StatusOr<TensorType> InferScatterAdd(const InferContext& ctx) {
+  if (absl::Status st = RequireIndex(ctx, 0, "indices"); !st.ok()) return st;
+  if (absl::Status st = RequireFloat(ctx, 1, "updates"); !st.ok()) return st;
+  const Shape& idx = ctx.in(0).shape;
+  const Shape& upd = ctx.in(1).shape;
+  const int64_t axis = ctx.attrs.GetInt("axis"), n = ctx.attrs.GetInt("n");
+  if (n < 0) return absl::InvalidArgumentError(absl::StrCat("n must be >= 0, got ", n));
+  bool match = axis >= 0 && axis <= upd.rank() - idx.rank();
+  for (int i = 0; match && i < idx.rank(); ++i) match = upd[axis + i] == idx[i];
+  if (!match) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "updates ", upd.ToString(), " must have the indices' shape ", idx.ToString(),
+        " at axis ", axis));
+  }
+  Dims out(upd.dims().begin(), upd.dims().begin() + axis);
+  out.push_back(n);
+  for (int i = static_cast<int>(axis) + idx.rank(); i < upd.rank(); ++i) out.push_back(upd[i]);
+  return TensorType{ctx.in(1).dtype, Shape(out)};
+}
+
+// ---- CPU kernels -----------------------------------------------------------
+
+// PositionOf returns "indices[i, j]" for flat element `flat` of `shape`.
+std::string PositionOf(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> pos(shape.rank());
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    pos[i] = flat % shape[i];
+    flat /= shape[i];
+  }
+  return absl::StrCat("indices[", absl::StrJoin(pos, ", "), "]");
+}
+
+// CheckIndices returns InvalidArgument for the first index outside [0, n),
+// naming its value and position; `range_of` says what n is.
+template <typename I>
+absl::Status CheckIndices(const I* idx, const Shape& shape, int64_t n,
+                          const std::string& range_of) {
+  const int64_t k = shape.num_elements();
+  for (int64_t i = 0; i < k; ++i) {
+    if (idx[i] < 0 || idx[i] >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(PositionOf(i, shape), " = ", idx[i], " is out of range [0, ", n,
+                       ") for ", range_of, " (indices ", shape.ToString(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GatherKernel(const KernelContext& ctx) {
+  const Shape& p = *ctx.in(0).shape;
+  const Shape& idx_shape = *ctx.in(1).shape;
+  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank());
+  const int64_t outer = Product(p, 0, axis), n = p[axis], inner = Product(p, axis + 1, p.rank());
+  const int64_t k = idx_shape.num_elements();
+  return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {
+    using I = decltype(index_tag);
+    const I* idx = ctx.in(1).as<I>();
+    if (absl::Status st = CheckIndices(idx, idx_shape, n,
+                                       absl::StrCat("axis ", axis, " of params ", p.ToString()));
+        !st.ok()) {
+      return st;
+    }
+    return DispatchAny(ctx.output.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = ctx.in(0).as<T>();
+      T* y = ctx.output.as<T>();
+      // One output row per (outer, index) pair.
+      ParallelFor(outer * k, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)),
+                  [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const T* row = src + (r / k * n + idx[r % k]) * inner;
+          std::copy(row, row + inner, y + r * inner);
+        }
+      });
+      return absl::OkStatus();
+    });
+  });
+}
+
+// Threads split the (outer, inner) columns of the output and each sums its
+// columns over all K indices in index order, so repeated indices never race
+// and the result does not depend on the thread count.
+absl::Status ScatterAddKernel(const KernelContext& ctx) {
+  const Shape& idx_shape = *ctx.in(0).shape;
+  const Shape& out = *ctx.output.shape;
+  const int axis = static_cast<int>(ctx.attrs().GetInt("axis"));
+  const int64_t outer = Product(out, 0, axis), n = out[axis];
+  const int64_t inner = Product(out, axis + 1, out.rank());
+  const int64_t k = idx_shape.num_elements();
+  return DispatchIndex(ctx.in(0).dtype, [&](auto index_tag) {
+    using I = decltype(index_tag);
+    const I* idx = ctx.in(0).as<I>();
+    if (absl::Status st = CheckIndices(idx, idx_shape, n,
+                                       absl::StrCat("axis ", axis, " of the output ",
+                                                    out.ToString()));
+        !st.ok()) {
+      return st;
+    }
+    return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* upd = ctx.in(1).as<T>();
+      T* y = ctx.output.as<T>();
+      std::fill(y, y + ctx.output.num_elements(), T(0));
+      ParallelFor(outer * inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(k, 1)),
+                  [&](int64_t b, int64_t e) {
+        for (int64_t o = b / inner; o * inner < e; ++o) {
+          const int64_t j0 = std::max(b, o * inner) - o * inner;
+          const int64_t j1 = std::min(e, (o + 1) * inner) - o * inner;
+          T* dst = y + o * n * inner;
+          const T* src = upd + o * k * inner;
+          for (int64_t i = 0; i < k; ++i) {
+            T* to = dst + idx[i] * inner;
+            const T* from = src + i * inner;
+            for (int64_t j = j0; j < j1; ++j) to[j] += from[j];
+          }
+        }
+      });
+      return absl::OkStatus();
+    });
+  });
+}
+
+// ---- gradient rules ----------------------------------------------------------
+
+// y = gather(p, idx, axis): dp = scatter_add(idx, g) into p's length along
+// axis; idx takes none.
+std::vector<Value> GatherGrad(const GradContext& c) {
+  const Value p = c.inputs[0];
+  const int axis = *NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
+  return {ScatterAdd(c.inputs[1], c.grad, p.dim(axis), axis), Value()};
+}
+
+// y = scatter_add(idx, u): du = g gathered at idx, scatter_add's adjoint.
+std::vector<Value> ScatterAddGrad(const GradContext& c) {
+  return {Value(), Gather(c.grad, c.inputs[0], c.attrs().GetInt("axis"))};
+}
+
+// ---- op definitions ----------------------------------------------------------
+
+const OpDef kGather = {.name = "gather",
+                       .dot_label = "Gather",
+                       .infer = InferGather,
+                       .cpu = GatherKernel,
+                       .grad = GatherGrad,
+                       .nondiff_inputs = 0b10};
+
+const OpDef kScatterAdd = {.name = "scatter_add",
+                           .dot_label = "ScatterAdd",
+                           .infer = InferScatterAdd,
+                           .cpu = ScatterAddKernel,
+                           .grad = ScatterAddGrad,
+                           .nondiff_inputs = 0b01};
+
+}  // namespace
+
+Value Gather(Value params, Value indices, int64_t axis) {
+  return BuildOp(kGather, {params, indices}, Attrs().Int("axis", axis));
+}
+
+Value Embedding(Value table, Value ids) { return Gather(table, ids, 0); }
+
+Value ScatterAdd(Value indices, Value updates, int64_t n, int64_t axis) {
+  return BuildOp(kScatterAdd, {indices, updates}, Attrs().Int("axis", axis).Int("n", n));
+}
+
+std::vector<const OpDef*> GatherOps() { return {&kGather, &kScatterAdd}; }
+
+}  // namespace dagrad

@@ -1,0 +1,156 @@
+// fill, arange, zeros_like, ones_like: hand-worked values, constant folding,
+// errors. PyTorch goldens are in golden_ops_test.cc.
+
+#include <cmath>
+#include <limits>
+
+#include "engine/autodiff.h"
+#include "engine/executor.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
+#include "ops/reduce.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+TEST(Fill, HandWorkedValues) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(
+      auto out, RunOnce(g, {Fill(g, {2, 3}, -1.5), Fill(g, {2}, 7, DType::kInt32),
+                            Fill(g, {3}, 1, DType::kBool), Fill(g, {2}, -kInf, DType::kFloat64),
+                            Fill(g, {}, 4, DType::kInt64), Fill(g, {0, 5}, 1)}));
+  EXPECT_EQ(out[0].dtype(), DType::kFloat32);
+  EXPECT_EQ(out[0].shape(), Shape({2, 3}));
+  ExpectAllClose(out[0], std::vector<double>(6, -1.5), 0, 0, "float32");
+  EXPECT_EQ(out[1].dtype(), DType::kInt32);
+  ExpectAllClose(out[1], {7, 7}, 0, 0, "int32");
+  EXPECT_EQ(out[2].dtype(), DType::kBool);
+  ExpectAllClose(out[2], {1, 1, 1}, 0, 0, "bool");
+  ExpectAllClose(out[3], {-kInf, -kInf}, 0, 0, "-inf");
+  EXPECT_EQ(out[4].shape(), Shape({}));
+  ExpectAllClose(out[4], {4}, 0, 0, "0-d");
+  EXPECT_EQ(out[5].shape(), Shape({0, 5}));
+}
+
+TEST(Arange, HandWorkedValues) {
+  Graph g;
+  Value a = Arange(g, 0, 5);
+  Value b = Arange(g, 1, 0, -0.25, DType::kFloat64);
+  Value c = Arange(g, -3, 10, 3, DType::kInt64);
+  Value d = Arange(g, 0, 1, 0.3);  // ceil(1 / 0.3) = 4 elements
+  Value e = Arange(g, 5, 5);       // empty
+  Value f = Arange(g, 5, 0);       // empty, as Python's range(5, 0)
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {a, b, c, d, e, f}));
+  EXPECT_EQ(out[0].dtype(), DType::kFloat32);
+  ExpectAllClose(out[0], {0, 1, 2, 3, 4}, 0, 0, "0..5");
+  ExpectAllClose(out[1], {1, 0.75, 0.5, 0.25}, 0, 0, "negative step");
+  EXPECT_EQ(out[2].dtype(), DType::kInt64);
+  ExpectAllClose(out[2], {-3, 0, 3, 6, 9}, 0, 0, "int64 step 3");
+  ExpectAllClose(out[3], {0, 0.3, 0.6, 0.9}, 1e-7, 0, "fractional step");
+  EXPECT_EQ(out[4].shape(), Shape({0}));
+  EXPECT_EQ(out[5].shape(), Shape({0}));
+}
+
+TEST(Fill, ZerosLikeAndOnesLike) {
+  Graph g;
+  Value x = g.Input("x", DType::kInt64, {2, 2});
+  Value m = g.Input("m", DType::kBool, {3});
+  Value z = ZerosLike(x), o = OnesLike(m);
+  EXPECT_EQ(z.dtype(), DType::kInt64);
+  EXPECT_EQ(o.dtype(), DType::kBool);
+  // Neither reads its argument's values, so no feed is needed.
+  EXPECT_TRUE(z.node().inputs.empty());
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {z, o}));
+  ExpectAllClose(out[0], {0, 0, 0, 0}, 0, 0, "zeros");
+  ExpectAllClose(out[1], {1, 1, 1}, 0, 0, "ones");
+  EXPECT_TRUE(ZerosLike(Value()).is_null());
+  Value bad = Add(x, m);
+  EXPECT_EQ(OnesLike(bad).status(), bad.status());
+}
+
+// fill and arange have no inputs, so the planner evaluates them (and what
+// depends only on them) once, when compiling.
+TEST(Fill, PlannerFoldsFillAndArange) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 3});
+  Value y = x * Fill(g, {2, 3}, 2) + Arange(g, 0, 3) * OnesLike(x);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  EXPECT_EQ(plan->info().num_folded, 4);  // fill, arange, ones_like, arange * ones
+  for (NodeId id : plan->info().steps) {
+    const std::string op(g.node(id).op->name);
+    EXPECT_NE(op, "fill");
+    EXPECT_NE(op, "arange");
+  }
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, T<float>({2, 3}, {1, 2, 3, 4, 5, 6})}}));
+  ExpectAllClose(out[0], {2, 5, 8, 8, 11, 14}, 0, 0, "2x + [0, 1, 2]");
+}
+
+// Gradients stop at fill: it is not differentiable, and has no inputs.
+TEST(Fill, NotDifferentiable) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {3});
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(x * OnesLike(x) + ZerosLike(x)), {x}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0]}));
+  ExpectAllClose(out[0], {1, 1, 1}, 0, 0, "d/dx");
+}
+
+TEST(Fill, Errors) {
+  Graph g;
+  EXPECT_STATUS(Fill(g, {2, -3}, 0).status(), absl::StatusCode::kInvalidArgument,
+                "fill 'fill': negative dimension -3 in shape (2, -3)");
+  EXPECT_STATUS(Fill(g, {int64_t{1} << 40, int64_t{1} << 40}, 0).status(),
+                absl::StatusCode::kInvalidArgument,
+                "element count of shape (1099511627776, 1099511627776) overflows int64");
+  EXPECT_STATUS(Fill(g, {int64_t{1} << 61}, 0).status(), absl::StatusCode::kInvalidArgument,
+                "shape (2305843009213693952,) of float32 needs more than the 2^62 bytes");
+  EXPECT_STATUS(Fill(g, {2}, 1.5, DType::kInt64).status(), absl::StatusCode::kInvalidArgument,
+                "value 1.5 is not an integer (dtype int64)");
+  EXPECT_STATUS(Fill(g, {2}, 3e9, DType::kInt32).status(), absl::StatusCode::kInvalidArgument,
+                "value 3e+09 is out of range (dtype int32)");
+  EXPECT_STATUS(Fill(g, {2}, 2, DType::kBool).status(), absl::StatusCode::kInvalidArgument,
+                "value 2 is not 0 or 1 (dtype bool)");
+  EXPECT_STATUS(Fill(g, {2}, 1e40).status(), absl::StatusCode::kInvalidArgument,
+                "value 1e+40 is beyond float32's range");
+  EXPECT_STATUS(Fill(g, {2}, std::nan(""), DType::kInt64).status(),
+                absl::StatusCode::kInvalidArgument, "value nan is not an integer");
+  {
+    Graph::Scope s(g, "masks");
+    EXPECT_STATUS(Fill(g, {-1}, 0).status(), absl::StatusCode::kInvalidArgument,
+                  "fill 'masks/fill'");
+  }
+}
+
+TEST(Arange, Errors) {
+  Graph g;
+  EXPECT_STATUS(Arange(g, 0, 5, 0).status(), absl::StatusCode::kInvalidArgument,
+                "arange 'arange': step must not be 0, got start=0, stop=5, step=0");
+  EXPECT_STATUS(Arange(g, 0, kInf).status(), absl::StatusCode::kInvalidArgument,
+                "start, stop and step must be finite, got start=0, stop=inf, step=1");
+  EXPECT_STATUS(Arange(g, std::nan(""), 1).status(), absl::StatusCode::kInvalidArgument,
+                "got start=nan");
+  EXPECT_STATUS(Arange(g, 0, 1e300).status(), absl::StatusCode::kInvalidArgument,
+                "length 1e+300 (start=0, stop=1e+300, step=1) of float32 needs more than the "
+                "2^62 bytes");
+  // stop - start overflows to inf.
+  EXPECT_STATUS(Arange(g, -1.7e308, 1.7e308).status(), absl::StatusCode::kInvalidArgument,
+                "length inf");
+  EXPECT_STATUS(Arange(g, 0, 1, 1e-300).status(), absl::StatusCode::kInvalidArgument,
+                "needs more than the 2^62 bytes");
+  EXPECT_STATUS(Arange(g, 0, 2, 1, DType::kBool).status(), absl::StatusCode::kInvalidArgument,
+                "dtype bool has no ranges");
+  EXPECT_STATUS(Arange(g, 0, 5e9, 1e9, DType::kInt32).status(),
+                absl::StatusCode::kInvalidArgument,
+                "last element 4e+09 is out of range (dtype int32), start=0, stop=5e+09, "
+                "step=1e+09");
+  EXPECT_STATUS(Arange(g, 0.5, 3, 1, DType::kInt64).status(), absl::StatusCode::kInvalidArgument,
+                "first element 0.5 is not an integer (dtype int64)");
+  EXPECT_STATUS(Arange(g, 0, 3, 0.5, DType::kInt64).status(),
+                absl::StatusCode::kInvalidArgument, "step 0.5 is not an integer");
+}
+
+}  // namespace
+}  // namespace dagrad::testing

@@ -1,0 +1,209 @@
+// layer_norm: hand-worked values, errors, finite-difference gradient cases.
+// PyTorch goldens for the forward and backward are in golden_ops_test.cc.
+
+#include <cmath>
+#include <utility>
+
+#include "engine/autodiff.h"
+#include "engine/executor.h"
+#include "ops/cpu_runtime.h"
+#include "ops/elementwise.h"
+#include "ops/layer_norm.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using In = std::vector<Value>;
+
+DAGRAD_GRADCHECK(layer_norm_affine_3d, {{"x", {2, 3, 5}}, {"gamma", {5}}, {"beta", {5}}},
+                 [](Graph&, const In& in) { return LayerNorm(in[0], in[1], in[2]); });
+DAGRAD_GRADCHECK(layer_norm_no_affine, {{"x", {4, 6}, std::nullopt, -2.0, 2.0}},
+                 [](Graph&, const In& in) { return LayerNorm(in[0], Value(), Value()); });
+DAGRAD_GRADCHECK(layer_norm_gamma_only, {{"x", {3, 4}}, {"gamma", {4}}},
+                 [](Graph&, const In& in) { return LayerNorm(in[0], in[1], Value(), 1e-3); });
+DAGRAD_GRADCHECK(layer_norm_beta_only_1d, {{"x", {7}}, {"beta", {7}}},
+                 [](Graph&, const In& in) { return LayerNorm(in[0], Value(), in[1]); });
+// dgamma's and dbeta's own derivatives (through mul, layer_norm, sum):
+// d/d(x, gamma, w) of d/dgamma sum(layer_norm(x, gamma, beta)^2 * w).
+DAGRAD_GRADCHECK(layer_norm_dgamma_second_order,
+                 {{"x", {3, 4}}, {"gamma", {4}}, {"beta", {4}}, {"w", {3, 4}}},
+                 [](Graph&, const In& in) {
+                   Value y = LayerNorm(in[0], in[1], in[2]);
+                   auto grads = Gradients(Sum(Mul(Mul(y, y), in[3])), {in[1]});
+                   return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
+                 });
+
+// Row [1, 2, 3, 4]: mean 2.5, biased variance (2.25 + 0.25 + 0.25 + 2.25) / 4
+// = 1.25. Row [-3, -3, 5, 5]: mean 1, variance 16.
+TEST(LayerNorm, HandWorkedValues) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 4});
+  Value gamma = g.Input("gamma", DType::kFloat64, {4});
+  Value beta = g.Input("beta", DType::kFloat64, {4});
+  const double eps = 1e-5;
+  Feeds feeds = {{x, T<double>({2, 4}, {1, 2, 3, 4, -3, -3, 5, 5})},
+                 {gamma, T<double>({4}, {1, 2, -1, 0.5})},
+                 {beta, T<double>({4}, {0, 1, 0, -1})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {LayerNorm(x, Value(), Value(), eps),
+                                             LayerNorm(x, gamma, beta, eps)},
+                                         feeds));
+  const double r1 = 1 / std::sqrt(1.25 + eps), r2 = 1 / std::sqrt(16 + eps);
+  ExpectAllClose(out[0], {-1.5 * r1, -0.5 * r1, 0.5 * r1, 1.5 * r1, -4 * r2, -4 * r2, 4 * r2,
+                          4 * r2},
+                 1e-14, 1e-15, "plain");
+  ExpectAllClose(out[1], {-1.5 * r1, -1 * r1 + 1, -0.5 * r1, 0.75 * r1 - 1, -4 * r2,
+                          -8 * r2 + 1, -4 * r2, 2 * r2 - 1},
+                 1e-14, 1e-15, "affine");
+}
+
+// Row r of x is [r, r + 1, r + 2, r + 3]: every row normalises to
+// [-1.5, -0.5, 0.5, 1.5] / sqrt(1.25 + eps), and a row's dx for
+// w = [1, 0, 0, 0] is rstd * (e0 - 1/4 - xhat * xhat[0] / 4), whichever
+// thread of 4 computes it.
+void CheckManyRows() {
+  const int64_t rows = 20000;  // 4 chunks of at least 16384 elements
+  std::vector<float> xv, wv;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int i = 0; i < 4; ++i) {
+      xv.push_back(static_cast<float>(r + i));
+      wv.push_back(i == 0 ? 1.0f : 0.0f);
+    }
+  }
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {rows, 4});
+  Value w = g.Input("w", DType::kFloat32, {rows, 4});
+  Value y = LayerNorm(x, Value(), Value());
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(Mul(y, w)), {x}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {y, grads[0]}, {{x, T<float>({rows, 4}, xv)},
+                                                            {w, T<float>({rows, 4}, wv)}}));
+  const double rstd = 1 / std::sqrt(1.25 + 1e-5);
+  const double xhat[4] = {-1.5 * rstd, -0.5 * rstd, 0.5 * rstd, 1.5 * rstd};
+  std::vector<double> want_y, want_dx;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int i = 0; i < 4; ++i) {
+      want_y.push_back(xhat[i]);
+      want_dx.push_back(rstd * ((i == 0) - 0.25 - xhat[i] * xhat[0] / 4));
+    }
+  }
+  ExpectAllClose(out[0], want_y, 1e-6, 1e-6, "y");
+  ExpectAllClose(out[1], want_dx, 1e-5, 1e-6, "dx");
+}
+
+TEST(LayerNorm, ManyRowsAcrossThreads) {
+  const int threads = NumThreads();
+  SetNumThreads(4);
+  CheckManyRows();  // returns early on a failed ASSERT; the count is restored
+  SetNumThreads(threads);
+}
+
+// layer_norm and layer_norm_grad may write over x: each row is read whole
+// before any of it is written. Where x is an intermediate that dies there,
+// the planner lets them, and the values are those of HandWorkedValues.
+TEST(LayerNorm, InPlaceOverADyingInput) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 4});
+  Value dy = g.Input("dy", DType::kFloat64, {2, 4});
+  const double eps = 1e-5;
+  Value y = LayerNorm(x + 0.0, Value(), Value(), eps);
+  Value dx = LayerNormGrad(x * 1.0, Value(), dy, eps);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y, dx}));
+  EXPECT_EQ(plan->info().num_in_place, 2);
+  EXPECT_EQ(plan->info().root[y.id()], plan->info().root[y.node().inputs[0]]);
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       exec.Run(*plan, {{x, T<double>({2, 4}, {1, 2, 3, 4, -3, -3, 5, 5})},
+                                        {dy, T<double>({2, 4}, {1, 0, 0, 0, 1, 0, 0, 0})}}));
+  const double r1 = 1 / std::sqrt(1.25 + eps), r2 = 1 / std::sqrt(16 + eps);
+  const double h1[4] = {-1.5 * r1, -0.5 * r1, 0.5 * r1, 1.5 * r1};
+  const double h2[4] = {-4 * r2, -4 * r2, 4 * r2, 4 * r2};
+  std::vector<double> want_y, want_dx;
+  for (auto [h, r] : {std::pair{h1, r1}, std::pair{h2, r2}}) {
+    for (int i = 0; i < 4; ++i) {
+      want_y.push_back(h[i]);
+      // dy = e0: dx = rstd * (e0 - 1/4 - xhat * xhat[0] / 4).
+      want_dx.push_back(r * ((i == 0) - 0.25 - h[i] * h[0] / 4));
+    }
+  }
+  ExpectAllClose(out[0], want_y, 1e-14, 1e-15, "y");
+  ExpectAllClose(out[1], want_dx, 1e-12, 1e-14, "dx");
+}
+
+// A constant row has variance 0: its output is beta, and eps keeps 1/std
+// finite (1/sqrt(eps)), as in PyTorch.
+TEST(LayerNorm, ConstantRowGivesBeta) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {1, 3});
+  Value beta = g.Input("beta", DType::kFloat32, {3});
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {LayerNorm(x, Value(), beta)},
+                                         {{x, T<float>({1, 3}, {7, 7, 7})},
+                                          {beta, T<float>({3}, {0.5, -1, 2})}}));
+  ExpectAllClose(out[0], {0.5, -1, 2}, 0, 0, "beta");
+}
+
+// dx of sum(layer_norm(x) * w) without gamma: rows of dx sum to 0 (shifting
+// a row does not change its normalisation), and for w = 1 dx is 0.
+TEST(LayerNorm, GradientOfASumIsZero) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {3, 5});
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(LayerNorm(x, Value(), Value())), {x}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0]}, {{x, Random(DType::kFloat64, {3, 5}, 7)}}));
+  ExpectAllClose(out[0], std::vector<double>(15, 0.0), 0, 1e-12, "dx");
+}
+
+// layer_norm_grad has no rule of its own (kBackwardOnly): a second
+// derivative with respect to x says so, naming it.
+TEST(LayerNorm, SecondDerivativeInXIsUnimplemented) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 3});
+  Value w = g.Input("w", DType::kFloat64, {2, 3});
+  ASSERT_OK_AND_ASSIGN(auto dx, Gradients(Sum(Mul(LayerNorm(x, Value(), Value()), w)), {x}));
+  EXPECT_EQ(dx[0].node().op->name, "layer_norm_grad");
+  EXPECT_STATUS(Gradients(Sum(Mul(dx[0], dx[0])), {x}).status(),
+                absl::StatusCode::kUnimplemented, "op 'layer_norm_grad' has no gradient rule");
+}
+
+TEST(LayerNorm, Errors) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 3, 4});
+  Value gamma = g.Input("gamma", DType::kFloat32, {4});
+  Value bad_gamma = g.Input("bad_gamma", DType::kFloat32, {3});
+  Value gamma64 = g.Input("gamma64", DType::kFloat64, {4});
+  Value ints = g.Input("ints", DType::kInt64, {2, 4});
+  Value scalar = g.Input("scalar", DType::kFloat32, {});
+  EXPECT_STATUS(LayerNorm(x, gamma, Value(), -1e-5).status(),
+                absl::StatusCode::kInvalidArgument,
+                "layer_norm 'layer_norm': eps must be a finite number > 0, got -1e-05");
+  EXPECT_STATUS(LayerNorm(x, gamma, Value(), 0).status(), absl::StatusCode::kInvalidArgument,
+                "eps must be a finite number > 0, got 0");
+  EXPECT_STATUS(LayerNorm(x, Value(), Value(), std::nan("")).status(),
+                absl::StatusCode::kInvalidArgument, "got nan");
+  EXPECT_STATUS(LayerNorm(x, bad_gamma, Value()).status(), absl::StatusCode::kInvalidArgument,
+                "gamma must be (D,) = (4,), got (3,) [inputs: float32 (2, 3, 4), float32 (3,), "
+                "none]");
+  EXPECT_STATUS(LayerNorm(x, Value(), bad_gamma).status(), absl::StatusCode::kInvalidArgument,
+                "beta must be (D,) = (4,), got (3,)");
+  EXPECT_STATUS(LayerNorm(x, gamma64, Value()).status(), absl::StatusCode::kInvalidArgument,
+                "gamma is float64, x is float32");
+  EXPECT_STATUS(LayerNorm(ints, Value(), Value()).status(), absl::StatusCode::kInvalidArgument,
+                "x must be float32 or float64, got int64");
+  EXPECT_STATUS(LayerNorm(scalar, Value(), Value()).status(),
+                absl::StatusCode::kInvalidArgument, "x must have rank >= 1");
+  EXPECT_STATUS(LayerNorm(Value(), gamma, Value()).status(), absl::StatusCode::kInvalidArgument,
+                "layer_norm: required input 0 is a null Value");
+  EXPECT_STATUS(LayerNormGrad(x, gamma, Reshape(x, {6, 4})).status(),
+                absl::StatusCode::kInvalidArgument,
+                "layer_norm_grad 'layer_norm_grad': g must match x (float32 (2, 3, 4)), got "
+                "float32 (6, 4)");
+  {
+    Graph::Scope s(g, "encoder/ln1");
+    EXPECT_STATUS(LayerNorm(x, bad_gamma, Value()).status(), absl::StatusCode::kInvalidArgument,
+                  "layer_norm 'encoder/ln1/layer_norm'");
+  }
+}
+
+}  // namespace
+}  // namespace dagrad::testing
