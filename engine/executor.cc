@@ -64,8 +64,12 @@ absl::StatusOr<std::shared_ptr<void>> Executor::AllocateCounted(
 
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     absl::Span<const Value> fetches, absl::Span<const Value> targets) {
+  PlanOptions plan_options = options_.plan;
+  if (options_.memory_limit_bytes > 0) {
+    plan_options.max_folded_bytes = options_.memory_limit_bytes;
+  }
   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan info,
-                          PlanGraph(graph_, fetches, targets, options_.plan));
+                          PlanGraph(graph_, fetches, targets, plan_options));
   auto plan = std::make_unique<Plan>();
   plan->owner_ = this;
   for (NodeId id : info.steps) {

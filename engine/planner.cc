@@ -195,12 +195,20 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
   // rest of the plan (or fetched).
   std::vector<bool> is_const(n, false);
   absl::flat_hash_map<NodeId, Tensor> values;
+  int64_t folded_bytes = 0;
   for (NodeId id : order) {
     const Node& node = graph.node(id);
     if (node.kind == NodeKind::kConstant) {
       is_const[id] = true;
       values[id] = node.value;
     } else if (options.fold_constants && Foldable(node, is_const)) {
+      const int64_t bytes = NodeBytes(node);
+      folded_bytes += bytes;
+      if (options.max_folded_bytes > 0 && folded_bytes > options.max_folded_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "memory limit: folding constant ", node.op->name, " '", node.path(), "' (",
+            bytes, " bytes) exceeds the limit of ", options.max_folded_bytes, " bytes"));
+      }
       std::vector<const Tensor*> ins;
       for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? nullptr : &values[in]);
       auto t = EvaluateOnHost(node, ins);

@@ -44,6 +44,8 @@ struct PlanOptions {
   bool fold_constants = true;
   bool reuse_memory = true;  // false: every intermediate gets its own bytes
   bool in_place = true;
+  // Upper bound on the bytes of constants folded at compile time; 0: none.
+  int64_t max_folded_bytes = 0;
 };
 
 struct ExecutionPlan {

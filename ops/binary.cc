@@ -39,6 +39,18 @@ absl::StatusOr<TensorType> InferLogic(const InferContext& c) {
   return InferBinary(c, Want::kBool, true);
 }
 
+struct AddFn { template <typename T> T operator()(T a, T b) const { return a + b; } };
+struct SubFn { template <typename T> T operator()(T a, T b) const { return a - b; } };
+struct MulFn { template <typename T> T operator()(T a, T b) const { return a * b; } };
+struct DivFn { template <typename T> T operator()(T a, T b) const { return a / b; } };
+struct MaxFn { template <typename T> T operator()(T a, T b) const { return std::max(a, b); } };
+struct MinFn { template <typename T> T operator()(T a, T b) const { return std::min(a, b); } };
+struct EqFn { template <typename T> bool operator()(T a, T b) const { return a == b; } };
+struct LtFn { template <typename T> bool operator()(T a, T b) const { return a < b; } };
+struct GtFn { template <typename T> bool operator()(T a, T b) const { return a > b; } };
+struct AndFn { bool operator()(bool a, bool b) const { return a && b; } };
+struct OrFn { bool operator()(bool a, bool b) const { return a || b; } };
+
 // BinaryLoop computes out[i] = fn(a[.], b[.]) with broadcasting; equal
 // shapes take a flat loop the compiler vectorises.
 template <typename In, typename Out, typename Fn>
@@ -68,6 +80,16 @@ absl::Status ArithKernel(const KernelContext& ctx) {
     if constexpr (std::is_same_v<T, bool>) {
       return absl::InternalError("arithmetic on bool");
     } else {
+      if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
+        // Integer division by zero would kill the process (SIGFPE).
+        const T* b = ctx.in(1).as<T>();
+        for (int64_t i = 0; i < ctx.in(1).num_elements(); ++i) {
+          if (b[i] == 0) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("integer division by zero (divisor element ", i, ")"));
+          }
+        }
+      }
       BinaryLoop<T, T>(ctx, Fn());
       return absl::OkStatus();
     }
@@ -82,18 +104,6 @@ absl::Status CompareKernel(const KernelContext& ctx) {
     return absl::OkStatus();
   });
 }
-
-struct AddFn { template <typename T> T operator()(T a, T b) const { return a + b; } };
-struct SubFn { template <typename T> T operator()(T a, T b) const { return a - b; } };
-struct MulFn { template <typename T> T operator()(T a, T b) const { return a * b; } };
-struct DivFn { template <typename T> T operator()(T a, T b) const { return a / b; } };
-struct MaxFn { template <typename T> T operator()(T a, T b) const { return std::max(a, b); } };
-struct MinFn { template <typename T> T operator()(T a, T b) const { return std::min(a, b); } };
-struct EqFn { template <typename T> bool operator()(T a, T b) const { return a == b; } };
-struct LtFn { template <typename T> bool operator()(T a, T b) const { return a < b; } };
-struct GtFn { template <typename T> bool operator()(T a, T b) const { return a > b; } };
-struct AndFn { bool operator()(bool a, bool b) const { return a && b; } };
-struct OrFn { bool operator()(bool a, bool b) const { return a || b; } };
 
 absl::Status AndKernel(const KernelContext& ctx) {
   BinaryLoop<bool, bool>(ctx, AndFn());

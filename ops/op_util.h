@@ -81,7 +81,8 @@ Value BuildOp(const OpDef& op, absl::Span<const Value> inputs,
 Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs,
                 Attrs attrs = Attrs(), uint32_t optional = 0);
 
-// Scalar returns a 0-d constant of `dtype` holding `v`, in v's graph.
+// ScalarLike returns a 0-d constant holding `v` in like's graph: float64
+// when `like` is float64, float32 otherwise.
 Value ScalarLike(Value like, double v);
 
 }  // namespace dagrad

@@ -3,6 +3,7 @@
 // single templated kernel runs any functor over a tensor in parallel.
 
 #include <cmath>
+#include <limits>
 
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
@@ -200,6 +201,20 @@ absl::Status CastKernel(const KernelContext& ctx) {
       using Out = decltype(out_tag);
       const In* x = ctx.in(0).as<In>();
       Out* y = ctx.output.as<Out>();
+      if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> &&
+                    !std::is_same_v<Out, bool>) {
+        // A NaN or out-of-range float has no integer value (and converting
+        // one is undefined behaviour): report it.
+        for (int64_t i = 0; i < ctx.output.num_elements(); ++i) {
+          const double v = std::trunc(static_cast<double>(x[i]));
+          if (!(v >= static_cast<double>(std::numeric_limits<Out>::lowest()) &&
+                v < -static_cast<double>(std::numeric_limits<Out>::lowest()))) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "cannot cast ", static_cast<double>(x[i]), " (element ", i, ") to ",
+                DTypeName(DTypeOf<Out>::value)));
+          }
+        }
+      }
       ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) y[i] = static_cast<Out>(x[i]);
       });

@@ -157,3 +157,38 @@ TEST(Executor, MemoryLimitIsAClearError) {
 
 }  // namespace
 }  // namespace dagrad::testing
+
+namespace dagrad::testing {
+namespace {
+
+TEST(Executor, IntegerDivisionByZeroIsAnError) {
+  Graph g;
+  Value a = g.Input("a", DType::kInt64, {3});
+  Value b = g.Input("b", DType::kInt64, {3});
+  EXPECT_STATUS(RunOnce(g, {Div(a, b)}, {{a, T<int64_t>({3}, {1, 2, 3})},
+                                         {b, T<int64_t>({3}, {1, 0, 1})}})
+                    .status(),
+                absl::StatusCode::kInvalidArgument,
+                "div 'div': integer division by zero (divisor element 1)");
+}
+
+TEST(Executor, CastOfNanOrHugeFloatToIntIsAnError) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  EXPECT_STATUS(RunOnce(g, {Cast(x, DType::kInt32)}, {{x, T<float>({2}, {1.5f, 3e9f})}}).status(),
+                absl::StatusCode::kInvalidArgument, "cannot cast 3e+09 (element 1) to int32");
+  EXPECT_STATUS(RunOnce(g, {Cast(x, DType::kInt64)}, {{x, T<float>({2}, {NAN, 1})}}).status(),
+                absl::StatusCode::kInvalidArgument, "cannot cast nan (element 0) to int64");
+}
+
+TEST(Executor, FoldedConstantsRespectTheMemoryLimit) {
+  Graph g;
+  Value big = Exp(g.Constant(*Tensor::Zeros(DType::kFloat32, {1024, 1024})));
+  Value x = g.Input("x", DType::kFloat32, {1024, 1024});
+  Executor exec(g, {.memory_limit_bytes = 1 << 20});
+  EXPECT_STATUS(exec.Compile({x + big}).status(), absl::StatusCode::kResourceExhausted,
+                "memory limit: folding constant exp 'exp'");
+}
+
+}  // namespace
+}  // namespace dagrad::testing
