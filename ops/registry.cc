@@ -11,6 +11,7 @@ const std::vector<const OpDef*>& AllOps() {
              ReduceOps,
              ShapeOps,
              MatMulOps,
+             SoftmaxOps, DropoutOps, LossOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

@@ -28,6 +28,7 @@ std::vector<const OpDef*> BinaryOps();
 std::vector<const OpDef*> ReduceOps();
 std::vector<const OpDef*> ShapeOps();
 std::vector<const OpDef*> MatMulOps();
+std::vector<const OpDef*> SoftmaxOps(), DropoutOps(), LossOps();  // softmax.cc, dropout.cc, loss.cc
 
 }  // namespace dagrad
 
