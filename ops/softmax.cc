@@ -221,8 +221,8 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
       if (bias == nullptr) {
         for (int64_t k = 0; k < n; ++k) y[k] = scale * xr[k];
       } else if (bias_strides[rank - 1] == 0) {
-        const T b = bias[RowOffset(row, s, bias_strides)];
-        for (int64_t k = 0; k < n; ++k) y[k] = scale * xr[k] + b;
+        const T row_bias = bias[RowOffset(row, s, bias_strides)];
+        for (int64_t k = 0; k < n; ++k) y[k] = scale * xr[k] + row_bias;
       } else {
         const T* br = bias + RowOffset(row, s, bias_strides);
         for (int64_t k = 0; k < n; ++k) y[k] = scale * xr[k] + br[k];
