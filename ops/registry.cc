@@ -16,6 +16,9 @@ const std::vector<const OpDef*>& AllOps() {
              GatherOps,
              SelectOps,
              FillOps,
+             SoftmaxOps,
+             DropoutOps,
+             LossOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

@@ -33,6 +33,9 @@ std::vector<const OpDef*> LayerNormOps();
 std::vector<const OpDef*> GatherOps();
 std::vector<const OpDef*> SelectOps();
 std::vector<const OpDef*> FillOps();
+std::vector<const OpDef*> SoftmaxOps();
+std::vector<const OpDef*> DropoutOps();
+std::vector<const OpDef*> LossOps();
 
 }  // namespace dagrad
 

@@ -1,0 +1,49 @@
+// ops/dropout.h
+//
+// Inverted dropout with a mask that is never stored: every element's keep
+// decision is a pure function of (seed, stream, step, element index) through
+// Philox4x32-10 (engine/philox.h), so the backward pass recomputes the very
+// same mask, and a CUDA kernel can reproduce it bit for bit.
+//
+//   Value h = Dropout(Relu(Linear(x, w1, b1)), 0.1);   // (B, T, F) -> (B, T, F)
+//   exec.Run(*plan, feeds, {.training = true, .step = step});  // active
+//   exec.Run(*plan, feeds);                                    // identity
+//
+// The bit layout, which a GPU kernel must follow exactly:
+//   key     = (k0, k1) = (low, high 32 bits of RunContext::seed, the
+//             executor's seed);
+//   counter = (c0, c1, c2, c3) = (low, high 32 bits of i / 4, stream,
+//             low 32 bits of RunContext::step), for element i of the
+//             row-major flattened tensor;
+//   stream  = the node's int attribute "stream" when present (the backward
+//             op carries its forward node's stream), else the node's id;
+//   bits    = Philox4x32_10(counter, key).v[i % 4];
+//   u       = (bits >> 8) * 2^-24, a float32 in [0, 1) (UniformFromBits);
+//   keep    = u >= p, compared in double (u is exact);
+//   y       = keep ? x * s : 0, with s = 1 / (1 - p) computed in the element
+//             type: T(1) / (T(1) - T(p)).
+// That is RandomStream{seed, stream, step}.Bits(i).
+
+#ifndef DAGRAD_OPS_DROPOUT_H_
+#define DAGRAD_OPS_DROPOUT_H_
+
+#include "engine/graph.h"
+
+namespace dagrad {
+
+// Dropout returns x with each element zeroed with probability p and the
+// others scaled by 1 / (1 - p) when the run is in training mode
+// (RunOptions::training), and a copy of x otherwise: x (...) -> (...), float.
+// The node is random (never constant-folded) and may run in place. Its
+// gradient is a dropout of the incoming gradient with the same stream, so
+// it applies the same mask and scale.
+//
+// Errors: p outside [0, 1) (the message names p), x not float.
+//
+//   Value y = Dropout(x, 0.5);   // training: about half of x zeroed, the rest doubled
+//   Value z = Dropout(x, 0.0);   // always a copy
+Value Dropout(Value x, double p);
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_DROPOUT_H_

@@ -1,0 +1,241 @@
+// Cross-entropy: shape inference, the fused forward and backward CPU
+// kernels, the gradient rule and the OpDefs, then the builder.
+//
+// Both kernels check every target before writing anything. The backward
+// kernel checks them too: a plan that fetches only gradients never runs the
+// forward op.
+
+#include "ops/loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "engine/status_macros.h"
+#include "ops/op_util.h"
+#include "ops/parallel.h"
+#include "ops/registry.h"
+
+namespace dagrad {
+namespace {
+
+constexpr const char* kReductionNames[] = {"mean", "sum", "none"};
+
+Shape LeadingShape(const Shape& s) {
+  return Shape(absl::Span<const int64_t>(s.dims().data(), s.rank() - 1));
+}
+
+absl::StatusOr<CrossEntropyOptions::Reduction> ReductionOf(const Attrs& attrs) {
+  const std::string name = attrs.GetStr("reduction", "mean");
+  for (int r = 0; r < 3; ++r) {
+    if (name == kReductionNames[r]) return static_cast<CrossEntropyOptions::Reduction>(r);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("reduction must be mean, sum or none, got '", name, "'"));
+}
+
+// ---------------------------------------------------------------------------
+// Shape inference.
+
+// Checks logits (..., C) and targets (...), the inputs both ops share.
+absl::Status CheckLogitsAndTargets(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "logits"));
+  const Shape& logits = ctx.in(0).shape;
+  if (logits.rank() < 1) {
+    return absl::InvalidArgumentError("logits must have rank >= 1 (..., C), got ()");
+  }
+  DAGRAD_RETURN_IF_ERROR(RequireIndex(ctx, 1, "targets"));
+  if (ctx.in(1).shape != LeadingShape(logits)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "targets ", ctx.in(1).shape.ToString(), " must have the logits' leading shape ",
+        LeadingShape(logits).ToString(), " for logits ", logits.ToString()));
+  }
+  return ReductionOf(ctx.attrs).status();
+}
+
+absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
+  const bool none = *ReductionOf(ctx.attrs) == CrossEntropyOptions::kNone;
+  return TensorType{ctx.in(0).dtype, none ? LeadingShape(ctx.in(0).shape) : Shape()};
+}
+
+// cross_entropy_grad(logits, targets, g): g has the forward output's type.
+absl::StatusOr<TensorType> InferCrossEntropyGrad(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
+  DAGRAD_ASSIGN_OR_RETURN(const TensorType out, InferCrossEntropy(ctx));
+  if (ctx.in(2).dtype != out.dtype || ctx.in(2).shape != out.shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "g must be ", DTypeName(out.dtype), " ", out.shape.ToString(), " like the loss, got ",
+        DTypeName(ctx.in(2).dtype), " ", ctx.in(2).shape.ToString()));
+  }
+  return ctx.in(0);
+}
+
+// ---------------------------------------------------------------------------
+// CPU kernels.
+
+// Rows pairs each row of logits with its target, -1 where it is ignored.
+struct Rows {
+  std::vector<int64_t> target;
+  int64_t count = 0;  // rows not ignored
+};
+
+std::string Position(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.rank());
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return absl::StrJoin(idx, ", ");
+}
+
+// ReadTargets checks every target lies in [0, C) or is ignore_index.
+absl::StatusOr<Rows> ReadTargets(const KernelContext& ctx) {
+  const TensorRef& targets = ctx.in(1);
+  const int64_t classes = ctx.in(0).dim(ctx.in(0).rank() - 1);
+  const int64_t ignore = ctx.attrs().GetInt("ignore_index", -100);
+  Rows rows;
+  rows.target.resize(targets.num_elements());
+  DAGRAD_RETURN_IF_ERROR(DispatchIndex(targets.dtype, [&](auto tag) {
+    using I = decltype(tag);
+    const I* t = targets.as<I>();
+    for (size_t i = 0; i < rows.target.size(); ++i) {
+      const int64_t v = static_cast<int64_t>(t[i]);
+      if (v == ignore) {
+        rows.target[i] = -1;
+        continue;
+      }
+      if (v < 0 || v >= classes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "targets[", Position(i, *targets.shape), "] = ", v, " is outside [0, ", classes,
+            ") and is not ignore_index (", ignore, ")"));
+      }
+      rows.target[i] = v;
+      ++rows.count;
+    }
+    return absl::OkStatus();
+  }));
+  return rows;
+}
+
+// LogSumExp of one row, shifted by its max.
+template <typename T>
+T LogSumExp(const T* x, int64_t n) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
+  T sum = 0;
+  for (int64_t k = 0; k < n; ++k) sum += std::exp(x[k] - m);
+  return m + std::log(sum);
+}
+
+int64_t RowGrain(int64_t classes) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(classes, 1));
+}
+
+absl::Status CrossEntropyKernel(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const Rows rows, ReadTargets(ctx));
+  DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.in(0).as<T>();
+    const int64_t classes = ctx.in(0).dim(ctx.in(0).rank() - 1);
+    const int64_t n = static_cast<int64_t>(rows.target.size());
+    // Per-row losses, summed afterwards in row order: the result does not
+    // depend on the number of threads.
+    std::vector<double> loss(n, 0.0);
+    ParallelFor(n, RowGrain(classes), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        if (rows.target[r] < 0) continue;
+        const T* xr = x + r * classes;
+        loss[r] = static_cast<double>(LogSumExp(xr, classes) - xr[rows.target[r]]);
+      }
+    });
+    T* y = ctx.output.as<T>();
+    if (reduction == CrossEntropyOptions::kNone) {
+      for (int64_t r = 0; r < n; ++r) y[r] = static_cast<T>(loss[r]);
+      return absl::OkStatus();
+    }
+    double total = 0;
+    for (double l : loss) total += l;
+    if (reduction == CrossEntropyOptions::kMean) total = rows.count ? total / rows.count : 0.0;
+    y[0] = static_cast<T>(total);
+    return absl::OkStatus();
+  });
+}
+
+// dlogits = (softmax(logits) - onehot(target)) * w, with w = g[row] (none),
+// g (sum) or g / count (mean); the output may alias logits (in place).
+absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const Rows rows, ReadTargets(ctx));
+  DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.in(0).as<T>();
+    const T* g = ctx.in(2).as<T>();
+    T* dx = ctx.output.as<T>();
+    const int64_t classes = ctx.in(0).dim(ctx.in(0).rank() - 1);
+    const int64_t n = static_cast<int64_t>(rows.target.size());
+    T w_all = g[0];
+    if (reduction == CrossEntropyOptions::kMean) {
+      w_all = rows.count ? static_cast<T>(g[0] / static_cast<T>(rows.count)) : T(0);
+    }
+    ParallelFor(n, RowGrain(classes), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        T* d = dx + r * classes;
+        if (rows.target[r] < 0) {
+          std::fill(d, d + classes, T(0));
+          continue;
+        }
+        const T* xr = x + r * classes;
+        const T w = reduction == CrossEntropyOptions::kNone ? g[r] : w_all;
+        const T lse = LogSumExp(xr, classes);
+        for (int64_t k = 0; k < classes; ++k) d[k] = std::exp(xr[k] - lse) * w;
+        d[rows.target[r]] -= w;
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Gradient rule and op definitions.
+
+const OpDef kCrossEntropyGrad = {.name = "cross_entropy_grad",
+                                 .dot_label = "CrossEntropy'",
+                                 .infer = InferCrossEntropyGrad,
+                                 .cpu = CrossEntropyGradKernel,
+                                 .nondiff_inputs = 0b010,
+                                 .inplace = true};
+
+std::vector<Value> CrossEntropyGradRule(const GradContext& c) {
+  return {BuildOp(kCrossEntropyGrad, {c.inputs[0], c.inputs[1], c.grad}, c.attrs()), Value()};
+}
+
+const OpDef kCrossEntropy = {.name = "cross_entropy",
+                             .dot_label = "CrossEntropy",
+                             .infer = InferCrossEntropy,
+                             .cpu = CrossEntropyKernel,
+                             .grad = CrossEntropyGradRule,
+                             .nondiff_inputs = 0b10};
+
+}  // namespace
+
+Value CrossEntropy(Value logits, Value targets, CrossEntropyOptions options) {
+  if (options.reduction < CrossEntropyOptions::kMean ||
+      options.reduction > CrossEntropyOptions::kNone) {
+    if (!logits.ok()) return logits;
+    return logits.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "cross_entropy: unknown reduction ", static_cast<int>(options.reduction))));
+  }
+  return BuildOp(kCrossEntropy, {logits, targets},
+                 Attrs()
+                     .Int("ignore_index", options.ignore_index)
+                     .Str("reduction", kReductionNames[options.reduction]));
+}
+
+std::vector<const OpDef*> LossOps() { return {&kCrossEntropy, &kCrossEntropyGrad}; }
+
+}  // namespace dagrad

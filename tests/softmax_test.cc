@@ -1,0 +1,339 @@
+// Masked softmax, softmax_grad and log_softmax: finite-difference gradient
+// cases (every mask kind alone and combined, fully masked rows, second
+// derivatives), PyTorch goldens for every mask kind (forward and gradient,
+// float64 and float32, in place and not), hand-worked attention numbers,
+// and builder and run-time errors.
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine/autodiff.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"
+#include "tests/support/golden.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using In = std::vector<Value>;
+
+// Second derivative helper: d/dx of sum(f(x) * w), as a value to check.
+Value GradOf(Value loss, Value x) {
+  auto grads = Gradients(loss, {x});
+  return grads.ok() ? (*grads)[0] : loss.graph()->Error(grads.status());
+}
+
+// --- Finite-difference cases -------------------------------------------------
+
+DAGRAD_GRADCHECK(softmax_plain, {{"x", {2, 3, 5}, std::nullopt, -3.0, 3.0}},
+                 [](Graph&, const In& in) { return Softmax(in[0]); });
+DAGRAD_GRADCHECK(softmax_vector, {{"x", {6}}}, [](Graph&, const In& in) { return Softmax(in[0]); });
+// keep (B, 1, 1, K) broadcast over heads and queries; batch 1 keeps one key.
+DAGRAD_GRADCHECK(softmax_keep_broadcast_over_heads,
+                 {{"scores", {2, 3, 2, 4}},
+                  {"keep", {2, 1, 1, 4},
+                   T<bool>({2, 1, 1, 4}, {true, false, true, true, false, false, true, false})}},
+                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.keep = in[1]}); });
+DAGRAD_GRADCHECK(softmax_valid_lens_1d,
+                 {{"scores", {3, 2, 2, 5}}, {"lens", {3}, T<int64_t>({3}, {2, 5, 1})}},
+                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.valid_lens = in[1]}); });
+DAGRAD_GRADCHECK(softmax_valid_lens_2d,
+                 {{"scores", {2, 2, 3, 4}},
+                  {"lens", {2, 3}, T<int32_t>({2, 3}, {1, 3, 4, 4, 2, 1})}},
+                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.valid_lens = in[1]}); });
+DAGRAD_GRADCHECK(softmax_causal, {{"scores", {2, 4, 4}}},
+                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.causal = true}); });
+// Three new queries over five keys (two cached): offset S - T = 2.
+DAGRAD_GRADCHECK(softmax_causal_offset, {{"scores", {2, 3, 5}}},
+                 [](Graph&, const In& in) {
+                   return MaskedSoftmax(in[0], {.causal = true, .causal_offset = 2});
+                 });
+DAGRAD_GRADCHECK(softmax_bias_broadcast, {{"scores", {2, 3, 4}}, {"bias", {3, 4}}},
+                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.bias = in[1]}); });
+// A bias constant along the last axis (B, Q, 1) does not change the output;
+// its gradient is zero, which the finite differences confirm.
+DAGRAD_GRADCHECK(softmax_bias_row_constant, {{"scores", {2, 3, 4}}, {"bias", {2, 3, 1}}},
+                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.bias = in[1]}); });
+DAGRAD_GRADCHECK(softmax_scale, {{"scores", {3, 5}}},
+                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {}, 0.125); });
+DAGRAD_GRADCHECK(softmax_all_masks_combined,
+                 {{"scores", {2, 2, 3, 5}},
+                  {"keep", {2, 1, 1, 5},
+                   T<bool>({2, 1, 1, 5},
+                           {true, true, false, true, true, true, false, true, true, true})},
+                  {"lens", {2, 3}, T<int64_t>({2, 3}, {5, 4, 5, 3, 5, 2})},
+                  {"bias", {2, 1, 3, 5}}},
+                 [](Graph&, const In& in) {
+                   return MaskedSoftmax(in[0],
+                                        {.keep = in[1], .valid_lens = in[2], .bias = in[3],
+                                         .causal = true, .causal_offset = 2},
+                                        0.5);
+                 });
+// Rows masked entirely by keep (batch 0, query 1), by a zero valid length
+// (batch 1) and by causal with offset -1 (query 0): zeros, zero gradients.
+DAGRAD_GRADCHECK(softmax_fully_masked_rows,
+                 {{"scores", {3, 3, 4}},
+                  {"keep", {3, 3, 1},
+                   T<bool>({3, 3, 1}, {true, false, true, true, true, true, true, true, true})},
+                  {"lens", {3}, T<int64_t>({3}, {4, 0, 3})},
+                  {"bias", {4}}},
+                 [](Graph&, const In& in) {
+                   return MaskedSoftmax(in[0], {.keep = in[1], .valid_lens = in[2],
+                                                .bias = in[3], .causal = true,
+                                                .causal_offset = -1});
+                 });
+// Second derivatives: d/dx and d/dw of d/dx sum(softmax(x) * w).
+DAGRAD_GRADCHECK(softmax_second_order, {{"x", {3, 5}}, {"w", {3, 5}}},
+                 [](Graph&, const In& in) {
+                   return GradOf(Sum(Mul(MaskedSoftmax(in[0], {}, 0.7), in[1])), in[0]);
+                 });
+DAGRAD_GRADCHECK(softmax_second_order_masked,
+                 {{"x", {2, 3, 4}}, {"w", {2, 3, 4}}, {"lens", {2}, T<int64_t>({2}, {3, 0})}},
+                 [](Graph&, const In& in) {
+                   Value y = MaskedSoftmax(in[0], {.valid_lens = in[2], .causal = true});
+                   return GradOf(Sum(Mul(y, in[1])), in[0]);
+                 });
+DAGRAD_GRADCHECK(softmax_grad, {{"y", {3, 4}, std::nullopt, 0.0, 1.0}, {"g", {3, 4}}},
+                 [](Graph&, const In& in) { return SoftmaxGrad(in[0], in[1]); });
+// Third derivative: softmax_grad's own rule, differentiated again.
+DAGRAD_GRADCHECK(softmax_third_order, {{"x", {2, 4}}, {"w", {2, 4}}},
+                 [](Graph&, const In& in) {
+                   Value dx = GradOf(Sum(Mul(Softmax(in[0]), in[1])), in[0]);
+                   return GradOf(Sum(Mul(dx, in[1])), in[0]);
+                 });
+DAGRAD_GRADCHECK(log_softmax, {{"x", {2, 3, 5}, std::nullopt, -4.0, 4.0}},
+                 [](Graph&, const In& in) { return LogSoftmax(in[0]); });
+DAGRAD_GRADCHECK(log_softmax_second_order, {{"x", {3, 4}}, {"w", {3, 4}}},
+                 [](Graph&, const In& in) {
+                   return GradOf(Sum(Mul(LogSoftmax(in[0]), in[1])), in[0]);
+                 });
+
+// --- PyTorch goldens ----------------------------------------------------------
+
+Tensor ToDType(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype || !IsFloating(t.dtype())) return t;
+  Tensor out = *Tensor::Zeros(dtype, t.shape());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    out.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
+  }
+  return out;
+}
+
+struct GoldenMode {
+  DType dtype;
+  bool through_intermediate;  // feed scores through an op so softmax may run in place
+};
+
+// Builds the golden case's masked softmax and the gradients of sum(y * g)
+// and compares both with torch's.
+void CheckSoftmaxGolden(const std::string& name, GoldenMode mode) {
+  SCOPED_TRACE(name + (mode.dtype == DType::kFloat32 ? " float32" : " float64") +
+               (mode.through_intermediate ? " in place" : ""));
+  ASSERT_OK_AND_ASSIGN(GoldenCase c, LoadGolden("softmax", name));
+  Graph g;
+  Feeds feeds;
+  auto input = [&](const std::string& key) -> Value {
+    if (!c.inputs.count(key)) return Value();
+    const Tensor t = ToDType(c.inputs.at(key), mode.dtype);
+    Value v = g.Input(key, t.dtype(), t.shape());
+    feeds.push_back({v, t});
+    return v;
+  };
+  Value scores = input("scores"), upstream = input("g"), bias = input("bias");
+  SoftmaxMask mask{.keep = input("keep"), .valid_lens = input("valid_lens"), .bias = bias,
+                   .causal = c.attrs["causal"].get<bool>(),
+                   .causal_offset = c.attrs["causal_offset"].get<int64_t>()};
+  Value x = mode.through_intermediate ? AddScalar(scores, 0.0) : scores;
+  Value y = MaskedSoftmax(x, mask, c.attrs["scale"].get<double>());
+  std::vector<Value> wrt = {scores};
+  if (!bias.is_null()) wrt.push_back(bias);
+  ASSERT_OK_AND_ASSIGN(std::vector<Value> grads, Gradients(Sum(Mul(y, upstream)), wrt));
+  std::vector<Value> fetches = {y};
+  fetches.insert(fetches.end(), grads.begin(), grads.end());
+
+  Executor exec(g, {.check_numerics = true});
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile(fetches));
+  if (mode.through_intermediate) EXPECT_GT(plan->info().num_in_place, 0);
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, feeds));
+  const bool f32 = mode.dtype == DType::kFloat32;
+  const double rtol = f32 ? 2e-5 : 1e-12, atol = f32 ? 1e-6 : 1e-14;
+  ExpectAllClose(out[0], AsDoubles(c.outputs.at("y")), rtol, atol, "y");
+  ExpectAllClose(out[1], AsDoubles(c.outputs.at("dscores")), rtol, atol, "dscores");
+  if (!bias.is_null()) {
+    ExpectAllClose(out[2], AsDoubles(c.outputs.at("dbias")), rtol, f32 ? 1e-5 : atol, "dbias");
+  }
+}
+
+TEST(SoftmaxGolden, EveryMaskKindMatchesTorch) {
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> names, GoldenCaseNames("softmax"));
+  EXPECT_EQ(names.size(), 10u);
+  for (const std::string& name : names) {
+    for (GoldenMode mode : {GoldenMode{DType::kFloat64, false}, GoldenMode{DType::kFloat32, false},
+                            GoldenMode{DType::kFloat64, true}, GoldenMode{DType::kFloat32, true}}) {
+      CheckSoftmaxGolden(name, mode);
+    }
+  }
+}
+
+// --- Hand-worked values -------------------------------------------------------
+
+// Scaled dot-product attention from a well-known notebook (d_k = 64, so the
+// scale is 1/8): one query against four keys. With e = exp(-12.5), Q = [0, 10, 0]
+// scores [0, 12.5, 0, 0] -> weights [e, 1, e, e] / (1 + 3e); Q = [0, 0, 10]
+// scores [0, 0, 12.5, 12.5] -> weights [e, e, 1, 1] / (2 + 2e).
+TEST(SoftmaxValues, ScaledDotProductAttentionNotebook) {
+  Graph g;
+  Value q = g.Input("q", DType::kFloat32, {2, 3});
+  Value k = g.Input("k", DType::kFloat32, {4, 3});
+  Value v = g.Input("v", DType::kFloat32, {4, 3});
+  Value weights = MaskedSoftmax(MatMul(q, k, {.transpose_b = true}), {}, 1.0 / std::sqrt(64.0));
+  Value out = MatMul(weights, v);
+  Feeds feeds = {{q, T<float>({2, 3}, {0, 10, 0, 0, 0, 10})},
+                 {k, T<float>({4, 3}, {10, 0, 0, 0, 10, 0, 0, 0, 10, 0, 0, 10})},
+                 {v, T<float>({4, 3}, {1, 0, 0, 10, 0, 0, 100, 5, 0, 1000, 6, 0})}};
+  ASSERT_OK_AND_ASSIGN(auto got, RunOnce(g, {weights, out}, feeds));
+
+  const double e = std::exp(-12.5);
+  const double a = 1 / (1 + 3 * e), b = 1 / (2 + 2 * e);
+  ExpectAllClose(got[0], {e * a, a, e * a, e * a, e * b, e * b, b, b}, 1e-6, 0, "weights");
+  ExpectAllClose(got[1],
+                 {e * a * (1 + 100 + 1000) + a * 10, e * a * (5 + 6), 0,
+                  e * b * (1 + 10) + b * (100 + 1000), b * (5 + 6), 0},
+                 1e-6, 0, "output");
+  // The notebook's printed numbers (4-5 significant digits).
+  ExpectAllClose(got[0], {3.7266e-06, 0.99999, 3.7266e-06, 3.7266e-06, 1.8633e-06, 1.8633e-06,
+                          0.5, 0.5},
+                 1e-4, 0, "notebook weights");
+  ExpectAllClose(got[1], {10.004, 4.0993e-05, 0, 549.9979, 5.5, 0}, 1e-4, 0, "notebook output");
+}
+
+// Every kind of fully masked row gives exact zeros and zero gradients, in
+// both float types (torch gives NaN; d2l's -1e6 fill a uniform row).
+TEST(SoftmaxValues, FullyMaskedRowsAreZerosNotNaN) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    Graph g;
+    Value x = g.Input("x", dtype, {3, 2, 3});
+    Value keep = g.Input("keep", DType::kBool, {3, 2, 1});
+    Value lens = g.Input("lens", DType::kInt32, {3});
+    Value y = MaskedSoftmax(x, {.keep = keep, .valid_lens = lens, .causal = true,
+                                .causal_offset = 0});
+    ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(Mul(y, x)), {x}));
+    // Row (0, 0): kept. Row (0, 1): keep false. Batch 1: length 0. Batch 2:
+    // length 3, causal keeps k <= q.
+    Feeds feeds = {{x, ToDType(T<double>({3, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 1, 1, 1, 1, 1,
+                                                     0, 0, 0, 0, 0, 0}),
+                               dtype)},
+                   {keep, T<bool>({3, 2, 1}, {true, false, true, true, true, true})},
+                   {lens, T<int32_t>({3}, {3, 0, 3})}};
+    ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {y, grads[0]}, feeds));
+    ExpectAllClose(out[0], {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0.5, 0.5, 0}, 1e-7, 0,
+                   "y");
+    // d/dx sum(y * x) = y + y * (x - sum(y x)): here the second term is 0 in
+    // every row (a one-hot y, or x constant over the kept positions), so dx = y.
+    ExpectAllClose(out[1], {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0.5, 0.5, 0}, 1e-7, 0,
+                   "dx");
+  }
+}
+
+// A bias of -inf masks like keep = false; a row of -inf bias is all zeros.
+TEST(SoftmaxValues, MinusInfinityBiasMasks) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 3});
+  Value bias = g.Input("bias", DType::kFloat32, {2, 3});
+  const float inf = std::numeric_limits<float>::infinity();
+  Feeds feeds = {{x, T<float>({2, 3}, {0, 0, 0, 1, 2, 3})},
+                 {bias, T<float>({2, 3}, {0, -inf, 0, -inf, -inf, -inf})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {MaskedSoftmax(x, {.bias = bias})}, feeds));
+  ExpectAllClose(out[0], {0.5, 0, 0.5, 0, 0, 0}, 1e-7, 0, "y");
+}
+
+// softmax_grad by hand: y = [0.2, 0.3, 0.5], g = [1, 2, 3]: sum(g y) = 2.3,
+// dx = y * (g - 2.3) = [-0.26, -0.09, 0.35].
+TEST(SoftmaxValues, SoftmaxGradByHand) {
+  Graph g;
+  Value y = g.Input("y", DType::kFloat64, {1, 3});
+  Value dy = g.Input("g", DType::kFloat64, {1, 3});
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {SoftmaxGrad(y, dy)},
+                                         {{y, T<double>({1, 3}, {0.2, 0.3, 0.5})},
+                                          {dy, T<double>({1, 3}, {1, 2, 3})}}));
+  ExpectAllClose(out[0], {-0.26, -0.09, 0.35}, 1e-12, 1e-15, "dx");
+}
+
+// --- Errors -------------------------------------------------------------------
+
+TEST(SoftmaxErrors, BadMaskInputsAreBuildErrorsNamingOpAndShapes) {
+  Graph g;
+  Value s = g.Input("s", DType::kFloat32, {2, 3, 4});
+  EXPECT_STATUS(MaskedSoftmax(s, {.keep = g.Input("k_int", DType::kInt32, {2, 3, 4})}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "softmax 'softmax': keep mask must be bool (true = keep), got int32 (2, 3, 4)");
+  EXPECT_STATUS(MaskedSoftmax(s, {.keep = g.Input("k_shape", DType::kBool, {2, 5})}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "keep mask (2, 5) does not broadcast to scores (2, 3, 4)");
+  EXPECT_STATUS(
+      MaskedSoftmax(s, {.valid_lens = g.Input("l_float", DType::kFloat32, {2})}).status(),
+      absl::StatusCode::kInvalidArgument, "valid_lens must be int32 or int64, got float32");
+  EXPECT_STATUS(MaskedSoftmax(s, {.valid_lens = g.Input("l_b", DType::kInt64, {3})}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "valid_lens (3,) must be (B) = (2,) for scores (2, 3, 4), or (B, Q) = (2, 3)");
+  EXPECT_STATUS(MaskedSoftmax(s, {.valid_lens = g.Input("l_bq", DType::kInt64, {2, 4})}).status(),
+                absl::StatusCode::kInvalidArgument, "valid_lens (2, 4) must be (B) = (2,)");
+  Value s2 = g.Input("s2", DType::kFloat32, {2, 4});
+  EXPECT_STATUS(
+      MaskedSoftmax(s2, {.valid_lens = g.Input("l_2d", DType::kInt64, {2, 2})}).status(),
+      absl::StatusCode::kInvalidArgument, "valid_lens (2, 2) must be (B) = (2,) for scores (2, 4)");
+  Value v = g.Input("v", DType::kFloat32, {4});
+  EXPECT_STATUS(MaskedSoftmax(v, {.valid_lens = g.Input("l_v", DType::kInt64, {4})}).status(),
+                absl::StatusCode::kInvalidArgument, "valid_lens need scores of rank >= 2");
+  EXPECT_STATUS(MaskedSoftmax(v, {.causal = true}).status(), absl::StatusCode::kInvalidArgument,
+                "a causal mask needs scores of rank >= 2 (..., Q, K), got (4,)");
+  EXPECT_STATUS(MaskedSoftmax(s, {.bias = g.Input("b64", DType::kFloat64, {4})}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "bias must be float32 like scores, got float64 (4,)");
+  EXPECT_STATUS(MaskedSoftmax(s, {.bias = g.Input("b_shape", DType::kFloat32, {3, 1, 4})}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "bias (3, 1, 4) does not broadcast to scores (2, 3, 4)");
+  EXPECT_STATUS(Softmax(g.Input("i", DType::kInt64, {3})).status(),
+                absl::StatusCode::kInvalidArgument, "scores must be float32 or float64, got int64");
+  EXPECT_STATUS(MaskedSoftmax(s, {}, std::nan("")).status(), absl::StatusCode::kInvalidArgument,
+                "scale must be finite");
+  EXPECT_STATUS(LogSoftmax(g.Input("scalar", DType::kFloat32, {})).status(),
+                absl::StatusCode::kInvalidArgument,
+                "log_softmax 'log_softmax': input must have rank >= 1");
+  EXPECT_STATUS(SoftmaxGrad(s, s2).status(), absl::StatusCode::kInvalidArgument,
+                "y and g must have the same shape of rank >= 1, got y (2, 3, 4) and g (2, 4)");
+  {
+    Graph::Scope scope(g, "attn");
+    EXPECT_STATUS(MaskedSoftmax(s, {.keep = g.Input("k2", DType::kBool, {4, 4})}).status(),
+                  absl::StatusCode::kInvalidArgument,
+                  "softmax 'attn/softmax': keep mask (4, 4) does not broadcast");
+  }
+}
+
+TEST(SoftmaxErrors, ValidLengthOutOfRangeIsARunTimeError) {
+  Graph g;
+  Value s = g.Input("s", DType::kFloat32, {2, 3, 4});
+  Value lens1 = g.Input("lens1", DType::kInt64, {2});
+  Value lens2 = g.Input("lens2", DType::kInt32, {2, 3});
+  Value y1 = MaskedSoftmax(s, {.valid_lens = lens1});
+  Value y2 = MaskedSoftmax(s, {.valid_lens = lens2});
+  const Tensor scores = Random(DType::kFloat32, {2, 3, 4}, 1);
+  EXPECT_STATUS(RunOnce(g, {y1}, {{s, scores}, {lens1, T<int64_t>({2}, {3, 5})}}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "softmax 'softmax': valid_lens[1] = 5 is outside [0, 4]");
+  EXPECT_STATUS(RunOnce(g, {y1}, {{s, scores}, {lens1, T<int64_t>({2}, {-1, 2})}}).status(),
+                absl::StatusCode::kInvalidArgument, "valid_lens[0] = -1 is outside [0, 4]");
+  EXPECT_STATUS(
+      RunOnce(g, {y2}, {{s, scores}, {lens2, T<int32_t>({2, 3}, {1, 2, 3, 4, 4, 9})}}).status(),
+      absl::StatusCode::kInvalidArgument, "softmax 'softmax_1': valid_lens[1, 2] = 9 is outside");
+  // In range, including the bounds 0 and K, runs.
+  EXPECT_TRUE(RunOnce(g, {y1}, {{s, scores}, {lens1, T<int64_t>({2}, {0, 4})}}).ok());
+}
+
+}  // namespace
+}  // namespace dagrad::testing
