@@ -1,0 +1,159 @@
+#include "models/multi_head_attention.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "models/positional_encoding.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax.h"
+
+namespace dagrad::models {
+
+absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
+    Graph& g, absl::string_view name, const MultiHeadAttentionConfig& config) {
+  MultiHeadAttentionConfig c = config;
+  const int64_t E = c.embed_dim, H = c.num_heads;
+  auto fail = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("multi_head_attention '", name, "': ", why));
+  };
+  if (E < 1 || H < 1) {
+    return fail(absl::StrCat("embed_dim and num_heads must be >= 1, got ", E, " and ", H));
+  }
+  if (E % H != 0) {
+    return fail(absl::StrCat("embed_dim ", E, " is not divisible by num_heads ", H));
+  }
+  if (c.kdim < 0 || c.vdim < 0) return fail("kdim and vdim must be >= 0");
+  if (!(c.dropout >= 0 && c.dropout < 1)) {
+    return fail(absl::StrCat("dropout must be in [0, 1), got ", c.dropout));
+  }
+  if (c.rotary && (E / H) % 2 != 0) {
+    return fail(absl::StrCat("rotary embedding needs an even head size, got ", E / H));
+  }
+  if (c.kdim == 0) c.kdim = E;
+  if (c.vdim == 0) c.vdim = E;
+
+  MultiHeadAttention m;
+  m.graph_ = &g;
+  m.config_ = c;
+  Graph::Scope scope(g, name);
+  m.scope_ = g.scope();
+  if (c.kdim == E && c.vdim == E) {
+    m.in_proj_weight_ = g.Parameter("in_proj_weight", {3 * E, E}, Initializer::XavierUniform(), c.dtype);
+  } else {
+    m.q_proj_weight_ = g.Parameter("q_proj_weight", {E, E}, Initializer::XavierUniform(), c.dtype);
+    m.k_proj_weight_ = g.Parameter("k_proj_weight", {E, c.kdim}, Initializer::XavierUniform(), c.dtype);
+    m.v_proj_weight_ = g.Parameter("v_proj_weight", {E, c.vdim}, Initializer::XavierUniform(), c.dtype);
+  }
+  if (c.bias) m.in_proj_bias_ = g.Parameter("in_proj_bias", {3 * E}, Initializer::Zeros(), c.dtype);
+  {
+    Graph::Scope out(g, "out_proj");
+    const double bound = 1.0 / std::sqrt(static_cast<double>(E));
+    m.out_weight_ = g.Parameter("weight", {E, E}, Initializer::Uniform(-bound, bound), c.dtype);
+    if (c.bias) m.out_bias_ = g.Parameter("bias", {E}, Initializer::Zeros(), c.dtype);
+  }
+  for (const Value& p : m.parameters()) {
+    if (!p.ok()) return p.status();
+  }
+  return m;
+}
+
+std::vector<Value> MultiHeadAttention::parameters() const {
+  std::vector<Value> out;
+  for (const Value& p : {in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_,
+                         in_proj_bias_, out_weight_, out_bias_}) {
+    if (!p.is_null()) out.push_back(p);
+  }
+  return out;
+}
+
+Value MultiHeadAttention::SplitHeads(Value x) const {
+  return Permute(Reshape(x, {x.dim(0), x.dim(1), config_.num_heads, head_dim()}), {0, 2, 1, 3});
+}
+
+AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value value,
+                                               const AttentionMask& mask,
+                                               AttentionWeights weights,
+                                               std::optional<double> scale) const {
+  Graph& g = *graph_;
+  const std::string saved = g.SetScopePath(scope_);
+  auto done = [&](AttentionOutput out) {
+    g.SetScopePath(saved);
+    return out;
+  };
+  for (const Value& v : {query, key, value}) {
+    if (!v.ok()) return done({v, Value()});
+  }
+  const int64_t E = config_.embed_dim;
+  if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3 ||
+      query.dim(2) != E || key.dim(2) != config_.kdim || value.dim(2) != config_.vdim ||
+      key.dim(0) != query.dim(0) || value.dim(0) != query.dim(0) ||
+      key.dim(1) != value.dim(1)) {
+    return done({g.Error(absl::InvalidArgumentError(absl::StrCat(
+                     "multi_head_attention: expected query (B, T, ", E, "), key (B, S, ",
+                     config_.kdim, "), value (B, S, ", config_.vdim, "), got ",
+                     query.shape().ToString(), ", ", key.shape().ToString(), ", ",
+                     value.shape().ToString()))),
+                 Value()});
+  }
+  // The in-projection: rows [0, E) project queries, [E, 2E) keys, [2E, 3E)
+  // values — each input with its own rows, never the query's.
+  auto rows = [&](Value packed, int64_t part) {
+    return packed.is_null() ? Value() : Slice(packed, 0, part * E, (part + 1) * E);
+  };
+  Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
+  Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
+  Value wv = in_proj_weight_.is_null() ? v_proj_weight_ : rows(in_proj_weight_, 2);
+  Value q = SplitHeads(Linear(query, wq, rows(in_proj_bias_, 0)));
+  Value k = SplitHeads(Linear(key, wk, rows(in_proj_bias_, 1)));
+  Value v = SplitHeads(Linear(value, wv, rows(in_proj_bias_, 2)));
+  if (config_.rotary) {
+    q = ApplyRotary(q, config_.rotary_base);
+    k = ApplyRotary(k, config_.rotary_base);
+  }
+  const int64_t T = query.dim(1), S = key.dim(1);
+  Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S)
+  Value attn = MaskedSoftmax(scores,
+                             {.keep = mask.keep, .valid_lens = mask.valid_lens,
+                              .bias = mask.bias, .causal = mask.causal,
+                              .causal_offset = S - T},
+                             scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))));
+  Value dropped = config_.dropout > 0 ? Dropout(attn, config_.dropout) : attn;
+  Value context = MatMul(dropped, v);  // (B, H, T, Dh)
+  Value merged = Reshape(Permute(context, {0, 2, 1, 3}), {query.dim(0), T, E});
+  AttentionOutput out{Linear(merged, out_weight_, out_bias_), Value()};
+  if (weights == AttentionWeights::kPerHead) out.weights = attn;
+  if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
+  return done(out);
+}
+
+Value KeepFromKeyPaddingMask(Value key_padding_mask) {
+  if (!key_padding_mask.ok()) return key_padding_mask;
+  if (key_padding_mask.rank() != 2 || key_padding_mask.dtype() != DType::kBool) {
+    return key_padding_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "key_padding_mask must be bool (B, S), got ", DTypeName(key_padding_mask.dtype()), " ",
+        key_padding_mask.shape().ToString())));
+  }
+  return LogicalNot(Reshape(key_padding_mask,
+                            {key_padding_mask.dim(0), 1, 1, key_padding_mask.dim(1)}));
+}
+
+Value KeepFromAttnMask(Value attn_mask, int64_t num_heads) {
+  if (!attn_mask.ok()) return attn_mask;
+  const int rank = attn_mask.rank();
+  if (attn_mask.dtype() != DType::kBool || (rank != 2 && rank != 3) || num_heads < 1 ||
+      (rank == 3 && attn_mask.dim(0) % num_heads != 0)) {
+    return attn_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "attn_mask must be bool (T, S) or (B*", num_heads, ", T, S), got ",
+        DTypeName(attn_mask.dtype()), " ", attn_mask.shape().ToString())));
+  }
+  if (rank == 2) return LogicalNot(attn_mask);
+  return LogicalNot(Reshape(attn_mask, {attn_mask.dim(0) / num_heads, num_heads,
+                                        attn_mask.dim(1), attn_mask.dim(2)}));
+}
+
+}  // namespace dagrad::models

@@ -1,0 +1,99 @@
+// Positional encodings: the notebooks' sinusoidal values, folding, errors,
+// rotary embedding by hand, and finite-difference checks.
+
+#include <cmath>
+
+#include "engine/executor.h"
+#include "models/positional_encoding.h"
+#include "ops/elementwise.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+TEST(Sinusoidal, NotebookValues) {
+  Graph g;
+  Value pe = models::SinusoidalTable(g, 3, 4);
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {pe}));
+  EXPECT_EQ(out[0].shape(), Shape({3, 4}));
+  ExpectAllClose(out[0],
+                 {0, 1, 0, 1,                                  // position 0
+                  0.841471, 0.540302, 0.010000, 0.999950,      // position 1
+                  0.909297, -0.416147, 0.019999, 0.999800},    // position 2
+                 0, 1e-6, "P");
+}
+
+TEST(Sinusoidal, MatchesTheFormulaEverywhere) {
+  const int64_t L = 50, d = 16;
+  Graph g;
+  Value pe = models::SinusoidalTable(g, L, d, DType::kFloat64);
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {pe}));
+  std::vector<double> want;
+  for (int64_t i = 0; i < L; ++i) {
+    for (int64_t c = 0; c < d; ++c) {
+      const double angle = i / std::pow(10000.0, (c - c % 2) / double(d));
+      want.push_back(c % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  }
+  ExpectAllClose(out[0], want, 1e-12, 1e-12, "P");
+}
+
+TEST(Sinusoidal, TableIsFoldedIntoAConstant) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 5, 8});
+  Value y = models::AddSinusoidal(x);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  EXPECT_GT(plan->info().num_folded, 5);
+  ASSERT_EQ(plan->info().steps.size(), 1u);  // only x + P remains
+  EXPECT_EQ(g.node(plan->info().steps[0]).op->name, "add");
+  EXPECT_EQ(g.node(plan->info().steps[0]).scope, "positional_encoding");
+}
+
+TEST(Sinusoidal, OddOrTinyDimensionsAreErrors) {
+  Graph g;
+  EXPECT_STATUS(models::SinusoidalTable(g, 4, 5).status(), absl::StatusCode::kInvalidArgument,
+                "even dim >= 2, got max_len 4, dim 5");
+  EXPECT_STATUS(models::SinusoidalTable(g, 0, 4).status(), absl::StatusCode::kInvalidArgument,
+                "max_len >= 1");
+  Value x = g.Input("x", DType::kFloat32, {2, 3});
+  EXPECT_STATUS(models::AddSinusoidal(x).status(), absl::StatusCode::kInvalidArgument,
+                "must be (B, T, E)");
+}
+
+TEST(Rotary, RotatesAdjacentPairsByPosition) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 4});
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {models::ApplyRotary(x)},
+                                         {{x, T<double>({2, 4}, {1, 0, 0, 1, 1, 0, 0, 1})}}));
+  // Position 0: unchanged. Position 1: pair 0 by 1 rad, pair 1 by 0.01 rad.
+  ExpectAllClose(out[0],
+                 {1, 0, 0, 1, std::cos(1.0), std::sin(1.0), -std::sin(0.01), std::cos(0.01)},
+                 1e-12, 1e-12, "rope");
+  EXPECT_STATUS(models::ApplyRotary(g.Input("odd", DType::kFloat64, {2, 3})).status(),
+                absl::StatusCode::kInvalidArgument, "D even");
+}
+
+TEST(LearnedPositional, AddsTheTableRowsAndChecksLength) {
+  Graph g;
+  models::LearnedPositionalEmbedding pos(g, "pos", 4, 3);
+  EXPECT_EQ(pos.weight().path(), "pos/weight");
+  Value x = g.Input("x", DType::kFloat32, {1, 5, 3});
+  EXPECT_STATUS(pos(x).status(), absl::StatusCode::kInvalidArgument, "cannot add to x (1, 5, 3)");
+}
+
+using In = std::vector<Value>;
+
+DAGRAD_GRADCHECK(sinusoidal_add, {{"x", {2, 3, 4}}},
+                 [](Graph&, const In& in) { return models::AddSinusoidal(in[0]); });
+DAGRAD_GRADCHECK(rotary, {{"x", {2, 3, 4}}},
+                 [](Graph&, const In& in) { return models::ApplyRotary(in[0]); });
+DAGRAD_GRADCHECK(learned_positional, {{"x", {2, 3, 4}}},
+                 [](Graph& g, const In& in) {
+                   models::LearnedPositionalEmbedding pos(g, "pos", 5, 4, DType::kFloat64);
+                   return pos(in[0]);
+                 });
+
+}  // namespace
+}  // namespace dagrad::testing
