@@ -86,8 +86,9 @@ absl::Status WriteDotFile(const std::string& path, const std::string& dot);
 // temporary file and renamed to `out_path` only on success, so a failure
 // leaves no partial image.
 //
-// Errors: InvalidArgument for another format; NotFound when `dot_path`
-// cannot be read; Unavailable when the program cannot be started (Graphviz
+// Errors: InvalidArgument for another format; the errno's code (NotFound,
+// PermissionDenied, ...) when `dot_path` cannot be read or `out_path`
+// cannot be created; Unavailable when the program cannot be started (Graphviz
 // not installed: the message says so); InvalidArgument when dot exits with
 // an error or prints any warning, with its output in the message; Internal
 // when it is killed by a signal.

@@ -90,7 +90,15 @@ absl::Status RenderDot(const std::string& dot_path, const std::string& format,
   }
   std::string program = dot_program.empty() ? DAGRAD_DOT_PROGRAM : dot_program;
   if (program.empty()) program = "dot";
+  // Creating the temporary file here reports an unwritable destination
+  // against `out_path` (dot would name the temporary file); O_EXCL makes the
+  // name ours, and dot's -o then overwrites it.
   const std::string tmp = TemporaryPathFor(out_path);
+  if (const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); fd < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("RenderDot: cannot write '", out_path, "'"));
+  } else {
+    ::close(fd);
+  }
   const std::string command = absl::StrCat(program, " -T", format, " '", dot_path, "'");
   int spawn_errno = 0;
   absl::StatusOr<ChildResult> child =

@@ -169,7 +169,8 @@ std::string Brief(const json& v) {
   if (v.is_array()) {
     for (const json& x : v) flat = flat && x.is_primitive();
   }
-  return flat ? PrintableText(v.dump(-1, ' ', false, json::error_handler_t::replace)) : JsonTypeName(v);
+  if (!flat) return JsonTypeName(v);
+  return PrintableText(v.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 // Entry is one tensor's header record, validated against the buffer.
@@ -187,8 +188,10 @@ absl::StatusOr<uint64_t> NonNegativeInt(const json& v, uint64_t max) {
     if (u <= max) return u;
     return absl::InvalidArgumentError(absl::StrCat(u, " is too large"));
   }
-  if (v.is_number_integer()) {
-    return absl::InvalidArgumentError(absl::StrCat(v.get<int64_t>(), " is negative"));
+  if (v.is_number_integer()) {  // signed: negative, or written "-0"
+    const int64_t i = v.get<int64_t>();
+    if (i == 0) return 0;
+    return absl::InvalidArgumentError(absl::StrCat(i, " is negative"));
   }
   if (v.is_number_float()) {
     return absl::InvalidArgumentError(
@@ -403,7 +406,8 @@ absl::Status AppendJsonString(absl::string_view s, absl::string_view what, std::
     const int32_t c = NextCodePoint(s, pos);
     if (c < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "SerializeSafetensors: ", what, " ", Quote(s), " is not valid UTF-8 (byte ", pos - 1, ")"));
+          "SerializeSafetensors: ", what, " ", Quote(s), " is not valid UTF-8 (byte ", pos - 1,
+          ")"));
     }
     switch (c) {
       case '"': out += "\\\""; break;

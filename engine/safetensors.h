@@ -65,15 +65,18 @@ struct SafetensorsFile {
 //
 // Errors: InvalidArgument for any malformed input: shorter than 8 bytes; a
 // header length beyond the input or above kMaxSafetensorsHeaderBytes; a
-// header that is not valid JSON or UTF-8, not an object, or has a duplicate
-// key; an entry with a missing or ill-typed "dtype", "shape" or
-// "data_offsets"; a negative or non-integer dimension; a shape whose element
-// count overflows int64; offsets with begin > end, past the data buffer,
-// overlapping another tensor, leaving a hole or trailing bytes; a byte
-// length other than elements x dtype size; a BOOL byte other than 0 or 1;
-// "__metadata__" not an object of strings; an unknown dtype. Unimplemented
-// for a valid safetensors dtype that dagrad lacks (F16, BF16, U8, ...).
-// Each message names the tensor and the offsets or field at fault.
+// header that is not valid JSON or UTF-8, not an object, has a duplicate
+// key, nests deeper than 16 levels or holds an array of more than 1024
+// elements (limits far above any real header); an entry with a missing or
+// ill-typed "dtype", "shape" or "data_offsets"; a negative or non-integer
+// dimension; a shape whose element count overflows int64; offsets with
+// begin > end, past the data buffer, overlapping another tensor, leaving a
+// hole or trailing bytes; a byte length other than elements x dtype size; a
+// BOOL byte other than 0 or 1; "__metadata__" not an object of strings; an
+// unknown dtype. Unimplemented
+// for a valid safetensors dtype that dagrad lacks (F16, BF16, U8, ...);
+// ResourceExhausted when memory for the tensors runs out. Each message
+// names the tensor and the offsets or field at fault.
 //
 //   auto f = ParseSafetensors(bytes);
 //   if (!f.ok()) return f.status();

@@ -211,6 +211,10 @@ TEST(Checkpoint, FileErrorsPassThrough) {
   ASSERT_OK(WriteFileAtomically(dir + "/junk.safetensors", "not a checkpoint"));
   EXPECT_STATUS(LoadVariables(exec, m.g.Parameters(), dir + "/junk.safetensors").status(),
                 absl::StatusCode::kInvalidArgument, "junk.safetensors': header length");
+  EXPECT_STATUS(LoadVariables(exec, m.g.Parameters(),
+                              absl::StrCat(DAGRAD_TEST_DATA_DIR, "/safetensors/f16.safetensors"))
+                    .status(),
+                absl::StatusCode::kUnimplemented, "tensor 'half': dtype 'F16' is not supported");
   EXPECT_STATUS(
       SaveVariables(exec, m.g.Parameters(), {}, dir + "/missing/dir/ckpt.safetensors"),
       absl::StatusCode::kNotFound, "missing/dir/ckpt.safetensors");

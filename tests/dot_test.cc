@@ -410,6 +410,8 @@ TEST(DotRender, ArgumentErrors) {
   ASSERT_OK(WriteDotFile(dir + "/g.dot", "digraph { a -> b; }\n"));
   EXPECT_STATUS(RenderDot(dir + "/g.dot", "pdf; rm -rf /", dir + "/g.pdf"),
                 absl::StatusCode::kInvalidArgument, "is not \"svg\" or \"png\"");
+  EXPECT_STATUS(RenderDot(dir + "/g.dot", "svg", dir + "/no/such/dir/g.svg"),
+                absl::StatusCode::kNotFound, "cannot write '" + dir + "/no/such/dir/g.svg'");
   EXPECT_STATUS(WriteDotFile(dir + "/no/such/dir/g.dot", "digraph {}\n"),
                 absl::StatusCode::kNotFound, "no/such/dir/g.dot");
 }
