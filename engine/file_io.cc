@@ -83,7 +83,13 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
       return SysError("cannot create a temporary file for", path);
     }
   }
-  absl::Status status = WriteAll(fd, contents, tmp);
+  absl::Status status;
+  struct stat old_file;
+  if (::stat(path.c_str(), &old_file) == 0 && S_ISREG(old_file.st_mode) &&
+      ::fchmod(fd, old_file.st_mode & 07777) != 0) {
+    status = SysError("cannot set the mode of", tmp);
+  }
+  if (status.ok()) status = WriteAll(fd, contents, tmp);
   if (status.ok() && ::fsync(fd) != 0) status = SysError("cannot fsync", tmp);
   if (::close(fd) != 0 && status.ok()) status = SysError("cannot close", tmp);
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {

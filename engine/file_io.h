@@ -32,8 +32,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // reader or a crash sees either the old file or the whole new one, never a
 // part: it writes a temporary file next to `path` (same directory, so the
 // rename stays within one file system), fsyncs it, renames it over `path`
-// and fsyncs the directory. The new file gets the usual mode (0666 less the
-// umask). On any failure before the rename the temporary file is removed and
+// and fsyncs the directory. The new file keeps the mode of the file it
+// replaces, or gets the usual one (0666 less the umask); a symlink at
+// `path` is replaced, not followed. On any failure before the rename the temporary file is removed and
 // `path` is untouched; a failure to fsync the directory after the rename is
 // reported, but the new file is then already in place.
 //
@@ -47,6 +48,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
 // TemporaryPathFor returns a path in the same directory as `path` that no
 // file has at the time of the call: "<path>.tmp.<pid>.<n>". For tools that
 // write a file through another program and then rename it into place.
+//   TemporaryPathFor("/tmp/g.svg");   // "/tmp/g.svg.tmp.4242.0"
 std::string TemporaryPathFor(const std::string& path);
 
 }  // namespace dagrad

@@ -27,6 +27,8 @@ namespace dagrad {
 // NextCodePoint decodes the code point starting at s[pos] and advances pos
 // past it. For an invalid sequence it returns -1 and advances pos by one
 // byte, so a caller can report or replace that byte and go on.
+//   size_t pos = 0;
+//   NextCodePoint("\xc3\xa9!", pos);   // 0xE9, pos == 2
 inline int32_t NextCodePoint(absl::string_view s, size_t& pos) {
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
   const uint8_t b0 = byte(pos);
@@ -67,6 +69,8 @@ inline int32_t NextCodePoint(absl::string_view s, size_t& pos) {
 }
 
 // IsValidUtf8 is true when all of `s` decodes.
+//   IsValidUtf8("caf\xc3\xa9");   // true
+//   IsValidUtf8("\xed\xa0\x80");  // false: an encoded surrogate
 inline bool IsValidUtf8(absl::string_view s) {
   size_t pos = 0;
   while (pos < s.size()) {

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -451,9 +452,14 @@ TEST(Safetensors, WriteReplacesAtomicallyAndLeavesNothingOnFailure) {
   EXPECT_TRUE(ListDir(dir + "/sub").empty());
   EXPECT_EQ(*ReadFile(path), old_bytes);
 
+  // A replaced file keeps its mode.
+  ASSERT_EQ(chmod(path.c_str(), 0640), 0);
   SafetensorsFile new_file;
   new_file.tensors = {{"w", T<float>({3}, {3, 4, 5})}};
   ASSERT_OK(WriteSafetensors(path, new_file));
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
   ASSERT_OK_AND_ASSIGN(SafetensorsFile back, ReadSafetensors(path));
   ExpectSameBits(back.Find("w"), new_file.tensors[0].second, "w");
   EXPECT_THAT(ListDir(dir), ElementsAre("sub", "w.safetensors"));
