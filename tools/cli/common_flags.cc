@@ -10,6 +10,9 @@
 #include "ops/cpu_runtime.h"
 
 ABSL_FLAG(int, threads, 0, "CPU threads for BLIS and dagrad's kernels (0: one per core)");
+ABSL_FLAG(std::string, out, "",
+          "dot: the .dot file to write (required); train: the output directory "
+          "(empty: runs/train)");
 
 namespace dagrad::cli {
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 
 ABSL_DECLARE_FLAG(int, threads);
+ABSL_DECLARE_FLAG(std::string, out);
 
 namespace dagrad::cli {
 

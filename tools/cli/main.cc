@@ -14,7 +14,8 @@
 namespace {
 
 std::vector<dagrad::cli::Command> Commands() {
-  return {dagrad::cli::InfoCommand()};
+  return {dagrad::cli::InfoCommand(), dagrad::cli::DotCommand(), dagrad::cli::TrainCommand(),
+          dagrad::cli::EvalCommand()};
 }
 
 int PrintUsage(std::ostream& out) {

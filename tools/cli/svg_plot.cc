@@ -90,9 +90,14 @@ std::string DrawLine(const LineChart& c, double x0, double y0, double w, double 
                              absl::StrFormat("transform=\"rotate(-90 %.1f %.1f)\"", x0 + 14,
                                              (top + bottom) / 2)
                                  .c_str()));
+  // Legend box: the lower right holds converging curves least often.
+  const double legend_top = bottom - 8 - 14.0 * c.series.size();
+  absl::StrAppendFormat(&out,
+                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"112\" height=\"%.1f\" "
+                        "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
+                        right - 116, legend_top - 4, 14.0 * c.series.size() + 6);
   for (size_t k = 0; k < c.series.size(); ++k) {
     const Series& s = c.series[k];
-    const char* colour = kPalette[k % 8];
     std::string points;
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       if (std::isfinite(s.y[i])) absl::StrAppendFormat(&points, "%.1f,%.1f ", px(s.x[i]), py(s.y[i]));
@@ -100,13 +105,21 @@ std::string DrawLine(const LineChart& c, double x0, double y0, double w, double 
     absl::StrAppendFormat(&out,
                           "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
                           "points=\"%s\"/>\n",
-                          colour, points);
-    const double ly = top + 12 + 14 * k;
+                          kPalette[k % 8], points);
+  }
+  // Legend box, drawn over the curves in the lower right.
+  const double legend_top = bottom - 8 - 14.0 * c.series.size();
+  absl::StrAppendFormat(&out,
+                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"112\" height=\"%.1f\" "
+                        "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
+                        right - 116, legend_top - 4, 14.0 * c.series.size() + 6);
+  for (size_t k = 0; k < c.series.size(); ++k) {
+    const double ly = legend_top + 8 + 14 * k;
     absl::StrAppendFormat(&out,
                           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                           "stroke-width=\"2\"/>\n",
-                          right - 110, ly - 4, right - 92, ly - 4, colour);
-    absl::StrAppend(&out, Text(right - 88, ly, s.name, "start", 10));
+                          right - 110, ly - 4, right - 92, ly - 4, kPalette[k % 8]);
+    absl::StrAppend(&out, Text(right - 88, ly, c.series[k].name, "start", 10));
   }
   return out;
 }

@@ -1,0 +1,243 @@
+#include "models/toy_trainer.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "engine/checkpoint.h"
+#include "engine/safetensors.h"
+#include "engine/status_macros.h"
+#include "ops/loss.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad::models {
+namespace {
+
+const char* OptimizerName(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kAdamW: return "adamw";
+  }
+  return "?";
+}
+
+// Keys identifying a checkpoint as a training state, beside the config.
+constexpr char kFormatKey[] = "dagrad.format";
+constexpr char kFormat[] = "toy-train-state/1";
+constexpr char kStepKey[] = "dagrad.step";
+
+}  // namespace
+
+absl::Status TrainConfig::Validate() const {
+  DAGRAD_RETURN_IF_ERROR(model.Validate());
+  auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
+  if (min_len < 0 || min_len > model.max_len) {
+    return bad(absl::StrCat("min_len must be in [0, seq_len=", model.max_len, "], got ", min_len));
+  }
+  if (batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", batch));
+  if (steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", steps));
+  if (!(lr > 0) || !std::isfinite(lr)) return bad(absl::StrCat("lr must be > 0, got ", lr));
+  if (warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", warmup));
+  if (eval_size < 1) return bad(absl::StrCat("eval_size must be >= 1, got ", eval_size));
+  if (optimizer.weight_decay < 0) {
+    return bad(absl::StrCat("weight_decay must be >= 0, got ", optimizer.weight_decay));
+  }
+  if (optimizer.clip_norm < 0) {
+    return bad(absl::StrCat("clip must be >= 0, got ", optimizer.clip_norm));
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, std::string> TrainConfig::ToMetadata() const {
+  std::map<std::string, std::string> m = model.ToMetadata();
+  m["task"] = TaskName(task);
+  m["min_len"] = absl::StrCat(min_len);
+  m["batch"] = absl::StrCat(batch);
+  m["steps"] = absl::StrCat(steps);
+  m["optimizer"] = OptimizerName(optimizer.kind);
+  m["weight_decay"] = absl::StrCat(optimizer.weight_decay);
+  m["clip"] = absl::StrCat(optimizer.clip_norm);
+  m["lr"] = absl::StrCat(lr);
+  m["warmup"] = absl::StrCat(warmup);
+  m["final_lr_fraction"] = absl::StrCat(final_lr_fraction);
+  m["seed"] = absl::StrCat(seed);
+  m["eval_size"] = absl::StrCat(eval_size);
+  return m;
+}
+
+double TokenAccuracy(const Tensor& logits, const Tensor& targets) {
+  const int64_t V = logits.shape()[logits.shape().rank() - 1];
+  const float* l = logits.data<float>();
+  const int64_t* t = targets.data<int64_t>();
+  int64_t correct = 0, total = 0;
+  for (int64_t i = 0; i < targets.num_elements(); ++i) {
+    if (t[i] == kIgnoreIndex) continue;
+    const float* row = l + i * V;
+    int64_t best = 0;
+    for (int64_t v = 1; v < V; ++v) {
+      if (row[v] > row[best]) best = v;
+    }
+    correct += best == t[i];
+    ++total;
+  }
+  return total ? static_cast<double>(correct) / total : 0.0;
+}
+
+absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(const TrainConfig& config,
+                                                               std::unique_ptr<Device> device) {
+  DAGRAD_RETURN_IF_ERROR(config.Validate());
+  std::unique_ptr<ToyTrainer> t(new ToyTrainer());
+  t->config_ = config;
+  DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
+  return t;
+}
+
+absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
+  const TrainConfig& c = config_;
+  const int64_t T = c.model.max_len, B = c.batch;
+  const TaskConfig task{.task = c.task, .vocab = c.model.vocab, .seq_len = T,
+                        .min_len = c.min_len};
+  DAGRAD_ASSIGN_OR_RETURN(TaskGenerator train, TaskGenerator::Create(task, c.seed));
+  DAGRAD_ASSIGN_OR_RETURN(TaskGenerator eval, TaskGenerator::Create(task, EvalSeed(c.seed)));
+  train_data_ = std::make_unique<TaskGenerator>(train);
+  eval_set_ = eval.Batch(0, c.eval_size);
+
+  graph_ = std::make_unique<Graph>();
+  Graph& g = *graph_;
+  DAGRAD_ASSIGN_OR_RETURN(ToyTransformer model, ToyTransformer::Create(g, c.model));
+  model_ = std::make_unique<ToyTransformer>(std::move(model));
+
+  // Training step.
+  tokens_ = g.Input("tokens", DType::kInt64, {B, T});
+  lengths_ = g.Input("lengths", DType::kInt64, {B});
+  targets_ = g.Input("targets", DType::kInt64, {B, T});
+  logits_ = (*model_)(tokens_, lengths_).logits;
+  {
+    Graph::Scope scope(g, "loss");
+    loss_ = CrossEntropy(logits_, targets_);
+  }
+  DAGRAD_RETURN_IF_ERROR(loss_.status());
+  DAGRAD_ASSIGN_OR_RETURN(ts_, BuildTrainingStep(loss_, model_->parameters(), c.optimizer));
+
+  // Held-out evaluation and the attention sample: the same parameters.
+  {
+    Graph::Scope scope(g, "eval");
+    eval_tokens_ = g.Input("tokens", DType::kInt64, {c.eval_size, T});
+    eval_lengths_ = g.Input("lengths", DType::kInt64, {c.eval_size});
+    eval_targets_ = g.Input("targets", DType::kInt64, {c.eval_size, T});
+    sample_tokens_ = g.Input("sample_tokens", DType::kInt64, {1, T});
+    sample_lengths_ = g.Input("sample_lengths", DType::kInt64, {1});
+  }
+  {
+    Graph::Scope scope(g, "eval");
+    eval_logits_ = (*model_)(eval_tokens_, eval_lengths_).logits;
+    eval_loss_ = CrossEntropy(eval_logits_, eval_targets_);
+    sample_attention_ = (*model_)(sample_tokens_, sample_lengths_, true).attention;
+  }
+  DAGRAD_RETURN_IF_ERROR(g.status());
+
+  exec_ = std::make_unique<Executor>(g, std::move(device), ExecutorOptions{.seed = c.seed});
+  std::vector<Value> train_fetches = {loss_, logits_};
+  if (!ts_.grad_norm.is_null()) train_fetches.push_back(ts_.grad_norm);
+  DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile(train_fetches, ts_.updates));
+  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
+  DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(sample_attention_));
+  schedule_ = {.peak = c.lr, .warmup_steps = c.warmup, .total_steps = c.steps,
+               .final_fraction = c.final_lr_fraction};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepResult> ToyTrainer::Step() {
+  const int64_t s = step_ + 1;
+  const TaskBatch batch = train_data_->Batch(static_cast<uint64_t>(s), config_.batch);
+  StepResult r{.step = s, .lr = LearningRate(schedule_, s)};
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*train_plan_,
+                 {{tokens_, batch.tokens}, {lengths_, batch.lengths}, {targets_, batch.targets},
+                  {ts_.lr, Tensor::Scalar<double>(r.lr)},
+                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s))}},
+                 {.training = true, .step = static_cast<uint64_t>(s)}));
+  r.loss = out[0].data<float>()[0];
+  r.accuracy = TokenAccuracy(out[1], batch.targets);
+  if (out.size() > 2) r.grad_norm = out[2].data<double>()[0];
+  step_ = s;
+  return r;
+}
+
+absl::StatusOr<EvalResult> ToyTrainer::Evaluate() {
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                          exec_->Run(*eval_plan_, {{eval_tokens_, eval_set_.tokens},
+                                                   {eval_lengths_, eval_set_.lengths},
+                                                   {eval_targets_, eval_set_.targets}}));
+  return EvalResult{out[0].data<float>()[0], TokenAccuracy(out[1], eval_set_.targets)};
+}
+
+absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
+  if (index < 0 || index >= config_.eval_size) {
+    return absl::InvalidArgumentError(absl::StrCat("sample index ", index, " out of range"));
+  }
+  const int64_t T = config_.model.max_len, H = config_.model.heads;
+  DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::Zeros(DType::kInt64, {1, T}));
+  const int64_t* all = eval_set_.tokens.data<int64_t>() + index * T;
+  std::copy(all, all + T, tokens.data<int64_t>());
+  const int64_t len = eval_set_.lengths.data<int64_t>()[index];
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*attention_plan_,
+                 {{sample_tokens_, tokens}, {sample_lengths_, *Tensor::FromVector<int64_t>({1}, {len})}}));
+  AttentionSample sample;
+  sample.tokens.assign(all, all + len);
+  for (const Tensor& w : out) {  // (1, H, T, T) -> (H, len, len)
+    DAGRAD_ASSIGN_OR_RETURN(Tensor crop, Tensor::Zeros(DType::kFloat32, {H, len, len}));
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < len; ++i) {
+        const float* src = w.data<float>() + (h * T + i) * T;
+        std::copy(src, src + len, crop.data<float>() + (h * len + i) * len);
+      }
+    }
+    sample.weights.push_back(crop);
+  }
+  return sample;
+}
+
+absl::Status ToyTrainer::SaveCheckpoint(const std::string& path) {
+  std::map<std::string, std::string> meta = config_.ToMetadata();
+  meta[kFormatKey] = kFormat;
+  meta[kStepKey] = absl::StrCat(step_);
+  std::vector<Value> vars = model_->parameters();
+  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
+  return SaveVariables(*exec_, vars, meta, path);
+}
+
+absl::Status ToyTrainer::LoadCheckpoint(const std::string& path) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensors(path));
+  auto format = file.metadata.find(kFormatKey);
+  if (format == file.metadata.end() || format->second != kFormat) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a dagrad training checkpoint (no '", kFormatKey, "')"));
+  }
+  for (const auto& [key, value] : config_.ToMetadata()) {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end() || it->second != value) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": the checkpoint was made with ", key, "=",
+          it == file.metadata.end() ? "(none)" : it->second, ", this run has ", key, "=", value));
+    }
+  }
+  int64_t step = 0;
+  auto s = file.metadata.find(kStepKey);
+  if (s == file.metadata.end() || !absl::SimpleAtoi(s->second, &step) || step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": bad or missing '", kStepKey, "'"));
+  }
+  std::vector<Value> vars = model_->parameters();
+  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, vars, file, path));
+  step_ = step;
+  return absl::OkStatus();
+}
+
+absl::Status ToyTrainer::SaveModel(const std::string& path) {
+  return SaveVariables(*exec_, model_->parameters(), config_.model.ToMetadata(), path);
+}
+
+}  // namespace dagrad::models

@@ -1,0 +1,131 @@
+// models/toy_trainer.h
+//
+// ToyTrainer trains a ToyTransformer on a synthetic task: it builds one
+// graph holding the training step (forward, cross-entropy, backward,
+// clipping, optimizer update), an evaluation forward over a held-out set,
+// and a one-sequence forward that keeps the attention weights; it compiles
+// each once and runs them. Everything a run depends on — data, dropout
+// masks, learning rate, Adam's step — is a function of (seed, step), so a
+// run resumed from a checkpoint continues exactly as the uninterrupted run.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
+//   while (trainer->step() < config.steps) {
+//     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());
+//   }
+//   DAGRAD_ASSIGN_OR_RETURN(EvalResult e, trainer->Evaluate());
+
+#ifndef DAGRAD_MODELS_TOY_TRAINER_H_
+#define DAGRAD_MODELS_TOY_TRAINER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/device.h"
+#include "engine/executor.h"
+#include "engine/graph.h"
+#include "engine/optimizer.h"
+#include "models/tasks.h"
+#include "models/transformer.h"
+
+namespace dagrad::models {
+
+struct TrainConfig {
+  ToyConfig model;         // model.max_len is the sequence length T
+  Task task = Task::kReverse;
+  int64_t min_len = 0;     // 0: fixed length T
+  int64_t batch = 64;
+  int64_t steps = 300;
+  OptimizerOptions optimizer{.kind = OptimizerKind::kAdam, .clip_norm = 1.0};
+  double lr = 1e-3;        // peak learning rate
+  int64_t warmup = 30;     // linear warmup steps, then cosine decay
+  double final_lr_fraction = 0.1;
+  uint64_t seed = 0;
+  int64_t eval_size = 512;  // held-out sequences, drawn from EvalSeed(seed)
+
+  // Validate returns InvalidArgument naming the first bad field.
+  absl::Status Validate() const;
+  // ToMetadata lists every field that shapes the run's numbers, as strings.
+  std::map<std::string, std::string> ToMetadata() const;
+};
+
+struct StepResult {
+  int64_t step = 0;
+  double loss = 0;      // mean cross-entropy of the batch
+  double accuracy = 0;  // token accuracy of the batch (non-ignored targets)
+  double lr = 0;
+  double grad_norm = 0;  // before clipping; 0 when not clipping
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+};
+
+struct AttentionSample {
+  std::vector<int64_t> tokens;   // the sequence's valid tokens
+  std::vector<Tensor> weights;   // per layer, float32 (H, L, L) over valid positions
+};
+
+class ToyTrainer {
+ public:
+  static absl::StatusOr<std::unique_ptr<ToyTrainer>> Create(
+      const TrainConfig& config, std::unique_ptr<Device> device = CpuDevice());
+
+  // Step runs training step step()+1.
+  absl::StatusOr<StepResult> Step();
+  // Evaluate runs the held-out set in eval mode (no dropout).
+  absl::StatusOr<EvalResult> Evaluate();
+  // SampleAttention returns attention weights for held-out sequence `index`.
+  absl::StatusOr<AttentionSample> SampleAttention(int64_t index);
+
+  // SaveCheckpoint writes parameters, optimizer state, the step and the
+  // config atomically. LoadCheckpoint restores them; FailedPrecondition
+  // when the checkpoint's config differs from this trainer's (naming the
+  // field), DataLoss/InvalidArgument for a corrupt or mismatched file.
+  absl::Status SaveCheckpoint(const std::string& path);
+  absl::Status LoadCheckpoint(const std::string& path);
+  // SaveModel writes the parameters under PyTorch's state_dict names with
+  // the model config as metadata (loadable by the reference's from_metadata).
+  absl::Status SaveModel(const std::string& path);
+
+  int64_t step() const { return step_; }
+  const TrainConfig& config() const { return config_; }
+  Graph& graph() { return *graph_; }
+  const Plan& train_plan() const { return *train_plan_; }
+  // The forward logits and loss of the training step, and its updates.
+  Value logits() const { return logits_; }
+  Value loss() const { return loss_; }
+  const TrainingStep& training_step() const { return ts_; }
+
+ private:
+  ToyTrainer() = default;
+  absl::Status Build(std::unique_ptr<Device> device);
+
+  TrainConfig config_;
+  std::unique_ptr<Graph> graph_;
+  std::unique_ptr<ToyTransformer> model_;
+  std::unique_ptr<TaskGenerator> train_data_;
+  TaskBatch eval_set_;
+  std::unique_ptr<Executor> exec_;
+  std::unique_ptr<Plan> train_plan_, eval_plan_, attention_plan_;
+  Value tokens_, lengths_, targets_;
+  Value eval_tokens_, eval_lengths_, eval_targets_, eval_logits_, eval_loss_;
+  Value sample_tokens_, sample_lengths_;
+  std::vector<Value> sample_attention_;
+  Value logits_, loss_;
+  TrainingStep ts_;
+  LrSchedule schedule_;
+  int64_t step_ = 0;
+};
+
+// TokenAccuracy returns the fraction of targets (ignoring -100) that equal
+// the argmax of logits (B, T, V).
+double TokenAccuracy(const Tensor& logits, const Tensor& targets);
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_TOY_TRAINER_H_

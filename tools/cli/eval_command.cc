@@ -1,0 +1,161 @@
+// `dagrad eval`: runs a trained toy model on token sequences from a
+// safetensors file, in eval mode, and writes logits (and, given targets,
+// the loss and every parameter's gradient) to another safetensors file.
+
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "engine/autodiff.h"
+#include "engine/checkpoint.h"
+#include "engine/executor.h"
+#include "engine/safetensors.h"
+#include "engine/status_macros.h"
+#include "models/tasks.h"
+#include "models/transformer.h"
+#include "ops/loss.h"
+#include "tools/cli/command.h"
+#include "tools/cli/common_flags.h"
+
+ABSL_FLAG(std::string, checkpoint, "", "model.safetensors written by dagrad train (or PyTorch)");
+ABSL_FLAG(std::string, input, "", "safetensors with tokens (int64 (B, T)), optional lengths "
+                                  "(int64 (B)) and targets (int64 (B, T), -100 = ignore)");
+ABSL_FLAG(std::string, output, "", "safetensors to write: logits, and with targets loss and "
+                                   "grad.<parameter>");
+
+namespace dagrad::cli {
+namespace {
+
+// ReadInputs checks IN's names, dtypes, shapes and values against the model.
+absl::Status CheckInputs(const SafetensorsFile& in, const models::ToyConfig& c,
+                         const std::string& path) {
+  for (const auto& [name, tensor] : in.tensors) {
+    if (name != "tokens" && name != "lengths" && name != "targets") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": unexpected tensor '", name, "' (expected tokens, lengths, targets)"));
+    }
+    if (tensor.dtype() != DType::kInt64) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": '", name, "' must be int64, got ",
+                                                     DTypeName(tensor.dtype())));
+    }
+  }
+  const Tensor* tokens = in.Find("tokens");
+  if (tokens == nullptr) return absl::InvalidArgumentError(absl::StrCat(path, ": no 'tokens'"));
+  const Shape& s = tokens->shape();
+  if (s.rank() != 2 || s[0] < 1 || s[1] < 1 || s[1] > c.max_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": 'tokens' must be (B, T) with B >= 1 and 1 <= T <= max_len ", c.max_len,
+        ", got ", s.ToString()));
+  }
+  const int64_t B = s[0], T = s[1];
+  for (int64_t i = 0; i < tokens->num_elements(); ++i) {
+    const int64_t v = tokens->data<int64_t>()[i];
+    if (v < 0 || v >= c.vocab) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": tokens[", i / T, ", ", i % T,
+                                                     "] = ", v, " is outside [0, ", c.vocab, ")"));
+    }
+  }
+  if (const Tensor* lengths = in.Find("lengths")) {
+    if (lengths->shape() != Shape({B})) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": 'lengths' must be (", B,
+                                                     ",), got ", lengths->shape().ToString()));
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t v = lengths->data<int64_t>()[b];
+      if (v < 1 || v > T) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": lengths[", b, "] = ", v,
+                                                       " is outside [1, ", T, "]"));
+      }
+    }
+  }
+  if (const Tensor* targets = in.Find("targets")) {
+    if (targets->shape() != s) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": 'targets' must be ", s.ToString(),
+                                                     ", got ", targets->shape().ToString()));
+    }
+    for (int64_t i = 0; i < targets->num_elements(); ++i) {
+      const int64_t v = targets->data<int64_t>()[i];
+      if (v != models::kIgnoreIndex && (v < 0 || v >= c.vocab)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": targets[", i / T, ", ", i % T, "] = ", v, " is outside [0, ",
+                         c.vocab, ") and not -100"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
+                      const std::string& output) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadSafetensors(checkpoint));
+  absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromMetadata(ckpt.metadata);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(checkpoint, ": ", config.status().message()));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
+  DAGRAD_RETURN_IF_ERROR(CheckInputs(in, *config, input));
+  const Tensor& tokens = *in.Find("tokens");
+  const Tensor* lengths = in.Find("lengths");
+  const Tensor* targets = in.Find("targets");
+
+  Graph g;
+  DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, *config));
+  Value tok = g.Input("tokens", DType::kInt64, tokens.shape());
+  Value len = lengths ? g.Input("lengths", DType::kInt64, lengths->shape()) : Value();
+  Value logits = model(tok, len).logits;
+  std::vector<Value> fetches = {logits};
+  Value tgt, loss;
+  std::vector<Value> grads;
+  if (targets) {
+    tgt = g.Input("targets", DType::kInt64, targets->shape());
+    loss = CrossEntropy(logits, tgt);
+    DAGRAD_ASSIGN_OR_RETURN(grads, Gradients(loss, model.parameters()));
+    fetches.push_back(loss);
+    fetches.insert(fetches.end(), grads.begin(), grads.end());
+  }
+  DAGRAD_RETURN_IF_ERROR(g.status());
+  Executor exec(g);
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, model.parameters(), ckpt, checkpoint));
+  DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile(fetches));
+  Feeds feeds = {{tok, tokens}};
+  if (lengths) feeds.push_back({len, *lengths});
+  if (targets) feeds.push_back({tgt, *targets});
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out, exec.Run(*plan, feeds));
+
+  SafetensorsFile result;
+  result.metadata = {{"checkpoint", checkpoint}, {"input", input}};
+  result.tensors.push_back({"logits", out[0]});
+  if (targets) {
+    result.tensors.push_back({"loss", out[1]});
+    for (size_t i = 0; i < grads.size(); ++i) {
+      result.tensors.push_back(
+          {absl::StrCat("grad.", CheckpointName(model.parameters()[i].node())), out[2 + i]});
+    }
+  }
+  return WriteSafetensors(output, result);
+}
+
+int RunEval() {
+  const Command cmd = EvalCommand();
+  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
+  for (const auto& [flag, value] :
+       {std::pair{"checkpoint", absl::GetFlag(FLAGS_checkpoint)},
+        std::pair{"input", absl::GetFlag(FLAGS_input)},
+        std::pair{"output", absl::GetFlag(FLAGS_output)}}) {
+    if (value.empty()) return UsageError(cmd, absl::StrCat("--", flag, " is required"));
+  }
+  absl::Status st = Evaluate(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_input),
+                             absl::GetFlag(FLAGS_output));
+  if (!st.ok()) return Failure(cmd, st);
+  std::cout << "wrote " << absl::GetFlag(FLAGS_output) << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command EvalCommand() {
+  return {"eval", "run a trained model on tokens from a safetensors file (eval mode)",
+          {"checkpoint", "input", "output", "threads"}, RunEval};
+}
+
+}  // namespace dagrad::cli

@@ -1,0 +1,80 @@
+#include "tools/cli/example_graphs.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "models/multi_head_attention.h"
+#include "models/positional_encoding.h"
+#include "models/transformer.h"
+#include "ops/elementwise.h"
+#include "ops/loss.h"
+#include "ops/reduce.h"
+
+namespace dagrad::cli {
+namespace {
+
+// Mean of squares: a simple scalar loss for models without targets.
+Value MeanSquare(Value y) { return Mean(Mul(y, y)); }
+
+absl::StatusOr<ExampleGraph> Mlp(Graph& g) {
+  Value x = g.Input("x", DType::kFloat32, {4, 8});
+  Value labels = g.Input("labels", DType::kInt64, {4});
+  models::LinearLayer fc1(g, "fc1", 8, 16), fc2(g, "fc2", 16, 3);
+  Value logits = fc2(Relu(fc1(x)));
+  Graph::Scope scope(g, "loss");
+  return ExampleGraph{CrossEntropy(logits, labels), {logits}};
+}
+
+absl::StatusOr<ExampleGraph> Mha(Graph& g) {
+  Value x = g.Input("x", DType::kFloat32, {2, 6, 32});
+  Value lengths = g.Input("valid_lens", DType::kInt64, {2});
+  auto mha = models::MultiHeadAttention::Create(g, "mha", {.embed_dim = 32, .num_heads = 4});
+  if (!mha.ok()) return mha.status();
+  models::AttentionOutput y =
+      (*mha)(x, x, x, {.valid_lens = lengths}, models::AttentionWeights::kPerHead);
+  Graph::Scope scope(g, "loss");
+  return ExampleGraph{MeanSquare(y.output), {y.output, y.weights}};
+}
+
+absl::StatusOr<ExampleGraph> PositionalEncoding(Graph& g) {
+  Value x = g.Input("x", DType::kFloat32, {2, 8, 16});
+  Value y = models::AddSinusoidal(x, /*dropout=*/0.1);
+  Graph::Scope scope(g, "loss");
+  return ExampleGraph{MeanSquare(y), {y}};
+}
+
+absl::StatusOr<ExampleGraph> Toy(Graph& g) {
+  Value tokens = g.Input("tokens", DType::kInt64, {4, 8});
+  Value lengths = g.Input("lengths", DType::kInt64, {4});
+  Value targets = g.Input("targets", DType::kInt64, {4, 8});
+  auto model = models::ToyTransformer::Create(
+      g, {.vocab = 16, .max_len = 8, .dim = 32, .heads = 4, .layers = 2, .ffn = 64,
+          .dropout = 0.1});
+  if (!model.ok()) return model.status();
+  Value logits = (*model)(tokens, lengths).logits;
+  Graph::Scope scope(g, "loss");
+  return ExampleGraph{CrossEntropy(logits, targets), {logits}};
+}
+
+}  // namespace
+
+std::vector<std::string> ExampleNames() { return {"mlp", "mha", "positional_encoding", "toy"}; }
+
+absl::StatusOr<ExampleGraph> BuildExample(const std::string& name, Graph& g) {
+  absl::StatusOr<ExampleGraph> out;
+  if (name == "mlp") {
+    out = Mlp(g);
+  } else if (name == "mha") {
+    out = Mha(g);
+  } else if (name == "positional_encoding") {
+    out = PositionalEncoding(g);
+  } else if (name == "toy") {
+    out = Toy(g);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown model '", name, "' (",
+                                                   absl::StrJoin(ExampleNames(), ", "), ")"));
+  }
+  if (out.ok() && !out->loss.ok()) return out->loss.status();
+  return out;
+}
+
+}  // namespace dagrad::cli

@@ -1,0 +1,178 @@
+// `dagrad train`: trains the toy transformer on a synthetic task and writes
+// its checkpoint, metrics and pictures to --out.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/file_io.h"
+#include "models/toy_trainer.h"
+#include "tools/cli/command.h"
+#include "tools/cli/common_flags.h"
+#include "tools/cli/train_outputs.h"
+
+ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort");
+ABSL_FLAG(int64_t, vocab, 16, "vocabulary size (token 0 is padding)");
+ABSL_FLAG(int64_t, seq_len, 32, "sequence length T");
+ABSL_FLAG(int64_t, min_len, 0, "shortest sequence; 0 means every sequence has seq_len tokens");
+ABSL_FLAG(int64_t, dim, 128, "model width E");
+ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
+ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
+ABSL_FLAG(int64_t, ffn, 512, "feed-forward width F");
+ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1)");
+ABSL_FLAG(int64_t, batch, 64, "sequences per step");
+ABSL_FLAG(int64_t, steps, 200, "training steps");
+ABSL_FLAG(double, lr, 1e-3, "peak learning rate (linear warmup, then cosine decay to 10%)");
+ABSL_FLAG(int64_t, warmup, 30, "warmup steps");
+ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
+ABSL_FLAG(double, weight_decay, 0.0, "weight decay (decoupled for adamw)");
+ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this (0: off)");
+ABSL_FLAG(uint64_t, seed, 0, "seed for initialisation, data and dropout");
+ABSL_FLAG(bool, resume, false, "continue from --out/checkpoint.safetensors");
+ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many steps");
+
+namespace dagrad::cli {
+namespace {
+
+absl::StatusOr<models::TrainConfig> ConfigFromFlags() {
+  models::TrainConfig c;
+  auto task = models::ParseTask(absl::GetFlag(FLAGS_task));
+  if (!task.ok()) return absl::InvalidArgumentError(absl::StrCat("--task: ", task.status().message()));
+  auto opt = ParseOptimizerKind(absl::GetFlag(FLAGS_optimizer));
+  if (!opt.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", opt.status().message()));
+  }
+  c.task = *task;
+  c.model = {.vocab = absl::GetFlag(FLAGS_vocab), .max_len = absl::GetFlag(FLAGS_seq_len),
+             .dim = absl::GetFlag(FLAGS_dim), .heads = absl::GetFlag(FLAGS_heads),
+             .layers = absl::GetFlag(FLAGS_layers), .ffn = absl::GetFlag(FLAGS_ffn),
+             .dropout = absl::GetFlag(FLAGS_dropout)};
+  c.min_len = absl::GetFlag(FLAGS_min_len);
+  c.batch = absl::GetFlag(FLAGS_batch);
+  c.steps = absl::GetFlag(FLAGS_steps);
+  c.lr = absl::GetFlag(FLAGS_lr);
+  c.warmup = absl::GetFlag(FLAGS_warmup);
+  c.optimizer.kind = *opt;
+  c.optimizer.weight_decay = absl::GetFlag(FLAGS_weight_decay);
+  c.optimizer.clip_norm = absl::GetFlag(FLAGS_clip);
+  c.seed = absl::GetFlag(FLAGS_seed);
+  if (absl::Status st = c.Validate(); !st.ok()) return st;
+  if (absl::GetFlag(FLAGS_eval_every) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--eval_every must be >= 1, got ", absl::GetFlag(FLAGS_eval_every)));
+  }
+  return c;
+}
+
+// Progress prints a bar on a terminal, plain lines otherwise.
+class Progress {
+ public:
+  explicit Progress(int64_t total) : total_(total), tty_(isatty(STDOUT_FILENO)) {}
+
+  void Update(int64_t step, double loss, double acc, double steps_per_s, bool log_line) {
+    const double left = steps_per_s > 0 ? (total_ - step) / steps_per_s : 0;
+    const std::string stats = absl::StrFormat(
+        "step %d/%d  loss %.4f  acc %.3f  %.1f steps/s  %.0fs left", step, total_, loss, acc,
+        steps_per_s, left);
+    if (tty_) {
+      const int width = 24;
+      const int filled = total_ ? static_cast<int>(width * step / total_) : width;
+      std::printf("\r[%s%s] %s   ", std::string(filled, '#').c_str(),
+                  std::string(width - filled, '.').c_str(), stats.c_str());
+      std::fflush(stdout);
+    } else if (log_line) {
+      std::printf("%s\n", stats.c_str());
+    }
+  }
+  void Finish() {
+    if (tty_) std::printf("\n");
+  }
+
+ private:
+  int64_t total_;
+  bool tty_;
+};
+
+int RunTrain() {
+  const Command cmd = TrainCommand();
+  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
+  absl::StatusOr<models::TrainConfig> config = ConfigFromFlags();
+  if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
+  const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/train" : absl::GetFlag(FLAGS_out);
+  const int64_t eval_every = absl::GetFlag(FLAGS_eval_every);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) return UsageError(cmd, absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
+
+  auto trainer = models::ToyTrainer::Create(*config);
+  if (!trainer.ok()) return Failure(cmd, trainer.status());
+  models::ToyTrainer& t = **trainer;
+  TrainOutputs outputs(out);
+  if (absl::GetFlag(FLAGS_resume)) {
+    if (absl::Status st = t.LoadCheckpoint(outputs.checkpoint_path()); !st.ok()) {
+      return Failure(cmd, st);
+    }
+    if (absl::Status st = outputs.ResumeMetrics(t.step()); !st.ok()) return Failure(cmd, st);
+    std::cout << "resumed from " << outputs.checkpoint_path() << " at step " << t.step() << "\n";
+  } else if (absl::Status st = outputs.StartMetrics(); !st.ok()) {
+    return Failure(cmd, st);
+  }
+
+  Progress progress(config->steps);
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t first = t.step();
+  double loss_sum = 0, acc_sum = 0;
+  int64_t window = 0;
+  while (t.step() < config->steps) {
+    absl::StatusOr<models::StepResult> r = t.Step();
+    if (!r.ok()) return Failure(cmd, r.status());
+    loss_sum += r->loss;
+    acc_sum += r->accuracy;
+    ++window;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool log = r->step % eval_every == 0 || r->step == config->steps;
+    progress.Update(r->step, r->loss, r->accuracy,
+                    seconds > 0 ? (r->step - first) / seconds : 0, false);
+    if (!log) continue;
+    absl::StatusOr<models::EvalResult> e = t.Evaluate();
+    if (!e.ok()) return Failure(cmd, e.status());
+    MetricsRow row{r->step, loss_sum / window, acc_sum / window, e->accuracy, r->lr,
+                   outputs.elapsed_before() + seconds};
+    loss_sum = acc_sum = 0;
+    window = 0;
+    if (absl::Status st = outputs.AppendMetrics(row); !st.ok()) return Failure(cmd, st);
+    if (absl::Status st = t.SaveCheckpoint(outputs.checkpoint_path()); !st.ok()) {
+      return Failure(cmd, st);
+    }
+    progress.Update(r->step, row.loss, row.train_accuracy,
+                    seconds > 0 ? (r->step - first) / seconds : 0, true);
+  }
+  progress.Finish();
+  absl::StatusOr<models::EvalResult> final_eval = t.Evaluate();
+  if (!final_eval.ok()) return Failure(cmd, final_eval.status());
+  if (absl::Status st = outputs.WriteAll(t); !st.ok()) return Failure(cmd, st);
+  std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
+                               final_eval->accuracy, final_eval->loss, t.step());
+  outputs.PrintSummary(std::cout);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command TrainCommand() {
+  return {"train",
+          "train the toy attention model on a synthetic task",
+          {"task", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
+           "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "seed", "out",
+           "resume", "eval_every", "threads"},
+          RunTrain};
+}
+
+}  // namespace dagrad::cli
