@@ -90,12 +90,6 @@ std::string DrawLine(const LineChart& c, double x0, double y0, double w, double 
                              absl::StrFormat("transform=\"rotate(-90 %.1f %.1f)\"", x0 + 14,
                                              (top + bottom) / 2)
                                  .c_str()));
-  // Legend box: the lower right holds converging curves least often.
-  const double legend_top = bottom - 8 - 14.0 * c.series.size();
-  absl::StrAppendFormat(&out,
-                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"112\" height=\"%.1f\" "
-                        "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
-                        right - 116, legend_top - 4, 14.0 * c.series.size() + 6);
   for (size_t k = 0; k < c.series.size(); ++k) {
     const Series& s = c.series[k];
     std::string points;
@@ -107,12 +101,17 @@ std::string DrawLine(const LineChart& c, double x0, double y0, double w, double 
                           "points=\"%s\"/>\n",
                           kPalette[k % 8], points);
   }
-  // Legend box, drawn over the curves in the lower right.
-  const double legend_top = bottom - 8 - 14.0 * c.series.size();
+  // Legend box on the right, at the end away from where the curves finish.
+  bool ends_low = false;
+  if (!c.series.empty() && !c.series[0].y.empty()) {
+    ends_low = c.series[0].y.back() < (ymin + ymax) / 2;
+  }
+  const double legend_height = 14.0 * c.series.size();
+  const double legend_top = ends_low ? top + 10 : bottom - 8 - legend_height;
   absl::StrAppendFormat(&out,
                         "<rect x=\"%.1f\" y=\"%.1f\" width=\"112\" height=\"%.1f\" "
                         "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
-                        right - 116, legend_top - 4, 14.0 * c.series.size() + 6);
+                        right - 116, legend_top - 4, legend_height + 6);
   for (size_t k = 0; k < c.series.size(); ++k) {
     const double ly = legend_top + 8 + 14 * k;
     absl::StrAppendFormat(&out,

@@ -27,7 +27,7 @@ ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
 ABSL_FLAG(int64_t, ffn, 512, "feed-forward width F");
 ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1)");
 ABSL_FLAG(int64_t, batch, 64, "sequences per step");
-ABSL_FLAG(int64_t, steps, 200, "training steps");
+ABSL_FLAG(int64_t, steps, 300, "training steps");
 ABSL_FLAG(double, lr, 1e-3, "peak learning rate (linear warmup, then cosine decay to 10%)");
 ABSL_FLAG(int64_t, warmup, 30, "warmup steps");
 ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
