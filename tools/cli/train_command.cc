@@ -36,6 +36,8 @@ ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this (0: off)");
 ABSL_FLAG(uint64_t, seed, 0, "seed for initialisation, data and dropout");
 ABSL_FLAG(bool, resume, false, "continue from --out/checkpoint.safetensors");
 ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many steps");
+ABSL_FLAG(int64_t, stop_after, 0,
+          "stop after this step (0: run all --steps), to continue later with --resume");
 
 namespace dagrad::cli {
 namespace {
@@ -129,7 +131,10 @@ int RunTrain() {
   const int64_t first = t.step();
   double loss_sum = 0, acc_sum = 0;
   int64_t window = 0;
-  while (t.step() < config->steps) {
+  const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
+  if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
+  const int64_t last = stop_after > 0 ? std::min(stop_after, config->steps) : config->steps;
+  while (t.step() < last) {
     absl::StatusOr<models::StepResult> r = t.Step();
     if (!r.ok()) return Failure(cmd, r.status());
     loss_sum += r->loss;
@@ -137,7 +142,7 @@ int RunTrain() {
     ++window;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const bool log = r->step % eval_every == 0 || r->step == config->steps;
+    const bool log = r->step % eval_every == 0 || r->step == last;
     progress.Update(r->step, r->loss, r->accuracy,
                     seconds > 0 ? (r->step - first) / seconds : 0, false);
     if (!log) continue;
@@ -155,6 +160,10 @@ int RunTrain() {
                     seconds > 0 ? (r->step - first) / seconds : 0, true);
   }
   progress.Finish();
+  if (t.step() < config->steps) {
+    std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
+    return kExitOk;
+  }
   absl::StatusOr<models::EvalResult> final_eval = t.Evaluate();
   if (!final_eval.ok()) return Failure(cmd, final_eval.status());
   if (absl::Status st = outputs.WriteAll(t); !st.ok()) return Failure(cmd, st);
@@ -171,7 +180,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task",
           {"task", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "seed", "out",
-           "resume", "eval_every", "threads"},
+           "resume", "eval_every", "stop_after", "threads"},
           RunTrain};
 }
 

@@ -1,0 +1,296 @@
+// The dagrad program, run as a user runs it: usage errors (exit 2, one
+// line), training determinism and resume identity, corrupt checkpoints,
+// crash safety of checkpoint writes, `dagrad eval` against the PyTorch
+// reference's outputs, and `dagrad dot`.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "engine/file_io.h"
+#include "engine/safetensors.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+Result Dagrad(const std::string& args) {
+  static int counter = 0;
+  const std::string base = absl::StrCat(::testing::TempDir(), "/cli_", getpid(), "_", counter++);
+  const std::string cmd = absl::StrCat(DAGRAD_CLI_PATH, " ", args, " > ", base, ".out 2> ",
+                                       base, ".err");
+  const int status = std::system(cmd.c_str());
+  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(base + ".out").value_or(""),
+           ReadFile(base + ".err").value_or("")};
+  return r;
+}
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/", name, "_", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A model small enough to train in well under a second per run.
+const char kTiny[] =
+    "train --vocab=8 --seq_len=8 --min_len=3 --dim=16 --heads=2 --layers=1 --ffn=32 --batch=8 "
+    "--steps=20 --eval_every=5 --warmup=3 --threads=1 ";
+
+// metrics.csv without its last column (wall-clock seconds).
+std::string MetricsWithoutTime(const std::string& dir) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(ReadFile(dir + "/metrics.csv").value_or(""), '\n')) {
+    out += std::string(line.substr(0, line.rfind(','))) + "\n";
+  }
+  return out;
+}
+
+TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {"", "usage: dagrad <command>"},
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"info --bogus", "unknown flag --bogus"},
+      {"info --steps=3", "unknown flag --steps"},
+      {"info --threads=abc", "flag --threads='abc'"},
+      {"info --threads=-2", "--threads must be >= 0"},
+      {"info stray", "unexpected argument 'stray'"},
+      {"train --steps=-1", "steps must be >= 0"},
+      {"train --dropout=1.5", "dropout must be in [0, 1)"},
+      {"train --heads=3", "dim 128 is not divisible by heads 3"},
+      {"train --dim=7 --heads=7", "dim must be even"},
+      {"train --task=shuffle", "--task: unknown task 'shuffle'"},
+      {"train --optimizer=rmsprop", "--optimizer: unknown optimizer 'rmsprop'"},
+      {"train --min_len=40", "min_len must be in [0, seq_len=32]"},
+      {"train --eval_every=0", "--eval_every must be >= 1"},
+      {"train --lr=0", "lr must be > 0"},
+      {"train --batch=0", "batch must be >= 1"},
+      {"train --vocab=1", "vocab >= 2"},
+      {"train --stop_after=-3", "--stop_after must be >= 0"},
+      {"dot --model=mlp", "--out is required"},
+      {"dot --model=nope --out=/tmp/x.dot", "unknown model 'nope'"},
+      {"dot --out=/tmp/x.dot --render=gif", "--render must be svg or png"},
+      {"eval --input=a --output=b", "--checkpoint is required"},
+      {"eval --checkpoint=/nonexistent.safetensors --input=a --output=b", "nonexistent"},
+  };
+  for (const Case& c : cases) {
+    const Result r = Dagrad(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    EXPECT_THAT(r.err, ::testing::HasSubstr(c.message)) << c.args;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), c.args.empty() ? 20 : 1) << r.err;
+  }
+}
+
+TEST(Cli, HelpListsFlags) {
+  const Result r = Dagrad("train --help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* flag : {"--task", "--vocab", "--seq_len", "--min_len", "--dim", "--heads",
+                           "--layers", "--ffn", "--dropout", "--batch", "--steps", "--lr",
+                           "--optimizer", "--weight_decay", "--clip", "--seed", "--out",
+                           "--resume", "--eval_every"}) {
+    EXPECT_THAT(r.out, ::testing::HasSubstr(flag));
+  }
+  EXPECT_THAT(Dagrad("dot --help").out, ::testing::HasSubstr("mlp, mha, positional_encoding, toy"));
+}
+
+TEST(Cli, InfoShowsANonGenericBlisKernelSet) {
+  const Result r = Dagrad("info");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("cpu: BLIS"));
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("kernel set 'generic'")));
+}
+
+TEST(Cli, TrainingIsDeterministic) {
+  const std::string a = FreshDir("det_a"), b = FreshDir("det_b");
+  ASSERT_EQ(Dagrad(absl::StrCat(kTiny, "--out=", a)).code, 0);
+  ASSERT_EQ(Dagrad(absl::StrCat(kTiny, "--out=", b)).code, 0);
+  EXPECT_EQ(MetricsWithoutTime(a), MetricsWithoutTime(b));
+  EXPECT_EQ(*ReadFile(a + "/model.safetensors"), *ReadFile(b + "/model.safetensors"));
+  EXPECT_GT(MetricsWithoutTime(a).size(), 100u);
+  for (const char* f : {"checkpoint.safetensors", "loss.svg", "attention.svg",
+                        "positional_encoding.svg", "forward.dot", "train_step.dot"}) {
+    EXPECT_TRUE(fs::exists(a + "/" + f)) << f;
+  }
+}
+
+TEST(Cli, ResumedRunEqualsUninterruptedRun) {
+  const std::string whole = FreshDir("whole"), parts = FreshDir("parts");
+  ASSERT_EQ(Dagrad(absl::StrCat(kTiny, "--out=", whole)).code, 0);
+  const Result first = Dagrad(absl::StrCat(kTiny, "--out=", parts, " --stop_after=10"));
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_THAT(first.out, ::testing::HasSubstr("stopped after step 10"));
+  const Result rest = Dagrad(absl::StrCat(kTiny, "--out=", parts, " --resume"));
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_THAT(rest.out, ::testing::HasSubstr("resumed from"));
+  EXPECT_EQ(MetricsWithoutTime(whole), MetricsWithoutTime(parts));
+  EXPECT_EQ(*ReadFile(whole + "/model.safetensors"), *ReadFile(parts + "/model.safetensors"));
+}
+
+TEST(Cli, ResumeRejectsADifferentConfigAndCorruptCheckpoints) {
+  const std::string dir = FreshDir("corrupt");
+  ASSERT_EQ(Dagrad(absl::StrCat(kTiny, "--out=", dir, " --stop_after=5")).code, 0);
+  Result r = Dagrad(absl::StrCat(kTiny, "--out=", dir, " --resume --lr=0.5"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("the checkpoint was made with lr=0.001, this run has lr=0.5"));
+  const std::string ckpt = dir + "/checkpoint.safetensors";
+  const std::string bytes = *ReadFile(ckpt);
+  ASSERT_OK(WriteFileAtomically(ckpt, bytes.substr(0, bytes.size() / 2)));
+  r = Dagrad(absl::StrCat(kTiny, "--out=", dir, " --resume"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("checkpoint.safetensors"));
+  ASSERT_OK(WriteFileAtomically(ckpt, "garbage"));
+  r = Dagrad(absl::StrCat(kTiny, "--out=", dir, " --resume"));
+  EXPECT_EQ(r.code, 2);
+  fs::remove(ckpt);
+  r = Dagrad(absl::StrCat(kTiny, "--out=", dir, " --resume"));
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(Cli, KilledRunsLeaveALoadableCheckpoint) {
+  // SIGKILL at staggered moments while a run writes a checkpoint every step;
+  // each time, the last checkpoint must load and the run must resume.
+  const std::string dir = FreshDir("killed");
+  const std::string args =
+      absl::StrCat(kTiny, "--steps=400 --eval_every=1 --out=", dir);
+  int survived = 0;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string cmd = absl::StrCat("exec ", DAGRAD_CLI_PATH, " ", args,
+                                           attempt > 0 ? " --resume" : "", " > /dev/null 2>&1");
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(400 + 137 * attempt));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!fs::exists(dir + "/checkpoint.safetensors")) continue;
+    auto file = ReadSafetensors(dir + "/checkpoint.safetensors");
+    ASSERT_TRUE(file.ok()) << "attempt " << attempt << ": " << file.status();
+    ++survived;
+  }
+  EXPECT_GE(survived, 3);
+  const Result finish = Dagrad(absl::StrCat(args, " --resume --stop_after=401"));
+  EXPECT_EQ(finish.code, 0) << finish.err;
+}
+
+void ExpectTensorsClose(const SafetensorsFile& got, const SafetensorsFile& want, double rtol) {
+  for (const auto& [name, w] : want.tensors) {
+    const Tensor* g = got.Find(name);
+    ASSERT_NE(g, nullptr) << name;
+    ASSERT_EQ(g->num_elements(), w.num_elements()) << name;
+    double scale = 0;
+    for (double v : AsDoubles(w)) scale = std::max(scale, std::abs(v));
+    ExpectAllClose(*g, AsDoubles(w), rtol, rtol * scale * 0.1, name);
+  }
+}
+
+TEST(Cli, EvalMatchesThePyTorchReference) {
+  const std::string data = absl::StrCat(DAGRAD_TEST_DATA_DIR, "/toy_eval/");
+  const std::string out = FreshDir("eval") + "/out.safetensors";
+  Result r = Dagrad(absl::StrCat("eval --checkpoint=", data, "model.safetensors --input=", data,
+                                 "input.safetensors --output=", out));
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile got, ReadSafetensors(out));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(data + "expected.safetensors"));
+  EXPECT_EQ(got.Find("logits")->shape(), Shape({3, 5, 11}));
+  EXPECT_EQ(got.tensors.size(), want.tensors.size());
+  ExpectTensorsClose(got, want, 1e-4);
+
+  r = Dagrad(absl::StrCat("eval --checkpoint=", data, "model.safetensors --input=", data,
+                          "input_no_lengths.safetensors --output=", out));
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(got, ReadSafetensors(out));
+  ASSERT_OK_AND_ASSIGN(want, ReadSafetensors(data + "expected_no_lengths.safetensors"));
+  EXPECT_EQ(got.tensors.size(), 1u);
+  ExpectTensorsClose(got, want, 1e-4);
+}
+
+TEST(Cli, EvalRejectsBadInputs) {
+  const std::string data = absl::StrCat(DAGRAD_TEST_DATA_DIR, "/toy_eval/");
+  const std::string dir = FreshDir("eval_bad");
+  struct Case {
+    std::string name;
+    SafetensorsFile file;
+    std::string message;
+  };
+  auto ints = [](Shape s, std::vector<int64_t> v) { return *Tensor::FromVector<int64_t>(s, v); };
+  const Tensor tokens = ints({1, 3}, {1, 2, 3});
+  std::vector<Case> cases = {
+      {"no_tokens", {{{"lengths", ints({1}, {3})}}, {}}, "no 'tokens'"},
+      {"int32", {{{"tokens", *Tensor::FromVector<int32_t>({1, 3}, {1, 2, 3})}}, {}},
+       "'tokens' must be int64, got int32"},
+      {"extra", {{{"tokens", tokens}, {"mask", tokens}}, {}}, "unexpected tensor 'mask'"},
+      {"too_long", {{{"tokens", ints({1, 7}, {1, 1, 1, 1, 1, 1, 1})}}, {}}, "max_len 6"},
+      {"token_range", {{{"tokens", ints({1, 3}, {1, 11, 3})}}, {}},
+       "tokens[0, 1] = 11 is outside [0, 11)"},
+      {"length_zero", {{{"tokens", tokens}, {"lengths", ints({1}, {0})}}, {}},
+       "lengths[0] = 0 is outside [1, 3]"},
+      {"length_shape", {{{"tokens", tokens}, {"lengths", ints({2}, {1, 1})}}, {}},
+       "'lengths' must be (1,)"},
+      {"target_range", {{{"tokens", tokens}, {"targets", ints({1, 3}, {1, -5, 2})}}, {}},
+       "targets[0, 1] = -5 is outside [0, 11) and not -100"},
+      {"target_shape", {{{"tokens", tokens}, {"targets", ints({1, 2}, {1, 2})}}, {}},
+       "'targets' must be (1, 3)"},
+  };
+  for (const Case& c : cases) {
+    const std::string in = dir + "/" + c.name + ".safetensors";
+    ASSERT_OK(WriteSafetensors(in, c.file));
+    const std::string out = dir + "/" + c.name + "_out.safetensors";
+    const Result r = Dagrad(absl::StrCat("eval --checkpoint=", data, "model.safetensors --input=",
+                                         in, " --output=", out));
+    EXPECT_EQ(r.code, 2) << c.name;
+    EXPECT_THAT(r.err, ::testing::HasSubstr(c.message)) << c.name;
+    EXPECT_FALSE(fs::exists(out)) << c.name << ": no partial output";
+  }
+  // A checkpoint that is not a model, and one of another shape.
+  const Result r = Dagrad(absl::StrCat("eval --checkpoint=", data, "input.safetensors --input=",
+                                       data, "input.safetensors --output=", dir, "/x.safetensors"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("checkpoint metadata: 'vocab' is missing"));
+}
+
+TEST(Cli, DotWritesAndRendersEveryBuiltInModel) {
+  const std::string dir = FreshDir("dot");
+  for (const char* model : {"mlp", "mha", "positional_encoding", "toy"}) {
+    const std::string dot = absl::StrCat(dir, "/", model, ".dot");
+    const Result r = Dagrad(absl::StrCat("dot --model=", model, " --backward --out=", dot,
+                                         std::string(DAGRAD_DOT_PROGRAM).empty() ? "" : " --render=svg"));
+    ASSERT_EQ(r.code, 0) << model << ": " << r.err;
+    const std::string text = *ReadFile(dot);
+    EXPECT_THAT(text, ::testing::HasSubstr("digraph"));
+    EXPECT_THAT(text, ::testing::HasSubstr("grad"));  // gradient nodes drawn
+    if (!std::string(DAGRAD_DOT_PROGRAM).empty()) {
+      EXPECT_TRUE(fs::exists(absl::StrCat(dir, "/", model, ".svg")));
+    }
+  }
+  // Collapsing the attention block leaves no node of it.
+  const std::string dot = dir + "/collapsed.dot";
+  ASSERT_EQ(Dagrad(absl::StrCat("dot --model=mha --collapse=mha --out=", dot)).code, 0);
+  EXPECT_THAT(*ReadFile(dot), ::testing::Not(::testing::HasSubstr("in_proj_weight")));
+}
+
+}  // namespace
+}  // namespace dagrad::testing
