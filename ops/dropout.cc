@@ -5,6 +5,7 @@
 #include "ops/dropout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/philox.h"
@@ -45,17 +46,20 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
     }
     const RandomStream rs{ctx.run.seed, StreamOf(ctx.node), static_cast<uint32_t>(ctx.run.step)};
     const T scale = T(1) / (T(1) - static_cast<T>(p));
-    // One Philox call yields the bits of four consecutive elements: work in
-    // groups of four (the last may be partial).
-    const int64_t groups = (n + 3) / 4;
-    ParallelFor(groups, 4096, [&](int64_t begin, int64_t end) {
-      for (int64_t grp = begin; grp < end; ++grp) {
-        const PhiloxBlock bits = rs.Block(static_cast<uint64_t>(grp));
-        const int64_t base = grp * 4;
-        const int lanes = static_cast<int>(std::min<int64_t>(4, n - base));
-        for (int j = 0; j < lanes; ++j) {
-          const bool keep = UniformFromBits(bits.v[j]) >= p;
-          y[base + j] = keep ? x[base + j] * scale : T(0);
+    // keep iff u >= p with u = (bits >> 8) * 2^-24, i.e. iff (bits >> 8) >=
+    // ceil(p * 2^24): the same decision as UniformFromBits(bits) >= p, as an
+    // integer comparison.
+    const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));
+    constexpr int64_t kChunk = 4 * RandomStream::kLanes;  // elements per FillBits
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    ParallelFor(chunks, 64, [=](int64_t begin, int64_t end) {
+      alignas(64) uint32_t bits[kChunk];
+      for (int64_t c = begin; c < end; ++c) {
+        rs.FillBits(static_cast<uint64_t>(c) * RandomStream::kLanes, bits);
+        const int64_t base = c * kChunk;
+        const int64_t len = std::min<int64_t>(kChunk, n - base);
+        for (int64_t j = 0; j < len; ++j) {
+          y[base + j] = x[base + j] * ((bits[j] >> 8) >= threshold ? scale : T(0));
         }
       }
     });

@@ -18,9 +18,9 @@
 //   stream  = the node's int attribute "stream" when present (the backward
 //             op carries its forward node's stream), else the node's id;
 //   bits    = Philox4x32_10(counter, key).v[i % 4];
-//   u       = (bits >> 8) * 2^-24, a float32 in [0, 1) (UniformFromBits);
-//   keep    = u >= p, compared in double (u is exact);
-//   y       = keep ? x * s : 0, with s = 1 / (1 - p) computed in the element
+//   keep    = (bits >> 8) >= ceil(p * 2^24), computed in double; the same
+//             as u >= p for u = (bits >> 8) * 2^-24 (UniformFromBits);
+//   y       = x * (keep ? s : 0), with s = 1 / (1 - p) computed in the element
 //             type: T(1) / (T(1) - T(p)).
 // That is RandomStream{seed, stream, step}.Bits(i).
 

@@ -24,6 +24,7 @@
 
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ struct GradCase {
   GradBuilder build;
   GradCheckOptions options;
 };
+
+// PrintTo names a case in test output.
+inline void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name; }
 
 // GradCheck runs one case: OK, or a status naming the input, element,
 // analytic and numeric values of the first mismatch.

@@ -1,0 +1,145 @@
+// dagrad's side of the CPU comparison with PyTorch: the cases of
+// ../shared/bench/torch_anchor.py, as Google Benchmarks.
+//
+//   ./build/tools/dagrad_bench --threads=1 [--benchmark_filter=mha] [--benchmark_format=json]
+//
+// Cases (masks: the last quarter of every sequence's keys is padding):
+//   matmul_1024                      C = A·B, 1024^3, float32
+//   mha_fwd_B{B}_T{T}_D{D}_H{H}      self-attention forward, no weights returned
+//   mha_fwdbwd_B{B}_T{T}_D{D}_H{H}   forward + backward of sum(output)
+//   toy_train_step                   ToyTransformer(vocab 16, T 32, D 128, H 4, L 2,
+//                                    ffn 512, dropout 0.1), batch 64, reverse, Adam
+// Counters: "flops" (counted multiply-adds x 2 of the matrix products), and
+// for the training step the plan's "peak_bytes" and "intermediate_bytes".
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/autodiff.h"
+#include "engine/executor.h"
+#include "models/multi_head_attention.h"
+#include "models/toy_trainer.h"
+#include "ops/cpu_runtime.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad {
+namespace {
+
+void Fail(benchmark::State& state, const absl::Status& st) {
+  state.SkipWithError(std::string(st.message()).c_str());
+}
+
+void BM_Matmul1024(benchmark::State& state) {
+  const int64_t n = 1024;
+  Graph g;
+  Value a = g.Input("a", DType::kFloat32, {n, n});
+  Value b = g.Input("b", DType::kFloat32, {n, n});
+  Executor exec(g);
+  auto plan = exec.Compile({}, {MatMul(a, b)});
+  if (!plan.ok()) return Fail(state, plan.status());
+  const Feeds feeds = {{a, *Tensor::Zeros(DType::kFloat32, {n, n})},
+                       {b, *Tensor::Zeros(DType::kFloat32, {n, n})}};
+  for (auto _ : state) {
+    if (auto out = exec.Run(**plan, feeds); !out.ok()) return Fail(state, out.status());
+  }
+  state.counters["flops"] = 2.0 * n * n * n;
+}
+
+// FLOPs of self-attention's matrix products: 4 projections of (B*T, D, D),
+// q·kᵀ and weights·v of (B*H, T, T, D/H) each.
+double MhaFlops(int64_t B, int64_t T, int64_t D) {
+  return 2.0 * (4.0 * B * T * D * D + 2.0 * B * T * T * D);
+}
+
+void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
+            bool backward) {
+  Graph g;
+  auto mha = models::MultiHeadAttention::Create(g, "mha", {.embed_dim = D, .num_heads = H});
+  if (!mha.ok()) return Fail(state, mha.status());
+  Value x = g.Input("x", DType::kFloat32, {B, T, D});
+  Value lengths = g.Input("lengths", DType::kInt64, {B});
+  Value y = (*mha)(x, x, x, {.valid_lens = lengths}).output;
+  std::vector<Value> targets = {y};
+  if (backward) {
+    std::vector<Value> wrt = mha->parameters();
+    wrt.push_back(x);
+    auto grads = Gradients(Sum(y), wrt);
+    if (!grads.ok()) return Fail(state, grads.status());
+    targets = *grads;
+  }
+  Executor exec(g);
+  auto plan = exec.Compile({}, targets);
+  if (!plan.ok()) return Fail(state, plan.status());
+  std::vector<int64_t> lens(B, T - T / 4);
+  const Feeds feeds = {{x, *Tensor::Zeros(DType::kFloat32, {B, T, D})},
+                       {lengths, *Tensor::FromVector<int64_t>({B}, lens)}};
+  for (auto _ : state) {
+    if (auto out = exec.Run(**plan, feeds); !out.ok()) return Fail(state, out.status());
+  }
+  state.counters["flops"] = MhaFlops(B, T, D) * (backward ? 3 : 1);
+  state.counters["peak_bytes"] = static_cast<double>((*plan)->peak_bytes());
+  state.counters["intermediate_bytes"] = static_cast<double>((*plan)->intermediate_bytes());
+}
+
+void BM_ToyTrainStep(benchmark::State& state) {
+  models::TrainConfig config;
+  config.model = {.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
+                  .dropout = 0.1};
+  config.batch = 64;
+  config.steps = 1 << 30;
+  auto trainer = models::ToyTrainer::Create(config);
+  if (!trainer.ok()) return Fail(state, trainer.status());
+  for (auto _ : state) {
+    if (auto r = (*trainer)->Step(); !r.ok()) return Fail(state, r.status());
+  }
+  state.counters["peak_bytes"] = static_cast<double>((*trainer)->train_plan().peak_bytes());
+  state.counters["intermediate_bytes"] =
+      static_cast<double>((*trainer)->train_plan().intermediate_bytes());
+}
+
+void Register() {
+  auto ms = [](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+  };
+  ms(benchmark::RegisterBenchmark("matmul_1024", BM_Matmul1024));
+  for (const auto& [B, T, D, H] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{32, 64, 128, 4},
+                                   {16, 128, 256, 8},
+                                   {8, 256, 512, 8}}) {
+    const std::string shape = absl::StrCat("B", B, "_T", T, "_D", D, "_H", H);
+    ms(benchmark::RegisterBenchmark(("mha_fwd_" + shape).c_str(), BM_Mha, B, T, D, H, false));
+    ms(benchmark::RegisterBenchmark(("mha_fwdbwd_" + shape).c_str(), BM_Mha, B, T, D, H, true));
+  }
+  ms(benchmark::RegisterBenchmark("toy_train_step", BM_ToyTrainStep));
+}
+
+}  // namespace
+}  // namespace dagrad
+
+int main(int argc, char** argv) {
+  int threads = 0;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      threads = std::atoi(argv[i] + 10);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  if (absl::Status st = dagrad::ConfigureCpu(); !st.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  if (threads > 0) dagrad::SetNumThreads(threads);
+  dagrad::Register();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
