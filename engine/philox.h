@@ -80,42 +80,10 @@ struct RandomStream {
 
 #if !defined(__CUDACC__)
   // FillBits writes the bits of elements 4*first .. 4*(first+kLanes)-1 to
-  // `out`: the same numbers as Bits, computed kLanes blocks at a time in
-  // lane loops the compiler turns into vector instructions.
+  // `out`: the same numbers as Bits, kLanes blocks at a time (with AVX-512
+  // when the library is built for it). Host only; defined in philox.cc.
   static constexpr int kLanes = 16;
-  void FillBits(uint64_t first, uint32_t* out) const {
-    uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      const uint64_t group = first + l;
-      c0[l] = static_cast<uint32_t>(group);
-      c1[l] = static_cast<uint32_t>(group >> 32);
-      c2[l] = stream;
-      c3[l] = step;
-    }
-    uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-    for (int round = 0; round < 10; ++round) {
-      if (round > 0) {
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-      }
-      for (int l = 0; l < kLanes; ++l) {
-        const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0[l];
-        const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2[l];
-        const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[l] ^ k0;
-        const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[l] ^ k1;
-        c0[l] = n0;
-        c1[l] = static_cast<uint32_t>(p1);
-        c2[l] = n2;
-        c3[l] = static_cast<uint32_t>(p0);
-      }
-    }
-    for (int l = 0; l < kLanes; ++l) {
-      out[4 * l + 0] = c0[l];
-      out[4 * l + 1] = c1[l];
-      out[4 * l + 2] = c2[l];
-      out[4 * l + 3] = c3[l];
-    }
-  }
+  void FillBits(uint64_t first, uint32_t* out) const;
 #endif
 };
 

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/small_gemm.h"
 
 extern "C" {
 #include <blis.h>
@@ -186,6 +187,10 @@ template <>
 absl::Status Gemm<float>(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                          int64_t rsa, int64_t csa, const float* b, int64_t rsb,
                          int64_t csb, float beta, float* c, int64_t rsc, int64_t csc) {
+  if (IsSmallGemm(m, n, k) && csc == 1) {
+    SmallGemm<float>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+    return absl::OkStatus();
+  }
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
             const_cast<float*>(a), rsa, csa, const_cast<float*>(b), rsb, csb, &beta, c,
@@ -198,6 +203,10 @@ absl::Status Gemm<double>(int64_t m, int64_t n, int64_t k, double alpha, const d
                           int64_t rsa, int64_t csa, const double* b, int64_t rsb,
                           int64_t csb, double beta, double* c, int64_t rsc,
                           int64_t csc) {
+  if (IsSmallGemm(m, n, k) && csc == 1) {
+    SmallGemm<double>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+    return absl::OkStatus();
+  }
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha,
             const_cast<double*>(a), rsa, csa, const_cast<double*>(b), rsb, csb, &beta,

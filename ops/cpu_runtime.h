@@ -49,6 +49,7 @@ int NumThreads();
 // Gemm computes C = alpha * A·B + beta * C for an m×k A, a k×n B and an m×n
 // C, each given by a pointer and (row, column) element strides, so that
 // transposed or strided operands need no copy. T is float or double.
+// Products too small for BLIS's overhead go to SmallGemm (ops/small_gemm.h).
 // Returns the status of ConfigureCpu.
 template <typename T>
 absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a,

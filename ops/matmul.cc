@@ -9,6 +9,8 @@
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
+#include "ops/small_gemm.h"
+#include "ops/parallel.h"
 
 namespace dagrad {
 namespace {
@@ -84,14 +86,31 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
   const Dims stride_b = BroadcastStrides(BatchOf(sb), batch);
   const int64_t mat_a = sa[sa.rank() - 2] * sa[sa.rank() - 1];
   const int64_t mat_b = sb[sb.rank() - 2] * sb[sb.rank() - 1];
-  for (int64_t i = 0; i < batches; ++i) {
-    int64_t oa = 0, ob = 0, rem = i;
+  auto offsets = [&](int64_t i, int64_t* oa, int64_t* ob) {
+    int64_t rem = i;
+    *oa = *ob = 0;
     for (int d = batch.rank() - 1; d >= 0; --d) {
       const int64_t idx = rem % batch[d];
       rem /= batch[d];
-      oa += idx * stride_a[d];
-      ob += idx * stride_b[d];
+      *oa += idx * stride_a[d];
+      *ob += idx * stride_b[d];
     }
+  };
+  if (IsSmallGemm(m, n, k)) {
+    // Many small products: one per thread at a time, no BLIS.
+    ParallelFor(batches, std::max<int64_t>(1, 32768 / (m * n * k + 1)), [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        int64_t oa, ob;
+        offsets(i, &oa, &ob);
+        SmallGemm<T>(m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b, rsb, csb, T(0),
+                     c + i * m * n, n);
+      }
+    });
+    return absl::OkStatus();
+  }
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t oa, ob;
+    offsets(i, &oa, &ob);
     absl::Status st = Gemm<T>(m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b,
                               rsb, csb, T(0), c + i * m * n, n, 1);
     if (!st.ok()) return st;

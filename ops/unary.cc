@@ -28,7 +28,7 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
     const T* x = ctx.in(0).as<T>();
     T* y = ctx.output.as<T>();
     const Fn fn(ctx.attrs());
-    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+    ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = fn(x[i]);
     });
     return absl::OkStatus();
@@ -151,7 +151,7 @@ absl::Status ActivationGradKernel(const KernelContext& ctx) {
     const T* x = ctx.in(0).as<T>();
     const T* g = ctx.in(1).as<T>();
     T* dx = ctx.output.as<T>();
-    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+    ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         if constexpr (kGelu) {
           // gelu'(x) = Phi(x) + x phi(x)
@@ -159,7 +159,9 @@ absl::Status ActivationGradKernel(const KernelContext& ctx) {
           const T pdf = std::exp(T(-0.5) * x[i] * x[i]) * T(0.3989422804014327);
           dx[i] = g[i] * (cdf + x[i] * pdf);
         } else {
-          dx[i] = x[i] > T(0) ? g[i] : T(0);
+          // Load g unconditionally so the select vectorises.
+          const T gi = g[i];
+          dx[i] = x[i] > T(0) ? gi : T(0);
         }
       }
     });
@@ -215,7 +217,7 @@ absl::Status CastKernel(const KernelContext& ctx) {
           }
         }
       }
-      ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) y[i] = static_cast<Out>(x[i]);
       });
       return absl::OkStatus();
