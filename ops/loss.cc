@@ -6,6 +6,7 @@
 // forward op.
 
 #include "ops/loss.h"
+#include "ops/vector_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -127,7 +128,7 @@ T LogSumExp(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
   T sum = 0;
-  for (int64_t k = 0; k < n; ++k) sum += std::exp(x[k] - m);
+  for (int64_t k = 0; k < n; ++k) sum += VectorExp(x[k] - m);
   return m + std::log(sum);
 }
 
@@ -192,7 +193,7 @@ absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
         const T* xr = x + r * classes;
         const T w = reduction == CrossEntropyOptions::kNone ? g[r] : w_all;
         const T lse = LogSumExp(xr, classes);
-        for (int64_t k = 0; k < classes; ++k) d[k] = std::exp(xr[k] - lse) * w;
+        for (int64_t k = 0; k < classes; ++k) d[k] = VectorExp(xr[k] - lse) * w;
         d[rows.target[r]] -= w;
       }
     });

@@ -12,6 +12,7 @@
 // exponentiated.
 
 #include "ops/softmax.h"
+#include "ops/vector_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -141,7 +142,7 @@ template <typename T>
 T ExpShiftInPlace(T* y, int64_t n, T m) {
   T sum = 0;
   for (int64_t k = 0; k < n; ++k) {
-    y[k] = std::exp(y[k] - m);
+    y[k] = VectorExp(y[k] - m);
     sum += y[k];
   }
   return sum;
@@ -268,7 +269,7 @@ absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
         const T m = RowMax(xr, kk);
         // The sum is not stored: y may alias x (in place).
         T sum = 0;
-        for (int64_t k = 0; k < kk; ++k) sum += std::exp(xr[k] - m);
+        for (int64_t k = 0; k < kk; ++k) sum += VectorExp(xr[k] - m);
         const T shift = m + std::log(sum);
         for (int64_t k = 0; k < kk; ++k) y[k] = xr[k] - shift;
       }

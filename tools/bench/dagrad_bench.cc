@@ -106,7 +106,7 @@ void BM_ToyTrainStep(benchmark::State& state) {
 
 void Register() {
   auto ms = [](benchmark::internal::Benchmark* b) {
-    b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
   };
   ms(benchmark::RegisterBenchmark("matmul_1024", BM_Matmul1024));
   for (const auto& [B, T, D, H] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{32, 64, 128, 4},

@@ -1,0 +1,55 @@
+// ops/vector_math.h
+//
+// VectorExp: exp written in plain arithmetic so that loops calling it
+// vectorise (glibc's expf is a scalar call unless -ffast-math, which dagrad
+// does not use). float: Cody-Waite range reduction and the degree-6
+// polynomial of Cephes' expf (error within 2 ulp); exactly 0 below the
+// smallest normal result, so masked softmax positions (-inf) stay exactly
+// zero; +inf above the largest; NaN stays NaN. double: std::exp (gradient
+// checks want it exact).
+//
+//   for (int64_t k = 0; k < n; ++k) y[k] = VectorExp(x[k] - m);
+
+#ifndef DAGRAD_OPS_VECTOR_MATH_H_
+#define DAGRAD_OPS_VECTOR_MATH_H_
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace dagrad {
+
+inline float VectorExp(float x) {
+  constexpr float kLo = -87.33654f, kHi = 88.72283f;
+  // Clamp with comparisons that map NaN to a finite bound (fminf/fmaxf would
+  // be library calls here, and block vectorisation).
+  float xc = x >= kLo ? x : kLo;
+  xc = xc <= kHi ? xc : kHi;
+  const float n = std::nearbyint(xc * 1.44269504088896341f);
+  // Cody-Waite: r = x - n ln2 in two parts, exact for |n| < 2^8.
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  // 2^n from its exponent bits (n + 127 lies in [1, 254] after the clamp,
+  // but 2^128 is needed at the top: scale by 2^(n-1) twice there).
+  const int32_t e = static_cast<int32_t>(n);
+  const int32_t half = e >> 1;
+  const int32_t bits_a = (half + 127) << 23, bits_b = (e - half + 127) << 23;
+  float sa, sb;
+  std::memcpy(&sa, &bits_a, 4);
+  std::memcpy(&sb, &bits_b, 4);
+  const float y = p * sa * sb;
+  const float result = x < kLo ? 0.0f : (x > kHi ? INFINITY : y);
+  return x != x ? x : result;
+}
+
+inline double VectorExp(double x) { return std::exp(x); }
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_VECTOR_MATH_H_
