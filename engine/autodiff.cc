@@ -24,6 +24,57 @@ std::string PathToLoss(const Graph& g, NodeId id, const std::vector<NodeId>& tow
   return absl::StrJoin(path, " -> ");
 }
 
+// SumGradients adds the gradients that reached one node. When they all come
+// from slices (unslice nodes) that tile the node along one axis — the
+// pieces of a split, like q, k and v of a packed projection — their sum is
+// the concatenation of the pieces, which costs one copy instead of zero-
+// filled buffers and additions.
+Value SumGradients(const std::vector<Value>& grads) {
+  if (grads.size() > 1) {
+    struct Piece {
+      int64_t start, end;
+      Value grad;
+    };
+    std::vector<Piece> pieces;
+    const Node& first = grads[0].node();
+    for (const Value& g : grads) {
+      const Node& n = g.node();
+      if (n.kind != NodeKind::kOp || n.op->name != "unslice" || n.attrs.GetInt("step", 1) != 1 ||
+          n.attrs.GetInt("axis") != first.attrs.GetInt("axis") || n.shape != first.shape) {
+        pieces.clear();
+        break;
+      }
+      Value piece = g.graph()->value(n.inputs[0]);
+      const int axis = static_cast<int>(n.attrs.GetInt("axis") < 0
+                                            ? n.attrs.GetInt("axis") + n.shape.rank()
+                                            : n.attrs.GetInt("axis"));
+      const int64_t len = n.shape[axis];
+      int64_t start = n.attrs.GetInt("start");
+      if (start < 0) start += len;
+      pieces.push_back({start, start + piece.dim(axis), piece});
+    }
+    std::sort(pieces.begin(), pieces.end(),
+              [](const Piece& a, const Piece& b) { return a.start < b.start; });
+    bool tiles = !pieces.empty() && pieces.front().start == 0;
+    for (size_t i = 1; tiles && i < pieces.size(); ++i) {
+      tiles = pieces[i].start == pieces[i - 1].end;
+    }
+    if (tiles) {
+      const int axis = static_cast<int>(first.attrs.GetInt("axis"));
+      const int rank = first.shape.rank();
+      tiles = pieces.back().end == first.shape[axis < 0 ? axis + rank : axis];
+    }
+    if (tiles) {
+      std::vector<Value> parts;
+      for (const Piece& p : pieces) parts.push_back(p.grad);
+      return Concat(parts, first.attrs.GetInt("axis"));
+    }
+  }
+  Value sum = grads[0];
+  for (size_t i = 1; i < grads.size(); ++i) sum = Add(sum, grads[i]);
+  return sum;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Value>> Gradients(Value loss, absl::Span<const Value> wrt,
@@ -97,8 +148,7 @@ absl::StatusOr<std::vector<Value>> Gradients(Value loss, absl::Span<const Value>
     if (pending[id].empty()) continue;
     const Node& node = g.node(id);
     g.SetScopePath(node.scope.empty() ? "grad" : absl::StrCat("grad/", node.scope));
-    Value sum = pending[id][0];
-    for (size_t i = 1; i < pending[id].size(); ++i) sum = Add(sum, pending[id][i]);
+    Value sum = SumGradients(pending[id]);
     pending[id].clear();
     if (!sum.ok()) {
       restore_scope();

@@ -10,7 +10,8 @@
 //   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, {w}));
 //   // grads[0] has w's shape; compile it like any other value.
 //
-// Gradients reaching a node along several paths are summed. Broadcasting is
+// Gradients reaching a node along several paths are summed (gradients of
+// slices that tile a value are concatenated instead: the same sum, cheaper). Broadcasting is
 // undone here, once: a rule may return a gradient of its output's shape for
 // a broadcast input, and it is summed back to the input's shape. A value
 // the loss does not depend on gets a null Value (no zeros are computed).

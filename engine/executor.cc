@@ -271,7 +271,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
   }
   auto ref = [&](NodeId id) {
     const Node& n = graph_.node(id);
-    return TensorRef{base[info.root[id]], n.dtype, &n.shape};
+    return TensorRef{static_cast<char*>(base[info.root[id]]) + info.offset[id], n.dtype, &n.shape};
   };
 
   RunContext run{options.training, options_.seed, options.step, device_->stream()};

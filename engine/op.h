@@ -17,6 +17,7 @@
 #define DAGRAD_ENGINE_OP_H_
 
 #include <cstdint>
+#include <optional>
 #include "absl/strings/string_view.h"
 #include <vector>
 
@@ -105,6 +106,11 @@ struct GradContext {
 // the output where the input was broadcast: autodiff reduces it.
 using GradFn = std::vector<Value> (*)(const GradContext&);
 
+// A ViewFn says whether a node's output can alias its input 0 — the same
+// bytes, from a byte offset — and returns that offset, or nullopt when this
+// node must copy (a slice that is not contiguous, say).
+using ViewFn = std::optional<int64_t> (*)(const Node& node, const Node& input);
+
 struct OpDef {
   absl::string_view name;       // "matmul": unique, used in paths and errors
   absl::string_view dot_label;  // "MatMul": what DOT prints
@@ -115,7 +121,7 @@ struct OpDef {
   bool differentiable = true;   // false: gradients stop here
   uint32_t nondiff_inputs = 0;  // bit i: input i takes no gradient (masks)
   bool inplace = false;         // the output may reuse input 0's buffer
-  bool view = false;            // the output aliases input 0 (same bytes)
+  ViewFn view = nullptr;        // the output may alias input 0 (see ViewFn)
   bool random = false;          // reads the run's RNG: never folded or merged
   uint32_t mutates = 0;         // bit i: the op writes input i (a variable)
 };

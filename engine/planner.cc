@@ -1,6 +1,7 @@
 #include "engine/planner.h"
 
 #include <algorithm>
+#include <optional>
 #include <queue>
 
 #include "absl/strings/str_cat.h"
@@ -65,7 +66,7 @@ std::vector<NodeId> Order(const Graph& graph, const std::vector<bool>& needed) {
     if (!needed[id]) continue;
     const Node& node = graph.node(id);
     if (node.is_variable()) var_of[id] = id;
-    if (node.kind == NodeKind::kOp && node.op->view && node.inputs[0] != kNoNode) {
+    if (node.kind == NodeKind::kOp && node.op->view != nullptr && node.inputs[0] != kNoNode) {
       var_of[id] = var_of[node.inputs[0]];
     }
     for (NodeId in : node.inputs) {
@@ -221,15 +222,16 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
 
   // Schedule positions and the last position each node is read at.
   std::vector<int> pos(n, -1), last_read(n, -1);
+  std::vector<NodeId> ops;  // every op to run or to alias, in order
   for (NodeId id : order) {
     const Node& node = graph.node(id);
     if (node.kind == NodeKind::kOp && !is_const[id]) {
-      pos[id] = static_cast<int>(plan.steps.size());
-      plan.steps.push_back(id);
+      pos[id] = static_cast<int>(ops.size());
+      ops.push_back(id);
     }
   }
-  const int end = static_cast<int>(plan.steps.size());
-  for (NodeId id : plan.steps) {
+  const int end = static_cast<int>(ops.size());
+  for (NodeId id : ops) {
     for (NodeId in : graph.node(id).inputs) {
       if (in != kNoNode) last_read[in] = std::max(last_read[in], pos[id]);
     }
@@ -239,6 +241,7 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
   // Storage: external roots for inputs, variables and constants; arena roots
   // for op outputs, shared by views and in-place outputs.
   plan.root.assign(n, -1);
+  plan.offset.assign(n, 0);
   std::vector<int> root_last(0);  // per root: last read of any alias
   std::vector<int> root_begin(0);
   auto new_root = [&](Storage s, int begin) {
@@ -264,12 +267,17 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
     }
     root_last[plan.root[id]] = last_read[id];
   }
-  for (NodeId id : plan.steps) {
+  for (NodeId id : ops) {
     const Node& node = graph.node(id);
     const NodeId in0 = node.inputs.empty() ? kNoNode : node.inputs[0];
     int32_t root = -1;
-    if (node.op->view && in0 != kNoNode) {
+    std::optional<int64_t> view_offset;
+    if (node.op->view != nullptr && in0 != kNoNode) {
+      view_offset = node.op->view(node, graph.node(in0));
+    }
+    if (view_offset.has_value()) {
       root = plan.root[in0];
+      plan.offset[id] = plan.offset[in0] + *view_offset;
       ++plan.num_views;
     } else if (NodeBytes(node) == 0) {
       root = new_root({Storage::Kind::kNone, 0, id}, pos[id]);
@@ -287,6 +295,7 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
       }
       if (in_place) {
         root = r0;
+        plan.offset[id] = plan.offset[in0];
         ++plan.num_in_place;
       } else {
         root = new_root({Storage::Kind::kArena, 0, id}, pos[id]);
@@ -294,6 +303,7 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
     }
     plan.root[id] = root;
     root_last[root] = std::max(root_last[root], last_read[id]);
+    if (!view_offset.has_value()) plan.steps.push_back(id);
   }
 
   std::vector<Interval> intervals;

@@ -11,7 +11,8 @@
 //      are evaluated once, here, and become constants of the plan;
 //   4. place: each remaining intermediate gets an offset in one arena.
 //      Buffers whose lifetimes do not overlap share bytes (greedy by size);
-//      a view op (reshape) aliases its input; an in-place op (elementwise)
+//      a view (a reshape, a contiguous slice) aliases its input's bytes and
+//      is never run; an in-place op (elementwise)
 //      writes over its first input when that input dies there.
 //
 // The plan knows its peak arena bytes and the bytes all intermediates would
@@ -50,12 +51,15 @@ struct PlanOptions {
 
 struct ExecutionPlan {
   std::vector<NodeId> fetches;
-  std::vector<NodeId> steps;         // op nodes to run, in order
+  std::vector<NodeId> steps;         // op nodes to run, in order (views are not run)
   std::vector<NodeId> inputs;        // input nodes the plan reads
   std::vector<NodeId> variables;     // variable nodes the plan touches
   // root[id] indexes `storage` for every node the plan touches (-1 else);
   // views and in-place outputs share their input's root.
   std::vector<int32_t> root;
+  // offset[id] is the node's byte offset within its root's bytes (a slice
+  // viewing part of its input).
+  std::vector<int64_t> offset;
   std::vector<Storage> storage;
   // Folded (and graph) constants the plan reads, by node id.
   absl::flat_hash_map<NodeId, Tensor> constants;

@@ -52,8 +52,10 @@ absl::StatusOr<TensorType> InferReshape(const InferContext& ctx) {
   return TensorType{ctx.in(0).dtype, Shape(dims)};
 }
 
-// A view: the executor hands the kernel the input's own bytes. The copy
-// runs only where the output has bytes of its own (constant folding).
+std::optional<int64_t> ReshapeView(const Node&, const Node&) { return 0; }
+
+// Views are not run by the executor; the kernel runs where the output has
+// bytes of its own (constant folding), and copies.
 absl::Status ViewKernel(const KernelContext& ctx) {
   if (ctx.output.data != ctx.in(0).data && ctx.output.nbytes() > 0) {
     std::memcpy(ctx.output.data, ctx.in(0).data, ctx.output.nbytes());
@@ -67,7 +69,7 @@ std::vector<Value> ReshapeGrad(const GradContext& c) {
 
 const OpDef kReshape = {.name = "reshape", .dot_label = "Reshape",
                         .infer = InferReshape, .cpu = ViewKernel,
-                        .grad = ReshapeGrad, .view = true};
+                        .grad = ReshapeGrad, .view = ReshapeView};
 
 // ---- permute ---------------------------------------------------------------
 
@@ -297,8 +299,21 @@ std::vector<Value> SliceGrad(const GradContext& c) {
   return {Unslice(c.grad, c.inputs[0].shape(), c.attrs())};
 }
 
+// A slice with step 1 whose axes before `axis` all have extent 1 is one
+// contiguous block of its input: a view at the block's offset.
+std::optional<int64_t> SliceView(const Node& node, const Node& input) {
+  auto spec = ResolveSlice(node.attrs, input.shape);
+  if (!spec.ok() || spec->step != 1) return std::nullopt;
+  int64_t inner = SizeOf(input.dtype);
+  for (int d = 0; d < input.shape.rank(); ++d) {
+    if (d < spec->axis && input.shape[d] != 1) return std::nullopt;
+    if (d > spec->axis) inner *= input.shape[d];
+  }
+  return spec->start * inner;
+}
+
 const OpDef kSlice = {.name = "slice", .dot_label = "Slice", .infer = InferSlice,
-                      .cpu = SliceKernel, .grad = SliceGrad};
+                      .cpu = SliceKernel, .grad = SliceGrad, .view = SliceView};
 
 // unslice(g): zeros of the full shape with g written where the slice was.
 absl::StatusOr<TensorType> InferUnslice(const InferContext& ctx) {

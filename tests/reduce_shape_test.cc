@@ -121,3 +121,52 @@ TEST(Shape, Errors) {
 
 }  // namespace
 }  // namespace dagrad::testing
+
+namespace dagrad::testing {
+namespace {
+
+TEST(Shape, ContiguousSlicesAreViewsOthersCopies) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {4, 3});
+  Value e = Exp(x);
+  Value rows = Slice(e, 0, 1, 3);     // rows 1..2: one contiguous block
+  Value cols = Slice(Slice(e, 0, 0, 2), 1, 0, 2);  // columns: strided
+  Value y = Concat({rows * 2.0, cols}, 1);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  EXPECT_EQ(plan->info().root[rows.id()], plan->info().root[e.id()]);
+  EXPECT_EQ(plan->info().offset[rows.id()], 3 * 4);
+  EXPECT_NE(plan->info().root[cols.id()], plan->info().root[e.id()]);
+  const std::vector<float> xs = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, T<float>({4, 3}, xs)}}));
+  std::vector<double> want;
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) want.push_back(2 * std::exp(xs[(r + 1) * 3 + c]));
+    for (int c = 0; c < 2; ++c) want.push_back(std::exp(xs[r * 3 + c]));
+  }
+  ExpectAllClose(out[0], want, 1e-6, 0, "rows*2 | cols");
+}
+
+TEST(Autodiff, GradientsOfSlicesThatTileAValueAreConcatenated) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {6, 2});
+  Value a = Slice(x, 0, 0, 2), b = Slice(x, 0, 2, 3), c = Slice(x, 0, 3, 6);
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(a * 1.0) + Sum(b * 2.0) + Sum(c * 3.0), {x}));
+  EXPECT_EQ(grads[0].node().op->name, "concat");
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0]}, {{x, Random(DType::kFloat64, {6, 2}, 1)}}));
+  ExpectAllClose(out[0], {1, 1, 1, 1, 2, 2, 3, 3, 3, 3, 3, 3}, 0, 0, "d/dx");
+  // Overlapping slices are summed as usual.
+  ASSERT_OK_AND_ASSIGN(auto sums, Gradients(Sum(Slice(x, 0, 0, 4)) + Sum(Slice(x, 0, 2, 6)), {x}));
+  EXPECT_NE(sums[0].node().op->name, "concat");
+  ASSERT_OK_AND_ASSIGN(out, RunOnce(g, {sums[0]}, {{x, Random(DType::kFloat64, {6, 2}, 1)}}));
+  ExpectAllClose(out[0], {1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1}, 0, 0, "overlap");
+}
+
+DAGRAD_GRADCHECK(split_pieces_concatenated_gradient, {{"x", {5, 3}}},
+                 [](Graph&, const std::vector<Value>& in) {
+                   Value a = Slice(in[0], 0, 0, 2), b = Slice(in[0], 0, 2, 5);
+                   return Concat({Tanh(b), a * a}, 0);
+                 });
+
+}  // namespace
+}  // namespace dagrad::testing
