@@ -105,12 +105,27 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
   auto rows = [&](Value packed, int64_t part) {
     return packed.is_null() ? Value() : Slice(packed, 0, part * E, (part + 1) * E);
   };
-  Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
-  Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
-  Value wv = in_proj_weight_.is_null() ? v_proj_weight_ : rows(in_proj_weight_, 2);
-  Value q = SplitHeads(Linear(query, wq, rows(in_proj_bias_, 0)));
-  Value k = SplitHeads(Linear(key, wk, rows(in_proj_bias_, 1)));
-  Value v = SplitHeads(Linear(value, wv, rows(in_proj_bias_, 2)));
+  Value q, k, v;
+  const int64_t B = query.dim(0), H = config_.num_heads, Dh = head_dim();
+  if (!in_proj_weight_.is_null() && query == key && key == value) {
+    // Self-attention: one product with the packed weight gives q, k and v
+    // side by side; one permute splits them into heads, (3, B, H, T, Dh),
+    // and q, k, v are views of its three blocks (their gradients are
+    // concatenated back, not summed).
+    const int64_t T = query.dim(1);
+    Value qkv = Linear(query, in_proj_weight_, in_proj_bias_);  // (B, T, 3E)
+    Value heads = Permute(Reshape(qkv, {B, T, 3, H, Dh}), {2, 0, 3, 1, 4});
+    q = Reshape(Slice(heads, 0, 0, 1), {B, H, T, Dh});
+    k = Reshape(Slice(heads, 0, 1, 2), {B, H, T, Dh});
+    v = Reshape(Slice(heads, 0, 2, 3), {B, H, T, Dh});
+  } else {
+    Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
+    Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
+    Value wv = in_proj_weight_.is_null() ? v_proj_weight_ : rows(in_proj_weight_, 2);
+    q = SplitHeads(Linear(query, wq, rows(in_proj_bias_, 0)));
+    k = SplitHeads(Linear(key, wk, rows(in_proj_bias_, 1)));
+    v = SplitHeads(Linear(value, wv, rows(in_proj_bias_, 2)));
+  }
   if (config_.rotary) {
     q = ApplyRotary(q, config_.rotary_base);
     k = ApplyRotary(k, config_.rotary_base);
