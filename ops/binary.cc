@@ -5,6 +5,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
+#include "ops/int_math.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
 
@@ -39,10 +40,11 @@ absl::StatusOr<TensorType> InferLogic(const InferContext& c) {
   return InferBinary(c, Want::kBool, true);
 }
 
-struct AddFn { template <typename T> T operator()(T a, T b) const { return a + b; } };
-struct SubFn { template <typename T> T operator()(T a, T b) const { return a - b; } };
-struct MulFn { template <typename T> T operator()(T a, T b) const { return a * b; } };
-struct DivFn { template <typename T> T operator()(T a, T b) const { return a / b; } };
+// Integer arithmetic wraps around (ops/int_math.h).
+struct AddFn { template <typename T> T operator()(T a, T b) const { return WrapAdd(a, b); } };
+struct SubFn { template <typename T> T operator()(T a, T b) const { return WrapSub(a, b); } };
+struct MulFn { template <typename T> T operator()(T a, T b) const { return WrapMul(a, b); } };
+struct DivFn { template <typename T> T operator()(T a, T b) const { return WrapDiv(a, b); } };
 struct MaxFn { template <typename T> T operator()(T a, T b) const { return std::max(a, b); } };
 struct MinFn { template <typename T> T operator()(T a, T b) const { return std::min(a, b); } };
 struct EqFn { template <typename T> bool operator()(T a, T b) const { return a == b; } };

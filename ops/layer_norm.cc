@@ -122,7 +122,8 @@ absl::Status LayerNormKernel(const KernelContext& ctx) {
     const T* beta = ctx.has(2) ? ctx.in(2).as<T>() : nullptr;
     T* y = ctx.output.as<T>();
     const double eps = ctx.attrs().GetFloat("eps");
-    const auto [rows, d] = RowsOf(ctx.in(0));
+    const Rows shape = RowsOf(ctx.in(0));
+    const int64_t rows = shape.rows, d = shape.d;
     // Each row is read whole (for its moments) before any of it is written,
     // and then elementwise, so y may be x's buffer (the op is in place).
     ParallelFor(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(d, 1)),

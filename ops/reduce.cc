@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ops/elementwise.h"
+#include "ops/int_math.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/reduce.h"
@@ -42,6 +43,15 @@ absl::StatusOr<TensorType> InferReduce(const InferContext& ctx) {
                     KeptShape(ctx.in(0).shape, *axes, ctx.attrs.GetBool("keepdims"))};
 }
 
+// Mean is defined for floats only, as torch.mean.
+absl::StatusOr<TensorType> InferMean(const InferContext& ctx) {
+  if (!IsFloating(ctx.in(0).dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mean needs a float input, got ", DTypeName(ctx.in(0).dtype), "; Cast it first"));
+  }
+  return InferReduce(ctx);
+}
+
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
@@ -61,8 +71,8 @@ void ReduceContiguous(Reduction r, const T* x, T* y, int64_t outer, int64_t mid,
           y[o] = m;
         } else {
           Acc<T> s = 0;
-          for (int64_t i = 0; i < mid; ++i) s += row[i];
-          y[o] = static_cast<T>(s * scale);
+          for (int64_t i = 0; i < mid; ++i) s = WrapAdd<Acc<T>>(s, row[i]);
+          y[o] = std::is_integral_v<T> ? static_cast<T>(s) : static_cast<T>(s * scale);
         }
       }
     });
@@ -83,7 +93,7 @@ void ReduceContiguous(Reduction r, const T* x, T* y, int64_t outer, int64_t mid,
         if (is_max) {
           for (int64_t j = j0; j < j1; ++j) out[j] = std::max(out[j], src[j]);
         } else {
-          for (int64_t j = j0; j < j1; ++j) out[j] += src[j];
+          for (int64_t j = j0; j < j1; ++j) out[j] = WrapAdd(out[j], src[j]);
         }
       }
       if (scale != 1.0) {
@@ -122,16 +132,16 @@ void ReduceGeneral(Reduction r, const T* x, T* y, const Shape& in,
         if (r == Reduction::kMax) {
           m = std::max(m, x[off]);
         } else {
-          s += x[off];
+          s = WrapAdd<Acc<T>>(s, x[off]);
         }
         for (int a = static_cast<int>(axes.size()) - 1; a >= 0; --a) {
           if (++idx[a] < in[axes[a]]) break;
           idx[a] = 0;
         }
       }
-      y[o] = r == Reduction::kMax ? m
-             : r == Reduction::kMean ? static_cast<T>(count ? s / static_cast<double>(count) : 0)
-                                     : static_cast<T>(s);
+      y[o] = r == Reduction::kMax               ? m
+             : r == Reduction::kMean && count > 0 ? static_cast<T>(s / static_cast<double>(count))
+                                                  : static_cast<T>(s);
     }
   });
 }
@@ -197,7 +207,7 @@ std::vector<Value> MaxGrad(const GradContext& c) {
 
 const OpDef kSum = {.name = "sum", .dot_label = "Sum", .infer = InferReduce,
                     .cpu = ReduceKernel<Reduction::kSum>, .grad = SumGrad};
-const OpDef kMean = {.name = "mean", .dot_label = "Mean", .infer = InferReduce,
+const OpDef kMean = {.name = "mean", .dot_label = "Mean", .infer = InferMean,
                      .cpu = ReduceKernel<Reduction::kMean>, .grad = MeanGrad};
 const OpDef kMax = {.name = "max", .dot_label = "Max", .infer = InferReduce,
                     .cpu = ReduceKernel<Reduction::kMax>, .grad = MaxGrad};

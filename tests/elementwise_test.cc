@@ -159,3 +159,29 @@ TEST(Elementwise, BuilderErrorsNameOpAndShapes) {
 
 }  // namespace
 }  // namespace dagrad::testing
+
+namespace dagrad::testing {
+namespace {
+
+// Found by the graph fuzzer: integer arithmetic must wrap, not be undefined.
+TEST(Elementwise, IntegerArithmeticWrapsAround) {
+  Graph g;
+  Value a = g.Input("a", DType::kInt32, {3});
+  Value b = g.Input("b", DType::kInt32, {3});
+  const int32_t kMin = std::numeric_limits<int32_t>::min();
+  const int32_t kMax = std::numeric_limits<int32_t>::max();
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Add(a, b), Sub(a, b), Mul(a, b), Div(a, b), Sum(a)},
+                                         {{a, T<int32_t>({3}, {kMin, kMax, kMin})},
+                                          {b, T<int32_t>({3}, {kMin, 1, -1})}}));
+  EXPECT_EQ(out[0].ToVector<int32_t>(), (std::vector<int32_t>{0, kMin, kMax}));
+  EXPECT_EQ(out[1].ToVector<int32_t>(), (std::vector<int32_t>{0, kMax - 1, kMin + 1}));
+  EXPECT_EQ(out[2].ToVector<int32_t>(), (std::vector<int32_t>{0, kMax, kMin}));
+  EXPECT_EQ(out[3].ToVector<int32_t>(), (std::vector<int32_t>{1, kMax, kMin}));
+  EXPECT_EQ(out[4].ToVector<int32_t>(), (std::vector<int32_t>{static_cast<int32_t>(
+                                            int64_t{kMin} + kMax + kMin)}));
+  EXPECT_STATUS(Mean(a).status(), absl::StatusCode::kInvalidArgument,
+                "mean needs a float input, got int32");
+}
+
+}  // namespace
+}  // namespace dagrad::testing

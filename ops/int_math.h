@@ -1,0 +1,59 @@
+// ops/int_math.h
+//
+// Integer arithmetic that wraps around (two's complement), as numpy and
+// PyTorch do, instead of C++'s undefined behaviour on signed overflow. For
+// floating-point types these are the ordinary operations.
+//
+//   WrapAdd<int32_t>(INT32_MAX, 1) == INT32_MIN
+
+#ifndef DAGRAD_OPS_INT_MATH_H_
+#define DAGRAD_OPS_INT_MATH_H_
+
+#include <type_traits>
+
+namespace dagrad {
+
+template <typename T>
+inline T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <typename T>
+inline T WrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return a - b;
+  }
+}
+
+template <typename T>
+inline T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
+// WrapDiv truncates toward zero; the one overflowing case, MIN / -1, wraps
+// to MIN (x86 would trap on it). The divisor must not be 0 for integers.
+template <typename T>
+inline T WrapDiv(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return b == T(-1) ? WrapSub(T(0), a) : a / b;
+  } else {
+    return a / b;
+  }
+}
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_INT_MATH_H_
