@@ -38,6 +38,9 @@ absl::Status TrainConfig::Validate() const {
   if (!(lr > 0) || !std::isfinite(lr)) return bad(absl::StrCat("lr must be > 0, got ", lr));
   if (warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", warmup));
   if (eval_size < 1) return bad(absl::StrCat("eval_size must be >= 1, got ", eval_size));
+  if (memory_limit_bytes < 0) {
+    return bad(absl::StrCat("memory limit must be >= 0, got ", memory_limit_bytes));
+  }
   if (optimizer.weight_decay < 0) {
     return bad(absl::StrCat("weight_decay must be >= 0, got ", optimizer.weight_decay));
   }
@@ -135,7 +138,10 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
 
-  exec_ = std::make_unique<Executor>(g, std::move(device), ExecutorOptions{.seed = c.seed});
+  exec_ = std::make_unique<Executor>(g, std::move(device),
+                                     ExecutorOptions{.seed = c.seed,
+                                                     .check_numerics = c.check_numerics,
+                                                     .memory_limit_bytes = c.memory_limit_bytes});
   std::vector<Value> train_fetches = {loss_, logits_};
   if (!ts_.grad_norm.is_null()) train_fetches.push_back(ts_.grad_norm);
   DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile(train_fetches, ts_.updates));

@@ -45,6 +45,9 @@ struct TrainConfig {
   double final_lr_fraction = 0.1;
   uint64_t seed = 0;
   int64_t eval_size = 512;  // held-out sequences, drawn from EvalSeed(seed)
+  // Debugging and limits; they do not change the numbers of a run.
+  bool check_numerics = false;     // stop at the first node producing NaN/Inf
+  int64_t memory_limit_bytes = 0;  // device bytes the executor may use; 0: no limit
 
   // Validate returns InvalidArgument naming the first bad field.
   absl::Status Validate() const;

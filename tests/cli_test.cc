@@ -294,3 +294,17 @@ TEST(Cli, DotWritesAndRendersEveryBuiltInModel) {
 
 }  // namespace
 }  // namespace dagrad::testing
+
+namespace dagrad::testing {
+namespace {
+
+TEST(Cli, CheckNumericsNamesTheFirstBadNode) {
+  const std::string dir = FreshDir("numerics");
+  const Result r = Dagrad(absl::StrCat(kTiny, "--lr=1e30 --check_numerics --out=", dir));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("check_numerics: "));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("produced"));
+}
+
+}  // namespace
+}  // namespace dagrad::testing

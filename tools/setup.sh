@@ -5,13 +5,18 @@
 #
 #   bash tools/setup.sh            # build + test dependencies
 #   bash tools/setup.sh --torch    # also python3-torch (goldens, benchmarks)
+#   bash tools/setup.sh --fuzz     # also clang and libFuzzer (the fuzz targets)
 set -euo pipefail
 
 packages=(build-essential cmake libabsl-dev libblis-dev libgtest-dev libgmock-dev
           libbenchmark-dev nlohmann-json3-dev graphviz)
-if [[ "${1:-}" == "--torch" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --torch) packages+=(python3-torch python3-numpy) ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "tools/setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

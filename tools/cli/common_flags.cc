@@ -14,7 +14,22 @@ ABSL_FLAG(std::string, out, "",
           "dot: the .dot file to write (required); train: the output directory "
           "(empty: runs/train)");
 
+ABSL_FLAG(bool, check_numerics, false,
+          "stop at the first node (forward or backward) that produces NaN or Inf, and name it");
+ABSL_FLAG(int64_t, memory_limit_mb, 0,
+          "fail with a clear error instead of using more than this many MiB (0: no limit)");
+
 namespace dagrad::cli {
+
+absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags() {
+  const int64_t mb = absl::GetFlag(FLAGS_memory_limit_mb);
+  if (mb < 0 || mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory_limit_mb must be in [0, 2^40], got ", mb));
+  }
+  return ExecutorOptions{.check_numerics = absl::GetFlag(FLAGS_check_numerics),
+                         .memory_limit_bytes = mb << 20};
+}
 
 absl::Status ApplyThreadsFlag() {
   const int threads = absl::GetFlag(FLAGS_threads);

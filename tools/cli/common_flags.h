@@ -9,15 +9,23 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/executor.h"
 
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(bool, check_numerics);
+ABSL_DECLARE_FLAG(int64_t, memory_limit_mb);
 
 namespace dagrad::cli {
 
 // ApplyThreadsFlag sets the CPU thread count from --threads (0 = one per
 // core); InvalidArgument for a negative value.
 absl::Status ApplyThreadsFlag();
+
+// ExecutorOptionsFromFlags returns --check_numerics and --memory_limit_mb as
+// executor options; InvalidArgument for a negative limit.
+absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags();
 
 // DescribeCuda says whether CUDA is built in and which devices it sees.
 std::string DescribeCuda();

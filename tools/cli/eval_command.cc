@@ -86,7 +86,7 @@ absl::Status CheckInputs(const SafetensorsFile& in, const models::ToyConfig& c,
 }
 
 absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
-                      const std::string& output) {
+                      const std::string& output, const ExecutorOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadSafetensors(checkpoint));
   absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromMetadata(ckpt.metadata);
   if (!config.ok()) {
@@ -114,7 +114,7 @@ absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
     fetches.insert(fetches.end(), grads.begin(), grads.end());
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
-  Executor exec(g);
+  Executor exec(g, options);
   DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, model.parameters(), ckpt, checkpoint));
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile(fetches));
   Feeds feeds = {{tok, tokens}};
@@ -144,8 +144,10 @@ int RunEval() {
         std::pair{"output", absl::GetFlag(FLAGS_output)}}) {
     if (value.empty()) return UsageError(cmd, absl::StrCat("--", flag, " is required"));
   }
+  absl::StatusOr<ExecutorOptions> options = ExecutorOptionsFromFlags();
+  if (!options.ok()) return UsageError(cmd, std::string(options.status().message()));
   absl::Status st = Evaluate(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_input),
-                             absl::GetFlag(FLAGS_output));
+                             absl::GetFlag(FLAGS_output), *options);
   if (!st.ok()) return Failure(cmd, st);
   std::cout << "wrote " << absl::GetFlag(FLAGS_output) << "\n";
   return kExitOk;
@@ -155,7 +157,8 @@ int RunEval() {
 
 Command EvalCommand() {
   return {"eval", "run a trained model on tokens from a safetensors file (eval mode)",
-          {"checkpoint", "input", "output", "threads"}, RunEval};
+          {"checkpoint", "input", "output", "threads", "check_numerics", "memory_limit_mb"},
+          RunEval};
 }
 
 }  // namespace dagrad::cli

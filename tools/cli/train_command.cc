@@ -106,6 +106,10 @@ int RunTrain() {
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
   absl::StatusOr<models::TrainConfig> config = ConfigFromFlags();
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
+  absl::StatusOr<ExecutorOptions> exec_options = ExecutorOptionsFromFlags();
+  if (!exec_options.ok()) return UsageError(cmd, std::string(exec_options.status().message()));
+  config->check_numerics = exec_options->check_numerics;
+  config->memory_limit_bytes = exec_options->memory_limit_bytes;
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/train" : absl::GetFlag(FLAGS_out);
   const int64_t eval_every = absl::GetFlag(FLAGS_eval_every);
   std::error_code ec;
@@ -180,7 +184,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task",
           {"task", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "seed", "out",
-           "resume", "eval_every", "stop_after", "threads"},
+           "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb"},
           RunTrain};
 }
 
