@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "engine/op.h"
 
@@ -87,12 +88,24 @@ Value Graph::AddNode(Node node) {
   return Value(this, nodes_.back().id, -1);
 }
 
+namespace {
+
+// NameError explains why `name` cannot name a node at `path`, or is empty.
+std::string NameError(absl::string_view name, const std::string& path,
+                      const absl::flat_hash_map<std::string, NodeId>& by_path) {
+  if (name.empty()) return "empty name";
+  if (absl::StrContains(name, '/')) return "a name must not contain '/' (use a scope)";
+  if (by_path.contains(path)) return "duplicate path";
+  return "";
+}
+
+}  // namespace
+
 Value Graph::Input(absl::string_view name, DType dtype, const Shape& shape) {
   const std::string path = scope_.empty() ? std::string(name)
                                           : absl::StrCat(scope_, "/", name);
-  if (name.empty() || by_path_.contains(path)) {
-    return Error(absl::InvalidArgumentError(absl::StrCat(
-        "input '", path, "': ", name.empty() ? "empty name" : "duplicate path")));
+  if (std::string why = NameError(name, path, by_path_); !why.empty()) {
+    return Error(absl::InvalidArgumentError(absl::StrCat("input '", path, "': ", why)));
   }
   if (auto n = ValidateDims(shape.dims()); !n.ok()) {
     return Error(absl::InvalidArgumentError(
@@ -111,9 +124,8 @@ Value Graph::AddVariable(absl::string_view name, const Shape& shape,
   const std::string path = scope_.empty() ? std::string(name)
                                           : absl::StrCat(scope_, "/", name);
   const char* what = trainable ? "parameter" : "variable";
-  if (name.empty() || by_path_.contains(path)) {
-    return Error(absl::InvalidArgumentError(absl::StrCat(
-        what, " '", path, "': ", name.empty() ? "empty name" : "duplicate path")));
+  if (std::string why = NameError(name, path, by_path_); !why.empty()) {
+    return Error(absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': ", why)));
   }
   if (trainable && !IsFloating(dtype)) {
     return Error(absl::InvalidArgumentError(absl::StrCat(

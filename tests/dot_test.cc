@@ -296,7 +296,7 @@ const OpDef kWeird = {
 };
 
 const char* const kHostile[] = {
-    "q\"uote",  "back\\slash\\N\\G\\L", "new\nline\r", "<b>{x|y}</b>", "amp&lt;&#65;",
+    "q\"uote",  "back\\slash\\N\\G\\L", "new\nline\r", "<b>{x|y}<\\b>", "amp&lt;&#65;",
     "\xc3\xa9\xe6\x97\xa5\xe6\x9c\xac\xf0\x9f\x99\x82", "ctl\x01\x7f\x1b[31m", "bad\xff\xfeutf8",
     "c1\xc2\x85", "\"];\nevil -> x [label=\"", "}", "\\", " ", "cluster_x", "n0"};
 
@@ -338,7 +338,7 @@ TEST(Dot, HostileNamesCannotBreakTheFile) {
   EXPECT_THAT(dot, HasSubstr("subgraph cluster_cluster_5fx {"));
   EXPECT_THAT(dot, HasSubstr("subgraph cluster_n0 {"));
   // Collapsed hostile scopes are boxes with escaped labels.
-  EXPECT_THAT(dot, HasSubstr("collapsed__3cb_3e_7bx_7cy_7d_3c_2fb_3e [label=\"<b>{x|y}</b>\\n"));
+  EXPECT_THAT(dot, HasSubstr("collapsed__3cb_3e_7bx_7cy_7d_3c_5cb_3e [label=\"<b>{x|y}<\\\\b>\\n"));
   EXPECT_EQ(dot, Dot(h.g, {}, opts));
 }
 

@@ -75,6 +75,8 @@ TEST(Graph, DeclarationErrors) {
                 absl::StatusCode::kInvalidArgument, "must be floating");
   EXPECT_STATUS(g.Input("", DType::kFloat32, {1}).status(), absl::StatusCode::kInvalidArgument,
                 "empty name");
+  EXPECT_STATUS(g.Parameter("a/b", {1}, Initializer::Zeros()).status(),
+                absl::StatusCode::kInvalidArgument, "must not contain '/'");
 }
 
 TEST(Initializer, DeterministicAndInRange) {
