@@ -186,6 +186,10 @@ Value Graph::AddOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
   for (const Value& v : inputs) {
     if (!v.is_null() && !v.ok()) return v;  // propagate the first error
   }
+  if (absl::StrContains(name, '/')) {
+    return Error(absl::InvalidArgumentError(absl::StrCat(
+        op.name, " named '", name, "': a name must not contain '/' (use a scope)")));
+  }
   const std::string node_name = UniqueName(name.empty() ? op.name : name);
   const std::string path =
       scope_.empty() ? node_name : absl::StrCat(scope_, "/", node_name);
