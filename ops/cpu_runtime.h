@@ -51,10 +51,12 @@ int NumThreads();
 // transposed or strided operands need no copy. T is float or double.
 // Products too small for BLIS's overhead go to SmallGemm (ops/small_gemm.h).
 // Returns the status of ConfigureCpu.
+// `one_thread` runs BLIS on the calling thread only, for callers that
+// spread independent products over the threads themselves.
 template <typename T>
 absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                   int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb,
-                  T beta, T* c, int64_t rsc, int64_t csc);
+                  T beta, T* c, int64_t rsc, int64_t csc, bool one_thread = false);
 
 }  // namespace dagrad
 

@@ -108,13 +108,21 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
     });
     return absl::OkStatus();
   }
-  for (int64_t i = 0; i < batches; ++i) {
-    int64_t oa, ob;
-    offsets(i, &oa, &ob);
-    absl::Status st = Gemm<T>(m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b,
-                              rsb, csb, T(0), c + i * m * n, n, 1);
-    if (!st.ok()) return st;
-  }
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
+  // Medium products, at least one per thread: each thread runs whole
+  // products with single-threaded BLIS, which beats splitting every product
+  // across the threads (and their synchronisation) at these sizes.
+  const bool by_batch = NumThreads() > 1 && batches >= NumThreads() &&
+                        m * n * k <= (int64_t{1} << 24);
+  ParallelFor(by_batch ? batches : 1, 1, [&](int64_t s, int64_t e) {
+    for (int64_t i = by_batch ? s : 0; i < (by_batch ? e : batches); ++i) {
+      int64_t oa, ob;
+      offsets(i, &oa, &ob);
+      // Gemm fails only when ConfigureCpu does, which was checked above.
+      (void)Gemm<T>(m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b, rsb, csb, T(0),
+                    c + i * m * n, n, 1, /*one_thread=*/by_batch);
+    }
+  });
   return absl::OkStatus();
 }
 
