@@ -172,8 +172,9 @@ TEST(Cli, KilledRunsLeaveALoadableCheckpoint) {
   const std::string dir = FreshDir("killed");
   const std::string args =
       absl::StrCat(kTiny, "--steps=400 --eval_every=1 --out=", dir);
+  constexpr int kKills = 12;
   int survived = 0;
-  for (int attempt = 0; attempt < 6; ++attempt) {
+  for (int attempt = 0; attempt < kKills; ++attempt) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -182,7 +183,7 @@ TEST(Cli, KilledRunsLeaveALoadableCheckpoint) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(400 + 137 * attempt));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + 97 * attempt));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -191,7 +192,8 @@ TEST(Cli, KilledRunsLeaveALoadableCheckpoint) {
     ASSERT_TRUE(file.ok()) << "attempt " << attempt << ": " << file.status();
     ++survived;
   }
-  EXPECT_GE(survived, 3);
+  // Early kills may land before the first checkpoint exists; most must find one.
+  EXPECT_GE(survived, kKills / 2);
   const Result finish = Dagrad(absl::StrCat(args, " --resume --stop_after=401"));
   EXPECT_EQ(finish.code, 0) << finish.err;
 }
