@@ -44,6 +44,16 @@ struct ExecutorOptions {
   // 0 means none. Exceeding it is ResourceExhausted, at Compile or when a
   // variable is first materialised.
   int64_t memory_limit_bytes = 0;
+  // poison_arena fills every plan's arena with 0xFF bytes (NaN as float32
+  // and float64) before each run, so that a kernel that leaves part of its
+  // output unwritten shows up as NaN instead of reading stale values.
+  // For tests: it costs one memset of the arena per run.
+  bool poison_arena = false;
+  // synchronize_each_kernel waits for the device after every kernel and
+  // reports its errors against that node. On a device that runs kernels
+  // asynchronously (CUDA) an error otherwise surfaces at the end of the run
+  // without the node that caused it; this finds the node, slowly.
+  bool synchronize_each_kernel = false;
   PlanOptions plan;
 };
 
