@@ -133,6 +133,12 @@ struct GradCaseParam {
   DType dtype;
 };
 
+std::string NameOf(const GradCaseParam& p) {
+  return absl::StrCat(p.grad_case->name, p.dtype == DType::kFloat64 ? "_f64" : "_f32");
+}
+
+void PrintTo(const GradCaseParam& p, std::ostream* os) { *os << NameOf(p); }
+
 std::vector<GradCaseParam> GradCaseParams() {
   std::vector<GradCaseParam> out;
   for (const GradCase& c : AllGradCases()) {
@@ -155,7 +161,7 @@ Tensor ToFloat32(const Tensor& t) {
 // them), in `dtype`; its builder gives the output.
 CrossCase FromGradCase(const GradCase& gc, DType dtype) {
   CrossCase c;
-  c.name = absl::StrCat(gc.name, dtype == DType::kFloat64 ? "_f64" : "_f32");
+  c.name = NameOf({&gc, dtype});
   c.training = gc.options.training;
   // Composed subgraphs (attention) chain many roundings in float32.
   if (dtype == DType::kFloat32) c.rtol = 1e-4;
@@ -190,11 +196,7 @@ TEST_P(CudaGradCases, MatchCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Gradcheck, CudaGradCases, ::testing::ValuesIn(GradCaseParams()),
-                         [](const auto& info) {
-                           return absl::StrCat(info.param.grad_case->name,
-                                               info.param.dtype == DType::kFloat64 ? "_f64"
-                                                                                   : "_f32");
-                         });
+                         [](const auto& info) { return NameOf(info.param); });
 
 // ---- the device keeps working after a data error -----------------------------------
 

@@ -3,7 +3,8 @@
 //
 // As on the CPU, the input is seen as (outer, mid, inner) when the reduced
 // axes are contiguous:
-//   inner == 1 (last axes, or everything): a block per output row;
+//   inner == 1 (last axes, or everything): a block per output row, or,
+//     for a few very long rows, blocks per chunk of a row and a second pass;
 //   inner > 1 (leading or middle axes, e.g. a bias gradient summed over
 //     (B, T)): 32-column tiles read coalesced, mid split into chunks of
 //     kChunkRows rows whose partial sums a second pass adds in chunk order;
@@ -88,16 +89,47 @@ __device__ T Finish(Partial<T, R> p, int64_t mid, double scale) {
 
 // ---- inner == 1: a block per row ----------------------------------------------
 
-template <typename T, Reduction R>
-__global__ void ReduceRowsKernel(const T* x, T* y, int64_t rows, int64_t mid, double scale) {
+// Each of `rows` rows of `len` values (T, or partials from
+// ReduceRowChunksKernel) is combined by one block; `mid` is the count of
+// elements the row stands for (for the mean and the empty max).
+template <typename T, Reduction R, typename In>
+__global__ void ReduceRowsKernel(const In* x, T* y, int64_t rows, int64_t len, int64_t mid,
+                                 double scale) {
   using P = Partial<T, R>;
   __shared__ P shared[32];
   for (int64_t o = blockIdx.x; o < rows; o += gridDim.x) {
-    const T* row = x + o * mid;
+    const In* row = x + o * len;
     P acc = Identity<T, R>();
-    for (int64_t i = threadIdx.x; i < mid; i += blockDim.x) acc = Combine<T, R>(acc, P(row[i]));
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) acc = Combine<T, R>(acc, P(row[i]));
     acc = cuda::BlockReduce(acc, CombineOp<R>(), shared);
     if (threadIdx.x == 0) y[o] = Finish<T, R>(acc, mid, scale);
+  }
+}
+
+// Few long rows (a full reduction, a gradient norm) would leave most of the
+// GPU idle with a block per row: rows longer than 2 * kRowChunk, when there
+// are fewer than kFewRows of them, are cut into chunks of kRowChunk
+// elements, each reduced by its own block to a partial; a second pass
+// combines each row's partials in order. Both passes depend only on the
+// shape, so the result is still deterministic.
+constexpr int64_t kRowChunk = 16384;
+constexpr int64_t kFewRows = 512;
+
+template <typename T, Reduction R>
+__global__ void ReduceRowChunksKernel(const T* x, Partial<T, R>* partial, int64_t rows,
+                                      int64_t mid, int64_t chunks) {
+  using P = Partial<T, R>;
+  __shared__ P shared[32];
+  const int64_t c = blockIdx.x;
+  const int64_t begin = c * kRowChunk, end = std::min(mid, begin + kRowChunk);
+  for (int64_t o = blockIdx.y; o < rows; o += gridDim.y) {
+    const T* row = x + o * mid;
+    P acc = Identity<T, R>();
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      acc = Combine<T, R>(acc, P(row[i]));
+    }
+    acc = cuda::BlockReduce(acc, CombineOp<R>(), shared);
+    if (threadIdx.x == 0) partial[o * chunks + c] = acc;
   }
 }
 
@@ -238,9 +270,21 @@ absl::Status ReduceTyped(const KernelContext& ctx, const std::vector<int>& axes)
     }
   }
   const double scale = R == Reduction::kMean && mid > 0 ? 1.0 / static_cast<double>(mid) : 1.0;
+  using P = Partial<T, R>;
   if (inner == 1) {
-    const int threads = cuda::RowThreads(mid);
-    ReduceRowsKernel<T, R><<<GridFor(outer, 1), threads, 0, stream>>>(x, y, outer, mid, scale);
+    if (mid <= 2 * kRowChunk || outer >= kFewRows) {
+      ReduceRowsKernel<T, R, T><<<GridFor(outer, 1), cuda::RowThreads(mid), 0, stream>>>(
+          x, y, outer, mid, mid, scale);
+      return CheckLaunch("ReduceRowsKernel");
+    }
+    const int64_t chunks = (mid + kRowChunk - 1) / kRowChunk;
+    DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(outer * chunks * sizeof(P)));
+    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(outer));
+    ReduceRowChunksKernel<T, R><<<grid, kThreads, 0, stream>>>(x, partial.as<P>(), outer, mid,
+                                                                chunks);
+    DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceRowChunksKernel"));
+    ReduceRowsKernel<T, R, P><<<GridFor(outer, 1), cuda::RowThreads(chunks), 0, stream>>>(
+        partial.as<P>(), y, outer, chunks, mid, scale);
     return CheckLaunch("ReduceRowsKernel");
   }
   const int64_t chunks = std::max<int64_t>(1, (mid + kChunkRows - 1) / kChunkRows);
@@ -253,7 +297,6 @@ absl::Status ReduceTyped(const KernelContext& ctx, const std::vector<int>& axes)
   const dim3 grid(static_cast<unsigned>((inner + kTileColumns - 1) / kTileColumns),
                   static_cast<unsigned>(std::min(outer, kMaxGridY)),
                   static_cast<unsigned>(chunks));
-  using P = Partial<T, R>;
   if (chunks == 1) {
     ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, nullptr, outer, mid, inner,
                                                           scale);

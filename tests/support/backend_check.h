@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -84,6 +85,9 @@ struct CrossCase {
   bool expect_error = false;  // both devices fail the same way
   int runs = 2;              // runs with fresh inputs, on the same plans
 };
+
+// PrintTo names the case in test output (gtest's value printer).
+inline void PrintTo(const CrossCase& c, std::ostream* os) { *os << c.name; }
 
 // BuiltCase is a case's graph with what to fetch.
 struct BuiltCase {

@@ -173,6 +173,11 @@ void ReduceCases(Cases& cs) {
       b.Out(f(x, {0, 2}, true));       // not contiguous: the odometer
       b.Out(f(b.Input("e", d, {3, 0, 2}), {1}, false));  // empty: 0, or lowest() for max
     });
+    cs.Each(absl::StrCat(name, "_long_rows"), kNumeric, [f](CaseBuilder& b, DType d) {
+      const Value x = b.Input("x", d, {3, 40000}, -20, 20);
+      b.Out(f(x, {-1}, false));  // few long rows: chunks of a row, then their partials
+      b.Out(f(x, {}, false));
+    });
   }
   cs.Add("max_rows_of_minus_inf", [](CaseBuilder& b) {
     const float inf = INFINITY;
