@@ -42,13 +42,16 @@ const absl::Status& GpuStatus() {
   return *status;
 }
 
-// Skips the test, saying why, unless a CUDA device can be made.
+// Skips the test, saying why, when no CUDA device is available (no GPU,
+// no driver, backend not built); fails it when one is there but unusable
+// (e.g. kernels built for another architecture).
 #define SKIP_WITHOUT_GPU()                                                             \
   do {                                                                                 \
-    if (!GpuStatus().ok()) {                                                           \
+    if (absl::IsUnavailable(GpuStatus())) {                                            \
       GTEST_SKIP() << "no CUDA device, CPU/CUDA cross-check skipped: "                 \
                    << GpuStatus().message();                                           \
     }                                                                                  \
+    ASSERT_TRUE(GpuStatus().ok()) << GpuStatus();                                      \
   } while (false)
 
 DeviceFactory Gpu() {

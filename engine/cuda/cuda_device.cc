@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/cuda/cuda_context.h"
+#include "engine/cuda/kernel_image.h"
 #include "engine/status_macros.h"
 #include "ops/cuda/registry.h"
 
@@ -155,6 +156,14 @@ absl::StatusOr<std::unique_ptr<Device>> CudaDevice(int ordinal, const CudaOption
         DeviceName(ordinal, prop), " has no stream-ordered memory pools, which dagrad needs"));
   }
   DAGRAD_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal));
+  if (const cudaError_t image = ProbeKernelImage(); image != cudaSuccess) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dagrad's CUDA kernels were built for CMAKE_CUDA_ARCHITECTURES=",
+        BuiltCudaArchitectures(), " and cannot run on ", DeviceName(ordinal, prop), ", sm_",
+        prop.major, prop.minor, " (", cudaGetErrorName(image),
+        "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=", prop.major, prop.minor));
+  }
   // Keep freed blocks in the pool instead of returning them to the driver
   // at every synchronisation: the executor frees scratch every run.
   cudaMemPool_t pool;

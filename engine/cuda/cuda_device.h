@@ -49,9 +49,10 @@ bool CudaBuiltIn();
 // CudaDevice returns a device on GPU `ordinal`, with its own stream and
 // cuBLAS handle. Errors: Unavailable when the backend is not built in, when
 // no GPU is visible (no driver, CUDA_VISIBLE_DEVICES empty), or when the
-// GPU lacks stream-ordered memory pools; InvalidArgument for an ordinal
-// out of range; Internal for any other CUDA or cuBLAS failure, naming the
-// call. Every message says which.
+// GPU lacks stream-ordered memory pools; FailedPrecondition when the
+// kernels were not built for this GPU's architecture (the message says how
+// to rebuild); InvalidArgument for an ordinal out of range; Internal for
+// any other CUDA or cuBLAS failure, naming the call.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice(0));
 //   gpu->name();   // "cuda:0 (NVIDIA H100 80GB HBM3)"

@@ -68,6 +68,7 @@ function(dagrad_add_cuda_sources target)
   # cublas_api.h), not linked: its static initialisers cost every process
   # linking dagrad about 0.3 s. Its headers come with the toolkit's.
   target_compile_definitions(${target} PRIVATE
-    DAGRAD_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}")
+    DAGRAD_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}"
+    DAGRAD_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES}")
   target_link_libraries(${target} PUBLIC CUDA::cudart PRIVATE ${CMAKE_DL_LIBS})
 endfunction()
