@@ -16,6 +16,15 @@
 // Variables are initialised from their initializers the first time a run
 // needs them (or by InitializeVariables), and can be read and assigned by
 // Value. Fetching a variable returns its value after the run's updates.
+//
+// On a CUDA device (engine/cuda/cuda_device.h) the same code runs the
+// whole plan on the GPU: feeds are copied in, kernels are queued on the
+// device's stream, and Run waits once, at the end, before copying the
+// fetches back; a data error a kernel finds there (an index out of range)
+// fails the run as the CPU kernel's error would.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
+//   Executor exec(g, std::move(gpu));
 
 #ifndef DAGRAD_ENGINE_EXECUTOR_H_
 #define DAGRAD_ENGINE_EXECUTOR_H_
