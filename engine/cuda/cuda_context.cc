@@ -130,7 +130,9 @@ absl::Status CudaContext::Synchronize() {
   // Only runs that launched a kernel able to report bad data read the
   // record back; the copy is queued behind those kernels, so one stream
   // synchronisation covers both.
-  const bool check_record = !sites_.empty();
+  std::vector<Site> sites = std::move(sites_);
+  sites_.clear();
+  const bool check_record = !sites.empty();
   if (check_record) {
     DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(error_host_, error_record_,
                                                 sizeof(DeviceErrorRecord),
@@ -138,31 +140,28 @@ absl::Status CudaContext::Synchronize() {
   }
   const cudaError_t sync = cudaStreamSynchronize(stream_);
   if (sync != cudaSuccess) {
-    sites_.clear();
     return CudaStatus(sync, absl::StrCat(
         "cudaStreamSynchronize (an asynchronous error from a kernel or copy queued "
         "earlier; the CUDA context may now be unusable; ExecutorOptions::"
         "synchronize_each_kernel names the node)"));
   }
-  if (!deferred_.ok()) {
-    sites_.clear();
-    return std::exchange(deferred_, absl::OkStatus());
+  absl::Status data_error;
+  if (check_record && error_host_->site != kNoErrorSite) {
+    const DeviceErrorRecord record = *error_host_;
+    DAGRAD_RETURN_IF_ERROR(ResetErrorRecord());
+    if (record.site < 0 || record.site >= static_cast<int>(sites.size())) {
+      return absl::InternalError(absl::StrCat("device error record names site ", record.site,
+                                              " of ", sites.size(), " registered"));
+    }
+    const Site& site = sites[record.site];
+    const DeviceErrorDetail detail{static_cast<int64_t>(record.position),
+                                   record.has_value == 1, record.int_value, record.float_value};
+    data_error = absl::InvalidArgumentError(absl::StrCat(
+        site.node->op->name, " '", site.node->path(), "': ", site.format(detail)));
   }
-  if (!check_record) return absl::OkStatus();
-  const DeviceErrorRecord record = *error_host_;
-  std::vector<Site> sites = std::move(sites_);
-  sites_.clear();
-  if (record.site == kNoErrorSite) return absl::OkStatus();
-  DAGRAD_RETURN_IF_ERROR(ResetErrorRecord());
-  if (record.site < 0 || record.site >= static_cast<int>(sites.size())) {
-    return absl::InternalError(absl::StrCat("device error record names site ", record.site,
-                                            " of ", sites.size(), " registered"));
-  }
-  const Site& site = sites[record.site];
-  const DeviceErrorDetail detail{static_cast<int64_t>(record.position), record.has_value == 1,
-                                 record.int_value, record.float_value};
-  return absl::InvalidArgumentError(absl::StrCat(site.node->op->name, " '", site.node->path(),
-                                                 "': ", site.format(detail)));
+  // A failure of the device itself comes before the data's.
+  if (!deferred_.ok()) return std::exchange(deferred_, absl::OkStatus());
+  return data_error;
 }
 
 }  // namespace dagrad

@@ -54,8 +54,10 @@ class CudaDeviceImpl final : public Device {
     }
     // The deleter keeps the context (and its stream) alive: a plan's arena
     // may outlive the executor and its device.
+    // A deleter cannot return an error: the context reports it at its next
+    // Synchronize.
     std::shared_ptr<void> buffer(p, [context = context_](void* q) {
-      cudaSetDevice(context->ordinal());
+      context->NoteError(CudaStatus(cudaSetDevice(context->ordinal()), "cudaSetDevice"));
       context->NoteError(CudaStatus(cudaFreeAsync(q, context->stream()), "cudaFreeAsync"));
     });
     DAGRAD_CUDA_RETURN_IF_ERROR(
@@ -191,13 +193,16 @@ std::vector<std::string> CudaDeviceNames() {
 
 std::string DescribeCuda() {
   int runtime = 0, driver = 0;
-  cudaRuntimeGetVersion(&runtime);
-  cudaDriverGetVersion(&driver);
-  auto version = [](int v) {
+  const bool runtime_known = cudaRuntimeGetVersion(&runtime) == cudaSuccess;
+  const bool driver_known = cudaDriverGetVersion(&driver) == cudaSuccess;
+  // A driver version of 0 means no driver is installed.
+  auto version = [](bool known, int v) {
+    if (!known) return std::string("unknown");
     return v == 0 ? std::string("none") : absl::StrCat(v / 1000, ".", v % 1000 / 10);
   };
-  std::string line = absl::StrCat("built in (CUDA runtime ", version(runtime), ", driver ",
-                                  version(driver), ", ", CudaKernelCount(), " op kernels)");
+  std::string line =
+      absl::StrCat("built in (CUDA runtime ", version(runtime_known, runtime), ", driver ",
+                   version(driver_known, driver), ", ", CudaKernelCount(), " op kernels)");
   absl::StatusOr<int> count = DeviceCount();
   if (!count.ok()) return absl::StrCat(line, "; ", count.status().message());
   std::vector<std::string> devices;
