@@ -31,6 +31,10 @@ class HostDevice final : public Device {
     if (bytes && dst != src) std::memmove(dst, src, bytes);
     return absl::OkStatus();
   }
+  absl::Status Fill(void* dst, unsigned char byte, size_t bytes) override {
+    if (bytes) std::memset(dst, byte, bytes);
+    return absl::OkStatus();
+  }
   Kernel KernelFor(const OpDef& op) const override { return op.cpu; }
 };
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/op.h"
 #include "engine/status_macros.h"
@@ -274,7 +275,17 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
     return TensorRef{static_cast<char*>(base[info.root[id]]) + info.offset[id], n.dtype, &n.shape};
   };
 
-  RunContext run{options.training, options_.seed, options.step, device_->stream()};
+  if (options_.poison_arena && info.arena_bytes > 0) {
+    DAGRAD_RETURN_IF_ERROR(device_->Fill(arena, 0xFF, info.arena_bytes));
+  }
+  RunContext run{options.training, options_.seed, options.step, device_->kernel_state()};
+  // A kernel's error, named with its node (once: a device that reports a
+  // data error found on the device names the node itself).
+  auto node_error = [](const Node& node, const absl::Status& st) {
+    const std::string prefix = absl::StrCat(node.op->name, " '", node.path(), "': ");
+    if (absl::StartsWith(st.message(), prefix)) return st;
+    return absl::Status(st.code(), absl::StrCat(prefix, st.message()));
+  };
   std::vector<TensorRef> ins;
   for (size_t i = 0; i < info.steps.size(); ++i) {
     const Node& node = graph_.node(info.steps[i]);
@@ -284,8 +295,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
     KernelContext ctx{node, ins, out, run};
     absl::Status st = plan.kernels_[i](ctx);
     if (!st.ok()) {
-      return absl::Status(st.code(), absl::StrCat(node.op->name, " '", node.path(),
-                                                  "': ", st.message()));
+      // Drain what earlier kernels queued, so that the next run starts on
+      // an idle device; an error they hit came first and is reported.
+      absl::Status earlier = device_->Synchronize();
+      return earlier.ok() ? node_error(node, st) : earlier;
+    }
+    if (options_.synchronize_each_kernel) {
+      st = device_->Synchronize();
+      if (!st.ok()) return node_error(node, st);
     }
     if (options_.check_numerics) DAGRAD_RETURN_IF_ERROR(CheckNumerics(node, out));
   }

@@ -16,6 +16,15 @@
 // Variables are initialised from their initializers the first time a run
 // needs them (or by InitializeVariables), and can be read and assigned by
 // Value. Fetching a variable returns its value after the run's updates.
+//
+// On a CUDA device (engine/cuda/cuda_device.h) the same code runs the
+// whole plan on the GPU: feeds are copied in, kernels are queued on the
+// device's stream, and Run waits once, at the end, before copying the
+// fetches back; a data error a kernel finds there (an index out of range)
+// fails the run as the CPU kernel's error would.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
+//   Executor exec(g, std::move(gpu));
 
 #ifndef DAGRAD_ENGINE_EXECUTOR_H_
 #define DAGRAD_ENGINE_EXECUTOR_H_
@@ -44,6 +53,16 @@ struct ExecutorOptions {
   // 0 means none. Exceeding it is ResourceExhausted, at Compile or when a
   // variable is first materialised.
   int64_t memory_limit_bytes = 0;
+  // poison_arena fills every plan's arena with 0xFF bytes (NaN as float32
+  // and float64) before each run, so that a kernel that leaves part of its
+  // output unwritten shows up as NaN instead of reading stale values.
+  // For tests: it costs one memset of the arena per run.
+  bool poison_arena = false;
+  // synchronize_each_kernel waits for the device after every kernel and
+  // reports its errors against that node. On a device that runs kernels
+  // asynchronously (CUDA) an error otherwise surfaces at the end of the run
+  // without the node that caused it; this finds the node, slowly.
+  bool synchronize_each_kernel = false;
   PlanOptions plan;
 };
 

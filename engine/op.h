@@ -2,8 +2,13 @@
 //
 // OpDef: everything dagrad knows about one op, defined once, next to its
 // kernel, in ops/<family>.cc: name, DOT label, shape/dtype inference, CPU
-// kernel, gradient rule, CUDA kernel, and the facts the planner needs (may
-// it run in place, is it a view, which inputs does it write).
+// kernel, gradient rule, and the facts the planner needs (may it run in
+// place, is it a view, which inputs does it write).
+//
+// CUDA kernels are not here: they live in ops/cuda/, are listed by op name
+// in ops/cuda/registry.h, and the CUDA device looks them up by name. That
+// keeps OpDefs constant data, keeps a build without CUDA free of CUDA
+// symbols, and gives one table to check for coverage.
 //
 // An op's gradient rule builds ordinary graph nodes, so backward passes are
 // graphs too. Ops fall in three groups for autodiff:
@@ -71,7 +76,10 @@ struct RunContext {
   bool training = false;  // dropout is the identity when false
   uint64_t seed = 0;      // dropout key
   uint64_t step = 0;      // dropout counter: advance it once per training step
-  void* stream = nullptr;  // the CUDA stream, for device kernels
+  // device_state is the device's state for its kernels (Device::
+  // kernel_state(): engine/cuda's CudaContext, with the stream, the cuBLAS
+  // handle and the error record); null on the CPU.
+  void* device_state = nullptr;
 };
 
 // KernelContext is what a kernel sees. Absent optional inputs have null data.
@@ -117,7 +125,6 @@ struct OpDef {
   InferFn infer = nullptr;
   Kernel cpu = nullptr;
   GradFn grad = nullptr;
-  Kernel cuda = nullptr;        // set by the CUDA backend when it is built
   bool differentiable = true;   // false: gradients stop here
   uint32_t nondiff_inputs = 0;  // bit i: input i takes no gradient (masks)
   bool inplace = false;         // the output may reuse input 0's buffer

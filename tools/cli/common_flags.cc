@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/cuda/cuda_device.h"
 #include "ops/cpu_runtime.h"
 
 ABSL_FLAG(int, threads, 0, "CPU threads for BLIS and dagrad's kernels (0: one per core)");
@@ -41,13 +42,7 @@ absl::Status ApplyThreadsFlag() {
   return absl::OkStatus();
 }
 
-std::string DescribeCuda() {
-#ifdef DAGRAD_WITH_CUDA
-  return "built in";
-#else
-  return "not built into this binary";
-#endif
-}
+std::string DescribeCuda() { return ::dagrad::DescribeCuda(); }
 
 std::string DotProgram() {
   const std::string built = DAGRAD_DOT_PROGRAM;

@@ -1,0 +1,143 @@
+// CUDA kernels of the binary family (ops/binary.cc): arithmetic,
+// comparisons and logic with numpy broadcasting. Equal shapes take a flat
+// loop; otherwise each output element finds its inputs through merged
+// strides (kernel_util.cuh). Results match the CPU bit for bit.
+
+#include "absl/strings/str_cat.h"
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/registry.h"
+#include "ops/op_util.h"
+
+namespace dagrad {
+namespace {
+
+using cuda::GridFor;
+using cuda::kThreads;
+
+struct AddFn { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct SubFn { template <typename T> __device__ T operator()(T a, T b) const { return a - b; } };
+struct MulFn { template <typename T> __device__ T operator()(T a, T b) const { return a * b; } };
+// A zero integer divisor fails the run (the check reports it); 0 is
+// written instead of dividing, which would be undefined.
+struct DivFn {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return T(0);
+    }
+    return a / b;
+  }
+};
+// std::max and std::min, NaNs included: a unless b is strictly past it.
+struct MaxFn { template <typename T> __device__ T operator()(T a, T b) const { return a < b ? b : a; } };
+struct MinFn { template <typename T> __device__ T operator()(T a, T b) const { return b < a ? b : a; } };
+struct EqFn { template <typename T> __device__ bool operator()(T a, T b) const { return a == b; } };
+struct LtFn { template <typename T> __device__ bool operator()(T a, T b) const { return a < b; } };
+struct GtFn { template <typename T> __device__ bool operator()(T a, T b) const { return a > b; } };
+struct AndFn { __device__ bool operator()(bool a, bool b) const { return a && b; } };
+struct OrFn { __device__ bool operator()(bool a, bool b) const { return a || b; } };
+
+template <typename In, typename Out, typename Fn>
+__global__ void BinarySameShape(const In* a, const In* b, Out* y, int64_t n, Fn fn) {
+  DAGRAD_CUDA_LOOP(i, n) y[i] = fn(a[i], b[i]);
+}
+
+template <typename In, typename Out, typename Fn>
+__global__ void BinaryBroadcast(const In* a, const In* b, Out* y, int64_t n,
+                                cuda::Strided<2> s, Fn fn) {
+  DAGRAD_CUDA_LOOP(i, n) {
+    int64_t off[2];
+    s.Offsets(i, off);
+    y[i] = fn(a[off[0]], b[off[1]]);
+  }
+}
+
+template <typename In, typename Out, typename Fn>
+absl::Status LaunchBinary(const KernelContext& ctx, Fn fn) {
+  const Shape& out = *ctx.output.shape;
+  const int64_t n = out.num_elements();
+  if (n == 0) return absl::OkStatus();
+  cudaStream_t stream = CudaContextOf(ctx).stream();
+  const In* a = ctx.in(0).as<In>();
+  const In* b = ctx.in(1).as<In>();
+  Out* y = ctx.output.as<Out>();
+  if (*ctx.in(0).shape == out && *ctx.in(1).shape == out) {
+    BinarySameShape<<<GridFor(n), kThreads, 0, stream>>>(a, b, y, n, fn);
+    return CheckLaunch("BinarySameShape");
+  }
+  DAGRAD_ASSIGN_OR_RETURN(
+      const cuda::Strided<2> s,
+      cuda::MakeStrided<2>(out, {cuda::InputStrides(*ctx.in(0).shape, out),
+                                 cuda::InputStrides(*ctx.in(1).shape, out)}));
+  BinaryBroadcast<<<GridFor(n), kThreads, 0, stream>>>(a, b, y, n, s, fn);
+  return CheckLaunch("BinaryBroadcast");
+}
+
+template <typename T>
+struct IsZero {
+  __device__ bool operator()(T v) const { return v == T(0); }
+};
+
+template <typename Fn>
+absl::Status ArithKernel(const KernelContext& ctx) {
+  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return absl::InternalError("arithmetic on bool");
+    } else {
+      if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
+        DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
+            ctx, ctx.in(1).as<T>(), ctx.in(1).num_elements(), IsZero<T>(),
+            [](const DeviceErrorDetail& d) {
+              return absl::StrCat("integer division by zero (divisor element ", d.position, ")");
+            }));
+      }
+      return LaunchBinary<T, T>(ctx, Fn());
+    }
+  });
+}
+
+template <typename Fn>
+absl::Status CompareKernel(const KernelContext& ctx) {
+  return DispatchAny(ctx.in(0).dtype, [&](auto tag) {
+    return LaunchBinary<decltype(tag), bool>(ctx, Fn());
+  });
+}
+
+template <typename Fn>
+absl::Status LogicKernel(const KernelContext& ctx) {
+  return LaunchBinary<bool, bool>(ctx, Fn());
+}
+
+__global__ void NotImpl(const bool* x, bool* y, int64_t n) {
+  DAGRAD_CUDA_LOOP(i, n) y[i] = !x[i];
+}
+
+absl::Status NotKernel(const KernelContext& ctx) {
+  const int64_t n = ctx.output.num_elements();
+  if (n == 0) return absl::OkStatus();
+  NotImpl<<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
+      ctx.in(0).as<bool>(), ctx.output.as<bool>(), n);
+  return CheckLaunch("NotImpl");
+}
+
+}  // namespace
+
+std::vector<CudaKernelEntry> CudaBinaryKernels() {
+  return {
+      {"add", ArithKernel<AddFn>},
+      {"sub", ArithKernel<SubFn>},
+      {"mul", ArithKernel<MulFn>},
+      {"div", ArithKernel<DivFn>},
+      {"maximum", ArithKernel<MaxFn>},
+      {"minimum", ArithKernel<MinFn>},
+      {"equal", CompareKernel<EqFn>},
+      {"less", CompareKernel<LtFn>},
+      {"greater", CompareKernel<GtFn>},
+      {"logical_and", LogicKernel<AndFn>},
+      {"logical_or", LogicKernel<OrFn>},
+      {"logical_not", NotKernel},
+  };
+}
+
+}  // namespace dagrad

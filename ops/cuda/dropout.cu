@@ -1,0 +1,66 @@
+// CUDA kernel of dropout (ops/dropout.cc), following the bit layout
+// documented in ops/dropout.h with the same host/device Philox
+// (engine/philox.h): one thread per group of four elements, one Philox
+// call each. Masks and values are bit-identical to the CPU's.
+
+#include <algorithm>
+
+#include "engine/philox.h"
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/registry.h"
+#include "ops/op_util.h"
+
+namespace dagrad {
+namespace {
+
+using cuda::GridFor;
+using cuda::kThreads;
+
+template <typename T>
+__global__ void DropoutImpl(const T* x, T* y, int64_t n, RandomStream rs, double p, T scale) {
+  DAGRAD_CUDA_LOOP(group, (n + 3) / 4) {
+    const PhiloxBlock bits = rs.Block(static_cast<uint64_t>(group));
+    const int64_t base = group * 4;
+    const int lanes = static_cast<int>(n - base < 4 ? n - base : 4);
+    for (int j = 0; j < lanes; ++j) {
+      // u is exact in float32; the comparison is in double, as on the CPU.
+      const bool keep = UniformFromBits(bits.v[j]) >= p;
+      y[base + j] = keep ? x[base + j] * scale : T(0);
+    }
+  }
+}
+
+// The node's stream word: its "stream" attribute (set on the backward op),
+// else its id.
+uint32_t StreamOf(const Node& node) {
+  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.id));
+}
+
+absl::Status DropoutKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    const T* x = ctx.in(0).as<T>();
+    T* y = ctx.output.as<T>();
+    const int64_t n = ctx.output.num_elements();
+    const double p = ctx.attrs().GetFloat("p");
+    cudaStream_t stream = CudaContextOf(ctx).stream();
+    if (n == 0) return absl::OkStatus();
+    if (!ctx.run.training || p == 0.0) {
+      if (y != x) {
+        DAGRAD_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(y, x, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+      }
+      return absl::OkStatus();
+    }
+    const RandomStream rs{ctx.run.seed, StreamOf(ctx.node), static_cast<uint32_t>(ctx.run.step)};
+    const T scale = T(1) / (T(1) - static_cast<T>(p));
+    DropoutImpl<<<GridFor((n + 3) / 4), kThreads, 0, stream>>>(x, y, n, rs, p, scale);
+    return CheckLaunch("DropoutImpl");
+  });
+}
+
+}  // namespace
+
+std::vector<CudaKernelEntry> CudaDropoutKernels() { return {{"dropout", DropoutKernel}}; }
+
+}  // namespace dagrad

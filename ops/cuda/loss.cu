@@ -1,0 +1,250 @@
+// CUDA kernels of the loss family (ops/loss.cc): cross_entropy and
+// cross_entropy_grad. Targets are checked on the device (the CPU's message
+// for the first bad one) and turned into one int64 per row, -1 where the
+// row is ignored. Each row's loss is a block's log-sum-exp; the mean and
+// sum reduce the per-row losses in double in a fixed tree (the CPU adds
+// them in row order), so the loss agrees to float32 rounding.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/registry.h"
+#include "ops/op_util.h"
+
+namespace dagrad {
+namespace {
+
+using cuda::GridFor;
+using cuda::kThreads;
+
+enum class Reduction { kMean, kSum, kNone };
+
+absl::StatusOr<Reduction> ReductionOf(const Attrs& attrs) {
+  const std::string name = attrs.GetStr("reduction", "mean");
+  if (name == "mean") return Reduction::kMean;
+  if (name == "sum") return Reduction::kSum;
+  if (name == "none") return Reduction::kNone;
+  return absl::InvalidArgumentError(
+      absl::StrCat("reduction must be mean, sum or none, got '", name, "'"));
+}
+
+std::string Position(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.rank());
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return absl::StrJoin(idx, ", ");
+}
+
+template <typename I>
+struct BadTarget {
+  __device__ bool operator()(I v) const {
+    const int64_t t = static_cast<int64_t>(v);
+    return t != ignore && (t < 0 || t >= classes);
+  }
+  int64_t classes, ignore;
+};
+
+template <typename I>
+__global__ void RowTargetsKernel(const I* targets, int64_t rows, int64_t classes, int64_t ignore,
+                                 int64_t* out) {
+  DAGRAD_CUDA_LOOP(r, rows) {
+    const int64_t t = static_cast<int64_t>(targets[r]);
+    out[r] = t != ignore && t >= 0 && t < classes ? t : -1;
+  }
+}
+
+// RowTargets checks the targets and returns each row's class (-1: ignored,
+// or bad, which fails the run) in a scratch buffer of `rows` int64.
+absl::StatusOr<CudaBuffer> RowTargets(const KernelContext& ctx) {
+  const TensorRef& targets = ctx.in(1);
+  const int64_t rows = targets.num_elements();
+  const int64_t classes = ctx.in(0).dim(ctx.in(0).rank() - 1);
+  const int64_t ignore = ctx.attrs().GetInt("ignore_index", -100);
+  CudaContext& cuda = CudaContextOf(ctx);
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer out, cuda.Scratch(std::max<int64_t>(rows, 1) * 8));
+  const Shape shape = *targets.shape;
+  DAGRAD_RETURN_IF_ERROR(DispatchIndex(targets.dtype, [&](auto tag) {
+    using I = decltype(tag);
+    DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
+        ctx, targets.as<I>(), rows, BadTarget<I>{classes, ignore},
+        [shape, classes, ignore](const DeviceErrorDetail& d) {
+          return absl::StrCat("targets[", Position(d.position, shape), "] = ", d.int_value,
+                              " is outside [0, ", classes, ") and is not ignore_index (", ignore,
+                              ")");
+        }));
+    if (rows == 0) return absl::OkStatus();
+    RowTargetsKernel<<<GridFor(rows), kThreads, 0, cuda.stream()>>>(targets.as<I>(), rows,
+                                                                   classes, ignore,
+                                                                   out.as<int64_t>());
+    return CheckLaunch("RowTargetsKernel");
+  }));
+  return out;
+}
+
+// The CPU's running max `x > m ? x : m`.
+struct MaxIgnoringNaN {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+// LogSumExp of a row, max-shifted, for every thread of the block.
+template <typename T>
+__device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
+  T m = -cuda::Infinity<T>();
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxIgnoringNaN()(m, x[k]);
+  m = cuda::BlockReduce(m, MaxIgnoringNaN(), shared);
+  T sum = 0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += cuda::Exp(x[k] - m);
+  sum = cuda::BlockReduce(sum, cuda::SumOp(), shared);
+  return m + cuda::Log(sum);
+}
+
+// loss[r] = logsumexp(x_r) - x_r[target], in T as on the CPU; 0 when ignored.
+template <typename T>
+__global__ void RowLossKernel(const T* x, const int64_t* target, int64_t rows, int64_t classes,
+                              double* loss) {
+  __shared__ T shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    if (target[r] < 0) {  // the same for the whole block
+      if (threadIdx.x == 0) loss[r] = 0;
+      continue;
+    }
+    const T* xr = x + r * classes;
+    const T lse = RowLogSumExp(xr, classes, shared);
+    if (threadIdx.x == 0) loss[r] = static_cast<double>(lse - xr[target[r]]);
+  }
+}
+
+// One block: the total loss and the number of rows not ignored.
+template <typename T>
+__global__ void TotalLossKernel(const double* loss, const int64_t* target, int64_t rows,
+                                bool mean, T* y) {
+  __shared__ double shared_sum[32];
+  __shared__ int64_t shared_count[32];
+  double total = 0;
+  int64_t count = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    total += loss[r];
+    count += target[r] >= 0;
+  }
+  total = cuda::BlockReduce(total, cuda::SumOp(), shared_sum);
+  count = cuda::BlockReduce(count, cuda::SumOp(), shared_count);
+  if (threadIdx.x == 0) {
+    if (mean) total = count ? total / static_cast<double>(count) : 0.0;
+    y[0] = static_cast<T>(total);
+  }
+}
+
+template <typename T>
+__global__ void LossPerRowKernel(const double* loss, int64_t rows, T* y) {
+  DAGRAD_CUDA_LOOP(r, rows) y[r] = static_cast<T>(loss[r]);
+}
+
+template <typename T>
+absl::Status CrossEntropyTyped(const KernelContext& ctx, Reduction reduction) {
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer target, RowTargets(ctx));
+  CudaContext& cuda = CudaContextOf(ctx);
+  cudaStream_t stream = cuda.stream();
+  const int64_t rows = ctx.in(1).num_elements();
+  const int64_t classes = ctx.in(0).dim(ctx.in(0).rank() - 1);
+  T* y = ctx.output.as<T>();
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer loss, cuda.Scratch(std::max<int64_t>(rows, 1) * 8));
+  if (rows > 0) {
+    RowLossKernel<<<GridFor(rows, 1), cuda::RowThreads(classes), 0, stream>>>(
+        ctx.in(0).as<T>(), target.as<int64_t>(), rows, classes, loss.as<double>());
+    DAGRAD_RETURN_IF_ERROR(CheckLaunch("RowLossKernel"));
+  }
+  if (reduction == Reduction::kNone) {
+    if (rows == 0) return absl::OkStatus();
+    LossPerRowKernel<<<GridFor(rows), kThreads, 0, stream>>>(loss.as<double>(), rows, y);
+    return CheckLaunch("LossPerRowKernel");
+  }
+  TotalLossKernel<<<1, 1024, 0, stream>>>(loss.as<double>(), target.as<int64_t>(), rows,
+                                          reduction == Reduction::kMean, y);
+  return CheckLaunch("TotalLossKernel");
+}
+
+absl::Status CrossEntropyKernel(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const Reduction reduction, ReductionOf(ctx.attrs()));
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    return CrossEntropyTyped<decltype(tag)>(ctx, reduction);
+  });
+}
+
+// ---- cross_entropy_grad(logits, targets, g) ----------------------------------------
+
+__global__ void CountRowsKernel(const int64_t* target, int64_t rows, int64_t* count) {
+  __shared__ int64_t shared[32];
+  int64_t c = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) c += target[r] >= 0;
+  c = cuda::BlockReduce(c, cuda::SumOp(), shared);
+  if (threadIdx.x == 0) *count = c;
+}
+
+// dlogits = (softmax(x) - onehot(target)) * w with w = g[r] (none), g[0]
+// (sum) or g[0] / count (mean, in T as on the CPU); zero rows when ignored.
+template <typename T>
+__global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T* g,
+                                     const int64_t* count, int64_t rows, int64_t classes,
+                                     Reduction reduction, T* dx) {
+  __shared__ T shared[32];
+  T w_all = g[0];
+  if (reduction == Reduction::kMean) {
+    w_all = *count ? static_cast<T>(g[0] / static_cast<T>(*count)) : T(0);
+  }
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    T* d = dx + r * classes;
+    const int64_t t = target[r];
+    if (t < 0) {
+      for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) d[k] = T(0);
+      continue;
+    }
+    const T* xr = x + r * classes;
+    const T w = reduction == Reduction::kNone ? g[r] : w_all;
+    const T lse = RowLogSumExp(xr, classes, shared);
+    // d may be x's buffer: each element is read, then written, by one thread.
+    for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) {
+      T v = cuda::Exp(xr[k] - lse) * w;
+      if (k == t) v -= w;
+      d[k] = v;
+    }
+  }
+}
+
+template <typename T>
+absl::Status CrossEntropyGradTyped(const KernelContext& ctx, Reduction reduction) {
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer target, RowTargets(ctx));
+  CudaContext& cuda = CudaContextOf(ctx);
+  cudaStream_t stream = cuda.stream();
+  const int64_t rows = ctx.in(1).num_elements();
+  const int64_t classes = ctx.in(0).dim(ctx.in(0).rank() - 1);
+  if (rows == 0 || classes == 0) return absl::OkStatus();
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer count, cuda.Scratch(sizeof(int64_t)));
+  CountRowsKernel<<<1, 1024, 0, stream>>>(target.as<int64_t>(), rows, count.as<int64_t>());
+  DAGRAD_RETURN_IF_ERROR(CheckLaunch("CountRowsKernel"));
+  CrossEntropyGradImpl<<<GridFor(rows, 1), cuda::RowThreads(classes), 0, stream>>>(
+      ctx.in(0).as<T>(), target.as<int64_t>(), ctx.in(2).as<T>(), count.as<int64_t>(), rows,
+      classes, reduction, ctx.output.as<T>());
+  return CheckLaunch("CrossEntropyGradImpl");
+}
+
+absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const Reduction reduction, ReductionOf(ctx.attrs()));
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    return CrossEntropyGradTyped<decltype(tag)>(ctx, reduction);
+  });
+}
+
+}  // namespace
+
+std::vector<CudaKernelEntry> CudaLossKernels() {
+  return {{"cross_entropy", CrossEntropyKernel}, {"cross_entropy_grad", CrossEntropyGradKernel}};
+}
+
+}  // namespace dagrad

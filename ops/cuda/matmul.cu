@@ -1,0 +1,182 @@
+// CUDA kernels of the matmul family (ops/matmul.cc): matmul and linear
+// through cuBLAS (64-bit-size API), with transposed operands passed as
+// cuBLAS transposes, never copied.
+//
+// cuBLAS is column-major: a row-major (r, c) matrix is a column-major
+// (c, r) one with leading dimension c. So row-major C = op(A)·op(B) is
+// computed as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, i.e. gemm with the operands
+// swapped, M = n, N = m, and each operand's leading dimension its stored
+// row length.
+//
+// Batch dims broadcast as on the CPU: a rank-2 untransposed `b` under a
+// batched `a` is one tall product; operands whose batch is either whole or
+// fully broadcast use a strided batch (stride 0 when broadcast); any other
+// broadcast builds per-matrix pointer arrays on the device.
+
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/registry.h"
+#include "ops/op_util.h"
+
+namespace dagrad {
+namespace {
+
+using cuda::GridFor;
+using cuda::kThreads;
+
+template <typename T>
+struct Blas;
+
+template <>
+struct Blas<float> {
+  static auto Gemm(const CublasApi& b) { return b.sgemm; }
+  static auto GemmStridedBatched(const CublasApi& b) { return b.sgemm_strided_batched; }
+  static auto GemmBatched(const CublasApi& b) { return b.sgemm_batched; }
+};
+
+template <>
+struct Blas<double> {
+  static auto Gemm(const CublasApi& b) { return b.dgemm; }
+  static auto GemmStridedBatched(const CublasApi& b) { return b.dgemm_strided_batched; }
+  static auto GemmBatched(const CublasApi& b) { return b.dgemm_batched; }
+};
+
+struct MatrixDims {
+  int64_t rows, cols;
+};
+
+MatrixDims Op(const Shape& s, bool transpose) {
+  const int64_t r = s[s.rank() - 2], c = s[s.rank() - 1];
+  return transpose ? MatrixDims{c, r} : MatrixDims{r, c};
+}
+
+Shape BatchOf(const Shape& s) {
+  return Shape(absl::Span<const int64_t>(s.dims().data(), s.rank() - 2));
+}
+
+// BatchKind says how an operand's matrices map to the output's batch.
+enum class BatchKind { kWhole, kShared, kBroadcast };
+
+BatchKind KindOf(const Shape& operand_batch, const Shape& batch) {
+  const int64_t count = operand_batch.num_elements();
+  if (count == 1) return BatchKind::kShared;
+  return count == batch.num_elements() ? BatchKind::kWhole : BatchKind::kBroadcast;
+}
+
+// Pointers of every batch entry's matrices, for cublas*gemmBatched.
+template <typename T>
+__global__ void BatchPointersKernel(const T* a, const T* b, T* c, int64_t batches,
+                                    cuda::Strided<2> s, int64_t mat_a, int64_t mat_b,
+                                    int64_t mat_c, const T** pa, const T** pb, T** pc) {
+  DAGRAD_CUDA_LOOP(i, batches) {
+    int64_t off[2];
+    s.Offsets(i, off);
+    pa[i] = a + off[0] * mat_a;
+    pb[i] = b + off[1] * mat_b;
+    pc[i] = c + i * mat_c;
+  }
+}
+
+template <typename T>
+absl::Status MatMulTyped(const KernelContext& ctx) {
+  const Shape& sa = *ctx.in(0).shape;
+  const Shape& sb = *ctx.in(1).shape;
+  const Shape& sc = *ctx.output.shape;
+  const bool ta = ctx.attrs().GetBool("transpose_a"), tb = ctx.attrs().GetBool("transpose_b");
+  const T* a = ctx.in(0).as<T>();
+  const T* b = ctx.in(1).as<T>();
+  T* c = ctx.output.as<T>();
+  const int64_t m = Op(sa, ta).rows, k = Op(sa, ta).cols, n = Op(sb, tb).cols;
+  const Shape batch = BatchOf(sc);
+  const int64_t batches = batch.num_elements();
+  if (m == 0 || n == 0 || batches == 0) return absl::OkStatus();
+  CudaContext& cuda = CudaContextOf(ctx);
+  if (k == 0) {
+    DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c, 0, ctx.output.nbytes(), cuda.stream()));
+    return absl::OkStatus();
+  }
+  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t lda = sa[sa.rank() - 1], ldb = sb[sb.rank() - 1];
+  const T one = 1, zero = 0;
+  cublasHandle_t h = cuda.cublas();
+  const CublasApi& blas = cuda.blas();
+  if (sb.rank() == 2 && !ta) {
+    DAGRAD_CUBLAS_RETURN_IF_ERROR(Blas<T>::Gemm(blas)(h, op_b, CUBLAS_OP_N, n, m * batches, k,
+                                                      &one, b, ldb, a, lda, &zero, c, n));
+    return absl::OkStatus();
+  }
+  const int64_t mat_a = sa[sa.rank() - 2] * sa[sa.rank() - 1];
+  const int64_t mat_b = sb[sb.rank() - 2] * sb[sb.rank() - 1];
+  const BatchKind kind_a = KindOf(BatchOf(sa), batch), kind_b = KindOf(BatchOf(sb), batch);
+  if (kind_a != BatchKind::kBroadcast && kind_b != BatchKind::kBroadcast) {
+    DAGRAD_CUBLAS_RETURN_IF_ERROR(Blas<T>::GemmStridedBatched(blas)(
+        h, op_b, op_a, n, m, k, &one, b, ldb, kind_b == BatchKind::kWhole ? mat_b : 0, a, lda,
+        kind_a == BatchKind::kWhole ? mat_a : 0, &zero, c, n, m * n, batches));
+    return absl::OkStatus();
+  }
+  DAGRAD_ASSIGN_OR_RETURN(const cuda::Strided<2> s,
+                          cuda::MakeStrided<2>(batch, {cuda::InputStrides(BatchOf(sa), batch),
+                                                       cuda::InputStrides(BatchOf(sb), batch)}));
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer pointers, cuda.Scratch(3 * batches * sizeof(void*)));
+  const T** pa = pointers.as<const T*>();
+  const T** pb = pa + batches;
+  T** pc = static_cast<T**>(static_cast<void*>(pa + 2 * batches));
+  BatchPointersKernel<<<GridFor(batches), kThreads, 0, cuda.stream()>>>(
+      a, b, c, batches, s, mat_a, mat_b, m * n, pa, pb, pc);
+  DAGRAD_RETURN_IF_ERROR(CheckLaunch("BatchPointersKernel"));
+  DAGRAD_CUBLAS_RETURN_IF_ERROR(Blas<T>::GemmBatched(blas)(h, op_b, op_a, n, m, k, &one, pb,
+                                                           ldb, pa, lda, &zero, pc, n, batches));
+  return absl::OkStatus();
+}
+
+absl::Status MatMulKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return MatMulTyped<decltype(tag)>(ctx); });
+}
+
+// ---- linear ------------------------------------------------------------------
+
+template <typename T>
+__global__ void BiasRowsKernel(const T* bias, T* y, int64_t n, int64_t out) {
+  DAGRAD_CUDA_LOOP(i, n) y[i] = bias[i % out];
+}
+
+// y (rows, out) = x (rows, in) · wᵀ + b: column-major yᵀ = w · xᵀ, where w
+// is the transpose of its stored (in, out) column-major view and xᵀ is x's.
+template <typename T>
+absl::Status LinearTyped(const KernelContext& ctx) {
+  const int64_t in = ctx.in(1).dim(1), out = ctx.in(1).dim(0);
+  const int64_t rows = in == 0 ? ctx.output.num_elements() / std::max<int64_t>(out, 1)
+                               : ctx.in(0).num_elements() / in;
+  T* y = ctx.output.as<T>();
+  CudaContext& cuda = CudaContextOf(ctx);
+  if (rows == 0 || out == 0) return absl::OkStatus();
+  T beta = 0;
+  if (ctx.has(2)) {
+    BiasRowsKernel<<<GridFor(rows * out), kThreads, 0, cuda.stream()>>>(ctx.in(2).as<T>(), y,
+                                                                       rows * out, out);
+    DAGRAD_RETURN_IF_ERROR(CheckLaunch("BiasRowsKernel"));
+    beta = 1;
+  } else if (in == 0) {
+    DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(y, 0, ctx.output.nbytes(), cuda.stream()));
+  }
+  if (in == 0) return absl::OkStatus();
+  const T one = 1;
+  DAGRAD_CUBLAS_RETURN_IF_ERROR(Blas<T>::Gemm(cuda.blas())(
+      cuda.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, ctx.in(1).as<T>(), in,
+      ctx.in(0).as<T>(), in, &beta, y, out));
+  return absl::OkStatus();
+}
+
+absl::Status LinearKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return LinearTyped<decltype(tag)>(ctx); });
+}
+
+}  // namespace
+
+std::vector<CudaKernelEntry> CudaMatMulKernels() {
+  return {{"matmul", MatMulKernel}, {"linear", LinearKernel}};
+}
+
+}  // namespace dagrad

@@ -1,0 +1,338 @@
+// CUDA kernels of the reduce family (ops/reduce.cc): sum, mean and max over
+// any set of axes, deterministic (no atomics: fixed trees and fixed chunks).
+//
+// As on the CPU, the input is seen as (outer, mid, inner) when the reduced
+// axes are contiguous:
+//   inner == 1 (last axes, or everything): a block per output row, or,
+//     for a few very long rows, blocks per chunk of a row and a second pass;
+//   inner > 1 (leading or middle axes, e.g. a bias gradient summed over
+//     (B, T)): 32-column tiles read coalesced, mid split into chunks of
+//     kChunkRows rows whose partial sums a second pass adds in chunk order;
+// and otherwise one thread per output walks the reduced axes (an odometer,
+// as the CPU's general path). Sums accumulate in double (int64 for
+// integers); the CPU accumulates in double too except on its inner > 1
+// path (float), so results agree to float32 rounding, not bit for bit.
+// Max over data with NaNs may pick another NaN or number than the CPU.
+
+#include <limits>
+
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/registry.h"
+#include "ops/op_util.h"
+
+namespace dagrad {
+namespace {
+
+using cuda::Acc;
+using cuda::GridFor;
+using cuda::kThreads;
+
+enum class Reduction { kSum, kMean, kMax };
+
+// Identity of max: -inf for floats (so rows of -inf reduce to -inf, as the
+// CPU's contiguous paths give), lowest() for integers.
+template <typename T>
+__device__ T MaxIdentity() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return -cuda::Infinity<T>();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+
+// What a thread accumulates: Acc<T> for sums, T for max.
+template <typename T, Reduction R>
+using Partial = std::conditional_t<R == Reduction::kMax, T, Acc<T>>;
+
+template <typename T, Reduction R>
+__device__ Partial<T, R> Identity() {
+  if constexpr (R == Reduction::kMax) {
+    return MaxIdentity<T>();
+  } else {
+    return Partial<T, R>(0);
+  }
+}
+
+template <typename T, Reduction R>
+__device__ Partial<T, R> Combine(Partial<T, R> a, Partial<T, R> b) {
+  if constexpr (R == Reduction::kMax) {
+    return cuda::MaxOp()(a, b);
+  } else {
+    return a + b;
+  }
+}
+
+template <Reduction R>
+struct CombineOp {
+  template <typename P>
+  __device__ P operator()(P a, P b) const {
+    if constexpr (R == Reduction::kMax) {
+      return cuda::MaxOp()(a, b);
+    } else {
+      return a + b;
+    }
+  }
+};
+
+// Finish turns a row's partial into the output value; `scale` is 1/mid
+// for means (as the CPU multiplies by it), 1 otherwise.
+template <typename T, Reduction R>
+__device__ T Finish(Partial<T, R> p, int64_t mid, double scale) {
+  if constexpr (R == Reduction::kMax) {
+    return mid == 0 ? std::numeric_limits<T>::lowest() : p;
+  } else if constexpr (R == Reduction::kMean) {
+    return static_cast<T>(static_cast<double>(p) * scale);
+  } else {
+    return static_cast<T>(p);
+  }
+}
+
+// ---- inner == 1: a block per row ----------------------------------------------
+
+// Each of `rows` rows of `len` values (T, or partials from
+// ReduceRowChunksKernel) is combined by one block; `mid` is the count of
+// elements the row stands for (for the mean and the empty max).
+template <typename T, Reduction R, typename In>
+__global__ void ReduceRowsKernel(const In* x, T* y, int64_t rows, int64_t len, int64_t mid,
+                                 double scale) {
+  using P = Partial<T, R>;
+  __shared__ P shared[32];
+  for (int64_t o = blockIdx.x; o < rows; o += gridDim.x) {
+    const In* row = x + o * len;
+    P acc = Identity<T, R>();
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) acc = Combine<T, R>(acc, P(row[i]));
+    acc = cuda::BlockReduce(acc, CombineOp<R>(), shared);
+    if (threadIdx.x == 0) y[o] = Finish<T, R>(acc, mid, scale);
+  }
+}
+
+// Few long rows (a full reduction, a gradient norm) would leave most of the
+// GPU idle with a block per row: rows longer than 2 * kRowChunk, when there
+// are fewer than kFewRows of them, are cut into chunks of kRowChunk
+// elements, each reduced by its own block to a partial; a second pass
+// combines each row's partials in order. Both passes depend only on the
+// shape, so the result is still deterministic.
+constexpr int64_t kRowChunk = 16384;
+constexpr int64_t kFewRows = 512;
+
+template <typename T, Reduction R>
+__global__ void ReduceRowChunksKernel(const T* x, Partial<T, R>* partial, int64_t rows,
+                                      int64_t mid, int64_t chunks) {
+  using P = Partial<T, R>;
+  __shared__ P shared[32];
+  const int64_t c = blockIdx.x;
+  const int64_t begin = c * kRowChunk, end = std::min(mid, begin + kRowChunk);
+  for (int64_t o = blockIdx.y; o < rows; o += gridDim.y) {
+    const T* row = x + o * mid;
+    P acc = Identity<T, R>();
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      acc = Combine<T, R>(acc, P(row[i]));
+    }
+    acc = cuda::BlockReduce(acc, CombineOp<R>(), shared);
+    if (threadIdx.x == 0) partial[o * chunks + c] = acc;
+  }
+}
+
+// ---- inner > 1: column tiles, mid in chunks ----------------------------------
+
+constexpr int kTileColumns = 32;
+constexpr int kTileRows = 8;
+constexpr int64_t kChunkRows = 128;
+constexpr int64_t kMaxGridY = 65535;
+
+// Grid: x over column tiles, y over outer (strided), z over chunks. With
+// one chunk the result goes to y; with several, each chunk's partial goes
+// to partial[chunk][o][j] for ReduceChunksKernel.
+template <typename T, Reduction R>
+__global__ void ReduceColumnsKernel(const T* x, T* y, Partial<T, R>* partial, int64_t outer,
+                                    int64_t mid, int64_t inner, double scale) {
+  using P = Partial<T, R>;
+  __shared__ P tile[kTileRows][kTileColumns];
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kTileColumns + threadIdx.x;
+  const int64_t chunk = blockIdx.z;
+  const int64_t m0 = chunk * kChunkRows;
+  const int64_t m1 = std::min(mid, m0 + kChunkRows);
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    P acc = Identity<T, R>();
+    if (j < inner) {
+      const T* col = x + o * mid * inner + j;
+      for (int64_t m = m0 + threadIdx.y; m < m1; m += kTileRows) {
+        acc = Combine<T, R>(acc, P(col[m * inner]));
+      }
+    }
+    tile[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < inner) {
+      for (int r = 1; r < kTileRows; ++r) acc = Combine<T, R>(acc, tile[r][threadIdx.x]);
+      if (gridDim.z == 1) {
+        y[o * inner + j] = Finish<T, R>(acc, mid, scale);
+      } else {
+        partial[(chunk * outer + o) * inner + j] = acc;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T, Reduction R>
+__global__ void ReduceChunksKernel(const Partial<T, R>* partial, T* y, int64_t chunks,
+                                   int64_t outputs, int64_t mid, double scale) {
+  DAGRAD_CUDA_LOOP(i, outputs) {
+    Partial<T, R> acc = partial[i];
+    for (int64_t c = 1; c < chunks; ++c) acc = Combine<T, R>(acc, partial[c * outputs + i]);
+    y[i] = Finish<T, R>(acc, mid, scale);
+  }
+}
+
+// ---- reduced axes not contiguous: the CPU's odometer -------------------------
+
+struct GeneralShape {
+  int kept_rank = 0, reduced_rank = 0;
+  int64_t kept_dims[cuda::kMaxRank], kept_strides[cuda::kMaxRank];
+  int64_t reduced_dims[cuda::kMaxRank], reduced_strides[cuda::kMaxRank];
+  int64_t count = 1;  // elements per output
+};
+
+// Exactly the CPU's ReduceGeneral per output: max from lowest(), sums in
+// Acc<T> in the same order, mean as sum / count.
+template <typename T, Reduction R>
+__global__ void ReduceGeneralKernel(const T* x, T* y, int64_t outputs, GeneralShape s) {
+  DAGRAD_CUDA_LOOP(o, outputs) {
+    int64_t base = 0, rem = o;
+    for (int d = s.kept_rank - 1; d >= 0; --d) {
+      base += rem % s.kept_dims[d] * s.kept_strides[d];
+      rem /= s.kept_dims[d];
+    }
+    Acc<T> sum = 0;
+    T m = std::numeric_limits<T>::lowest();
+    int64_t idx[cuda::kMaxRank] = {};
+    for (int64_t n = 0; n < s.count; ++n) {
+      int64_t off = base;
+      for (int a = 0; a < s.reduced_rank; ++a) off += idx[a] * s.reduced_strides[a];
+      if constexpr (R == Reduction::kMax) {
+        m = cuda::MaxOp()(m, x[off]);
+      } else {
+        sum += x[off];
+      }
+      for (int a = s.reduced_rank - 1; a >= 0; --a) {
+        if (++idx[a] < s.reduced_dims[a]) break;
+        idx[a] = 0;
+      }
+    }
+    if constexpr (R == Reduction::kMax) {
+      y[o] = m;
+    } else if constexpr (R == Reduction::kMean) {
+      y[o] = static_cast<T>(s.count ? sum / static_cast<double>(s.count) : 0);
+    } else {
+      y[o] = static_cast<T>(sum);
+    }
+  }
+}
+
+template <typename T, Reduction R>
+absl::Status ReduceTyped(const KernelContext& ctx, const std::vector<int>& axes) {
+  const Shape& in = *ctx.in(0).shape;
+  const T* x = ctx.in(0).as<T>();
+  T* y = ctx.output.as<T>();
+  const int64_t outputs = ctx.output.num_elements();
+  if (outputs == 0) return absl::OkStatus();
+  CudaContext& cuda = CudaContextOf(ctx);
+  cudaStream_t stream = cuda.stream();
+  const bool contiguous =
+      axes.empty() || axes.back() - axes.front() + 1 == static_cast<int>(axes.size());
+  if (!contiguous) {
+    GeneralShape s;
+    const Dims strides = RowMajorStrides(in);
+    for (int i = 0; i < in.rank(); ++i) {
+      const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+      int& rank = reduced ? s.reduced_rank : s.kept_rank;
+      if (rank == cuda::kMaxRank) {
+        return absl::UnimplementedError(absl::StrCat(
+            "CUDA reductions over non-contiguous axes take at most ", cuda::kMaxRank,
+            " reduced and kept axes; input ", in.ToString()));
+      }
+      (reduced ? s.reduced_dims : s.kept_dims)[rank] = in[i];
+      (reduced ? s.reduced_strides : s.kept_strides)[rank] = strides[i];
+      ++rank;
+      if (reduced) s.count *= in[i];
+    }
+    ReduceGeneralKernel<T, R><<<GridFor(outputs), kThreads, 0, stream>>>(x, y, outputs, s);
+    return CheckLaunch("ReduceGeneralKernel");
+  }
+  int64_t outer = 1, mid = 1, inner = 1;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (!axes.empty() && i < axes.front()) {
+      outer *= in[i];
+    } else if (!axes.empty() && i > axes.back()) {
+      inner *= in[i];
+    } else {
+      mid *= in[i];
+    }
+  }
+  const double scale = R == Reduction::kMean && mid > 0 ? 1.0 / static_cast<double>(mid) : 1.0;
+  using P = Partial<T, R>;
+  if (inner == 1) {
+    if (mid <= 2 * kRowChunk || outer >= kFewRows) {
+      ReduceRowsKernel<T, R, T><<<GridFor(outer, 1), cuda::RowThreads(mid), 0, stream>>>(
+          x, y, outer, mid, mid, scale);
+      return CheckLaunch("ReduceRowsKernel");
+    }
+    const int64_t chunks = (mid + kRowChunk - 1) / kRowChunk;
+    DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(outer * chunks * sizeof(P)));
+    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(outer));
+    ReduceRowChunksKernel<T, R><<<grid, kThreads, 0, stream>>>(x, partial.as<P>(), outer, mid,
+                                                                chunks);
+    DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceRowChunksKernel"));
+    ReduceRowsKernel<T, R, P><<<GridFor(outer, 1), cuda::RowThreads(chunks), 0, stream>>>(
+        partial.as<P>(), y, outer, chunks, mid, scale);
+    return CheckLaunch("ReduceRowsKernel");
+  }
+  const int64_t chunks = std::max<int64_t>(1, (mid + kChunkRows - 1) / kChunkRows);
+  if (chunks > kMaxGridY) {
+    return absl::UnimplementedError(
+        absl::StrCat("CUDA column reduction over ", mid, " rows: more than ", kMaxGridY,
+                     " chunks of ", kChunkRows));
+  }
+  const dim3 block(kTileColumns, kTileRows);
+  const dim3 grid(static_cast<unsigned>((inner + kTileColumns - 1) / kTileColumns),
+                  static_cast<unsigned>(std::min(outer, kMaxGridY)),
+                  static_cast<unsigned>(chunks));
+  if (chunks == 1) {
+    ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, nullptr, outer, mid, inner,
+                                                          scale);
+    return CheckLaunch("ReduceColumnsKernel");
+  }
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(chunks * outputs * sizeof(P)));
+  ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, partial.as<P>(), outer, mid,
+                                                        inner, scale);
+  DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceColumnsKernel"));
+  ReduceChunksKernel<T, R><<<GridFor(outputs), kThreads, 0, stream>>>(partial.as<P>(), y, chunks,
+                                                                     outputs, mid, scale);
+  return CheckLaunch("ReduceChunksKernel");
+}
+
+template <Reduction R>
+absl::Status ReduceKernel(const KernelContext& ctx) {
+  auto axes = NormalizeAxes(ctx.attrs().GetInts("axes"), ctx.in(0).rank());
+  if (!axes.ok()) return axes.status();
+  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return absl::InternalError("reduce of bool");
+    } else {
+      return ReduceTyped<T, R>(ctx, *axes);
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<CudaKernelEntry> CudaReduceKernels() {
+  return {
+      {"sum", ReduceKernel<Reduction::kSum>},
+      {"mean", ReduceKernel<Reduction::kMean>},
+      {"max", ReduceKernel<Reduction::kMax>},
+  };
+}
+
+}  // namespace dagrad

@@ -1,0 +1,194 @@
+// CUDA kernels of the shape family (ops/shape_ops.cc): reshape (a view),
+// permute, broadcast_to, concat, slice and unslice. They move bytes only,
+// so each is instantiated per element size (1, 4 or 8 bytes), not per
+// dtype, and matches the CPU exactly.
+
+#include <algorithm>
+
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/registry.h"
+#include "ops/op_util.h"
+
+namespace dagrad {
+namespace {
+
+using cuda::GridFor;
+using cuda::kThreads;
+
+// DispatchSize calls f(U{}) with U an unsigned integer of the element size.
+template <typename F>
+absl::Status DispatchSize(DType dtype, F&& f) {
+  switch (SizeOf(dtype)) {
+    case 1: return f(uint8_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+  }
+  return absl::InternalError(absl::StrCat("no CUDA copy for ", SizeOf(dtype), "-byte elements"));
+}
+
+// ---- reshape -------------------------------------------------------------------
+
+// The executor hands a view its input's bytes; a copy happens only where
+// the output has bytes of its own.
+absl::Status ViewKernel(const KernelContext& ctx) {
+  if (ctx.output.data == ctx.in(0).data || ctx.output.nbytes() == 0) return absl::OkStatus();
+  DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(ctx.output.data, ctx.in(0).data,
+                                              ctx.output.nbytes(), cudaMemcpyDeviceToDevice,
+                                              CudaContextOf(ctx).stream()));
+  return absl::OkStatus();
+}
+
+// ---- permute, broadcast_to: a strided gather -------------------------------------
+
+template <typename U>
+__global__ void StridedCopyKernel(const U* x, U* y, int64_t n, cuda::Strided<1> s) {
+  DAGRAD_CUDA_LOOP(i, n) {
+    int64_t off[1];
+    s.Offsets(i, off);
+    y[i] = x[off[0]];
+  }
+}
+
+// StridedCopy writes y[i] = x[offset of i through `strides`] for every
+// element i of the output.
+absl::Status StridedCopy(const KernelContext& ctx, const Dims& strides) {
+  const int64_t n = ctx.output.num_elements();
+  if (n == 0) return absl::OkStatus();
+  DAGRAD_ASSIGN_OR_RETURN(const cuda::Strided<1> s,
+                          cuda::MakeStrided<1>(*ctx.output.shape, {strides}));
+  return DispatchSize(ctx.output.dtype, [&](auto tag) {
+    using U = decltype(tag);
+    StridedCopyKernel<<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
+        static_cast<const U*>(ctx.in(0).data), static_cast<U*>(ctx.output.data), n, s);
+    return CheckLaunch("StridedCopyKernel");
+  });
+}
+
+absl::Status PermuteKernel(const KernelContext& ctx) {
+  const std::vector<int64_t> perm = ctx.attrs().GetInts("perm");
+  const Dims in_strides = RowMajorStrides(*ctx.in(0).shape);
+  Dims strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) strides[i] = in_strides[perm[i]];
+  return StridedCopy(ctx, strides);
+}
+
+absl::Status BroadcastToKernel(const KernelContext& ctx) {
+  return StridedCopy(ctx, cuda::InputStrides(*ctx.in(0).shape, *ctx.output.shape));
+}
+
+// ---- concat ------------------------------------------------------------------
+
+// Copies one input's rows (outer rows of `row` elements) into the output,
+// whose rows are `out_row` elements long, at column `col`.
+template <typename U>
+__global__ void ConcatPieceKernel(const U* x, U* y, int64_t outer, int64_t row, int64_t out_row,
+                                  int64_t col) {
+  DAGRAD_CUDA_LOOP(i, outer * row) {
+    const int64_t o = i / row, c = i % row;
+    y[o * out_row + col + c] = x[i];
+  }
+}
+
+absl::Status ConcatKernel(const KernelContext& ctx) {
+  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank());
+  int64_t outer = 1;
+  for (int d = 0; d < axis; ++d) outer *= ctx.output.dim(d);
+  if (outer == 0) return absl::OkStatus();
+  const int64_t out_row = ctx.output.num_elements() / outer;
+  return DispatchSize(ctx.output.dtype, [&](auto tag) {
+    using U = decltype(tag);
+    int64_t col = 0;
+    for (const TensorRef& in : ctx.inputs) {
+      const int64_t row = in.num_elements() / outer;
+      if (row > 0) {
+        ConcatPieceKernel<<<GridFor(outer * row), kThreads, 0, CudaContextOf(ctx).stream()>>>(
+            static_cast<const U*>(in.data), static_cast<U*>(ctx.output.data), outer, row,
+            out_row, col);
+        DAGRAD_RETURN_IF_ERROR(CheckLaunch("ConcatPieceKernel"));
+      }
+      col += row;
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---- slice / unslice -----------------------------------------------------------
+
+// As ops/shape_ops.cc: Python-style bounds resolved against the axis.
+struct SliceSpec {
+  int axis;
+  int64_t start, count, step;
+};
+
+absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
+  auto axis = NormalizeAxis(a.GetInt("axis"), in.rank());
+  if (!axis.ok()) return axis.status();
+  const int64_t step = a.GetInt("step", 1);
+  if (step < 1) return absl::InvalidArgumentError(absl::StrCat("step ", step, " < 1"));
+  const int64_t len = in[*axis];
+  auto clamp = [len](int64_t v) {
+    if (v < 0) v += len;
+    return std::clamp<int64_t>(v, 0, len);
+  };
+  const int64_t start = clamp(a.GetInt("start")), end = clamp(a.GetInt("end"));
+  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  return SliceSpec{*axis, start, count, step};
+}
+
+// The sliced tensor is (outer, count, inner); element (o, i, j) sits at
+// (o, start + i * step, j) of the full (outer, len, inner) one.
+template <typename U, bool kToSlice>
+__global__ void SliceCopyKernel(const U* src, U* dst, int64_t n, int64_t count, int64_t inner,
+                                int64_t len, int64_t start, int64_t step) {
+  DAGRAD_CUDA_LOOP(p, n) {
+    const int64_t j = p % inner;
+    const int64_t i = p / inner % count;
+    const int64_t o = p / (inner * count);
+    const int64_t f = (o * len + start + i * step) * inner + j;
+    if constexpr (kToSlice) {
+      dst[p] = src[f];
+    } else {
+      dst[f] = src[p];
+    }
+  }
+}
+
+template <bool kToSlice>
+absl::Status SliceCopy(const KernelContext& ctx, const SliceSpec& s, const Shape& full) {
+  const int64_t n = kToSlice ? ctx.output.num_elements() : ctx.in(0).num_elements();
+  if (n == 0) return absl::OkStatus();
+  int64_t inner = 1;
+  for (int d = s.axis + 1; d < full.rank(); ++d) inner *= full[d];
+  return DispatchSize(ctx.output.dtype, [&](auto tag) {
+    using U = decltype(tag);
+    SliceCopyKernel<U, kToSlice><<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
+        static_cast<const U*>(ctx.in(0).data), static_cast<U*>(ctx.output.data), n, s.count,
+        inner, full[s.axis], s.start, s.step);
+    return CheckLaunch("SliceCopyKernel");
+  });
+}
+
+absl::Status SliceKernel(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const SliceSpec spec, ResolveSlice(ctx.attrs(), *ctx.in(0).shape));
+  return SliceCopy<true>(ctx, spec, *ctx.in(0).shape);
+}
+
+absl::Status UnsliceKernel(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const SliceSpec spec, ResolveSlice(ctx.attrs(), *ctx.output.shape));
+  if (ctx.output.nbytes() > 0) {
+    DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ctx.output.data, 0, ctx.output.nbytes(),
+                                                CudaContextOf(ctx).stream()));
+  }
+  return SliceCopy<false>(ctx, spec, *ctx.output.shape);
+}
+
+}  // namespace
+
+std::vector<CudaKernelEntry> CudaShapeKernels() {
+  return {
+      {"reshape", ViewKernel},     {"permute", PermuteKernel}, {"broadcast_to", BroadcastToKernel},
+      {"concat", ConcatKernel},    {"slice", SliceKernel},     {"unslice", UnsliceKernel},
+  };
+}
+
+}  // namespace dagrad

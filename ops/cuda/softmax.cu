@@ -1,0 +1,254 @@
+// CUDA kernels of the softmax family (ops/softmax.cc): masked softmax (keep
+// mask, valid lengths, causal limit, additive bias and scale fused, as on
+// the CPU), softmax_grad and log_softmax. One block per row of the last
+// axis; each pass re-reads the row (from cache) instead of holding it, so
+// any row length works.
+//
+// Per element the arithmetic is the CPU's (z = scale * x + bias, exp(z - m)
+// times 1 / sum); the row's max ignores NaNs as the CPU's does, and its sum
+// is combined in another order, so results agree to float32 rounding. A
+// fully masked row is zeros. All three may run in place: a row is written
+// only after the block's reductions over it, each element by the thread
+// that read it.
+
+#include <algorithm>
+#include <string>
+
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/registry.h"
+#include "ops/op_util.h"
+
+namespace dagrad {
+namespace {
+
+using cuda::GridFor;
+using cuda::kThreads;
+
+enum SoftmaxInput { kScores = 0, kKeep = 1, kValidLens = 2, kBias = 3 };
+
+// The CPU's running max `x > m ? x : m`: NaNs never win.
+struct MaxIgnoringNaN {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+struct SoftmaxArgs {
+  int64_t rows, k;
+  int64_t q_size, rows_per_b;
+  bool causal;
+  int64_t offset;
+  const int64_t* lens;  // null, or (B) / (B, Q) lengths checked in [0, K]
+  bool lens_2d;
+  const bool* keep;     // null, or broadcast through keep_rows / keep_last
+  cuda::Strided<2> lead;  // row -> offsets of keep (0) and bias (1)
+  int64_t keep_last, bias_last;  // their strides along the last axis
+};
+
+template <typename T>
+__global__ void MaskedSoftmaxImpl(const T* x, const T* bias, T* out, SoftmaxArgs a, T scale) {
+  __shared__ T shared[32];
+  const T neg_inf = -cuda::Infinity<T>();
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const int64_t q = row % a.q_size;
+    int64_t n = a.k;  // the unmasked prefix; the rest is the tail
+    if (a.lens) {
+      const int64_t b = row / a.rows_per_b;
+      n = std::min(n, a.lens[a.lens_2d ? b * a.q_size + q : b]);
+    }
+    if (a.causal) {
+      n = std::min(n, a.offset >= a.k ? a.k : std::max<int64_t>(0, q + a.offset + 1));
+    }
+    int64_t off[2] = {0, 0};
+    a.lead.Offsets(row, off);
+    const bool* kr = a.keep ? a.keep + off[0] : nullptr;
+    const T* br = bias ? bias + off[1] : nullptr;
+    if (kr && a.keep_last == 0 && !kr[0]) n = 0;
+    const T* xr = x + row * a.k;
+    auto z = [&](int64_t k) -> T {
+      T v = br ? scale * xr[k] + br[k * a.bias_last] : scale * xr[k];
+      if (kr && a.keep_last != 0 && !kr[k]) v = neg_inf;
+      return v;
+    };
+    T m = neg_inf;
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxIgnoringNaN()(m, z(k));
+    m = cuda::BlockReduce(m, MaxIgnoringNaN(), shared);
+    if (m == neg_inf) n = 0;  // every position masked: the row is zeros
+    T sum = 0;
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += cuda::Exp(z(k) - m);
+    sum = cuda::BlockReduce(sum, cuda::SumOp(), shared);
+    const T inv = T(1) / sum;
+    T* y = out + row * a.k;
+    for (int64_t k = threadIdx.x; k < a.k; k += blockDim.x) {
+      y[k] = k < n ? cuda::Exp(z(k) - m) * inv : T(0);
+    }
+  }
+}
+
+// ValidLensToInt64 copies the lengths, clamped into [0, K] (bad ones fail
+// the run; clamping keeps the softmax kernel inside the row meanwhile).
+template <typename I>
+__global__ void ValidLensToInt64(const I* lens, int64_t n, int64_t k, int64_t* out) {
+  DAGRAD_CUDA_LOOP(i, n) {
+    const int64_t v = static_cast<int64_t>(lens[i]);
+    out[i] = v < 0 ? 0 : v > k ? k : v;
+  }
+}
+
+template <typename I>
+struct LenOutOfRange {
+  __device__ bool operator()(I v) const { return v < 0 || static_cast<int64_t>(v) > k; }
+  int64_t k;
+};
+
+// Checks valid_lens on the device (the CPU's message) and returns them as
+// int64 in `buffer`.
+absl::Status PrepareValidLens(const KernelContext& ctx, int64_t k, CudaBuffer& buffer) {
+  const TensorRef& lens = ctx.in(kValidLens);
+  const int64_t n = lens.num_elements();
+  CudaContext& cuda = CudaContextOf(ctx);
+  DAGRAD_ASSIGN_OR_RETURN(buffer, cuda.Scratch(std::max<int64_t>(n, 1) * sizeof(int64_t)));
+  const int64_t cols = lens.rank() == 2 ? lens.dim(1) : 0;
+  return DispatchIndex(lens.dtype, [&](auto tag) {
+    using I = decltype(tag);
+    DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
+        ctx, lens.as<I>(), n, LenOutOfRange<I>{k}, [k, cols](const DeviceErrorDetail& d) {
+          const std::string pos = cols == 0 ? absl::StrCat(d.position)
+                                            : absl::StrCat(d.position / cols, ", ",
+                                                           d.position % cols);
+          return absl::StrCat("valid_lens[", pos, "] = ", d.int_value, " is outside [0, ", k,
+                              "] (K = ", k, ", the size of the scores' last axis)");
+        }));
+    if (n == 0) return absl::OkStatus();
+    ValidLensToInt64<<<GridFor(n), kThreads, 0, cuda.stream()>>>(lens.as<I>(), n, k,
+                                                               buffer.as<int64_t>());
+    return CheckLaunch("ValidLensToInt64");
+  });
+}
+
+template <typename T>
+absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
+  const Shape& s = *ctx.in(kScores).shape;
+  const int rank = s.rank();
+  SoftmaxArgs a{};
+  a.k = s[rank - 1];
+  a.rows = 1;
+  for (int d = 0; d + 1 < rank; ++d) a.rows *= s[d];
+  a.q_size = rank >= 2 ? s[rank - 2] : 1;
+  a.rows_per_b = rank >= 2 && s[0] > 0 ? a.rows / s[0] : a.rows;
+  a.causal = ctx.attrs().GetBool("causal");
+  a.offset = ctx.attrs().GetInt("causal_offset");
+  if (a.rows == 0) return absl::OkStatus();
+  CudaBuffer lens;
+  if (ctx.has(kValidLens)) {
+    DAGRAD_RETURN_IF_ERROR(PrepareValidLens(ctx, a.k, lens));
+    a.lens = lens.as<int64_t>();
+    a.lens_2d = ctx.in(kValidLens).rank() == 2;
+  }
+  // Strides of keep and bias over the rows (all axes but the last) and
+  // along the last axis.
+  const Shape lead_shape(absl::Span<const int64_t>(s.dims().data(), rank - 1));
+  Dims keep_strides(rank, 0), bias_strides(rank, 0);
+  if (ctx.has(kKeep)) {
+    keep_strides = cuda::InputStrides(*ctx.in(kKeep).shape, s);
+    a.keep = ctx.in(kKeep).as<bool>();
+    a.keep_last = keep_strides[rank - 1];
+  }
+  if (ctx.has(kBias)) {
+    bias_strides = cuda::InputStrides(*ctx.in(kBias).shape, s);
+    a.bias_last = bias_strides[rank - 1];
+  }
+  keep_strides.pop_back();
+  bias_strides.pop_back();
+  DAGRAD_ASSIGN_OR_RETURN(a.lead, cuda::MakeStrided<2>(lead_shape, {keep_strides, bias_strides}));
+  const T scale = static_cast<T>(ctx.attrs().GetFloat("scale", 1.0));
+  MaskedSoftmaxImpl<<<GridFor(a.rows, 1), cuda::RowThreads(a.k), 0,
+                      CudaContextOf(ctx).stream()>>>(
+      ctx.in(kScores).as<T>(), ctx.has(kBias) ? ctx.in(kBias).as<T>() : nullptr,
+      ctx.output.as<T>(), a, scale);
+  return CheckLaunch("MaskedSoftmaxImpl");
+}
+
+absl::Status MaskedSoftmaxKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return MaskedSoftmaxTyped<decltype(tag)>(ctx); });
+}
+
+// ---- log_softmax ---------------------------------------------------------------
+
+template <typename T>
+__global__ void LogSoftmaxImpl(const T* x, T* out, int64_t rows, int64_t k) {
+  __shared__ T shared[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * k;
+    T m = -cuda::Infinity<T>();
+    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) m = MaxIgnoringNaN()(m, xr[i]);
+    m = cuda::BlockReduce(m, MaxIgnoringNaN(), shared);
+    T sum = 0;
+    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) sum += cuda::Exp(xr[i] - m);
+    sum = cuda::BlockReduce(sum, cuda::SumOp(), shared);
+    const T shift = m + cuda::Log(sum);
+    T* y = out + row * k;
+    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) y[i] = xr[i] - shift;
+  }
+}
+
+// ---- softmax_grad(g, y) = y * (g - sum(g * y)) -----------------------------------
+
+template <typename T>
+__global__ void SoftmaxGradImpl(const T* g, const T* y, T* dx, int64_t rows, int64_t k) {
+  __shared__ T shared[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* gr = g + row * k;
+    const T* yr = y + row * k;
+    T dot = 0;
+    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) dot += gr[i] * yr[i];
+    dot = cuda::BlockReduce(dot, cuda::SumOp(), shared);
+    T* d = dx + row * k;
+    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) d[i] = yr[i] * (gr[i] - dot);
+  }
+}
+
+// Rows of the last axis: the product of the other dims (1 for a vector).
+int64_t LeadingRows(const Shape& s) {
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < s.rank(); ++d) rows *= s[d];
+  return rows;
+}
+
+absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const Shape& s = *ctx.in(0).shape;
+    const int64_t rows = LeadingRows(s), k = s[s.rank() - 1];
+    if (rows == 0) return absl::OkStatus();
+    LogSoftmaxImpl<<<GridFor(rows, 1), cuda::RowThreads(k), 0, CudaContextOf(ctx).stream()>>>(
+        ctx.in(0).as<T>(), ctx.output.as<T>(), rows, k);
+    return CheckLaunch("LogSoftmaxImpl");
+  });
+}
+
+absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const Shape& s = *ctx.in(0).shape;
+    const int64_t rows = LeadingRows(s), k = s[s.rank() - 1];
+    if (rows == 0) return absl::OkStatus();
+    SoftmaxGradImpl<<<GridFor(rows, 1), cuda::RowThreads(k), 0, CudaContextOf(ctx).stream()>>>(
+        ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.output.as<T>(), rows, k);
+    return CheckLaunch("SoftmaxGradImpl");
+  });
+}
+
+}  // namespace
+
+std::vector<CudaKernelEntry> CudaSoftmaxKernels() {
+  return {
+      {"softmax", MaskedSoftmaxKernel},
+      {"softmax_grad", SoftmaxGradKernel},
+      {"log_softmax", LogSoftmaxKernel},
+  };
+}
+
+}  // namespace dagrad

@@ -1,0 +1,284 @@
+// The CUDA backend against the CPU backend (DESIGN.md's third oracle).
+//
+// Needs no GPU: the kernel-table coverage test and the case-coverage test
+// (every op runs in at least one cross-check case). Needs a GPU, and skips
+// saying why without one: every cross-check case below (each op, its
+// gradients, float32 and float64), every gradcheck case run on both
+// backends, errors found on the device reported exactly as the CPU reports
+// them, and a whole training step of the toy transformer.
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/autodiff.h"
+#include "engine/cuda/cuda_device.h"
+#include "engine/optimizer.h"
+#include "models/tasks.h"
+#include "models/transformer.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/loss.h"
+#include "ops/registry.h"
+#include "tests/support/backend_check.h"
+#include "tests/support/cuda_cases.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test_util.h"
+
+#ifdef DAGRAD_WITH_CUDA
+#include "engine/cuda/cublas_api.h"
+#include "ops/cuda/registry.h"
+#endif
+
+namespace dagrad::testing {
+namespace {
+
+// GpuStatus says whether a CUDA device can be made (asked once: without a
+// driver every attempt costs tens of milliseconds).
+const absl::Status& GpuStatus() {
+  static const absl::Status* const status = new absl::Status(CudaDevice().status());
+  return *status;
+}
+
+// Skips the test, saying why, when no CUDA device is available (no GPU,
+// no driver, backend not built); fails it when one is there but unusable
+// (e.g. kernels built for another architecture).
+#define SKIP_WITHOUT_GPU()                                                             \
+  do {                                                                                 \
+    if (absl::IsUnavailable(GpuStatus())) {                                            \
+      GTEST_SKIP() << "no CUDA device, CPU/CUDA cross-check skipped: "                 \
+                   << GpuStatus().message();                                           \
+    }                                                                                  \
+    ASSERT_TRUE(GpuStatus().ok()) << GpuStatus();                                      \
+  } while (false)
+
+DeviceFactory Gpu() {
+  return [] { return CudaDevice(); };
+}
+
+TEST(CudaDevice, IsUnavailableOrNamesItsGpu) {
+  absl::StatusOr<std::unique_ptr<Device>> gpu = CudaDevice();
+  if (!gpu.ok()) {
+    EXPECT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable) << gpu.status();
+    EXPECT_FALSE(gpu.status().message().empty());
+    EXPECT_TRUE(CudaDeviceNames().empty() || CudaBuiltIn());
+    return;
+  }
+  EXPECT_EQ((*gpu)->name().rfind("cuda:0 (", 0), 0u) << (*gpu)->name();
+  EXPECT_FALSE((*gpu)->is_host());
+  EXPECT_FALSE(CudaDeviceNames().empty());
+}
+
+TEST(CudaDevice, DescribeSaysWhetherItIsBuiltIn) {
+  const std::string line = DescribeCuda();
+  if (CudaBuiltIn()) {
+    EXPECT_EQ(line.rfind("built in", 0), 0u) << line;
+  } else {
+    EXPECT_EQ(line, "not built into this binary");
+  }
+}
+
+// ---- needs no GPU ----------------------------------------------------------------
+
+TEST(CudaLibraries, CublasLoadsAtRunTime) {
+#ifdef DAGRAD_WITH_CUDA
+  absl::StatusOr<const CublasApi*> blas = LoadCublas();
+  ASSERT_TRUE(blas.ok()) << blas.status();
+  EXPECT_STREQ((*blas)->status_name(CUBLAS_STATUS_SUCCESS), "CUBLAS_STATUS_SUCCESS");
+#else
+  GTEST_SKIP() << "built without the CUDA backend (DAGRAD_CUDA=OFF or no nvcc)";
+#endif
+}
+
+TEST(CudaCoverage, EveryOpHasACudaKernel) {
+#ifdef DAGRAD_WITH_CUDA
+  for (const OpDef* op : AllOps()) {
+    EXPECT_NE(CudaKernelFor(op->name), nullptr) << "op '" << op->name << "' has no CUDA kernel";
+  }
+  EXPECT_EQ(CudaKernelCount(), static_cast<int>(AllOps().size()))
+      << "the CUDA table names an op that AllOps() does not list";
+#else
+  GTEST_SKIP() << "built without the CUDA backend (DAGRAD_CUDA=OFF or no nvcc)";
+#endif
+}
+
+TEST(CudaCoverage, EveryOpRunsInACrossCheckCase) {
+  std::set<std::string> covered;
+  for (const CrossCase& c : CudaCrossCases()) {
+    absl::StatusOr<std::set<std::string>> ops = OpsRun(c);
+    ASSERT_TRUE(ops.ok()) << c.name << ": " << ops.status();
+    covered.insert(ops->begin(), ops->end());
+  }
+  for (const OpDef* op : AllOps()) {
+    EXPECT_TRUE(covered.count(std::string(op->name)))
+        << "op '" << op->name << "' runs in no CUDA cross-check case (tests/support/cuda_cases.cc)";
+  }
+}
+
+// ---- per-op cross-checks -----------------------------------------------------------
+
+class CudaCrossCheck : public ::testing::TestWithParam<CrossCase> {};
+
+TEST_P(CudaCrossCheck, MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_OK(CrossCheck(GetParam(), Gpu()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CudaCrossCheck, ::testing::ValuesIn(CudaCrossCases()),
+                         [](const auto& info) { return info.param.name; });
+
+// ---- every gradcheck case, float64 as registered and in float32 ------------------
+
+struct GradCaseParam {
+  const GradCase* grad_case;
+  DType dtype;
+};
+
+std::string NameOf(const GradCaseParam& p) {
+  return absl::StrCat(p.grad_case->name, p.dtype == DType::kFloat64 ? "_f64" : "_f32");
+}
+
+void PrintTo(const GradCaseParam& p, std::ostream* os) { *os << NameOf(p); }
+
+std::vector<GradCaseParam> GradCaseParams() {
+  std::vector<GradCaseParam> out;
+  for (const GradCase& c : AllGradCases()) {
+    out.push_back({&c, DType::kFloat64});
+    out.push_back({&c, DType::kFloat32});
+  }
+  return out;
+}
+
+Tensor ToFloat32(const Tensor& t) {
+  if (t.dtype() != DType::kFloat64) return t;
+  Tensor out = *Tensor::Zeros(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    out.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
+  }
+  return out;
+}
+
+// The case's inputs become the cross-check's (random where the case draws
+// them), in `dtype`; its builder gives the output.
+CrossCase FromGradCase(const GradCase& gc, DType dtype) {
+  CrossCase c;
+  c.name = NameOf({&gc, dtype});
+  c.training = gc.options.training;
+  // Composed subgraphs (attention) chain many roundings in float32.
+  if (dtype == DType::kFloat32) c.rtol = 1e-4;
+  c.build = [&gc, dtype](CaseBuilder& b) {
+    std::vector<Value> inputs;
+    for (const GradInput& in : gc.inputs) {
+      if (in.value) {
+        inputs.push_back(b.Fixed(in.name, dtype == DType::kFloat32 ? ToFloat32(*in.value)
+                                                                   : *in.value));
+      } else {
+        inputs.push_back(b.Input(in.name, dtype, in.shape, in.lo, in.hi));
+      }
+    }
+    b.Out(gc.build(b.graph(), inputs));
+  };
+  return c;
+}
+
+class CudaGradCases : public ::testing::TestWithParam<GradCaseParam> {};
+
+TEST_P(CudaGradCases, MatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const CrossCase c = FromGradCase(*GetParam().grad_case, GetParam().dtype);
+  if (GetParam().dtype == DType::kFloat32) {
+    absl::StatusOr<BuiltCase> built = BuildCase(c);
+    if (!built.ok()) {
+      GTEST_SKIP() << "the case does not build in float32 (it declares float64 parameters): "
+                   << built.status().message();
+    }
+  }
+  ASSERT_OK(CrossCheck(c, Gpu()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gradcheck, CudaGradCases, ::testing::ValuesIn(GradCaseParams()),
+                         [](const auto& info) { return NameOf(info.param); });
+
+// ---- the device keeps working after a data error -----------------------------------
+
+TEST(CudaErrors, ARunAfterAFailedRunSucceeds) {
+  SKIP_WITHOUT_GPU();
+  Graph g;
+  Value x = g.Input("x", DType::kInt32, {4});
+  Value d = g.Input("d", DType::kInt32, {4});
+  Value q = Div(x, d);
+  Executor exec(g, *CudaDevice());
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({q}));
+  const Tensor xs = T<int32_t>({4}, {8, 9, 10, 11});
+  EXPECT_STATUS(exec.Run(*plan, {{x, xs}, {d, T<int32_t>({4}, {1, 0, 2, 0})}}).status(),
+                absl::StatusCode::kInvalidArgument, "integer division by zero (divisor element 1)");
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, xs}, {d, T<int32_t>({4}, {1, 3, 2, 4})}}));
+  EXPECT_EQ(out[0].ToVector<int32_t>(), (std::vector<int32_t>{8, 3, 5, 2}));
+}
+
+TEST(CudaErrors, SynchronizeEachKernelNamesTheNode) {
+  SKIP_WITHOUT_GPU();
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {3});
+  Value y = Cast(x, DType::kInt32);
+  ExecutorOptions options;
+  options.synchronize_each_kernel = true;
+  Executor exec(g, *CudaDevice(), options);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  EXPECT_STATUS(exec.Run(*plan, {{x, T<float>({3}, {1, NAN, 2})}}).status(),
+                absl::StatusCode::kInvalidArgument, "cast 'cast': cannot cast nan (element 1)");
+}
+
+// ---- a whole training step ---------------------------------------------------------
+
+// Three Adam steps of a small toy transformer with dropout and clipping:
+// the losses and every parameter after them, CPU against CUDA.
+TEST(CudaTraining, ToyTransformerStepsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  constexpr int64_t kBatch = 4, kT = 8;
+  Graph g;
+  const models::ToyConfig config{.vocab = 16, .max_len = kT, .dim = 32, .heads = 4,
+                                 .layers = 2, .ffn = 64, .dropout = 0.1};
+  ASSERT_OK_AND_ASSIGN(models::ToyTransformer model, models::ToyTransformer::Create(g, config));
+  Value tokens = g.Input("tokens", DType::kInt64, {kBatch, kT});
+  Value lengths = g.Input("lengths", DType::kInt64, {kBatch});
+  Value targets = g.Input("targets", DType::kInt64, {kBatch, kT});
+  Value loss = CrossEntropy(model(tokens, lengths).logits, targets);
+  ASSERT_OK_AND_ASSIGN(TrainingStep ts,
+                       BuildTrainingStep(loss, model.parameters(),
+                                         {.kind = OptimizerKind::kAdam, .clip_norm = 1.0}));
+  ASSERT_OK_AND_ASSIGN(models::TaskGenerator tasks,
+                       models::TaskGenerator::Create({.vocab = 16, .seq_len = kT, .min_len = 3},
+                                                     7));
+  ExecutorOptions options;
+  options.seed = 11;
+  options.poison_arena = true;
+  Executor cpu(g, options);
+  Executor gpu(g, *CudaDevice(), options);
+  ASSERT_OK_AND_ASSIGN(auto cpu_plan, cpu.Compile({loss}, ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto gpu_plan, gpu.Compile({loss}, ts.updates));
+  for (int step = 1; step <= 3; ++step) {
+    const models::TaskBatch batch = tasks.Batch(step, kBatch);
+    const Feeds feeds = {{tokens, batch.tokens},
+                         {lengths, batch.lengths},
+                         {targets, batch.targets},
+                         {ts.lr, Tensor::Scalar<double>(1e-3)},
+                         {ts.step, Tensor::Scalar<double>(step)}};
+    const RunOptions ro{.training = true, .step = static_cast<uint64_t>(step)};
+    ASSERT_OK_AND_ASSIGN(auto want, cpu.Run(*cpu_plan, feeds, ro));
+    ASSERT_OK_AND_ASSIGN(auto got, gpu.Run(*gpu_plan, feeds, ro));
+    const absl::Status st = CompareTensors(want[0], got[0], 1e-4, false);
+    ASSERT_TRUE(st.ok()) << "loss at step " << step << ": " << st;
+  }
+  for (const Value& p : model.parameters()) {
+    ASSERT_OK_AND_ASSIGN(Tensor want, cpu.Read(p));
+    ASSERT_OK_AND_ASSIGN(Tensor got, gpu.Read(p));
+    const absl::Status st = CompareTensors(want, got, 1e-4, false);
+    EXPECT_TRUE(st.ok()) << p.path() << ": " << st;
+  }
+}
+
+}  // namespace
+}  // namespace dagrad::testing

@@ -1,0 +1,119 @@
+// tests/support/backend_check.h
+//
+// The backend cross-check oracle: a CrossCase builds a small graph from
+// random inputs; CrossCheck runs it on the CPU and on another device with
+// the same feeds, both with their arenas poisoned with NaN before each run,
+// and compares every output and every gradient (of sum(y * R) for a fixed
+// random R, with respect to every float input) between the two.
+//
+//   CrossCase c{"softmax_causal", [](CaseBuilder& b) {
+//     b.Out(MaskedSoftmax(b.Float("x", {2, 4, 4}), {.causal = true}));
+//   }};
+//   ASSERT_OK(CrossCheck(c, [] { return CudaDevice(); }));
+//
+// Comparison: integer and bool tensors, and any case marked exact, must be
+// bit-identical; float tensors must have NaNs (and infinities) in the same
+// places and max |other - cpu| <= rtol * max |cpu|, rtol 1e-5 for float32
+// and 1e-10 for float64 unless the case says otherwise. A case marked
+// expect_error must fail on both devices with the same code and message.
+
+#ifndef DAGRAD_TESTS_SUPPORT_BACKEND_CHECK_H_
+#define DAGRAD_TESTS_SUPPORT_BACKEND_CHECK_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/device.h"
+#include "engine/executor.h"
+#include "engine/graph.h"
+#include "engine/tensor.h"
+
+namespace dagrad::testing {
+
+// CaseBuilder declares a case's inputs (with how to draw their values) and
+// its outputs.
+class CaseBuilder {
+ public:
+  explicit CaseBuilder(Graph& g) : g_(g) {}
+
+  Graph& graph() { return g_; }
+  // Input of `dtype`, drawn uniformly: floats in [lo, hi), integers in
+  // [lo, hi) (whole numbers), bools true with probability hi (lo unused).
+  Value Input(const std::string& name, DType dtype, const Shape& shape, double lo = -1.0,
+              double hi = 1.0);
+  // Float is a float32 input in [lo, hi); Float64 a float64 one.
+  Value Float(const std::string& name, const Shape& shape, double lo = -1.0, double hi = 1.0) {
+    return Input(name, DType::kFloat32, shape, lo, hi);
+  }
+  // Fixed is an input always fed `value`.
+  Value Fixed(const std::string& name, const Tensor& value);
+  // Out adds an output to compare.
+  void Out(Value v) { outputs_.push_back(v); }
+
+  // Feeds draws every input's value for the run numbered `seed`.
+  Feeds MakeFeeds(uint64_t seed) const;
+  const std::vector<Value>& outputs() const { return outputs_; }
+  // Inputs that are float (what gradients are taken with respect to).
+  std::vector<Value> FloatInputs() const;
+
+ private:
+  struct Spec {
+    Value value;
+    double lo, hi;
+    std::optional<Tensor> fixed;
+  };
+  Graph& g_;
+  std::vector<Spec> inputs_;
+  std::vector<Value> outputs_;
+};
+
+struct CrossCase {
+  std::string name;
+  std::function<void(CaseBuilder&)> build;
+  bool gradients = true;     // also compare gradients wrt float inputs
+  bool training = false;     // run in training mode (dropout active)
+  bool fold_constants = true;  // false: fill/arange run as kernels
+  double rtol = 0;           // 0: 1e-5 for float32, 1e-10 for float64
+  bool exact = false;        // every tensor bit for bit
+  bool expect_error = false;  // both devices fail the same way
+  int runs = 2;              // runs with fresh inputs, on the same plans
+};
+
+// PrintTo names the case in test output (gtest's value printer).
+inline void PrintTo(const CrossCase& c, std::ostream* os) { *os << c.name; }
+
+// BuiltCase is a case's graph with what to fetch.
+struct BuiltCase {
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<CaseBuilder> builder;
+  std::vector<Value> fetches;
+  std::vector<std::string> names;  // of each fetch, for messages
+};
+
+// BuildCase builds the graph, the gradient nodes and the fetch list.
+absl::StatusOr<BuiltCase> BuildCase(const CrossCase& c);
+
+using DeviceFactory = std::function<absl::StatusOr<std::unique_ptr<Device>>()>;
+
+// CrossCheck runs `c` on the CPU and on a device from `factory` and
+// compares; OK, or a status describing the first disagreement.
+absl::Status CrossCheck(const CrossCase& c, const DeviceFactory& factory);
+
+// CompareTensors returns OK when `other` matches `cpu` as described above.
+absl::Status CompareTensors(const Tensor& cpu, const Tensor& other, double rtol, bool exact);
+
+// OpsRun returns the names of the ops whose kernels the case's plan runs
+// (forward and gradient nodes, after constant folding); it compiles on the
+// CPU, so it needs no other device.
+absl::StatusOr<std::set<std::string>> OpsRun(const CrossCase& c);
+
+}  // namespace dagrad::testing
+
+#endif  // DAGRAD_TESTS_SUPPORT_BACKEND_CHECK_H_
