@@ -15,11 +15,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DAGRAD_HOST_DEVICE __host__ __device__
-#else
-#define DAGRAD_HOST_DEVICE
-#endif
+#include "engine/host_device.h"
 
 namespace dagrad {
 

@@ -131,6 +131,14 @@ absl::Status MatMulKernel(const KernelContext& ctx) {
                        [&](auto tag) { return MatMulTyped<decltype(tag)>(ctx); });
 }
 
+// AsRows views v (..., n) as a matrix (rows, n); explicit sizes, not -1,
+// so that n = 0 works too.
+Value AsRows(Value v) {
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < v.rank(); ++i) rows *= v.dim(i);
+  return Reshape(v, {rows, v.dim(-1)});
+}
+
 // C = op(A)·op(B). Each gradient is itself a matmul with flags chosen so
 // that no operand is transposed in memory:
 //   dA = g·op(B)ᵀ (stored transposed when ta), dB = op(A)ᵀ·g (likewise tb).
@@ -146,8 +154,8 @@ std::vector<Value> MatMulGrad(const GradContext& c) {
     if (b.rank() == 2 && a.rank() > 2 && !ta) {
       // b was shared by every matrix of a: fold a's batch into rows so dB is
       // one product instead of a batch of them summed afterwards.
-      a = Reshape(a, {-1, a.dim(-1)});
-      g = Reshape(g, {-1, g.dim(-1)});
+      a = AsRows(a);
+      g = AsRows(g);
     }
     db = tb ? MatMul(g, a, {.transpose_a = true, .transpose_b = ta})
             : MatMul(a, g, {.transpose_a = !ta, .transpose_b = false});
@@ -212,8 +220,7 @@ std::vector<Value> LinearGrad(const GradContext& c) {
   Value dx = c.needs[0] ? MatMul(g, w) : Value();
   Value dw, db;
   if (c.needs[1]) {
-    dw = MatMul(Reshape(g, {-1, g.dim(-1)}), Reshape(x, {-1, x.dim(-1)}),
-                {.transpose_a = true});
+    dw = MatMul(AsRows(g), AsRows(x), {.transpose_a = true});
   }
   if (c.needs.size() > 2 && c.needs[2]) db = SumTo(g, c.inputs[2].shape());
   return {dx, dw, db};

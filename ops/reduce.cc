@@ -55,6 +55,17 @@ absl::StatusOr<TensorType> InferMean(const InferContext& ctx) {
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
+// MaxIdentity starts a max: -inf for floats (so a row of -inf gives -inf,
+// and an empty row too), lowest() for integers.
+template <typename T>
+T MaxIdentity() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return -std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+
 template <typename T>
 void ReduceContiguous(Reduction r, const T* x, T* y, int64_t outer, int64_t mid,
                       int64_t inner) {
@@ -66,7 +77,7 @@ void ReduceContiguous(Reduction r, const T* x, T* y, int64_t outer, int64_t mid,
       for (int64_t o = b; o < e; ++o) {
         const T* row = x + o * mid;
         if (is_max) {
-          T m = mid ? row[0] : std::numeric_limits<T>::lowest();
+          T m = mid ? row[0] : MaxIdentity<T>();
           for (int64_t i = 1; i < mid; ++i) m = std::max(m, row[i]);
           y[o] = m;
         } else {
@@ -86,7 +97,7 @@ void ReduceContiguous(Reduction r, const T* x, T* y, int64_t outer, int64_t mid,
       T* out = y + o * inner;
       const T* in = x + o * mid * inner;
       for (int64_t j = j0; j < j1; ++j) {
-        out[j] = mid ? in[j] : (is_max ? std::numeric_limits<T>::lowest() : T(0));
+        out[j] = mid ? in[j] : (is_max ? MaxIdentity<T>() : T(0));
       }
       for (int64_t m = 1; m < mid; ++m) {
         const T* src = in + m * inner;
@@ -125,7 +136,7 @@ void ReduceGeneral(Reduction r, const T* x, T* y, const Shape& in,
       }
       std::fill(idx.begin(), idx.end(), 0);
       Acc<T> s = 0;
-      T m = std::numeric_limits<T>::lowest();
+      T m = MaxIdentity<T>();
       for (int64_t n = 0; n < count; ++n) {
         int64_t off = base;
         for (size_t a = 0; a < axes.size(); ++a) off += idx[a] * strides[axes[a]];

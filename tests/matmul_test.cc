@@ -158,3 +158,37 @@ TEST(MatMul, Errors) {
 
 }  // namespace
 }  // namespace dagrad::testing
+
+namespace dagrad::testing {
+namespace {
+
+// Found by the CUDA cross-checks: gradients of a linear layer with no input
+// features (all zero, but they must build).
+TEST(Linear, GradientsWithZeroInFeatures) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 3, 0});
+  Value w = g.Input("w", DType::kFloat32, {4, 0});
+  Value b = g.Input("b", DType::kFloat32, {4});
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(Linear(x, w, b)), {x, w, b}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0], grads[1], grads[2]},
+                                         {{x, *Tensor::Zeros(DType::kFloat32, {2, 3, 0})},
+                                          {w, *Tensor::Zeros(DType::kFloat32, {4, 0})},
+                                          {b, T<float>({4}, {1, 2, 3, 4})}}));
+  EXPECT_EQ(out[0].shape(), Shape({2, 3, 0}));
+  EXPECT_EQ(out[1].shape(), Shape({4, 0}));
+  ExpectAllClose(out[2], {6, 6, 6, 6}, 0, 0, "db = rows");
+}
+
+TEST(Reduce, MaxOfMinusInfinityIsMinusInfinityOnEveryPath) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 2, 2});
+  const float inf = INFINITY;
+  Feeds feeds = {{x, T<float>({2, 2, 2}, {-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Max(x, {-1}), Max(x, {0}), Max(x, {0, 2})}, feeds));
+  for (const Tensor& t : out) {
+    for (double v : AsDoubles(t)) EXPECT_EQ(v, -inf);
+  }
+}
+
+}  // namespace
+}  // namespace dagrad::testing

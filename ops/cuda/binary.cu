@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"
+#include "ops/int_math.h"
 #include "ops/cuda/registry.h"
 #include "ops/op_util.h"
 
@@ -14,9 +15,10 @@ namespace {
 using cuda::GridFor;
 using cuda::kThreads;
 
-struct AddFn { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
-struct SubFn { template <typename T> __device__ T operator()(T a, T b) const { return a - b; } };
-struct MulFn { template <typename T> __device__ T operator()(T a, T b) const { return a * b; } };
+// Integer arithmetic wraps around, as on the CPU (ops/int_math.h).
+struct AddFn { template <typename T> __device__ T operator()(T a, T b) const { return WrapAdd(a, b); } };
+struct SubFn { template <typename T> __device__ T operator()(T a, T b) const { return WrapSub(a, b); } };
+struct MulFn { template <typename T> __device__ T operator()(T a, T b) const { return WrapMul(a, b); } };
 // A zero integer divisor fails the run (the check reports it); 0 is
 // written instead of dividing, which would be undefined.
 struct DivFn {
@@ -25,7 +27,7 @@ struct DivFn {
     if constexpr (std::is_integral_v<T>) {
       if (b == 0) return T(0);
     }
-    return a / b;
+    return WrapDiv(a, b);
   }
 };
 // std::max and std::min, NaNs included: a unless b is strictly past it.

@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "ops/cuda/kernel_util.cuh"
+#include "ops/int_math.h"
 #include "ops/cuda/registry.h"
 #include "ops/op_util.h"
 
@@ -29,8 +30,8 @@ using cuda::kThreads;
 
 enum class Reduction { kSum, kMean, kMax };
 
-// Identity of max: -inf for floats (so rows of -inf reduce to -inf, as the
-// CPU's contiguous paths give), lowest() for integers.
+// Identity of max, as the CPU's: -inf for floats (so rows of -inf, and
+// empty rows, reduce to -inf), lowest() for integers.
 template <typename T>
 __device__ T MaxIdentity() {
   if constexpr (std::is_floating_point_v<T>) {
@@ -79,7 +80,7 @@ struct CombineOp {
 template <typename T, Reduction R>
 __device__ T Finish(Partial<T, R> p, int64_t mid, double scale) {
   if constexpr (R == Reduction::kMax) {
-    return mid == 0 ? std::numeric_limits<T>::lowest() : p;
+    return mid == 0 ? MaxIdentity<T>() : p;
   } else if constexpr (R == Reduction::kMean) {
     return static_cast<T>(static_cast<double>(p) * scale);
   } else {
@@ -193,8 +194,8 @@ struct GeneralShape {
   int64_t count = 1;  // elements per output
 };
 
-// Exactly the CPU's ReduceGeneral per output: max from lowest(), sums in
-// Acc<T> in the same order, mean as sum / count.
+// Exactly the CPU's ReduceGeneral per output: max from MaxIdentity, sums in
+// Acc<T> in the same order (wrapping for integers), mean as sum / count.
 template <typename T, Reduction R>
 __global__ void ReduceGeneralKernel(const T* x, T* y, int64_t outputs, GeneralShape s) {
   DAGRAD_CUDA_LOOP(o, outputs) {
@@ -204,7 +205,7 @@ __global__ void ReduceGeneralKernel(const T* x, T* y, int64_t outputs, GeneralSh
       rem /= s.kept_dims[d];
     }
     Acc<T> sum = 0;
-    T m = std::numeric_limits<T>::lowest();
+    T m = MaxIdentity<T>();
     int64_t idx[cuda::kMaxRank] = {};
     for (int64_t n = 0; n < s.count; ++n) {
       int64_t off = base;
@@ -212,7 +213,7 @@ __global__ void ReduceGeneralKernel(const T* x, T* y, int64_t outputs, GeneralSh
       if constexpr (R == Reduction::kMax) {
         m = cuda::MaxOp()(m, x[off]);
       } else {
-        sum += x[off];
+        sum = WrapAdd<Acc<T>>(sum, x[off]);
       }
       for (int a = s.reduced_rank - 1; a >= 0; --a) {
         if (++idx[a] < s.reduced_dims[a]) break;

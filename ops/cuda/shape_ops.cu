@@ -1,4 +1,5 @@
-// CUDA kernels of the shape family (ops/shape_ops.cc): reshape (a view),
+// CUDA kernels of the shape family (ops/shape_ops.cc; reshape is always a
+// view, which the executor never runs, so it has none):
 // permute, broadcast_to, concat, slice and unslice. They move bytes only,
 // so each is instantiated per element size (1, 4 or 8 bytes), not per
 // dtype, and matches the CPU exactly.
@@ -24,18 +25,6 @@ absl::Status DispatchSize(DType dtype, F&& f) {
     case 8: return f(uint64_t{});
   }
   return absl::InternalError(absl::StrCat("no CUDA copy for ", SizeOf(dtype), "-byte elements"));
-}
-
-// ---- reshape -------------------------------------------------------------------
-
-// The executor hands a view its input's bytes; a copy happens only where
-// the output has bytes of its own.
-absl::Status ViewKernel(const KernelContext& ctx) {
-  if (ctx.output.data == ctx.in(0).data || ctx.output.nbytes() == 0) return absl::OkStatus();
-  DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(ctx.output.data, ctx.in(0).data,
-                                              ctx.output.nbytes(), cudaMemcpyDeviceToDevice,
-                                              CudaContextOf(ctx).stream()));
-  return absl::OkStatus();
 }
 
 // ---- permute, broadcast_to: a strided gather -------------------------------------
@@ -186,7 +175,7 @@ absl::Status UnsliceKernel(const KernelContext& ctx) {
 
 std::vector<CudaKernelEntry> CudaShapeKernels() {
   return {
-      {"reshape", ViewKernel},     {"permute", PermuteKernel}, {"broadcast_to", BroadcastToKernel},
+      {"permute", PermuteKernel}, {"broadcast_to", BroadcastToKernel},
       {"concat", ConcatKernel},    {"slice", SliceKernel},     {"unslice", UnsliceKernel},
   };
 }

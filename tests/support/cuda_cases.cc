@@ -71,6 +71,7 @@ class Cases {
 
 constexpr std::initializer_list<DType> kNumeric = {DType::kFloat32, DType::kFloat64,
                                                    DType::kInt32, DType::kInt64};
+constexpr std::initializer_list<DType> kFloating = {DType::kFloat32, DType::kFloat64};
 
 void ElementwiseCases(Cases& cs) {
   const std::vector<std::pair<const char*, Value (*)(Value)>> unary = {
@@ -164,16 +165,18 @@ void ReduceCases(Cases& cs) {
   for (const auto& [name, op] :
        std::vector<std::pair<const char*, ReduceFn>>{{"sum", Sum}, {"mean", Mean}, {"max", Max}}) {
     ReduceFn f = op;
-    cs.Each(absl::StrCat(name, "_paths"), kNumeric, [f](CaseBuilder& b, DType d) {
+    // mean is defined for floats only.
+    const auto dtypes = std::string(name) == "mean" ? kFloating : kNumeric;
+    cs.Each(absl::StrCat(name, "_paths"), dtypes, [f](CaseBuilder& b, DType d) {
       const Value x = b.Input("x", d, {6, 300, 7}, -20, 20);
       b.Out(f(x, {}, false));          // everything: one row
       b.Out(f(x, {-1}, true));         // last axis: rows
       b.Out(f(x, {1}, false));         // middle axis: columns, three chunks
       b.Out(f(x, {0, 1}, false));      // leading axes: columns, fifteen chunks
       b.Out(f(x, {0, 2}, true));       // not contiguous: the odometer
-      b.Out(f(b.Input("e", d, {3, 0, 2}), {1}, false));  // empty: 0, or lowest() for max
+      b.Out(f(b.Input("e", d, {3, 0, 2}), {1}, false));  // empty: 0, or -inf / lowest() for max
     });
-    cs.Each(absl::StrCat(name, "_long_rows"), kNumeric, [f](CaseBuilder& b, DType d) {
+    cs.Each(absl::StrCat(name, "_long_rows"), dtypes, [f](CaseBuilder& b, DType d) {
       const Value x = b.Input("x", d, {3, 40000}, -20, 20);
       b.Out(f(x, {-1}, false));  // few long rows: chunks of a row, then their partials
       b.Out(f(x, {}, false));
