@@ -167,14 +167,22 @@ TEST(Cli, ResumeRejectsADifferentConfigAndCorruptCheckpoints) {
 }
 
 TEST(Cli, KilledRunsLeaveALoadableCheckpoint) {
-  // SIGKILL at staggered moments while a run writes a checkpoint every step;
-  // each time, the last checkpoint must load and the run must resume.
+  // SIGKILL while a run rewrites its checkpoint every step: each run is
+  // killed a staggered moment after it has written a new checkpoint (so
+  // mid-way through later writes), and each time the last checkpoint must
+  // load and the next run must resume from it.
   const std::string dir = FreshDir("killed");
-  const std::string args =
-      absl::StrCat(kTiny, "--steps=400 --eval_every=1 --out=", dir);
+  const std::string ckpt = dir + "/checkpoint.safetensors";
+  const std::string args = absl::StrCat(kTiny, "--steps=100000 --eval_every=1 --out=", dir);
+  auto written_at = [&] {
+    std::error_code ec;
+    const auto t = fs::last_write_time(ckpt, ec);
+    return ec ? fs::file_time_type::min() : t;
+  };
   constexpr int kKills = 12;
   int survived = 0;
   for (int attempt = 0; attempt < kKills; ++attempt) {
+    const auto before = written_at();
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -183,19 +191,21 @@ TEST(Cli, KilledRunsLeaveALoadableCheckpoint) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + 97 * attempt));
+    for (int wait = 0; wait < 6000 && written_at() == before; ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(7 + 31 * attempt % 97));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
-    if (!fs::exists(dir + "/checkpoint.safetensors")) continue;
-    auto file = ReadSafetensors(dir + "/checkpoint.safetensors");
-    ASSERT_TRUE(file.ok()) << "attempt " << attempt << ": " << file.status();
+    auto file = ReadSafetensors(ckpt);
+    ASSERT_TRUE(file.ok()) << "after kill " << attempt << ": " << file.status();
     ++survived;
   }
-  // Early kills may land before the first checkpoint exists; most must find one.
-  EXPECT_GE(survived, kKills / 2);
-  const Result finish = Dagrad(absl::StrCat(args, " --resume --stop_after=401"));
+  EXPECT_EQ(survived, kKills);
+  const Result finish = Dagrad(absl::StrCat(args, " --resume --stop_after=1"));
   EXPECT_EQ(finish.code, 0) << finish.err;
+  EXPECT_THAT(finish.out, ::testing::HasSubstr("resumed from"));
 }
 
 void ExpectTensorsClose(const SafetensorsFile& got, const SafetensorsFile& want, double rtol) {
