@@ -1,12 +1,15 @@
 #include "engine/executor.h"
 
 #include <cmath>
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/op.h"
 #include "engine/status_macros.h"
 
@@ -293,7 +296,15 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
     for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? TensorRef{} : ref(in));
     const TensorRef out = ref(node.id);
     KernelContext ctx{node, ins, out, run};
+    const auto started = options_.profile ? std::chrono::steady_clock::now()
+                                          : std::chrono::steady_clock::time_point();
     absl::Status st = plan.kernels_[i](ctx);
+    if (options_.profile && st.ok()) {
+      st = device_->Synchronize();
+      OpProfile::Entry& e = plan.profile_.by_op[std::string(node.op->name)];
+      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      ++e.calls;
+    }
     if (!st.ok()) {
       // Drain what earlier kernels queued, so that the next run starts on
       // an idle device; an error they hit came first and is reported.
@@ -307,6 +318,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
     if (options_.check_numerics) DAGRAD_RETURN_IF_ERROR(CheckNumerics(node, out));
   }
   DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
+  if (options_.profile) ++plan.profile_.runs;
 
   std::vector<Tensor> results;
   for (NodeId id : info.fetches) {
@@ -316,6 +328,24 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
     results.push_back(std::move(t));
   }
   return results;
+}
+
+std::string OpProfile::ToString() const {
+  std::vector<std::pair<std::string, Entry>> rows(by_op.begin(), by_op.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.seconds != b.second.seconds ? a.second.seconds > b.second.seconds
+                                                : a.first < b.first;
+  });
+  double total = 0;
+  for (const auto& [name, e] : rows) total += e.seconds;
+  const double per = runs > 0 ? 1.0 / runs : 1.0;
+  std::string out = absl::StrFormat("%-20s %10s %7s %8s\n", "op", "ms/run", "share", "calls");
+  for (const auto& [name, e] : rows) {
+    absl::StrAppendFormat(&out, "%-20s %10.3f %6.1f%% %8.1f\n", name, e.seconds * per * 1e3,
+                          total > 0 ? 100 * e.seconds / total : 0.0, e.calls * per);
+  }
+  absl::StrAppendFormat(&out, "%-20s %10.3f\n", "total", total * per * 1e3);
+  return out;
 }
 
 }  // namespace dagrad

@@ -30,6 +30,7 @@
 #define DAGRAD_ENGINE_EXECUTOR_H_
 
 #include <atomic>
+#include <string>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -63,7 +64,23 @@ struct ExecutorOptions {
   // asynchronously (CUDA) an error otherwise surfaces at the end of the run
   // without the node that caused it; this finds the node, slowly.
   bool synchronize_each_kernel = false;
+  // profile times every kernel (waiting for the device after each) and
+  // adds the times to the plan's OpProfile, by op.
+  bool profile = false;
   PlanOptions plan;
+};
+
+// OpProfile is where a plan's runs spent their time, per op name.
+struct OpProfile {
+  struct Entry {
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  absl::flat_hash_map<std::string, Entry> by_op;
+  int64_t runs = 0;
+
+  // ToString lists ops by total time: name, ms per run, share, calls per run.
+  std::string ToString() const;
 };
 
 struct RunOptions {
@@ -82,9 +99,12 @@ class Plan {
   const ExecutionPlan& info() const { return info_; }
   int64_t peak_bytes() const { return info_.arena_bytes; }
   int64_t intermediate_bytes() const { return info_.intermediate_bytes; }
+  // profile is filled by runs of an executor with ExecutorOptions::profile.
+  const OpProfile& profile() const { return profile_; }
 
  private:
   friend class Executor;
+  OpProfile profile_;
   const Executor* owner_ = nullptr;
   ExecutionPlan info_;
   std::vector<Kernel> kernels_;  // per step

@@ -22,38 +22,39 @@ void MulHiLo(__m512i a, __m512i m, __m512i* hi, __m512i* lo) {
   *lo = _mm512_mullo_epi32(a, m);
 }
 
-}  // namespace
+// The rounds of 16 blocks held in four vectors (one per counter word).
+struct Blocks16 {
+  __m512i c0, c1, c2, c3;
+};
 
-void RandomStream::FillBits(uint64_t first, uint32_t* out) const {
+Blocks16 Counters(uint64_t first, uint32_t stream, uint32_t step) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   // Group numbers first + l as 64 bits: low words, and high words with carry.
   const __m512i lo_first = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(first)));
-  __m512i c0 = _mm512_add_epi32(lo_first, lane);
-  const __mmask16 carry = _mm512_cmplt_epu32_mask(c0, lo_first);
-  __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32(static_cast<int>(first >> 32)), carry,
-                                     _mm512_set1_epi32(static_cast<int>(first >> 32)),
-                                     _mm512_set1_epi32(1));
-  __m512i c2 = _mm512_set1_epi32(static_cast<int>(stream));
-  __m512i c3 = _mm512_set1_epi32(static_cast<int>(step));
-  const __m512i m0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m512i m1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    __m512i hi0, lo0, hi1, lo1;
-    MulHiLo(c0, m0, &hi0, &lo0);
-    MulHiLo(c2, m1, &hi1, &lo1);
-    c0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32(static_cast<int>(k0)));
-    c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32(static_cast<int>(k1)));
-    c1 = lo1;
-    c3 = lo0;
-  }
-  // Interleave the four words of each block: out[4l + j] = c_j[l].
-  const __m512i t0 = _mm512_unpacklo_epi32(c0, c1), t1 = _mm512_unpackhi_epi32(c0, c1);
-  const __m512i t2 = _mm512_unpacklo_epi32(c2, c3), t3 = _mm512_unpackhi_epi32(c2, c3);
+  Blocks16 b;
+  b.c0 = _mm512_add_epi32(lo_first, lane);
+  const __mmask16 carry = _mm512_cmplt_epu32_mask(b.c0, lo_first);
+  const __m512i hi_first = _mm512_set1_epi32(static_cast<int>(first >> 32));
+  b.c1 = _mm512_mask_add_epi32(hi_first, carry, hi_first, _mm512_set1_epi32(1));
+  b.c2 = _mm512_set1_epi32(static_cast<int>(stream));
+  b.c3 = _mm512_set1_epi32(static_cast<int>(step));
+  return b;
+}
+
+inline void Round(Blocks16& b, __m512i m0, __m512i m1, __m512i k0, __m512i k1) {
+  __m512i hi0, lo0, hi1, lo1;
+  MulHiLo(b.c0, m0, &hi0, &lo0);
+  MulHiLo(b.c2, m1, &hi1, &lo1);
+  b.c0 = _mm512_xor_si512(_mm512_xor_si512(hi1, b.c1), k0);
+  b.c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, b.c3), k1);
+  b.c1 = lo1;
+  b.c3 = lo0;
+}
+
+// Store interleaves the four words of each block: out[4l + j] = c_j[l].
+void Store(const Blocks16& b, uint32_t* out) {
+  const __m512i t0 = _mm512_unpacklo_epi32(b.c0, b.c1), t1 = _mm512_unpackhi_epi32(b.c0, b.c1);
+  const __m512i t2 = _mm512_unpacklo_epi32(b.c2, b.c3), t3 = _mm512_unpackhi_epi32(b.c2, b.c3);
   const __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
   const __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
   const __m512i v0 = _mm512_shuffle_i32x4(u0, u1, 0x44), v1 = _mm512_shuffle_i32x4(u2, u3, 0x44);
@@ -62,6 +63,30 @@ void RandomStream::FillBits(uint64_t first, uint32_t* out) const {
   _mm512_storeu_si512(out + 16, _mm512_shuffle_i32x4(v0, v1, 0xDD));
   _mm512_storeu_si512(out + 32, _mm512_shuffle_i32x4(v2, v3, 0x88));
   _mm512_storeu_si512(out + 48, _mm512_shuffle_i32x4(v2, v3, 0xDD));
+}
+
+}  // namespace
+
+// Two independent sets of 16 blocks, interleaved: each round is a chain of
+// dependent multiplies, and two chains keep the multipliers busy.
+void RandomStream::FillBits(uint64_t first, uint32_t* out) const {
+  static_assert(kLanes == 32);
+  Blocks16 a = Counters(first, stream, step), b = Counters(first + 16, stream, step);
+  const __m512i m0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u));
+  const __m512i m1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const __m512i vk0 = _mm512_set1_epi32(static_cast<int>(k0));
+    const __m512i vk1 = _mm512_set1_epi32(static_cast<int>(k1));
+    Round(a, m0, m1, vk0, vk1);
+    Round(b, m0, m1, vk0, vk1);
+  }
+  Store(a, out);
+  Store(b, out + 64);
 }
 #else
 void RandomStream::FillBits(uint64_t first, uint32_t* out) const {

@@ -141,7 +141,8 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   exec_ = std::make_unique<Executor>(g, std::move(device),
                                      ExecutorOptions{.seed = c.seed,
                                                      .check_numerics = c.check_numerics,
-                                                     .memory_limit_bytes = c.memory_limit_bytes});
+                                                     .memory_limit_bytes = c.memory_limit_bytes,
+                                                     .profile = c.profile});
   std::vector<Value> train_fetches = {loss_, logits_};
   if (!ts_.grad_norm.is_null()) train_fetches.push_back(ts_.grad_norm);
   DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile(train_fetches, ts_.updates));

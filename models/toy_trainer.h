@@ -48,6 +48,7 @@ struct TrainConfig {
   // Debugging and limits; they do not change the numbers of a run.
   bool check_numerics = false;     // stop at the first node producing NaN/Inf
   int64_t memory_limit_bytes = 0;  // device bytes the executor may use; 0: no limit
+  bool profile = false;            // time every kernel (see train_plan().profile())
 
   // Validate returns InvalidArgument naming the first bad field.
   absl::Status Validate() const;

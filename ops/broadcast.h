@@ -47,15 +47,23 @@ class StridedLoop {
     std::array<int64_t, N> step;
     for (int k = 0; k < N; ++k) step[k] = rank == 0 ? 0 : strides_[k][rank - 1];
     ParallelFor(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t begin, int64_t end) {
+      // The multi-index of the first row by division, then an odometer.
+      Dims idx(std::max(rank - 1, 0), 0);
+      std::array<int64_t, N> off{};
+      int64_t rem = begin;
+      for (int d = rank - 2; d >= 0; --d) {
+        idx[d] = rem % out_[d];
+        rem /= out_[d];
+        for (int k = 0; k < N; ++k) off[k] += idx[d] * strides_[k][d];
+      }
       for (int64_t row = begin; row < end; ++row) {
-        std::array<int64_t, N> off{};
-        int64_t rem = row;
-        for (int d = rank - 2; d >= 0; --d) {
-          const int64_t idx = rem % out_[d];
-          rem /= out_[d];
-          for (int k = 0; k < N; ++k) off[k] += idx * strides_[k][d];
-        }
         f(row * inner, off.data(), step.data(), inner);
+        for (int d = rank - 2; d >= 0; --d) {
+          for (int k = 0; k < N; ++k) off[k] += strides_[k][d];
+          if (++idx[d] < out_[d]) break;
+          for (int k = 0; k < N; ++k) off[k] -= idx[d] * strides_[k][d];
+          idx[d] = 0;
+        }
       }
     });
   }

@@ -17,6 +17,7 @@ ABSL_FLAG(std::string, out, "",
 
 ABSL_FLAG(bool, check_numerics, false,
           "stop at the first node (forward or backward) that produces NaN or Inf, and name it");
+ABSL_FLAG(bool, profile, false, "time every kernel and print where the time went, by op");
 ABSL_FLAG(int64_t, memory_limit_mb, 0,
           "fail with a clear error instead of using more than this many MiB (0: no limit)");
 
@@ -29,7 +30,8 @@ absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags() {
         absl::StrCat("--memory_limit_mb must be in [0, 2^40], got ", mb));
   }
   return ExecutorOptions{.check_numerics = absl::GetFlag(FLAGS_check_numerics),
-                         .memory_limit_bytes = mb << 20};
+                         .memory_limit_bytes = mb << 20,
+                         .profile = absl::GetFlag(FLAGS_profile)};
 }
 
 absl::Status ApplyThreadsFlag() {

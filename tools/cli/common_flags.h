@@ -16,6 +16,7 @@ ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(bool, check_numerics);
 ABSL_DECLARE_FLAG(int64_t, memory_limit_mb);
+ABSL_DECLARE_FLAG(bool, profile);
 
 namespace dagrad::cli {
 
@@ -23,7 +24,7 @@ namespace dagrad::cli {
 // core); InvalidArgument for a negative value.
 absl::Status ApplyThreadsFlag();
 
-// ExecutorOptionsFromFlags returns --check_numerics and --memory_limit_mb as
+// ExecutorOptionsFromFlags returns --check_numerics, --memory_limit_mb and --profile as
 // executor options; InvalidArgument for a negative limit.
 absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags();
 

@@ -110,6 +110,7 @@ int RunTrain() {
   if (!exec_options.ok()) return UsageError(cmd, std::string(exec_options.status().message()));
   config->check_numerics = exec_options->check_numerics;
   config->memory_limit_bytes = exec_options->memory_limit_bytes;
+  config->profile = exec_options->profile;
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/train" : absl::GetFlag(FLAGS_out);
   const int64_t eval_every = absl::GetFlag(FLAGS_eval_every);
   std::error_code ec;
@@ -174,6 +175,7 @@ int RunTrain() {
   std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
                                final_eval->accuracy, final_eval->loss, t.step());
   outputs.PrintSummary(std::cout);
+  if (config->profile) std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
   return kExitOk;
 }
 
@@ -184,7 +186,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task",
           {"task", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "seed", "out",
-           "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb"},
+           "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile"},
           RunTrain};
 }
 
