@@ -6,7 +6,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "engine/cuda/cuda_device.h"
 #include "engine/cuda/cuda_device.h"
 #include "ops/cpu_runtime.h"
 
@@ -17,11 +20,30 @@ ABSL_FLAG(std::string, out, "",
 
 ABSL_FLAG(bool, check_numerics, false,
           "stop at the first node (forward or backward) that produces NaN or Inf, and name it");
+ABSL_FLAG(std::string, device, "cpu", "where to run: cpu, cuda or cuda:N");
+ABSL_FLAG(bool, tf32, false, "on cuda, allow TF32 tensor-core matrix products (faster, ~1e-3)");
 ABSL_FLAG(bool, profile, false, "time every kernel and print where the time went, by op");
 ABSL_FLAG(int64_t, memory_limit_mb, 0,
           "fail with a clear error instead of using more than this many MiB (0: no limit)");
 
 namespace dagrad::cli {
+
+absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags() {
+  const std::string name = absl::GetFlag(FLAGS_device);
+  if (name == "cpu") {
+    if (absl::GetFlag(FLAGS_tf32)) {
+      return absl::InvalidArgumentError("--tf32 applies to --device=cuda only");
+    }
+    return CpuDevice();
+  }
+  int ordinal = 0;
+  if (name != "cuda" && !(absl::StartsWith(name, "cuda:") &&
+                          absl::SimpleAtoi(name.substr(5), &ordinal) && ordinal >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device must be cpu, cuda or cuda:N, got '", name, "'"));
+  }
+  return CudaDevice(ordinal, {.allow_tf32 = absl::GetFlag(FLAGS_tf32)});
+}
 
 absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags() {
   const int64_t mb = absl::GetFlag(FLAGS_memory_limit_mb);
@@ -43,8 +65,6 @@ absl::Status ApplyThreadsFlag() {
   if (threads > 0) SetNumThreads(threads);
   return absl::OkStatus();
 }
-
-std::string DescribeCuda() { return ::dagrad::DescribeCuda(); }
 
 std::string DotProgram() {
   const std::string built = DAGRAD_DOT_PROGRAM;

@@ -10,6 +10,7 @@
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/device.h"
 #include "engine/executor.h"
 
 ABSL_DECLARE_FLAG(int, threads);
@@ -17,6 +18,8 @@ ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(bool, check_numerics);
 ABSL_DECLARE_FLAG(int64_t, memory_limit_mb);
 ABSL_DECLARE_FLAG(bool, profile);
+ABSL_DECLARE_FLAG(std::string, device);
+ABSL_DECLARE_FLAG(bool, tf32);
 
 namespace dagrad::cli {
 
@@ -28,8 +31,11 @@ absl::Status ApplyThreadsFlag();
 // executor options; InvalidArgument for a negative limit.
 absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags();
 
-// DescribeCuda says whether CUDA is built in and which devices it sees.
-std::string DescribeCuda();
+// DeviceFromFlags returns the device --device names: "cpu", "cuda" or
+// "cuda:N" (with --tf32 allowing TF32 matrix products on the GPU).
+// InvalidArgument for another value; the CUDA device's own errors (e.g.
+// Unavailable when no GPU is visible or CUDA is not built in).
+absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags();
 
 // DotProgram is the Graphviz `dot` found at build time or on PATH, or "".
 std::string DotProgram();

@@ -86,7 +86,8 @@ absl::Status CheckInputs(const SafetensorsFile& in, const models::ToyConfig& c,
 }
 
 absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
-                      const std::string& output, const ExecutorOptions& options) {
+                      const std::string& output, std::unique_ptr<Device> device,
+                      const ExecutorOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadSafetensors(checkpoint));
   absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromMetadata(ckpt.metadata);
   if (!config.ok()) {
@@ -114,7 +115,7 @@ absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
     fetches.insert(fetches.end(), grads.begin(), grads.end());
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
-  Executor exec(g, options);
+  Executor exec(g, std::move(device), options);
   DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, model.parameters(), ckpt, checkpoint));
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile(fetches));
   Feeds feeds = {{tok, tokens}};
@@ -146,8 +147,10 @@ int RunEval() {
   }
   absl::StatusOr<ExecutorOptions> options = ExecutorOptionsFromFlags();
   if (!options.ok()) return UsageError(cmd, std::string(options.status().message()));
+  absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
+  if (!device.ok()) return Failure(cmd, device.status());
   absl::Status st = Evaluate(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_input),
-                             absl::GetFlag(FLAGS_output), *options);
+                             absl::GetFlag(FLAGS_output), *std::move(device), *options);
   if (!st.ok()) return Failure(cmd, st);
   std::cout << "wrote " << absl::GetFlag(FLAGS_output) << "\n";
   return kExitOk;
@@ -157,7 +160,8 @@ int RunEval() {
 
 Command EvalCommand() {
   return {"eval", "run a trained model on tokens from a safetensors file (eval mode)",
-          {"checkpoint", "input", "output", "threads", "check_numerics", "memory_limit_mb"},
+          {"checkpoint", "input", "output", "threads", "check_numerics", "memory_limit_mb",
+           "device", "tf32"},
           RunEval};
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
+#include "engine/cuda/cuda_device.h"
 #include "ops/cpu_runtime.h"
 #include "ops/registry.h"
 #include "tools/cli/command.h"
@@ -20,7 +21,7 @@ int RunInfo() {
             << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
             << (cpu.threads == 1 ? "" : "s") << "\n"
             << "cpu features: " << cpu.cpu_features << "\n"
-            << "cuda: " << DescribeCuda() << "\n"
+            << "cuda: " << ::dagrad::DescribeCuda() << "\n"
             << "graphviz: " << (DotProgram().empty() ? "not found (DOT files are still written)"
                                                      : DotProgram())
             << "\n"

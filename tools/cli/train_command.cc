@@ -117,7 +117,10 @@ int RunTrain() {
   std::filesystem::create_directories(out, ec);
   if (ec) return UsageError(cmd, absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
 
-  auto trainer = models::ToyTrainer::Create(*config);
+  absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
+  if (!device.ok()) return Failure(cmd, device.status());
+  std::cout << "training on " << (*device)->name() << "\n";
+  auto trainer = models::ToyTrainer::Create(*config, *std::move(device));
   if (!trainer.ok()) return Failure(cmd, trainer.status());
   models::ToyTrainer& t = **trainer;
   TrainOutputs outputs(out);
@@ -186,7 +189,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task",
           {"task", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "seed", "out",
-           "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile"},
+           "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
           RunTrain};
 }
 
