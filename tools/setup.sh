@@ -13,7 +13,7 @@ packages=(build-essential cmake libabsl-dev libblis-dev libgtest-dev libgmock-de
 for arg in "$@"; do
   case "$arg" in
     --torch) packages+=(python3-torch python3-numpy) ;;
-    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "tools/setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
