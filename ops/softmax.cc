@@ -131,9 +131,19 @@ int64_t RowGrain(int64_t k) { return std::max<int64_t>(1, 16384 / std::max<int64
 
 template <typename T>
 T RowMax(const T* x, int64_t n) {
-  T m = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
+  // Sixteen running maxima, each from -inf, so an all -inf row gives -inf
+  // (an `omp simd reduction(max)` starts its lanes at the compiler's choice:
+  // -inf with GCC, -FLT_MAX with clang) and the loop still vectorises.
+  constexpr int kLanes = 16;
+  T lanes[kLanes];
+  for (T& l : lanes) l = -std::numeric_limits<T>::infinity();
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] = x[k + j] > lanes[j] ? x[k + j] : lanes[j];
+  }
+  for (; k < n; ++k) lanes[0] = x[k] > lanes[0] ? x[k] : lanes[0];
+  T m = lanes[0];
+  for (int j = 1; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
   return m;
 }
 

@@ -78,14 +78,14 @@ void ElementwiseCases(Cases& cs) {
       {"neg", Neg}, {"exp", Exp},   {"relu", Relu}, {"gelu", Gelu},
       {"tanh", Tanh}, {"sigmoid", Sigmoid}, {"sin", Sin}, {"cos", Cos}};
   for (const auto& [name, op] : unary) {
-    cs.Floats(name, [op](CaseBuilder& b, DType d) {
+    cs.Floats(name, [op = op](CaseBuilder& b, DType d) {
       b.Out(op(b.Input("x", d, {37, 129}, -3, 3)));
     });
   }
   for (const auto& [name, op] :
        std::vector<std::pair<const char*, Value (*)(Value)>>{{"log", Log}, {"sqrt", Sqrt},
                                                             {"rsqrt", Rsqrt}}) {
-    cs.Floats(name, [op](CaseBuilder& b, DType d) {
+    cs.Floats(name, [op = op](CaseBuilder& b, DType d) {
       b.Out(op(b.Input("x", d, {37, 129}, 0.1, 3)));
     });
   }
@@ -118,10 +118,10 @@ void ElementwiseCases(Cases& cs) {
   const std::vector<std::pair<const char*, Value (*)(Value, Value)>> arith = {
       {"add", Add}, {"sub", Sub}, {"mul", Mul}, {"maximum", Maximum}, {"minimum", Minimum}};
   for (const auto& [name, op] : arith) {
-    cs.Each(absl::StrCat(name, "_broadcast"), kNumeric, [op](CaseBuilder& b, DType d) {
+    cs.Each(absl::StrCat(name, "_broadcast"), kNumeric, [op = op](CaseBuilder& b, DType d) {
       b.Out(op(b.Input("a", d, {2, 3, 40}, -50, 50), b.Input("b", d, {3, 1}, -50, 50)));
     });
-    cs.Each(absl::StrCat(name, "_same_shape"), kNumeric, [op](CaseBuilder& b, DType d) {
+    cs.Each(absl::StrCat(name, "_same_shape"), kNumeric, [op = op](CaseBuilder& b, DType d) {
       b.Out(op(b.Input("a", d, {33, 65}, -50, 50), b.Input("b", d, {33, 65}, -50, 50)));
     });
   }
@@ -138,7 +138,7 @@ void ElementwiseCases(Cases& cs) {
   });
   for (const auto& [name, op] : std::vector<std::pair<const char*, Value (*)(Value, Value)>>{
            {"equal", Equal}, {"less", Less}, {"greater", Greater}}) {
-    cs.Each(name, kNumeric, [op](CaseBuilder& b, DType d) {
+    cs.Each(name, kNumeric, [op = op](CaseBuilder& b, DType d) {
       b.Out(op(b.Input("a", d, {5, 1, 30}, -3, 3), b.Input("b", d, {4, 30}, -3, 3)));
     });
   }
