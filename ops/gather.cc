@@ -64,15 +64,6 @@ absl::StatusOr<TensorType> InferScatterAdd(const InferContext& ctx) {
 
 // ---- CPU kernels -----------------------------------------------------------
 
-// PositionOf returns "indices[i, j]" for flat element `flat` of `shape`.
-std::string PositionOf(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> pos(shape.rank());
-  for (int i = shape.rank() - 1; i >= 0; --i) {
-    pos[i] = flat % shape[i];
-    flat /= shape[i];
-  }
-  return absl::StrCat("indices[", absl::StrJoin(pos, ", "), "]");
-}
 
 // CheckIndices returns InvalidArgument for the first index outside [0, n),
 // naming its value and position; `range_of` says what n is.
@@ -83,7 +74,7 @@ absl::Status CheckIndices(const I* idx, const Shape& shape, int64_t n,
   for (int64_t i = 0; i < k; ++i) {
     if (idx[i] < 0 || idx[i] >= n) {
       return absl::InvalidArgumentError(
-          absl::StrCat(PositionOf(i, shape), " = ", idx[i], " is out of range [0, ", n,
+          absl::StrCat("indices[", FormatIndex(i, shape), "] = ", idx[i], " is out of range [0, ", n,
                        ") for ", range_of, " (indices ", shape.ToString(), ")"));
     }
   }

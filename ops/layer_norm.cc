@@ -104,15 +104,6 @@ Moments RowMoments(const T* x, int64_t n, double eps) {
   return {mean, 1.0 / std::sqrt(var + eps)};
 }
 
-// Rows is the (rows, D) view of a (..., D) tensor.
-struct Rows {
-  int64_t rows, d;
-};
-
-Rows RowsOf(const TensorRef& x) {
-  const int64_t d = x.dim(x.rank() - 1);
-  return {d == 0 ? 0 : x.num_elements() / d, d};
-}
 
 absl::Status LayerNormKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
@@ -122,7 +113,7 @@ absl::Status LayerNormKernel(const KernelContext& ctx) {
     const T* beta = ctx.has(2) ? ctx.in(2).as<T>() : nullptr;
     T* y = ctx.output.as<T>();
     const double eps = ctx.attrs().GetFloat("eps");
-    const Rows shape = RowsOf(ctx.in(0));
+    const Rows shape = RowsOf(*ctx.in(0).shape);
     const int64_t rows = shape.rows, d = shape.d;
     // Each row is read whole (for its moments) before any of it is written,
     // and then elementwise, so y may be x's buffer (the op is in place).
@@ -185,9 +176,9 @@ absl::Status LayerNormGradKernel(const KernelContext& ctx) {
     T* dx = ctx.output.as<T>();
     const double eps = ctx.attrs().GetFloat("eps");
     if (ctx.has(1)) {
-      LayerNormGradRows<T, true>(x, ctx.in(1).as<T>(), g, dx, RowsOf(ctx.in(0)), eps);
+      LayerNormGradRows<T, true>(x, ctx.in(1).as<T>(), g, dx, RowsOf(*ctx.in(0).shape), eps);
     } else {
-      LayerNormGradRows<T, false>(x, nullptr, g, dx, RowsOf(ctx.in(0)), eps);
+      LayerNormGradRows<T, false>(x, nullptr, g, dx, RowsOf(*ctx.in(0).shape), eps);
     }
     return absl::OkStatus();
   });

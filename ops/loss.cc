@@ -84,14 +84,6 @@ struct Rows {
   int64_t count = 0;  // rows not ignored
 };
 
-std::string Position(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> idx(shape.rank());
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return absl::StrJoin(idx, ", ");
-}
 
 // ReadTargets checks every target lies in [0, C) or is ignore_index.
 absl::StatusOr<Rows> ReadTargets(const KernelContext& ctx) {
@@ -111,7 +103,7 @@ absl::StatusOr<Rows> ReadTargets(const KernelContext& ctx) {
       }
       if (v < 0 || v >= classes) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "targets[", Position(i, *targets.shape), "] = ", v, " is outside [0, ", classes,
+            "targets[", FormatIndex(i, *targets.shape), "] = ", v, " is outside [0, ", classes,
             ") and is not ignore_index (", ignore, ")"));
       }
       rows.target[i] = v;

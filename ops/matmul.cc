@@ -15,19 +15,6 @@
 namespace dagrad {
 namespace {
 
-// The (rows, cols) of an operand's matrices before and after transposition.
-struct MatrixDims {
-  int64_t rows, cols;
-};
-
-MatrixDims Op(const Shape& s, bool transpose) {
-  const int64_t r = s[s.rank() - 2], c = s[s.rank() - 1];
-  return transpose ? MatrixDims{c, r} : MatrixDims{r, c};
-}
-
-Shape BatchOf(const Shape& s) {
-  return Shape(absl::Span<const int64_t>(s.dims().data(), s.rank() - 2));
-}
 
 absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
   const Shape& a = ctx.in(0).shape;
@@ -38,7 +25,7 @@ absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
   if (absl::Status st = RequireFloat(ctx, 0, "a"); !st.ok()) return st;
   if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
   const bool ta = ctx.attrs.GetBool("transpose_a"), tb = ctx.attrs.GetBool("transpose_b");
-  const MatrixDims ma = Op(a, ta), mb = Op(b, tb);
+  const MatrixDims ma = OperandDims(a, ta), mb = OperandDims(b, tb);
   if (ma.cols != mb.rows) {
     return absl::InvalidArgumentError(absl::StrCat(
         "contracting dims differ: ", ma.cols, " vs ", mb.rows,
@@ -70,7 +57,7 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
   const T* a = ctx.in(0).as<T>();
   const T* b = ctx.in(1).as<T>();
   T* c = ctx.output.as<T>();
-  const MatrixDims ma = Op(sa, ta), mb = Op(sb, tb);
+  const MatrixDims ma = OperandDims(sa, ta), mb = OperandDims(sb, tb);
   const int64_t m = ma.rows, k = ma.cols, n = mb.cols;
   int64_t rsa, csa, rsb, csb;
   MatrixStrides(sa, ta, &rsa, &csa);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_join.h"
+
 namespace dagrad {
 
 absl::Status RequireFloat(const InferContext& ctx, int i, const char* what) {
@@ -27,6 +29,44 @@ absl::Status RequireSameDType(const InferContext& ctx, int i, int j) {
                      DTypeName(ctx.in(j).dtype)));
   }
   return absl::OkStatus();
+}
+
+std::string FormatIndex(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.rank());
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    idx[d] = shape[d] == 0 ? 0 : flat % shape[d];
+    flat = shape[d] == 0 ? 0 : flat / shape[d];
+  }
+  return absl::StrJoin(idx, ", ");
+}
+
+Rows RowsOf(const Shape& shape) {
+  const int64_t d = shape.rank() == 0 ? 1 : shape[shape.rank() - 1];
+  return {d == 0 ? 0 : shape.num_elements() / d, d};
+}
+
+MatrixDims OperandDims(const Shape& s, bool transpose) {
+  const int64_t r = s[s.rank() - 2], c = s[s.rank() - 1];
+  return transpose ? MatrixDims{c, r} : MatrixDims{r, c};
+}
+
+Shape BatchOf(const Shape& s) {
+  return Shape(absl::Span<const int64_t>(s.dims().data(), s.rank() - 2));
+}
+
+absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
+  auto axis = NormalizeAxis(a.GetInt("axis"), in.rank());
+  if (!axis.ok()) return axis.status();
+  const int64_t step = a.GetInt("step", 1);
+  if (step < 1) return absl::InvalidArgumentError(absl::StrCat("step ", step, " < 1"));
+  const int64_t len = in[*axis];
+  auto clamp = [len](int64_t v) {
+    if (v < 0) v += len;
+    return std::clamp<int64_t>(v, 0, len);
+  };
+  const int64_t start = clamp(a.GetInt("start")), end = clamp(a.GetInt("end"));
+  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  return SliceSpec{*axis, start, count, step};
 }
 
 absl::StatusOr<std::vector<int>> NormalizeAxes(const std::vector<int64_t>& axes,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -68,6 +69,35 @@ absl::Status RequireSameDType(const InferContext& ctx, int i, int j);
 // of range or repeated.
 absl::StatusOr<std::vector<int>> NormalizeAxes(const std::vector<int64_t>& axes,
                                                int rank);
+
+// ---- Shape helpers shared by the CPU kernels and their CUDA twins. ----
+
+// FormatIndex returns the multi-index of flat element `flat` of `shape`,
+// as "i, j, k", for error messages.
+std::string FormatIndex(int64_t flat, const Shape& shape);
+
+// Rows is the (rows, d) view of a (..., d) tensor.
+struct Rows {
+  int64_t rows, d;
+};
+Rows RowsOf(const Shape& shape);
+
+// MatrixDims are a matmul operand's (rows, cols) after its optional
+// transposition; BatchOf is its batch shape (all but the last two axes).
+struct MatrixDims {
+  int64_t rows, cols;
+};
+MatrixDims OperandDims(const Shape& s, bool transpose);
+Shape BatchOf(const Shape& s);
+
+// SliceSpec is a slice's attributes resolved against its input: Python-
+// style bounds (negative from the end, clamped), `count` elements kept.
+struct SliceSpec {
+  int axis;
+  int64_t start, count, step;
+};
+// ResolveSlice returns InvalidArgument for an axis out of range or step < 1.
+absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& attrs, const Shape& input);
 
 // BuildOp is how op builders add their node: it returns the first error
 // among `inputs`, records an error when an input outside `optional` (bit i:

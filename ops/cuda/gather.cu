@@ -35,15 +35,6 @@ int64_t Product(const Shape& s, int begin, int end) {
   return n;
 }
 
-// PositionOf returns "indices[i, j]" for flat element `flat` of `shape`.
-std::string PositionOf(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> pos(shape.rank());
-  for (int i = shape.rank() - 1; i >= 0; --i) {
-    pos[i] = flat % shape[i];
-    flat /= shape[i];
-  }
-  return absl::StrCat("indices[", absl::StrJoin(pos, ", "), "]");
-}
 
 template <typename I>
 struct OutOfRange {
@@ -59,7 +50,7 @@ absl::Status CheckIndices(const KernelContext& ctx, const I* idx, const Shape& s
   return cuda::CheckElements(
       ctx, idx, shape.num_elements(), OutOfRange<I>{n},
       [shape, n, range_of = std::move(range_of)](const DeviceErrorDetail& d) {
-        return absl::StrCat(PositionOf(d.position, shape), " = ", d.int_value,
+        return absl::StrCat("indices[", FormatIndex(d.position, shape), "] = ", d.int_value,
                             " is out of range [0, ", n, ") for ", range_of, " (indices ",
                             shape.ToString(), ")");
       });

@@ -30,14 +30,6 @@ absl::StatusOr<Reduction> ReductionOf(const Attrs& attrs) {
       absl::StrCat("reduction must be mean, sum or none, got '", name, "'"));
 }
 
-std::string Position(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> idx(shape.rank());
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return absl::StrJoin(idx, ", ");
-}
 
 template <typename I>
 struct BadTarget {
@@ -72,7 +64,7 @@ absl::StatusOr<CudaBuffer> RowTargets(const KernelContext& ctx) {
     DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
         ctx, targets.as<I>(), rows, BadTarget<I>{classes, ignore},
         [shape, classes, ignore](const DeviceErrorDetail& d) {
-          return absl::StrCat("targets[", Position(d.position, shape), "] = ", d.int_value,
+          return absl::StrCat("targets[", FormatIndex(d.position, shape), "] = ", d.int_value,
                               " is outside [0, ", classes, ") and is not ignore_index (", ignore,
                               ")");
         }));

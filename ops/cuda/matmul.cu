@@ -40,18 +40,6 @@ struct Blas<double> {
   static auto GemmBatched(const CublasApi& b) { return b.dgemm_batched; }
 };
 
-struct MatrixDims {
-  int64_t rows, cols;
-};
-
-MatrixDims Op(const Shape& s, bool transpose) {
-  const int64_t r = s[s.rank() - 2], c = s[s.rank() - 1];
-  return transpose ? MatrixDims{c, r} : MatrixDims{r, c};
-}
-
-Shape BatchOf(const Shape& s) {
-  return Shape(absl::Span<const int64_t>(s.dims().data(), s.rank() - 2));
-}
 
 // BatchKind says how an operand's matrices map to the output's batch.
 enum class BatchKind { kWhole, kShared, kBroadcast };
@@ -85,7 +73,8 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
   const T* a = ctx.in(0).as<T>();
   const T* b = ctx.in(1).as<T>();
   T* c = ctx.output.as<T>();
-  const int64_t m = Op(sa, ta).rows, k = Op(sa, ta).cols, n = Op(sb, tb).cols;
+  const MatrixDims ma = OperandDims(sa, ta), mb = OperandDims(sb, tb);
+  const int64_t m = ma.rows, k = ma.cols, n = mb.cols;
   const Shape batch = BatchOf(sc);
   const int64_t batches = batch.num_elements();
   if (m == 0 || n == 0 || batches == 0) return absl::OkStatus();

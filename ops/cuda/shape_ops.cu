@@ -103,26 +103,6 @@ absl::Status ConcatKernel(const KernelContext& ctx) {
 
 // ---- slice / unslice -----------------------------------------------------------
 
-// As ops/shape_ops.cc: Python-style bounds resolved against the axis.
-struct SliceSpec {
-  int axis;
-  int64_t start, count, step;
-};
-
-absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
-  auto axis = NormalizeAxis(a.GetInt("axis"), in.rank());
-  if (!axis.ok()) return axis.status();
-  const int64_t step = a.GetInt("step", 1);
-  if (step < 1) return absl::InvalidArgumentError(absl::StrCat("step ", step, " < 1"));
-  const int64_t len = in[*axis];
-  auto clamp = [len](int64_t v) {
-    if (v < 0) v += len;
-    return std::clamp<int64_t>(v, 0, len);
-  };
-  const int64_t start = clamp(a.GetInt("start")), end = clamp(a.GetInt("end"));
-  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
-  return SliceSpec{*axis, start, count, step};
-}
 
 // The sliced tensor is (outer, count, inner); element (o, i, j) sits at
 // (o, start + i * step, j) of the full (outer, len, inner) one.
