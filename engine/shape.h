@@ -75,6 +75,11 @@ absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
 // RowMajorStrides returns element strides of a contiguous tensor of `shape`.
 Dims RowMajorStrides(const Shape& shape);
 
+// BroadcastStrides returns the element strides of a contiguous tensor of
+// shape `in` aligned to `out`'s axes, 0 on the axes where it is broadcast.
+// `in` must broadcast to `out`.
+Dims BroadcastStrides(const Shape& in, const Shape& out);
+
 }  // namespace dagrad
 
 #endif  // DAGRAD_ENGINE_SHAPE_H_

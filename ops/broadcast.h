@@ -23,10 +23,6 @@
 
 namespace dagrad {
 
-// BroadcastStrides returns element strides of `in` (row-major) aligned to
-// `out`'s axes, 0 on broadcast axes. `in` must broadcast to `out`.
-Dims BroadcastStrides(const Shape& in, const Shape& out);
-
 // StridedLoop walks an output shape with N inputs, each read through its own
 // element strides aligned to the output's axes.
 template <int N>

@@ -69,8 +69,8 @@ absl::Status LaunchBinary(const KernelContext& ctx, Fn fn) {
   }
   DAGRAD_ASSIGN_OR_RETURN(
       const cuda::Strided<2> s,
-      cuda::MakeStrided<2>(out, {cuda::InputStrides(*ctx.in(0).shape, out),
-                                 cuda::InputStrides(*ctx.in(1).shape, out)}));
+      cuda::MakeStrided<2>(out, {BroadcastStrides(*ctx.in(0).shape, out),
+                                 BroadcastStrides(*ctx.in(1).shape, out)}));
   BinaryBroadcast<<<GridFor(n), kThreads, 0, stream>>>(a, b, y, n, s, fn);
   return CheckLaunch("BinaryBroadcast");
 }

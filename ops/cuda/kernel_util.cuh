@@ -73,20 +73,6 @@ struct Strided {
   }
 };
 
-// InputStrides returns the element strides of a row-major `in` aligned to
-// `out`'s axes, 0 where `in` is broadcast (ops/broadcast.h's
-// BroadcastStrides, which this file does not include: that header brings
-// the CPU's OpenMP loops).
-inline Dims InputStrides(const Shape& in, const Shape& out) {
-  Dims strides(out.rank(), 0);
-  const Dims own = RowMajorStrides(in);
-  const int shift = out.rank() - in.rank();
-  for (int i = 0; i < in.rank(); ++i) {
-    strides[shift + i] = in[i] == 1 && out[shift + i] != 1 ? 0 : own[i];
-  }
-  return strides;
-}
-
 // MakeStrided merges adjacent dims that every input walks contiguously
 // (and drops dims of size 1), so (B, T, E) + (E,) becomes a 2-d loop.
 // Unimplemented when more than kMaxRank dims remain.

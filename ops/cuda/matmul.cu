@@ -104,8 +104,8 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
     return absl::OkStatus();
   }
   DAGRAD_ASSIGN_OR_RETURN(const cuda::Strided<2> s,
-                          cuda::MakeStrided<2>(batch, {cuda::InputStrides(BatchOf(sa), batch),
-                                                       cuda::InputStrides(BatchOf(sb), batch)}));
+                          cuda::MakeStrided<2>(batch, {BroadcastStrides(BatchOf(sa), batch),
+                                                       BroadcastStrides(BatchOf(sb), batch)}));
   DAGRAD_ASSIGN_OR_RETURN(CudaBuffer pointers, cuda.Scratch(3 * batches * sizeof(void*)));
   const T** pa = pointers.as<const T*>();
   const T** pb = pa + batches;

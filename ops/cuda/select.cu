@@ -42,9 +42,9 @@ absl::Status LaunchWhere(const KernelContext& ctx) {
     return CheckLaunch("WhereSameShape");
   }
   DAGRAD_ASSIGN_OR_RETURN(const cuda::Strided<3> s,
-                          cuda::MakeStrided<3>(out, {cuda::InputStrides(*ctx.in(0).shape, out),
-                                                     cuda::InputStrides(*ctx.in(1).shape, out),
-                                                     cuda::InputStrides(*ctx.in(2).shape, out)}));
+                          cuda::MakeStrided<3>(out, {BroadcastStrides(*ctx.in(0).shape, out),
+                                                     BroadcastStrides(*ctx.in(1).shape, out),
+                                                     BroadcastStrides(*ctx.in(2).shape, out)}));
   WhereBroadcast<<<GridFor(n), kThreads, 0, stream>>>(cond, a, b, y, n, s);
   return CheckLaunch("WhereBroadcast");
 }

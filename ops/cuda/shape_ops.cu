@@ -62,7 +62,7 @@ absl::Status PermuteKernel(const KernelContext& ctx) {
 }
 
 absl::Status BroadcastToKernel(const KernelContext& ctx) {
-  return StridedCopy(ctx, cuda::InputStrides(*ctx.in(0).shape, *ctx.output.shape));
+  return StridedCopy(ctx, BroadcastStrides(*ctx.in(0).shape, *ctx.output.shape));
 }
 
 // ---- concat ------------------------------------------------------------------

@@ -151,12 +151,12 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
   const Shape lead_shape(absl::Span<const int64_t>(s.dims().data(), rank - 1));
   Dims keep_strides(rank, 0), bias_strides(rank, 0);
   if (ctx.has(kKeep)) {
-    keep_strides = cuda::InputStrides(*ctx.in(kKeep).shape, s);
+    keep_strides = BroadcastStrides(*ctx.in(kKeep).shape, s);
     a.keep = ctx.in(kKeep).as<bool>();
     a.keep_last = keep_strides[rank - 1];
   }
   if (ctx.has(kBias)) {
-    bias_strides = cuda::InputStrides(*ctx.in(kBias).shape, s);
+    bias_strides = BroadcastStrides(*ctx.in(kBias).shape, s);
     a.bias_last = bias_strides[rank - 1];
   }
   keep_strides.pop_back();
