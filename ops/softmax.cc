@@ -151,6 +151,7 @@ T RowMax(const T* x, int64_t n) {
 template <typename T>
 T ExpShiftInPlace(T* y, int64_t n, T m) {
   T sum = 0;
+#pragma omp simd reduction(+ : sum)
   for (int64_t k = 0; k < n; ++k) {
     y[k] = VectorExp(y[k] - m);
     sum += y[k];
