@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/call_once.h"
@@ -185,45 +186,41 @@ int NumThreads() { return Threads() == 0 ? DefaultThreads() : Threads(); }
 
 namespace {
 
-// BlisGemm calls BLIS's typed gemm (s or d), on one thread when asked.
-template <typename T, typename F>
-void BlisGemm(F gemm_ex, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
-              int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t rsc,
-              int64_t csc, bool one_thread) {
-  rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  if (one_thread) bli_rntm_set_num_threads(1, &rntm);
-  gemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, const_cast<T*>(a), rsa, csa,
-          const_cast<T*>(b), rsb, csb, &beta, c, rsc, csc, nullptr, one_thread ? &rntm : nullptr);
+// BlisGemmEx is BLIS's typed gemm for T: s for float, d for double.
+template <typename T>
+constexpr auto BlisGemmEx() {
+  if constexpr (std::is_same_v<T, float>) {
+    return bli_sgemm_ex;
+  } else {
+    return bli_dgemm_ex;
+  }
 }
 
 }  // namespace
 
-template <>
-absl::Status Gemm<float>(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                         int64_t rsa, int64_t csa, const float* b, int64_t rsb, int64_t csb,
-                         float beta, float* c, int64_t rsc, int64_t csc, bool one_thread) {
+template <typename T>
+absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
+                  int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t rsc,
+                  int64_t csc, bool one_thread) {
   if (IsSmallGemm(m, n, k) && csc == 1) {
-    SmallGemm<float>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+    SmallGemm<T>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
   }
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
-  BlisGemm<float>(bli_sgemm_ex, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc,
-                  one_thread);
+  // One thread when asked: the caller spreads products over the threads.
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  if (one_thread) bli_rntm_set_num_threads(1, &rntm);
+  BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, const_cast<T*>(a), rsa,
+                  csa, const_cast<T*>(b), rsb, csb, &beta, c, rsc, csc, nullptr,
+                  one_thread ? &rntm : nullptr);
   return absl::OkStatus();
 }
 
-template <>
-absl::Status Gemm<double>(int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                          int64_t rsa, int64_t csa, const double* b, int64_t rsb, int64_t csb,
-                          double beta, double* c, int64_t rsc, int64_t csc, bool one_thread) {
-  if (IsSmallGemm(m, n, k) && csc == 1) {
-    SmallGemm<double>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
-    return absl::OkStatus();
-  }
-  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
-  BlisGemm<double>(bli_dgemm_ex, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc,
-                   one_thread);
-  return absl::OkStatus();
-}
+template absl::Status Gemm<float>(int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                  int64_t, const float*, int64_t, int64_t, float, float*,
+                                  int64_t, int64_t, bool);
+template absl::Status Gemm<double>(int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                   int64_t, const double*, int64_t, int64_t, double, double*,
+                                   int64_t, int64_t, bool);
 
 }  // namespace dagrad
