@@ -78,7 +78,7 @@ struct RandomStream {
   // FillBits writes the bits of elements 4*first .. 4*(first+kLanes)-1 to
   // `out`: the same numbers as Bits, kLanes blocks at a time (with AVX-512
   // when the library is built for it). Host only; defined in philox.cc.
-  static constexpr int kLanes = 32;
+  static constexpr int kLanes = 64;
   void FillBits(uint64_t first, uint32_t* out) const;
 #endif
 };
