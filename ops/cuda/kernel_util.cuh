@@ -125,6 +125,15 @@ struct MaxOp {
   }
 };
 
+// MaxIgnoringNaN is the CPU kernels' running max `x > m ? x : m`: NaNs never
+// win.
+struct MaxIgnoringNaN {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
 // WarpReduce combines the 32 lanes' values; lane 0 holds the result.
 template <typename T, typename Op>
 __device__ T WarpReduce(T v, Op op) {
@@ -245,6 +254,20 @@ __device__ inline T Infinity() {
 // for integers.
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+// RowLogSumExp returns log(sum(exp(x[0, n)))), max-shifted, to every thread
+// of the block. `shared` holds 32 T. Contains __syncthreads: call it from
+// every thread.
+template <typename T>
+__device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
+  T m = -Infinity<T>();
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxIgnoringNaN()(m, x[k]);
+  m = BlockReduce(m, MaxIgnoringNaN(), shared);
+  T sum = 0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += Exp(x[k] - m);
+  sum = BlockReduce(sum, SumOp(), shared);
+  return m + Log(sum);
+}
 
 }  // namespace dagrad::cuda
 

@@ -77,26 +77,6 @@ absl::StatusOr<CudaBuffer> RowTargets(const KernelContext& ctx) {
   return out;
 }
 
-// The CPU's running max `x > m ? x : m`.
-struct MaxIgnoringNaN {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return b > a ? b : a;
-  }
-};
-
-// LogSumExp of a row, max-shifted, for every thread of the block.
-template <typename T>
-__device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
-  T m = -cuda::Infinity<T>();
-  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxIgnoringNaN()(m, x[k]);
-  m = cuda::BlockReduce(m, MaxIgnoringNaN(), shared);
-  T sum = 0;
-  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += cuda::Exp(x[k] - m);
-  sum = cuda::BlockReduce(sum, cuda::SumOp(), shared);
-  return m + cuda::Log(sum);
-}
-
 // loss[r] = logsumexp(x_r) - x_r[target], in T as on the CPU; 0 when ignored.
 template <typename T>
 __global__ void RowLossKernel(const T* x, const int64_t* target, int64_t rows, int64_t classes,
@@ -108,7 +88,7 @@ __global__ void RowLossKernel(const T* x, const int64_t* target, int64_t rows, i
       continue;
     }
     const T* xr = x + r * classes;
-    const T lse = RowLogSumExp(xr, classes, shared);
+    const T lse = cuda::RowLogSumExp(xr, classes, shared);
     if (threadIdx.x == 0) loss[r] = static_cast<double>(lse - xr[target[r]]);
   }
 }
@@ -199,7 +179,7 @@ __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T*
     }
     const T* xr = x + r * classes;
     const T w = reduction == Reduction::kNone ? g[r] : w_all;
-    const T lse = RowLogSumExp(xr, classes, shared);
+    const T lse = cuda::RowLogSumExp(xr, classes, shared);
     // d may be x's buffer: each element is read, then written, by one thread.
     for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) {
       T v = cuda::Exp(xr[k] - lse) * w;

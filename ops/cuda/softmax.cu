@@ -26,14 +26,6 @@ using cuda::kThreads;
 
 enum SoftmaxInput { kScores = 0, kKeep = 1, kValidLens = 2, kBias = 3 };
 
-// The CPU's running max `x > m ? x : m`: NaNs never win.
-struct MaxIgnoringNaN {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return b > a ? b : a;
-  }
-};
-
 struct SoftmaxArgs {
   int64_t rows, k;
   int64_t q_size, rows_per_b;
@@ -72,8 +64,8 @@ __global__ void MaskedSoftmaxImpl(const T* x, const T* bias, T* out, SoftmaxArgs
       return v;
     };
     T m = neg_inf;
-    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxIgnoringNaN()(m, z(k));
-    m = cuda::BlockReduce(m, MaxIgnoringNaN(), shared);
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = cuda::MaxIgnoringNaN()(m, z(k));
+    m = cuda::BlockReduce(m, cuda::MaxIgnoringNaN(), shared);
     if (m == neg_inf) n = 0;  // every position masked: the row is zeros
     T sum = 0;
     for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += cuda::Exp(z(k) - m);
@@ -182,13 +174,7 @@ __global__ void LogSoftmaxImpl(const T* x, T* out, int64_t rows, int64_t k) {
   __shared__ T shared[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * k;
-    T m = -cuda::Infinity<T>();
-    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) m = MaxIgnoringNaN()(m, xr[i]);
-    m = cuda::BlockReduce(m, MaxIgnoringNaN(), shared);
-    T sum = 0;
-    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) sum += cuda::Exp(xr[i] - m);
-    sum = cuda::BlockReduce(sum, cuda::SumOp(), shared);
-    const T shift = m + cuda::Log(sum);
+    const T shift = cuda::RowLogSumExp(xr, k, shared);
     T* y = out + row * k;
     for (int64_t i = threadIdx.x; i < k; i += blockDim.x) y[i] = xr[i] - shift;
   }
