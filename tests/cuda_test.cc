@@ -157,15 +157,6 @@ std::vector<GradCaseParam> GradCaseParams() {
   return out;
 }
 
-Tensor ToFloat32(const Tensor& t) {
-  if (t.dtype() != DType::kFloat64) return t;
-  Tensor out = *Tensor::Zeros(DType::kFloat32, t.shape());
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    out.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
-  }
-  return out;
-}
-
 // The case's inputs become the cross-check's (random where the case draws
 // them), in `dtype`; its builder gives the output.
 CrossCase FromGradCase(const GradCase& gc, DType dtype) {

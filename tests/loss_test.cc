@@ -46,15 +46,6 @@ DAGRAD_GRADCHECK(cross_entropy_all_ignored,
 
 // --- PyTorch goldens ----------------------------------------------------------
 
-Tensor ToFloat32(const Tensor& t) {
-  if (t.dtype() != DType::kFloat64) return t;
-  Tensor out = *Tensor::Zeros(DType::kFloat32, t.shape());
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    out.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
-  }
-  return out;
-}
-
 // Runs a golden case: output `y` of build(inputs) and the gradient of
 // sum(y * g) with respect to input `wrt`, compared with torch's `dwrt`.
 void CheckGolden(const std::string& name, DType dtype, const std::string& wrt,

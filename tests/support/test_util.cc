@@ -38,6 +38,15 @@ absl::StatusOr<std::vector<Tensor>> RunOnce(const Graph& g, std::vector<Value> f
   return exec.Run(**plan, feeds, options);
 }
 
+Tensor ToFloat32(const Tensor& t) {
+  if (t.dtype() != DType::kFloat64) return t;
+  Tensor out = *Tensor::Zeros(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    out.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
+  }
+  return out;
+}
+
 std::vector<double> AsDoubles(const Tensor& t) {
   std::vector<double> out;
   for (int64_t i = 0; i < t.num_elements(); ++i) {

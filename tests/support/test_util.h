@@ -41,6 +41,10 @@ absl::StatusOr<std::vector<Tensor>> RunOnce(const Graph& g, std::vector<Value> f
                                             const Feeds& feeds = {},
                                             const RunOptions& options = {});
 
+// ToFloat32 rounds a float64 tensor to float32; other tensors are returned
+// as they are.
+Tensor ToFloat32(const Tensor& t);
+
 // AsDoubles converts a float tensor's values to double.
 std::vector<double> AsDoubles(const Tensor& t);
 
