@@ -307,11 +307,6 @@ TEST(Cli, DotWritesAndRendersEveryBuiltInModel) {
   EXPECT_THAT(*ReadFile(dot), ::testing::Not(::testing::HasSubstr("in_proj_weight")));
 }
 
-}  // namespace
-}  // namespace dagrad::testing
-
-namespace dagrad::testing {
-namespace {
 
 TEST(Cli, CheckNumericsNamesTheFirstBadNode) {
   const std::string dir = FreshDir("numerics");

@@ -243,11 +243,6 @@ TEST(Dropout, ProbabilityOutOfRangeIsABuildError) {
                 absl::StatusCode::kInvalidArgument, "input must be float32 or float64, got int32");
 }
 
-}  // namespace
-}  // namespace dagrad::testing
-
-namespace dagrad::testing {
-namespace {
 
 TEST(Philox, BatchedBitsEqualElementBits) {
   for (uint64_t first : {uint64_t{0}, uint64_t{5}, uint64_t{0xfffffff8}, uint64_t{1} << 40}) {

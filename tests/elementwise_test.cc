@@ -157,11 +157,6 @@ TEST(Elementwise, BuilderErrorsNameOpAndShapes) {
   EXPECT_FALSE(g.status().ok());
 }
 
-}  // namespace
-}  // namespace dagrad::testing
-
-namespace dagrad::testing {
-namespace {
 
 // Found by the graph fuzzer: integer arithmetic must wrap, not be undefined.
 TEST(Elementwise, IntegerArithmeticWrapsAround) {

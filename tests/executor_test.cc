@@ -155,11 +155,6 @@ TEST(Executor, MemoryLimitIsAClearError) {
                 "memory limit: the plan's arena needs 4194304 bytes");
 }
 
-}  // namespace
-}  // namespace dagrad::testing
-
-namespace dagrad::testing {
-namespace {
 
 TEST(Executor, IntegerDivisionByZeroIsAnError) {
   Graph g;

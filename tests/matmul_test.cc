@@ -156,11 +156,6 @@ TEST(MatMul, Errors) {
                 "bias must be (5,)");
 }
 
-}  // namespace
-}  // namespace dagrad::testing
-
-namespace dagrad::testing {
-namespace {
 
 // Found by the CUDA cross-checks: gradients of a linear layer with no input
 // features (all zero, but they must build).

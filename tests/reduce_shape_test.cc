@@ -119,11 +119,6 @@ TEST(Shape, Errors) {
                 "axis 5 is out of range for rank 2");
 }
 
-}  // namespace
-}  // namespace dagrad::testing
-
-namespace dagrad::testing {
-namespace {
 
 TEST(Shape, ContiguousSlicesAreViewsOthersCopies) {
   Graph g;
