@@ -4,8 +4,8 @@
 // whose per-call overhead (packing, thread set-up: ~5 us) dominates a
 // 32x32x32 product: BLIS reaches 12 GFLOP/s there. The attention of a small
 // model is thousands of such products per step. B is first packed into a
-// contiguous panel; then 4 rows of C at a time accumulate in registers
-// (4 x 16 lanes), written as plain loops the compiler vectorises.
+// contiguous panel; then 8 rows of C at a time accumulate in registers
+// (8 rows x 2 vectors of 16 lanes), written as plain loops the compiler vectorises.
 //
 // Operands are given like Gemm's: pointers with (row, column) strides; C is
 // row-major (row stride ldc, unit column stride).
