@@ -4,11 +4,20 @@
 // whose kernels it runs. The CPU device uses host memory and each op's CPU
 // kernel; the CUDA device (engine/cuda/, when built) uses device memory and
 // each op's CUDA kernel.
+//
+// A device may also record the work of one run and replay it as a whole
+// (the CUDA device records a CUDA graph): the executor records a plan's
+// second run (the first warms up) and replays the recording on later runs,
+// which saves launching every kernel again. Kernels being recorded must read everything that
+// changes between runs from device memory: feeds are copied into buffers
+// that stay put, and per-run values (the dropout step) are written by
+// PrepareRun.
 
 #ifndef DAGRAD_ENGINE_DEVICE_H_
 #define DAGRAD_ENGINE_DEVICE_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -17,6 +26,15 @@
 #include "engine/op.h"
 
 namespace dagrad {
+
+// Recording replays the work a device recorded, with the buffers it was
+// recorded with; only the contents of those buffers may have changed.
+class Recording {
+ public:
+  virtual ~Recording() = default;
+  // Replay queues the recorded work again.
+  virtual absl::Status Replay() = 0;
+};
 
 class Device {
  public:
@@ -50,6 +68,21 @@ class Device {
   // status names the op and node as a CPU kernel's error would), or a
   // failure of the device itself.
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
+
+  // PrepareRun is called before a run's kernels are queued or replayed; a
+  // device whose kernels read per-run values from device memory (the CUDA
+  // device keeps the dropout step there) writes them here.
+  virtual absl::Status PrepareRun(const RunContext& /*run*/) { return absl::OkStatus(); }
+  // Record queues the work that `enqueue` queues and returns a Recording
+  // of it, or null when this device does not record (the default) or could
+  // not record this work: then the work was queued without being recorded,
+  // and `*why_not`, when set, says why. An error of `enqueue` is returned
+  // as it is, with nothing recorded.
+  virtual absl::StatusOr<std::unique_ptr<Recording>> Record(
+      const std::function<absl::Status()>& enqueue, absl::Status* /*why_not*/) {
+    if (absl::Status queued = enqueue(); !queued.ok()) return queued;
+    return nullptr;
+  }
 };
 
 // CpuDevice returns the host device.

@@ -231,57 +231,54 @@ absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
       " at element ", bad));
 }
 
-absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds,
-                                                  const RunOptions& options) {
-  if (plan.owner_ != this) {
-    return absl::InvalidArgumentError("Run: the plan was compiled by another executor");
-  }
+absl::Status Executor::BindStorage(Plan& plan,
+                                   const absl::flat_hash_map<NodeId, const Tensor*>& fed) {
   const ExecutionPlan& info = plan.info_;
-  absl::flat_hash_map<NodeId, const Tensor*> fed;
-  DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, feeds, fed));
-
-  // Resolve every storage root to a device pointer.
-  std::vector<void*> base(info.storage.size(), nullptr);
+  plan.bases_.assign(info.storage.size(), nullptr);
   char* arena = static_cast<char*>(plan.arena_.get());
   for (size_t r = 0; r < info.storage.size(); ++r) {
     const Storage& s = info.storage[r];
+    void*& base = plan.bases_[r];
     switch (s.kind) {
       case Storage::Kind::kArena:
       case Storage::Kind::kNone:
-        base[r] = arena + s.offset;
+        base = arena + s.offset;
         break;
       case Storage::Kind::kInput: {
         const Tensor* t = fed.at(s.node);
         if (device_->is_host()) {
-          base[r] = const_cast<void*>(t->raw_data());
+          base = const_cast<void*>(t->raw_data());
         } else {
-          base[r] = plan.staged_inputs_.at(s.node).get();
-          DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(base[r], t->raw_data(), t->nbytes()));
+          base = plan.staged_inputs_.at(s.node).get();
+          DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(base, t->raw_data(), t->nbytes()));
         }
         break;
       }
       case Storage::Kind::kVariable: {
-        DAGRAD_ASSIGN_OR_RETURN(base[r], VariableData(s.node));
+        DAGRAD_ASSIGN_OR_RETURN(base, VariableData(s.node));
         break;
       }
       case Storage::Kind::kConstant: {
         auto it = info.constants.find(s.node);
         if (it == info.constants.end()) break;  // folded away, never read
-        base[r] = device_->is_host() ? const_cast<void*>(it->second.raw_data())
-                                     : plan.device_constants_.at(s.node).get();
+        base = device_->is_host() ? const_cast<void*>(it->second.raw_data())
+                                  : plan.device_constants_.at(s.node).get();
         break;
       }
     }
   }
-  auto ref = [&](NodeId id) {
-    const Node& n = graph_.node(id);
-    return TensorRef{static_cast<char*>(base[info.root[id]]) + info.offset[id], n.dtype, &n.shape};
-  };
+  return absl::OkStatus();
+}
 
-  if (options_.poison_arena && info.arena_bytes > 0) {
-    DAGRAD_RETURN_IF_ERROR(device_->Fill(arena, 0xFF, info.arena_bytes));
-  }
-  RunContext run{options.training, options_.seed, options.step, device_->kernel_state()};
+TensorRef Executor::Ref(const Plan& plan, NodeId id) const {
+  const ExecutionPlan& info = plan.info_;
+  const Node& n = graph_.node(id);
+  return TensorRef{static_cast<char*>(plan.bases_[info.root[id]]) + info.offset[id], n.dtype,
+                   &n.shape};
+}
+
+absl::Status Executor::QueueKernels(Plan& plan) {
+  const ExecutionPlan& info = plan.info_;
   // A kernel's error, named with its node (once: a device that reports a
   // data error found on the device names the node itself).
   auto node_error = [](const Node& node, const absl::Status& st) {
@@ -293,9 +290,9 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
   for (size_t i = 0; i < info.steps.size(); ++i) {
     const Node& node = graph_.node(info.steps[i]);
     ins.clear();
-    for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? TensorRef{} : ref(in));
-    const TensorRef out = ref(node.id);
-    KernelContext ctx{node, ins, out, run};
+    for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? TensorRef{} : Ref(plan, in));
+    const TensorRef out = Ref(plan, node.id);
+    KernelContext ctx{node, ins, out, plan.run_};
     const auto started = options_.profile ? std::chrono::steady_clock::now()
                                           : std::chrono::steady_clock::time_point();
     absl::Status st = plan.kernels_[i](ctx);
@@ -305,24 +302,69 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
       e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       ++e.calls;
     }
-    if (!st.ok()) {
-      // Drain what earlier kernels queued, so that the next run starts on
-      // an idle device; an error they hit came first and is reported.
-      absl::Status earlier = device_->Synchronize();
-      return earlier.ok() ? node_error(node, st) : earlier;
-    }
-    if (options_.synchronize_each_kernel) {
-      st = device_->Synchronize();
-      if (!st.ok()) return node_error(node, st);
-    }
+    if (st.ok() && options_.synchronize_each_kernel) st = device_->Synchronize();
+    if (!st.ok()) return node_error(node, st);
     if (options_.check_numerics) DAGRAD_RETURN_IF_ERROR(CheckNumerics(node, out));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::QueueRun(Plan& plan) {
+  const bool may_record = options_.record_runs && plan.device_records_ && !options_.profile &&
+                          !options_.synchronize_each_kernel && !options_.check_numerics;
+  if (!may_record) return QueueKernels(plan);
+  Plan::Recorded& recorded = plan.recorded_[plan.run_.training ? 1 : 0];
+  if (recorded.recording != nullptr && recorded.bases == plan.bases_) {
+    ++plan.replays_;
+    return recorded.recording->Replay();
+  }
+  // The first run is queued as it is: it warms up what kernels initialise
+  // lazily (CUDA modules, library state), which a recording must not see.
+  if (!recorded.warmed_up) {
+    recorded.warmed_up = true;
+    return QueueKernels(plan);
+  }
+  recorded.recording = nullptr;
+  absl::Status why_not;
+  DAGRAD_ASSIGN_OR_RETURN(
+      recorded.recording,
+      device_->Record([this, &plan] { return QueueKernels(plan); }, &why_not));
+  if (recorded.recording == nullptr) {
+    // The device does not record, or could not: run this plan without.
+    plan.device_records_ = false;
+    plan.recording_failure_ = why_not;
+  } else {
+    recorded.bases = plan.bases_;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds,
+                                                  const RunOptions& options) {
+  if (plan.owner_ != this) {
+    return absl::InvalidArgumentError("Run: the plan was compiled by another executor");
+  }
+  const ExecutionPlan& info = plan.info_;
+  absl::flat_hash_map<NodeId, const Tensor*> fed;
+  DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, feeds, fed));
+  DAGRAD_RETURN_IF_ERROR(BindStorage(plan, fed));
+  if (options_.poison_arena && info.arena_bytes > 0) {
+    DAGRAD_RETURN_IF_ERROR(device_->Fill(plan.arena_.get(), 0xFF, info.arena_bytes));
+  }
+  plan.run_ = RunContext{options.training, options_.seed, options.step, device_->kernel_state()};
+  DAGRAD_RETURN_IF_ERROR(device_->PrepareRun(plan.run_));
+  if (absl::Status queued = QueueRun(plan); !queued.ok()) {
+    // Drain what was queued, so that the next run starts on an idle
+    // device; an error the queued work hit came first and is reported.
+    absl::Status earlier = device_->Synchronize();
+    return earlier.ok() ? queued : earlier;
   }
   DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
   if (options_.profile) ++plan.profile_.runs;
 
   std::vector<Tensor> results;
   for (NodeId id : info.fetches) {
-    const TensorRef r = ref(id);
+    const TensorRef r = Ref(plan, id);
     DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(r.dtype, *r.shape));
     DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(t.raw_data(), r.data, t.nbytes()));
     results.push_back(std::move(t));

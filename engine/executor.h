@@ -21,7 +21,9 @@
 // whole plan on the GPU: feeds are copied in, kernels are queued on the
 // device's stream, and Run waits once, at the end, before copying the
 // fetches back; a data error a kernel finds there (an index out of range)
-// fails the run as the CPU kernel's error would.
+// fails the run as the CPU kernel's error would. The second run of a plan
+// (per RunOptions::training) is recorded as a CUDA graph and later runs
+// replay it: one launch per step instead of one per kernel.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
 //   Executor exec(g, std::move(gpu));
@@ -67,6 +69,12 @@ struct ExecutorOptions {
   // profile times every kernel (waiting for the device after each) and
   // adds the times to the plan's OpProfile, by op.
   bool profile = false;
+  // record_runs lets a device that can (CUDA) record a plan's second run,
+  // once per value of RunOptions::training (the first warms up), and replay
+  // the recording on later runs instead of queuing every kernel again. check_numerics,
+  // synchronize_each_kernel and profile need the host between kernels and
+  // turn it off.
+  bool record_runs = true;
   PlanOptions plan;
 };
 
@@ -101,9 +109,21 @@ class Plan {
   int64_t intermediate_bytes() const { return info_.intermediate_bytes; }
   // profile is filled by runs of an executor with ExecutorOptions::profile.
   const OpProfile& profile() const { return profile_; }
+  // replays counts the runs that replayed a recording of an earlier run
+  // (ExecutorOptions::record_runs); recording_failure says why the device,
+  // which records runs, could not record this plan's (OK otherwise).
+  int64_t replays() const { return replays_; }
+  const absl::Status& recording_failure() const { return recording_failure_; }
 
  private:
   friend class Executor;
+  // A recorded run, valid while every storage root is where it was.
+  struct Recorded {
+    bool warmed_up = false;  // one run was queued unrecorded
+    std::unique_ptr<Recording> recording;
+    std::vector<void*> bases;
+  };
+
   OpProfile profile_;
   const Executor* owner_ = nullptr;
   ExecutionPlan info_;
@@ -112,6 +132,15 @@ class Plan {
   // Device copies of constants, and staging for inputs on non-host devices.
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> device_constants_;
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> staged_inputs_;
+  // What the current run's kernels see: a device pointer per storage root
+  // of info_, and the run's context. Kept here, not on the stack, so that a
+  // recording of the kernel loop can be replayed.
+  std::vector<void*> bases_;
+  RunContext run_;
+  Recorded recorded_[2];  // by RunContext::training
+  bool device_records_ = true;  // false once the device declined
+  absl::Status recording_failure_;
+  int64_t replays_ = 0;
 };
 
 class Executor {
@@ -158,6 +187,10 @@ class Executor {
   absl::StatusOr<std::shared_ptr<void>> AllocateCounted(size_t bytes,
                                                         const std::string& what);
   absl::Status CheckNumerics(const Node& node, const TensorRef& out);
+  absl::Status BindStorage(Plan& plan, const absl::flat_hash_map<NodeId, const Tensor*>& fed);
+  TensorRef Ref(const Plan& plan, NodeId id) const;
+  absl::Status QueueRun(Plan& plan);
+  absl::Status QueueKernels(Plan& plan);
   absl::Status ValidateFeeds(const Plan& plan, const Feeds& feeds,
                              absl::flat_hash_map<NodeId, const Tensor*>& fed);
 

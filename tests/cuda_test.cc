@@ -7,6 +7,7 @@
 // backends, errors found on the device reported exactly as the CPU reports
 // them, and a whole training step of the toy transformer.
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -17,10 +18,13 @@
 #include "engine/cuda/cuda_device.h"
 #include "engine/optimizer.h"
 #include "models/tasks.h"
+#include "models/toy_trainer.h"
 #include "models/transformer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/gather.h"
 #include "ops/loss.h"
+#include "ops/reduce.h"
 #include "ops/registry.h"
 #include "tests/support/backend_check.h"
 #include "tests/support/cuda_cases.h"
@@ -275,6 +279,99 @@ TEST(CudaTraining, ToyTransformerStepsMatchCpu) {
     const absl::Status st = CompareTensors(want, got, 1e-4, false);
     EXPECT_TRUE(st.ok()) << p.path() << ": " << st;
   }
+}
+
+// Recorded steps (a CUDA graph recorded at step 2, replayed after) against
+// steps queued kernel by kernel on the same GPU: the same bits, since the
+// kernels are the same; a replay that kept the first step's dropout mask,
+// feeds or learning rate would differ from the second step on.
+TEST(CudaTraining, RecordedStepsMatchUnrecordedStepsBitForBit) {
+  SKIP_WITHOUT_GPU();
+  constexpr int64_t kBatch = 4, kT = 8;
+  Graph g;
+  const models::ToyConfig config{.vocab = 16, .max_len = kT, .dim = 32, .heads = 4,
+                                 .layers = 2, .ffn = 64, .dropout = 0.1};
+  ASSERT_OK_AND_ASSIGN(models::ToyTransformer model, models::ToyTransformer::Create(g, config));
+  Value tokens = g.Input("tokens", DType::kInt64, {kBatch, kT});
+  Value lengths = g.Input("lengths", DType::kInt64, {kBatch});
+  Value targets = g.Input("targets", DType::kInt64, {kBatch, kT});
+  Value loss = CrossEntropy(model(tokens, lengths).logits, targets);
+  ASSERT_OK_AND_ASSIGN(TrainingStep ts,
+                       BuildTrainingStep(loss, model.parameters(),
+                                         {.kind = OptimizerKind::kAdam, .clip_norm = 1.0}));
+  ASSERT_OK_AND_ASSIGN(models::TaskGenerator tasks,
+                       models::TaskGenerator::Create({.vocab = 16, .seq_len = kT, .min_len = 3},
+                                                     7));
+  ExecutorOptions recorded_options{.seed = 11};
+  ExecutorOptions queued_options = recorded_options;
+  queued_options.record_runs = false;
+  Executor recorded(g, *CudaDevice(), recorded_options);
+  Executor queued(g, *CudaDevice(), queued_options);
+  ASSERT_OK_AND_ASSIGN(auto recorded_plan, recorded.Compile({loss}, ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto queued_plan, queued.Compile({loss}, ts.updates));
+  for (int step = 1; step <= 5; ++step) {
+    const models::TaskBatch batch = tasks.Batch(step, kBatch);
+    const Feeds feeds = {{tokens, batch.tokens},
+                         {lengths, batch.lengths},
+                         {targets, batch.targets},
+                         {ts.lr, Tensor::Scalar<double>(1e-3 * step)},
+                         {ts.step, Tensor::Scalar<double>(step)}};
+    const RunOptions ro{.training = true, .step = static_cast<uint64_t>(step)};
+    ASSERT_OK_AND_ASSIGN(auto want, queued.Run(*queued_plan, feeds, ro));
+    ASSERT_OK_AND_ASSIGN(auto got, recorded.Run(*recorded_plan, feeds, ro));
+    const absl::Status st = CompareTensors(want[0], got[0], 0, true);
+    ASSERT_TRUE(st.ok()) << "loss at step " << step << ": " << st;
+  }
+  EXPECT_TRUE(recorded_plan->recording_failure().ok()) << recorded_plan->recording_failure();
+  EXPECT_EQ(recorded_plan->replays(), 3);
+  EXPECT_EQ(queued_plan->replays(), 0);
+  for (const Value& p : model.parameters()) {
+    ASSERT_OK_AND_ASSIGN(Tensor want, queued.Read(p));
+    ASSERT_OK_AND_ASSIGN(Tensor got, recorded.Read(p));
+    const absl::Status st = CompareTensors(want, got, 0, true);
+    EXPECT_TRUE(st.ok()) << p.path() << ": " << st;
+  }
+}
+
+// The check: 100 steps of the toy trainer (the README's model and
+// task) give the CPU's losses within 1e-4 on the GPU.
+TEST(CudaTraining, HundredTrainerStepsMatchCpuLosses) {
+  SKIP_WITHOUT_GPU();
+  models::TrainConfig config;
+  config.model = {.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2,
+                  .ffn = 512, .dropout = 0.1};
+  config.steps = 100;
+  config.eval_size = 8;
+  ASSERT_OK_AND_ASSIGN(auto cpu, models::ToyTrainer::Create(config));
+  ASSERT_OK_AND_ASSIGN(auto gpu, models::ToyTrainer::Create(config, *CudaDevice()));
+  for (int step = 1; step <= 100; ++step) {
+    ASSERT_OK_AND_ASSIGN(models::StepResult want, cpu->Step());
+    ASSERT_OK_AND_ASSIGN(models::StepResult got, gpu->Step());
+    ASSERT_NEAR(got.loss, want.loss, 1e-4 * std::max(1.0, std::abs(want.loss)))
+        << "step " << step;
+  }
+  EXPECT_EQ(gpu->train_plan().replays(), 98);
+}
+
+// A replayed run that meets a bad index reports it against its node, as
+// the CPU does, and the device keeps working.
+TEST(CudaErrors, AReplayedRunReportsADataErrorAgainstItsNode) {
+  SKIP_WITHOUT_GPU();
+  Graph g;
+  Value table = g.Parameter("table", {4, 2}, Initializer::Ones());
+  Value ids = g.Input("ids", DType::kInt64, {3});
+  Value y = Sum(Embedding(table, ids));
+  Executor exec(g, *CudaDevice());
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  const Tensor good = T<int64_t>({3}, {0, 3, 1});
+  const Tensor bad = T<int64_t>({3}, {0, 9, 1});
+  ASSERT_OK(exec.Run(*plan, {{ids, good}}).status());  // warm-up
+  ASSERT_OK(exec.Run(*plan, {{ids, good}}).status());  // recorded
+  const absl::Status replayed = exec.Run(*plan, {{ids, bad}}).status();
+  EXPECT_EQ(plan->replays(), 1);
+  EXPECT_EQ(replayed, RunOnce(g, {y}, {{ids, bad}}).status());
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{ids, good}}));
+  ExpectAllClose(out[0], {6}, 0, 0, "sum after the failed replay");
 }
 
 }  // namespace

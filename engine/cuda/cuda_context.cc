@@ -76,6 +76,7 @@ CudaContext::~CudaContext() {
   if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   if (error_record_ != nullptr) cudaFree(error_record_);
   if (error_host_ != nullptr) cudaFreeHost(error_host_);
+  if (run_step_ != nullptr) cudaFree(run_step_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -96,8 +97,19 @@ absl::Status CudaContext::Init(int ordinal, bool allow_tf32) {
   DAGRAD_CUBLAS_RETURN_IF_ERROR(blas_->set_pointer_mode(cublas_, CUBLAS_POINTER_MODE_HOST));
   DAGRAD_CUDA_RETURN_IF_ERROR(cudaMalloc(&error_record_, sizeof(DeviceErrorRecord)));
   DAGRAD_CUDA_RETURN_IF_ERROR(cudaMallocHost(&error_host_, sizeof(DeviceErrorRecord)));
+  DAGRAD_CUDA_RETURN_IF_ERROR(cudaMalloc(&run_step_, sizeof(uint64_t)));
+  DAGRAD_RETURN_IF_ERROR(SetRunStep(0));
   DAGRAD_RETURN_IF_ERROR(ResetErrorRecord());
   DAGRAD_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaContext::SetRunStep(uint64_t step) {
+  // From pageable memory the call returns once the source has been
+  // staged, so the member can be rewritten by the next run right away.
+  run_step_host_ = step;
+  DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(run_step_, &run_step_host_, sizeof(uint64_t),
+                                              cudaMemcpyHostToDevice, stream_));
   return absl::OkStatus();
 }
 
@@ -130,7 +142,7 @@ absl::Status CudaContext::Synchronize() {
   // Only runs that launched a kernel able to report bad data read the
   // record back; the copy is queued behind those kernels, so one stream
   // synchronisation covers both.
-  std::vector<Site> sites = std::move(sites_);
+  std::vector<ErrorSite> sites = std::move(sites_);
   sites_.clear();
   const bool check_record = !sites.empty();
   if (check_record) {
@@ -153,7 +165,7 @@ absl::Status CudaContext::Synchronize() {
       return absl::InternalError(absl::StrCat("device error record names site ", record.site,
                                               " of ", sites.size(), " registered"));
     }
-    const Site& site = sites[record.site];
+    const ErrorSite& site = sites[record.site];
     const DeviceErrorDetail detail{static_cast<int64_t>(record.position),
                                    record.has_value == 1, record.int_value, record.float_value};
     data_error = absl::InvalidArgumentError(absl::StrCat(

@@ -141,6 +141,11 @@ class CudaContext {
   const CublasApi& blas() const { return *blas_; }
   cublasHandle_t cublas() const { return cublas_; }
   DeviceErrorRecord* error_record() const { return error_record_; }
+  // run_step points to the current run's dropout step in device memory
+  // (SetRunStep writes it), so that a recorded run replays with the step
+  // of the run that replays it.
+  const uint64_t* run_step() const { return run_step_; }
+  absl::Status SetRunStep(uint64_t step);
 
   // Scratch returns `bytes` (at least 1) of uninitialised stream-ordered
   // memory; ResourceExhausted when the device is out of memory.
@@ -158,15 +163,22 @@ class CudaContext {
   absl::Status Synchronize();
 
   // NoteError keeps the first error of an operation that cannot return one
-  // (a destructor's free) for the next Synchronize.
+  // (a destructor's free) for the next Synchronize; TakeNotedError returns
+  // it and forgets it.
   void NoteError(absl::Status status);
+  absl::Status TakeNotedError() { return std::exchange(deferred_, absl::OkStatus()); }
 
- private:
-  struct Site {
+  // The error sites registered since the last Synchronize. A recording of
+  // launches keeps the sites they were given and restores them when it
+  // replays, so that an error it finds is reported against the right node.
+  struct ErrorSite {
     const Node* node;
     DeviceErrorFormatter format;
   };
+  const std::vector<ErrorSite>& error_sites() const { return sites_; }
+  void set_error_sites(std::vector<ErrorSite> sites) { sites_ = std::move(sites); }
 
+ private:
   absl::Status ResetErrorRecord();
 
   int ordinal_ = -1;
@@ -176,7 +188,9 @@ class CudaContext {
   void* cublas_workspace_ = nullptr;
   DeviceErrorRecord* error_record_ = nullptr;  // device memory
   DeviceErrorRecord* error_host_ = nullptr;    // pinned host copy
-  std::vector<Site> sites_;
+  uint64_t* run_step_ = nullptr;               // device memory
+  uint64_t run_step_host_ = 0;                 // pageable: reusable once copied
+  std::vector<ErrorSite> sites_;
   absl::Status deferred_;
 };
 

@@ -37,6 +37,44 @@ absl::StatusOr<int> DeviceCount() {
   return count;
 }
 
+// CudaRecording is a run captured as a CUDA graph, with the error sites
+// its kernels were given.
+class CudaRecording final : public Recording {
+ public:
+  CudaRecording(std::shared_ptr<CudaContext> context, cudaGraphExec_t exec,
+                std::vector<CudaContext::ErrorSite> sites)
+      : context_(std::move(context)), exec_(exec), sites_(std::move(sites)) {}
+  CudaRecording(const CudaRecording&) = delete;
+  CudaRecording& operator=(const CudaRecording&) = delete;
+  ~CudaRecording() override {
+    // Errors are dropped here, as in any destructor, after the stream has
+    // drained so that no launch of the graph is still running.
+    cudaSetDevice(context_->ordinal());
+    cudaStreamSynchronize(context_->stream());
+    cudaGraphExecDestroy(exec_);
+  }
+
+  absl::Status Replay() override {
+    DAGRAD_CUDA_RETURN_IF_ERROR(cudaSetDevice(context_->ordinal()));
+    context_->set_error_sites(sites_);
+    DAGRAD_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec_, context_->stream()));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::shared_ptr<CudaContext> context_;
+  cudaGraphExec_t exec_;
+  std::vector<CudaContext::ErrorSite> sites_;
+};
+
+// CaptureFailure says why a capture that `enqueue` queued without error
+// cannot be replayed: the capture was invalidated (a call that cannot be
+// captured), a free failed, or the graph did not instantiate.
+absl::Status CaptureFailure(cudaError_t ended, absl::Status noted) {
+  if (ended != cudaSuccess) return CudaStatus(ended, "cudaStreamEndCapture");
+  return noted;
+}
+
 class CudaDeviceImpl final : public Device {
  public:
   CudaDeviceImpl(std::shared_ptr<CudaContext> context, std::string name)
@@ -115,6 +153,53 @@ class CudaDeviceImpl final : public Device {
   absl::Status Synchronize() override {
     DAGRAD_RETURN_IF_ERROR(Activate());
     return context_->Synchronize();
+  }
+
+  absl::Status PrepareRun(const RunContext& run) override {
+    DAGRAD_RETURN_IF_ERROR(Activate());
+    return context_->SetRunStep(run.step);
+  }
+
+  // Record captures the stream's work into a CUDA graph, instantiates it
+  // and launches it once (capturing runs nothing). When the capture cannot
+  // be replayed, the sites and noted errors it left are forgotten and the
+  // work is queued again, uncaptured.
+  absl::StatusOr<std::unique_ptr<Recording>> Record(const std::function<absl::Status()>& enqueue,
+                                                    absl::Status* why_not) override {
+    DAGRAD_RETURN_IF_ERROR(Activate());
+    CudaContext& cuda = *context_;
+    std::vector<CudaContext::ErrorSite> sites_before = cuda.error_sites();
+    const absl::Status noted_before = cuda.TakeNotedError();
+    DAGRAD_CUDA_RETURN_IF_ERROR(
+        cudaStreamBeginCapture(cuda.stream(), cudaStreamCaptureModeThreadLocal));
+    const absl::Status queued = enqueue();
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(cuda.stream(), &graph);
+    std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> graph_owner(graph,
+                                                                         cudaGraphDestroy);
+    cudaGetLastError();  // a failed capture leaves its error behind
+    absl::Status failure = CaptureFailure(ended, cuda.TakeNotedError());
+    cuda.NoteError(noted_before);
+    if (failure.ok() && !queued.ok()) {
+      // The kernel's own error (checked on the host): nothing ran.
+      cuda.set_error_sites(std::move(sites_before));
+      return queued;
+    }
+    cudaGraphExec_t exec = nullptr;
+    if (failure.ok()) {
+      failure = CudaStatus(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    }
+    if (!failure.ok()) {
+      cuda.set_error_sites(std::move(sites_before));
+      *why_not = absl::Status(failure.code(),
+                              absl::StrCat("recording the run as a CUDA graph: ",
+                                           failure.message(), "; it runs unrecorded"));
+      if (absl::Status again = enqueue(); !again.ok()) return again;
+      return nullptr;
+    }
+    auto recording = std::make_unique<CudaRecording>(context_, exec, cuda.error_sites());
+    DAGRAD_RETURN_IF_ERROR(recording->Replay());
+    return recording;
   }
 
   CudaContext& context() const { return *context_; }

@@ -1,7 +1,9 @@
 // CUDA kernel of dropout (ops/dropout.cc), following the bit layout
 // documented in ops/dropout.h with the same host/device Philox
 // (engine/philox.h): one thread per group of four elements, one Philox
-// call each. Masks and values are bit-identical to the CPU's.
+// call each. Masks and values are bit-identical to the CPU's. The step
+// (Philox's counter word) is read from device memory, where the device
+// writes each run's step, so that a recorded run replays with a new mask.
 
 #include <algorithm>
 
@@ -17,7 +19,9 @@ using cuda::GridFor;
 using cuda::kThreads;
 
 template <typename T>
-__global__ void DropoutImpl(const T* x, T* y, int64_t n, RandomStream rs, double p, T scale) {
+__global__ void DropoutImpl(const T* x, T* y, int64_t n, uint64_t seed, uint32_t stream,
+                            const uint64_t* step, double p, T scale) {
+  const RandomStream rs{seed, stream, static_cast<uint32_t>(*step)};
   DAGRAD_CUDA_LOOP(group, (n + 3) / 4) {
     const PhiloxBlock bits = rs.Block(static_cast<uint64_t>(group));
     const int64_t base = group * 4;
@@ -43,7 +47,8 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
     T* y = ctx.output.as<T>();
     const int64_t n = ctx.output.num_elements();
     const double p = ctx.attrs().GetFloat("p");
-    cudaStream_t stream = CudaContextOf(ctx).stream();
+    const CudaContext& cuda = CudaContextOf(ctx);
+    cudaStream_t stream = cuda.stream();
     if (n == 0) return absl::OkStatus();
     if (!ctx.run.training || p == 0.0) {
       if (y != x) {
@@ -52,9 +57,9 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
       }
       return absl::OkStatus();
     }
-    const RandomStream rs{ctx.run.seed, StreamOf(ctx.node), static_cast<uint32_t>(ctx.run.step)};
     const T scale = T(1) / (T(1) - static_cast<T>(p));
-    DropoutImpl<<<GridFor((n + 3) / 4), kThreads, 0, stream>>>(x, y, n, rs, p, scale);
+    DropoutImpl<<<GridFor((n + 3) / 4), kThreads, 0, stream>>>(
+        x, y, n, ctx.run.seed, StreamOf(ctx.node), cuda.run_step(), p, scale);
     return CheckLaunch("DropoutImpl");
   });
 }
