@@ -1,20 +1,24 @@
 // Times whole training steps and multi-head attention on a CUDA device,
-// with CUDA events on the device's stream (TimeOnDevice), and the same
-// steps on the CPU for the toy model. Without a GPU it says why and exits 0.
+// with CUDA events on the device's stream (TimeOnDevice), and the toy step
+// on the CPU too. Without a GPU it says why and exits 0.
+// tools/bench/torch_cuda_anchor.py times the same work in PyTorch, and
+// tools/bench/gpu_check.sh runs both and prints the comparison.
 //
-//   ./build/tools/cuda_bench [--case=all|toy|large|mha] [--iters=50] [--warmup=5]
-//                            [--tf32] [--cpu_iters=5]
+//   ./build/tools/cuda_bench [--case=all|toy|large|mha] [--iters=50] [--warmup=10]
+//                            [--cpu_iters=5]
 //
-// Cases:
-//   toy    the toy transformer's training step (vocab 16, T 32, E 128, H 4,
-//          L 2, ffn 512, batch 64, dropout 0.1, Adam, clipping at 1.0);
-//   large  a larger step (vocab 1024, T 128, E 512, H 8, L 6, ffn 2048,
-//          batch 32), same optimizer;
-//   mha    MultiHeadAttention forward + backward (input and weight
-//          gradients) at (B, T, E, H) = (32, 512, 1024, 16).
-// Each prints the median and mean milliseconds per step on the device
-// (events) and on the host clock (which includes staging the inputs and
-// fetching the loss), and for mha the achieved TFLOP/s.
+// Cases (each prints a line, then a JSON line {"case", "ms"} for the table):
+//   toy_step         the toy transformer's training step (vocab 16, T 32, E 128,
+//                    H 4, L 2, ffn 512, batch 64, dropout 0.1, Adam, clipping at
+//                    1.0), float32;
+//   large_step_f32   the same at vocab 1000, T 256, E 512, H 8, L 6, ffn 2048,
+//                    batch 32, float32;
+//   large_step_tf32  the same with TF32 matrix products;
+//   mha_fwdbwd_f32   MultiHeadAttention forward + backward (input and weight
+//                    gradients) at (B, T, E, H) = (32, 512, 1024, 16), float32.
+// --case=large runs both large cases. Each reports the median and mean
+// milliseconds per step on the device (events), and on the host clock
+// (which includes staging the inputs and fetching the loss).
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -45,9 +50,8 @@ namespace {
 struct Flags {
   std::string which = "all";
   int iters = 50;
-  int warmup = 5;
+  int warmup = 10;
   int cpu_iters = 5;
-  bool tf32 = false;
 };
 
 struct Timing {
@@ -74,6 +78,15 @@ absl::StatusOr<Timing> TimeGpu(const Executor& exec, const Flags& f,
   return Summarize(std::move(ms), wall);
 }
 
+// RandomNormal returns float32 N(0, 1) values of `shape`.
+absl::StatusOr<Tensor> RandomNormal(const Shape& shape, uint64_t seed) {
+  DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(DType::kFloat32, shape));
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> normal;
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = normal(gen);
+  return t;
+}
+
 absl::StatusOr<double> TimeCpu(int iters, const std::function<absl::Status()>& step) {
   DAGRAD_RETURN_IF_ERROR(step());  // first run: variables, caches
   const auto start = std::chrono::steady_clock::now();
@@ -87,17 +100,24 @@ struct StepConfig {
   const char* name;
   models::ToyConfig model;
   int64_t batch;
+  bool tf32;
   bool cpu;  // also time it on the CPU
 };
+
+// PrintJson writes the line tools/bench/gpu_compare.py reads.
+void PrintJson(const char* name, const Timing& t, const Executor& exec) {
+  std::printf("{\"case\": \"%s\", \"ms\": %.4f, \"device\": \"%s\"}\n", name, t.median_ms,
+              exec.device().name().c_str());
+}
 
 absl::Status BenchTrainingStep(const StepConfig& sc, const Flags& f) {
   Graph g;
   const int64_t t_len = sc.model.max_len;
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, sc.model));
   Value tokens = g.Input("tokens", DType::kInt64, {sc.batch, t_len});
-  Value lengths = g.Input("lengths", DType::kInt64, {sc.batch});
   Value targets = g.Input("targets", DType::kInt64, {sc.batch, t_len});
-  Value loss = CrossEntropy(model(tokens, lengths).logits, targets);
+  // No padding (a null lengths Value), as in the PyTorch anchor.
+  Value loss = CrossEntropy(model(tokens, Value()).logits, targets);
   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts,
                           BuildTrainingStep(loss, model.parameters(),
                                             {.kind = OptimizerKind::kAdam, .clip_norm = 1.0}));
@@ -111,26 +131,29 @@ absl::Status BenchTrainingStep(const StepConfig& sc, const Flags& f) {
     return exec
         .Run(plan,
              {{tokens, batch.tokens},
-              {lengths, batch.lengths},
               {targets, batch.targets},
               {ts.lr, Tensor::Scalar<double>(1e-4)},
               {ts.step, Tensor::Scalar<double>(static_cast<double>(step))}},
              {.training = true, .step = static_cast<uint64_t>(step)})
         .status();
   };
-  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice(0, {.allow_tf32 = f.tf32}));
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice(0, {.allow_tf32 = sc.tf32}));
   Executor exec(g, std::move(gpu));
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, ts.updates));
   DAGRAD_ASSIGN_OR_RETURN(Timing t, TimeGpu(exec, f, [&] { return run(exec, *plan); }));
-  std::printf("%-6s step: %8.3f ms median, %8.3f ms mean (device events), %8.3f ms host clock;"
-              " arena %.1f MiB, %s on %s\n",
+  std::printf("%-16s %8.3f ms median, %8.3f ms mean (device events), %8.3f ms host clock;"
+              " arena %.1f MiB, %lld of %lld runs replayed a CUDA graph%s%s\n",
               sc.name, t.median_ms, t.mean_ms, t.wall_ms, plan->peak_bytes() / 1048576.0,
-              f.tf32 ? "TF32" : "float32", exec.device().name().c_str());
+              static_cast<long long>(plan->replays()),
+              static_cast<long long>(f.warmup + f.iters),
+              plan->recording_failure().ok() ? "" : ": ",
+              std::string(plan->recording_failure().message()).c_str());
+  PrintJson(sc.name, t, exec);
   if (sc.cpu && f.cpu_iters > 0) {
     Executor cpu(g);
     DAGRAD_ASSIGN_OR_RETURN(auto cpu_plan, cpu.Compile({loss}, ts.updates));
     DAGRAD_ASSIGN_OR_RETURN(double ms, TimeCpu(f.cpu_iters, [&] { return run(cpu, *cpu_plan); }));
-    std::printf("%-6s step: %8.3f ms on the CPU (%d steps): CUDA is %.1fx faster\n", sc.name, ms,
+    std::printf("%-16s %8.3f ms on the CPU (%d steps): CUDA is %.1fx faster\n", sc.name, ms,
                 f.cpu_iters, ms / t.median_ms);
   }
   return absl::OkStatus();
@@ -150,22 +173,25 @@ absl::Status BenchMha(const Flags& f) {
   std::vector<Value> wrt = mha.parameters();
   wrt.push_back(x);
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, wrt));
-  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice(0, {.allow_tf32 = f.tf32}));
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
   Executor exec(g, std::move(gpu));
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, grads));
-  const Feeds feeds = {{x, *Tensor::Zeros(DType::kFloat32, {kB, kT, kE})},
-                       {dy, *Tensor::Zeros(DType::kFloat32, {kB, kT, kE})}};
+  // Random data: zeros can run faster than real data and hide unwritten outputs.
+  DAGRAD_ASSIGN_OR_RETURN(Tensor xs, RandomNormal({kB, kT, kE}, 1));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor dys, RandomNormal({kB, kT, kE}, 2));
+  const Feeds feeds = {{x, xs}, {dy, dys}};
   DAGRAD_ASSIGN_OR_RETURN(Timing t,
                           TimeGpu(exec, f, [&] { return exec.Run(*plan, feeds).status(); }));
   // Forward: four E x E projections and two (T x T x Dh) products per head;
   // the backward pass twice that.
   const double fwd = 4 * 2.0 * kB * kT * kE * kE + 2 * 2.0 * kB * kT * kT * kE;
   const double tflops = 3 * fwd / (t.median_ms * 1e-3) / 1e12;
-  std::printf("mha    fwd+bwd (B, T, E, H) = (%lld, %lld, %lld, %lld): %8.3f ms median, %8.3f ms "
-              "mean (device events), %8.3f ms host clock; ~%.1f TFLOP/s, arena %.1f MiB, %s\n",
-              static_cast<long long>(kB), static_cast<long long>(kT), static_cast<long long>(kE),
-              static_cast<long long>(kH), t.median_ms, t.mean_ms, t.wall_ms, tflops,
-              plan->peak_bytes() / 1048576.0, f.tf32 ? "TF32" : "float32");
+  std::printf("%-16s (B, T, E, H) = (%lld, %lld, %lld, %lld): %8.3f ms median, %8.3f ms "
+              "mean (device events), %8.3f ms host clock; ~%.1f TFLOP/s, arena %.1f MiB\n",
+              "mha_fwdbwd_f32", static_cast<long long>(kB), static_cast<long long>(kT),
+              static_cast<long long>(kE), static_cast<long long>(kH), t.median_ms, t.mean_ms,
+              t.wall_ms, tflops, plan->peak_bytes() / 1048576.0);
+  PrintJson("mha_fwdbwd_f32", t, exec);
   return absl::OkStatus();
 }
 
@@ -183,9 +209,7 @@ int Main(int argc, char** argv) {
         ParseInt(argv[i], "--cpu_iters=", &f.cpu_iters)) {
       continue;
     }
-    if (std::strcmp(argv[i], "--tf32") == 0) {
-      f.tf32 = true;
-    } else if (std::strncmp(argv[i], "--case=", 7) == 0) {
+    if (std::strncmp(argv[i], "--case=", 7) == 0) {
       f.which = argv[i] + 7;
     } else {
       std::fprintf(stderr, "cuda_bench: unknown argument %s\n", argv[i]);
@@ -202,17 +226,18 @@ int Main(int argc, char** argv) {
     return 0;
   }
   std::printf("cuda: %s\n", DescribeCuda().c_str());
-  const StepConfig toy{"toy",
-                       {.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2,
-                        .ffn = 512, .dropout = 0.1},
-                       64, true};
-  const StepConfig large{"large",
-                         {.vocab = 1024, .max_len = 128, .dim = 512, .heads = 8, .layers = 6,
-                          .ffn = 2048, .dropout = 0.1},
-                         32, false};
+  const models::ToyConfig toy{.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2,
+                              .ffn = 512, .dropout = 0.1};
+  const models::ToyConfig large{.vocab = 1000, .max_len = 256, .dim = 512, .heads = 8,
+                                .layers = 6, .ffn = 2048, .dropout = 0.1};
   absl::Status st;
-  if (f.which == "all" || f.which == "toy") st.Update(BenchTrainingStep(toy, f));
-  if (st.ok() && (f.which == "all" || f.which == "large")) st.Update(BenchTrainingStep(large, f));
+  if (f.which == "all" || f.which == "toy") {
+    st.Update(BenchTrainingStep({"toy_step", toy, 64, false, true}, f));
+  }
+  if (f.which == "all" || f.which == "large") {
+    if (st.ok()) st.Update(BenchTrainingStep({"large_step_f32", large, 32, false, false}, f));
+    if (st.ok()) st.Update(BenchTrainingStep({"large_step_tf32", large, 32, true, false}, f));
+  }
   if (st.ok() && (f.which == "all" || f.which == "mha")) st.Update(BenchMha(f));
   if (!st.ok()) {
     std::fprintf(stderr, "cuda_bench: %s\n", st.ToString().c_str());

@@ -1,0 +1,138 @@
+"""PyTorch side of the GPU benchmark comparison (tools/bench/cuda_bench.cc is
+dagrad's side; tools/bench/gpu_check.sh runs both and prints the table).
+
+Runs the same work as cuda_bench, eagerly, as a PyTorch user would write it,
+and prints one JSON object per line: {"case": NAME, "ms": median ms per
+step (CUDA events), "device": GPU name}. Needs a CUDA build of PyTorch
+(2.11 on the lent H100); without a GPU it says so and exits 0.
+
+    python3 tools/bench/torch_cuda_anchor.py [--iters 50] [--warmup 10] [--only toy]
+
+Cases:
+    toy_step          ToyTransformer(vocab 16, T 32, E 128, H 4, L 2, ffn 512, dropout 0.1),
+                      batch 64: forward, cross-entropy, backward, clip_grad_norm_(1.0), Adam
+    large_step_f32    the same at vocab 1000, T 256, E 512, H 8, L 6, ffn 2048, batch 32
+    large_step_tf32   the same with TF32 matrix products (torch.backends.cuda.matmul.allow_tf32)
+    mha_fwdbwd_f32    nn.MultiheadAttention(1024, 16) self-attention on (32, 512, 1024):
+                      forward + backward of sum(y * dy) (input and weight gradients)
+The model is the one in ../shared/reference/toy_transformer.py (post-norm
+nn.TransformerEncoderLayer, sinusoidal positions), restated here so that
+the script runs where ../shared is not present.
+"""
+import argparse
+import json
+import math
+import statistics
+
+import torch
+from torch import nn
+
+# Where the cases run; a check of this script on a machine without a GPU sets "cpu".
+DEVICE = "cuda"
+
+
+def sinusoidal(max_len, dim):
+    pe = torch.zeros(max_len, dim)
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    div = torch.pow(10000.0, torch.arange(0, dim, 2, dtype=torch.float32) / dim)
+    pe[:, 0::2] = torch.sin(pos / div)
+    pe[:, 1::2] = torch.cos(pos / div)
+    return pe
+
+
+class ToyTransformer(nn.Module):
+    def __init__(self, vocab, max_len, dim, heads, layers, ffn, dropout):
+        super().__init__()
+        self.dim = dim
+        self.embedding = nn.Embedding(vocab, dim)
+        nn.init.normal_(self.embedding.weight, 0.0, dim ** -0.5)
+        self.register_buffer("pe", sinusoidal(max_len, dim), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+        layer = nn.TransformerEncoderLayer(dim, heads, ffn, dropout, activation="relu",
+                                           batch_first=True, norm_first=False)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, tokens):
+        x = self.embedding(tokens) * math.sqrt(self.dim) + self.pe[: tokens.shape[1]]
+        return self.head(self.encoder(self.dropout(x)))
+
+
+def time_cuda(fn, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(iters):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def training_step(vocab, t, dim, heads, layers, ffn, batch):
+    model = ToyTransformer(vocab, t, dim, heads, layers, ffn, 0.1).to(DEVICE).train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    tokens = torch.randint(1, vocab, (batch, t), device=DEVICE)
+    targets = tokens.flip(1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = model(tokens)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    return step
+
+
+def mha_fwdbwd():
+    b, t, e, h = 32, 512, 1024, 16
+    mha = nn.MultiheadAttention(e, h, dropout=0.0, batch_first=True).to(DEVICE)
+    x = torch.randn(b, t, e, device=DEVICE, requires_grad=True)
+    dy = torch.randn(b, t, e, device=DEVICE)
+
+    def step():
+        mha.zero_grad(set_to_none=True)
+        x.grad = None
+        y, _ = mha(x, x, x, need_weights=False)
+        (y * dy).sum().backward()
+
+    return step
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--only", default="", help="run only cases whose name contains this")
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        print("torch_cuda_anchor: no CUDA device visible to PyTorch", torch.__version__)
+        return
+    torch.manual_seed(0)
+    name = torch.cuda.get_device_name()
+    cases = [
+        ("toy_step", False, lambda: training_step(16, 32, 128, 4, 2, 512, 64)),
+        ("large_step_f32", False, lambda: training_step(1000, 256, 512, 8, 6, 2048, 32)),
+        ("large_step_tf32", True, lambda: training_step(1000, 256, 512, 8, 6, 2048, 32)),
+        ("mha_fwdbwd_f32", False, mha_fwdbwd),
+    ]
+    for case, tf32, make in cases:
+        if args.only not in case:
+            continue
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        ms = time_cuda(make(), args.iters, args.warmup)
+        print(json.dumps({"case": case, "ms": round(ms, 4), "device": name,
+                          "torch": torch.__version__}), flush=True)
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
