@@ -21,6 +21,14 @@
 // Data errors found on the device surface at the next Device::Synchronize
 // (the executor calls it at the end of every run) as InvalidArgument,
 // formatted "<op> '<node path>': <message>" like a CPU kernel's error.
+//
+// A kernel wrapper's launches may be captured into a CUDA graph and
+// replayed on later runs (ExecutorOptions::record_runs), so a wrapper must
+// queue everything on stream() and never wait for the device or copy to or
+// from the host, and every value that changes between runs must come from
+// device memory: tensors, or run_step() for the dropout step, never a
+// kernel argument computed from RunContext::step. Scratch and error sites
+// are captured with the launches and stay valid for replays.
 
 #ifndef DAGRAD_ENGINE_CUDA_CUDA_CONTEXT_H_
 #define DAGRAD_ENGINE_CUDA_CUDA_CONTEXT_H_
