@@ -17,19 +17,17 @@
 #include "engine/autodiff.h"
 #include "engine/cuda/cuda_device.h"
 #include "engine/optimizer.h"
-#include "models/tasks.h"
 #include "models/toy_trainer.h"
-#include "models/transformer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
-#include "ops/loss.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "tests/support/backend_check.h"
 #include "tests/support/cuda_cases.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
+#include "tests/support/toy_step.h"
 
 #ifdef DAGRAD_WITH_CUDA
 #include "engine/cuda/cublas_api.h"
@@ -234,46 +232,37 @@ TEST(CudaErrors, SynchronizeEachKernelNamesTheNode) {
 
 // ---- a whole training step ---------------------------------------------------------
 
+// A two-layer toy transformer (E 32, H 4, ffn 64, dropout 0.1) on sequences
+// of 3 to 8 tokens.
+absl::StatusOr<std::unique_ptr<ToyStep>> SmallToyStep() {
+  return ToyStep::Create({.vocab = 16, .max_len = 8, .dim = 32, .heads = 4, .layers = 2,
+                          .ffn = 64, .dropout = 0.1},
+                         /*min_len=*/3, /*data_seed=*/7);
+}
+
 // Three Adam steps of a small toy transformer with dropout and clipping:
 // the losses and every parameter after them, CPU against CUDA.
 TEST(CudaTraining, ToyTransformerStepsMatchCpu) {
   SKIP_WITHOUT_GPU();
-  constexpr int64_t kBatch = 4, kT = 8;
-  Graph g;
-  const models::ToyConfig config{.vocab = 16, .max_len = kT, .dim = 32, .heads = 4,
-                                 .layers = 2, .ffn = 64, .dropout = 0.1};
-  ASSERT_OK_AND_ASSIGN(models::ToyTransformer model, models::ToyTransformer::Create(g, config));
-  Value tokens = g.Input("tokens", DType::kInt64, {kBatch, kT});
-  Value lengths = g.Input("lengths", DType::kInt64, {kBatch});
-  Value targets = g.Input("targets", DType::kInt64, {kBatch, kT});
-  Value loss = CrossEntropy(model(tokens, lengths).logits, targets);
-  ASSERT_OK_AND_ASSIGN(TrainingStep ts,
-                       BuildTrainingStep(loss, model.parameters(),
-                                         {.kind = OptimizerKind::kAdam, .clip_norm = 1.0}));
-  ASSERT_OK_AND_ASSIGN(models::TaskGenerator tasks,
-                       models::TaskGenerator::Create({.vocab = 16, .seq_len = kT, .min_len = 3},
-                                                     7));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ToyStep> t, SmallToyStep());
+  const Value loss = t->loss;
+  const TrainingStep& ts = t->ts;
   ExecutorOptions options;
   options.seed = 11;
   options.poison_arena = true;
-  Executor cpu(g, options);
-  Executor gpu(g, *CudaDevice(), options);
+  Executor cpu(t->graph, options);
+  Executor gpu(t->graph, *CudaDevice(), options);
   ASSERT_OK_AND_ASSIGN(auto cpu_plan, cpu.Compile({loss}, ts.updates));
   ASSERT_OK_AND_ASSIGN(auto gpu_plan, gpu.Compile({loss}, ts.updates));
   for (int step = 1; step <= 3; ++step) {
-    const models::TaskBatch batch = tasks.Batch(step, kBatch);
-    const Feeds feeds = {{tokens, batch.tokens},
-                         {lengths, batch.lengths},
-                         {targets, batch.targets},
-                         {ts.lr, Tensor::Scalar<double>(1e-3)},
-                         {ts.step, Tensor::Scalar<double>(step)}};
+    const Feeds feeds = t->FeedsFor(step, 1e-3);
     const RunOptions ro{.training = true, .step = static_cast<uint64_t>(step)};
     ASSERT_OK_AND_ASSIGN(auto want, cpu.Run(*cpu_plan, feeds, ro));
     ASSERT_OK_AND_ASSIGN(auto got, gpu.Run(*gpu_plan, feeds, ro));
     const absl::Status st = CompareTensors(want[0], got[0], 1e-4, false);
     ASSERT_TRUE(st.ok()) << "loss at step " << step << ": " << st;
   }
-  for (const Value& p : model.parameters()) {
+  for (const Value& p : t->model->parameters()) {
     ASSERT_OK_AND_ASSIGN(Tensor want, cpu.Read(p));
     ASSERT_OK_AND_ASSIGN(Tensor got, gpu.Read(p));
     const absl::Status st = CompareTensors(want, got, 1e-4, false);
@@ -287,35 +276,18 @@ TEST(CudaTraining, ToyTransformerStepsMatchCpu) {
 // feeds or learning rate would differ from the second step on.
 TEST(CudaTraining, RecordedStepsMatchUnrecordedStepsBitForBit) {
   SKIP_WITHOUT_GPU();
-  constexpr int64_t kBatch = 4, kT = 8;
-  Graph g;
-  const models::ToyConfig config{.vocab = 16, .max_len = kT, .dim = 32, .heads = 4,
-                                 .layers = 2, .ffn = 64, .dropout = 0.1};
-  ASSERT_OK_AND_ASSIGN(models::ToyTransformer model, models::ToyTransformer::Create(g, config));
-  Value tokens = g.Input("tokens", DType::kInt64, {kBatch, kT});
-  Value lengths = g.Input("lengths", DType::kInt64, {kBatch});
-  Value targets = g.Input("targets", DType::kInt64, {kBatch, kT});
-  Value loss = CrossEntropy(model(tokens, lengths).logits, targets);
-  ASSERT_OK_AND_ASSIGN(TrainingStep ts,
-                       BuildTrainingStep(loss, model.parameters(),
-                                         {.kind = OptimizerKind::kAdam, .clip_norm = 1.0}));
-  ASSERT_OK_AND_ASSIGN(models::TaskGenerator tasks,
-                       models::TaskGenerator::Create({.vocab = 16, .seq_len = kT, .min_len = 3},
-                                                     7));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ToyStep> t, SmallToyStep());
+  const Value loss = t->loss;
+  const TrainingStep& ts = t->ts;
   ExecutorOptions recorded_options{.seed = 11};
   ExecutorOptions queued_options = recorded_options;
   queued_options.record_runs = false;
-  Executor recorded(g, *CudaDevice(), recorded_options);
-  Executor queued(g, *CudaDevice(), queued_options);
+  Executor recorded(t->graph, *CudaDevice(), recorded_options);
+  Executor queued(t->graph, *CudaDevice(), queued_options);
   ASSERT_OK_AND_ASSIGN(auto recorded_plan, recorded.Compile({loss}, ts.updates));
   ASSERT_OK_AND_ASSIGN(auto queued_plan, queued.Compile({loss}, ts.updates));
   for (int step = 1; step <= 5; ++step) {
-    const models::TaskBatch batch = tasks.Batch(step, kBatch);
-    const Feeds feeds = {{tokens, batch.tokens},
-                         {lengths, batch.lengths},
-                         {targets, batch.targets},
-                         {ts.lr, Tensor::Scalar<double>(1e-3 * step)},
-                         {ts.step, Tensor::Scalar<double>(step)}};
+    const Feeds feeds = t->FeedsFor(step, 1e-3 * step);
     const RunOptions ro{.training = true, .step = static_cast<uint64_t>(step)};
     ASSERT_OK_AND_ASSIGN(auto want, queued.Run(*queued_plan, feeds, ro));
     ASSERT_OK_AND_ASSIGN(auto got, recorded.Run(*recorded_plan, feeds, ro));
@@ -325,7 +297,7 @@ TEST(CudaTraining, RecordedStepsMatchUnrecordedStepsBitForBit) {
   EXPECT_TRUE(recorded_plan->recording_failure().ok()) << recorded_plan->recording_failure();
   EXPECT_EQ(recorded_plan->replays(), 3);
   EXPECT_EQ(queued_plan->replays(), 0);
-  for (const Value& p : model.parameters()) {
+  for (const Value& p : t->model->parameters()) {
     ASSERT_OK_AND_ASSIGN(Tensor want, queued.Read(p));
     ASSERT_OK_AND_ASSIGN(Tensor got, recorded.Read(p));
     const absl::Status st = CompareTensors(want, got, 0, true);

@@ -11,19 +11,14 @@
 // dropout step), never in one run's stack frame (ASan checks that in CI).
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/executor.h"
-#include "engine/optimizer.h"
-#include "models/tasks.h"
-#include "models/transformer.h"
-#include "ops/elementwise.h"
 #include "ops/gather.h"
-#include "ops/loss.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"
+#include "tests/support/toy_step.h"
 
 namespace dagrad::testing {
 namespace {
@@ -88,46 +83,26 @@ class ReplayingHostDevice final : public Device {
 // A small toy transformer's Adam step with dropout and clipping, on the
 // CPU and on a replaying device, fed the same batches.
 struct TwoExecutors {
-  static constexpr int64_t kBatch = 4, kT = 8;
-
   explicit TwoExecutors(ExecutorOptions options = {}, absl::Status refusal = absl::OkStatus()) {
-    const models::ToyConfig config{.vocab = 12, .max_len = kT, .dim = 16, .heads = 2,
+    const models::ToyConfig config{.vocab = 12, .max_len = 8, .dim = 16, .heads = 2,
                                    .layers = 1, .ffn = 32, .dropout = 0.2};
-    model.emplace(*models::ToyTransformer::Create(g, config));
-    tokens = g.Input("tokens", DType::kInt64, {kBatch, kT});
-    lengths = g.Input("lengths", DType::kInt64, {kBatch});
-    targets = g.Input("targets", DType::kInt64, {kBatch, kT});
-    loss = CrossEntropy((*model)(tokens, lengths).logits, targets);
-    ts = *BuildTrainingStep(loss, model->parameters(),
-                            {.kind = OptimizerKind::kAdam, .clip_norm = 1.0});
-    tasks.emplace(*models::TaskGenerator::Create({.vocab = 12, .seq_len = kT, .min_len = 2}, 5));
+    step = *ToyStep::Create(config, /*min_len=*/2, /*data_seed=*/5);
     options.seed = 3;
     auto device = std::make_unique<ReplayingHostDevice>(std::move(refusal));
     records = device->records();
-    cpu = std::make_unique<Executor>(g, options);
-    replaying = std::make_unique<Executor>(g, std::move(device), options);
+    cpu = std::make_unique<Executor>(step->graph, options);
+    replaying = std::make_unique<Executor>(step->graph, std::move(device), options);
   }
 
-  Feeds FeedsFor(int step) {
-    const models::TaskBatch batch = tasks->Batch(step, kBatch);
-    return {{tokens, batch.tokens},
-            {lengths, batch.lengths},
-            {targets, batch.targets},
-            {ts.lr, Tensor::Scalar<double>(1e-2)},
-            {ts.step, Tensor::Scalar<double>(step)}};
-  }
+  Feeds FeedsFor(int n) const { return step->FeedsFor(n, 1e-2); }
 
-  Graph g;
-  std::optional<models::ToyTransformer> model;
-  Value tokens, lengths, targets, loss;
-  TrainingStep ts;
-  std::optional<models::TaskGenerator> tasks;
+  std::unique_ptr<ToyStep> step;
   std::unique_ptr<Executor> cpu, replaying;
   std::shared_ptr<int> records;
 };
 
 void ExpectSameParameters(TwoExecutors& t) {
-  for (const Value& p : t.model->parameters()) {
+  for (const Value& p : t.step->model->parameters()) {
     ASSERT_OK_AND_ASSIGN(Tensor want, t.cpu->Read(p));
     ASSERT_OK_AND_ASSIGN(Tensor got, t.replaying->Read(p));
     ExpectAllClose(got, AsDoubles(want), 0, 0, p.path());
@@ -136,8 +111,8 @@ void ExpectSameParameters(TwoExecutors& t) {
 
 TEST(RecordedRuns, TrainingStepsReplayWithNewFeedsAndDropoutMasks) {
   TwoExecutors t;
-  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.loss}, t.ts.updates));
-  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.loss}, t.ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.step->loss}, t.step->ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.step->loss}, t.step->ts.updates));
   std::vector<float> losses;
   for (int step = 1; step <= 6; ++step) {
     const Feeds feeds = t.FeedsFor(step);
@@ -157,8 +132,8 @@ TEST(RecordedRuns, TrainingStepsReplayWithNewFeedsAndDropoutMasks) {
 
 TEST(RecordedRuns, TrainingAndEvaluationEachHaveTheirRecording) {
   TwoExecutors t;
-  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.loss}));
-  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.loss}));
+  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.step->loss}));
+  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.step->loss}));
   for (int step = 1; step <= 6; ++step) {
     const Feeds feeds = t.FeedsFor(step);
     const RunOptions ro{.training = step % 2 == 0, .step = static_cast<uint64_t>(step)};
@@ -172,12 +147,12 @@ TEST(RecordedRuns, TrainingAndEvaluationEachHaveTheirRecording) {
 
 TEST(RecordedRuns, ReplaysSeeAssignedVariables) {
   TwoExecutors t;
-  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.loss}));
-  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.loss}));
+  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.step->loss}));
+  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.step->loss}));
   const Feeds feeds = t.FeedsFor(1);
   ASSERT_OK(t.replaying->Run(*plan, feeds).status());  // warm-up
   ASSERT_OK(t.replaying->Run(*plan, feeds).status());  // recorded
-  const Value table = t.model->parameters().front();
+  const Value table = t.step->model->parameters().front();
   ASSERT_OK_AND_ASSIGN(Tensor ones, Tensor::Zeros(table.dtype(), table.shape()));
   for (int64_t i = 0; i < ones.num_elements(); ++i) ones.data<float>()[i] = 1;
   ASSERT_OK(t.cpu->Assign(table, ones));
@@ -192,8 +167,8 @@ TEST(RecordedRuns, PoisonedArenaIsRewrittenByEveryReplay) {
   ExecutorOptions options;
   options.poison_arena = true;
   TwoExecutors t(options);
-  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.loss}, t.ts.updates));
-  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.loss}, t.ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.step->loss}, t.step->ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.step->loss}, t.step->ts.updates));
   for (int step = 1; step <= 4; ++step) {
     const RunOptions ro{.training = true, .step = static_cast<uint64_t>(step)};
     ASSERT_OK_AND_ASSIGN(auto want, t.cpu->Run(*cpu_plan, t.FeedsFor(step), ro));
@@ -213,7 +188,7 @@ TEST(RecordedRuns, OptionsThatNeedTheHostBetweenKernelsTurnRecordingOff) {
     options.synchronize_each_kernel = w == "synchronize_each_kernel";
     options.record_runs = w != "off";
     TwoExecutors t(options);
-    ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.loss}));
+    ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.step->loss}));
     for (int step = 1; step <= 3; ++step) {
       ASSERT_OK(t.replaying->Run(*plan, t.FeedsFor(step)).status());
     }
@@ -224,8 +199,8 @@ TEST(RecordedRuns, OptionsThatNeedTheHostBetweenKernelsTurnRecordingOff) {
 
 TEST(RecordedRuns, ADeviceThatCannotRecordRunsUnrecordedAndSaysWhy) {
   TwoExecutors t({}, absl::FailedPreconditionError("capture refused"));
-  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.loss}, t.ts.updates));
-  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.loss}, t.ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.step->loss}, t.step->ts.updates));
+  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.step->loss}, t.step->ts.updates));
   for (int step = 1; step <= 3; ++step) {
     const RunOptions ro{.training = true, .step = static_cast<uint64_t>(step)};
     ASSERT_OK_AND_ASSIGN(auto want, t.cpu->Run(*cpu_plan, t.FeedsFor(step), ro));
