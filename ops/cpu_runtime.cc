@@ -1,7 +1,6 @@
 #include "ops/cpu_runtime.h"
 
-#include <omp.h>
-
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -140,15 +139,15 @@ int DefaultThreads() {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-int& Threads() {
-  static int threads = 0;
-  return threads;
-}
+// The thread count every kernel reads, from any thread: 0 until first use,
+// then DAGRAD_NUM_THREADS or the hardware's count, or what SetNumThreads set.
+// OpenMP's own setting is per calling thread, so kernels never rely on it:
+// ParallelFor and Gemm pass this count explicitly.
+std::atomic<int> threads{0};
 
-void ApplyThreads(int n) {
-  omp_set_num_threads(n);
-  bli_thread_set_num_threads(n);
-}
+// BLIS's process-wide default, for BLIS calls that pass no runtime of their
+// own (dagrad's Gemm always passes one).
+void ApplyThreads(int n) { bli_thread_set_num_threads(n); }
 
 }  // namespace
 
@@ -174,15 +173,17 @@ CpuInfo GetCpuInfo() {
 }
 
 void SetNumThreads(int n) {
-  Threads() = n < 1 ? 1 : n;
-  if (ConfigureCpu().ok()) {
-    ApplyThreads(Threads());
-  } else {
-    omp_set_num_threads(Threads());
-  }
+  threads.store(n < 1 ? 1 : n, std::memory_order_relaxed);
+  if (ConfigureCpu().ok()) ApplyThreads(NumThreads());
 }
 
-int NumThreads() { return Threads() == 0 ? DefaultThreads() : Threads(); }
+int NumThreads() {
+  int n = threads.load(std::memory_order_relaxed);
+  if (n != 0) return n;
+  int expected = 0;
+  threads.compare_exchange_strong(expected, DefaultThreads(), std::memory_order_relaxed);
+  return threads.load(std::memory_order_relaxed);
+}
 
 namespace {
 
@@ -207,12 +208,12 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
     return absl::OkStatus();
   }
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
-  // One thread when asked: the caller spreads products over the threads.
+  // The thread count is passed on every call, so it holds in any calling
+  // thread; one thread when asked: the caller spreads products over them.
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  if (one_thread) bli_rntm_set_num_threads(1, &rntm);
+  bli_rntm_set_num_threads(one_thread ? 1 : NumThreads(), &rntm);
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, const_cast<T*>(a), rsa,
-                  csa, const_cast<T*>(b), rsb, csb, &beta, c, rsc, csc, nullptr,
-                  one_thread ? &rntm : nullptr);
+                  csa, const_cast<T*>(b), rsb, csb, &beta, c, rsc, csc, nullptr, &rntm);
   return absl::OkStatus();
 }
 

@@ -42,8 +42,15 @@ struct CpuInfo {
 // GetCpuInfo describes the configured backend (configuring it if needed).
 CpuInfo GetCpuInfo();
 
-// SetNumThreads sets the threads BLIS and dagrad's own kernels use (n >= 1).
+// SetNumThreads sets the threads BLIS and dagrad's own kernels use (values
+// below 1 mean 1), process-wide: a Run on any thread uses this count.
+//
+//   SetNumThreads(1);
+//   std::thread([&] { exec.Run(*plan, feeds); }).join();   // one thread
 void SetNumThreads(int n);
+
+// NumThreads is the count in force: SetNumThreads's, else the environment's
+// DAGRAD_NUM_THREADS (read once, on first use), else the hardware's.
 int NumThreads();
 
 // Gemm computes C = alpha * A·B + beta * C for an m×k A, a k×n B and an m×n

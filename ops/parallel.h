@@ -1,9 +1,11 @@
 // ops/parallel.h
 //
-// ParallelFor splits [0, n) into contiguous chunks over the CPU threads
+// ParallelFor splits [0, n) into contiguous chunks over NumThreads() threads
 // (OpenMP, the same runtime BLIS uses, so the two never oversubscribe the
-// cores: BLIS runs between our parallel regions, not inside them). Chunks
-// are at least `grain` long; small loops stay on the calling thread.
+// cores: BLIS runs between our parallel regions, not inside them). The count
+// is passed explicitly, so it holds in every calling thread (OpenMP's own
+// setting is per thread). Chunks are at least `grain` long; small loops stay
+// on the calling thread.
 //
 //   ParallelFor(rows, 64, [&](int64_t begin, int64_t end) {
 //     for (int64_t r = begin; r < end; ++r) SoftmaxRow(r);
@@ -17,12 +19,14 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ops/cpu_runtime.h"
+
 namespace dagrad {
 
 template <typename F>
 void ParallelFor(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
-  const int64_t max_chunks = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int64_t max_chunks = omp_in_parallel() ? 1 : NumThreads();
   const int64_t chunks = std::min<int64_t>(max_chunks, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
   if (chunks <= 1) {
     f(int64_t{0}, n);
