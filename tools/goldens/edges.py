@@ -133,14 +133,15 @@ def masked_softmax(x, keep):
 def softmax(c):
     x = torch.tensor([[NAN, 1.0, 2.0], [1.0, 2.0, NAN], [INF, 0.0, 1.0], [INF, INF, 0.0],
                       [-INF, 0.0, 1.0], [-INF, -INF, -INF], [0.5, -1.0, 2.0],
-                      [3.0, NAN, -INF]])
+                      [3.0, NAN, -INF], [NAN, NAN, NAN], [NAN, -INF, -INF]])
     keep = torch.tensor([[True, True, True], [True, True, False], [True, True, True],
                          [True, True, True], [True, True, True], [True, True, True],
-                         [False, False, False], [True, False, True]])
+                         [False, False, False], [True, False, True], [True, True, True],
+                         [True, True, True]])
     c.case("softmax_specials_masked", masked_softmax, {"x": x, "keep": keep}, grads=("x",))
     c.case("log_softmax_specials", lambda t: torch.log_softmax(t, dim=-1), {"x": x},
            grads=("x",))
-    targets = torch.tensor([1, 0, 1, 2, 0, 1, 0, 2])
+    targets = torch.tensor([1, 0, 1, 2, 0, 1, 0, 2, 1, 0])
     c.case("cross_entropy_specials_none",
            lambda t, y: F.cross_entropy(t, y, reduction="none"),
            {"logits": x, "targets": targets}, {"reduction": "none"}, grads=("logits",))
