@@ -28,9 +28,7 @@ absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
     return fail(absl::StrCat("embed_dim ", E, " is not divisible by num_heads ", H));
   }
   if (c.kdim < 0 || c.vdim < 0) return fail("kdim and vdim must be >= 0");
-  if (!(c.dropout >= 0 && c.dropout < 1)) {
-    return fail(absl::StrCat("dropout must be in [0, 1), got ", c.dropout));
-  }
+  if (absl::Status st = ValidateDropout(c.dropout); !st.ok()) return fail(std::string(st.message()));
   if (c.rotary && (E / H) % 2 != 0) {
     return fail(absl::StrCat("rotary embedding needs an even head size, got ", E / H));
   }

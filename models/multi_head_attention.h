@@ -51,7 +51,7 @@ struct MultiHeadAttentionConfig {
   int64_t kdim = 0;       // key width; 0 means E
   int64_t vdim = 0;       // value width; 0 means E
   bool bias = true;
-  double dropout = 0.0;   // on the attention weights, in [0, 1)
+  double dropout = 0.0;   // on the attention weights, in [0, kMaxDropout] (ops/dropout.h)
   // Rotary position embedding (RoPE, adjacent pairs, base 10000) applied to
   // q and k after the head split; positions are 0.. along each sequence.
   bool rotary = false;
@@ -77,7 +77,7 @@ class MultiHeadAttention {
  public:
   // Create declares the parameters in `g` under scope `name` (relative to
   // g's current scope). InvalidArgument for E or H < 1, E % H != 0 (never a
-  // fractional head size), negative kdim/vdim, dropout outside [0, 1), or
+  // fractional head size), negative kdim/vdim, dropout outside [0, kMaxDropout], or
   // rotary with an odd head size.
   static absl::StatusOr<MultiHeadAttention> Create(Graph& g, absl::string_view name,
                                                    const MultiHeadAttentionConfig& config);
