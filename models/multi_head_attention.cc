@@ -124,11 +124,12 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
     k = SplitHeads(Linear(key, wk, rows(in_proj_bias_, 1)));
     v = SplitHeads(Linear(value, wv, rows(in_proj_bias_, 2)));
   }
+  const int64_t T = query.dim(1), S = key.dim(1);
   if (config_.rotary) {
-    q = ApplyRotary(q, config_.rotary_base);
+    // Queries are the last T positions of the keys' sequence (header).
+    q = ApplyRotary(q, config_.rotary_base, S - T);
     k = ApplyRotary(k, config_.rotary_base);
   }
-  const int64_t T = query.dim(1), S = key.dim(1);
   Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S)
   Value attn = MaskedSoftmax(scores,
                              {.keep = mask.keep, .valid_lens = mask.valid_lens,

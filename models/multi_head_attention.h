@@ -53,7 +53,12 @@ struct MultiHeadAttentionConfig {
   bool bias = true;
   double dropout = 0.0;   // on the attention weights, in [0, kMaxDropout] (ops/dropout.h)
   // Rotary position embedding (RoPE, adjacent pairs, base 10000) applied to
-  // q and k after the head split; positions are 0.. along each sequence.
+  // q and k after the head split. Key s is at position s; with S keys and T
+  // queries, query t is at position S - T + t: the queries are the last T
+  // positions of the keys' sequence, the alignment of the causal mask's
+  // causal_offset = S - T. So T new queries against S cached keys rotate as
+  // the last T rows of the whole sequence would (self-attention, S == T:
+  // both start at 0).
   bool rotary = false;
   double rotary_base = 10000.0;
   DType dtype = DType::kFloat32;  // of the parameters (float64 for gradient checks)
