@@ -89,8 +89,28 @@ T ReduceRow(Reduction r, const T* row, int64_t mid) {
 // ReduceColumns reduces `mid` rows of `inner` elements, `len` columns of
 // them from `in`, into `out`: one accumulator per column (Acc<T> for sums,
 // T for max) in a tile on the stack, so the inner loop is a vectorised
-// convert-and-add (or compare-and-blend) over contiguous memory.
-constexpr int64_t kTile = 256;
+// convert-and-add (or compare-and-blend) over contiguous memory. Four rows
+// are combined per pass over the tile, so the tile is loaded and stored a
+// quarter as often (two floats add exactly in double, so the sum is as
+// accurate as a row-by-row one).
+constexpr int64_t kTile = 512;
+
+template <typename T, typename A, typename Combine>
+void ReduceColumnsInto(A* acc, const T* in, int64_t mid, int64_t inner, int64_t len,
+                       Combine combine) {
+  int64_t m = 0;
+  for (; m + 4 <= mid; m += 4) {
+    const T *s0 = in + m * inner, *s1 = s0 + inner, *s2 = s1 + inner, *s3 = s2 + inner;
+    for (int64_t j = 0; j < len; ++j) {
+      acc[j] = combine(acc[j], combine(combine(A(s0[j]), A(s1[j])),
+                                       combine(A(s2[j]), A(s3[j]))));
+    }
+  }
+  for (; m < mid; ++m) {
+    const T* src = in + m * inner;
+    for (int64_t j = 0; j < len; ++j) acc[j] = combine(acc[j], A(src[j]));
+  }
+}
 
 template <typename T>
 void ReduceColumns(Reduction r, const T* in, T* out, int64_t mid, int64_t inner,
@@ -98,18 +118,13 @@ void ReduceColumns(Reduction r, const T* in, T* out, int64_t mid, int64_t inner,
   if (r == Reduction::kMax) {
     T acc[kTile];
     std::fill(acc, acc + len, MaxIdentity<T>());
-    for (int64_t m = 0; m < mid; ++m) {
-      const T* src = in + m * inner;
-      for (int64_t j = 0; j < len; ++j) acc[j] = PropagatingMax(acc[j], src[j]);
-    }
+    ReduceColumnsInto(acc, in, mid, inner, len, [](T a, T b) { return PropagatingMax(a, b); });
     std::copy(acc, acc + len, out);
     return;
   }
   Acc<T> acc[kTile] = {};
-  for (int64_t m = 0; m < mid; ++m) {
-    const T* src = in + m * inner;
-    for (int64_t j = 0; j < len; ++j) acc[j] = WrapAdd<Acc<T>>(acc[j], src[j]);
-  }
+  ReduceColumnsInto(acc, in, mid, inner, len,
+                    [](Acc<T> a, Acc<T> b) { return WrapAdd<Acc<T>>(a, b); });
   for (int64_t j = 0; j < len; ++j) out[j] = Finish<T>(r, acc[j], mid);
 }
 
