@@ -28,9 +28,7 @@ absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
     return fail(absl::StrCat("embed_dim ", E, " is not divisible by num_heads ", H));
   }
   if (c.kdim < 0 || c.vdim < 0) return fail("kdim and vdim must be >= 0");
-  if (!(c.dropout >= 0 && c.dropout < 1)) {
-    return fail(absl::StrCat("dropout must be in [0, 1), got ", c.dropout));
-  }
+  if (absl::Status st = ValidateDropout(c.dropout); !st.ok()) return fail(std::string(st.message()));
   if (c.rotary && (E / H) % 2 != 0) {
     return fail(absl::StrCat("rotary embedding needs an even head size, got ", E / H));
   }
@@ -126,11 +124,12 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
     k = SplitHeads(Linear(key, wk, rows(in_proj_bias_, 1)));
     v = SplitHeads(Linear(value, wv, rows(in_proj_bias_, 2)));
   }
+  const int64_t T = query.dim(1), S = key.dim(1);
   if (config_.rotary) {
-    q = ApplyRotary(q, config_.rotary_base);
+    // Queries are the last T positions of the keys' sequence (header).
+    q = ApplyRotary(q, config_.rotary_base, S - T);
     k = ApplyRotary(k, config_.rotary_base);
   }
-  const int64_t T = query.dim(1), S = key.dim(1);
   Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S)
   Value attn = MaskedSoftmax(scores,
                              {.keep = mask.keep, .valid_lens = mask.valid_lens,

@@ -51,9 +51,14 @@ struct MultiHeadAttentionConfig {
   int64_t kdim = 0;       // key width; 0 means E
   int64_t vdim = 0;       // value width; 0 means E
   bool bias = true;
-  double dropout = 0.0;   // on the attention weights, in [0, 1)
+  double dropout = 0.0;   // on the attention weights, in [0, kMaxDropout] (ops/dropout.h)
   // Rotary position embedding (RoPE, adjacent pairs, base 10000) applied to
-  // q and k after the head split; positions are 0.. along each sequence.
+  // q and k after the head split. Key s is at position s; with S keys and T
+  // queries, query t is at position S - T + t: the queries are the last T
+  // positions of the keys' sequence, the alignment of the causal mask's
+  // causal_offset = S - T. So T new queries against S cached keys rotate as
+  // the last T rows of the whole sequence would (self-attention, S == T:
+  // both start at 0).
   bool rotary = false;
   double rotary_base = 10000.0;
   DType dtype = DType::kFloat32;  // of the parameters (float64 for gradient checks)
@@ -77,7 +82,7 @@ class MultiHeadAttention {
  public:
   // Create declares the parameters in `g` under scope `name` (relative to
   // g's current scope). InvalidArgument for E or H < 1, E % H != 0 (never a
-  // fractional head size), negative kdim/vdim, dropout outside [0, 1), or
+  // fractional head size), negative kdim/vdim, dropout outside [0, kMaxDropout], or
   // rotary with an odd head size.
   static absl::StatusOr<MultiHeadAttention> Create(Graph& g, absl::string_view name,
                                                    const MultiHeadAttentionConfig& config);

@@ -11,9 +11,11 @@
 namespace dagrad::models {
 namespace {
 
-// Angles(i, j) = i / base^(2j/d) as an (L, d/2) float64 subgraph.
-Value Angles(Graph& g, int64_t length, int64_t dim, double base) {
-  Value pos = Reshape(Arange(g, 0, static_cast<double>(length), 1, DType::kFloat64),
+// Angles(i, j) = i / base^(2j/d) for positions i = start, ..., start + L - 1
+// as an (L, d/2) float64 subgraph.
+Value Angles(Graph& g, int64_t length, int64_t dim, double base, int64_t start = 0) {
+  Value pos = Reshape(Arange(g, static_cast<double>(start), static_cast<double>(start + length),
+                             1, DType::kFloat64),
                       {length, 1});
   Value two_j = Arange(g, 0, static_cast<double>(dim), 2, DType::kFloat64);  // 2j
   Value inv_freq = Exp(Scale(two_j, -std::log(base) / static_cast<double>(dim)));
@@ -72,7 +74,7 @@ Value LearnedPositionalEmbedding::operator()(Value x) const {
   return Add(x, Slice(weight_, 0, 0, x.dim(1)));
 }
 
-Value ApplyRotary(Value x, double base) {
+Value ApplyRotary(Value x, double base, int64_t start) {
   if (!x.ok()) return x;
   Graph& g = *x.graph();
   const int64_t L = x.dim(-2), D = x.dim(-1);
@@ -81,7 +83,7 @@ Value ApplyRotary(Value x, double base) {
         "rotary embedding needs x (..., L, D) with D even, got ", x.shape().ToString())));
   }
   Graph::Scope scope(g, "rotary");
-  Value angles = Angles(g, L, D, base);  // (L, D/2)
+  Value angles = Angles(g, L, D, base, start);  // (L, D/2)
   Value cos = Cast(Cos(angles), x.dtype()), sin = Cast(Sin(angles), x.dtype());
   // Split x into its even (x0) and odd (x1) members of each pair.
   std::vector<int64_t> pairs(x.shape().dims().begin(), x.shape().dims().end());

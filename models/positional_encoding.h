@@ -51,8 +51,14 @@ class LearnedPositionalEmbedding {
 };
 
 // ApplyRotary rotates adjacent pairs of x (..., L, D) by position along
-// axis -2 (positions 0..L-1). Error Value for an odd D.
-Value ApplyRotary(Value x, double base = 10000.0);
+// axis -2: positions start, ..., start + L - 1. A block of queries that
+// continues a sequence (new tokens after cached keys) passes the number of
+// tokens before it as `start`, so that it rotates as it would have in the
+// whole sequence. Error Value for an odd D.
+//
+//   Value k = ApplyRotary(keys);                  // (B, H, S, Dh), positions 0..S-1
+//   Value q = ApplyRotary(queries, 10000, S - T); // (B, H, T, Dh), positions S-T..S-1
+Value ApplyRotary(Value x, double base = 10000.0, int64_t start = 0);
 
 }  // namespace dagrad::models
 

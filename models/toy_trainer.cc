@@ -1,5 +1,7 @@
 #include "models/toy_trainer.h"
 
+#include <cmath>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
@@ -75,9 +77,11 @@ double TokenAccuracy(const Tensor& logits, const Tensor& targets) {
   for (int64_t i = 0; i < targets.num_elements(); ++i) {
     if (t[i] == kIgnoreIndex) continue;
     const float* row = l + i * V;
+    // torch.argmax: NaN counts as the largest value, and the first one wins
+    // (whatever its position, a row holding NaN predicts the NaN).
     int64_t best = 0;
-    for (int64_t v = 1; v < V; ++v) {
-      if (row[v] > row[best]) best = v;
+    for (int64_t v = 1; v < V && !std::isnan(row[best]); ++v) {
+      if (row[v] > row[best] || std::isnan(row[v])) best = v;
     }
     correct += best == t[i];
     ++total;

@@ -127,7 +127,8 @@ class ToyTrainer {
 };
 
 // TokenAccuracy returns the fraction of targets (ignoring -100) that equal
-// the argmax of logits (B, T, V).
+// the argmax of logits (B, T, V), as torch.argmax picks it: the first
+// maximum, and the first NaN in a row that holds one.
 double TokenAccuracy(const Tensor& logits, const Tensor& targets);
 
 }  // namespace dagrad::models

@@ -106,9 +106,8 @@ absl::Status ToyConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("model config: dim must be even for the sinusoidal encoding, got ", dim));
   }
-  if (!(dropout >= 0 && dropout < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model config: dropout must be in [0, 1), got ", dropout));
+  if (absl::Status st = ValidateDropout(dropout); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model config: ", st.message()));
   }
   return absl::OkStatus();
 }

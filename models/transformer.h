@@ -103,7 +103,7 @@ struct ToyConfig {
   // Metadata strings as the reference's from_metadata reads them.
   std::map<std::string, std::string> ToMetadata() const;
   static absl::StatusOr<ToyConfig> FromMetadata(const std::map<std::string, std::string>& m);
-  // Validate: every size >= 1, dim % heads == 0, dim even, dropout in [0, 1).
+  // Validate: every size >= 1, dim % heads == 0, dim even, dropout as ValidateDropout.
   absl::Status Validate() const;
 };
 

@@ -1,11 +1,10 @@
 // Binary elementwise ops with numpy broadcasting: arithmetic (differentiable),
 // comparisons and logic (bool results, not differentiable).
 
-#include <algorithm>
-
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
 #include "ops/int_math.h"
+#include "ops/minmax.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
 
@@ -45,8 +44,8 @@ struct AddFn { template <typename T> T operator()(T a, T b) const { return WrapA
 struct SubFn { template <typename T> T operator()(T a, T b) const { return WrapSub(a, b); } };
 struct MulFn { template <typename T> T operator()(T a, T b) const { return WrapMul(a, b); } };
 struct DivFn { template <typename T> T operator()(T a, T b) const { return WrapDiv(a, b); } };
-struct MaxFn { template <typename T> T operator()(T a, T b) const { return std::max(a, b); } };
-struct MinFn { template <typename T> T operator()(T a, T b) const { return std::min(a, b); } };
+struct MaxFn { template <typename T> T operator()(T a, T b) const { return PropagatingMax(a, b); } };
+struct MinFn { template <typename T> T operator()(T a, T b) const { return PropagatingMin(a, b); } };
 struct EqFn { template <typename T> bool operator()(T a, T b) const { return a == b; } };
 struct LtFn { template <typename T> bool operator()(T a, T b) const { return a < b; } };
 struct GtFn { template <typename T> bool operator()(T a, T b) const { return a > b; } };

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/strings/str_format.h"
 #include "engine/philox.h"
 #include "engine/status_macros.h"
 #include "ops/op_util.h"
@@ -19,11 +20,7 @@ namespace {
 
 absl::StatusOr<TensorType> InferDropout(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "input"));
-  const double p = ctx.attrs.GetFloat("p");
-  if (!(p >= 0.0 && p < 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dropout probability p must be in [0, 1), got p = ", p));
-  }
+  DAGRAD_RETURN_IF_ERROR(ValidateDropout(ctx.attrs.GetFloat("p")));
   return ctx.in(0);
 }
 
@@ -83,6 +80,19 @@ const OpDef kDropout = {.name = "dropout",
                         .random = true};
 
 }  // namespace
+
+absl::Status ValidateDropout(double p) {
+  if (!(p >= 0.0 && p < 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("dropout must be in [0, 1), got p = ", p));
+  }
+  if (p > kMaxDropout) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dropout must be at most 1 - 2^-10 = %.10g, got p = %.10g: the keep decision draws "
+        "24 random bits, so nearer to 1 the kept mass would be off by more than 1e-4",
+        kMaxDropout, p));
+  }
+  return absl::OkStatus();
+}
 
 Value Dropout(Value x, double p) { return BuildOp(kDropout, {x}, Attrs().Float("p", p)); }
 

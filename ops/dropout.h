@@ -27,9 +27,25 @@
 #ifndef DAGRAD_OPS_DROPOUT_H_
 #define DAGRAD_OPS_DROPOUT_H_
 
+#include "absl/status/status.h"
 #include "engine/graph.h"
 
 namespace dagrad {
+
+// kMaxDropout is the largest dropout probability accepted, 1 - 2^-10. The
+// keep decision compares 24 random bits with ceil(p * 2^24), so the keep
+// probability is 1 - p rounded down to a multiple of 2^-24, and float32
+// rounds p before the scale 1 / (1 - p) is taken. Both errors grow as
+// 2^-24 / (1 - p): at p = 1 - 1e-7 the expected kept mass (keep probability
+// times scale) is about half of x's. Up to kMaxDropout it is within 1e-4 of
+// x's, for float32 and float64 alike.
+inline constexpr double kMaxDropout = 1.0 - 1.0 / 1024.0;
+
+// ValidateDropout returns OK for p in [0, kMaxDropout], else InvalidArgument
+// naming p: "dropout must be in [0, 1), got p = 1.5" outside [0, 1) (NaN
+// included), "dropout must be at most 1 - 2^-10 ..." above kMaxDropout.
+// Dropout, MultiHeadAttention and the model configs all check with it.
+absl::Status ValidateDropout(double p);
 
 // Dropout returns x with each element zeroed with probability p and the
 // others scaled by 1 / (1 - p) when the run is in training mode
@@ -38,7 +54,7 @@ namespace dagrad {
 // gradient is a dropout of the incoming gradient with the same stream, so
 // it applies the same mask and scale.
 //
-// Errors: p outside [0, 1) (the message names p), x not float.
+// Errors: p outside [0, kMaxDropout] (ValidateDropout), x not float.
 //
 //   Value y = Dropout(x, 0.5);   // training: about half of x zeroed, the rest doubled
 //   Value z = Dropout(x, 0.0);   // always a copy

@@ -22,8 +22,12 @@ Value Add(Value a, Value b);
 Value Sub(Value a, Value b);
 Value Mul(Value a, Value b);
 Value Div(Value a, Value b);
-Value Maximum(Value a, Value b);  // gradient goes to a where a >= b
-Value Minimum(Value a, Value b);  // gradient goes to a where a <= b
+// Maximum and Minimum propagate NaN, as torch.maximum and torch.minimum:
+// the result is NaN where either input is. Their gradient goes to a where
+// a >= b (a <= b for Minimum) or either is NaN, else to b: ties go to a
+// where torch splits them in half.
+Value Maximum(Value a, Value b);
+Value Minimum(Value a, Value b);
 
 // Comparisons and logic, broadcasting; bool results, not differentiable.
 Value Equal(Value a, Value b);
@@ -33,7 +37,12 @@ Value LogicalAnd(Value a, Value b);  // bool inputs
 Value LogicalOr(Value a, Value b);   // bool inputs
 Value LogicalNot(Value a);           // bool input
 
-// Unary math on floats.
+// Unary math on floats. Values and gradients at the edges of each domain
+// (0, negative numbers, +-inf, NaN) are torch's: log(0) = -inf with
+// gradient g / 0 = +-inf, sqrt(0) = 0 with gradient +-inf, relu(NaN) = NaN
+// with gradient g; Pow(x, 0) has gradient 0 everywhere, and Pow with an
+// exponent of 2, 3, 0.5, -0.5, -1 or -2 is computed as torch computes it
+// (products, sqrt, reciprocals), so signed zeros give torch's results too.
 Value Neg(Value x);
 Value Exp(Value x);
 Value Log(Value x);

@@ -112,9 +112,60 @@ absl::Status GatherKernel(const KernelContext& ctx) {
   });
 }
 
-// Threads split the (outer, inner) columns of the output and each sums its
-// columns over all K indices in index order, so repeated indices never race
-// and the result does not depend on the thread count.
+// IndexGroups returns the positions 0..k-1 stably sorted by their index
+// (`order`) and where each run of one index starts in it (`starts`, with k
+// appended): the update rows that add into each output row, in index order.
+struct IndexGroups {
+  std::vector<int64_t> order, starts;
+};
+
+template <typename I>
+IndexGroups GroupByIndex(const I* idx, int64_t k) {
+  IndexGroups g;
+  g.order.resize(k);
+  for (int64_t i = 0; i < k; ++i) g.order[i] = i;
+  std::stable_sort(g.order.begin(), g.order.end(),
+                   [&](int64_t a, int64_t b) { return idx[a] < idx[b]; });
+  for (int64_t i = 0; i < k; ++i) {
+    if (i == 0 || idx[g.order[i]] != idx[g.order[i - 1]]) g.starts.push_back(i);
+  }
+  g.starts.push_back(k);
+  return g;
+}
+
+// A task is kTile columns of one output row that some index hits: its
+// update rows (a run of the groups) are summed in double and written once.
+// A row hit by many indices (a padding token's embedding) thus agrees with
+// float64, no two tasks write the same elements, and the result does not
+// depend on the thread count.
+constexpr int64_t kTile = 256;
+
+template <typename T, typename I>
+void ScatterAddRows(const I* idx, const T* upd, T* y, int64_t outer, int64_t n, int64_t k,
+                    int64_t inner) {
+  const IndexGroups groups = GroupByIndex(idx, k);
+  const int64_t runs = static_cast<int64_t>(groups.starts.size()) - 1;
+  const int64_t tiles = (inner + kTile - 1) / kTile;
+  const int64_t task_size = std::max<int64_t>(1, k / std::max<int64_t>(runs, 1) * kTile);
+  ParallelFor(outer * runs * tiles, std::max<int64_t>(1, kGrain / task_size),
+              [&](int64_t b, int64_t e) {
+    double acc[kTile];
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / (runs * tiles), run = task / tiles % runs;
+      const int64_t j0 = task % tiles * kTile, len = std::min(kTile, inner - j0);
+      const int64_t first = groups.starts[run], last = groups.starts[run + 1];
+      const T* src = upd + o * k * inner + j0;
+      std::fill(acc, acc + len, 0.0);
+      for (int64_t i = first; i < last; ++i) {
+        const T* from = src + groups.order[i] * inner;
+        for (int64_t j = 0; j < len; ++j) acc[j] += from[j];
+      }
+      T* dst = y + (o * n + static_cast<int64_t>(idx[groups.order[first]])) * inner + j0;
+      for (int64_t j = 0; j < len; ++j) dst[j] = static_cast<T>(acc[j]);
+    }
+  });
+}
+
 absl::Status ScatterAddKernel(const KernelContext& ctx) {
   const Shape& idx_shape = *ctx.in(0).shape;
   const Shape& out = *ctx.output.shape;
@@ -133,23 +184,9 @@ absl::Status ScatterAddKernel(const KernelContext& ctx) {
     }
     return DispatchFloat(ctx.output.dtype, [&](auto tag) {
       using T = decltype(tag);
-      const T* upd = ctx.in(1).as<T>();
       T* y = ctx.output.as<T>();
       std::fill(y, y + ctx.output.num_elements(), T(0));
-      ParallelFor(outer * inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(k, 1)),
-                  [&](int64_t b, int64_t e) {
-        for (int64_t o = b / inner; o * inner < e; ++o) {
-          const int64_t j0 = std::max(b, o * inner) - o * inner;
-          const int64_t j1 = std::min(e, (o + 1) * inner) - o * inner;
-          T* dst = y + o * n * inner;
-          const T* src = upd + o * k * inner;
-          for (int64_t i = 0; i < k; ++i) {
-            T* to = dst + idx[i] * inner;
-            const T* from = src + i * inner;
-            for (int64_t j = j0; j < j1; ++j) to[j] += from[j];
-          }
-        }
-      });
+      ScatterAddRows(idx, ctx.in(1).as<T>(), y, outer, n, k, inner);
       return absl::OkStatus();
     });
   });

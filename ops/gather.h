@@ -48,7 +48,9 @@ Value Gather(Value params, Value indices, int64_t axis = 0);
 Value Embedding(Value table, Value ids);
 
 // ScatterAdd returns zeros of shape (A..., n, B...) with each slice of
-// `updates` added at its index along `axis`; repeated indices accumulate.
+// `updates` added at its index along `axis`; repeated indices accumulate,
+// in index order and in double (a float reduction like Sum), so an
+// embedding row hit by a million tokens agrees with float64.
 // It is Gather's adjoint: ScatterAdd(idx, Gather(p, idx, axis), n, axis)
 // sums what Gather read back into p's shape. Differentiable with respect to
 // updates (its gradient is a Gather).

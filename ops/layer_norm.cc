@@ -17,6 +17,7 @@
 #include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
+#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace {
@@ -71,24 +72,6 @@ absl::StatusOr<TensorType> InferLayerNormGrad(const InferContext& ctx) {
 }
 
 // ---- CPU kernels -----------------------------------------------------------
-
-// SumLanes returns f(0) + ... + f(n-1) in double. Without -ffast-math the
-// compiler may not reorder a single running sum; kLanes independent partial
-// sums give it vector lanes to fill.
-constexpr int kLanes = 8;
-
-template <typename F>
-double SumLanes(int64_t n, F&& f) {
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lane[l] += f(i + l);
-  }
-  double s = 0;
-  for (; i < n; ++i) s += f(i);
-  for (int l = 0; l < kLanes; ++l) s += lane[l];
-  return s;
-}
 
 struct Moments {
   double mean, rstd;  // rstd = 1 / sqrt(biased variance + eps)

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -114,14 +113,15 @@ absl::StatusOr<Rows> ReadTargets(const KernelContext& ctx) {
   return rows;
 }
 
-// LogSumExp of one row, shifted by its max.
+// LogSumExp of one row, shifted by its max (NaN if the row holds a NaN),
+// the sum in double.
 template <typename T>
 T LogSumExp(const T* x, int64_t n) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
-  T sum = 0;
+  const T m = RowMax(x, n);
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
   for (int64_t k = 0; k < n; ++k) sum += VectorExp(x[k] - m);
-  return m + std::log(sum);
+  return static_cast<T>(m + std::log(sum));
 }
 
 int64_t RowGrain(int64_t classes) {

@@ -202,9 +202,15 @@ absl::Status LinearKernel(const KernelContext& ctx) {
 }
 
 // y = x·wᵀ + b:  dx = g·w,  dw = gᵀ·x over all rows,  db = Σ_rows g.
+// Every leading axis of x (none, for a 1-D x) is a row: dx is one product
+// (rows, out)·(out, in), reshaped back to x's shape.
 std::vector<Value> LinearGrad(const GradContext& c) {
   Value x = c.inputs[0], w = c.inputs[1], g = c.grad;
-  Value dx = c.needs[0] ? MatMul(g, w) : Value();
+  Value dx;
+  if (c.needs[0]) {
+    dx = Reshape(MatMul(AsRows(g), w),
+                 std::vector<int64_t>(x.shape().dims().begin(), x.shape().dims().end()));
+  }
   Value dw, db;
   if (c.needs[1]) {
     dw = MatMul(AsRows(g), AsRows(x), {.transpose_a = true});

@@ -28,8 +28,11 @@ struct MatMulOptions {
 
 Value MatMul(Value a, Value b, MatMulOptions options = {});
 
-// Linear returns x · wᵀ + b (PyTorch's nn.Linear, w of shape (out, in));
-// `b` may be a null Value for no bias.
+// Linear returns x · wᵀ + b (PyTorch's nn.Linear and F.linear, w of shape
+// (out, in)); `b` may be a null Value for no bias. x may be 1-D, a single
+// row: (in) -> (out), forward and backward, as F.linear.
+//
+//   Value y = Linear(g.Input("x", DType::kFloat32, {4}), w, b);   // w (3, 4) -> y (3)
 Value Linear(Value x, Value w, Value b = Value());
 
 }  // namespace dagrad

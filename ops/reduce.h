@@ -8,6 +8,18 @@
 //   Max(scores, {-1});                  // (B, T, S) -> (B, T)
 //
 // Errors: an axis out of range or repeated; a bool input.
+//
+// Numerics, the same on every path (last axis, leading or middle axes, any
+// set of axes) and on every backend:
+//   - float sums and means accumulate in double and round once to the
+//     output's dtype, so a float32 Sum over any axis agrees with float64 to
+//     float32 rounding, however many elements it adds; integer sums wrap
+//     (ops/int_math.h);
+//   - NaN propagates: Sum and Mean as IEEE addition does, Max as torch.amax
+//     (NaN wherever in the row the NaN sits, ops/minmax.h);
+//   - over zero elements, Sum gives 0, Mean NaN (0/0, as torch.mean), and
+//     Max -inf for floats and the lowest value for integers (its identity;
+//     torch.amax raises an error instead).
 
 #ifndef DAGRAD_OPS_REDUCE_H_
 #define DAGRAD_OPS_REDUCE_H_
@@ -21,7 +33,8 @@ namespace dagrad {
 
 Value Sum(Value x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Value Mean(Value x, std::vector<int64_t> axes = {}, bool keepdims = false);
-// Max's gradient is shared equally among tied maxima (as torch.amax).
+// Max's gradient is shared equally among tied maxima (as torch.amax); a row
+// whose max is NaN gets a NaN gradient in every element (as torch.amax).
 Value Max(Value x, std::vector<int64_t> axes = {}, bool keepdims = false);
 
 // SumTo reduces `x` by summation to `shape`, which must broadcast to x's

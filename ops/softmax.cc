@@ -129,28 +129,11 @@ int64_t LeadingRows(const Shape& s) {
 // RowGrain keeps about 16k elements per chunk of rows.
 int64_t RowGrain(int64_t k) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)); }
 
+// ExpShiftInPlace sets y[k] = exp(y[k] - m) for k < n and returns their sum
+// (in double, as every float reduction).
 template <typename T>
-T RowMax(const T* x, int64_t n) {
-  // Sixteen running maxima, each from -inf, so an all -inf row gives -inf
-  // (an `omp simd reduction(max)` starts its lanes at the compiler's choice:
-  // -inf with GCC, -FLT_MAX with clang) and the loop still vectorises.
-  constexpr int kLanes = 16;
-  T lanes[kLanes];
-  for (T& l : lanes) l = -std::numeric_limits<T>::infinity();
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] = x[k + j] > lanes[j] ? x[k + j] : lanes[j];
-  }
-  for (; k < n; ++k) lanes[0] = x[k] > lanes[0] ? x[k] : lanes[0];
-  T m = lanes[0];
-  for (int j = 1; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
-  return m;
-}
-
-// ExpShiftInPlace sets y[k] = exp(y[k] - m) for k < n and returns their sum.
-template <typename T>
-T ExpShiftInPlace(T* y, int64_t n, T m) {
-  T sum = 0;
+double ExpShiftInPlace(T* y, int64_t n, T m) {
+  double sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t k = 0; k < n; ++k) {
     y[k] = VectorExp(y[k] - m);
@@ -249,10 +232,13 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
           for (int64_t k = 0; k < n; ++k) y[k] = kb[k] ? y[k] : kNegInf;
         }
       }
+      // A NaN anywhere in the kept positions makes m NaN and the row NaN,
+      // as in torch; masked positions are -inf, not NaN, so a fully masked
+      // row still has m = -inf.
       const T m = RowMax(y, n);
       if (m == kNegInf) n = 0;  // every position masked: the row is zeros
       if (n > 0) {
-        const T inv = T(1) / ExpShiftInPlace(y, n, m);
+        const T inv = static_cast<T>(1.0 / ExpShiftInPlace(y, n, m));
         for (int64_t k = 0; k < n; ++k) y[k] *= inv;
       }
       std::fill(y + n, y + kk, T(0));
@@ -279,9 +265,10 @@ absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
         T* y = out + row * kk;
         const T m = RowMax(xr, kk);
         // The sum is not stored: y may alias x (in place).
-        T sum = 0;
+        double sum = 0;
+#pragma omp simd reduction(+ : sum)
         for (int64_t k = 0; k < kk; ++k) sum += VectorExp(xr[k] - m);
-        const T shift = m + std::log(sum);
+        const T shift = static_cast<T>(m + std::log(sum));
         for (int64_t k = 0; k < kk; ++k) y[k] = xr[k] - shift;
       }
     });
@@ -303,9 +290,10 @@ absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
         const T* gr = g + row * kk;
         const T* yr = y + row * kk;
         T* d = dx + row * kk;
-        T dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t k = 0; k < kk; ++k) dot += gr[k] * yr[k];
+        double acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t k = 0; k < kk; ++k) acc += static_cast<double>(gr[k]) * yr[k];
+        const T dot = static_cast<T>(acc);
         for (int64_t k = 0; k < kk; ++k) d[k] = yr[k] * (gr[k] - dot);
       }
     });

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -49,7 +50,8 @@ DAGRAD_STATELESS_FN(ExpFn, std::exp(x));
 DAGRAD_STATELESS_FN(LogFn, std::log(x));
 DAGRAD_STATELESS_FN(SqrtFn, std::sqrt(x));
 DAGRAD_STATELESS_FN(RsqrtFn, T(1) / std::sqrt(x));
-DAGRAD_STATELESS_FN(ReluFn, x > T(0) ? x : T(0));
+// x <= 0 is false for NaN, so relu(NaN) = NaN, as torch.relu.
+DAGRAD_STATELESS_FN(ReluFn, x <= T(0) ? T(0) : x);
 DAGRAD_STATELESS_FN(GeluFn, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))));
 DAGRAD_STATELESS_FN(TanhFn, std::tanh(x));
 DAGRAD_STATELESS_FN(SigmoidFn, T(1) / (T(1) + std::exp(-x)));
@@ -57,11 +59,21 @@ DAGRAD_STATELESS_FN(SinFn, std::sin(x));
 DAGRAD_STATELESS_FN(CosFn, std::cos(x));
 #undef DAGRAD_STATELESS_FN
 
+// The exponents torch computes by multiplication, sqrt and reciprocal are
+// computed the same way here, for speed and so that the results agree with
+// torch's at the edges: pow(-0, 0.5) = sqrt(-0) = -0, where std::pow gives +0
+// (and so the gradient 0.5 * pow(-0, -0.5) = -inf, as torch's).
 struct PowFn {
   explicit PowFn(const Attrs& a) : p(a.GetFloat("exponent")) {}
   template <typename T>
   T operator()(T x) const {
-    return p == 2.0 ? x * x : static_cast<T>(std::pow(x, static_cast<T>(p)));
+    if (p == 2.0) return x * x;
+    if (p == 3.0) return x * x * x;
+    if (p == 0.5) return std::sqrt(x);
+    if (p == -0.5) return T(1) / std::sqrt(x);
+    if (p == -1.0) return T(1) / x;
+    if (p == -2.0) return T(1) / (x * x);
+    return static_cast<T>(std::pow(x, static_cast<T>(p)));
   }
   double p;
 };
@@ -87,8 +99,12 @@ std::vector<Value> RsqrtGrad(const GradContext& c) {
   // dy/dx = -x^(-3/2) / 2 = -y^3 / 2
   return {Mul(c.grad, Scale(Pow(c.output, 3.0), -0.5))};
 }
+// d x^p / dx = p x^(p-1), and exactly 0 for p = 0 (x^0 is the constant 1):
+// the formula would give 0 * inf = NaN at x = 0 (torch's pow_backward
+// special-cases p = 0 the same way).
 std::vector<Value> PowGrad(const GradContext& c) {
   const double p = c.attrs().GetFloat("exponent");
+  if (p == 0.0) return {ZerosLike(c.inputs[0])};
   return {Mul(c.grad, Scale(Pow(c.inputs[0], p - 1.0), p))};
 }
 std::vector<Value> ScaleGrad(const GradContext& c) {
@@ -159,9 +175,11 @@ absl::Status ActivationGradKernel(const KernelContext& ctx) {
           const T pdf = std::exp(T(-0.5) * x[i] * x[i]) * T(0.3989422804014327);
           dx[i] = g[i] * (cdf + x[i] * pdf);
         } else {
-          // Load g unconditionally so the select vectorises.
+          // Load g unconditionally so the select vectorises. x <= 0 is
+          // false for NaN: the gradient passes there, as torch's
+          // threshold_backward (relu(NaN) = NaN is not <= 0).
           const T gi = g[i];
-          dx[i] = x[i] > T(0) ? gi : T(0);
+          dx[i] = x[i] <= T(0) ? T(0) : gi;
         }
       }
     });

@@ -8,7 +8,16 @@
 // zero; +inf above the largest; NaN stays NaN. double: std::exp (gradient
 // checks want it exact).
 //
+// SumLanes: a sum in double that vectorises, for the float reductions that
+// must agree with float64 (DESIGN: every float reduction accumulates in
+// double).
+//
 //   for (int64_t k = 0; k < n; ++k) y[k] = VectorExp(x[k] - m);
+//   double s = SumLanes(n, [&](int64_t i) { return static_cast<double>(x[i]); });
+//
+// RowMax: the NaN-propagating maximum of a row (ops/minmax.h), vectorised.
+//
+//   float m = RowMax(x, n);   // -inf for n == 0 or a row of -inf; NaN if any is
 
 #ifndef DAGRAD_OPS_VECTOR_MATH_H_
 #define DAGRAD_OPS_VECTOR_MATH_H_
@@ -16,6 +25,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+
+#include "ops/minmax.h"
 
 namespace dagrad {
 
@@ -49,6 +61,56 @@ inline float VectorExp(float x) {
 }
 
 inline double VectorExp(double x) { return std::exp(x); }
+
+// SumLanes returns f(0) + ... + f(n-1) in double. Without -ffast-math the
+// compiler may not reorder a single running sum; kSumLanes independent
+// partial sums give it vector lanes to fill (and, as a side effect, an
+// error that grows with n / kSumLanes rather than n).
+constexpr int kSumLanes = 8;
+
+template <typename F>
+double SumLanes(int64_t n, F&& f) {
+  double lane[kSumLanes] = {};
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (int l = 0; l < kSumLanes; ++l) lane[l] += f(i + l);
+  }
+  double s = 0;
+  for (; i < n; ++i) s += f(i);
+  for (int l = 0; l < kSumLanes; ++l) s += lane[l];
+  return s;
+}
+
+// MaxIdentity starts a max: -inf for floats (so a row of -inf gives -inf,
+// and an empty row too), lowest() for integers.
+template <typename T>
+T MaxIdentity() {
+  if constexpr (std::numeric_limits<T>::has_infinity) {
+    return -std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+
+// RowMax returns the maximum of x[0, n), NaN if any element is NaN, and
+// MaxIdentity<T>() for n == 0. Sixteen running maxima, each from the
+// identity, let the loop vectorise (an `omp simd reduction(max)` starts its
+// lanes at the compiler's choice: -inf with GCC, -FLT_MAX with clang, and
+// drops NaN).
+template <typename T>
+T RowMax(const T* x, int64_t n) {
+  constexpr int kLanes = 16;
+  T lanes[kLanes];
+  for (T& l : lanes) l = MaxIdentity<T>();
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] = PropagatingMax(lanes[j], x[k + j]);
+  }
+  for (; k < n; ++k) lanes[0] = PropagatingMax(lanes[0], x[k]);
+  T m = lanes[0];
+  for (int j = 1; j < kLanes; ++j) m = PropagatingMax(m, lanes[j]);
+  return m;
+}
 
 }  // namespace dagrad
 

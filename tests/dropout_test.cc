@@ -9,6 +9,8 @@
 
 #include "engine/autodiff.h"
 #include "engine/philox.h"
+#include "models/multi_head_attention.h"
+#include "models/transformer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -235,7 +237,7 @@ TEST(Dropout, ProbabilityOutOfRangeIsABuildError) {
   Graph g;
   Value x = g.Input("x", DType::kFloat32, {3});
   EXPECT_STATUS(Dropout(x, 1.0).status(), absl::StatusCode::kInvalidArgument,
-                "dropout 'dropout': dropout probability p must be in [0, 1), got p = 1");
+                "dropout 'dropout': dropout must be in [0, 1), got p = 1");
   EXPECT_STATUS(Dropout(x, -0.25).status(), absl::StatusCode::kInvalidArgument, "got p = -0.25");
   EXPECT_STATUS(Dropout(x, std::nan("")).status(), absl::StatusCode::kInvalidArgument,
                 "got p = nan");
@@ -243,6 +245,38 @@ TEST(Dropout, ProbabilityOutOfRangeIsABuildError) {
                 absl::StatusCode::kInvalidArgument, "input must be float32 or float64, got int32");
 }
 
+// Near 1 the 24-bit keep test and float32's scale would lose mass (about
+// half at p = 1 - 1e-7): such p are build errors, for Dropout and for the
+// modules that take a dropout probability.
+TEST(Dropout, ProbabilityTooCloseToOneIsABuildError) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {3});
+  EXPECT_STATUS(Dropout(x, 1.0 - 1e-7).status(), absl::StatusCode::kInvalidArgument,
+                "dropout must be at most 1 - 2^-10 = 0.9990234375, got p = 0.9999999");
+  EXPECT_STATUS(Dropout(x, 0.9991).status(), absl::StatusCode::kInvalidArgument,
+                "got p = 0.9991");
+  EXPECT_TRUE(Dropout(x, kMaxDropout).ok());
+  EXPECT_STATUS(models::MultiHeadAttention::Create(
+                    g, "mha", {.embed_dim = 4, .num_heads = 2, .dropout = 0.9999})
+                    .status(),
+                absl::StatusCode::kInvalidArgument, "dropout must be at most 1 - 2^-10");
+  models::ToyConfig config;
+  config.dropout = 0.9999;
+  EXPECT_STATUS(config.Validate(), absl::StatusCode::kInvalidArgument,
+                "model config: dropout must be at most 1 - 2^-10");
+}
+
+// What kMaxDropout promises, from the bit layout in dropout.h alone: for
+// every p up to it, keep probability times float32 scale is within 1e-4 of
+// 1 (p on a grid over [0.99, kMaxDropout], off the 2^-24 lattice).
+TEST(Dropout, KeptMassIsWithin1e4OfOneUpToTheLargestP) {
+  for (int i = 0; i <= 1000; ++i) {
+    const double p = 0.99 + (kMaxDropout - 0.99) * i / 1000.0;
+    const double keep = (16777216.0 - std::ceil(p * 16777216.0)) / 16777216.0;
+    const float scale = 1.0f / (1.0f - static_cast<float>(p));
+    EXPECT_NEAR(keep * scale, 1.0, 1e-4) << "p = " << p;
+  }
+}
 
 TEST(Philox, BatchedBitsEqualElementBits) {
   for (uint64_t first : {uint64_t{0}, uint64_t{5}, uint64_t{0xfffffff8}, uint64_t{1} << 40}) {

@@ -138,6 +138,27 @@ TEST(ScatterAdd, RepeatedIndicesAccumulateAcrossThreads) {
   SetNumThreads(threads);
 }
 
+// An embedding gradient where one id (padding, say) fills 2^18 positions:
+// its row sums 2^18 float32 updates in double, within half an ulp of the
+// float64 sum (float32 accumulation is off by ~1e-5).
+TEST(ScatterAdd, ManyRepeatsOfOneIndexAgreeWithFloat64) {
+  constexpr int64_t kK = int64_t{1} << 18, kInner = 3;
+  std::vector<int64_t> ids(kK, 1);
+  ids[7] = 0;
+  const Tensor upd = Random(DType::kFloat32, {kK, kInner}, 4, 0.5, 1.5);
+  Graph g;
+  Value idx = g.Input("idx", DType::kInt64, {kK});
+  Value u = g.Input("upd", DType::kFloat32, {kK, kInner});
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOnce(g, {ScatterAdd(idx, u, 2)}, {{idx, T<int64_t>({kK}, ids)}, {u, upd}}));
+  const std::vector<double> v = AsDoubles(upd);
+  std::vector<double> want(2 * kInner, 0.0);
+  for (int64_t i = 0; i < kK; ++i) {
+    for (int64_t j = 0; j < kInner; ++j) want[ids[i] * kInner + j] += v[i * kInner + j];
+  }
+  ExpectAllClose(out[0], want, 1.2e-7, 0, "scatter_add");
+}
+
 TEST(Gather, IndexOutOfRangeIsARunTimeError) {
   Graph g;
   Value p = g.Input("p", DType::kFloat32, {5, 3});

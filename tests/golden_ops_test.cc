@@ -1,6 +1,8 @@
 // PyTorch goldens run through dagrad's ops. The cases are written by
-// tools/goldens/basic_ops.py (unary, binary, reduce, shape and matmul ops)
-// and tools/goldens/nn_ops.py (layer_norm, gather, where, fill, arange);
+// tools/goldens/basic_ops.py (unary, binary, reduce, shape and matmul ops),
+// tools/goldens/nn_ops.py (layer_norm, gather, where, fill, arange) and
+// tools/goldens/edges.py (NaN, +-inf and zeros through all of those and the
+// softmax and loss families, values and gradients);
 // each case name maps here, explicitly, to the dagrad builder it checks,
 // with its op attributes read from the case so the two sides cannot drift.
 //
@@ -19,18 +21,21 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/autodiff.h"
 #include "engine/executor.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/gather.h"
 #include "ops/layer_norm.h"
+#include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "ops/select.h"
 #include "ops/shape_ops.h"
+#include "ops/softmax.h"
 #include "tests/support/golden.h"
 #include "tests/support/test_util.h"
 
@@ -232,12 +237,80 @@ const std::map<std::string, Golden>& NnOps() {
   return *cases;
 }
 
+Value CrossEntropyOf(const Inputs& in, const Json& a) {
+  const std::string r = a["reduction"];
+  return CrossEntropy(in.at("logits"), in.at("targets"),
+                      {.reduction = r == "none" ? CrossEntropyOptions::kNone
+                                                : CrossEntropyOptions::kMean});
+}
+
+// tools/goldens/edges.py: NaN, +-inf and signed zeros through every
+// elementwise op and reduction, with gradients at the edges of each rule's
+// domain.
+const std::map<std::string, Golden>& EdgeOps() {
+  static const auto* const cases = [] {
+    auto* m = new std::map<std::string, Golden>{
+        {"neg_specials", G(Neg(in.at("x")))},
+        {"exp_specials", G(Exp(in.at("x")))},
+        {"log_specials", G(Log(in.at("x")))},
+        {"sqrt_specials", G(Sqrt(in.at("x")))},
+        {"rsqrt_specials", G(Rsqrt(in.at("x")))},
+        {"relu_specials", G(Relu(in.at("x")))},
+        {"gelu_specials", G(Gelu(in.at("x")))},
+        {"tanh_specials", G(Tanh(in.at("x")))},
+        {"sigmoid_specials", G(Sigmoid(in.at("x")))},
+        {"sin_specials", G(Sin(in.at("x")))},
+        {"cos_specials", G(Cos(in.at("x")))},
+        {"scale_specials", G(Scale(in.at("x"), attrs["factor"]))},
+        {"add_scalar_specials", G(AddScalar(in.at("x"), attrs["offset"]))},
+        {"cast_specials_to_float64", G(Cast(in.at("x"), DTypeAttr(attrs)))},
+        {"cast_float64_overflow_to_float32", G(Cast(in.at("x"), DTypeAttr(attrs)))},
+        {"add_specials", G(Add(in.at("a"), in.at("b")))},
+        {"sub_specials", G(Sub(in.at("a"), in.at("b")))},
+        {"mul_specials", G(Mul(in.at("a"), in.at("b")))},
+        {"div_specials", G(Div(in.at("a"), in.at("b")))},
+        {"maximum_specials", G(Maximum(in.at("a"), in.at("b")))},
+        {"maximum_nan_broadcast", G(Maximum(in.at("a"), in.at("b")))},
+        {"maximum_infinities_grad", G(Maximum(in.at("a"), in.at("b")))},
+        {"minimum_specials", G(Minimum(in.at("a"), in.at("b")))},
+        {"minimum_infinities_grad", G(Minimum(in.at("a"), in.at("b")))},
+        {"equal_specials", G(Equal(in.at("a"), in.at("b")))},
+        {"less_specials", G(Less(in.at("a"), in.at("b")))},
+        {"greater_specials", G(Greater(in.at("a"), in.at("b")))},
+        {"where_specials", G(Where(in.at("cond"), in.at("a"), in.at("b")))},
+        {"softmax_specials_masked", G(MaskedSoftmax(in.at("x"), {.keep = in.at("keep")}))},
+        {"log_softmax_specials", G(LogSoftmax(in.at("x")))},
+        {"cross_entropy_specials_none", G(CrossEntropyOf(in, attrs))},
+        {"cross_entropy_neg_inf_logits", G(CrossEntropyOf(in, attrs))},
+        {"layer_norm_specials", G(LayerNormOf(in, attrs))},
+        {"linear_1d_input", GT(Linear(in.at("input"), in.at("weight"), in.at("bias")), 1e-5, 2e-6)},
+        {"linear_1d_input_no_bias", GT(Linear(in.at("input"), in.at("weight")), 1e-5, 2e-6)},
+    };
+    for (const char* p : {"0", "1", "2", "3", "half", "minus_half", "minus_1", "minus_2",
+                          "minus_1_5", "2_5"}) {
+      (*m)[absl::StrCat("pow_", p, "_specials")] = G(Pow(in.at("x"), attrs["exponent"]));
+    }
+    (*m)["pow_0_specials_float64"] = G(Pow(in.at("x"), attrs["exponent"]));
+    for (const char* where : {"rows", "columns", "middle", "non_contiguous", "all"}) {
+      (*m)[absl::StrCat("sum_specials_", where)] = G(Reduce(Sum, in, attrs));
+      (*m)[absl::StrCat("mean_specials_", where)] = G(Reduce(Mean, in, attrs));
+      (*m)[absl::StrCat("max_specials_", where)] = G(Reduce(Max, in, attrs));
+    }
+    for (const char* where : {"rows", "columns"}) {
+      (*m)[absl::StrCat("sum_empty_", where)] = G(Reduce(Sum, in, attrs));
+      (*m)[absl::StrCat("mean_empty_", where)] = G(Reduce(Mean, in, attrs));
+    }
+    return m;
+  }();
+  return *cases;
+}
+
 #undef G
 #undef GT
 
 const std::map<std::string, const std::map<std::string, Golden>*>& Files() {
   static const auto* const files = new std::map<std::string, const std::map<std::string, Golden>*>{
-      {"basic_ops", &BasicOps()}, {"nn_ops", &NnOps()}};
+      {"basic_ops", &BasicOps()}, {"nn_ops", &NnOps()}, {"edges", &EdgeOps()}};
   return *files;
 }
 
@@ -341,7 +414,7 @@ TEST(GoldenOps, EveryOpHasAGolden) {
     }
   }
   for (auto family : {UnaryOps, BinaryOps, ReduceOps, ShapeOps, MatMulOps, LayerNormOps,
-                      GatherOps, SelectOps, FillOps}) {
+                      GatherOps, SelectOps, FillOps, SoftmaxOps, LossOps}) {
     for (const OpDef* op : family()) {
       EXPECT_TRUE(covered.count(std::string(op->name))) << "op " << op->name << " has no golden";
     }

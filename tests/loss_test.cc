@@ -2,6 +2,7 @@
 // reduction, ignore_index), hand-worked values, the all-ignored mean,
 // finite-difference cases, and build and run-time errors.
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -125,6 +126,34 @@ TEST(LossValues, CrossEntropyByHand) {
 }
 
 // Every target ignored: the mean is 0 with a zero gradient (torch: NaN).
+// Rows of 2^20 float32 logits: logsumexp's sum accumulates in double, so
+// log_softmax and the loss are within a few float32 roundings of float64.
+TEST(LossValues, LongFloat32RowsAgreeWithFloat64) {
+  constexpr int64_t kRows = 2, kC = int64_t{1} << 20;
+  const Tensor x = Random(DType::kFloat32, {kRows, kC}, 3);
+  Graph g;
+  Value logits = g.Input("logits", DType::kFloat32, {kRows, kC});
+  Value targets = g.Input("targets", DType::kInt64, {kRows});
+  ASSERT_OK_AND_ASSIGN(
+      auto out, RunOnce(g, {LogSoftmax(logits),
+                            CrossEntropy(logits, targets, {.reduction = Options::kNone})},
+                        {{logits, x}, {targets, T<int64_t>({kRows}, {5, kC - 1})}}));
+  const std::vector<double> xs = AsDoubles(x);
+  std::vector<double> log_softmax(xs.size()), loss(kRows);
+  for (int64_t r = 0; r < kRows; ++r) {
+    const double* row = xs.data() + r * kC;
+    const double m = *std::max_element(row, row + kC);
+    double sum = 0;
+    for (int64_t k = 0; k < kC; ++k) sum += std::exp(row[k] - m);
+    const double lse = m + std::log(sum);
+    for (int64_t k = 0; k < kC; ++k) log_softmax[r * kC + k] = row[k] - lse;
+    loss[r] = lse - row[r == 0 ? 5 : kC - 1];
+  }
+  // Values near -14: float32's half ulp there is 5e-7, 4e-8 relative.
+  ExpectAllClose(out[0], log_softmax, 1.5e-7, 0, "log_softmax");
+  ExpectAllClose(out[1], loss, 1.5e-7, 0, "cross_entropy");
+}
+
 TEST(LossValues, AllIgnoredMeanIsZeroWithZeroGradient) {
   for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
     Graph g;

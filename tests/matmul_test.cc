@@ -33,6 +33,11 @@ DAGRAD_GRADCHECK(linear_bias_3d, {{"x", {2, 3, 4}}, {"w", {5, 4}}, {"b", {5}}},
                  [](Graph&, const In& in) { return Linear(in[0], in[1], in[2]); });
 DAGRAD_GRADCHECK(linear_no_bias, {{"x", {3, 4}}, {"w", {2, 4}}},
                  [](Graph&, const In& in) { return Linear(in[0], in[1]); });
+// A 1-D x is one row, forward and backward (as torch's F.linear).
+DAGRAD_GRADCHECK(linear_1d_input, {{"x", {4}}, {"w", {3, 4}}, {"b", {3}}},
+                 [](Graph&, const In& in) { return Linear(in[0], in[1], in[2]); });
+DAGRAD_GRADCHECK(linear_1d_input_no_bias, {{"x", {5}}, {"w", {2, 5}}},
+                 [](Graph&, const In& in) { return Linear(in[0], in[1]); });
 // Second derivative: d/db of d/da sum((a·b)^2 * w).
 DAGRAD_GRADCHECK(matmul_second_order, {{"a", {3, 4}}, {"b", {4, 2}}, {"w", {3, 2}}},
                  [](Graph&, const In& in) {

@@ -354,6 +354,25 @@ DAGRAD_GRADCHECK(mha_cross_attention_masks_subgraph,
                        .output;
                  });
 
+// The KV-cache invariant: the last T queries of a causal, rotary
+// self-attention, run against all S keys, give the last T rows of the whole
+// sequence's output (queries rotate from position S - T, the causal offset).
+TEST(MhaValues, RotaryQueriesContinueTheKeysSequence) {
+  constexpr int64_t S = 5, T = 2, E = 8;
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(
+      MultiHeadAttention mha,
+      MultiHeadAttention::Create(
+          g, "mha", {.embed_dim = E, .num_heads = 2, .rotary = true, .dtype = DType::kFloat64}));
+  Value x = g.Input("x", DType::kFloat64, {1, S, E});
+  Value whole = mha(x, x, x, {.causal = true}).output;   // (1, S, E)
+  Value last = Slice(x, 1, S - T, S);                     // (1, T, E)
+  Value continued = mha(last, x, x, {.causal = true}).output;
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Slice(whole, 1, S - T, S), continued},
+                                         {{x, Random(DType::kFloat64, {1, S, E}, 5)}}));
+  ExpectAllClose(out[1], AsDoubles(out[0]), 1e-12, 1e-12, "last T rows");
+}
+
 DAGRAD_GRADCHECK(mha_rotary_subgraph, {{"x", {1, 3, 4}}},
                  [](Graph& g, const In& in) {
                    auto mha = MultiHeadAttention::Create(

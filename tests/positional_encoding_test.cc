@@ -6,6 +6,7 @@
 #include "engine/executor.h"
 #include "models/positional_encoding.h"
 #include "ops/elementwise.h"
+#include "ops/shape_ops.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
@@ -73,6 +74,17 @@ TEST(Rotary, RotatesAdjacentPairsByPosition) {
                  1e-12, 1e-12, "rope");
   EXPECT_STATUS(models::ApplyRotary(g.Input("odd", DType::kFloat64, {2, 3})).status(),
                 absl::StatusCode::kInvalidArgument, "D even");
+}
+
+// Positions from `start`: rows of a longer sequence's rotation.
+TEST(Rotary, StartContinuesASequence) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 5, 4});
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOnce(g, {Slice(models::ApplyRotary(x), 1, 3, 5),
+                                   models::ApplyRotary(Slice(x, 1, 3, 5), 10000.0, 3)},
+                               {{x, Random(DType::kFloat64, {2, 5, 4}, 2)}}));
+  ExpectAllClose(out[1], AsDoubles(out[0]), 1e-15, 1e-15, "positions 3, 4");
 }
 
 TEST(LearnedPositional, AddsTheTableRowsAndChecksLength) {

@@ -1,5 +1,7 @@
 // Reductions and shape ops: hand values, views, errors, gradient cases.
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/autodiff.h"
 #include "engine/executor.h"
 #include "ops/elementwise.h"
@@ -56,6 +58,75 @@ TEST(Reduce, HandComputedValues) {
   ExpectAllClose(out[2], {3, 4.0 / 3}, 1e-6, 0, "mean");
   ExpectAllClose(out[3], {5, 6}, 0, 0, "max");
   ExpectAllClose(out[4], {1, 5, 6}, 0, 0, "max axis 0");
+}
+
+// Float32 Sum and Mean over ~1.3e7 elements, along every axis position
+// (last, first, middle, two leading, two apart, all) and so through every
+// kernel path, against a float64 reference with one tolerance: the result
+// rounded once to float32 (half an ulp, 2^-24 relative, plus slack for the
+// order of the double sums). Accumulating in float32 misses by ~1e-4.
+struct ReduceCase {
+  std::vector<int64_t> dims;  // three, reshaping the same data
+  std::vector<int64_t> axes;
+};
+
+// ReferenceSums sums x viewed as `dims` over `axes` in double, row-major
+// over the kept axes.
+std::vector<double> ReferenceSums(const std::vector<float>& x, const ReduceCase& c) {
+  bool reduced[3] = {false, false, false};
+  for (int64_t a : c.axes) reduced[a] = true;
+  if (c.axes.empty()) reduced[0] = reduced[1] = reduced[2] = true;
+  int64_t kept_size[3];
+  int64_t outputs = 1;
+  for (int d = 0; d < 3; ++d) {
+    kept_size[d] = reduced[d] ? 1 : c.dims[d];
+    outputs *= kept_size[d];
+  }
+  std::vector<double> sums(outputs, 0.0);
+  int64_t i = 0;
+  for (int64_t a = 0; a < c.dims[0]; ++a) {
+    for (int64_t b = 0; b < c.dims[1]; ++b) {
+      const int64_t row = ((reduced[0] ? 0 : a) * kept_size[1] + (reduced[1] ? 0 : b)) *
+                          kept_size[2];
+      for (int64_t k = 0; k < c.dims[2]; ++k) sums[row + (reduced[2] ? 0 : k)] += x[i++];
+    }
+  }
+  return sums;
+}
+
+TEST(Reduce, LargeFloat32SumsAndMeansAgreeWithFloat64OnEveryPath) {
+  constexpr int64_t kN = 12600000;
+  const std::vector<ReduceCase> cases = {
+      {{3, kN / 3, 1}, {1}},         {{kN / 3, 3, 1}, {0}},      {{3, kN / 9, 3}, {1}},
+      {{kN / 900, 30, 30}, {0, 1}},  {{kN / 12, 3, 4}, {0, 2}},  {{1000, kN / 1000, 1}, {0}},
+      {{kN, 1, 1}, {}}};
+  // Values in [0.5, 1.5) from a multiplicative hash: all positive, so the
+  // sums are large and an error cannot cancel.
+  std::vector<float> data(kN);
+  for (int64_t i = 0; i < kN; ++i) {
+    data[i] = 0.5f + static_cast<float>((static_cast<uint64_t>(i) * 2654435761u) % 16777216u) /
+                         16777216.0f;
+  }
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {kN});
+  std::vector<Value> fetches;
+  for (const ReduceCase& c : cases) {
+    Value v = Reshape(x, c.dims);
+    fetches.push_back(Sum(v, c.axes));
+    fetches.push_back(Mean(v, c.axes));
+  }
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, fetches, {{x, T<float>({kN}, data)}}));
+  constexpr double kRtol = 1.2e-7;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::vector<double> sums = ReferenceSums(data, cases[i]);
+    const double count = static_cast<double>(kN) / static_cast<double>(sums.size());
+    std::vector<double> means;
+    for (double s : sums) means.push_back(s / count);
+    const std::string what = absl::StrCat("dims ", absl::StrJoin(cases[i].dims, "x"),
+                                          " axes {", absl::StrJoin(cases[i].axes, ","), "}");
+    ExpectAllClose(out[2 * i], sums, kRtol, 0, "sum " + what);
+    ExpectAllClose(out[2 * i + 1], means, kRtol, 0, "mean " + what);
+  }
 }
 
 TEST(Reduce, MaxSharesGradientAmongTies) {

@@ -4,6 +4,7 @@
 // float64 and float32, in place and not), hand-worked attention numbers,
 // and builder and run-time errors.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -254,6 +255,37 @@ TEST(SoftmaxValues, MinusInfinityBiasMasks) {
 
 // softmax_grad by hand: y = [0.2, 0.3, 0.5], g = [1, 2, 3]: sum(g y) = 2.3,
 // dx = y * (g - 2.3) = [-0.26, -0.09, 0.35].
+// One float32 row of 2^21 elements: the normaliser sum(exp(x - m)) and
+// softmax_grad's sum(g * y) accumulate in double, so each output is within a
+// few float32 roundings of the float64 reference (exp within 2 ulp, then
+// the shift, the reciprocal and the product). A float32 sum of 2^21 terms
+// is off by ~1e-5.
+TEST(SoftmaxValues, LongFloat32RowsAgreeWithFloat64) {
+  constexpr int64_t kK = int64_t{1} << 21;
+  const Tensor x = Random(DType::kFloat32, {1, kK}, 7);
+  const Tensor g = Random(DType::kFloat32, {1, kK}, 8, 0.5, 1.5);
+  const Tensor y = Random(DType::kFloat32, {1, kK}, 9, 0.5, 1.5);
+  Graph gr;
+  Value vx = gr.Input("x", DType::kFloat32, {1, kK});
+  Value vg = gr.Input("g", DType::kFloat32, {1, kK});
+  Value vy = gr.Input("y", DType::kFloat32, {1, kK});
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(gr, {Softmax(vx), SoftmaxGrad(vy, vg)},
+                                         {{vx, x}, {vg, g}, {vy, y}}));
+  const std::vector<double> xs = AsDoubles(x), gs = AsDoubles(g), ys = AsDoubles(y);
+  double m = xs[0], sum = 0, dot = 0;
+  for (double v : xs) m = std::max(m, v);
+  for (double v : xs) sum += std::exp(v - m);
+  for (int64_t k = 0; k < kK; ++k) dot += gs[k] * ys[k];
+  std::vector<double> softmax(kK), dx(kK);
+  for (int64_t k = 0; k < kK; ++k) {
+    softmax[k] = std::exp(xs[k] - m) / sum;
+    // g - dot ~ -2^21: dx's relative error is the dot's.
+    dx[k] = ys[k] * (gs[k] - dot);
+  }
+  ExpectAllClose(out[0], softmax, 5e-7, 0, "softmax");
+  ExpectAllClose(out[1], dx, 3e-7, 0, "softmax_grad");
+}
+
 TEST(SoftmaxValues, SoftmaxGradByHand) {
   Graph g;
   Value y = g.Input("y", DType::kFloat64, {1, 3});

@@ -2,8 +2,10 @@
 // determinism, and held-out sets disjoint in seed.
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/tasks.h"
+#include "models/toy_trainer.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -86,6 +88,16 @@ TEST(Tasks, ConfigErrors) {
                 absl::StatusCode::kInvalidArgument, "min_len must be in [1, seq_len=4]");
   EXPECT_STATUS(models::ParseTask("shuffle").status(), absl::StatusCode::kInvalidArgument,
                 "unknown task 'shuffle'");
+}
+
+// The argmax of each row as torch.argmax: NaN is the largest value wherever
+// it sits, ties go to the first. Rows: NaN first, NaN in the middle (before
+// a larger number), a tie, an ignored row.
+TEST(TokenAccuracy, ArgmaxPropagatesNaNAsTorch) {
+  const float nan = std::nanf("");
+  const Tensor logits = T<float>({1, 4, 3}, {nan, 5, 1, 1, nan, 5, 2, 2, 0, 9, 0, 0});
+  EXPECT_DOUBLE_EQ(models::TokenAccuracy(logits, T<int64_t>({1, 4}, {0, 1, 0, -100})), 1.0);
+  EXPECT_DOUBLE_EQ(models::TokenAccuracy(logits, T<int64_t>({1, 4}, {1, 2, 1, -100})), 0.0);
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ ABSL_FLAG(int64_t, dim, 128, "model width E");
 ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
 ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
 ABSL_FLAG(int64_t, ffn, 512, "feed-forward width F");
-ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1)");
+ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1 - 2^-10]");
 ABSL_FLAG(int64_t, batch, 64, "sequences per step");
 ABSL_FLAG(int64_t, steps, 300, "training steps");
 ABSL_FLAG(double, lr, 1e-3, "peak learning rate (linear warmup, then cosine decay to 10%)");

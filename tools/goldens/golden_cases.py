@@ -14,7 +14,7 @@ from golden_io import GoldenFile
 
 def rand(*shape, lo=-1.0, hi=1.0, dtype=torch.float32):
     """Uniform values in [lo, hi), drawn in float64 and rounded to dtype."""
-    return (torch.rand(*shape, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
+    return (torch.rand(shape, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
 
 
 def randint(*shape, lo=0, hi=4, dtype=torch.int64):
