@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/cpu_isa.h"
 #include "ops/small_gemm.h"
 
 extern "C" {
@@ -154,7 +155,8 @@ void ApplyThreads(int n) {
 
 absl::Status ConfigureCpu() {
   absl::call_once(configure_once, [] {
-    State().status = SelectArch();
+    State().status = ChooseCpuIsa().status();
+    if (State().status.ok()) State().status = SelectArch();
     // Any BLIS call initialises BLIS, so threads are applied only after the
     // kernel set has been chosen.
     if (State().status.ok()) ApplyThreads(NumThreads());
@@ -202,11 +204,12 @@ template <typename T>
 absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
                   int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t rsc,
                   int64_t csc, bool one_thread) {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   if (IsSmallGemm(m, n, k) && csc == 1) {
-    SmallGemm<T>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+    // ActiveKernels is ok: ConfigureCpu checked it.
+    SmallGemm<T>(**ActiveKernels(), m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
   }
-  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   // One thread when asked: the caller spreads products over the threads.
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   if (one_thread) bli_rntm_set_num_threads(1, &rntm);
