@@ -8,13 +8,8 @@
 #include "absl/strings/str_join.h"
 
 namespace dagrad {
-namespace {
 
-constexpr CpuIsa kLevels[] = {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512};
-
-// HasInstructions is true when this CPU runs `isa`'s kernels. The avx512
-// level needs BW (byte/word ops), DQ and VL besides F, like BLIS's skx.
-bool HasInstructions(CpuIsa isa) {
+bool CpuHasInstructionsOf(CpuIsa isa) {
 #if defined(__x86_64__)
   switch (isa) {
     case CpuIsa::kAvx512:
@@ -30,6 +25,10 @@ bool HasInstructions(CpuIsa isa) {
   return isa == CpuIsa::kBaseline;
 #endif
 }
+
+namespace {
+
+constexpr CpuIsa kLevels[] = {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512};
 
 // Compiled is the table of `isa` when this build has one.
 const CpuKernels* Compiled(CpuIsa isa) {
@@ -69,14 +68,14 @@ absl::string_view CpuIsaName(CpuIsa isa) {
 std::vector<CpuIsa> CpuIsaRunnable() {
   std::vector<CpuIsa> out;
   for (CpuIsa isa : kLevels) {
-    if (Compiled(isa) != nullptr && HasInstructions(isa)) out.push_back(isa);
+    if (Compiled(isa) != nullptr && CpuHasInstructionsOf(isa)) out.push_back(isa);
   }
   return out;
 }
 
 const CpuKernels& KernelsFor(CpuIsa isa) {
   const CpuKernels* table = Compiled(isa);
-  if (table == nullptr || !HasInstructions(isa)) {
+  if (table == nullptr || !CpuHasInstructionsOf(isa)) {
     std::fprintf(stderr, "dagrad: KernelsFor(%s): not runnable on this CPU or build\n",
                  CpuIsaName(isa).data());
     std::abort();

@@ -36,6 +36,11 @@ enum class CpuIsa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
 // CpuIsaName returns "baseline", "avx2" or "avx512".
 absl::string_view CpuIsaName(CpuIsa isa);
 
+// CpuHasInstructionsOf is true when this CPU has the instructions of
+// `isa`'s kernels: avx512 needs AVX-512 F, BW, DQ and VL (like BLIS's skx),
+// avx2 needs AVX2 and FMA (like BLIS's haswell).
+bool CpuHasInstructionsOf(CpuIsa isa);
+
 // CpuIsaRunnable returns the levels this build has kernels for and this
 // CPU has the instructions of, lowest first (baseline is always there).
 std::vector<CpuIsa> CpuIsaRunnable();

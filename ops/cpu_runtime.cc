@@ -34,16 +34,14 @@ CpuState& State() {
   return *state;
 }
 
-bool HasAvx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-}
-bool HasAvx2Fma() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
+// The instructions of BLIS's skx and haswell sets are those of dagrad's
+// avx512 and avx2 kernel levels.
+bool HasAvx512() { return CpuHasInstructionsOf(CpuIsa::kAvx512); }
+bool HasAvx2Fma() { return CpuHasInstructionsOf(CpuIsa::kAvx2); }
 
 std::string FeatureString() {
   std::vector<std::string> f;
+#if defined(__x86_64__)
 #define DAGRAD_FEATURE(name) \
   if (__builtin_cpu_supports(name)) f.push_back(name)
   DAGRAD_FEATURE("avx512f");
@@ -54,6 +52,7 @@ std::string FeatureString() {
   DAGRAD_FEATURE("fma");
   DAGRAD_FEATURE("avx");
 #undef DAGRAD_FEATURE
+#endif
   return absl::StrJoin(f, " ");
 }
 
@@ -73,7 +72,11 @@ bool CanRun(int id) {
     case BLIS_ARCH_BULLDOZER:
       return HasAvx2Fma();
     case BLIS_ARCH_SANDYBRIDGE:
+#if defined(__x86_64__)
       return __builtin_cpu_supports("avx");
+#else
+      return false;
+#endif
     case BLIS_ARCH_PENRYN:
     case BLIS_ARCH_GENERIC:
       return true;
