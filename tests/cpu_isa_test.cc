@@ -6,7 +6,10 @@
 // against plain references computed here.
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -152,8 +155,10 @@ TEST(CpuIsa, SmallGemmDoubleOfEveryLevelWithinTheFmaBound) { CheckSmallGemmLevel
 
 TEST(CpuIsa, PhiloxBitsOfEveryLevelEqualTheScalarGenerator) {
   const RandomStream rs{0x123456789abcdefull, 77, 3};
-  // 2^32 - 8: the low counter word wraps inside the batch.
-  for (uint64_t first : {uint64_t{0}, uint64_t{5}, uint64_t{0xfffffff8}, uint64_t{1} << 40}) {
+  // Multiples of kPhiloxBlocks: the last batch before the low counter word
+  // wraps, and high words of 1 and 2^8 + 1.
+  for (uint64_t first : {uint64_t{0}, uint64_t{kPhiloxBlocks}, uint64_t{0x100000000} - kPhiloxBlocks,
+                         uint64_t{0x100000000}, (uint64_t{0x101} << 32) + 3 * kPhiloxBlocks}) {
     for (CpuIsa isa : CpuIsaRunnable()) {
       uint32_t batch[4 * kPhiloxBlocks];
       KernelsFor(isa).philox_bits(rs.seed, rs.stream, rs.step, first, batch);
@@ -163,6 +168,141 @@ TEST(CpuIsa, PhiloxBitsOfEveryLevelEqualTheScalarGenerator) {
       }
     }
   }
+}
+
+template <typename T>
+void CheckDropoutLevels() {
+  // Signs, zeros, NaN and infinities over 3 chunks and a partial one.
+  const int64_t n = 3 * 4 * kPhiloxBlocks + 37;
+  std::vector<T> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>((i % 7) - 3) * T(0.375);
+  x[1] = -std::numeric_limits<T>::infinity();
+  x[2] = std::numeric_limits<T>::quiet_NaN();
+  x[3] = -T(0);
+  const RandomStream rs{0xfeedbeefcafe1234ull, 9, 41};
+  const uint32_t threshold = 5033165;  // p = 0.3: ceil(0.3 * 2^24)
+  const T scale = T(1) / T(0.7);
+  // The reference: element i kept iff its word's top 24 bits reach the
+  // threshold; x * scale or x * 0.
+  std::vector<T> want(n);
+  for (int64_t i = 0; i < n; ++i) {
+    want[i] = x[i] * ((rs.Bits(i) >> 8) >= threshold ? scale : T(0));
+  }
+  for (CpuIsa isa : CpuIsaRunnable()) {
+    std::vector<T> y(n, T(7));
+    const DropoutArgs<T> args = {rs.seed, rs.stream, rs.step, n, threshold, scale, x.data(),
+                                 y.data()};
+    const auto dropout = [&](int64_t b, int64_t e) {
+      if constexpr (std::is_same_v<T, float>) {
+        KernelsFor(isa).dropout_f32(args, b, e);
+      } else {
+        KernelsFor(isa).dropout_f64(args, b, e);
+      }
+    };
+    dropout(0, 1);  // chunks split as threads split them
+    dropout(1, 4);
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), n * sizeof(T)), 0) << CpuIsaName(isa);
+    EXPECT_TRUE(std::signbit(y[3])) << CpuIsaName(isa);
+  }
+}
+
+TEST(CpuIsa, DropoutFloatOfEveryLevelIsBitIdenticalToTheReference) { CheckDropoutLevels<float>(); }
+TEST(CpuIsa, DropoutDoubleOfEveryLevelIsBitIdenticalToTheReference) {
+  CheckDropoutLevels<double>();
+}
+
+// ---- Row kernels: exp-and-sum, layer norm ---------------------------------------
+
+TEST(CpuIsa, ExpShiftSumOfEveryLevelIsBitIdenticalToTheBaseline) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-30.0f, 10.0f);
+  for (int64_t n : {0, 1, 15, 16, 17, 255, 256, 257, 1000}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = u(rng);
+    if (n > 3) x[3] = -std::numeric_limits<float>::infinity();  // a masked position: exactly 0
+    const float m = 2.5f;
+    std::vector<float> want(n);
+    const double want_sum =
+        KernelsFor(CpuIsa::kBaseline).exp_shift_sum_f32(x.data(), want.data(), n, m);
+    // The baseline against std::exp: within 2 ulp per term (VectorExp's bound).
+    long double exact = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const double e = std::exp(static_cast<double>(x[k] - m));
+      exact += e;
+      ASSERT_NEAR(want[k], e, 2 * std::numeric_limits<float>::epsilon() * e) << k;
+    }
+    EXPECT_NEAR(want_sum, static_cast<double>(exact), 2e-7 * static_cast<double>(exact) + 1e-300);
+    for (CpuIsa isa : CpuIsaRunnable()) {
+      std::vector<float> y(n);
+      const double sum = KernelsFor(isa).exp_shift_sum_f32(x.data(), y.data(), n, m);
+      EXPECT_EQ(sum, want_sum) << CpuIsaName(isa) << " n = " << n;
+      EXPECT_EQ(y, want) << CpuIsaName(isa) << " n = " << n;
+      EXPECT_EQ(KernelsFor(isa).exp_shift_sum_f32(x.data(), nullptr, n, m), want_sum);
+    }
+  }
+}
+
+template <typename T>
+std::vector<T> RunLayerNorm(const CpuKernels& k, bool grad, const LayerNormArgs<T>& args,
+                            int64_t rows) {
+  std::vector<T> out(rows * args.d);
+  LayerNormArgs<T> a = args;
+  a.y = out.data();
+  const auto run = [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      (grad ? k.layer_norm_grad_f32 : k.layer_norm_f32)(a, b, e);
+    } else {
+      (grad ? k.layer_norm_grad_f64 : k.layer_norm_f64)(a, b, e);
+    }
+  };
+  run(0, 1);
+  run(1, rows);
+  return out;
+}
+
+template <typename T>
+void CheckLayerNormLevels() {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  for (int64_t d : {1, 7, 16, 33, 128, 515}) {
+    const int64_t rows = 3;
+    std::vector<T> x(rows * d), g(rows * d), gamma(d), beta(d);
+    for (T& v : x) v = static_cast<T>(100 + u(rng));  // a large mean
+    for (T& v : g) v = static_cast<T>(u(rng));
+    for (T& v : gamma) v = static_cast<T>(u(rng));
+    for (T& v : beta) v = static_cast<T>(u(rng));
+    const LayerNormArgs<T> args = {d, 1e-5, x.data(), gamma.data(), beta.data(), g.data(),
+                                   nullptr};
+    for (bool grad : {false, true}) {
+      const std::vector<T> want = RunLayerNorm(KernelsFor(CpuIsa::kBaseline), grad, args, rows);
+      // The baseline's forward pass against a long double reference.
+      for (int64_t r = 0; r < rows && !grad; ++r) {
+        long double mean = 0, var = 0;
+        for (int64_t i = 0; i < d; ++i) mean += x[r * d + i];
+        mean /= d;
+        for (int64_t i = 0; i < d; ++i) var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
+        const long double rstd = 1 / std::sqrt(var / d + 1e-5L);
+        for (int64_t i = 0; i < d; ++i) {
+          const long double y = (x[r * d + i] - mean) * rstd * gamma[i] + beta[i];
+          // x - mean is rounded to a few ulps of x, then scaled by rstd.
+          const long double cond = 1 + std::fabs(y) + std::fabs(x[r * d + i] * rstd * gamma[i]);
+          ASSERT_NEAR(want[r * d + i], static_cast<double>(y),
+                      static_cast<double>(4 * std::numeric_limits<T>::epsilon() * cond));
+        }
+      }
+      for (CpuIsa isa : CpuIsaRunnable()) {
+        EXPECT_EQ(RunLayerNorm(KernelsFor(isa), grad, args, rows), want)
+            << CpuIsaName(isa) << (grad ? " grad" : " forward") << " d = " << d;
+      }
+    }
+  }
+}
+
+TEST(CpuIsa, LayerNormFloatOfEveryLevelIsBitIdenticalToTheBaseline) {
+  CheckLayerNormLevels<float>();
+}
+TEST(CpuIsa, LayerNormDoubleOfEveryLevelIsBitIdenticalToTheBaseline) {
+  CheckLayerNormLevels<double>();
 }
 
 }  // namespace

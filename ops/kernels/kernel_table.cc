@@ -14,6 +14,13 @@ const CpuKernels& Table() {
       .small_gemm_f32 = SmallGemmF32,
       .small_gemm_f64 = SmallGemmF64,
       .philox_bits = PhiloxBits,
+      .dropout_f32 = DropoutF32,
+      .dropout_f64 = DropoutF64,
+      .exp_shift_sum_f32 = ExpShiftSumF32,
+      .layer_norm_f32 = LayerNormF32,
+      .layer_norm_f64 = LayerNormF64,
+      .layer_norm_grad_f32 = LayerNormGradF32,
+      .layer_norm_grad_f64 = LayerNormGradF64,
   };
   return kTable;
 }

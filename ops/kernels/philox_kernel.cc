@@ -16,7 +16,7 @@
 namespace dagrad::kernels::DAGRAD_ISA {
 namespace {
 
-// SimdU32: 32-bit lanes. MulHiLo returns the high and low halves of each
+// SimdU32: 32-bit lanes. Add wraps around; MulHiLo returns the high and low halves of each
 // lane's 32 x 32 -> 64-bit product; Store4 interleaves four vectors c0..c3
 // as out[4 l + j] = c_j[l].
 #if defined(__AVX512F__)
@@ -26,6 +26,7 @@ struct SimdU32 {
   static constexpr int kLanes = 16;
   static Reg Set1(uint32_t x) { return _mm512_set1_epi32(static_cast<int>(x)); }
   static Reg Load(const uint32_t* p) { return _mm512_loadu_si512(p); }
+  static Reg Add(Reg a, Reg b) { return _mm512_add_epi32(a, b); }
   static Reg Xor(Reg a, Reg b) { return _mm512_xor_si512(a, b); }
   static void MulHiLo(Reg a, Reg m, Reg* hi, Reg* lo) {
     const Reg even = _mm512_mul_epu32(a, m);
@@ -53,6 +54,7 @@ struct SimdU32 {
   static constexpr int kLanes = 8;
   static Reg Set1(uint32_t x) { return _mm256_set1_epi32(static_cast<int>(x)); }
   static Reg Load(const uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const Reg*>(p)); }
+  static Reg Add(Reg a, Reg b) { return _mm256_add_epi32(a, b); }
   static Reg Xor(Reg a, Reg b) { return _mm256_xor_si256(a, b); }
   static void MulHiLo(Reg a, Reg m, Reg* hi, Reg* lo) {
     const Reg even = _mm256_mul_epu32(a, m);
@@ -80,6 +82,7 @@ struct SimdU32 {
   static constexpr int kLanes = 4;
   static Reg Set1(uint32_t x) { return _mm_set1_epi32(static_cast<int>(x)); }
   static Reg Load(const uint32_t* p) { return _mm_loadu_si128(reinterpret_cast<const Reg*>(p)); }
+  static Reg Add(Reg a, Reg b) { return _mm_add_epi32(a, b); }
   static Reg Xor(Reg a, Reg b) { return _mm_xor_si128(a, b); }
   static void MulHiLo(Reg a, Reg m, Reg* hi, Reg* lo) {
     // SSE2 has no 32-bit blend or low multiply: combine the even and odd
@@ -107,6 +110,7 @@ struct SimdU32 {
   static constexpr int kLanes = 4;
   static Reg Set1(uint32_t x) { return vdupq_n_u32(x); }
   static Reg Load(const uint32_t* p) { return vld1q_u32(p); }
+  static Reg Add(Reg a, Reg b) { return vaddq_u32(a, b); }
   static Reg Xor(Reg a, Reg b) { return veorq_u32(a, b); }
   static void MulHiLo(Reg a, Reg m, Reg* hi, Reg* lo) {
     const uint64x2_t p_lo = vmull_u32(vget_low_u32(a), vget_low_u32(m));
@@ -125,6 +129,7 @@ struct SimdU32 {
   static constexpr int kLanes = 1;
   static Reg Set1(uint32_t x) { return x; }
   static Reg Load(const uint32_t* p) { return *p; }
+  static Reg Add(Reg a, Reg b) { return a + b; }
   static Reg Xor(Reg a, Reg b) { return a ^ b; }
   static void MulHiLo(Reg a, Reg m, Reg* hi, Reg* lo) {
     const uint64_t p = static_cast<uint64_t>(a) * m;
@@ -146,15 +151,16 @@ struct Blocks {
   U::Reg c0, c1, c2, c3;
 };
 
+// Lane numbers 0, 1, ..., loaded from memory (a constant, not a series of
+// scalar stores, which would stall the vector load).
+alignas(64) constexpr uint32_t kIota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static_assert(U::kLanes <= 16);
+
+// Counters of blocks first .. first + kLanes - 1. The low word does not wrap
+// inside a call: `first` is a multiple of kPhiloxBlocks.
 Blocks Counters(uint64_t first, uint32_t stream, uint32_t step) {
-  // The 64-bit block numbers, split into words (the low word may wrap
-  // inside a batch, carrying into the high one).
-  uint32_t lo[U::kLanes], hi[U::kLanes];
-  for (int l = 0; l < U::kLanes; ++l) {
-    lo[l] = static_cast<uint32_t>(first + l);
-    hi[l] = static_cast<uint32_t>((first + l) >> 32);
-  }
-  return {U::Load(lo), U::Load(hi), U::Set1(stream), U::Set1(step)};
+  return {U::Add(U::Set1(static_cast<uint32_t>(first)), U::Load(kIota)),
+          U::Set1(static_cast<uint32_t>(first >> 32)), U::Set1(stream), U::Set1(step)};
 }
 
 inline void Round(Blocks& b, U::Reg m0, U::Reg m1, U::Reg k0, U::Reg k1) {
@@ -189,6 +195,36 @@ void PhiloxBits(uint64_t seed, uint32_t stream, uint32_t step, uint64_t first, u
       U::Store4(x[s].c0, x[s].c1, x[s].c2, x[s].c3, out + 4 * (pass + s * U::kLanes));
     }
   }
+}
+
+namespace {
+
+template <typename T>
+void Dropout(const DropoutArgs<T>& d, int64_t begin, int64_t end) {
+  constexpr int64_t kChunk = 4 * kPhiloxBlocks;
+  alignas(64) uint32_t bits[kChunk];
+  for (int64_t c = begin; c < end; ++c) {
+    PhiloxBits(d.seed, d.stream, d.step, static_cast<uint64_t>(c) * kPhiloxBlocks, bits);
+    const int64_t base = c * kChunk;
+    const int64_t len = d.n - base < kChunk ? d.n - base : kChunk;
+    const T* x = d.x + base;
+    T* y = d.y + base;
+    // Locals, not d's fields: a store to y could alias d.scale, which would
+    // keep the loop from vectorising.
+    const uint32_t threshold = d.threshold;
+    const T scale = d.scale;
+    // x * 0 rather than 0: a dropped -x is -0.0, a dropped NaN or Inf NaN.
+    for (int64_t j = 0; j < len; ++j) y[j] = x[j] * ((bits[j] >> 8) >= threshold ? scale : T(0));
+  }
+}
+
+}  // namespace
+
+void DropoutF32(const DropoutArgs<float>& args, int64_t begin, int64_t end) {
+  Dropout(args, begin, end);
+}
+void DropoutF64(const DropoutArgs<double>& args, int64_t begin, int64_t end) {
+  Dropout(args, begin, end);
 }
 
 }  // namespace dagrad::kernels::DAGRAD_ISA
