@@ -55,7 +55,9 @@ DAGRAD_HOST_DEVICE inline float UniformFromBits(uint32_t bits) {
 
 // RandomStream names one use of the generator: a key (the seed) and the
 // upper half of the counter (a stream id such as a node id, and a step). The
-// lower half of the counter is the element index divided by four.
+// lower half of the counter is the element index divided by four. The CPU
+// computes many blocks at once with the vectorised philox_bits kernel
+// (ops/kernels/cpu_kernels.h), which gives the same numbers.
 struct RandomStream {
   uint64_t seed;
   uint32_t stream;
@@ -73,14 +75,6 @@ struct RandomStream {
   DAGRAD_HOST_DEVICE uint32_t Bits(uint64_t index) const {
     return Block(index >> 2).v[index & 3];
   }
-
-#if !defined(__CUDACC__)
-  // FillBits writes the bits of elements 4*first .. 4*(first+kLanes)-1 to
-  // `out`: the same numbers as Bits, kLanes blocks at a time (with AVX-512
-  // when the library is built for it). Host only; defined in philox.cc.
-  static constexpr int kLanes = 64;
-  void FillBits(uint64_t first, uint32_t* out) const;
-#endif
 };
 
 // StableHash64 is FNV-1a over a byte string: a hash that never changes

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/cpu_isa.h"
 #include "ops/small_gemm.h"
 
 extern "C" {
@@ -32,16 +33,14 @@ CpuState& State() {
   return *state;
 }
 
-bool HasAvx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-}
-bool HasAvx2Fma() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
+// The instructions of BLIS's skx and haswell sets are those of dagrad's
+// avx512 and avx2 kernel levels.
+bool HasAvx512() { return CpuHasInstructionsOf(CpuIsa::kAvx512); }
+bool HasAvx2Fma() { return CpuHasInstructionsOf(CpuIsa::kAvx2); }
 
 std::string FeatureString() {
   std::vector<std::string> f;
+#if defined(__x86_64__)
 #define DAGRAD_FEATURE(name) \
   if (__builtin_cpu_supports(name)) f.push_back(name)
   DAGRAD_FEATURE("avx512f");
@@ -52,6 +51,7 @@ std::string FeatureString() {
   DAGRAD_FEATURE("fma");
   DAGRAD_FEATURE("avx");
 #undef DAGRAD_FEATURE
+#endif
   return absl::StrJoin(f, " ");
 }
 
@@ -71,7 +71,11 @@ bool CanRun(int id) {
     case BLIS_ARCH_BULLDOZER:
       return HasAvx2Fma();
     case BLIS_ARCH_SANDYBRIDGE:
+#if defined(__x86_64__)
       return __builtin_cpu_supports("avx");
+#else
+      return false;
+#endif
     case BLIS_ARCH_PENRYN:
     case BLIS_ARCH_GENERIC:
       return true;
@@ -153,7 +157,8 @@ void ApplyThreads(int n) { bli_thread_set_num_threads(n); }
 
 absl::Status ConfigureCpu() {
   absl::call_once(configure_once, [] {
-    State().status = SelectArch();
+    State().status = ChooseCpuIsa().status();
+    if (State().status.ok()) State().status = SelectArch();
     // Any BLIS call initialises BLIS, so threads are applied only after the
     // kernel set has been chosen.
     if (State().status.ok()) ApplyThreads(NumThreads());
@@ -203,11 +208,12 @@ template <typename T>
 absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
                   int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t rsc,
                   int64_t csc, bool one_thread) {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   if (IsSmallGemm(m, n, k) && csc == 1) {
-    SmallGemm<T>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+    // ActiveKernels is ok: ConfigureCpu checked it.
+    SmallGemm<T>(**ActiveKernels(), m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
   }
-  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   // The thread count is passed on every call, so it holds in any calling
   // thread; one thread when asked: the caller spreads products over them.
   rntm_t rntm = BLIS_RNTM_INITIALIZER;

@@ -25,10 +25,11 @@
 
 namespace dagrad {
 
-// ConfigureCpu selects the BLIS kernel set (once per process) and returns
-// FailedPrecondition, naming the variable and the valid choices, when
-// BLIS_ARCH_TYPE asks for a set this BLIS or this CPU cannot run. Later calls
-// return the first call's result.
+// ConfigureCpu selects dagrad's kernel level (ChooseCpuIsa, ops/cpu_isa.h)
+// and the BLIS kernel set (once per process) and returns FailedPrecondition,
+// naming the variable and the valid choices, when DAGRAD_CPU_ISA or
+// BLIS_ARCH_TYPE asks for a level or set this BLIS or this CPU cannot run.
+// Later calls return the first call's result.
 absl::Status ConfigureCpu();
 
 struct CpuInfo {

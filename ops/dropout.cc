@@ -4,13 +4,14 @@
 
 #include "ops/dropout.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "engine/philox.h"
 #include "engine/status_macros.h"
+#include "ops/cpu_isa.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -41,23 +42,24 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
       if (y != x) std::memcpy(y, x, n * sizeof(T));  // in place: nothing to do
       return absl::OkStatus();
     }
-    const RandomStream rs{ctx.run.seed, StreamOf(ctx.node), static_cast<uint32_t>(ctx.run.step)};
-    const T scale = T(1) / (T(1) - static_cast<T>(p));
+    DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
     // keep iff u >= p with u = (bits >> 8) * 2^-24, i.e. iff (bits >> 8) >=
     // ceil(p * 2^24): the same decision as UniformFromBits(bits) >= p, as an
     // integer comparison.
-    const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));
-    constexpr int64_t kChunk = 4 * RandomStream::kLanes;  // elements per FillBits
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
-    ParallelFor(chunks, 64, [=](int64_t begin, int64_t end) {
-      alignas(64) uint32_t bits[kChunk];
-      for (int64_t c = begin; c < end; ++c) {
-        rs.FillBits(static_cast<uint64_t>(c) * RandomStream::kLanes, bits);
-        const int64_t base = c * kChunk;
-        const int64_t len = std::min<int64_t>(kChunk, n - base);
-        for (int64_t j = 0; j < len; ++j) {
-          y[base + j] = x[base + j] * ((bits[j] >> 8) >= threshold ? scale : T(0));
-        }
+    const DropoutArgs<T> args = {ctx.run.seed,
+                                 StreamOf(ctx.node),
+                                 static_cast<uint32_t>(ctx.run.step),
+                                 n,
+                                 static_cast<uint32_t>(std::ceil(p * 16777216.0)),
+                                 T(1) / (T(1) - static_cast<T>(p)),
+                                 x,
+                                 y};
+    constexpr int64_t kChunk = 4 * kPhiloxBlocks;  // elements per kernel chunk
+    ParallelFor((n + kChunk - 1) / kChunk, 64, [&](int64_t begin, int64_t end) {
+      if constexpr (std::is_same_v<T, float>) {
+        kernels->dropout_f32(args, begin, end);
+      } else {
+        kernels->dropout_f64(args, begin, end);
       }
     });
     return absl::OkStatus();

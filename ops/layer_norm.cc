@@ -6,12 +6,16 @@
 // E[x^2] - E[x]^2 on rows with a large mean. The backward kernel recomputes
 // them rather than saving them from the forward pass: a row is re-read from
 // cache for a few flops per element, and the graph needs no second output.
+// The row loops are ISA-level kernels (ops/kernels/row_kernels.cc).
 
 #include "ops/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "engine/status_macros.h"
+#include "ops/cpu_isa.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
@@ -73,98 +77,39 @@ absl::StatusOr<TensorType> InferLayerNormGrad(const InferContext& ctx) {
 
 // ---- CPU kernels -----------------------------------------------------------
 
-struct Moments {
-  double mean, rstd;  // rstd = 1 / sqrt(biased variance + eps)
-};
-
+// Both kernels run the active ISA level's row kernels
+// (ops/kernels/row_kernels.cc), over chunks of rows split across threads.
 template <typename T>
-Moments RowMoments(const T* x, int64_t n, double eps) {
-  const double mean = SumLanes(n, [&](int64_t i) { return static_cast<double>(x[i]); }) / n;
-  const double var = SumLanes(n, [&](int64_t i) {
-                       const double d = x[i] - mean;
-                       return d * d;
-                     }) / n;
-  return {mean, 1.0 / std::sqrt(var + eps)};
+absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
+  DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
+  const Rows shape = RowsOf(*ctx.in(0).shape);
+  // Inputs: forward (x, gamma?, beta?), grad (x, gamma?, g).
+  const LayerNormArgs<T> args = {shape.d,
+                                 ctx.attrs().GetFloat("eps"),
+                                 ctx.in(0).as<T>(),
+                                 ctx.has(1) ? ctx.in(1).as<T>() : nullptr,
+                                 !grad && ctx.has(2) ? ctx.in(2).as<T>() : nullptr,
+                                 grad ? ctx.in(2).as<T>() : nullptr,
+                                 ctx.output.as<T>()};
+  ParallelFor(shape.rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(shape.d, 1)),
+              [&](int64_t begin, int64_t end) {
+                if constexpr (std::is_same_v<T, float>) {
+                  (grad ? kernels->layer_norm_grad_f32 : kernels->layer_norm_f32)(args, begin, end);
+                } else {
+                  (grad ? kernels->layer_norm_grad_f64 : kernels->layer_norm_f64)(args, begin, end);
+                }
+              });
+  return absl::OkStatus();
 }
-
 
 absl::Status LayerNormKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = ctx.in(0).as<T>();
-    const T* gamma = ctx.has(1) ? ctx.in(1).as<T>() : nullptr;
-    const T* beta = ctx.has(2) ? ctx.in(2).as<T>() : nullptr;
-    T* y = ctx.output.as<T>();
-    const double eps = ctx.attrs().GetFloat("eps");
-    const Rows shape = RowsOf(*ctx.in(0).shape);
-    const int64_t rows = shape.rows, d = shape.d;
-    // Each row is read whole (for its moments) before any of it is written,
-    // and then elementwise, so y may be x's buffer (the op is in place).
-    ParallelFor(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(d, 1)),
-                [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const T* xr = x + r * d;
-        T* yr = y + r * d;
-        const Moments m = RowMoments(xr, d, eps);
-        // In double: rounding the mean to float32 first would cost up to half
-        // an ulp of the mean, which on a row far from 0 is many ulps of xhat.
-        for (int64_t i = 0; i < d; ++i) yr[i] = static_cast<T>((xr[i] - m.mean) * m.rstd);
-        if (gamma) {
-          for (int64_t i = 0; i < d; ++i) yr[i] *= gamma[i];
-        }
-        if (beta) {
-          for (int64_t i = 0; i < d; ++i) yr[i] += beta[i];
-        }
-      }
-    });
-    return absl::OkStatus();
-  });
-}
-
-// dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)), gy = g * gamma.
-template <typename T, bool kGamma>
-void LayerNormGradRows(const T* x, const T* gamma, const T* g, T* dx, Rows s, double eps) {
-  const int64_t d = s.d;
-  ParallelFor(s.rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(d, 1)),
-              [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const T* xr = x + r * d;
-      const T* gr = g + r * d;
-      T* dxr = dx + r * d;
-      const Moments m = RowMoments(xr, d, eps);
-      auto gy = [&](int64_t i) -> double {
-        if constexpr (kGamma) {
-          return static_cast<double>(gr[i]) * gamma[i];
-        } else {
-          return gr[i];
-        }
-      };
-      const double mean_gy = SumLanes(d, gy) / d;
-      const double mean_gy_xhat =
-          SumLanes(d, [&](int64_t i) { return gy(i) * ((xr[i] - m.mean) * m.rstd); }) / d;
-      // Read x[i] and g[i] before writing dx[i]: dx may be x's buffer.
-      for (int64_t i = 0; i < d; ++i) {
-        const double xhat = (xr[i] - m.mean) * m.rstd;
-        dxr[i] = static_cast<T>(m.rstd * (gy(i) - mean_gy - xhat * mean_gy_xhat));
-      }
-    }
-  });
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return LayerNormRows<decltype(tag)>(ctx, false); });
 }
 
 absl::Status LayerNormGradKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = ctx.in(0).as<T>();
-    const T* g = ctx.in(2).as<T>();
-    T* dx = ctx.output.as<T>();
-    const double eps = ctx.attrs().GetFloat("eps");
-    if (ctx.has(1)) {
-      LayerNormGradRows<T, true>(x, ctx.in(1).as<T>(), g, dx, RowsOf(*ctx.in(0).shape), eps);
-    } else {
-      LayerNormGradRows<T, false>(x, nullptr, g, dx, RowsOf(*ctx.in(0).shape), eps);
-    }
-    return absl::OkStatus();
-  });
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return LayerNormRows<decltype(tag)>(ctx, true); });
 }
 
 // ---- gradient rule ---------------------------------------------------------

@@ -3,6 +3,7 @@
 #include "ops/matmul.h"
 
 #include "ops/broadcast.h"
+#include "ops/cpu_isa.h"
 #include "ops/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
@@ -83,19 +84,20 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
       *ob += idx * stride_b[d];
     }
   };
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   if (IsSmallGemm(m, n, k)) {
+    const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
     // Many small products: one per thread at a time, no BLIS.
     ParallelFor(batches, std::max<int64_t>(1, 32768 / (m * n * k + 1)), [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) {
         int64_t oa, ob;
         offsets(i, &oa, &ob);
-        SmallGemm<T>(m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b, rsb, csb, T(0),
-                     c + i * m * n, n);
+        SmallGemm<T>(kernels, m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b, rsb,
+                     csb, T(0), c + i * m * n, n);
       }
     });
     return absl::OkStatus();
   }
-  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   // Medium products, at least one per thread: each thread runs whole
   // products with single-threaded BLIS, which beats splitting every product
   // across the threads (and their synchronisation) at these sizes.

@@ -3,31 +3,40 @@
 // SmallGemm: C = alpha * A·B + beta * C for products too small for BLIS,
 // whose per-call overhead (packing, thread set-up: ~5 us) dominates a
 // 32x32x32 product: BLIS reaches 12 GFLOP/s there. The attention of a small
-// model is thousands of such products per step. B is first packed into a
-// contiguous panel; then 8 rows of C at a time accumulate in registers
-// (8 rows x 2 vectors of 16 lanes), written as plain loops the compiler vectorises.
+// model is thousands of such products per step. The kernel is the active
+// ISA level's (ops/kernels/small_gemm_kernel.cc: B packed into a panel,
+// then register blocks of C shaped for the level's register file); this
+// wrapper supplies the panel, one per thread.
 //
 // Operands are given like Gemm's: pointers with (row, column) strides; C is
 // row-major (row stride ldc, unit column stride).
 //
-//   if (IsSmallGemm(m, n, k)) SmallGemm<float>(m, n, k, 1, a, rsa, csa, b, rsb, csb, 0, c, n);
+//   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
+//   if (IsSmallGemm(m, n, k))
+//     SmallGemm<float>(*kernels, m, n, k, 1, a, rsa, csa, b, rsb, csb, 0, c, n);
 
 #ifndef DAGRAD_OPS_SMALL_GEMM_H_
 #define DAGRAD_OPS_SMALL_GEMM_H_
 
 #include <cstdint>
 
+#include "ops/kernels/cpu_kernels.h"
+
 namespace dagrad {
 
-// IsSmallGemm is true when SmallGemm beats BLIS (measured on AVX-512: up to
-// about 2^17 multiply-adds, with n and k not too long for the packed panel).
+// IsSmallGemm is true when SmallGemm beats BLIS (measured on AVX-512 and
+// AVX2: up to about 2^17 multiply-adds, with n and k not too long for the
+// packed panel).
 inline bool IsSmallGemm(int64_t m, int64_t n, int64_t k) {
   return m * n * k <= (int64_t{1} << 17) && n <= 256 && k <= 256;
 }
 
+// SmallGemm runs `kernels`' small_gemm for T (float or double); requires
+// IsSmallGemm(m, n, k).
 template <typename T>
-void SmallGemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa,
-               const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t ldc);
+void SmallGemm(const CpuKernels& kernels, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c,
+               int64_t ldc);
 
 }  // namespace dagrad
 

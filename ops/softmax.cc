@@ -6,8 +6,8 @@
 // The kernels work on rows of the last axis, split over threads. Each row is
 // a few simple loops over contiguous memory (scale and bias, mask, max,
 // exp-and-sum, normalise) rather than one loop with branches, so that the
-// compiler vectorises all but the exp loop (GCC only calls glibc's vector exp
-// under -ffast-math, which dagrad does not use). Positions cut off by a valid
+// compiler vectorises each; the float exp-and-sum is the active ISA level's
+// kernel (ops/kernels/row_kernels.cc). Positions cut off by a valid
 // length or the causal limit form the row's tail: it is zeroed, never
 // exponentiated.
 
@@ -17,10 +17,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "engine/status_macros.h"
 #include "ops/broadcast.h"
+#include "ops/cpu_isa.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
@@ -129,17 +131,22 @@ int64_t LeadingRows(const Shape& s) {
 // RowGrain keeps about 16k elements per chunk of rows.
 int64_t RowGrain(int64_t k) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)); }
 
-// ExpShiftInPlace sets y[k] = exp(y[k] - m) for k < n and returns their sum
-// (in double, as every float reduction).
+// ExpShiftSum returns the sum, in double, of exp(x[k] - m) for k < n, and
+// stores each term to y[k] unless y is null (y may be x). float runs the
+// active ISA level's kernel; double's std::exp does not vectorise.
 template <typename T>
-double ExpShiftInPlace(T* y, int64_t n, T m) {
-  double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t k = 0; k < n; ++k) {
-    y[k] = VectorExp(y[k] - m);
-    sum += y[k];
+double ExpShiftSum(const CpuKernels& kernels, const T* x, T* y, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return kernels.exp_shift_sum_f32(x, y, n, m);
+  } else {
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const T e = VectorExp(x[k] - m);
+      if (y != nullptr) y[k] = e;
+      sum += e;
+    }
+    return sum;
   }
-  return sum;
 }
 
 // RowOffset maps a row (a flat index over scores' leading axes) to an
@@ -183,6 +190,7 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
   const int64_t rows = LeadingRows(s);
   const int64_t q_size = rank >= 2 ? s[rank - 2] : 1;
   const int64_t rows_per_b = rank >= 2 && s[0] > 0 ? rows / s[0] : rows;
+  DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   const T scale = static_cast<T>(ctx.attrs().GetFloat("scale", 1.0));
   const bool causal = ctx.attrs().GetBool("causal");
   const int64_t offset = ctx.attrs().GetInt("causal_offset");
@@ -238,7 +246,7 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
       const T m = RowMax(y, n);
       if (m == kNegInf) n = 0;  // every position masked: the row is zeros
       if (n > 0) {
-        const T inv = static_cast<T>(1.0 / ExpShiftInPlace(y, n, m));
+        const T inv = static_cast<T>(1.0 / ExpShiftSum(*kernels, y, y, n, m));
         for (int64_t k = 0; k < n; ++k) y[k] *= inv;
       }
       std::fill(y + n, y + kk, T(0));
@@ -255,6 +263,7 @@ absl::Status MaskedSoftmaxKernel(const KernelContext& ctx) {
 absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
+    DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
     const Shape& s = *ctx.in(0).shape;
     const int64_t kk = s[s.rank() - 1];
     const T* x = ctx.in(0).as<T>();
@@ -264,10 +273,8 @@ absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
         const T* xr = x + row * kk;
         T* y = out + row * kk;
         const T m = RowMax(xr, kk);
-        // The sum is not stored: y may alias x (in place).
-        double sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t k = 0; k < kk; ++k) sum += VectorExp(xr[k] - m);
+        // The terms are not stored: y may alias x (in place).
+        const double sum = ExpShiftSum<T>(*kernels, xr, nullptr, kk, m);
         const T shift = static_cast<T>(m + std::log(sum));
         for (int64_t k = 0; k < kk; ++k) y[k] = xr[k] - shift;
       }

@@ -31,13 +31,20 @@
 
 namespace dagrad {
 
-inline float VectorExp(float x) {
+// static: each translation unit keeps its own copy. The ISA-level kernels
+// (ops/kernels/) compile this header once per level; a shared inline copy
+// could be the AVX-512 one for everyone.
+static inline float VectorExp(float x) {
   constexpr float kLo = -87.33654f, kHi = 88.72283f;
   // Clamp with comparisons that map NaN to a finite bound (fminf/fmaxf would
   // be library calls here, and block vectorisation).
   float xc = x >= kLo ? x : kLo;
   xc = xc <= kHi ? xc : kHi;
-  const float n = std::nearbyint(xc * 1.44269504088896341f);
+  // n = round-to-nearest-even(xc / ln2) by adding and subtracting 1.5 * 2^23
+  // (|xc / ln2| < 2^22): what std::nearbyint gives in the default rounding
+  // mode, but two adds that vectorise with SSE2, where nearbyint is a call.
+  constexpr float kRound = 12582912.0f;
+  const float n = (xc * 1.44269504088896341f + kRound) - kRound;
   // Cody-Waite: r = x - n ln2 in two parts, exact for |n| < 2^8.
   const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;

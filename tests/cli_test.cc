@@ -31,11 +31,12 @@ struct Result {
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
-Result Dagrad(const std::string& args) {
+// Dagrad runs the program with `args`, under `env` (e.g. "env X=1") if given.
+Result Dagrad(const std::string& args, const std::string& env = "") {
   static int counter = 0;
   const std::string base = absl::StrCat(::testing::TempDir(), "/cli_", getpid(), "_", counter++);
-  const std::string cmd = absl::StrCat(DAGRAD_CLI_PATH, " ", args, " > ", base, ".out 2> ",
-                                       base, ".err");
+  const std::string cmd = absl::StrCat(env, " ", DAGRAD_CLI_PATH, " ", args, " > ", base,
+                                       ".out 2> ", base, ".err");
   const int status = std::system(cmd.c_str());
   Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(base + ".out").value_or(""),
            ReadFile(base + ".err").value_or("")};
@@ -121,6 +122,27 @@ TEST(Cli, InfoShowsANonGenericBlisKernelSet) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("cpu: BLIS"));
   EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("kernel set 'generic'")));
+}
+
+TEST(Cli, InfoNamesTheKernelLevelAndWhatChoseIt) {
+  const Result chosen = Dagrad("info", "env -u DAGRAD_CPU_ISA");
+  ASSERT_EQ(chosen.code, 0) << chosen.err;
+  EXPECT_THAT(chosen.out, ::testing::ContainsRegex(
+                              "\nkernels: (avx512|avx2|baseline) \\(chosen by cpu features\\)\n"));
+  const Result lowered = Dagrad("info", "env DAGRAD_CPU_ISA=baseline");
+  ASSERT_EQ(lowered.code, 0) << lowered.err;
+  EXPECT_THAT(lowered.out, ::testing::HasSubstr("\nkernels: baseline (chosen by DAGRAD_CPU_ISA)\n"));
+}
+
+TEST(Cli, AnUnrunnableKernelLevelIsAUsageErrorListingTheValidOnes) {
+  for (const std::string& command :
+       {std::string("info"), absl::StrCat("train --steps=1 --out=", FreshDir("bad_isa"))}) {
+    const Result r = Dagrad(command, "env DAGRAD_CPU_ISA=avx9000");
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_THAT(r.err, ::testing::HasSubstr("DAGRAD_CPU_ISA='avx9000' is not a kernel level; "
+                                            "valid: "));
+    EXPECT_THAT(r.err, ::testing::HasSubstr("baseline (it can only lower"));
+  }
 }
 
 TEST(Cli, TrainingIsDeterministic) {

@@ -278,16 +278,5 @@ TEST(Dropout, KeptMassIsWithin1e4OfOneUpToTheLargestP) {
   }
 }
 
-TEST(Philox, BatchedBitsEqualElementBits) {
-  for (uint64_t first : {uint64_t{0}, uint64_t{5}, uint64_t{0xfffffff8}, uint64_t{1} << 40}) {
-    const RandomStream rs{0x123456789abcdefull, 77, 3};
-    uint32_t batch[4 * RandomStream::kLanes];
-    rs.FillBits(first, batch);
-    for (int i = 0; i < 4 * RandomStream::kLanes; ++i) {
-      ASSERT_EQ(batch[i], rs.Bits(first * 4 + i)) << "first group " << first << ", element " << i;
-    }
-  }
-}
-
 }  // namespace
 }  // namespace dagrad::testing

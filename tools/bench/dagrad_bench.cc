@@ -1,5 +1,5 @@
 // dagrad's side of the CPU comparison with PyTorch: the cases of
-// ../shared/bench/torch_anchor.py, as Google Benchmarks.
+// tools/bench/torch_anchor.py, as Google Benchmarks.
 //
 //   ./build/tools/dagrad_bench --threads=1 [--benchmark_filter=mha] [--benchmark_format=json]
 //
@@ -14,8 +14,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -28,6 +26,7 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
+#include "tools/bench/bench_main.h"
 
 namespace dagrad {
 namespace {
@@ -122,24 +121,4 @@ void Register() {
 }  // namespace
 }  // namespace dagrad
 
-int main(int argc, char** argv) {
-  int threads = 0;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      threads = std::atoi(argv[i] + 10);
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  if (absl::Status st = dagrad::ConfigureCpu(); !st.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
-    return 2;
-  }
-  if (threads > 0) dagrad::SetNumThreads(threads);
-  dagrad::Register();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  return 0;
-}
+int main(int argc, char** argv) { return dagrad::BenchMain(argc, argv, dagrad::Register, 0); }

@@ -33,6 +33,9 @@ absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags() {
     if (absl::GetFlag(FLAGS_tf32)) {
       return absl::InvalidArgumentError("--tf32 applies to --device=cuda only");
     }
+    // DAGRAD_CPU_ISA and BLIS_ARCH_TYPE errors before any work, not at the
+    // first kernel that dispatches.
+    if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
     return CpuDevice();
   }
   int ordinal = 0;

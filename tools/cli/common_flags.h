@@ -33,8 +33,10 @@ absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags();
 
 // DeviceFromFlags returns the device --device names: "cpu", "cuda" or
 // "cuda:N" (with --tf32 allowing TF32 matrix products on the GPU).
-// InvalidArgument for another value; the CUDA device's own errors (e.g.
-// Unavailable when no GPU is visible or CUDA is not built in).
+// InvalidArgument for another value; for "cpu", ConfigureCpu's errors
+// (FailedPrecondition for a bad DAGRAD_CPU_ISA or BLIS_ARCH_TYPE); the CUDA
+// device's own errors (e.g. Unavailable when no GPU is visible or CUDA is
+// not built in).
 absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags();
 
 // DotProgram is the Graphviz `dot` found at build time or on PATH, or "".

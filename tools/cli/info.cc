@@ -4,6 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "engine/cuda/cuda_device.h"
+#include "ops/cpu_isa.h"
 #include "ops/cpu_runtime.h"
 #include "ops/registry.h"
 #include "tools/cli/command.h"
@@ -16,11 +17,13 @@ int RunInfo() {
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(InfoCommand(), std::string(st.message()));
   if (absl::Status st = ConfigureCpu(); !st.ok()) return Failure(InfoCommand(), st);
   const CpuInfo cpu = GetCpuInfo();
+  const CpuIsaChoice isa = *ChooseCpuIsa();  // ok: ConfigureCpu checked it
   std::cout << "dagrad " << DAGRAD_VERSION << "\n"
             << "cpu: BLIS " << cpu.blis_version << ", kernel set '" << cpu.blis_arch
             << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
             << (cpu.threads == 1 ? "" : "s") << "\n"
             << "cpu features: " << cpu.cpu_features << "\n"
+            << "kernels: " << CpuIsaName(isa.isa) << " (chosen by " << isa.chosen_by << ")\n"
             << "cuda: " << ::dagrad::DescribeCuda() << "\n"
             << "graphviz: " << (DotProgram().empty() ? "not found (DOT files are still written)"
                                                      : DotProgram())
@@ -32,7 +35,7 @@ int RunInfo() {
 }  // namespace
 
 Command InfoCommand() {
-  return {"info", "print the BLIS kernel set, thread count, CUDA devices and Graphviz",
+  return {"info", "print the BLIS kernel set, dagrad's kernel level, threads, CUDA devices and Graphviz",
           {"threads"}, RunInfo};
 }
 

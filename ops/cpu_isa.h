@@ -1,0 +1,72 @@
+// ops/cpu_isa.h
+//
+// Run-time choice of dagrad's kernel level, as BLIS and ATen's CPU
+// capability do it: the hot kernels (ops/kernels/) are compiled once per ISA
+// level, and the best level this CPU runs is picked once per process from
+// its features (__builtin_cpu_supports). The rest of the library is
+// compiled for the portable baseline, so one binary runs on any x86-64.
+//
+//   x86-64:  avx512 (AVX-512 F/BW/DQ/VL), avx2 (AVX2 + FMA), baseline (SSE2)
+//   aarch64: baseline (NEON, which every ARMv8-A CPU has)
+//
+// DAGRAD_CPU_ISA=avx512|avx2|baseline lowers the level (to compare levels,
+// or to reproduce another machine's numbers); it cannot raise it.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* k, ActiveKernels());
+//   k->small_gemm_f32(args);
+//
+// Tests call every level this CPU can run in one process through
+// KernelsFor, comparing each against the baseline.
+
+#ifndef DAGRAD_OPS_CPU_ISA_H_
+#define DAGRAD_OPS_CPU_ISA_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ops/kernels/cpu_kernels.h"
+
+namespace dagrad {
+
+// The kernel levels, lowest first.
+enum class CpuIsa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
+
+// CpuIsaName returns "baseline", "avx2" or "avx512".
+absl::string_view CpuIsaName(CpuIsa isa);
+
+// CpuHasInstructionsOf is true when this CPU has the instructions of
+// `isa`'s kernels: avx512 needs AVX-512 F, BW, DQ and VL (like BLIS's skx),
+// avx2 needs AVX2 and FMA (like BLIS's haswell).
+bool CpuHasInstructionsOf(CpuIsa isa);
+
+// CpuIsaRunnable returns the levels this build has kernels for and this
+// CPU has the instructions of, lowest first (baseline is always there).
+std::vector<CpuIsa> CpuIsaRunnable();
+
+// KernelsFor returns the table of `isa`, which must be in CpuIsaRunnable()
+// (checked: anything else is a bug in the caller).
+const CpuKernels& KernelsFor(CpuIsa isa);
+
+// ParseCpuIsa maps a DAGRAD_CPU_ISA value to a level in `runnable`, or
+// returns FailedPrecondition naming the value and listing the valid ones
+// (an unknown name, or a level this CPU or build lacks).
+absl::StatusOr<CpuIsa> ParseCpuIsa(absl::string_view text, const std::vector<CpuIsa>& runnable);
+
+struct CpuIsaChoice {
+  CpuIsa isa;
+  std::string chosen_by;  // "cpu features" or "DAGRAD_CPU_ISA"
+};
+
+// ChooseCpuIsa returns the level of this process, chosen on the first call:
+// DAGRAD_CPU_ISA when set (ParseCpuIsa's errors), else the highest runnable
+// level. Later calls return the first call's result.
+absl::StatusOr<CpuIsaChoice> ChooseCpuIsa();
+
+// ActiveKernels returns the table of ChooseCpuIsa's level, or its error.
+absl::StatusOr<const CpuKernels*> ActiveKernels();
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_CPU_ISA_H_

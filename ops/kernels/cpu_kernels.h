@@ -1,0 +1,129 @@
+// ops/kernels/cpu_kernels.h
+//
+// CpuKernels: the table of dagrad's hot CPU kernels for one ISA level. The
+// sources in ops/kernels/ are compiled once per level (see
+// tools/cmake/isa_kernels.cmake), each copy into its own namespace
+// dagrad::kernels::<level>, whose Table() returns that level's entries.
+// ops/cpu_isa.h picks the table once per process; op kernels call through
+// it. Everything here is declarations and plain data: an inline function in
+// this header would be compiled at every level, and the linker could pick
+// the AVX-512 copy for everyone.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* k, ActiveKernels());
+//   k->philox_bits(seed, stream, step, first, bits);
+//
+// The FMA rule: the baseline level computes each expression as written
+// (the library is built with -ffp-contract=off), so it is the reference.
+// The avx2 and avx512 levels fuse multiply-adds explicitly where they pay;
+// each entry below says how far its result may differ from the baseline.
+
+#ifndef DAGRAD_OPS_KERNELS_CPU_KERNELS_H_
+#define DAGRAD_OPS_KERNELS_CPU_KERNELS_H_
+
+#include <cstdint>
+
+namespace dagrad {
+
+// SmallGemmArgs: C = alpha * A·B + beta * C, A (m x k) and B (k x n) given
+// by (row, column) strides, C row-major with row stride ldc. `panel` is
+// scratch for B packed into rows padded to 64 bytes: k * ceil(n * sizeof(T)
+// / 64) * 64 bytes, 64-byte aligned.
+template <typename T>
+struct SmallGemmArgs {
+  int64_t m, n, k;
+  T alpha;
+  const T* a;
+  int64_t rsa, csa;
+  const T* b;
+  int64_t rsb, csb;
+  T beta;
+  T* c;
+  int64_t ldc;
+  T* panel;
+};
+
+// Philox4x32-10 blocks per philox_bits call.
+inline constexpr int kPhiloxBlocks = 64;
+
+// DropoutArgs: y = x * (keep ? scale : 0) over n elements, where element
+// i's keep is ((word i of RandomStream{seed, stream, step}) >> 8) >=
+// threshold (engine/philox.h: word i is word i % 4 of block i / 4). y may
+// be x. Work is split in chunks of 4 * kPhiloxBlocks elements.
+template <typename T>
+struct DropoutArgs {
+  uint64_t seed;
+  uint32_t stream, step;
+  int64_t n;
+  uint32_t threshold;
+  T scale;
+  const T* x;
+  T* y;
+};
+
+// LayerNormArgs: rows of d elements of x (row-major) and their outputs y;
+// gamma, beta: (d,) or null. layer_norm_grad reads g (like x) and writes dx
+// to y, using gamma only. y may be x's buffer.
+template <typename T>
+struct LayerNormArgs {
+  int64_t d;
+  double eps;
+  const T* x;
+  const T* gamma;
+  const T* beta;
+  const T* g;
+  T* y;
+};
+
+struct CpuKernels {
+  const char* isa;  // "baseline", "avx2" or "avx512"
+
+  // small_gemm_*: the product described by SmallGemmArgs, register-blocked
+  // for the level's vector registers. Fused levels round each k-step once
+  // instead of twice, so elementwise |C - C_baseline| <= 2 (k + 2) eps
+  // (|alpha| |A|·|B| + |beta C|), eps of T.
+  void (*small_gemm_f32)(const SmallGemmArgs<float>& args);
+  void (*small_gemm_f64)(const SmallGemmArgs<double>& args);
+
+  // philox_bits writes the random words of blocks first .. first +
+  // kPhiloxBlocks - 1 of RandomStream{seed, stream, step} (engine/philox.h):
+  // out[4 * b + j] = word j of block first + b. `first` is a multiple of
+  // kPhiloxBlocks. Integer arithmetic: bit-identical on every level.
+  void (*philox_bits)(uint64_t seed, uint32_t stream, uint32_t step, uint64_t first,
+                      uint32_t* out);
+
+  // dropout_*: chunks [begin, end) of DropoutArgs. One multiply per
+  // element, as written: bit-identical on every level (-0.0, NaN and Inf
+  // included).
+  void (*dropout_f32)(const DropoutArgs<float>& args, int64_t begin, int64_t end);
+  void (*dropout_f64)(const DropoutArgs<double>& args, int64_t begin, int64_t end);
+
+  // exp_shift_sum_f32 returns the sum, in double, of exp(x[k] - m) for
+  // k < n (VectorExp, ops/vector_math.h) and stores each term to y[k]
+  // unless y is null; y may be x. Bit-identical on every level: no fused
+  // multiply-add, and a fixed summation order.
+  double (*exp_shift_sum_f32)(const float* x, float* y, int64_t n, float m);
+
+  // layer_norm_* / layer_norm_grad_*: rows [begin, end) of LayerNormArgs,
+  // the forward pass and dx (ops/layer_norm.h). Moments and sums in double
+  // in a fixed order, no fused multiply-add: bit-identical on every level.
+  void (*layer_norm_f32)(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
+  void (*layer_norm_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
+  void (*layer_norm_grad_f32)(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
+  void (*layer_norm_grad_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
+};
+
+namespace kernels {
+namespace baseline {
+const CpuKernels& Table();
+}
+namespace avx2 {
+const CpuKernels& Table();
+}
+namespace avx512 {
+const CpuKernels& Table();
+}
+}  // namespace kernels
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_KERNELS_CPU_KERNELS_H_

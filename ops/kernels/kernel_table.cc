@@ -1,0 +1,28 @@
+// Table() of the ISA level being compiled: its entries of CpuKernels.
+
+#include "ops/kernels/cpu_kernels.h"
+#include "ops/kernels/level.h"
+
+#define DAGRAD_STRINGIFY_(x) #x
+#define DAGRAD_STRINGIFY(x) DAGRAD_STRINGIFY_(x)
+
+namespace dagrad::kernels::DAGRAD_ISA {
+
+const CpuKernels& Table() {
+  static constexpr CpuKernels kTable = {
+      .isa = DAGRAD_STRINGIFY(DAGRAD_ISA),
+      .small_gemm_f32 = SmallGemmF32,
+      .small_gemm_f64 = SmallGemmF64,
+      .philox_bits = PhiloxBits,
+      .dropout_f32 = DropoutF32,
+      .dropout_f64 = DropoutF64,
+      .exp_shift_sum_f32 = ExpShiftSumF32,
+      .layer_norm_f32 = LayerNormF32,
+      .layer_norm_f64 = LayerNormF64,
+      .layer_norm_grad_f32 = LayerNormGradF32,
+      .layer_norm_grad_f64 = LayerNormGradF64,
+  };
+  return kTable;
+}
+
+}  // namespace dagrad::kernels::DAGRAD_ISA

@@ -1,0 +1,126 @@
+// Row kernels of softmax and layer norm for one ISA level: plain loops the
+// compiler vectorises at the level's width (4, 8 or 16 floats). None fuses
+// a multiply-add, and every sum has a fixed order (independent partial sums
+// in lanes, combined in order), so each level's result is bit-identical to
+// the baseline's; the levels differ only in speed.
+
+#include "ops/kernels/cpu_kernels.h"
+#include "ops/kernels/level.h"
+// VectorExp has internal linkage (vector_math.h says why); nothing else of
+// that header is used here.
+#include "ops/vector_math.h"
+
+#include <cmath>
+
+namespace dagrad::kernels::DAGRAD_ISA {
+namespace {
+
+// SumLanes returns f(0) + ... + f(n-1) in double: kLanes partial sums, so
+// that the loop vectorises without reordering any one sum.
+constexpr int kLanes = 16;
+
+template <typename F>
+double SumLanes(int64_t n, F&& f) {
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lane[l] += f(i + l);
+  }
+  double s = 0;
+  for (; i < n; ++i) s += f(i);
+  for (int l = 0; l < kLanes; ++l) s += lane[l];
+  return s;
+}
+
+struct Moments {
+  double mean, rstd;  // rstd = 1 / sqrt(biased variance + eps)
+};
+
+// Two passes in double (mean, then squared deviations): no cancellation of
+// E[x^2] - E[x]^2 on rows with a large mean.
+template <typename T>
+Moments RowMoments(const T* x, int64_t n, double eps) {
+  const double mean = SumLanes(n, [&](int64_t i) { return static_cast<double>(x[i]); }) / n;
+  const double var = SumLanes(n, [&](int64_t i) {
+                       const double d = x[i] - mean;
+                       return d * d;
+                     }) / n;
+  return {mean, 1.0 / std::sqrt(var + eps)};
+}
+
+template <typename T>
+void LayerNormRows(const LayerNormArgs<T>& a, int64_t begin, int64_t end) {
+  const int64_t d = a.d;
+  const T* gamma = a.gamma;
+  const T* beta = a.beta;
+  for (int64_t r = begin; r < end; ++r) {
+    const T* x = a.x + r * d;
+    T* y = a.y + r * d;
+    const Moments m = RowMoments(x, d, a.eps);
+    // In double: rounding the mean to T first would cost up to half an ulp
+    // of the mean, which on a row far from 0 is many ulps of xhat.
+    for (int64_t i = 0; i < d; ++i) y[i] = static_cast<T>((x[i] - m.mean) * m.rstd);
+    if (gamma) {
+      for (int64_t i = 0; i < d; ++i) y[i] *= gamma[i];
+    }
+    if (beta) {
+      for (int64_t i = 0; i < d; ++i) y[i] += beta[i];
+    }
+  }
+}
+
+// dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)), gy = g * gamma.
+template <typename T>
+void LayerNormGradRows(const LayerNormArgs<T>& a, int64_t begin, int64_t end) {
+  const int64_t d = a.d;
+  const T* gamma = a.gamma;
+  for (int64_t r = begin; r < end; ++r) {
+    const T* x = a.x + r * d;
+    const T* g = a.g + r * d;
+    T* dx = a.y + r * d;
+    const Moments m = RowMoments(x, d, a.eps);
+    auto gy = [&](int64_t i) -> double {
+      return gamma ? static_cast<double>(g[i]) * gamma[i] : static_cast<double>(g[i]);
+    };
+    const double mean_gy = SumLanes(d, gy) / d;
+    const double mean_gy_xhat =
+        SumLanes(d, [&](int64_t i) { return gy(i) * ((x[i] - m.mean) * m.rstd); }) / d;
+    // Read x[i] and g[i] before writing dx[i]: dx may be x's buffer.
+    for (int64_t i = 0; i < d; ++i) {
+      const double xhat = (x[i] - m.mean) * m.rstd;
+      dx[i] = static_cast<T>(m.rstd * (gy(i) - mean_gy - xhat * mean_gy_xhat));
+    }
+  }
+}
+
+}  // namespace
+
+double ExpShiftSumF32(const float* x, float* y, int64_t n, float m) {
+  // Blocks of kBlock: exp into y (or a buffer), then the block's sum.
+  constexpr int64_t kBlock = 256;
+  alignas(64) float buffer[kBlock];
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = n - b < kBlock ? n - b : kBlock;
+    const float* in = x + b;
+    float* out = y != nullptr ? y + b : buffer;
+    for (int64_t k = 0; k < len; ++k) out[k] = VectorExp(in[k] - m);
+    total += SumLanes(len, [&](int64_t k) { return static_cast<double>(out[k]); });
+  }
+  return total;
+}
+
+void LayerNormF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end) {
+  LayerNormRows(args, begin, end);
+}
+void LayerNormF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end) {
+  LayerNormRows(args, begin, end);
+}
+void LayerNormGradF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end) {
+  LayerNormGradRows(args, begin, end);
+}
+void LayerNormGradF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end) {
+  LayerNormGradRows(args, begin, end);
+}
+
+}  // namespace dagrad::kernels::DAGRAD_ISA

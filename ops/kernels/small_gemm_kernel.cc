@@ -1,0 +1,113 @@
+// SmallGemm's kernel for one ISA level (see ops/small_gemm.h for when it is
+// used). B is packed into a contiguous panel; then kRows rows of C at a time
+// accumulate in registers (kRows x 2 vectors), each broadcast of A feeding
+// two multiply-adds and each vector of B kRows of them.
+//
+// kRows is the level's register budget: accumulators + 2 vectors of B + a
+// broadcast must fit the register file, or the loop spills and runs at a
+// fraction of the speed (the old 8 x 2 block of 64-byte vectors was 32 ymm
+// registers on AVX2, which has 16: ~3 GFLOP/s on 32^3 products).
+//   avx512 (32 zmm): 8 x 2 = 16 accumulators (131 GFLOP/s on 32^3, one
+//                    Zen 5 core; 4 rows reached 103);
+//   avx2 (16 ymm):   6 x 2 = 12, BLIS's haswell shape (6 x 16 floats);
+//   baseline (16 xmm, no FMA: a product and a sum per step, so one more
+//                    register for the product): 4 x 2 = 8;
+//   aarch64 (32 q):  8 x 2 = 16.
+
+#include <cstring>
+
+#include "ops/kernels/cpu_kernels.h"
+#include "ops/kernels/level.h"
+#include "ops/kernels/simd.h"
+
+namespace dagrad::kernels::DAGRAD_ISA {
+namespace {
+
+#if defined(__AVX512F__) || (defined(__aarch64__) && defined(__ARM_NEON))
+constexpr int kRows = 8;
+#elif defined(__AVX2__)
+constexpr int kRows = 6;
+#else
+constexpr int kRows = 4;
+#endif
+
+// Computes rows [i, i + R) and columns [j, j + C * lanes) of alpha * A·B from
+// the packed panel (k rows of `stride` elements, zero-padded), and writes the
+// first `cols` of those columns to C (with beta * C when beta != 0).
+template <typename T, int R, int C>
+void Block(const SmallGemmArgs<T>& g, int64_t i, int64_t j, int64_t cols, int64_t stride) {
+  using V = Simd<T>;
+  constexpr int W = V::kLanes;
+  typename V::Reg acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int q = 0; q < C; ++q) acc[r][q] = V::Zero();
+  }
+  const T* a = g.a + i * g.rsa;
+  for (int64_t p = 0; p < g.k; ++p) {
+    typename V::Reg bv[C];
+    for (int q = 0; q < C; ++q) bv[q] = V::Load(g.panel + p * stride + j + q * W);
+    for (int r = 0; r < R; ++r) {
+      const typename V::Reg av = V::Set1(a[r * g.rsa + p * g.csa]);
+      for (int q = 0; q < C; ++q) acc[r][q] = V::MulAdd(av, bv[q], acc[r][q]);
+    }
+  }
+  const typename V::Reg alpha = V::Set1(g.alpha);
+  for (int r = 0; r < R; ++r) {
+    T out[C * W];
+    for (int q = 0; q < C; ++q) V::Store(out + q * W, V::Mul(alpha, acc[r][q]));
+    T* cr = g.c + (i + r) * g.ldc + j;
+    if (g.beta == T(0)) {
+      std::memcpy(cr, out, cols * sizeof(T));
+    } else {
+      for (int64_t l = 0; l < cols; ++l) cr[l] = out[l] + g.beta * cr[l];
+    }
+  }
+}
+
+// RowTail runs the last `rows` (< kRows) rows as one block of that height.
+template <typename T, int R, int C>
+void RowTail(const SmallGemmArgs<T>& g, int64_t i, int64_t rows, int64_t j, int64_t cols,
+             int64_t stride) {
+  if constexpr (R > 0) {
+    if (rows == R) {
+      Block<T, R, C>(g, i, j, cols, stride);
+    } else {
+      RowTail<T, R - 1, C>(g, i, rows, j, cols, stride);
+    }
+  }
+}
+
+template <typename T, int C>
+void Columns(const SmallGemmArgs<T>& g, int64_t j, int64_t cols, int64_t stride) {
+  int64_t i = 0;
+  for (; i + kRows <= g.m; i += kRows) Block<T, kRows, C>(g, i, j, cols, stride);
+  RowTail<T, kRows - 1, C>(g, i, g.m - i, j, cols, stride);
+}
+
+template <typename T>
+void SmallGemm(const SmallGemmArgs<T>& g) {
+  constexpr int W = Simd<T>::kLanes;
+  // Pack B (k x n, any strides) into rows padded to 64 bytes.
+  constexpr int64_t kPad = 64 / sizeof(T);
+  const int64_t stride = (g.n + kPad - 1) / kPad * kPad;
+  for (int64_t p = 0; p < g.k; ++p) {
+    T* row = g.panel + p * stride;
+    const T* src = g.b + p * g.rsb;
+    if (g.csb == 1) {
+      std::memcpy(row, src, g.n * sizeof(T));
+    } else {
+      for (int64_t j = 0; j < g.n; ++j) row[j] = src[j * g.csb];
+    }
+    for (int64_t j = g.n; j < stride; ++j) row[j] = T(0);
+  }
+  int64_t j = 0;
+  for (; j + 2 * W <= g.n; j += 2 * W) Columns<T, 2>(g, j, 2 * W, stride);
+  for (; j < g.n; j += W) Columns<T, 1>(g, j, g.n - j < W ? g.n - j : W, stride);
+}
+
+}  // namespace
+
+void SmallGemmF32(const SmallGemmArgs<float>& args) { SmallGemm(args); }
+void SmallGemmF64(const SmallGemmArgs<double>& args) { SmallGemm(args); }
+
+}  // namespace dagrad::kernels::DAGRAD_ISA
