@@ -5,11 +5,11 @@
 #include "ops/dropout.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "engine/philox.h"
 #include "engine/status_macros.h"
+#include "ops/dropout_math.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -46,10 +46,7 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
     }
     const RandomStream rs{ctx.run.seed, StreamOf(ctx.node), static_cast<uint32_t>(ctx.run.step)};
     const T scale = T(1) / (T(1) - static_cast<T>(p));
-    // keep iff u >= p with u = (bits >> 8) * 2^-24, i.e. iff (bits >> 8) >=
-    // ceil(p * 2^24): the same decision as UniformFromBits(bits) >= p, as an
-    // integer comparison.
-    const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));
+    const uint32_t threshold = DropoutThreshold(p);
     constexpr int64_t kChunk = 4 * RandomStream::kLanes;  // elements per FillBits
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     ParallelFor(chunks, 64, [=](int64_t begin, int64_t end) {
@@ -59,7 +56,7 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
         const int64_t base = c * kChunk;
         const int64_t len = std::min<int64_t>(kChunk, n - base);
         for (int64_t j = 0; j < len; ++j) {
-          y[base + j] = x[base + j] * ((bits[j] >> 8) >= threshold ? scale : T(0));
+          y[base + j] = DropoutElement(x[base + j], bits[j], threshold, scale);
         }
       }
     });
