@@ -33,6 +33,7 @@
 #include "engine/op.h"
 #include "engine/shape.h"
 #include "engine/status_macros.h"
+#include "ops/max_min.h"
 
 namespace dagrad::cuda {
 
@@ -117,16 +118,20 @@ struct SumOp {
     return a + b;
   }
 };
-// MaxOp is std::max(a, b): a unless a < b.
+// MaxOp is MaxPropagatingNaN (ops/max_min.h), the max of the reductions:
+// a NaN anywhere makes the result NaN, as torch.amax.
 struct MaxOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    return a < b ? b : a;
+    return MaxPropagatingNaN(a, b);
   }
 };
 
-// MaxIgnoringNaN is the CPU kernels' running max `x > m ? x : m`: NaNs never
-// win.
+// MaxIgnoringNaN is the running max `b > a ? b : a` that the CPU's and
+// these softmax and log-sum-exp kernels shift rows by: NaNs never win, so
+// a row whose positions are all masked (-inf) has max -inf and becomes
+// zeros, never NaN. A NaN score still makes its row NaN, through the sum
+// of exponentials. Not for reductions: use MaxOp.
 struct MaxIgnoringNaN {
   template <typename T>
   __device__ T operator()(T a, T b) const {
@@ -256,17 +261,18 @@ template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
 // RowLogSumExp returns log(sum(exp(x[0, n)))), max-shifted, to every thread
-// of the block. `shared` holds 32 T. Contains __syncthreads: call it from
-// every thread.
+// of the block; the sum accumulates in Acc<T> (double). `shared` holds 32
+// T. Contains __syncthreads: call it from every thread.
 template <typename T>
 __device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
+  __shared__ Acc<T> shared_sum[32];
   T m = -Infinity<T>();
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxIgnoringNaN()(m, x[k]);
   m = BlockReduce(m, MaxIgnoringNaN(), shared);
-  T sum = 0;
+  Acc<T> sum = 0;
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += Exp(x[k] - m);
-  sum = BlockReduce(sum, SumOp(), shared);
-  return m + Log(sum);
+  sum = BlockReduce(sum, SumOp(), shared_sum);
+  return m + static_cast<T>(Log(sum));
 }
 
 }  // namespace dagrad::cuda
