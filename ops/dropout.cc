@@ -12,6 +12,7 @@
 #include "engine/philox.h"
 #include "engine/status_macros.h"
 #include "ops/cpu_isa.h"
+#include "ops/dropout_math.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -43,14 +44,11 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
       return absl::OkStatus();
     }
     DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
-    // keep iff u >= p with u = (bits >> 8) * 2^-24, i.e. iff (bits >> 8) >=
-    // ceil(p * 2^24): the same decision as UniformFromBits(bits) >= p, as an
-    // integer comparison.
     const DropoutArgs<T> args = {ctx.run.seed,
                                  StreamOf(ctx.node),
                                  static_cast<uint32_t>(ctx.run.step),
                                  n,
-                                 static_cast<uint32_t>(std::ceil(p * 16777216.0)),
+                                 DropoutThreshold(p),
                                  T(1) / (T(1) - static_cast<T>(p)),
                                  x,
                                  y};

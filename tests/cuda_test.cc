@@ -8,6 +8,7 @@
 // them, and a whole training step of the toy transformer.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <set>
 #include <string>
@@ -123,6 +124,19 @@ TEST(CudaCoverage, EveryOpRunsInACrossCheckCase) {
     EXPECT_TRUE(covered.count(std::string(op->name)))
         << "op '" << op->name << "' runs in no CUDA cross-check case (tests/support/cuda_cases.cc)";
   }
+}
+
+// The exact comparison that the dropout cases rely on: -0.0 is not +0.0,
+// but NaNs match whatever their payload (x86 keeps an input NaN's bits,
+// and gives 0xffc00000 for inf * 0, where CUDA gives 0x7fffffff).
+TEST(CudaCompare, ExactSeesSignedZerosButNotNaNPayloads) {
+  const float x86_nan = std::bit_cast<float>(0xffc00000u);
+  const float cuda_nan = std::bit_cast<float>(0x7fffffffu);
+  EXPECT_TRUE(
+      CompareTensors(T<float>({2}, {x86_nan, 1}), T<float>({2}, {cuda_nan, 1}), 0, true).ok());
+  EXPECT_FALSE(CompareTensors(T<float>({2}, {-0.0f, 1}), T<float>({2}, {0.0f, 1}), 0, true).ok());
+  EXPECT_FALSE(CompareTensors(T<float>({1}, {x86_nan}), T<float>({1}, {0.0f}), 0, true).ok());
+  EXPECT_TRUE(CompareTensors(T<double>({1}, {-0.0}), T<double>({1}, {0.0}), 0, false).ok());
 }
 
 // ---- per-op cross-checks -----------------------------------------------------------

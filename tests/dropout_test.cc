@@ -233,6 +233,62 @@ TEST(Dropout, GradientAppliesTheForwardMask) {
   EXPECT_LT(kept, n);
 }
 
+// What an element of each kind becomes, written out by hand. A dropped one
+// is x * 0, as in torch.nn.functional.dropout (checked with torch 1.13,
+// which computes input * mask * scale): -0.0 for a negative x, +0.0 for a
+// positive one, NaN for NaN and for either infinity. A kept one is x * 2
+// (p = 0.5): NaN and the infinities stay as they are.
+float Expected(float x, bool keep) {
+  if (keep) return x * 2.0f;
+  if (std::isnan(x) || std::isinf(x)) return NAN;
+  return x < 0 ? -0.0f : 0.0f;
+}
+
+// SameFloat: both NaN, or equal with the same sign (so -0.0 != +0.0).
+bool SameFloat(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
+}
+
+// Signs and NaNs of dropped elements, forward and backward. The CUDA
+// kernel shares this rule (ops/dropout_math.h), and the cross-check
+// compares the two backends bit for bit.
+TEST(Dropout, DroppedElementsAreXTimesZero) {
+  const uint64_t seed = 0x5eedull;
+  const std::vector<float> kinds = {-1.5f, 2.0f, NAN, INFINITY, -INFINITY};
+  const int64_t k = static_cast<int64_t>(kinds.size()), n = 40 * k;
+  std::vector<float> xs(n), ws(n);
+  for (int64_t i = 0; i < n; ++i) {
+    xs[i] = kinds[i % k];
+    ws[i] = kinds[i / k % k];  // every pairing of x and w
+  }
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {n});
+  Value w = g.Input("w", DType::kFloat32, {n});
+  Value y = Dropout(x, 0.5);
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(Mul(y, w)), {x}));
+  Executor exec(g, {.seed = seed});
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y, grads[0]}));
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, T<float>({n}, xs)}, {w, T<float>({n}, ws)}},
+                                          {.training = true, .step = 2}));
+  std::vector<int> dropped(k, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const Block b =
+        ReferencePhilox({static_cast<uint32_t>(i / 4), 0, static_cast<uint32_t>(y.id()), 2},
+                        static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+    const bool keep = (b[i % 4] >> 8) / 16777216.0 >= 0.5;
+    dropped[i % k] += !keep;
+    EXPECT_PRED2(SameFloat, out[0].data<float>()[i], Expected(xs[i], keep))
+        << "forward, x = " << xs[i] << ", kept " << keep << ", element " << i;
+    // dL/dx = dropout(w) with the forward's mask.
+    EXPECT_PRED2(SameFloat, out[1].data<float>()[i], Expected(ws[i], keep))
+        << "backward, w = " << ws[i] << ", kept " << keep << ", element " << i;
+  }
+  for (int64_t j = 0; j < k; ++j) {  // both outcomes seen for every kind of x
+    EXPECT_GT(dropped[j], 0) << kinds[j];
+    EXPECT_LT(dropped[j], n / k) << kinds[j];
+  }
+}
+
 TEST(Dropout, ProbabilityOutOfRangeIsABuildError) {
   Graph g;
   Value x = g.Input("x", DType::kFloat32, {3});

@@ -16,10 +16,13 @@
 //   Executor exec(g, *std::move(gpu));
 //
 // Numerics: float32 matrix products use full float32 arithmetic unless
-// CudaOptions::allow_tf32 is set, and elementwise kernels are compiled
-// without fused multiply-adds, so results match the CPU backend to float32
-// rounding (bit for bit for simple elementwise ops, dropout masks and
-// scatter_add; transcendental functions differ by a few ulps).
+// CudaOptions::allow_tf32 is set; reductions accumulate in double; and the
+// kernels, like the CPU's reference (baseline) kernels, are compiled
+// without contraction into fused multiply-adds (tools/cmake/cuda.cmake).
+// So results match the CPU backend to float32 rounding, and the CPU's
+// reference kernels bit for bit for arithmetic-only elementwise ops,
+// dropout (masks and values, -0.0 and NaN included) and scatter_add;
+// transcendental functions differ by a few ulps.
 
 #ifndef DAGRAD_ENGINE_CUDA_CUDA_DEVICE_H_
 #define DAGRAD_ENGINE_CUDA_CUDA_DEVICE_H_

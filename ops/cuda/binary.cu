@@ -5,8 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"
-#include "ops/int_math.h"
 #include "ops/cuda/registry.h"
+#include "ops/int_math.h"
+#include "ops/minmax.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -30,9 +31,10 @@ struct DivFn {
     return WrapDiv(a, b);
   }
 };
-// std::max and std::min, NaNs included: a unless b is strictly past it.
-struct MaxFn { template <typename T> __device__ T operator()(T a, T b) const { return a < b ? b : a; } };
-struct MinFn { template <typename T> __device__ T operator()(T a, T b) const { return b < a ? b : a; } };
+// NaN if either operand is NaN, as torch.maximum and torch.minimum
+// (ops/minmax.h).
+struct MaxFn { template <typename T> __device__ T operator()(T a, T b) const { return PropagatingMax(a, b); } };
+struct MinFn { template <typename T> __device__ T operator()(T a, T b) const { return PropagatingMin(a, b); } };
 struct EqFn { template <typename T> __device__ bool operator()(T a, T b) const { return a == b; } };
 struct LtFn { template <typename T> __device__ bool operator()(T a, T b) const { return a < b; } };
 struct GtFn { template <typename T> __device__ bool operator()(T a, T b) const { return a > b; } };

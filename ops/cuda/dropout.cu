@@ -1,7 +1,9 @@
 // CUDA kernel of dropout (ops/dropout.cc), following the bit layout
 // documented in ops/dropout.h with the same host/device Philox
 // (engine/philox.h): one thread per group of four elements, one Philox
-// call each. Masks and values are bit-identical to the CPU's. The step
+// call each. The keep decision and the value are the CPU's own
+// (ops/dropout_math.h), so masks and values are bit-identical to the CPU's,
+// -0.0 and NaN included. The step
 // (Philox's counter word) is read from device memory, where the device
 // writes each run's step, so that a recorded run replays with a new mask.
 
@@ -10,6 +12,7 @@
 #include "engine/philox.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
+#include "ops/dropout_math.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -20,16 +23,14 @@ using cuda::kThreads;
 
 template <typename T>
 __global__ void DropoutImpl(const T* x, T* y, int64_t n, uint64_t seed, uint32_t stream,
-                            const uint64_t* step, double p, T scale) {
+                            const uint64_t* step, uint32_t threshold, T scale) {
   const RandomStream rs{seed, stream, static_cast<uint32_t>(*step)};
   DAGRAD_CUDA_LOOP(group, (n + 3) / 4) {
     const PhiloxBlock bits = rs.Block(static_cast<uint64_t>(group));
     const int64_t base = group * 4;
     const int lanes = static_cast<int>(n - base < 4 ? n - base : 4);
     for (int j = 0; j < lanes; ++j) {
-      // u is exact in float32; the comparison is in double, as on the CPU.
-      const bool keep = UniformFromBits(bits.v[j]) >= p;
-      y[base + j] = keep ? x[base + j] * scale : T(0);
+      y[base + j] = DropoutElement(x[base + j], bits.v[j], threshold, scale);
     }
   }
 }
@@ -59,7 +60,7 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
     }
     const T scale = T(1) / (T(1) - static_cast<T>(p));
     DropoutImpl<<<GridFor((n + 3) / 4), kThreads, 0, stream>>>(
-        x, y, n, ctx.run.seed, StreamOf(ctx.node), cuda.run_step(), p, scale);
+        x, y, n, ctx.run.seed, StreamOf(ctx.node), cuda.run_step(), DropoutThreshold(p), scale);
     return CheckLaunch("DropoutImpl");
   });
 }

@@ -129,15 +129,16 @@ __global__ void SegmentStartsKernel(const uint32_t* sorted, int64_t k, int64_t n
 }
 
 // y[o, r, j] = 0 + upd[o, p0, j] + upd[o, p1, j] + ... over the positions
-// p0 < p1 < ... whose index is r.
+// p0 < p1 < ... whose index is r, summed in double and rounded once, as on
+// the CPU (ops/gather.cc).
 template <typename T>
 __global__ void ScatterAddKernelImpl(const T* upd, const int32_t* positions, const int64_t* start,
                                      T* y, int64_t total, int64_t n, int64_t k, int64_t inner) {
   DAGRAD_CUDA_LOOP(e, total) {
     const int64_t j = e % inner, r = e / inner % n, o = e / (inner * n);
-    T acc = T(0);
+    cuda::Acc<T> acc = 0;
     for (int64_t s = start[r]; s < start[r + 1]; ++s) acc += upd[(o * k + positions[s]) * inner + j];
-    y[e] = acc;
+    y[e] = static_cast<T>(acc);
   }
 }
 

@@ -33,6 +33,7 @@
 #include "engine/op.h"
 #include "engine/shape.h"
 #include "engine/status_macros.h"
+#include "ops/minmax.h"
 
 namespace dagrad::cuda {
 
@@ -117,20 +118,12 @@ struct SumOp {
     return a + b;
   }
 };
-// MaxOp is std::max(a, b): a unless a < b.
+// MaxOp is PropagatingMax (ops/minmax.h), the max of the reductions:
+// a NaN anywhere makes the result NaN, as torch.amax.
 struct MaxOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    return a < b ? b : a;
-  }
-};
-
-// MaxIgnoringNaN is the CPU kernels' running max `x > m ? x : m`: NaNs never
-// win.
-struct MaxIgnoringNaN {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return b > a ? b : a;
+    return PropagatingMax(a, b);
   }
 };
 
@@ -256,17 +249,19 @@ template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
 // RowLogSumExp returns log(sum(exp(x[0, n)))), max-shifted, to every thread
-// of the block. `shared` holds 32 T. Contains __syncthreads: call it from
-// every thread.
+// of the block; the sum accumulates in Acc<T> (double). `shared` holds 32
+// T. Contains __syncthreads: call it from every thread.
 template <typename T>
 __device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
+  __shared__ Acc<T> shared_sum[32];
   T m = -Infinity<T>();
-  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxIgnoringNaN()(m, x[k]);
-  m = BlockReduce(m, MaxIgnoringNaN(), shared);
-  T sum = 0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp()(m, x[k]);
+  m = BlockReduce(m, MaxOp(), shared);
+  Acc<T> sum = 0;
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += Exp(x[k] - m);
-  sum = BlockReduce(sum, SumOp(), shared);
-  return m + Log(sum);
+  sum = BlockReduce(sum, SumOp(), shared_sum);
+  // In double, as the CPU: rounding log(sum) to T first would add an error.
+  return static_cast<T>(static_cast<Acc<T>>(m) + Log(sum));
 }
 
 }  // namespace dagrad::cuda

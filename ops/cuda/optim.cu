@@ -2,9 +2,12 @@
 // adam_update, in place. The fed scalars (lr, step, grad_scale) are device
 // memory, read by the kernels, so a training step needs no host round trip;
 // each block derives the step's coefficients once, in double, exactly as
-// the CPU kernel does on the host. The per-element arithmetic is the CPU's,
-// compiled without fused multiply-adds, so results match bit for bit up to
-// the last-ulp differences of CUDA's pow in the bias corrections.
+// the CPU kernel does on the host. The per-element arithmetic is the
+// expression of the CPU's reference (baseline) kernel, and neither side
+// contracts it into fused multiply-adds (tools/cmake/cuda.cmake), so the
+// updates match that kernel bit for bit, up to the last-ulp differences of
+// CUDA's pow in Adam's bias corrections; an ISA-specific CPU kernel only
+// within its stated tolerance.
 
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"

@@ -6,19 +6,20 @@
 //   inner == 1 (last axes, or everything): a block per output row, or,
 //     for a few very long rows, blocks per chunk of a row and a second pass;
 //   inner > 1 (leading or middle axes, e.g. a bias gradient summed over
-//     (B, T)): 32-column tiles read coalesced, mid split into chunks of
-//     kChunkRows rows whose partial sums a second pass adds in chunk order;
+//     (B, T)): 32-column tiles read coalesced, mid cut into contiguous
+//     slices, each walked by one block, whose partials a second pass
+//     combines in slice order (any length of mid);
 // and otherwise one thread per output walks the reduced axes (an odometer,
-// as the CPU's general path). Sums accumulate in double (int64 for
-// integers); the CPU accumulates in double too except on its inner > 1
-// path (float), so results agree to float32 rounding, not bit for bit.
-// Max over data with NaNs may pick another NaN or number than the CPU.
+// as the CPU's general path). Float sums accumulate in double and integer
+// sums in int64 with wrap-around addition (WrapAdd), as on the CPU; the
+// order differs, so float results agree to float32 rounding, not bit for
+// bit. Max is NaN where any reduced element is NaN, as torch.amax.
 
 #include <limits>
 
 #include "ops/cuda/kernel_util.cuh"
-#include "ops/int_math.h"
 #include "ops/cuda/registry.h"
+#include "ops/int_math.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -54,15 +55,8 @@ __device__ Partial<T, R> Identity() {
   }
 }
 
-template <typename T, Reduction R>
-__device__ Partial<T, R> Combine(Partial<T, R> a, Partial<T, R> b) {
-  if constexpr (R == Reduction::kMax) {
-    return cuda::MaxOp()(a, b);
-  } else {
-    return a + b;
-  }
-}
-
+// CombineOp merges two partials: MaxOp (NaN wins) or WrapAdd (integer sums
+// wrap around instead of overflowing, which would be undefined).
 template <Reduction R>
 struct CombineOp {
   template <typename P>
@@ -70,10 +64,15 @@ struct CombineOp {
     if constexpr (R == Reduction::kMax) {
       return cuda::MaxOp()(a, b);
     } else {
-      return a + b;
+      return WrapAdd(a, b);
     }
   }
 };
+
+template <typename T, Reduction R>
+__device__ Partial<T, R> Combine(Partial<T, R> a, Partial<T, R> b) {
+  return CombineOp<R>()(a, b);
+}
 
 // Finish turns a row's partial into the output value; `scale` is 1/mid
 // for means (as the CPU multiplies by it), 1 otherwise.
@@ -134,25 +133,46 @@ __global__ void ReduceRowChunksKernel(const T* x, Partial<T, R>* partial, int64_
   }
 }
 
-// ---- inner > 1: column tiles, mid in chunks ----------------------------------
+// ---- inner > 1: column tiles, mid in slices ----------------------------------
 
 constexpr int kTileColumns = 32;
 constexpr int kTileRows = 8;
-constexpr int64_t kChunkRows = 128;
 constexpr int64_t kMaxGridY = 65535;
+// mid is cut into slices, one block each per column tile and outer row:
+// enough of them for about kTargetBlocks blocks in all (few columns would
+// otherwise leave most of the GPU idle), none shorter than kMinSliceRows.
+// So the grid's z extent stays under its limit, and the partials stay
+// under kTargetBlocks * 32 values (1 MiB), however long mid is.
+constexpr int64_t kTargetBlocks = 4096;
+constexpr int64_t kMinSliceRows = 128;
+static_assert(kTargetBlocks <= 65535, "slices are gridDim.z");
 
-// Grid: x over column tiles, y over outer (strided), z over chunks. With
-// one chunk the result goes to y; with several, each chunk's partial goes
-// to partial[chunk][o][j] for ReduceChunksKernel.
+// ColumnSlices is `count` slices of `rows` rows (the last may be shorter).
+struct ColumnSlices {
+  int64_t count, rows;
+};
+ColumnSlices SliceColumns(int64_t mid, int64_t blocks_per_slice) {
+  const int64_t most = std::max<int64_t>(1, (mid + kMinSliceRows - 1) / kMinSliceRows);
+  const int64_t wanted = std::max<int64_t>(1, kTargetBlocks / blocks_per_slice);
+  const int64_t count = std::min(most, wanted);
+  const int64_t rows = std::max<int64_t>(1, (mid + count - 1) / count);
+  return {std::max<int64_t>(1, (mid + rows - 1) / rows), rows};  // one slice when mid is 0
+}
+
+// Grid: x over column tiles, y over outer (strided), z over slices of
+// `slice_rows` rows of mid, each block walking its whole slice. With one
+// slice the result goes to y; with several, each slice's partial goes to
+// partial[slice][o][j] for ReduceSlicesKernel.
 template <typename T, Reduction R>
 __global__ void ReduceColumnsKernel(const T* x, T* y, Partial<T, R>* partial, int64_t outer,
-                                    int64_t mid, int64_t inner, double scale) {
+                                    int64_t mid, int64_t inner, int64_t slice_rows,
+                                    double scale) {
   using P = Partial<T, R>;
   __shared__ P tile[kTileRows][kTileColumns];
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kTileColumns + threadIdx.x;
-  const int64_t chunk = blockIdx.z;
-  const int64_t m0 = chunk * kChunkRows;
-  const int64_t m1 = std::min(mid, m0 + kChunkRows);
+  const int64_t slice = blockIdx.z;
+  const int64_t m0 = slice * slice_rows;
+  const int64_t m1 = std::min(mid, m0 + slice_rows);
   for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
     P acc = Identity<T, R>();
     if (j < inner) {
@@ -168,7 +188,7 @@ __global__ void ReduceColumnsKernel(const T* x, T* y, Partial<T, R>* partial, in
       if (gridDim.z == 1) {
         y[o * inner + j] = Finish<T, R>(acc, mid, scale);
       } else {
-        partial[(chunk * outer + o) * inner + j] = acc;
+        partial[(slice * outer + o) * inner + j] = acc;
       }
     }
     __syncthreads();
@@ -176,11 +196,11 @@ __global__ void ReduceColumnsKernel(const T* x, T* y, Partial<T, R>* partial, in
 }
 
 template <typename T, Reduction R>
-__global__ void ReduceChunksKernel(const Partial<T, R>* partial, T* y, int64_t chunks,
+__global__ void ReduceSlicesKernel(const Partial<T, R>* partial, T* y, int64_t slices,
                                    int64_t outputs, int64_t mid, double scale) {
   DAGRAD_CUDA_LOOP(i, outputs) {
     Partial<T, R> acc = partial[i];
-    for (int64_t c = 1; c < chunks; ++c) acc = Combine<T, R>(acc, partial[c * outputs + i]);
+    for (int64_t c = 1; c < slices; ++c) acc = Combine<T, R>(acc, partial[c * outputs + i]);
     y[i] = Finish<T, R>(acc, mid, scale);
   }
 }
@@ -231,6 +251,77 @@ __global__ void ReduceGeneralKernel(const T* x, T* y, int64_t outputs, GeneralSh
 }
 
 template <typename T, Reduction R>
+absl::Status LaunchGeneral(const T* x, T* y, int64_t outputs, const Shape& in,
+                           const std::vector<int>& axes, cudaStream_t stream) {
+  GeneralShape s;
+  const Dims strides = RowMajorStrides(in);
+  for (int i = 0; i < in.rank(); ++i) {
+    const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+    int& rank = reduced ? s.reduced_rank : s.kept_rank;
+    if (rank == cuda::kMaxRank) {
+      return absl::UnimplementedError(absl::StrCat(
+          "CUDA reductions over non-contiguous axes take at most ", cuda::kMaxRank,
+          " reduced and kept axes; input ", in.ToString()));
+    }
+    (reduced ? s.reduced_dims : s.kept_dims)[rank] = in[i];
+    (reduced ? s.reduced_strides : s.kept_strides)[rank] = strides[i];
+    ++rank;
+    if (reduced) s.count *= in[i];
+  }
+  ReduceGeneralKernel<T, R><<<GridFor(outputs), kThreads, 0, stream>>>(x, y, outputs, s);
+  return CheckLaunch("ReduceGeneralKernel");
+}
+
+// Reduces each of `outer` rows of `mid` elements (inner == 1).
+template <typename T, Reduction R>
+absl::Status LaunchRows(const T* x, T* y, int64_t outer, int64_t mid, double scale,
+                        CudaContext& cuda) {
+  using P = Partial<T, R>;
+  cudaStream_t stream = cuda.stream();
+  if (mid <= 2 * kRowChunk || outer >= kFewRows) {
+    ReduceRowsKernel<T, R, T><<<GridFor(outer, 1), cuda::RowThreads(mid), 0, stream>>>(
+        x, y, outer, mid, mid, scale);
+    return CheckLaunch("ReduceRowsKernel");
+  }
+  const int64_t chunks = (mid + kRowChunk - 1) / kRowChunk;
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(outer * chunks * sizeof(P)));
+  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(outer));
+  ReduceRowChunksKernel<T, R><<<grid, kThreads, 0, stream>>>(x, partial.as<P>(), outer, mid,
+                                                              chunks);
+  DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceRowChunksKernel"));
+  ReduceRowsKernel<T, R, P><<<GridFor(outer, 1), cuda::RowThreads(chunks), 0, stream>>>(
+      partial.as<P>(), y, outer, chunks, mid, scale);
+  return CheckLaunch("ReduceRowsKernel");
+}
+
+// Reduces (outer, mid, inner) over mid (inner > 1).
+template <typename T, Reduction R>
+absl::Status LaunchColumns(const T* x, T* y, int64_t outer, int64_t mid, int64_t inner,
+                           double scale, CudaContext& cuda) {
+  using P = Partial<T, R>;
+  cudaStream_t stream = cuda.stream();
+  const int64_t tiles = (inner + kTileColumns - 1) / kTileColumns;
+  const int64_t outer_blocks = std::min(outer, kMaxGridY);
+  const ColumnSlices slices = SliceColumns(mid, tiles * outer_blocks);
+  const dim3 block(kTileColumns, kTileRows);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(outer_blocks),
+                  static_cast<unsigned>(slices.count));
+  if (slices.count == 1) {
+    ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, nullptr, outer, mid, inner,
+                                                          slices.rows, scale);
+    return CheckLaunch("ReduceColumnsKernel");
+  }
+  const int64_t outputs = outer * inner;
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(slices.count * outputs * sizeof(P)));
+  ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, partial.as<P>(), outer, mid,
+                                                        inner, slices.rows, scale);
+  DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceColumnsKernel"));
+  ReduceSlicesKernel<T, R><<<GridFor(outputs), kThreads, 0, stream>>>(
+      partial.as<P>(), y, slices.count, outputs, mid, scale);
+  return CheckLaunch("ReduceSlicesKernel");
+}
+
+template <typename T, Reduction R>
 absl::Status ReduceTyped(const KernelContext& ctx, const std::vector<int>& axes) {
   const Shape& in = *ctx.in(0).shape;
   const T* x = ctx.in(0).as<T>();
@@ -238,28 +329,9 @@ absl::Status ReduceTyped(const KernelContext& ctx, const std::vector<int>& axes)
   const int64_t outputs = ctx.output.num_elements();
   if (outputs == 0) return absl::OkStatus();
   CudaContext& cuda = CudaContextOf(ctx);
-  cudaStream_t stream = cuda.stream();
   const bool contiguous =
       axes.empty() || axes.back() - axes.front() + 1 == static_cast<int>(axes.size());
-  if (!contiguous) {
-    GeneralShape s;
-    const Dims strides = RowMajorStrides(in);
-    for (int i = 0; i < in.rank(); ++i) {
-      const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
-      int& rank = reduced ? s.reduced_rank : s.kept_rank;
-      if (rank == cuda::kMaxRank) {
-        return absl::UnimplementedError(absl::StrCat(
-            "CUDA reductions over non-contiguous axes take at most ", cuda::kMaxRank,
-            " reduced and kept axes; input ", in.ToString()));
-      }
-      (reduced ? s.reduced_dims : s.kept_dims)[rank] = in[i];
-      (reduced ? s.reduced_strides : s.kept_strides)[rank] = strides[i];
-      ++rank;
-      if (reduced) s.count *= in[i];
-    }
-    ReduceGeneralKernel<T, R><<<GridFor(outputs), kThreads, 0, stream>>>(x, y, outputs, s);
-    return CheckLaunch("ReduceGeneralKernel");
-  }
+  if (!contiguous) return LaunchGeneral<T, R>(x, y, outputs, in, axes, cuda.stream());
   int64_t outer = 1, mid = 1, inner = 1;
   for (int i = 0; i < in.rank(); ++i) {
     if (!axes.empty() && i < axes.front()) {
@@ -271,45 +343,8 @@ absl::Status ReduceTyped(const KernelContext& ctx, const std::vector<int>& axes)
     }
   }
   const double scale = R == Reduction::kMean && mid > 0 ? 1.0 / static_cast<double>(mid) : 1.0;
-  using P = Partial<T, R>;
-  if (inner == 1) {
-    if (mid <= 2 * kRowChunk || outer >= kFewRows) {
-      ReduceRowsKernel<T, R, T><<<GridFor(outer, 1), cuda::RowThreads(mid), 0, stream>>>(
-          x, y, outer, mid, mid, scale);
-      return CheckLaunch("ReduceRowsKernel");
-    }
-    const int64_t chunks = (mid + kRowChunk - 1) / kRowChunk;
-    DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(outer * chunks * sizeof(P)));
-    const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(outer));
-    ReduceRowChunksKernel<T, R><<<grid, kThreads, 0, stream>>>(x, partial.as<P>(), outer, mid,
-                                                                chunks);
-    DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceRowChunksKernel"));
-    ReduceRowsKernel<T, R, P><<<GridFor(outer, 1), cuda::RowThreads(chunks), 0, stream>>>(
-        partial.as<P>(), y, outer, chunks, mid, scale);
-    return CheckLaunch("ReduceRowsKernel");
-  }
-  const int64_t chunks = std::max<int64_t>(1, (mid + kChunkRows - 1) / kChunkRows);
-  if (chunks > kMaxGridY) {
-    return absl::UnimplementedError(
-        absl::StrCat("CUDA column reduction over ", mid, " rows: more than ", kMaxGridY,
-                     " chunks of ", kChunkRows));
-  }
-  const dim3 block(kTileColumns, kTileRows);
-  const dim3 grid(static_cast<unsigned>((inner + kTileColumns - 1) / kTileColumns),
-                  static_cast<unsigned>(std::min(outer, kMaxGridY)),
-                  static_cast<unsigned>(chunks));
-  if (chunks == 1) {
-    ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, nullptr, outer, mid, inner,
-                                                          scale);
-    return CheckLaunch("ReduceColumnsKernel");
-  }
-  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(chunks * outputs * sizeof(P)));
-  ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, partial.as<P>(), outer, mid,
-                                                        inner, scale);
-  DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceColumnsKernel"));
-  ReduceChunksKernel<T, R><<<GridFor(outputs), kThreads, 0, stream>>>(partial.as<P>(), y, chunks,
-                                                                     outputs, mid, scale);
-  return CheckLaunch("ReduceChunksKernel");
+  if (inner == 1) return LaunchRows<T, R>(x, y, outer, mid, scale, cuda);
+  return LaunchColumns<T, R>(x, y, outer, mid, inner, scale, cuda);
 }
 
 template <Reduction R>

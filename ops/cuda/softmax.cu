@@ -5,9 +5,11 @@
 // any row length works.
 //
 // Per element the arithmetic is the CPU's (z = scale * x + bias, exp(z - m)
-// times 1 / sum); the row's max ignores NaNs as the CPU's does, and its sum
-// is combined in another order, so results agree to float32 rounding. A
-// fully masked row is zeros. All three may run in place: a row is written
+// times 1 / sum); the row's max propagates NaN as the CPU's does (MaxOp),
+// so a row with a NaN score is NaN, as in torch. Row sums (of exponentials, and softmax_grad's sum of
+// g * y) accumulate in double, as every reduction here, in another order
+// than the CPU's, so results agree to float32 rounding. A fully masked row
+// is zeros. All three may run in place: a row is written
 // only after the block's reductions over it, each element by the thread
 // that read it.
 
@@ -41,6 +43,7 @@ struct SoftmaxArgs {
 template <typename T>
 __global__ void MaskedSoftmaxImpl(const T* x, const T* bias, T* out, SoftmaxArgs a, T scale) {
   __shared__ T shared[32];
+  __shared__ cuda::Acc<T> shared_sum[32];
   const T neg_inf = -cuda::Infinity<T>();
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const int64_t q = row % a.q_size;
@@ -64,13 +67,13 @@ __global__ void MaskedSoftmaxImpl(const T* x, const T* bias, T* out, SoftmaxArgs
       return v;
     };
     T m = neg_inf;
-    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = cuda::MaxIgnoringNaN()(m, z(k));
-    m = cuda::BlockReduce(m, cuda::MaxIgnoringNaN(), shared);
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = cuda::MaxOp()(m, z(k));
+    m = cuda::BlockReduce(m, cuda::MaxOp(), shared);
     if (m == neg_inf) n = 0;  // every position masked: the row is zeros
-    T sum = 0;
+    cuda::Acc<T> sum = 0;
     for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += cuda::Exp(z(k) - m);
-    sum = cuda::BlockReduce(sum, cuda::SumOp(), shared);
-    const T inv = T(1) / sum;
+    sum = cuda::BlockReduce(sum, cuda::SumOp(), shared_sum);
+    const T inv = static_cast<T>(1.0 / sum);
     T* y = out + row * a.k;
     for (int64_t k = threadIdx.x; k < a.k; k += blockDim.x) {
       y[k] = k < n ? cuda::Exp(z(k) - m) * inv : T(0);
@@ -184,13 +187,13 @@ __global__ void LogSoftmaxImpl(const T* x, T* out, int64_t rows, int64_t k) {
 
 template <typename T>
 __global__ void SoftmaxGradImpl(const T* g, const T* y, T* dx, int64_t rows, int64_t k) {
-  __shared__ T shared[32];
+  __shared__ cuda::Acc<T> shared[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* gr = g + row * k;
     const T* yr = y + row * k;
-    T dot = 0;
-    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) dot += gr[i] * yr[i];
-    dot = cuda::BlockReduce(dot, cuda::SumOp(), shared);
+    cuda::Acc<T> sum = 0;
+    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) sum += cuda::Acc<T>(gr[i]) * yr[i];
+    const T dot = static_cast<T>(cuda::BlockReduce(sum, cuda::SumOp(), shared));
     T* d = dx + row * k;
     for (int64_t i = threadIdx.x; i < k; i += blockDim.x) d[i] = yr[i] * (gr[i] - dot);
   }

@@ -9,6 +9,7 @@
 //   baseline (16 xmm): 2 chains of 4; aarch64 (32 q): 4 chains of 4.
 // Integer arithmetic only: every level's words are bit-identical.
 
+#include "ops/dropout_math.h"
 #include "ops/kernels/cpu_kernels.h"
 #include "ops/kernels/level.h"
 #include "ops/kernels/simd.h"
@@ -213,8 +214,7 @@ void Dropout(const DropoutArgs<T>& d, int64_t begin, int64_t end) {
     // keep the loop from vectorising.
     const uint32_t threshold = d.threshold;
     const T scale = d.scale;
-    // x * 0 rather than 0: a dropped -x is -0.0, a dropped NaN or Inf NaN.
-    for (int64_t j = 0; j < len; ++j) y[j] = x[j] * ((bits[j] >> 8) >= threshold ? scale : T(0));
+    for (int64_t j = 0; j < len; ++j) y[j] = DropoutElement(x[j], bits[j], threshold, scale);
   }
 }
 

@@ -12,10 +12,13 @@
 //   ASSERT_OK(CrossCheck(c, [] { return CudaDevice(); }));
 //
 // Comparison: integer and bool tensors, and any case marked exact, must be
-// bit-identical; float tensors must have NaNs (and infinities) in the same
-// places and max |other - cpu| <= rtol * max |cpu|, rtol 1e-5 for float32
-// and 1e-10 for float64 unless the case says otherwise. A case marked
-// expect_error must fail on both devices with the same code and message.
+// bit-identical (signed zeros included), except that a NaN matches any
+// NaN: payloads and signs of NaNs differ between x86 and CUDA, whose
+// arithmetic gives one canonical NaN. Other float tensors must have NaNs
+// (and infinities) in the same places and max |other - cpu| <= rtol *
+// max |cpu|, rtol 1e-5 for float32 and 1e-10 for float64 unless the case
+// says otherwise. A case marked expect_error must fail on both devices
+// with the same code and message.
 
 #ifndef DAGRAD_TESTS_SUPPORT_BACKEND_CHECK_H_
 #define DAGRAD_TESTS_SUPPORT_BACKEND_CHECK_H_

@@ -18,60 +18,11 @@
 #include "ops/select.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
+#include "tests/support/case_table.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using Build = std::function<void(CaseBuilder&)>;
-using TypedBuild = std::function<void(CaseBuilder&, DType)>;
-
-const char* Suffix(DType d) {
-  switch (d) {
-    case DType::kFloat32: return "f32";
-    case DType::kFloat64: return "f64";
-    case DType::kInt32: return "i32";
-    case DType::kInt64: return "i64";
-    case DType::kBool: return "bool";
-  }
-  return "?";
-}
-
-class Cases {
- public:
-  // Add registers one case.
-  CrossCase& Add(std::string name, Build build) {
-    cases_.push_back(CrossCase{.name = std::move(name), .build = std::move(build)});
-    return cases_.back();
-  }
-  // Each registers `build` once per dtype, named <name>_<dtype>.
-  void Each(const std::string& name, std::initializer_list<DType> dtypes, TypedBuild build,
-            CrossCase options = {}) {
-    for (DType d : dtypes) {
-      CrossCase c = options;
-      c.name = absl::StrCat(name, "_", Suffix(d));
-      c.build = [build, d](CaseBuilder& b) { build(b, d); };
-      cases_.push_back(std::move(c));
-    }
-  }
-  void Floats(const std::string& name, TypedBuild build, CrossCase options = {}) {
-    Each(name, {DType::kFloat32, DType::kFloat64}, std::move(build), std::move(options));
-  }
-  // Error registers a case whose runs must fail identically on both.
-  void Error(std::string name, Build build) {
-    CrossCase& c = Add(std::move(name), std::move(build));
-    c.expect_error = true;
-    c.gradients = false;
-  }
-  std::vector<CrossCase> Take() { return std::move(cases_); }
-
- private:
-  std::vector<CrossCase> cases_;
-};
-
-constexpr std::initializer_list<DType> kNumeric = {DType::kFloat32, DType::kFloat64,
-                                                   DType::kInt32, DType::kInt64};
-constexpr std::initializer_list<DType> kFloating = {DType::kFloat32, DType::kFloat64};
 
 void ElementwiseCases(Cases& cs) {
   const std::vector<std::pair<const char*, Value (*)(Value)>> unary = {
@@ -451,6 +402,7 @@ const std::vector<CrossCase>& CudaCrossCases() {
     RandomAndFillCases(cs);
     OptimizerCases(cs);
     ErrorCases(cs);
+    EdgeCases(cs);
     return new std::vector<CrossCase>(cs.Take());
   }();
   return *cases;

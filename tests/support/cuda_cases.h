@@ -4,8 +4,9 @@
 // that tests/cuda_test.cc runs on the CPU and on CUDA: every op, in each
 // dtype its CPU kernel takes, through each of its CUDA kernel's paths
 // (broadcast or not, rows or columns, every matmul batching), with its
-// gradients; dropout masks bit for bit; and the data errors the device
-// detects, which must read exactly as the CPU's.
+// gradients; dropout masks bit for bit; the data errors the device
+// detects, which must read exactly as the CPU's; and (cuda_edge_cases.cc)
+// NaN, wrap-around, signed zeros and sizes past the launch grids' limits.
 
 #ifndef DAGRAD_TESTS_SUPPORT_CUDA_CASES_H_
 #define DAGRAD_TESTS_SUPPORT_CUDA_CASES_H_

@@ -4,6 +4,9 @@
 # Kernels are compiled for sm_90 (H100) as machine code plus compute_90 PTX,
 # which the driver compiles for newer GPUs; set CMAKE_CUDA_ARCHITECTURES to
 # build for others (e.g. -DCMAKE_CUDA_ARCHITECTURES=80-real;90-real).
+option(DAGRAD_CUDA_LINEINFO
+       "Add line tables to CUDA device code (-lineinfo), so compute-sanitizer and Nsight name file:line"
+       OFF)
 set(DAGRAD_HAVE_CUDA OFF)
 if(NOT DAGRAD_CUDA STREQUAL "OFF")
   include(CheckLanguage)
@@ -53,13 +56,26 @@ function(dagrad_add_cuda_sources target)
     ${PROJECT_SOURCE_DIR}/engine/cuda/*.cu ${PROJECT_SOURCE_DIR}/engine/cuda/*.cc)
   list(REMOVE_ITEM cuda_sources ${PROJECT_SOURCE_DIR}/engine/cuda/no_cuda.cc)
   target_sources(${target} PRIVATE ${cuda_sources})
-  # --fmad=false: no fused multiply-adds, as the CPU build has none (it
-  # targets baseline x86-64), so elementwise results match it bit for bit.
-  # The kernels are memory-bound; cuBLAS is unaffected.
+  # --fmad=false: nvcc would contract a * b + c into a fused multiply-add;
+  # without contraction each kernel computes exactly the expression
+  # written, as the CPU's reference (baseline) kernels do (they are
+  # compiled with -ffp-contract=off). So where a CUDA kernel and its CPU
+  # reference write the same expression (elementwise arithmetic, dropout,
+  # the optimizer updates) they give the same bits. ISA-specific CPU
+  # kernels may fuse, and are held to the reference within stated
+  # tolerances, not bit for bit. For every file rather than some: a kernel
+  # added to a contracting file would silently lose the match, and these
+  # kernels are memory-bound, so fusing would buy no measurable time.
+  # cuBLAS is unaffected.
   # --expt-relaxed-constexpr: device code may call constexpr functions such
   # as std::numeric_limits<T>::lowest() and std::min.
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-Wno-missing-field-initializers>)
+  # Line tables leave the machine code as it is (optim.cu's sm_90 code was
+  # byte for byte the same with and without), so such a build times the same.
+  if(DAGRAD_CUDA_LINEINFO)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  endif()
   target_compile_definitions(${target} PUBLIC DAGRAD_WITH_CUDA=1)
   # One CUDA runtime in the process: the shared one, for dagrad's .cu files
   # too (CMake would otherwise add the static one for them).
