@@ -365,7 +365,7 @@ absl::Status Executor::QueueRun(Plan& plan, int phase) {
   if (!may_record) return QueueKernels(plan, phase);
   Plan::Recorded& recorded = plan.recorded_[plan.run_.training ? 1 : 0][phase];
   if (recorded.recording != nullptr && recorded.bases == plan.bases_) {
-    ++plan.replays_;
+    if (phase == 0) ++plan.replays_;  // a run, not each phase
     return recorded.recording->Replay();
   }
   // The first run is queued as it is: it warms up what kernels initialise

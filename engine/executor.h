@@ -35,11 +35,13 @@
 //
 // On a CUDA device (engine/cuda/cuda_device.h) the same code runs the
 // whole plan on the GPU: feeds are copied in, kernels are queued on the
-// device's stream, and Run waits once, at the end, before copying the
-// fetches back; a data error a kernel finds there (an index out of range)
-// fails the run as the CPU kernel's error would. The second run of a plan
-// (per RunOptions::training) is recorded as a CUDA graph and later runs
-// replay it: one launch per step instead of one per kernel.
+// device's stream, and Run waits at the end before copying the fetches
+// back; a data error a kernel finds there (an index out of range) fails
+// the run as the CPU kernel's error would. A plan with updates waits once
+// more, before queuing them, so that such an error leaves the variables as
+// they were. The second run of a plan (per RunOptions::training) is
+// recorded as a CUDA graph (two: the updates apart) and later runs replay
+// it: one launch per step, or two, instead of one per kernel.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
 //   Executor exec(g, std::move(gpu));

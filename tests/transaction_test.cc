@@ -12,11 +12,14 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/autodiff.h"
+#include "engine/device.h"
 #include "engine/executor.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
@@ -120,7 +123,48 @@ std::vector<FailingOp> FailingOps() {
   };
 }
 
-TEST(Transaction, AFailedRunChangesNoVariableAndARetryStepsOnce) {
+// DeferringDevice reports kernels' errors as the CUDA device does: not
+// when the kernel is queued, which goes on with the next kernel, but at the
+// next Synchronize. Its memory is the host's, but it says it is not the
+// host, so the executor stages feeds and runs the updates as a phase of
+// their own.
+class DeferringDevice final : public Device {
+ public:
+  std::string name() const override { return "deferring host"; }
+  bool is_host() const override { return false; }
+  absl::StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) override {
+    return host_->Allocate(bytes);
+  }
+  absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override {
+    return host_->CopyToDevice(dst, src, bytes);
+  }
+  absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
+    return host_->CopyToHost(dst, src, bytes);
+  }
+  absl::Status CopyOnDevice(void* dst, const void* src, size_t bytes) override {
+    return host_->CopyOnDevice(dst, src, bytes);
+  }
+  absl::Status Fill(void* dst, unsigned char byte, size_t bytes) override {
+    return host_->Fill(dst, byte, bytes);
+  }
+  Kernel KernelFor(const OpDef& op) const override {
+    return op.cpu == nullptr ? nullptr : &Deferred;
+  }
+  void* kernel_state() const override { return const_cast<absl::Status*>(&first_error_); }
+  absl::Status Synchronize() override { return std::exchange(first_error_, absl::OkStatus()); }
+
+ private:
+  static absl::Status Deferred(const KernelContext& ctx) {
+    absl::Status& first = *static_cast<absl::Status*>(ctx.run.device_state);
+    if (absl::Status st = ctx.node.op->cpu(ctx); !st.ok() && first.ok()) first = st;
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<Device> host_ = CpuDevice();
+  absl::Status first_error_;
+};
+
+void ExpectAFailedRunChangesNothing(bool deferring) {
   for (const FailingOp& op : FailingOps()) {
     SCOPED_TRACE(op.name);
     Graph g;
@@ -128,7 +172,7 @@ TEST(Transaction, AFailedRunChangesNoVariableAndARetryStepsOnce) {
     Value in;
     Value failing = op.build(g, s, &in);
     ASSERT_TRUE(failing.ok()) << failing.status();
-    Executor exec(g);
+    Executor exec = deferring ? Executor(g, std::make_unique<DeferringDevice>()) : Executor(g);
     ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({s.loss, failing}, s.updates));
     const std::vector<std::string> before = Snapshot(exec, s.variables);
     auto feeds = [&](const Tensor& t) {
@@ -148,6 +192,14 @@ TEST(Transaction, AFailedRunChangesNoVariableAndARetryStepsOnce) {
     const double adam = 1 - kLr * 2 / (2 + 1e-8);
     ExpectAllClose(*exec.Read(s.u), {adam, adam}, 1e-14, 0, "u after one Adam step");
   }
+}
+
+TEST(Transaction, AFailedRunChangesNoVariableAndARetryStepsOnce) {
+  ExpectAFailedRunChangesNothing(/*deferring=*/false);
+}
+
+TEST(Transaction, SoOnADeviceThatReportsErrorsAtSynchronize) {
+  ExpectAFailedRunChangesNothing(/*deferring=*/true);
 }
 
 // Two updates of one variable both apply, in the order they were built.
