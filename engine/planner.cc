@@ -131,11 +131,10 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
 }
 
 // CheckNothingFollowsUpdates returns FailedPrecondition when a needed op that
-// writes no variable depends on the output of one that does:
-// it would run after the updates, where its failure could not leave the
-// variables unchanged (and a read of the variable there would see the
-// update). An update's output is for being a target.
-// (Checking direct inputs suffices: every needed node on the way is checked.)
+// writes no variable depends on the output of one that does: it would run
+// after the updates, where its failure could not leave the variables
+// unchanged, and a read of the variable there would see the update. Direct
+// inputs suffice: every needed node on a longer path is checked too.
 absl::Status CheckNothingFollowsUpdates(const Graph& graph, const std::vector<bool>& needed) {
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     const Node& node = graph.node(id);
@@ -149,6 +148,22 @@ absl::Status CheckNothingFollowsUpdates(const Graph& graph, const std::vector<bo
     }
   }
   return absl::OkStatus();
+}
+
+// FindUpdates sets plan.first_update from plan.steps and returns, per node
+// id, whether the plan writes that variable.
+std::vector<bool> FindUpdates(const Graph& graph, ExecutionPlan& plan) {
+  std::vector<bool> written(graph.num_nodes(), false);
+  plan.first_update = static_cast<int>(plan.steps.size());
+  for (int i = static_cast<int>(plan.steps.size()) - 1; i >= 0; --i) {
+    const Node& node = graph.node(plan.steps[i]);
+    if (!WritesVariable(node)) continue;
+    plan.first_update = i;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.op->mutates >> k & 1) written[node.inputs[k]] = true;
+    }
+  }
+  return written;
 }
 
 bool Foldable(const Node& node, const std::vector<bool>& is_const) {
@@ -356,16 +371,7 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
     root_last[root] = std::max(root_last[root], last_read[id]);
     if (!view_offset.has_value()) plan.steps.push_back(id);
   }
-  plan.first_update = static_cast<int>(plan.steps.size());
-  std::vector<bool> written(n, false);
-  for (int i = static_cast<int>(plan.steps.size()) - 1; i >= 0; --i) {
-    const Node& node = graph.node(plan.steps[i]);
-    if (!WritesVariable(node)) continue;
-    plan.first_update = i;
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.op->mutates >> k & 1) written[node.inputs[k]] = true;
-    }
-  }
+  const std::vector<bool> written = FindUpdates(graph, plan);
   // A fetch whose bytes are a written variable's gets bytes of its own, for
   // the whole run (see ExecutionPlan::fetch_copies).
   for (NodeId id : plan.fetches) {
