@@ -25,10 +25,11 @@
 //     that write variables would reject in them (Adam's step), are checked
 //     before any kernel runs; every op that writes a variable runs after
 //     every other op of the plan (whatever the order the graph was built
-//     in; Compile rejects an op that takes an update's output), so a kernel that fails on its data (an index out of range, an
-//     integer division by zero) fails before any update. A device that
-//     reports such errors at the end (CUDA) is waited for before the
-//     updates are queued.
+//     in; Compile rejects an op that takes an update's output), so a
+//     kernel that fails on its data (an index out of range, an integer
+//     division by zero) fails before any update. A device that reports
+//     such errors at the end (CUDA) is waited for before the updates are
+//     queued.
 //   - a fetched variable, or a view of one (Reshape, a contiguous Slice),
 //     shows the value before the run's updates, like any computed fetch;
 //     Read returns the value after them.

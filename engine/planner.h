@@ -94,8 +94,8 @@ struct ExecutionPlan {
 // PlanGraph builds the plan. Errors: a fetch or target that is not a node of
 // `graph` (the Value's own error for an error Value); FailedPrecondition
 // when an op that writes no variable depends on the output of one that
-// does (it could not run before the updates); an op without a CPU kernel in a folded subgraph; a kernel
-// error while folding.
+// does (it could not run before the updates); an op without a CPU kernel
+// in a folded subgraph; a kernel error while folding.
 absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
                                         absl::Span<const Value> fetches,
                                         absl::Span<const Value> targets,
