@@ -19,7 +19,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/autodiff.h"
-#include "engine/device.h"
 #include "engine/executor.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
@@ -28,6 +27,7 @@
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
+#include "tests/support/host_memory_device.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -125,28 +125,11 @@ std::vector<FailingOp> FailingOps() {
 
 // DeferringDevice reports kernels' errors as the CUDA device does: not
 // when the kernel is queued, which goes on with the next kernel, but at the
-// next Synchronize. Its memory is the host's, but it says it is not the
-// host, so the executor stages feeds and runs the updates as a phase of
-// their own.
-class DeferringDevice final : public Device {
+// next Synchronize. Not being the host, it gets the updates queued as a
+// phase of their own.
+class DeferringDevice final : public HostMemoryDevice {
  public:
   std::string name() const override { return "deferring host"; }
-  bool is_host() const override { return false; }
-  absl::StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) override {
-    return host_->Allocate(bytes);
-  }
-  absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override {
-    return host_->CopyToDevice(dst, src, bytes);
-  }
-  absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
-    return host_->CopyToHost(dst, src, bytes);
-  }
-  absl::Status CopyOnDevice(void* dst, const void* src, size_t bytes) override {
-    return host_->CopyOnDevice(dst, src, bytes);
-  }
-  absl::Status Fill(void* dst, unsigned char byte, size_t bytes) override {
-    return host_->Fill(dst, byte, bytes);
-  }
   Kernel KernelFor(const OpDef& op) const override {
     return op.cpu == nullptr ? nullptr : &Deferred;
   }
@@ -160,7 +143,6 @@ class DeferringDevice final : public Device {
     return absl::OkStatus();
   }
 
-  std::unique_ptr<Device> host_ = CpuDevice();
   absl::Status first_error_;
 };
 
