@@ -187,7 +187,11 @@ absl::StatusOr<std::vector<Value>> Gradients(Value loss, absl::Span<const Value>
     }
   }
   restore_scope();
-  for (size_t i = 0; i < wrt.size(); ++i) result[i] = total[wrt[i].id()];
+  // A wrt node made after the loss cannot reach it: `total` covers ids up to
+  // the loss's only.
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    if (wrt[i].id() < n) result[i] = total[wrt[i].id()];
+  }
   return result;
 }
 

@@ -30,7 +30,8 @@
 namespace dagrad {
 
 // Gradients returns d(loss)/d(wrt[i]) for each i, null where loss does not
-// depend on wrt[i]. `seed` is the gradient flowing into loss; when null,
+// depend on wrt[i] (a value the loss does not use, one added to the graph
+// after the loss). `seed` is the gradient flowing into loss; when null,
 // loss must hold one element and the seed is 1.
 //
 // Errors: InvalidArgument for an invalid or foreign Value, a non-float loss

@@ -1,5 +1,10 @@
 #include "engine/dtype.h"
 
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
 namespace dagrad {
 
 size_t SizeOf(DType dtype) {
@@ -38,6 +43,34 @@ std::optional<DType> DTypeFromName(absl::string_view name) {
     if (DTypeName(d) == name) return d;
   }
   return std::nullopt;
+}
+
+absl::Status CheckValueFits(double value, DType dtype, absl::string_view what) {
+  auto fail = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", value, " ", why, " (dtype ", DTypeName(dtype), ")"));
+  };
+  switch (dtype) {
+    case DType::kFloat64:
+      return absl::OkStatus();
+    case DType::kFloat32:
+      if (std::isfinite(value) && std::abs(value) > std::numeric_limits<float>::max()) {
+        return fail("is beyond float32's range");
+      }
+      return absl::OkStatus();
+    case DType::kBool:
+      if (value != 0 && value != 1) return fail("is not 0 or 1");
+      return absl::OkStatus();
+    case DType::kInt32:
+    case DType::kInt64: {
+      if (std::trunc(value) != value) return fail("is not an integer");
+      // -2^31 and -2^63 are exact doubles; the largest values are not.
+      const double limit = std::ldexp(1.0, dtype == DType::kInt32 ? 31 : 63);
+      if (value < -limit || value >= limit) return fail("is out of range");
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError("bad dtype");
 }
 
 }  // namespace dagrad

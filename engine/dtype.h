@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace dagrad {
@@ -34,6 +36,18 @@ inline bool IsFloating(DType d) {
 inline bool IsInteger(DType d) {
   return d == DType::kInt32 || d == DType::kInt64;
 }
+
+// CheckValueFits returns OK when `dtype` can hold `value` exactly, or
+// InvalidArgument naming `what`, the value and the dtype: for int32 and
+// int64 a value that is not an integer (NaN included) or outside the
+// dtype's range (inf included); for bool anything but 0 and 1; for float32
+// a finite value beyond its range (rounding is expected, and inf and NaN
+// are float values). Whatever turns a double into an element — the Fill
+// and Arange ops, Initializer::Constant — checks it here, so that the
+// conversion is defined and they all accept the same values.
+//
+//   CheckValueFits(3e9, DType::kInt32, "value");  // InvalidArgument: out of range
+absl::Status CheckValueFits(double value, DType dtype, absl::string_view what);
 
 // DTypeOf<T>::value maps a C++ element type to its DType.
 template <typename T>

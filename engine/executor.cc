@@ -37,6 +37,14 @@ std::string TypeString(const Node& n) {
   return absl::StrCat(DTypeName(n.dtype), " ", n.shape.ToString());
 }
 
+// NodeError names a kernel's error with its node (once: a device that
+// reports a data error found on the device names the node itself).
+absl::Status NodeError(const Node& node, const absl::Status& st) {
+  const std::string prefix = absl::StrCat(node.op->name, " '", node.path(), "': ");
+  if (absl::StartsWith(st.message(), prefix)) return st;
+  return absl::Status(st.code(), absl::StrCat(prefix, st.message()));
+}
+
 }  // namespace
 
 Executor::Executor(const Graph& graph, ExecutorOptions options)
@@ -100,6 +108,18 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
                                     "an input's staging buffer"));
       plan->staged_inputs_[id] = std::move(buf);
     }
+  }
+  // Kernels on the host run one by one, and one that fails stops the run
+  // before the updates, which come last. A device that reports kernels'
+  // errors at Synchronize (CUDA) runs the updates as a second phase, after
+  // a Synchronize that found none: one more wait per step, the price of a
+  // run that fails having written nothing.
+  const int steps = static_cast<int>(info.steps.size());
+  plan->phases_[0] = {0, steps};
+  if (!device_->is_host() && info.first_update > 0 && info.first_update < steps) {
+    plan->phases_[0] = {0, info.first_update};
+    plan->phases_[1] = {info.first_update, steps};
+    plan->num_phases_ = 2;
   }
   plan->info_ = std::move(info);
   return plan;
@@ -277,17 +297,47 @@ TensorRef Executor::Ref(const Plan& plan, NodeId id) const {
                    &n.shape};
 }
 
-absl::Status Executor::QueueKernels(Plan& plan) {
+absl::Status Executor::CheckHostInputs(
+    const Plan& plan, const absl::flat_hash_map<NodeId, const Tensor*>& fed) const {
   const ExecutionPlan& info = plan.info_;
-  // A kernel's error, named with its node (once: a device that reports a
-  // data error found on the device names the node itself).
-  auto node_error = [](const Node& node, const absl::Status& st) {
-    const std::string prefix = absl::StrCat(node.op->name, " '", node.path(), "': ");
-    if (absl::StartsWith(st.message(), prefix)) return st;
-    return absl::Status(st.code(), absl::StrCat(prefix, st.message()));
-  };
   std::vector<TensorRef> ins;
-  for (size_t i = 0; i < info.steps.size(); ++i) {
+  for (NodeId id : info.steps) {
+    const Node& node = graph_.node(id);
+    if (node.op->check == nullptr) continue;
+    ins.clear();
+    for (NodeId in : node.inputs) {
+      TensorRef r{nullptr, in == kNoNode ? DType::kFloat32 : graph_.node(in).dtype,
+                  in == kNoNode ? nullptr : &graph_.node(in).shape};
+      const Storage& s = in == kNoNode ? Storage{} : info.storage[info.root[in]];
+      const void* base = nullptr;
+      if (s.kind == Storage::Kind::kInput) base = fed.at(s.node)->raw_data();
+      if (s.kind == Storage::Kind::kConstant && info.constants.contains(s.node)) {
+        base = info.constants.at(s.node).raw_data();
+      }
+      if (base != nullptr) {
+        r.data = const_cast<char*>(static_cast<const char*>(base) + info.offset[in]);
+      }
+      ins.push_back(r);
+    }
+    const TensorRef out{nullptr, node.dtype, &node.shape};
+    const RunContext run;
+    KernelContext ctx{node, ins, out, run};
+    if (absl::Status st = node.op->check(ctx); !st.ok()) return NodeError(node, st);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::QueueKernels(Plan& plan, int phase) {
+  const ExecutionPlan& info = plan.info_;
+  const auto [begin, end] = plan.phases_[phase];
+  if (begin == 0) {
+    for (const ExecutionPlan::FetchCopy& c : info.fetch_copies) {
+      const TensorRef from = Ref(plan, c.node);
+      DAGRAD_RETURN_IF_ERROR(device_->CopyOnDevice(plan.bases_[c.root], from.data, from.nbytes()));
+    }
+  }
+  std::vector<TensorRef> ins;
+  for (int i = begin; i < end; ++i) {
     const Node& node = graph_.node(info.steps[i]);
     ins.clear();
     for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? TensorRef{} : Ref(plan, in));
@@ -303,32 +353,32 @@ absl::Status Executor::QueueKernels(Plan& plan) {
       ++e.calls;
     }
     if (st.ok() && options_.synchronize_each_kernel) st = device_->Synchronize();
-    if (!st.ok()) return node_error(node, st);
+    if (!st.ok()) return NodeError(node, st);
     if (options_.check_numerics) DAGRAD_RETURN_IF_ERROR(CheckNumerics(node, out));
   }
   return absl::OkStatus();
 }
 
-absl::Status Executor::QueueRun(Plan& plan) {
+absl::Status Executor::QueueRun(Plan& plan, int phase) {
   const bool may_record = options_.record_runs && plan.device_records_ && !options_.profile &&
                           !options_.synchronize_each_kernel && !options_.check_numerics;
-  if (!may_record) return QueueKernels(plan);
-  Plan::Recorded& recorded = plan.recorded_[plan.run_.training ? 1 : 0];
+  if (!may_record) return QueueKernels(plan, phase);
+  Plan::Recorded& recorded = plan.recorded_[plan.run_.training ? 1 : 0][phase];
   if (recorded.recording != nullptr && recorded.bases == plan.bases_) {
-    ++plan.replays_;
+    if (phase == 0) ++plan.replays_;  // a run, not each phase
     return recorded.recording->Replay();
   }
   // The first run is queued as it is: it warms up what kernels initialise
   // lazily (CUDA modules, library state), which a recording must not see.
   if (!recorded.warmed_up) {
     recorded.warmed_up = true;
-    return QueueKernels(plan);
+    return QueueKernels(plan, phase);
   }
   recorded.recording = nullptr;
   absl::Status why_not;
   DAGRAD_ASSIGN_OR_RETURN(
       recorded.recording,
-      device_->Record([this, &plan] { return QueueKernels(plan); }, &why_not));
+      device_->Record([this, &plan, phase] { return QueueKernels(plan, phase); }, &why_not));
   if (recorded.recording == nullptr) {
     // The device does not record, or could not: run this plan without.
     plan.device_records_ = false;
@@ -347,24 +397,33 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
   const ExecutionPlan& info = plan.info_;
   absl::flat_hash_map<NodeId, const Tensor*> fed;
   DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, feeds, fed));
+  DAGRAD_RETURN_IF_ERROR(CheckHostInputs(plan, fed));
   DAGRAD_RETURN_IF_ERROR(BindStorage(plan, fed));
   if (options_.poison_arena && info.arena_bytes > 0) {
     DAGRAD_RETURN_IF_ERROR(device_->Fill(plan.arena_.get(), 0xFF, info.arena_bytes));
   }
   plan.run_ = RunContext{options.training, options_.seed, options.step, device_->kernel_state()};
   DAGRAD_RETURN_IF_ERROR(device_->PrepareRun(plan.run_));
-  if (absl::Status queued = QueueRun(plan); !queued.ok()) {
-    // Drain what was queued, so that the next run starts on an idle
-    // device; an error the queued work hit came first and is reported.
-    absl::Status earlier = device_->Synchronize();
-    return earlier.ok() ? queued : earlier;
+  // Each phase ends with Synchronize, whose error (a data error a device
+  // kernel found) fails the run before the next phase, the updates, is
+  // queued.
+  for (int phase = 0; phase < plan.num_phases_; ++phase) {
+    if (absl::Status queued = QueueRun(plan, phase); !queued.ok()) {
+      // Drain what was queued, so that the next run starts on an idle
+      // device; an error the queued work hit came first and is reported.
+      absl::Status earlier = device_->Synchronize();
+      return earlier.ok() ? queued : earlier;
+    }
+    DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
   }
-  DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
   if (options_.profile) ++plan.profile_.runs;
 
   std::vector<Tensor> results;
   for (NodeId id : info.fetches) {
-    const TensorRef r = Ref(plan, id);
+    TensorRef r = Ref(plan, id);
+    for (const ExecutionPlan::FetchCopy& c : info.fetch_copies) {
+      if (c.node == id) r.data = plan.bases_[c.root];
+    }
     DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(r.dtype, *r.shape));
     DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(t.raw_data(), r.data, t.nbytes()));
     results.push_back(std::move(t));

@@ -15,15 +15,34 @@
 //
 // Variables are initialised from their initializers the first time a run
 // needs them (or by InitializeVariables), and can be read and assigned by
-// Value. Fetching a variable returns its value after the run's updates.
+// Value.
+//
+// A Run is a transaction, and its fetches show the values before its
+// updates, as the loss and activations of a PyTorch step precede
+// optimizer.step():
+//   - a Run that returns an error has changed no variable, so a retry with
+//     corrected feeds applies the step exactly once. Feeds, and what ops
+//     that write variables would reject in them (Adam's step), are checked
+//     before any kernel runs; every op that writes a variable runs after
+//     every other op of the plan (whatever the order the graph was built
+//     in; Compile rejects an op that takes an update's output), so a
+//     kernel that fails on its data (an index out of range, an integer
+//     division by zero) fails before any update. A device that reports
+//     such errors at the end (CUDA) is waited for before the updates are
+//     queued.
+//   - a fetched variable, or a view of one (Reshape, a contiguous Slice),
+//     shows the value before the run's updates, like any computed fetch;
+//     Read returns the value after them.
 //
 // On a CUDA device (engine/cuda/cuda_device.h) the same code runs the
 // whole plan on the GPU: feeds are copied in, kernels are queued on the
-// device's stream, and Run waits once, at the end, before copying the
-// fetches back; a data error a kernel finds there (an index out of range)
-// fails the run as the CPU kernel's error would. The second run of a plan
-// (per RunOptions::training) is recorded as a CUDA graph and later runs
-// replay it: one launch per step instead of one per kernel.
+// device's stream, and Run waits at the end before copying the fetches
+// back; a data error a kernel finds there (an index out of range) fails
+// the run as the CPU kernel's error would. A plan with updates waits once
+// more, before queuing them, so that such an error leaves the variables as
+// they were. The second run of a plan (per RunOptions::training) is
+// recorded as a CUDA graph (two: the updates apart) and later runs replay
+// it: one launch per step, or two, instead of one per kernel.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
 //   Executor exec(g, std::move(gpu));
@@ -137,7 +156,11 @@ class Plan {
   // recording of the kernel loop can be replayed.
   std::vector<void*> bases_;
   RunContext run_;
-  Recorded recorded_[2];  // by RunContext::training
+  // A run queues steps [phases_[p].first, phases_[p].second) for each phase
+  // p < num_phases_, waiting for the device after each (see Compile).
+  std::pair<int, int> phases_[2];
+  int num_phases_ = 1;
+  Recorded recorded_[2][2];  // by RunContext::training, then phase
   bool device_records_ = true;  // false once the device declined
   absl::Status recording_failure_;
   int64_t replays_ = 0;
@@ -154,7 +177,9 @@ class Executor {
 
   // Compile plans `fetches` (returned by Run, in order) and `targets` (ops
   // run for their effects). Errors: invalid or foreign Values, an op with no
-  // kernel on this device, a folding error, the memory limit.
+  // kernel on this device, a folding error, the memory limit;
+  // FailedPrecondition when an op depends on the output of an update (an op
+  // that writes a variable), which must come last (PlanGraph).
   absl::StatusOr<std::unique_ptr<Plan>> Compile(absl::Span<const Value> fetches,
                                                 absl::Span<const Value> targets = {});
 
@@ -164,7 +189,8 @@ class Executor {
   // shape (inputs of the graph that the plan does not read may be fed and
   // are ignored); a kernel's error (e.g. an index out of
   // range), named with the node's path; with check_numerics, the first node
-  // producing NaN or Inf.
+  // producing NaN or Inf. After any of these no variable has changed (see
+  // the file comment).
   absl::StatusOr<std::vector<Tensor>> Run(Plan& plan, const Feeds& feeds,
                                           const RunOptions& options = {});
 
@@ -189,8 +215,10 @@ class Executor {
   absl::Status CheckNumerics(const Node& node, const TensorRef& out);
   absl::Status BindStorage(Plan& plan, const absl::flat_hash_map<NodeId, const Tensor*>& fed);
   TensorRef Ref(const Plan& plan, NodeId id) const;
-  absl::Status QueueRun(Plan& plan);
-  absl::Status QueueKernels(Plan& plan);
+  absl::Status QueueRun(Plan& plan, int phase);
+  absl::Status QueueKernels(Plan& plan, int phase);
+  absl::Status CheckHostInputs(const Plan& plan,
+                               const absl::flat_hash_map<NodeId, const Tensor*>& fed) const;
   absl::Status ValidateFeeds(const Plan& plan, const Feeds& feeds,
                              absl::flat_hash_map<NodeId, const Tensor*>& fed);
 

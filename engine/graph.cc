@@ -1,5 +1,6 @@
 #include "engine/graph.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -132,7 +133,7 @@ Value Graph::AddVariable(absl::string_view name, const Shape& shape,
         what, " '", path, "': dtype must be floating, got ", DTypeName(dtype))));
   }
   absl::Status st = ValidateDims(shape.dims()).status();
-  if (st.ok()) st = init.Validate(shape);
+  if (st.ok()) st = init.Validate(shape, dtype);
   if (!st.ok()) {
     return Error(absl::InvalidArgumentError(absl::StrCat(
         what, " '", path, "' ", shape.ToString(), ": ", st.message())));
@@ -158,12 +159,21 @@ Value Graph::Variable(absl::string_view name, const Shape& shape,
 }
 
 Value Graph::Constant(const Tensor& value, absl::string_view name) {
+  // A constant is the value at this call: Tensors share storage when
+  // copied, so the caller could otherwise change it later, after plans
+  // folded some uses of the old value.
+  absl::StatusOr<Tensor> copy = Tensor::Zeros(value.dtype(), value.shape());
+  if (!copy.ok()) {
+    return Error(absl::Status(copy.status().code(),
+                              absl::StrCat("constant '", name, "': ", copy.status().message())));
+  }
+  if (value.nbytes() > 0) std::memcpy(copy->raw_data(), value.raw_data(), value.nbytes());
   Node node;
   node.kind = NodeKind::kConstant;
   node.dtype = value.dtype();
   node.shape = value.shape();
   node.name = UniqueName(name);
-  node.value = value;
+  node.value = *std::move(copy);
   return AddNode(std::move(node));
 }
 

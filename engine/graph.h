@@ -139,7 +139,9 @@ class Graph {
   Value Variable(absl::string_view name, const Shape& shape,
                  const Initializer& init, DType dtype = DType::kFloat32);
 
-  // Constant embeds a tensor in the graph. The name is made unique.
+  // Constant embeds a copy of `value` in the graph: changing the caller's
+  // tensor afterwards does not change the constant. The name is made unique.
+  // An error Value (ResourceExhausted) when the copy cannot be allocated.
   Value Constant(const Tensor& value, absl::string_view name = "constant");
 
   // AddOp applies `op` to `inputs` (null Values for absent optional inputs)

@@ -56,7 +56,13 @@ void FillConstant(double value, Tensor& out) {
 
 }  // namespace
 
-absl::Status Initializer::Validate(const Shape& shape) const {
+absl::Status Initializer::Validate(const Shape& shape, DType dtype) const {
+  const bool random = kind == Kind::kUniform || kind == Kind::kNormal ||
+                      kind == Kind::kXavierUniform;
+  if (random && !IsFloating(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "random initializer ", ToString(), " needs a floating dtype, got ", DTypeName(dtype)));
+  }
   switch (kind) {
     case Kind::kUniform:
       if (!(a <= b) || !std::isfinite(a) || !std::isfinite(b)) {
@@ -83,11 +89,7 @@ absl::Status Initializer::Validate(const Shape& shape) const {
       }
       break;
     case Kind::kConstant:
-      if (!std::isfinite(a)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("constant initializer value must be finite, got ", a));
-      }
-      break;
+      return CheckValueFits(a, dtype, "constant initializer value");
     case Kind::kZeros:
     case Kind::kOnes:
       break;
@@ -101,6 +103,12 @@ absl::Status Initializer::Fill(uint64_t default_seed, const std::string& path,
                       kind == Kind::kXavierUniform;
   if (!random) {
     const double value = kind == Kind::kOnes ? 1.0 : kind == Kind::kConstant ? a : 0.0;
+    // Fill may be called on an initializer never validated for this dtype;
+    // the conversions below are defined only for values that fit.
+    if (absl::Status st = CheckValueFits(value, out.dtype(), "constant initializer value");
+        !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", st.message()));
+    }
     switch (out.dtype()) {
       case DType::kFloat32: FillConstant<float>(value, out); break;
       case DType::kFloat64: FillConstant<double>(value, out); break;

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "engine/dtype.h"
 #include "engine/shape.h"
 #include "engine/tensor.h"
 
@@ -49,12 +50,19 @@ struct Initializer {
     return copy;
   }
 
-  // Validate returns InvalidArgument for bad parameters (high < low, negative
-  // stddev, a Xavier init of a tensor with rank < 2) naming them.
-  absl::Status Validate(const Shape& shape) const;
+  // Validate returns InvalidArgument, naming them, for bad parameters (high
+  // < low, negative stddev, a Xavier init of a tensor with rank < 2), a
+  // random kind for a dtype that is not floating, and a constant `dtype`
+  // cannot hold: the values the Fill op rejects (CheckValueFits in
+  // engine/dtype.h: 1.5 or 3e9 for int32, 2 for bool; float dtypes take inf
+  // and NaN, as torch.nn.init.constant_ does).
+  //
+  //   Initializer::Constant(3e9).Validate({2}, DType::kInt32);  // InvalidArgument
+  absl::Status Validate(const Shape& shape, DType dtype) const;
 
   // Fill writes the initial values into `out` (float32 or float64; the
-  // constant kinds also fill integer tensors). `path` keys the random stream.
+  // constant kinds also fill integer and bool tensors). `path` keys the
+  // random stream. The errors of Validate, except those about the shape.
   absl::Status Fill(uint64_t default_seed, const std::string& path,
                     Tensor& out) const;
 

@@ -131,6 +131,13 @@ struct OpDef {
   ViewFn view = nullptr;        // the output may alias input 0 (see ViewFn)
   bool random = false;          // reads the run's RNG: never folded or merged
   uint32_t mutates = 0;         // bit i: the op writes input i (a variable)
+  // check validates what of the inputs' values the kernel would reject
+  // (Adam's step), writing nothing. The executor calls it before any kernel
+  // of a run, with the inputs it can read on the host — feeds and constants;
+  // the others are absent (null data) and left to the kernel. An op that
+  // writes a variable and can fail has one, so that a bad feed fails the
+  // run before any update.
+  Kernel check = nullptr;
 };
 
 }  // namespace dagrad

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/aligned_buffer.h"
 #include "engine/op.h"
+#include "engine/status_macros.h"
 
 namespace dagrad {
 namespace {
@@ -48,10 +49,27 @@ std::vector<bool> Needed(const Graph& graph, absl::Span<const Value> roots) {
   return needed;
 }
 
+bool WritesVariable(const Node& node) {
+  return node.kind == NodeKind::kOp && node.op->mutates != 0;
+}
+
+// Writes says whether `node` writes variable `var` (a written input is the
+// variable itself, never a view: Graph::AddOp checks).
+bool Writes(const Node& node, NodeId var) {
+  if (!WritesVariable(node)) return false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if ((node.op->mutates >> i & 1) && node.inputs[i] == var) return true;
+  }
+  return false;
+}
+
 // Order returns the needed nodes in a deterministic topological order where
 // each op that writes a variable follows every other reader of it (readers
-// through views included).
-std::vector<NodeId> Order(const Graph& graph, const std::vector<bool>& needed) {
+// through views included), and every op that writes a variable follows
+// every other node: the updates come last, so that a kernel that fails (an
+// index out of range) fails before any variable is written, whatever the
+// ids. Among the ready nodes, the lowest id goes first.
+absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<bool>& needed) {
   const int n = graph.num_nodes();
   std::vector<std::vector<NodeId>> succ(n);
   std::vector<int> indegree(n, 0);
@@ -80,25 +98,72 @@ std::vector<NodeId> Order(const Graph& graph, const std::vector<bool>& needed) {
     const Node& node = graph.node(id);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (!(node.op->mutates >> i & 1)) continue;
-      for (NodeId reader : readers[node.inputs[i]]) {
-        if (reader != id) add_edge(reader, id);
+      const NodeId var = node.inputs[i];
+      for (NodeId reader : readers[var]) {
+        // Two ops that write one variable run in id order, one after the other.
+        if (reader == id || (reader > id && Writes(graph.node(reader), var))) continue;
+        add_edge(reader, id);
       }
     }
   }
-  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
+  using Key = std::pair<bool, NodeId>;  // (writes a variable, id): writers last
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
+  auto push = [&](NodeId id) { ready.push({WritesVariable(graph.node(id)), id}); };
   for (NodeId id = 0; id < n; ++id) {
-    if (needed[id] && indegree[id] == 0) ready.push(id);
+    if (needed[id] && indegree[id] == 0) push(id);
   }
   std::vector<NodeId> order;
   while (!ready.empty()) {
-    const NodeId id = ready.top();
+    const NodeId id = ready.top().second;
     ready.pop();
     order.push_back(id);
     for (NodeId s : succ[id]) {
-      if (--indegree[s] == 0) ready.push(s);
+      if (--indegree[s] == 0) push(s);
+    }
+  }
+  for (NodeId id = 0; id < n; ++id) {
+    if (needed[id] && indegree[id] > 0) {
+      return absl::InternalError(absl::StrCat("no order for the plan: '", graph.node(id).path(),
+                                              "' lies on a cycle"));
     }
   }
   return order;
+}
+
+// CheckNothingFollowsUpdates returns FailedPrecondition when a needed op that
+// writes no variable depends on the output of one that does: it would run
+// after the updates, where its failure could not leave the variables
+// unchanged, and a read of the variable there would see the update. Direct
+// inputs suffice: every needed node on a longer path is checked too.
+absl::Status CheckNothingFollowsUpdates(const Graph& graph, const std::vector<bool>& needed) {
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const Node& node = graph.node(id);
+    if (!needed[id] || node.kind != NodeKind::kOp || WritesVariable(node)) continue;
+    for (NodeId in : node.inputs) {
+      if (in == kNoNode || !WritesVariable(graph.node(in))) continue;
+      return absl::FailedPreconditionError(absl::StrCat(
+          node.op->name, " '", node.path(), "' takes the output of ", graph.node(in).op->name,
+          " '", graph.node(in).path(),
+          "', which writes a variable: an update's output can only be a target or a fetch"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// FindUpdates sets plan.first_update from plan.steps and returns, per node
+// id, whether the plan writes that variable.
+std::vector<bool> FindUpdates(const Graph& graph, ExecutionPlan& plan) {
+  std::vector<bool> written(graph.num_nodes(), false);
+  plan.first_update = static_cast<int>(plan.steps.size());
+  for (int i = static_cast<int>(plan.steps.size()) - 1; i >= 0; --i) {
+    const Node& node = graph.node(plan.steps[i]);
+    if (!WritesVariable(node)) continue;
+    plan.first_update = i;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.op->mutates >> k & 1) written[node.inputs[k]] = true;
+    }
+  }
+  return written;
 }
 
 bool Foldable(const Node& node, const std::vector<bool>& is_const) {
@@ -184,7 +249,8 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
   std::vector<Value> roots(fetches.begin(), fetches.end());
   roots.insert(roots.end(), targets.begin(), targets.end());
   const std::vector<bool> needed = Needed(graph, roots);
-  const std::vector<NodeId> order = Order(graph, needed);
+  DAGRAD_RETURN_IF_ERROR(CheckNothingFollowsUpdates(graph, needed));
+  DAGRAD_ASSIGN_OR_RETURN(const std::vector<NodeId> order, Order(graph, needed));
 
   ExecutionPlan plan;
   const int n = graph.num_nodes();
@@ -304,6 +370,19 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
     plan.root[id] = root;
     root_last[root] = std::max(root_last[root], last_read[id]);
     if (!view_offset.has_value()) plan.steps.push_back(id);
+  }
+  const std::vector<bool> written = FindUpdates(graph, plan);
+  // A fetch whose bytes are a written variable's gets bytes of its own, for
+  // the whole run (see ExecutionPlan::fetch_copies).
+  for (NodeId id : plan.fetches) {
+    const Storage& s = plan.storage[plan.root[id]];
+    const bool done = std::any_of(plan.fetch_copies.begin(), plan.fetch_copies.end(),
+                                  [&](const auto& c) { return c.node == id; });
+    if (s.kind != Storage::Kind::kVariable || !written[s.node] || done) continue;
+    const int32_t r = new_root({Storage::Kind::kArena, 0, id}, 0);
+    root_last[r] = end;
+    plan.intermediate_bytes += static_cast<int64_t>(AlignUp(NodeBytes(graph.node(id))));
+    plan.fetch_copies.push_back({id, r});
   }
 
   std::vector<Interval> intervals;

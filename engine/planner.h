@@ -6,7 +6,9 @@
 //   1. prune: keep only the nodes the fetches and targets depend on;
 //   2. order: a topological order, deterministic (lowest id first among the
 //      ready nodes), in which every op that writes a variable runs after all
-//      other readers of that variable;
+//      other readers of that variable, and after every other node: updates
+//      come last, whatever their ids (nothing but a target or a fetch may
+//      take an update's output);
 //   3. fold: op nodes whose inputs are all constants (the sinusoidal table)
 //      are evaluated once, here, and become constants of the plan;
 //   4. place: each remaining intermediate gets an offset in one arena.
@@ -52,6 +54,9 @@ struct PlanOptions {
 struct ExecutionPlan {
   std::vector<NodeId> fetches;
   std::vector<NodeId> steps;         // op nodes to run, in order (views are not run)
+  // steps[first_update..] are the ops that write variables (steps.size()
+  // when none does); no other op depends on them.
+  int first_update = 0;
   std::vector<NodeId> inputs;        // input nodes the plan reads
   std::vector<NodeId> variables;     // variable nodes the plan touches
   // root[id] indexes `storage` for every node the plan touches (-1 else);
@@ -61,6 +66,19 @@ struct ExecutionPlan {
   // viewing part of its input).
   std::vector<int64_t> offset;
   std::vector<Storage> storage;
+  // A run's fetches show the values before its updates, views of a written
+  // variable (and the variable itself) as much as computed values. Such a
+  // fetch aliases the variable, which the updates overwrite, so it gets an
+  // arena buffer of its own (`root`), which the executor fills before any
+  // step runs. Copying is simpler than the alternatives: running the view's
+  // kernel instead would not cover a fetched variable, which has none, and
+  // copying just before the first update would tie correctness to where the
+  // updates are placed; before any step, nothing has written the variable.
+  struct FetchCopy {
+    NodeId node;
+    int32_t root;
+  };
+  std::vector<FetchCopy> fetch_copies;
   // Folded (and graph) constants the plan reads, by node id.
   absl::flat_hash_map<NodeId, Tensor> constants;
   int64_t arena_bytes = 0;          // peak: the size of the one arena
@@ -74,8 +92,10 @@ struct ExecutionPlan {
 };
 
 // PlanGraph builds the plan. Errors: a fetch or target that is not a node of
-// `graph` (the Value's own error for an error Value); an op without a CPU
-// kernel in a folded subgraph; a kernel error while folding.
+// `graph` (the Value's own error for an error Value); FailedPrecondition
+// when an op that writes no variable depends on the output of one that
+// does (it could not run before the updates); an op without a CPU kernel
+// in a folded subgraph; a kernel error while folding.
 absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
                                         absl::Span<const Value> fetches,
                                         absl::Span<const Value> targets,

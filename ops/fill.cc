@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "ops/op_util.h"
@@ -36,35 +35,6 @@ absl::Status CheckBytes(double elements, DType dtype, absl::string_view what) {
   return absl::OkStatus();
 }
 
-// CheckValue returns InvalidArgument when `dtype` cannot hold `v` (for
-// float32, only its range is checked: rounding is expected).
-absl::Status CheckValue(double v, DType dtype, absl::string_view what) {
-  auto fail = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " ", v, " ", why, " (dtype ", DTypeName(dtype), ")"));
-  };
-  switch (dtype) {
-    case DType::kFloat64:
-      return absl::OkStatus();
-    case DType::kFloat32:
-      if (std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max()) {
-        return fail("is beyond float32's range");
-      }
-      return absl::OkStatus();
-    case DType::kBool:
-      if (v != 0 && v != 1) return fail("is not 0 or 1");
-      return absl::OkStatus();
-    case DType::kInt32:
-    case DType::kInt64: {
-      if (std::trunc(v) != v) return fail("is not an integer");
-      const double limit = std::ldexp(1.0, dtype == DType::kInt32 ? 31 : 63);
-      if (v < -limit || v >= limit) return fail("is out of range");
-      return absl::OkStatus();
-    }
-  }
-  return absl::InternalError("bad dtype");
-}
-
 absl::StatusOr<TensorType> InferFill(const InferContext& ctx) {
   auto dtype = DTypeAttr(ctx.attrs);
   if (!dtype.ok()) return dtype.status();
@@ -76,7 +46,7 @@ absl::StatusOr<TensorType> InferFill(const InferContext& ctx) {
       !st.ok()) {
     return st;
   }
-  if (absl::Status st = CheckValue(ctx.attrs.GetFloat("value"), *dtype, "value"); !st.ok()) {
+  if (absl::Status st = CheckValueFits(ctx.attrs.GetFloat("value"), *dtype, "value"); !st.ok()) {
     return st;
   }
   return TensorType{*dtype, shape};
@@ -111,7 +81,7 @@ absl::StatusOr<TensorType> InferArange(const InferContext& ctx) {
   if (len > 0) {
     for (auto [v, what] : {std::pair{step, "step"}, std::pair{start, "first element"},
                            std::pair{start + (len - 1) * step, "last element"}}) {
-      if (absl::Status st = CheckValue(v, *dtype, what); !st.ok()) {
+      if (absl::Status st = CheckValueFits(v, *dtype, what); !st.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(st.message(), ", ", range));
       }
     }

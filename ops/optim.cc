@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "engine/status_macros.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -94,11 +95,17 @@ absl::StatusOr<TensorType> InferAdam(const InferContext& ctx) {
   return InferUpdate(ctx, 4, {{4, "lr"}, {5, "step"}, {6, "grad_scale"}});
 }
 
-absl::Status AdamKernel(const KernelContext& ctx) {
+absl::Status AdamCheck(const KernelContext& ctx) {
   const double t = ScalarIn(ctx, 5, 1);
   if (!(t >= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("step must be >= 1, got ", t));
   }
+  return absl::OkStatus();
+}
+
+absl::Status AdamKernel(const KernelContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(AdamCheck(ctx));
+  const double t = ScalarIn(ctx, 5, 1);
   return DispatchFloat(ctx.in(0).dtype, [&](auto tag) {
     using T = decltype(tag);
     const Attrs& a = ctx.attrs();
@@ -131,7 +138,8 @@ absl::Status AdamKernel(const KernelContext& ctx) {
 }
 
 const OpDef kAdamUpdate = {.name = "adam_update", .dot_label = "Adam", .infer = InferAdam,
-                           .cpu = AdamKernel, .differentiable = false, .mutates = 0b1101};
+                           .cpu = AdamKernel, .differentiable = false, .mutates = 0b1101,
+                           .check = AdamCheck};
 
 }  // namespace
 

@@ -2,6 +2,10 @@
 // gradient scopes and roles, and its errors.
 
 #include "engine/autodiff.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"
@@ -107,6 +111,59 @@ TEST(Autodiff, SeedGradientForNonScalarOutput) {
   // The gradient of a linear map does not read x, so only the seed is fed.
   ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0]}, {{seed, T<float>({3}, {1, 0, -1})}}));
   ExpectAllClose(out[0], {3, 0, -3}, 0, 0, "vjp");
+}
+
+// Random wrt sets over parameters the loss uses, parameters it does not,
+// and parameters (and ops) added after it: each gradient is null exactly
+// when the loss does not depend on the value, and the others are the hand-
+// worked d/dp Sum(c_p * p * p) = 2 c_p p. Under ASan this also checks that
+// no wrt id past the loss is read (issue 23, bug 1).
+TEST(Autodiff, RandomWrtSetsIncludingValuesMadeAfterTheLoss) {
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 40; ++trial) {
+    Graph g;
+    const int before = 1 + static_cast<int>(rng() % 4), after = 1 + static_cast<int>(rng() % 4);
+    std::vector<Value> params;
+    std::vector<double> coef;  // 0: the loss does not use the parameter
+    for (int i = 0; i < before; ++i) {
+      params.push_back(g.Parameter(absl::StrCat("p", i), {2}, Initializer::Constant(i + 1),
+                                   DType::kFloat64));
+      coef.push_back(static_cast<double>(rng() % 3));
+    }
+    Value loss;
+    for (int i = 0; i < before; ++i) {
+      if (coef[i] == 0) continue;
+      Value term = Sum(params[i] * params[i] * coef[i]);
+      loss = loss.is_null() ? term : loss + term;
+    }
+    const bool fallback = loss.is_null();
+    if (fallback) loss = Sum(params[0] * 0.0);  // depends on p0, with gradient 0
+    for (int i = 0; i < after; ++i) {
+      params.push_back(g.Parameter(absl::StrCat("q", i), {3}, Initializer::Ones(),
+                                   DType::kFloat64));
+      coef.push_back(0);
+      Sum(params.back() * loss);  // a consumer of the loss, made after it
+    }
+    std::vector<Value> wrt;
+    std::vector<int> which;
+    const int k = 1 + static_cast<int>(rng() % 6);
+    for (int j = 0; j < k; ++j) {
+      which.push_back(static_cast<int>(rng() % params.size()));
+      wrt.push_back(params[which.back()]);
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Value> grads, Gradients(loss, wrt));
+    ASSERT_EQ(grads.size(), wrt.size());
+    for (int j = 0; j < k; ++j) {
+      const int p = which[j];
+      const bool used = coef[p] != 0 || (p == 0 && fallback);
+      SCOPED_TRACE(absl::StrCat("trial ", trial, ", wrt ", j, " = ", params[p].path()));
+      ASSERT_EQ(grads[j].is_null(), !used);
+      if (!used) continue;
+      ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[j]}));
+      const double want = 2 * coef[p] * (p + 1);
+      ExpectAllClose(out[0], {want, want}, 0, 0, "2 c p");
+    }
+  }
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "engine/autodiff.h"
 #include "engine/executor.h"
+#include "engine/initializer.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/reduce.h"
@@ -150,6 +152,90 @@ TEST(Arange, Errors) {
                 "first element 0.5 is not an integer (dtype int64)");
   EXPECT_STATUS(Arange(g, 0, 3, 0.5, DType::kInt64).status(),
                 absl::StatusCode::kInvalidArgument, "step 0.5 is not an integer");
+}
+
+// AsDouble reads element i of any dtype as a double.
+double AsDouble(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return t.data<float>()[i];
+    case DType::kFloat64: return t.data<double>()[i];
+    case DType::kInt32: return t.data<int32_t>()[i];
+    case DType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::kBool: return t.data<bool>()[i];
+  }
+  return 0;
+}
+
+// The Fill op and Initializer::Constant turn a double into elements by one
+// rule (CheckValueFits; issue 23, bug 10): the same table of values is
+// rejected by both, or held exactly by both. Before, an initializer cast
+// 3e9 to int32 (undefined behaviour) and truncated 1.5 to 1.
+TEST(Fill, FillAndConstantInitializerAcceptTheSameValues) {
+  const double kNan = std::nan("");
+  const double kFloatMax = std::numeric_limits<float>::max();
+  struct Case {
+    DType dtype;
+    double value;
+    bool fits;
+  };
+  const std::vector<Case> cases = {
+      {DType::kInt32, 3e9, false}, {DType::kInt32, 2147483648.0, false},
+      {DType::kInt32, -2147483649.0, false}, {DType::kInt32, 1.5, false},
+      {DType::kInt32, -0.5, false}, {DType::kInt32, kNan, false},
+      {DType::kInt32, kInf, false}, {DType::kInt32, -kInf, false},
+      {DType::kInt32, 2147483647.0, true}, {DType::kInt32, -2147483648.0, true},
+      {DType::kInt64, 1.5, false}, {DType::kInt64, 9223372036854775808.0, false},
+      {DType::kInt64, -1e19, false}, {DType::kInt64, kNan, false},
+      {DType::kInt64, kInf, false}, {DType::kInt64, -9223372036854775808.0, true},
+      // The largest double below 2^63.
+      {DType::kInt64, 9223372036854774784.0, true}, {DType::kInt64, -3, true},
+      {DType::kBool, 2, false}, {DType::kBool, -1, false}, {DType::kBool, 0.5, false},
+      {DType::kBool, kNan, false}, {DType::kBool, 0, true}, {DType::kBool, 1, true},
+      {DType::kFloat32, 1e40, false}, {DType::kFloat32, -1e39, false},
+      {DType::kFloat32, kFloatMax, true}, {DType::kFloat32, -kInf, true},
+      {DType::kFloat32, kNan, true}, {DType::kFloat64, 1e308, true},
+      {DType::kFloat64, kInf, true}, {DType::kFloat64, kNan, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(DTypeName(c.dtype), " ", c.value));
+    Graph g;
+    Value filled = Fill(g, {2}, c.value, c.dtype);
+    Value var = g.Variable("v", {2}, Initializer::Constant(c.value), c.dtype);
+    ASSERT_OK_AND_ASSIGN(Tensor direct, Tensor::Zeros(c.dtype, {2}));
+    const absl::Status direct_fill = Initializer::Constant(c.value).Fill(0, "d", direct);
+    EXPECT_EQ(filled.ok(), c.fits) << filled.status();
+    EXPECT_EQ(var.ok(), c.fits) << var.status();
+    EXPECT_EQ(direct_fill.ok(), c.fits) << direct_fill;
+    if (!c.fits) {
+      // One message for all three.
+      EXPECT_THAT(std::string(var.status().message()),
+                  ::testing::HasSubstr(CheckValueFits(c.value, c.dtype, "").message()));
+      EXPECT_THAT(std::string(filled.status().message()),
+                  ::testing::HasSubstr(CheckValueFits(c.value, c.dtype, "").message()));
+      continue;
+    }
+    Executor exec(g);
+    ASSERT_OK_AND_ASSIGN(Tensor read, exec.Read(var));
+    ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*exec.Compile({filled}).value(), {}));
+    for (const Tensor* t : {&read, &out[0], &direct}) {
+      for (int64_t i = 0; i < 2; ++i) {
+        const double got = AsDouble(*t, i);
+        if (std::isnan(c.value)) {
+          EXPECT_TRUE(std::isnan(got));
+        } else {
+          EXPECT_EQ(got, c.value);
+        }
+      }
+    }
+  }
+}
+
+TEST(Fill, RandomInitializerNeedsAFloatingDType) {
+  Graph g;
+  EXPECT_STATUS(g.Variable("u", {2}, Initializer::Uniform(0, 1), DType::kInt64).status(),
+                absl::StatusCode::kInvalidArgument,
+                "variable 'u' (2,): random initializer uniform(0, 1) needs a floating dtype, "
+                "got int64");
 }
 
 }  // namespace

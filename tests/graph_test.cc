@@ -79,6 +79,28 @@ TEST(Graph, DeclarationErrors) {
                 absl::StatusCode::kInvalidArgument, "must not contain '/'");
 }
 
+// A constant is its value when created (issue 23, bug 9): changing the
+// caller's tensor afterwards changes no path that reads it — fetched live,
+// folded at compile time (Neg of a constant), or compiled again later.
+TEST(Graph, ConstantIsAValueNotTheCallersBuffer) {
+  Graph g;
+  Tensor t = T<float>({2}, {1, 2});
+  Value c = g.Constant(t);
+  Value folded = Neg(c);
+  t.data<float>()[0] = 100;
+  Value later = g.Constant(t);  // made after the change: sees it
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({c, folded, later}));
+  t.data<float>()[1] = 200;
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {}));
+  ExpectAllClose(out[0], {1, 2}, 0, 0, "live constant");
+  ExpectAllClose(out[1], {-1, -2}, 0, 0, "folded");
+  ExpectAllClose(out[2], {100, 2}, 0, 0, "constant made after the first change");
+  ASSERT_OK_AND_ASSIGN(auto again, RunOnce(g, {c, Neg(c) * 1.0}));
+  ExpectAllClose(again[0], {1, 2}, 0, 0, "compiled after both changes");
+  ExpectAllClose(again[1], {-1, -2}, 0, 0, "folded after both changes");
+}
+
 TEST(Initializer, DeterministicAndInRange) {
   Graph g;
   Value u = g.Parameter("u", {1000}, Initializer::Uniform(-0.5, 0.25));

@@ -1,13 +1,21 @@
 // libFuzzer target: graphs built from random op sequences with random
-// shapes, dtypes and attributes, then (when they build) compiled, run with
-// random feeds in training mode, and differentiated. Every failure must be a
-// Status; nothing may crash, hang or exhaust memory (the executor has a
-// memory limit).
+// shapes, dtypes and attributes over inputs, constants and parameters, then
+// (when they build) differentiated with respect to a random set of values
+// (with parameters made after the loss, and unused ones), given optimizer
+// updates, more ops built after those, compiled and run with random feeds.
+// Every failure must be a Status; nothing may crash, hang or exhaust memory
+// (shapes are at most 5^4 elements and the executor has a memory limit).
+// Two properties trap when broken: a value made after the loss has a null
+// gradient, and a run that fails has changed no variable (executor.h).
 
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "engine/autodiff.h"
 #include "engine/executor.h"
@@ -18,6 +26,7 @@
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "ops/optim.h"
 #include "ops/reduce.h"
 #include "ops/select.h"
 #include "ops/shape_ops.h"
@@ -56,6 +65,64 @@ Tensor RandomTensor(FuzzedDataProvider& in, DType dtype, const Shape& shape) {
   return t;
 }
 
+// AddParameter adds a float parameter of random shape with a random
+// constant, or nothing when the name or shape is refused.
+std::optional<Value> AddParameter(FuzzedDataProvider& in, Graph& g, const std::string& name) {
+  const Value p = g.Parameter(name, RandomShape(in),
+                              Initializer::Constant(in.ConsumeFloatingPointInRange(-2.0, 2.0)),
+                              in.ConsumeBool() ? DType::kFloat32 : DType::kFloat64);
+  return p.ok() ? std::optional<Value>(p) : std::nullopt;
+}
+
+// AddTrainingStep differentiates `loss` with respect to a random pick of
+// `candidates` and of parameters made after the loss, fetches the
+// gradients, and adds an SGD or Adam update for some parameters that have
+// one. A parameter made after the loss must get a null gradient.
+void AddTrainingStep(FuzzedDataProvider& in, Graph& g, Value loss,
+                     std::vector<Value> candidates, std::vector<Value>& fetches,
+                     std::vector<Value>& targets) {
+  const int late = in.ConsumeIntegralInRange(0, 2);
+  for (int i = 0; i < late; ++i) {
+    if (auto p = AddParameter(in, g, "late" + std::to_string(i))) candidates.push_back(*p);
+  }
+  if (candidates.empty() || !loss.ok()) return;
+  std::vector<Value> wrt(in.ConsumeIntegralInRange(0, 6));
+  for (Value& v : wrt) v = candidates[in.ConsumeIntegralInRange<size_t>(0, candidates.size() - 1)];
+  auto grads = Gradients(loss, wrt);
+  if (!grads.ok()) return;
+  const Value lr = g.Input("lr", DType::kFloat64, {});
+  const Value step = g.Input("step", DType::kFloat64, {});
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    const Value& grad = (*grads)[i];
+    if (wrt[i].id() > loss.id() && !grad.is_null()) __builtin_trap();  // issue 23, bug 1
+    if (!grad.ok()) continue;
+    fetches.push_back(grad);
+    const Node& p = wrt[i].node();
+    // A parameter picked twice is updated twice, in order.
+    if (!p.is_variable() || !in.ConsumeBool()) continue;
+    auto state = [&](const char* name) {
+      return g.Variable(name + std::to_string(targets.size()), p.shape, Initializer::Zeros(),
+                        p.dtype);
+    };
+    targets.push_back(in.ConsumeBool()
+                          ? SgdUpdate(wrt[i], grad, state("velocity"), lr, {.momentum = 0.9})
+                          : AdamUpdate(wrt[i], grad, state("m"), state("v"), lr, step, {}));
+    // The parameter and a view of it, fetched: values before the update.
+    if (in.ConsumeBool()) fetches.push_back(in.ConsumeBool() ? wrt[i] : Reshape(wrt[i], {-1}));
+  }
+}
+
+// VariableBytes reads every variable of the graph.
+std::vector<std::string> VariableBytes(Executor& exec, Graph& g) {
+  std::vector<std::string> bytes;
+  for (const Value& v : g.Variables()) {
+    auto t = exec.Read(v);
+    bytes.push_back(t.ok() ? std::string(static_cast<const char*>(t->raw_data()), t->nbytes())
+                           : std::string(t.status().message()));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -67,6 +134,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Value v = g.Input("in" + std::to_string(i), in.PickValueInArray(kDTypes), RandomShape(in));
     pool.push_back(v);
     inputs.push_back(v);
+  }
+  std::vector<Value> wrt_candidates;
+  for (const Value& v : inputs) {
+    if (IsFloating(v.dtype())) wrt_candidates.push_back(v);
+  }
+  const int n_params = in.ConsumeIntegralInRange(0, 3);
+  for (int i = 0; i < n_params; ++i) {
+    if (auto p = AddParameter(in, g, "p" + std::to_string(i))) {
+      pool.push_back(*p);
+      wrt_candidates.push_back(*p);
+    }
   }
   auto pick = [&] { return pool[in.ConsumeIntegralInRange<size_t>(0, pool.size() - 1)]; };
   const std::vector<std::function<Value()>> builders = {
@@ -109,6 +187,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                              in.ConsumeFloatingPointInRange(-1e-3, 1e-2)); },
       [&] { return Gather(pick(), pick(), in.ConsumeIntegralInRange(-3, 3)); },
       [&] { return Where(pick(), pick(), pick()); },
+      [&] {
+        const DType dtype = in.PickValueInArray(kDTypes);
+        return g.Constant(RandomTensor(in, dtype, RandomShape(in)));
+      },
+      [&] {
+        // A constant that may not fit the dtype (3e9 as int32, 1.5 as int64).
+        return g.Variable("state" + std::to_string(pool.size()), RandomShape(in),
+                          Initializer::Constant(in.ConsumeFloatingPointInRange(-5e9, 5e9) /
+                                                in.ConsumeIntegralInRange(1, 4)),
+                          in.PickValueInArray(kDTypes));
+      },
       [&] { return Fill(g, RandomShape(in), in.ConsumeFloatingPointInRange(-2.0, 2.0), in.PickValueInArray(kDTypes)); },
       [&] {
         return Arange(g, in.ConsumeFloatingPointInRange(-1e3, 1e3), in.ConsumeFloatingPointInRange(-1e3, 1e3),
@@ -130,26 +219,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Executor exec(g, {.seed = in.ConsumeIntegral<uint64_t>(),
                     .check_numerics = in.ConsumeBool(),
                     .memory_limit_bytes = 64 << 20});
-  std::vector<Value> fetches = {out};
+  std::vector<Value> fetches = {out}, targets;
   if (IsFloating(out.dtype())) {
-    std::vector<Value> wrt;
-    for (const Value& v : inputs) {
-      if (IsFloating(v.dtype())) wrt.push_back(v);
-    }
-    auto grads = Gradients(Sum(out), wrt);
-    if (grads.ok()) {
-      for (const Value& v : *grads) {
-        if (v.ok()) fetches.push_back(v);
-      }
-    }
+    const Value loss = Sum(out);
+    AddTrainingStep(in, g, loss, wrt_candidates, fetches, targets);
   }
-  auto plan = exec.Compile(fetches);
+  // Ops built after the step: by id they would run after its updates.
+  const int more = in.ConsumeIntegralInRange(0, 3);
+  for (int i = 0; i < more && in.remaining_bytes() > 0; ++i) {
+    Value v = builders[in.ConsumeIntegralInRange<size_t>(0, builders.size() - 1)]();
+    if (v.ok()) fetches.push_back(v);
+  }
+  auto plan = exec.Compile(fetches, targets);
   if (!plan.ok()) return 0;
   Feeds feeds;
   for (NodeId id : (*plan)->info().inputs) {
     const Node& n = g.node(id);
     feeds.push_back({g.value(id), RandomTensor(in, n.dtype, n.shape)});
   }
-  (void)exec.Run(**plan, feeds, {.training = in.ConsumeBool(), .step = 1});
+  const std::vector<std::string> before = VariableBytes(exec, g);
+  const bool ok = exec.Run(**plan, feeds, {.training = in.ConsumeBool(), .step = 1}).ok();
+  if (!ok && VariableBytes(exec, g) != before) __builtin_trap();  // a failed run wrote
   return 0;
 }
