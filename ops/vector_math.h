@@ -70,21 +70,20 @@ static inline float VectorExp(float x) {
 inline double VectorExp(double x) { return std::exp(x); }
 
 // SumLanes returns f(0) + ... + f(n-1) in double. Without -ffast-math the
-// compiler may not reorder a single running sum; kSumLanes independent
+// compiler may not reorder a single running sum; kLanes independent
 // partial sums give it vector lanes to fill (and, as a side effect, an
-// error that grows with n / kSumLanes rather than n).
-constexpr int kSumLanes = 8;
-
-template <typename F>
-double SumLanes(int64_t n, F&& f) {
-  double lane[kSumLanes] = {};
+// error that grows with n / kLanes rather than n). static, as VectorExp:
+// the ISA-level kernels use it too.
+template <int kLanes = 8, typename F>
+static inline double SumLanes(int64_t n, F&& f) {
+  double lane[kLanes] = {};
   int64_t i = 0;
-  for (; i + kSumLanes <= n; i += kSumLanes) {
-    for (int l = 0; l < kSumLanes; ++l) lane[l] += f(i + l);
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lane[l] += f(i + l);
   }
   double s = 0;
   for (; i < n; ++i) s += f(i);
-  for (int l = 0; l < kSumLanes; ++l) s += lane[l];
+  for (int l = 0; l < kLanes; ++l) s += lane[l];
   return s;
 }
 

@@ -6,8 +6,7 @@
 
 #include "ops/kernels/cpu_kernels.h"
 #include "ops/kernels/level.h"
-// VectorExp has internal linkage (vector_math.h says why); nothing else of
-// that header is used here.
+// VectorExp and SumLanes have internal linkage (vector_math.h says why).
 #include "ops/vector_math.h"
 
 #include <cmath>
@@ -15,22 +14,9 @@
 namespace dagrad::kernels::DAGRAD_ISA {
 namespace {
 
-// SumLanes returns f(0) + ... + f(n-1) in double: kLanes partial sums, so
-// that the loop vectorises without reordering any one sum.
+// Sixteen partial sums: a full AVX-512 pair of double vectors, and the same
+// order on every level.
 constexpr int kLanes = 16;
-
-template <typename F>
-double SumLanes(int64_t n, F&& f) {
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lane[l] += f(i + l);
-  }
-  double s = 0;
-  for (; i < n; ++i) s += f(i);
-  for (int l = 0; l < kLanes; ++l) s += lane[l];
-  return s;
-}
 
 struct Moments {
   double mean, rstd;  // rstd = 1 / sqrt(biased variance + eps)
@@ -40,8 +26,8 @@ struct Moments {
 // E[x^2] - E[x]^2 on rows with a large mean.
 template <typename T>
 Moments RowMoments(const T* x, int64_t n, double eps) {
-  const double mean = SumLanes(n, [&](int64_t i) { return static_cast<double>(x[i]); }) / n;
-  const double var = SumLanes(n, [&](int64_t i) {
+  const double mean = SumLanes<kLanes>(n, [&](int64_t i) { return static_cast<double>(x[i]); }) / n;
+  const double var = SumLanes<kLanes>(n, [&](int64_t i) {
                        const double d = x[i] - mean;
                        return d * d;
                      }) / n;
@@ -82,9 +68,9 @@ void LayerNormGradRows(const LayerNormArgs<T>& a, int64_t begin, int64_t end) {
     auto gy = [&](int64_t i) -> double {
       return gamma ? static_cast<double>(g[i]) * gamma[i] : static_cast<double>(g[i]);
     };
-    const double mean_gy = SumLanes(d, gy) / d;
+    const double mean_gy = SumLanes<kLanes>(d, gy) / d;
     const double mean_gy_xhat =
-        SumLanes(d, [&](int64_t i) { return gy(i) * ((x[i] - m.mean) * m.rstd); }) / d;
+        SumLanes<kLanes>(d, [&](int64_t i) { return gy(i) * ((x[i] - m.mean) * m.rstd); }) / d;
     // Read x[i] and g[i] before writing dx[i]: dx may be x's buffer.
     for (int64_t i = 0; i < d; ++i) {
       const double xhat = (x[i] - m.mean) * m.rstd;
@@ -105,7 +91,7 @@ double ExpShiftSumF32(const float* x, float* y, int64_t n, float m) {
     const float* in = x + b;
     float* out = y != nullptr ? y + b : buffer;
     for (int64_t k = 0; k < len; ++k) out[k] = VectorExp(in[k] - m);
-    total += SumLanes(len, [&](int64_t k) { return static_cast<double>(out[k]); });
+    total += SumLanes<kLanes>(len, [&](int64_t k) { return static_cast<double>(out[k]); });
   }
   return total;
 }
