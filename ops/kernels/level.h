@@ -13,6 +13,17 @@
 
 namespace dagrad::kernels::DAGRAD_ISA {
 
+// kSmallGemmMaxMadds: up to this many multiply-adds SmallGemm beats one BLIS
+// call of the same level (kernel_bench's matmul_batched, one thread, each
+// side at the level's kernel set). avx2: BLIS haswell pays its packing and
+// call overhead on every 64^3 product (26 GFLOP/s against SmallGemm's 82),
+// so 64^3 = 2^18 stays here; avx512 (skx) and baseline (penryn): 2^17.
+#if defined(__AVX2__) && !defined(__AVX512F__)
+inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 18;
+#else
+inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 17;
+#endif
+
 void SmallGemmF32(const SmallGemmArgs<float>& args);
 void SmallGemmF64(const SmallGemmArgs<double>& args);
 void PhiloxBits(uint64_t seed, uint32_t stream, uint32_t step, uint64_t first, uint32_t* out);
