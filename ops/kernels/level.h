@@ -15,10 +15,11 @@ namespace dagrad::kernels::DAGRAD_ISA {
 
 // kSmallGemmMaxMadds: up to this many multiply-adds SmallGemm beats one BLIS
 // call of the same level (kernel_bench's matmul_batched, one thread, each
-// side at the level's kernel set). avx2: BLIS haswell pays its packing and
-// call overhead on every 64^3 product (26 GFLOP/s against SmallGemm's 82),
-// so 64^3 = 2^18 stays here; avx512 (skx) and baseline (penryn): 2^17.
-#if defined(__AVX2__) && !defined(__AVX512F__)
+// side at the level's kernel set). BLIS pays its packing and call overhead
+// on every 64^3 product: haswell 26 GFLOP/s against the avx2 SmallGemm's 82,
+// skx 48 against the avx512 one's 148, so 64^3 = 2^18 stays here. baseline
+// (penryn): 2^17, not measured beyond.
+#if defined(__AVX2__)
 inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 18;
 #else
 inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 17;
