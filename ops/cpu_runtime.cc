@@ -209,9 +209,9 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
                   int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t rsc,
                   int64_t csc, bool one_thread) {
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
-  if (IsSmallGemm(m, n, k) && csc == 1) {
-    // ActiveKernels is ok: ConfigureCpu checked it.
-    SmallGemm<T>(**ActiveKernels(), m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+  const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
+  if (IsSmallGemm(kernels, m, n, k) && csc == 1) {
+    SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
   }
   // The thread count is passed on every call, so it holds in any calling

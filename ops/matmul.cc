@@ -85,8 +85,8 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
     }
   };
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
-  if (IsSmallGemm(m, n, k)) {
-    const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
+  const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
+  if (IsSmallGemm(kernels, m, n, k)) {
     // Many small products: one per thread at a time, no BLIS.
     ParallelFor(batches, std::max<int64_t>(1, 32768 / (m * n * k + 1)), [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) {

@@ -12,7 +12,7 @@
 // row-major (row stride ldc, unit column stride).
 //
 //   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
-//   if (IsSmallGemm(m, n, k))
+//   if (IsSmallGemm(*kernels, m, n, k))
 //     SmallGemm<float>(*kernels, m, n, k, 1, a, rsa, csa, b, rsb, csb, 0, c, n);
 
 #ifndef DAGRAD_OPS_SMALL_GEMM_H_
@@ -24,15 +24,15 @@
 
 namespace dagrad {
 
-// IsSmallGemm is true when SmallGemm beats BLIS (measured on AVX-512 and
-// AVX2: up to about 2^17 multiply-adds, with n and k not too long for the
-// packed panel).
-inline bool IsSmallGemm(int64_t m, int64_t n, int64_t k) {
-  return m * n * k <= (int64_t{1} << 17) && n <= 256 && k <= 256;
+// IsSmallGemm is true when `kernels`' SmallGemm beats BLIS: up to the
+// level's small_gemm_max_madds multiply-adds, with n and k not too long for
+// the packed panel.
+inline bool IsSmallGemm(const CpuKernels& kernels, int64_t m, int64_t n, int64_t k) {
+  return m * n * k <= kernels.small_gemm_max_madds && n <= 256 && k <= 256;
 }
 
 // SmallGemm runs `kernels`' small_gemm for T (float or double); requires
-// IsSmallGemm(m, n, k).
+// IsSmallGemm(kernels, m, n, k).
 template <typename T>
 void SmallGemm(const CpuKernels& kernels, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c,

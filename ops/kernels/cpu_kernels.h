@@ -83,6 +83,10 @@ struct CpuKernels {
   // (|alpha| |A|·|B| + |beta C|), eps of T.
   void (*small_gemm_f32)(const SmallGemmArgs<float>& args);
   void (*small_gemm_f64)(const SmallGemmArgs<double>& args);
+  // small_gemm_max_madds: the largest m * n * k at which small_gemm beats
+  // BLIS's kernel set of the same level (measured per level, see
+  // kSmallGemmMaxMadds in ops/kernels/level.h); IsSmallGemm reads it.
+  int64_t small_gemm_max_madds;
 
   // philox_bits writes the random words of blocks first .. first +
   // kPhiloxBlocks - 1 of RandomStream{seed, stream, step} (engine/philox.h):

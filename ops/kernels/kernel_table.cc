@@ -13,6 +13,7 @@ const CpuKernels& Table() {
       .isa = DAGRAD_STRINGIFY(DAGRAD_ISA),
       .small_gemm_f32 = SmallGemmF32,
       .small_gemm_f64 = SmallGemmF64,
+      .small_gemm_max_madds = kSmallGemmMaxMadds,
       .philox_bits = PhiloxBits,
       .dropout_f32 = DropoutF32,
       .dropout_f64 = DropoutF64,
