@@ -17,7 +17,7 @@
 // other dtypes: in particular the tensors must cover the data buffer
 // exactly, without overlaps, holes or trailing bytes (so that no unindexed
 // data can hide in a file). The writer produces the same bytes as
-// ../shared/reference/safetensors_io.py for the same tensors: tensors in
+// tools/goldens/safetensors_io.py for the same tensors: tensors in
 // name order, packed from offset 0, compact JSON with non-ASCII characters
 // \u-escaped, padded with spaces to a multiple of 8 bytes.
 //

@@ -1,6 +1,6 @@
 // models/transformer.h
 //
-// The toy attention model of ../shared/reference/toy_transformer.py as a
+// The toy attention model of tools/bench/torch_cuda_anchor.py (ToyTransformer) as a
 // dagrad graph: the same function, the same parameter names (so checkpoints
 // move both ways with PyTorch's state_dict), the same initialisation.
 //

@@ -30,8 +30,8 @@ import time
 import torch
 from torch import nn
 
-# The model of ../shared/reference/toy_transformer.py, restated in the CUDA
-# anchor so that the benchmarks need nothing outside the repository.
+# The project's PyTorch twin of models/transformer.h lives in the CUDA
+# anchor; both benchmarks use it.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_cuda_anchor import ToyTransformer  # noqa: E402
 

@@ -15,9 +15,9 @@ Cases:
     large_step_tf32   the same with TF32 matrix products (torch.backends.cuda.matmul.allow_tf32)
     mha_fwdbwd_f32    nn.MultiheadAttention(1024, 16) self-attention on (32, 512, 1024):
                       forward + backward of sum(y * dy) (input and weight gradients)
-The model is the one in ../shared/reference/toy_transformer.py (post-norm
-nn.TransformerEncoderLayer, sinusoidal positions), restated here so that
-the script runs where ../shared is not present.
+ToyTransformer here is the project's PyTorch twin of models/transformer.h
+(post-norm nn.TransformerEncoderLayer, sinusoidal positions, PyTorch's
+state_dict names); tools/goldens/toy_eval.py makes goldens with it too.
 """
 import argparse
 import json
@@ -53,9 +53,13 @@ class ToyTransformer(nn.Module):
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.head = nn.Linear(dim, vocab)
 
-    def forward(self, tokens):
-        x = self.embedding(tokens) * math.sqrt(self.dim) + self.pe[: tokens.shape[1]]
-        return self.head(self.encoder(self.dropout(x)))
+    def forward(self, tokens, lengths=None):
+        T = tokens.shape[1]
+        x = self.embedding(tokens) * math.sqrt(self.dim) + self.pe[:T]
+        pad = None
+        if lengths is not None:  # PyTorch polarity: True = this key is padding
+            pad = torch.arange(T, device=tokens.device)[None, :] >= lengths[:, None]
+        return self.head(self.encoder(self.dropout(x), src_key_padding_mask=pad))
 
 
 def time_cuda(fn, iters, warmup):

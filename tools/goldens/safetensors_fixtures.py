@@ -1,6 +1,6 @@
 """Writes the safetensors fixtures for tests/safetensors_test.cc and
 tests/checkpoint_test.cc with the reference numpy writer
-(../shared/reference/safetensors_io.py), so that dagrad's reader is checked
+(tools/goldens/safetensors_io.py), so that dagrad's reader is checked
 against files it did not write, and its writer against the reference's bytes.
 
 Run with Debian's interpreter from anywhere:
@@ -9,12 +9,10 @@ It writes tests/data/safetensors/*.safetensors. The tests restate every
 value below by hand; keep the two in step.
 """
 import os
-import sys
 
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "..", "shared", "reference"))
 from safetensors_io import load, save  # noqa: E402
 
 OUT = os.path.join(ROOT, "tests", "data", "safetensors")

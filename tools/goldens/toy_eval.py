@@ -1,5 +1,5 @@
 """Goldens for `dagrad eval` from the PyTorch reference toy model
-(../shared/reference/toy_transformer.py): a model file with state_dict names
+(tools/bench/torch_cuda_anchor.py): a model file with state_dict names
 and config metadata, an input file (tokens, lengths, targets), and the
 expected output (logits, the mean cross-entropy over non-ignored targets,
 and grad.<name> for every parameter), computed in eval mode (no dropout).
@@ -12,9 +12,9 @@ import sys
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "shared", "reference"))
+sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 from safetensors_io import save  # noqa: E402
-from toy_transformer import ToyTransformer  # noqa: E402
+from torch_cuda_anchor import ToyTransformer  # noqa: E402
 
 OUT = os.path.join(HERE, "..", "..", "tests", "data", "toy_eval")
 
