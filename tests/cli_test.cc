@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/file_io.h"
 #include "engine/safetensors.h"
+#include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -24,45 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = CliResult;
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-// Dagrad runs the program with `args`, under `env` (e.g. "env X=1") if given.
 Result Dagrad(const std::string& args, const std::string& env = "") {
-  static int counter = 0;
-  const std::string base = absl::StrCat(::testing::TempDir(), "/cli_", getpid(), "_", counter++);
-  const std::string cmd = absl::StrCat(env, " ", DAGRAD_CLI_PATH, " ", args, " > ", base,
-                                       ".out 2> ", base, ".err");
-  const int status = std::system(cmd.c_str());
-  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(base + ".out").value_or(""),
-           ReadFile(base + ".err").value_or("")};
-  return r;
+  return RunDagrad(args, env);
 }
-
-std::string FreshDir(const std::string& name) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/", name, "_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// A model small enough to train in well under a second per run.
-const char kTiny[] =
-    "train --vocab=8 --seq_len=8 --min_len=3 --dim=16 --heads=2 --layers=1 --ffn=32 --batch=8 "
-    "--steps=20 --eval_every=5 --warmup=3 --threads=1 ";
-
-// metrics.csv without its last column (wall-clock seconds).
-std::string MetricsWithoutTime(const std::string& dir) {
-  std::string out;
-  for (absl::string_view line : absl::StrSplit(ReadFile(dir + "/metrics.csv").value_or(""), '\n')) {
-    out += std::string(line.substr(0, line.rfind(','))) + "\n";
-  }
-  return out;
-}
+const char* const kTiny = kTinyTrain;
 
 TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
   struct Case {
