@@ -3,8 +3,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
-#include "ops/int_math.h"
-#include "ops/minmax.h"
+#include "ops/elementwise_math.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
 
@@ -38,19 +37,6 @@ absl::StatusOr<TensorType> InferCompare(const InferContext& c) {
 absl::StatusOr<TensorType> InferLogic(const InferContext& c) {
   return InferBinary(c, Want::kBool, true);
 }
-
-// Integer arithmetic wraps around (ops/int_math.h).
-struct AddFn { template <typename T> T operator()(T a, T b) const { return WrapAdd(a, b); } };
-struct SubFn { template <typename T> T operator()(T a, T b) const { return WrapSub(a, b); } };
-struct MulFn { template <typename T> T operator()(T a, T b) const { return WrapMul(a, b); } };
-struct DivFn { template <typename T> T operator()(T a, T b) const { return WrapDiv(a, b); } };
-struct MaxFn { template <typename T> T operator()(T a, T b) const { return PropagatingMax(a, b); } };
-struct MinFn { template <typename T> T operator()(T a, T b) const { return PropagatingMin(a, b); } };
-struct EqFn { template <typename T> bool operator()(T a, T b) const { return a == b; } };
-struct LtFn { template <typename T> bool operator()(T a, T b) const { return a < b; } };
-struct GtFn { template <typename T> bool operator()(T a, T b) const { return a > b; } };
-struct AndFn { bool operator()(bool a, bool b) const { return a && b; } };
-struct OrFn { bool operator()(bool a, bool b) const { return a || b; } };
 
 // BinaryLoop computes out[i] = fn(a[.], b[.]) with broadcasting; equal
 // shapes take a flat loop the compiler vectorises.

@@ -51,29 +51,22 @@ void MatrixStrides(const Shape& s, bool transpose, int64_t* rs, int64_t* cs) {
 
 template <typename T>
 absl::Status MatMulTyped(const KernelContext& ctx) {
-  const Shape& sa = *ctx.in(0).shape;
-  const Shape& sb = *ctx.in(1).shape;
-  const Shape& sc = *ctx.output.shape;
-  const bool ta = ctx.attrs().GetBool("transpose_a"), tb = ctx.attrs().GetBool("transpose_b");
+  const MatMulProblem p = MatMulProblemOf(ctx);
+  if (p.empty()) return absl::OkStatus();
   const T* a = ctx.in(0).as<T>();
   const T* b = ctx.in(1).as<T>();
   T* c = ctx.output.as<T>();
-  const MatrixDims ma = OperandDims(sa, ta), mb = OperandDims(sb, tb);
-  const int64_t m = ma.rows, k = ma.cols, n = mb.cols;
+  const int64_t m = p.m, k = p.k, n = p.n, batches = p.batches;
   int64_t rsa, csa, rsb, csb;
-  MatrixStrides(sa, ta, &rsa, &csa);
-  MatrixStrides(sb, tb, &rsb, &csb);
-  const Shape batch = BatchOf(sc);
-  const int64_t batches = batch.num_elements();
-  if (m == 0 || n == 0 || batches == 0) return absl::OkStatus();
-  // A batched, untransposed `a` times one matrix `b` is one tall product.
-  if (sb.rank() == 2 && !ta) {
+  MatrixStrides(p.a, p.transpose_a, &rsa, &csa);
+  MatrixStrides(p.b, p.transpose_b, &rsb, &csb);
+  if (p.one_tall_product()) {
     return Gemm<T>(m * batches, n, k, T(1), a, rsa, csa, b, rsb, csb, T(0), c, n, 1);
   }
-  const Dims stride_a = BroadcastStrides(BatchOf(sa), batch);
-  const Dims stride_b = BroadcastStrides(BatchOf(sb), batch);
-  const int64_t mat_a = sa[sa.rank() - 2] * sa[sa.rank() - 1];
-  const int64_t mat_b = sb[sb.rank() - 2] * sb[sb.rank() - 1];
+  const Shape& batch = p.batch;
+  const Dims stride_a = BroadcastStrides(BatchOf(p.a), batch);
+  const Dims stride_b = BroadcastStrides(BatchOf(p.b), batch);
+  const int64_t mat_a = p.matrix_a, mat_b = p.matrix_b;
   auto offsets = [&](int64_t i, int64_t* oa, int64_t* ob) {
     int64_t rem = i;
     *oa = *ob = 0;

@@ -54,6 +54,19 @@ Shape BatchOf(const Shape& s) {
   return Shape(absl::Span<const int64_t>(s.dims().data(), s.rank() - 2));
 }
 
+MatMulProblem MatMulProblemOf(const KernelContext& ctx) {
+  const Shape& a = *ctx.in(0).shape;
+  const Shape& b = *ctx.in(1).shape;
+  const bool ta = ctx.attrs().GetBool("transpose_a"), tb = ctx.attrs().GetBool("transpose_b");
+  const MatrixDims da = OperandDims(a, ta), db = OperandDims(b, tb);
+  Shape batch = BatchOf(*ctx.output.shape);
+  const int64_t batches = batch.num_elements();
+  return {a,          b,       ta,
+          tb,         da.rows, da.cols,
+          db.cols,    std::move(batch), batches,
+          a[a.rank() - 2] * a[a.rank() - 1], b[b.rank() - 2] * b[b.rank() - 1]};
+}
+
 absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
   auto axis = NormalizeAxis(a.GetInt("axis"), in.rank());
   if (!axis.ok()) return axis.status();

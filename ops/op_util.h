@@ -90,6 +90,23 @@ struct MatrixDims {
 MatrixDims OperandDims(const Shape& s, bool transpose);
 Shape BatchOf(const Shape& s);
 
+// MatMulProblem is a matmul node as both backends' kernels read it:
+// (m, k) x (k, n) products, one per element of the output's batch.
+struct MatMulProblem {
+  const Shape& a;  // the operands' shapes, as stored
+  const Shape& b;
+  bool transpose_a, transpose_b;
+  int64_t m, k, n;
+  Shape batch;                  // the output's batch shape
+  int64_t batches;              // its element count
+  int64_t matrix_a, matrix_b;   // elements of one stored matrix of a and b
+  bool empty() const { return m == 0 || n == 0 || batches == 0; }
+  // one_tall_product: b is one matrix and a is not transposed, so every
+  // batch's product is one (batches * m, k) x (k, n) product.
+  bool one_tall_product() const { return b.rank() == 2 && !transpose_a; }
+};
+MatMulProblem MatMulProblemOf(const KernelContext& ctx);
+
 // SliceSpec is a slice's attributes resolved against its input: Python-
 // style bounds (negative from the end, clamped), `count` elements kept.
 struct SliceSpec {

@@ -1,11 +1,13 @@
 // Unary elementwise ops: shape inference, CPU kernels and gradient rules.
-// Each op is a functor (the math, for one element) plus a gradient rule; a
-// single templated kernel runs any functor over a tensor in parallel.
+// Each op is a functor (the math for one element, in ops/elementwise_math.h,
+// shared with the CUDA kernels) plus a gradient rule; a single templated
+// kernel runs any functor over a tensor in parallel.
 
 #include <cmath>
 #include <limits>
 
 #include "ops/elementwise.h"
+#include "ops/elementwise_math.h"
 #include "ops/fill.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
@@ -35,58 +37,6 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
     return absl::OkStatus();
   });
 }
-
-#define DAGRAD_STATELESS_FN(Name, expr)              \
-  struct Name {                                      \
-    explicit Name(const Attrs&) {}                   \
-    template <typename T>                            \
-    T operator()(T x) const {                        \
-      return expr;                                   \
-    }                                                \
-  }
-
-DAGRAD_STATELESS_FN(NegFn, -x);
-DAGRAD_STATELESS_FN(ExpFn, std::exp(x));
-DAGRAD_STATELESS_FN(LogFn, std::log(x));
-DAGRAD_STATELESS_FN(SqrtFn, std::sqrt(x));
-DAGRAD_STATELESS_FN(RsqrtFn, T(1) / std::sqrt(x));
-// x <= 0 is false for NaN, so relu(NaN) = NaN, as torch.relu.
-DAGRAD_STATELESS_FN(ReluFn, x <= T(0) ? T(0) : x);
-DAGRAD_STATELESS_FN(GeluFn, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))));
-DAGRAD_STATELESS_FN(TanhFn, std::tanh(x));
-DAGRAD_STATELESS_FN(SigmoidFn, T(1) / (T(1) + std::exp(-x)));
-DAGRAD_STATELESS_FN(SinFn, std::sin(x));
-DAGRAD_STATELESS_FN(CosFn, std::cos(x));
-#undef DAGRAD_STATELESS_FN
-
-// The exponents torch computes by multiplication, sqrt and reciprocal are
-// computed the same way here, for speed and so that the results agree with
-// torch's at the edges: pow(-0, 0.5) = sqrt(-0) = -0, where std::pow gives +0
-// (and so the gradient 0.5 * pow(-0, -0.5) = -inf, as torch's).
-struct PowFn {
-  explicit PowFn(const Attrs& a) : p(a.GetFloat("exponent")) {}
-  template <typename T>
-  T operator()(T x) const {
-    if (p == 2.0) return x * x;
-    if (p == 3.0) return x * x * x;
-    if (p == 0.5) return std::sqrt(x);
-    if (p == -0.5) return T(1) / std::sqrt(x);
-    if (p == -1.0) return T(1) / x;
-    if (p == -2.0) return T(1) / (x * x);
-    return static_cast<T>(std::pow(x, static_cast<T>(p)));
-  }
-  double p;
-};
-
-struct ScaleFn {
-  explicit ScaleFn(const Attrs& a)
-      : alpha(a.GetFloat("alpha", 1.0)), beta(a.GetFloat("beta", 0.0)) {}
-  template <typename T>
-  T operator()(T x) const {
-    return static_cast<T>(alpha) * x + static_cast<T>(beta);
-  }
-  double alpha, beta;
-};
 
 // Gradient rules. `c.output` is y = f(x); `c.grad` is dL/dy.
 std::vector<Value> NegGrad(const GradContext& c) { return {Neg(c.grad)}; }
@@ -160,7 +110,7 @@ absl::StatusOr<TensorType> InferActivationGrad(const InferContext& ctx) {
   return ctx.in(1);
 }
 
-template <bool kGelu>
+template <typename Fn>
 absl::Status ActivationGradKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -168,20 +118,7 @@ absl::Status ActivationGradKernel(const KernelContext& ctx) {
     const T* g = ctx.in(1).as<T>();
     T* dx = ctx.output.as<T>();
     ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        if constexpr (kGelu) {
-          // gelu'(x) = Phi(x) + x phi(x)
-          const T cdf = T(0.5) * (T(1) + std::erf(x[i] * T(M_SQRT1_2)));
-          const T pdf = std::exp(T(-0.5) * x[i] * x[i]) * T(0.3989422804014327);
-          dx[i] = g[i] * (cdf + x[i] * pdf);
-        } else {
-          // Load g unconditionally so the select vectorises. x <= 0 is
-          // false for NaN: the gradient passes there, as torch's
-          // threshold_backward (relu(NaN) = NaN is not <= 0).
-          const T gi = g[i];
-          dx[i] = x[i] <= T(0) ? T(0) : gi;
-        }
-      }
+      for (int64_t i = b; i < e; ++i) dx[i] = Fn()(x[i], g[i]);
     });
     return absl::OkStatus();
   });
@@ -196,14 +133,14 @@ std::vector<Value> ReluGradGrad(const GradContext& c) {
 const OpDef kReluGrad = {.name = "relu_grad",
                          .dot_label = "ReLU'",
                          .infer = InferActivationGrad,
-                         .cpu = ActivationGradKernel<false>,
+                         .cpu = ActivationGradKernel<ReluBackwardFn>,
                          .grad = ReluGradGrad,
                          .nondiff_inputs = 0b01};
 // gelu_grad has no rule: a third derivative through GELU is out of scope.
 const OpDef kGeluGrad = {.name = "gelu_grad",
                          .dot_label = "GELU'",
                          .infer = InferActivationGrad,
-                         .cpu = ActivationGradKernel<true>};
+                         .cpu = ActivationGradKernel<GeluBackwardFn>};
 
 absl::StatusOr<TensorType> InferCast(const InferContext& ctx) {
   auto dtype = DTypeFromName(ctx.attrs.GetStr("dtype"));

@@ -1,13 +1,13 @@
 // CUDA kernels of the binary family (ops/binary.cc): arithmetic,
 // comparisons and logic with numpy broadcasting. Equal shapes take a flat
 // loop; otherwise each output element finds its inputs through merged
-// strides (kernel_util.cuh). Results match the CPU bit for bit.
+// strides (kernel_util.cuh). The functors are the CPU's own
+// (ops/elementwise_math.h); results match the CPU bit for bit.
 
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
-#include "ops/int_math.h"
-#include "ops/minmax.h"
+#include "ops/elementwise_math.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -15,31 +15,6 @@ namespace {
 
 using cuda::GridFor;
 using cuda::kThreads;
-
-// Integer arithmetic wraps around, as on the CPU (ops/int_math.h).
-struct AddFn { template <typename T> __device__ T operator()(T a, T b) const { return WrapAdd(a, b); } };
-struct SubFn { template <typename T> __device__ T operator()(T a, T b) const { return WrapSub(a, b); } };
-struct MulFn { template <typename T> __device__ T operator()(T a, T b) const { return WrapMul(a, b); } };
-// A zero integer divisor fails the run (the check reports it); 0 is
-// written instead of dividing, which would be undefined.
-struct DivFn {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == 0) return T(0);
-    }
-    return WrapDiv(a, b);
-  }
-};
-// NaN if either operand is NaN, as torch.maximum and torch.minimum
-// (ops/minmax.h).
-struct MaxFn { template <typename T> __device__ T operator()(T a, T b) const { return PropagatingMax(a, b); } };
-struct MinFn { template <typename T> __device__ T operator()(T a, T b) const { return PropagatingMin(a, b); } };
-struct EqFn { template <typename T> __device__ bool operator()(T a, T b) const { return a == b; } };
-struct LtFn { template <typename T> __device__ bool operator()(T a, T b) const { return a < b; } };
-struct GtFn { template <typename T> __device__ bool operator()(T a, T b) const { return a > b; } };
-struct AndFn { __device__ bool operator()(bool a, bool b) const { return a && b; } };
-struct OrFn { __device__ bool operator()(bool a, bool b) const { return a || b; } };
 
 template <typename In, typename Out, typename Fn>
 __global__ void BinarySameShape(const In* a, const In* b, Out* y, int64_t n, Fn fn) {

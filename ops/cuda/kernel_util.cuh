@@ -33,6 +33,7 @@
 #include "engine/op.h"
 #include "engine/shape.h"
 #include "engine/status_macros.h"
+#include "ops/elementwise_math.h"
 #include "ops/minmax.h"
 
 namespace dagrad::cuda {
@@ -215,24 +216,8 @@ absl::Status CheckElements(const KernelContext& ctx, const V* values, int64_t n,
   return CheckLaunch("CaptureErrorValue");
 }
 
-// ---- math on either float type ---------------------------------------------
-
-__device__ inline float Exp(float x) { return expf(x); }
-__device__ inline double Exp(double x) { return exp(x); }
-__device__ inline float Log(float x) { return logf(x); }
-__device__ inline double Log(double x) { return log(x); }
-__device__ inline float Sqrt(float x) { return sqrtf(x); }
-__device__ inline double Sqrt(double x) { return sqrt(x); }
-__device__ inline float Erf(float x) { return erff(x); }
-__device__ inline double Erf(double x) { return erf(x); }
-__device__ inline float Tanh(float x) { return tanhf(x); }
-__device__ inline double Tanh(double x) { return tanh(x); }
-__device__ inline float Sin(float x) { return sinf(x); }
-__device__ inline double Sin(double x) { return sin(x); }
-__device__ inline float Cos(float x) { return cosf(x); }
-__device__ inline double Cos(double x) { return cos(x); }
-__device__ inline float Pow(float x, float p) { return powf(x, p); }
-__device__ inline double Pow(double x, double p) { return pow(x, p); }
+// The math functions on either float type are math::Exp, ... in
+// ops/elementwise_math.h, shared with the CPU.
 
 template <typename T>
 __device__ inline T Infinity() {
@@ -258,10 +243,10 @@ __device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp()(m, x[k]);
   m = BlockReduce(m, MaxOp(), shared);
   Acc<T> sum = 0;
-  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += Exp(x[k] - m);
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += math::Exp(x[k] - m);
   sum = BlockReduce(sum, SumOp(), shared_sum);
   // In double, as the CPU: rounding log(sum) to T first would add an error.
-  return static_cast<T>(static_cast<Acc<T>>(m) + Log(sum));
+  return static_cast<T>(static_cast<Acc<T>>(m) + math::Log(sum));
 }
 
 }  // namespace dagrad::cuda

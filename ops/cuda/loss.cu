@@ -182,7 +182,7 @@ __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T*
     const T lse = cuda::RowLogSumExp(xr, classes, shared);
     // d may be x's buffer: each element is read, then written, by one thread.
     for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) {
-      T v = cuda::Exp(xr[k] - lse) * w;
+      T v = math::Exp(xr[k] - lse) * w;
       if (k == t) v -= w;
       d[k] = v;
     }

@@ -66,37 +66,31 @@ __global__ void BatchPointersKernel(const T* a, const T* b, T* c, int64_t batche
 
 template <typename T>
 absl::Status MatMulTyped(const KernelContext& ctx) {
-  const Shape& sa = *ctx.in(0).shape;
-  const Shape& sb = *ctx.in(1).shape;
-  const Shape& sc = *ctx.output.shape;
-  const bool ta = ctx.attrs().GetBool("transpose_a"), tb = ctx.attrs().GetBool("transpose_b");
+  const MatMulProblem p = MatMulProblemOf(ctx);
+  if (p.empty()) return absl::OkStatus();
   const T* a = ctx.in(0).as<T>();
   const T* b = ctx.in(1).as<T>();
   T* c = ctx.output.as<T>();
-  const MatrixDims ma = OperandDims(sa, ta), mb = OperandDims(sb, tb);
-  const int64_t m = ma.rows, k = ma.cols, n = mb.cols;
-  const Shape batch = BatchOf(sc);
-  const int64_t batches = batch.num_elements();
-  if (m == 0 || n == 0 || batches == 0) return absl::OkStatus();
+  const int64_t m = p.m, k = p.k, n = p.n, batches = p.batches;
+  const Shape& batch = p.batch;
   CudaContext& cuda = CudaContextOf(ctx);
   if (k == 0) {
     DAGRAD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c, 0, ctx.output.nbytes(), cuda.stream()));
     return absl::OkStatus();
   }
-  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int64_t lda = sa[sa.rank() - 1], ldb = sb[sb.rank() - 1];
+  const cublasOperation_t op_a = p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t lda = p.a[p.a.rank() - 1], ldb = p.b[p.b.rank() - 1];
   const T one = 1, zero = 0;
   cublasHandle_t h = cuda.cublas();
   const CublasApi& blas = cuda.blas();
-  if (sb.rank() == 2 && !ta) {
+  if (p.one_tall_product()) {
     DAGRAD_CUBLAS_RETURN_IF_ERROR(Blas<T>::Gemm(blas)(h, op_b, CUBLAS_OP_N, n, m * batches, k,
                                                       &one, b, ldb, a, lda, &zero, c, n));
     return absl::OkStatus();
   }
-  const int64_t mat_a = sa[sa.rank() - 2] * sa[sa.rank() - 1];
-  const int64_t mat_b = sb[sb.rank() - 2] * sb[sb.rank() - 1];
-  const BatchKind kind_a = KindOf(BatchOf(sa), batch), kind_b = KindOf(BatchOf(sb), batch);
+  const int64_t mat_a = p.matrix_a, mat_b = p.matrix_b;
+  const BatchKind kind_a = KindOf(BatchOf(p.a), batch), kind_b = KindOf(BatchOf(p.b), batch);
   if (kind_a != BatchKind::kBroadcast && kind_b != BatchKind::kBroadcast) {
     DAGRAD_CUBLAS_RETURN_IF_ERROR(Blas<T>::GemmStridedBatched(blas)(
         h, op_b, op_a, n, m, k, &one, b, ldb, kind_b == BatchKind::kWhole ? mat_b : 0, a, lda,
@@ -104,8 +98,8 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
     return absl::OkStatus();
   }
   DAGRAD_ASSIGN_OR_RETURN(const cuda::Strided<2> s,
-                          cuda::MakeStrided<2>(batch, {BroadcastStrides(BatchOf(sa), batch),
-                                                       BroadcastStrides(BatchOf(sb), batch)}));
+                          cuda::MakeStrided<2>(batch, {BroadcastStrides(BatchOf(p.a), batch),
+                                                       BroadcastStrides(BatchOf(p.b), batch)}));
   DAGRAD_ASSIGN_OR_RETURN(CudaBuffer pointers, cuda.Scratch(3 * batches * sizeof(void*)));
   const T** pa = pointers.as<const T*>();
   const T** pb = pa + batches;

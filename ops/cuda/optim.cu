@@ -101,7 +101,7 @@ __global__ void AdamKernelImpl(T* p, const T* g, T* m, T* v, int64_t n, const do
     const T gi = c.scale * g[i] + c.l2 * p[i];
     m[i] = c.b1 * m[i] + (1 - c.b1) * gi;
     v[i] = c.b2 * v[i] + (1 - c.b2) * gi * gi;
-    p[i] = c.shrink * p[i] - c.step_size * m[i] / (cuda::Sqrt(v[i]) * c.inv_sqrt_bc2 + c.eps);
+    p[i] = c.shrink * p[i] - c.step_size * m[i] / (math::Sqrt(v[i]) * c.inv_sqrt_bc2 + c.eps);
   }
 }
 

@@ -71,12 +71,12 @@ __global__ void MaskedSoftmaxImpl(const T* x, const T* bias, T* out, SoftmaxArgs
     m = cuda::BlockReduce(m, cuda::MaxOp(), shared);
     if (m == neg_inf) n = 0;  // every position masked: the row is zeros
     cuda::Acc<T> sum = 0;
-    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += cuda::Exp(z(k) - m);
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += math::Exp(z(k) - m);
     sum = cuda::BlockReduce(sum, cuda::SumOp(), shared_sum);
     const T inv = static_cast<T>(1.0 / sum);
     T* y = out + row * a.k;
     for (int64_t k = threadIdx.x; k < a.k; k += blockDim.x) {
-      y[k] = k < n ? cuda::Exp(z(k) - m) * inv : T(0);
+      y[k] = k < n ? math::Exp(z(k) - m) * inv : T(0);
     }
   }
 }

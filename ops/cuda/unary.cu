@@ -1,16 +1,17 @@
 // CUDA kernels of the unary family (ops/unary.cc): the unary math ops,
-// relu_grad, gelu_grad and cast. Each functor is the CPU functor's
-// expression with CUDA's math functions. Arithmetic-only ones (neg, scale,
-// rsqrt, relu, pow with exponent 2) match the CPU's reference (baseline)
-// kernels bit for bit, since neither side contracts into fused
-// multiply-adds (tools/cmake/cuda.cmake); the others agree within a few
-// ulps.
+// relu_grad, gelu_grad and cast. The functors are the CPU's own
+// (ops/elementwise_math.h). Arithmetic-only ones (neg, scale, rsqrt, relu,
+// relu_grad, pow with exponents 2, 3, -1, -2, +-0.5) match the CPU's
+// reference (baseline) kernels bit for bit, since neither side contracts
+// into fused multiply-adds (tools/cmake/cuda.cmake); the others agree within
+// a few ulps.
 
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
+#include "ops/elementwise_math.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -18,50 +19,6 @@ namespace {
 
 using cuda::GridFor;
 using cuda::kThreads;
-
-constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
-constexpr double kInvSqrt2Pi = 0.3989422804014327;         // as the CPU kernel
-
-#define DAGRAD_CUDA_STATELESS_FN(Name, expr)       \
-  struct Name {                                    \
-    explicit Name(const Attrs&) {}                 \
-    template <typename T>                          \
-    __device__ T operator()(T x) const {           \
-      return expr;                                 \
-    }                                              \
-  }
-
-DAGRAD_CUDA_STATELESS_FN(NegFn, -x);
-DAGRAD_CUDA_STATELESS_FN(ExpFn, cuda::Exp(x));
-DAGRAD_CUDA_STATELESS_FN(LogFn, cuda::Log(x));
-DAGRAD_CUDA_STATELESS_FN(SqrtFn, cuda::Sqrt(x));
-DAGRAD_CUDA_STATELESS_FN(RsqrtFn, T(1) / cuda::Sqrt(x));
-DAGRAD_CUDA_STATELESS_FN(ReluFn, x > T(0) ? x : T(0));
-DAGRAD_CUDA_STATELESS_FN(GeluFn, T(0.5) * x * (T(1) + cuda::Erf(x * T(kSqrtHalf))));
-DAGRAD_CUDA_STATELESS_FN(TanhFn, cuda::Tanh(x));
-DAGRAD_CUDA_STATELESS_FN(SigmoidFn, T(1) / (T(1) + cuda::Exp(-x)));
-DAGRAD_CUDA_STATELESS_FN(SinFn, cuda::Sin(x));
-DAGRAD_CUDA_STATELESS_FN(CosFn, cuda::Cos(x));
-#undef DAGRAD_CUDA_STATELESS_FN
-
-struct PowFn {
-  explicit PowFn(const Attrs& a) : p(a.GetFloat("exponent")) {}
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return p == 2.0 ? x * x : cuda::Pow(x, static_cast<T>(p));
-  }
-  double p;
-};
-
-struct ScaleFn {
-  explicit ScaleFn(const Attrs& a)
-      : alpha(a.GetFloat("alpha", 1.0)), beta(a.GetFloat("beta", 0.0)) {}
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return static_cast<T>(alpha) * x + static_cast<T>(beta);
-  }
-  double alpha, beta;
-};
 
 template <typename T, typename Fn>
 __global__ void UnaryKernelImpl(const T* x, T* y, int64_t n, Fn fn) {
@@ -86,27 +43,18 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
 
 // ---- relu_grad(x, g), gelu_grad(x, g) ------------------------------------------
 
-template <typename T, bool kGelu>
+template <typename T, typename Fn>
 __global__ void ActivationGradImpl(const T* x, const T* g, T* dx, int64_t n) {
-  DAGRAD_CUDA_LOOP(i, n) {
-    if constexpr (kGelu) {
-      // gelu'(x) = Phi(x) + x phi(x)
-      const T cdf = T(0.5) * (T(1) + cuda::Erf(x[i] * T(kSqrtHalf)));
-      const T pdf = cuda::Exp(T(-0.5) * x[i] * x[i]) * T(kInvSqrt2Pi);
-      dx[i] = g[i] * (cdf + x[i] * pdf);
-    } else {
-      dx[i] = x[i] > T(0) ? g[i] : T(0);
-    }
-  }
+  DAGRAD_CUDA_LOOP(i, n) dx[i] = Fn()(x[i], g[i]);
 }
 
-template <bool kGelu>
+template <typename Fn>
 absl::Status ActivationGradKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = ctx.output.num_elements();
     if (n == 0) return absl::OkStatus();
-    ActivationGradImpl<T, kGelu><<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
+    ActivationGradImpl<T, Fn><<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
         ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.output.as<T>(), n);
     return CheckLaunch("ActivationGradImpl");
   });
@@ -186,8 +134,8 @@ std::vector<CudaKernelEntry> CudaUnaryKernels() {
       {"sigmoid", UnaryKernel<SigmoidFn>},
       {"sin", UnaryKernel<SinFn>},
       {"cos", UnaryKernel<CosFn>},
-      {"relu_grad", ActivationGradKernel<false>},
-      {"gelu_grad", ActivationGradKernel<true>},
+      {"relu_grad", ActivationGradKernel<ReluBackwardFn>},
+      {"gelu_grad", ActivationGradKernel<GeluBackwardFn>},
       {"cast", CastKernel},
   };
 }

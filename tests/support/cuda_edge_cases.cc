@@ -1,6 +1,7 @@
 // Cross-check cases at the edges of the numbers and of the launch grids,
 // where a CUDA kernel can disagree with the CPU although every ordinary
-// case agrees: NaN at any position of a max or maximum, integer sums that
+// case agrees: NaN at any position of a max or maximum, relu and pow at NaN
+// and -0, integer sums that
 // wrap around, dropped negative and non-finite dropout inputs (-0.0, NaN),
 // float32 sums over tens of millions of elements (accumulated in double
 // on both backends), and a column reduction over more rows than one grid
@@ -13,6 +14,7 @@
 
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 #include "tests/support/case_table.h"
@@ -68,6 +70,18 @@ void NanCases(Cases& cs) {
       b.Out(Maximum(p, q));
       b.Out(Minimum(p, q));
     }
+  }, {.gradients = false});
+  // relu(NaN) = NaN and its gradient passes at NaN (torch.relu,
+  // threshold_backward); pow(-0, 0.5) = -0 and pow(-0, -0.5) = -inf (torch
+  // computes these exponents by sqrt). The CUDA functors once gave relu(NaN)
+  // = 0 and pow(-0, 0.5) = +0; they are the CPU's own now.
+  cs.Floats("relu_pow_edges", [](CaseBuilder& b, DType d) {
+    const Value x = b.Fixed("x", WithNaNs(FloatsOf(d, {6}, {-0.0, 0.0, -1.0, 2.0, 0.0, 4.0}), {4}));
+    b.Out(Relu(x));
+    b.Out(ReluGrad(x, OnesLike(x)));
+    b.Out(Pow(x, 0.5));
+    b.Out(Pow(x, -0.5));
+    b.Out(Pow(x, 3.0));
   }, {.gradients = false});
 }
 
