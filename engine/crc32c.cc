@@ -22,13 +22,11 @@ constexpr Tables MakeTables() {
   Tables t{};
   for (uint32_t b = 0; b < 256; ++b) {
     uint32_t c = b;
-    for (int bit = 0; bit < 8; ++bit)
-      c = (c >> 1) ^ ((c & 1) ? kPolynomial : 0);
+    for (int bit = 0; bit < 8; ++bit) c = (c >> 1) ^ ((c & 1) ? kPolynomial : 0);
     t[0][b] = c;
   }
   for (int k = 1; k < 8; ++k) {
-    for (uint32_t b = 0; b < 256; ++b)
-      t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xFF];
+    for (uint32_t b = 0; b < 256; ++b) t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xFF];
   }
   return t;
 }
@@ -47,9 +45,8 @@ uint32_t ExtendCrc32c(uint32_t crc, absl::string_view data) {
     std::memcpy(&lo, p, 4);
     std::memcpy(&hi, p + 4, 4);
     lo ^= c;
-    c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^
-        t[4][lo >> 24] ^ t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^
-        t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+    c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+        t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
   }
   for (; n > 0; ++p, --n) c = (c >> 8) ^ t[0][(c ^ *p) & 0xFF];
   return ~c;

@@ -26,8 +26,7 @@ using ::testing::HasSubstr;
 using ::testing::Pair;
 
 std::string TempDir() {
-  std::string tmpl =
-      absl::StrCat(::testing::TempDir(), "/dagrad_integrity_XXXXXX");
+  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_integrity_XXXXXX");
   EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
   return tmpl;
 }
@@ -43,9 +42,7 @@ struct Saved {
     g.Parameter("bias", {4}, Initializer::Constant(0.25));
     g.Variable("count", {2}, Initializer::Constant(7), DType::kInt64);
     Executor exec(g, {.seed = 3});
-    EXPECT_TRUE(SaveVariables(exec, g.Variables(),
-                              {{"step", "7"}, {"lr", "0.001"}}, path)
-                    .ok());
+    EXPECT_TRUE(SaveVariables(exec, g.Variables(), {{"step", "7"}, {"lr", "0.001"}}, path).ok());
   }
 };
 
@@ -74,22 +71,19 @@ TEST(CheckpointIntegrity, SaveWritesChecksumsAndReadVerifiesAndDropsThem) {
   Saved s(TempDir());
   ASSERT_OK_AND_ASSIGN(SafetensorsFile raw, ReadSafetensors(s.path));
   ASSERT_TRUE(raw.metadata.contains(kChecksumKey));
-  const std::vector<std::string> fields =
-      absl::StrSplit(raw.metadata[kChecksumKey], ' ');
+  const std::vector<std::string> fields = absl::StrSplit(raw.metadata[kChecksumKey], ' ');
   EXPECT_EQ(fields.size(), 4u);  // the header and three tensors
   for (const std::string& f : fields) EXPECT_EQ(f.size(), 8u) << f;
 
   ASSERT_OK_AND_ASSIGN(SafetensorsFile read, ReadCheckpoint(s.path));
-  EXPECT_THAT(read.metadata,
-              ElementsAre(Pair("lr", "0.001"), Pair("step", "7")));
+  EXPECT_THAT(read.metadata, ElementsAre(Pair("lr", "0.001"), Pair("step", "7")));
   Graph g;
   Graph::Scope scope(g, "layer");
   g.Parameter("weight", {3, 4}, Initializer::Zeros());
   g.Parameter("bias", {4}, Initializer::Zeros());
   g.Variable("count", {2}, Initializer::Zeros(), DType::kInt64);
   Executor exec(g);
-  ASSERT_OK_AND_ASSIGN(auto metadata,
-                       LoadVariables(exec, g.Variables(), s.path));
+  ASSERT_OK_AND_ASSIGN(auto metadata, LoadVariables(exec, g.Variables(), s.path));
   EXPECT_THAT(metadata, ElementsAre(Pair("lr", "0.001"), Pair("step", "7")));
   EXPECT_EQ(exec.Read(g.Variables()[1])->data<float>()[0], 0.25f);
 }
@@ -104,12 +98,10 @@ TEST(CheckpointIntegrity, ADamagedTensorIsRefusedByName) {
   for (const auto& [name, tensor] : file.tensors) {
     SCOPED_TRACE(name);
     Damage(s.path, pristine);
-    Overwrite(s.path, offset + tensor.nbytes() / 2,
-              pristine[offset + tensor.nbytes() / 2] ^ 0x10);
-    EXPECT_STATUS(
-        ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss,
-        absl::StrCat("damaged checkpoint '", s.path, "': tensor '", name,
-                     "': data fails its checksum (stored crc32c "));
+    Overwrite(s.path, offset + tensor.nbytes() / 2, pristine[offset + tensor.nbytes() / 2] ^ 0x10);
+    EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss,
+                  absl::StrCat("damaged checkpoint '", s.path, "': tensor '", name,
+                               "': data fails its checksum (stored crc32c "));
     offset += tensor.nbytes();
   }
 }
@@ -131,12 +123,10 @@ TEST(CheckpointIntegrity, AnAlteredHeaderIsRefused) {
   const size_t list = bytes.find(kChecksumKey) + std::strlen(kChecksumKey) + 3;
   Damage(s.path, bytes);
   Overwrite(s.path, list, 'z');
-  EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss,
-                "not 8 hex digits");
+  EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss, "not 8 hex digits");
   Damage(s.path, bytes);
   Overwrite(s.path, list + 8, 'f');  // the space between two checksums
-  EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss,
-                "not 8 hex digits");
+  EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss, "not 8 hex digits");
 }
 
 TEST(CheckpointIntegrity, EveryTruncationIsDataLossNamingTheFile) {
@@ -146,9 +136,7 @@ TEST(CheckpointIntegrity, EveryTruncationIsDataLossNamingTheFile) {
     Damage(s.path, bytes.substr(0, n));
     const absl::Status st = ReadCheckpoint(s.path).status();
     ASSERT_EQ(st.code(), absl::StatusCode::kDataLoss) << n << ": " << st;
-    ASSERT_THAT(std::string(st.message()),
-                HasSubstr("damaged checkpoint '" + s.path + "'"))
-        << n;
+    ASSERT_THAT(std::string(st.message()), HasSubstr("damaged checkpoint '" + s.path + "'")) << n;
   }
 }
 
@@ -168,22 +156,19 @@ TEST(CheckpointIntegrity, EverySingleByteChangeIsRefusedOrHarmless) {
       absl::StatusOr<SafetensorsFile> got = ReadCheckpoint(s.path);
       if (!got.ok()) {
         ASSERT_THAT(got.status().code(),
-                    ::testing::AnyOf(absl::StatusCode::kDataLoss,
-                                     absl::StatusCode::kUnimplemented))
+                    ::testing::AnyOf(absl::StatusCode::kDataLoss, absl::StatusCode::kUnimplemented))
             << i << ": " << got.status();
         continue;
       }
       ++accepted;
-      ASSERT_TRUE(i >= key && i < key + std::strlen(kChecksumKey))
-          << "byte " << i << " accepted";
+      ASSERT_TRUE(i >= key && i < key + std::strlen(kChecksumKey)) << "byte " << i << " accepted";
       ASSERT_EQ(got->tensors.size(), want.tensors.size());
       for (size_t t = 0; t < want.tensors.size(); ++t) {
         ASSERT_EQ(got->tensors[t].first, want.tensors[t].first);
         const Tensor &a = got->tensors[t].second, &b = want.tensors[t].second;
         ASSERT_EQ(std::memcmp(a.raw_data(), b.raw_data(), b.nbytes()), 0) << i;
       }
-      for (const auto& [k, v] : want.metadata)
-        ASSERT_EQ(got->metadata[k], v) << i;
+      for (const auto& [k, v] : want.metadata) ASSERT_EQ(got->metadata[k], v) << i;
     }
   }
   EXPECT_GT(accepted, 0);
@@ -197,25 +182,22 @@ TEST(CheckpointIntegrity, FilesWithoutChecksumsStillLoad) {
   ASSERT_OK(WriteSafetensors(s.path, raw));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile read, ReadCheckpoint(s.path));
   EXPECT_EQ(read.tensors.size(), 3u);
-  ASSERT_OK(ReadCheckpoint(absl::StrCat(DAGRAD_TEST_DATA_DIR,
-                                        "/safetensors/state_dict.safetensors"))
-                .status());
+  ASSERT_OK(
+      ReadCheckpoint(absl::StrCat(DAGRAD_TEST_DATA_DIR, "/safetensors/state_dict.safetensors"))
+          .status());
 }
 
-TEST(CheckpointIntegrity,
-     TheChecksumKeyIsReservedAndOtherErrorsKeepTheirCodes) {
+TEST(CheckpointIntegrity, TheChecksumKeyIsReservedAndOtherErrorsKeepTheirCodes) {
   const std::string dir = TempDir();
   SafetensorsFile f;
   f.metadata[kChecksumKey] = "00000000";
-  EXPECT_STATUS(WriteCheckpoint(dir + "/c.safetensors", f),
-                absl::StatusCode::kInvalidArgument,
+  EXPECT_STATUS(WriteCheckpoint(dir + "/c.safetensors", f), absl::StatusCode::kInvalidArgument,
                 "'dagrad.crc32c' is dagrad's own");
-  EXPECT_STATUS(ReadCheckpoint(dir + "/none.safetensors").status(),
-                absl::StatusCode::kNotFound, "none.safetensors");
-  EXPECT_STATUS(ReadCheckpoint(absl::StrCat(DAGRAD_TEST_DATA_DIR,
-                                            "/safetensors/f16.safetensors"))
-                    .status(),
-                absl::StatusCode::kUnimplemented, "'F16' is not supported");
+  EXPECT_STATUS(ReadCheckpoint(dir + "/none.safetensors").status(), absl::StatusCode::kNotFound,
+                "none.safetensors");
+  EXPECT_STATUS(
+      ReadCheckpoint(absl::StrCat(DAGRAD_TEST_DATA_DIR, "/safetensors/f16.safetensors")).status(),
+      absl::StatusCode::kUnimplemented, "'F16' is not supported");
 }
 
 TEST(AtomicWrite, KeepsThePreviousVersionWhenAsked) {
@@ -229,14 +211,12 @@ TEST(AtomicWrite, KeepsThePreviousVersionWhenAsked) {
   ASSERT_OK(WriteFileAtomically(path, "three", keep));
   EXPECT_EQ(*ReadFile(path), "three");
   EXPECT_EQ(*ReadFile(prev), "two");
-  ASSERT_OK(WriteFileAtomically(
-      path, "four"));  // not asked: the previous stays as it was
+  ASSERT_OK(WriteFileAtomically(path, "four"));  // not asked: the previous stays as it was
   EXPECT_EQ(*ReadFile(prev), "two");
   // The previous file's place cannot be written: nothing changes.
-  EXPECT_STATUS(
-      WriteFileAtomically(path, "five", {.keep_previous_as = dir + "/no/such"}),
-      absl::StatusCode::kNotFound,
-      "cannot rename '" + path + "' to '" + dir + "/no/such'");
+  EXPECT_STATUS(WriteFileAtomically(path, "five", {.keep_previous_as = dir + "/no/such"}),
+                absl::StatusCode::kNotFound,
+                "cannot rename '" + path + "' to '" + dir + "/no/such'");
   EXPECT_EQ(*ReadFile(path), "four");
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 2);
 }
@@ -253,9 +233,8 @@ pid_t DeadPid() {
 TEST(StaleTemporaryFiles, OnlyThoseOfEndedWritersAreRemoved) {
   const std::string dir = TempDir();
   const pid_t dead = DeadPid(), alive = getpid();
-  const std::vector<std::string> stale = {
-      absl::StrCat("ckpt.safetensors.tmp.", dead, ".0"),
-      absl::StrCat("metrics.csv.tmp.", dead, ".12")};
+  const std::vector<std::string> stale = {absl::StrCat("ckpt.safetensors.tmp.", dead, ".0"),
+                                          absl::StrCat("metrics.csv.tmp.", dead, ".12")};
   const std::vector<std::string> kept = {
       absl::StrCat("ckpt.safetensors.tmp.", alive,
                    ".0"),               // a writer still at work
@@ -265,24 +244,18 @@ TEST(StaleTemporaryFiles, OnlyThoseOfEndedWritersAreRemoved) {
       absl::StrCat(".tmp.", dead, ".0"),
       absl::StrCat("ckpt.temp.", dead, ".0"),
       "ckpt"};
-  for (const auto& name : stale)
-    ASSERT_OK(WriteFileAtomically(dir + "/" + name, "x"));
-  for (const auto& name : kept)
-    ASSERT_OK(WriteFileAtomically(dir + "/" + name, "x"));
-  const std::string subdir =
-      absl::StrCat("d.tmp.", dead, ".1");  // a directory: left alone
+  for (const auto& name : stale) ASSERT_OK(WriteFileAtomically(dir + "/" + name, "x"));
+  for (const auto& name : kept) ASSERT_OK(WriteFileAtomically(dir + "/" + name, "x"));
+  const std::string subdir = absl::StrCat("d.tmp.", dead, ".1");  // a directory: left alone
   ASSERT_EQ(mkdir((dir + "/" + subdir).c_str(), 0755), 0);
 
-  ASSERT_OK_AND_ASSIGN(std::vector<std::string> removed,
-                       RemoveStaleTemporaryFiles(dir));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> removed, RemoveStaleTemporaryFiles(dir));
   EXPECT_EQ(removed, stale);
-  for (const auto& name : stale)
-    EXPECT_FALSE(std::filesystem::exists(dir + "/" + name)) << name;
-  for (const auto& name : kept)
-    EXPECT_TRUE(std::filesystem::exists(dir + "/" + name)) << name;
+  for (const auto& name : stale) EXPECT_FALSE(std::filesystem::exists(dir + "/" + name)) << name;
+  for (const auto& name : kept) EXPECT_TRUE(std::filesystem::exists(dir + "/" + name)) << name;
   EXPECT_TRUE(std::filesystem::is_directory(dir + "/" + subdir));
-  EXPECT_STATUS(RemoveStaleTemporaryFiles(dir + "/none").status(),
-                absl::StatusCode::kNotFound, dir + "/none");
+  EXPECT_STATUS(RemoveStaleTemporaryFiles(dir + "/none").status(), absl::StatusCode::kNotFound,
+                dir + "/none");
 }
 
 }  // namespace

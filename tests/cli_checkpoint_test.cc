@@ -41,8 +41,7 @@ std::string StepOf(const std::string& checkpoint) {
 // A run stopped at step 10 saved at steps 5 and 10 (--eval_every=5).
 std::string StoppedAtTen(const std::string& name) {
   const std::string dir = FreshDir(name);
-  const CliResult r =
-      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=10"));
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=10"));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "10");
   EXPECT_EQ(StepOf(dir + "/checkpoint.prev.safetensors"), "5");
@@ -54,8 +53,7 @@ TEST(CliCheckpoint, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
   ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", whole)).code, 0);
   struct Case {
     std::string name, why;
-    std::function<std::string(const std::string&)>
-        damage;  // bytes -> damaged bytes
+    std::function<std::string(const std::string&)> damage;  // bytes -> damaged bytes
   };
   const std::vector<Case> cases = {
       {"data_byte", "data fails its checksum",
@@ -70,8 +68,7 @@ TEST(CliCheckpoint, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
          b[b.find("\"dagrad.step\":\"10\"") + 15] = '9';  // step 10 -> 90
          return b;
        }},
-      {"truncated", "runs past the end",
-       [](std::string b) { return b.substr(0, 100); }},
+      {"truncated", "runs past the end", [](std::string b) { return b.substr(0, 100); }},
       {"missing", "cannot open", [](std::string) { return std::string(); }},
   };
   for (const Case& c : cases) {
@@ -84,54 +81,44 @@ TEST(CliCheckpoint, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
     } else {
       Damage(latest, c.damage(*ReadFile(latest)));
     }
-    CliResult r = RunDagrad(
-        absl::StrCat(kTinyTrain, "--out=", dir, " --resume --stop_after=10"));
+    CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume --stop_after=10"));
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.err, HasSubstr(latest));
     EXPECT_THAT(r.err, HasSubstr(c.why));
-    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("; resuming from ", previous,
-                                              " at step 5\n")));
-    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("resumed from ", previous,
-                                              " at step 5\n")));
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("; resuming from ", previous, " at step 5\n")));
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("resumed from ", previous, " at step 5\n")));
     // The damaged file was replaced, not kept as the previous checkpoint.
     EXPECT_EQ(StepOf(latest), "10");
     EXPECT_EQ(StepOf(previous), "5");
 
     r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("resumed from ", latest,
-                                              " at step 10\n")));
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("resumed from ", latest, " at step 10\n")));
     EXPECT_EQ(r.err, "");
     EXPECT_EQ(MetricsWithoutTime(dir), MetricsWithoutTime(whole));
-    EXPECT_EQ(*ReadFile(dir + "/model.safetensors"),
-              *ReadFile(whole + "/model.safetensors"));
+    EXPECT_EQ(*ReadFile(dir + "/model.safetensors"), *ReadFile(whole + "/model.safetensors"));
   }
 }
 
 TEST(CliCheckpoint, BothCheckpointsDamagedIsAClearError) {
   const std::string dir = StoppedAtTen("ckpt_both");
-  for (const char* name :
-       {"/checkpoint.safetensors", "/checkpoint.prev.safetensors"}) {
+  for (const char* name : {"/checkpoint.safetensors", "/checkpoint.prev.safetensors"}) {
     std::string bytes = *ReadFile(dir + name);
     bytes[bytes.size() - 1] ^= 0x01;
     Damage(dir + name, bytes);
   }
-  const CliResult r =
-      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err,
-              HasSubstr(absl::StrCat("damaged checkpoint '", dir,
-                                     "/checkpoint.safetensors': tensor '")));
-  EXPECT_THAT(r.err, HasSubstr(absl::StrCat(
-                         "; and the previous checkpoint: damaged checkpoint '",
-                         dir, "/checkpoint.prev.safetensors': tensor '")));
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("damaged checkpoint '", dir,
+                                            "/checkpoint.safetensors': tensor '")));
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("; and the previous checkpoint: damaged checkpoint '",
+                                            dir, "/checkpoint.prev.safetensors': tensor '")));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(CliCheckpoint, AFreshRunDropsAnEarlierRunsPreviousCheckpoint) {
   const std::string dir = StoppedAtTen("ckpt_fresh");
-  const CliResult r =
-      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "5");
   EXPECT_FALSE(fs::exists(dir + "/checkpoint.prev.safetensors"));
@@ -142,16 +129,15 @@ TEST(CliCheckpoint, ASecondTrainerOnOneOutIsRefusedNamingTheFirst) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    const std::string cmd = absl::StrCat(
-        "exec ", DAGRAD_CLI_PATH, " ", kTinyTrain,
-        "--steps=100000000 --eval_every=1000 --out=", dir, " > /dev/null 2>&1");
+    const std::string cmd =
+        absl::StrCat("exec ", DAGRAD_CLI_PATH, " ", kTinyTrain,
+                     "--steps=100000000 --eval_every=1000 --out=", dir, " > /dev/null 2>&1");
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   // The lock file holds the first trainer's pid once it holds the lock.
   const std::string holder = absl::StrCat(pid, "\n");
-  for (int wait = 0;
-       wait < 6000 && ReadFile(dir + "/.lock").value_or("") != holder; ++wait) {
+  for (int wait = 0; wait < 6000 && ReadFile(dir + "/.lock").value_or("") != holder; ++wait) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_EQ(ReadFile(dir + "/.lock").value_or(""), holder);
@@ -161,12 +147,10 @@ TEST(CliCheckpoint, ASecondTrainerOnOneOutIsRefusedNamingTheFirst) {
   waitpid(pid, &status, 0);
   EXPECT_EQ(second.code, 2);
   EXPECT_EQ(second.err,
-            absl::StrCat("dagrad train: --out=", dir,
-                         " is in use by another dagrad train (pid ", pid,
-                         "); wait for it to end or choose another --out\n"));
+            absl::StrCat("dagrad train: --out=", dir, " is in use by another dagrad train (pid ",
+                         pid, "); wait for it to end or choose another --out\n"));
   // The lock died with its process: the next trainer goes ahead.
-  const CliResult third =
-      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  const CliResult third = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
   EXPECT_EQ(third.code, 0) << third.err;
 }
 
@@ -176,37 +160,27 @@ TEST(CliCheckpoint, TemporaryFilesOfKilledRunsAreRemovedAtStart) {
   if (dead == 0) _exit(0);
   ASSERT_GT(dead, 0);
   waitpid(dead, nullptr, 0);
-  const std::string stale =
-      absl::StrCat("checkpoint.safetensors.tmp.", dead, ".3");
-  const std::string live =
-      absl::StrCat("metrics.csv.tmp.", getpid(), ".0");  // this process
+  const std::string stale = absl::StrCat("checkpoint.safetensors.tmp.", dead, ".3");
+  const std::string live = absl::StrCat("metrics.csv.tmp.", getpid(), ".0");  // this process
   Damage(dir + "/" + stale, "half a checkpoint");
   Damage(dir + "/" + live, "a write under way");
-  const CliResult r =
-      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out,
-              HasSubstr(absl::StrCat("removed what a killed run left in ", dir,
-                                     ": ", stale, "\n")));
+  EXPECT_THAT(
+      r.out, HasSubstr(absl::StrCat("removed what a killed run left in ", dir, ": ", stale, "\n")));
   EXPECT_FALSE(fs::exists(dir + "/" + stale));
   EXPECT_TRUE(fs::exists(dir + "/" + live));
 }
 
 TEST(CliCheckpoint, AResumeListsEveryFlagThatContradictsTheCheckpoint) {
   const std::string dir = FreshDir("ckpt_config");
-  ASSERT_EQ(
-      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"))
-          .code,
-      0);
-  const CliResult r = RunDagrad(absl::StrCat(
-      kTinyTrain, "--out=", dir, " --resume --dim=32 --lr=0.5 --seed=3"));
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5")).code, 0);
+  const CliResult r =
+      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume --dim=32 --lr=0.5 --seed=3"));
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(
-      r.err,
-      HasSubstr(
-          "the checkpoint was made with another config (3 differences): "
-          "dim: checkpoint 16, this run 32; lr: checkpoint 0.001, this run "
-          "0.5; seed: checkpoint 0, this run 3\n"));
+  EXPECT_THAT(r.err, HasSubstr("the checkpoint was made with another config (3 differences): "
+                               "dim: checkpoint 16, this run 32; lr: checkpoint 0.001, this run "
+                               "0.5; seed: checkpoint 0, this run 3\n"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
@@ -216,14 +190,10 @@ TEST(CliCheckpoint, ResumingACompleteRunSaysThereIsNothingToTrain) {
   const std::string model = *ReadFile(dir + "/model.safetensors");
   const std::string metrics = MetricsWithoutTime(dir);
   fs::remove(dir + "/model.safetensors");
-  const CliResult r =
-      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(
-      r.out,
-      HasSubstr(
-          "checkpoint is at step 20, --steps=20: nothing to train (the run "
-          "is complete); writing its outputs again\n"));
+  EXPECT_THAT(r.out, HasSubstr("checkpoint is at step 20, --steps=20: nothing to train (the run "
+                               "is complete); writing its outputs again\n"));
   EXPECT_EQ(*ReadFile(dir + "/model.safetensors"), model);
   EXPECT_EQ(MetricsWithoutTime(dir), metrics);
 }

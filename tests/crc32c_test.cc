@@ -47,9 +47,7 @@ TEST(Crc32c, MatchesTheDefinitionAtEveryLengthAndSplit) {
     const uint32_t want = BitwiseCrc32c(prefix);
     ASSERT_EQ(Crc32c(prefix), want) << n;
     for (size_t split = 0; split <= n; ++split) {
-      ASSERT_EQ(
-          ExtendCrc32c(Crc32c(prefix.substr(0, split)), prefix.substr(split)),
-          want)
+      ASSERT_EQ(ExtendCrc32c(Crc32c(prefix.substr(0, split)), prefix.substr(split)), want)
           << n << " split at " << split;
     }
   }

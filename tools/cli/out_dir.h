@@ -33,8 +33,7 @@ class OutDirLock {
   ~OutDirLock();
 
  private:
-  friend absl::StatusOr<OutDirLock> ClaimOutDir(const std::string&,
-                                                std::vector<std::string>*);
+  friend absl::StatusOr<OutDirLock> ClaimOutDir(const std::string&, std::vector<std::string>*);
   explicit OutDirLock(int fd) : fd_(fd) {}
   int fd_;
 };
@@ -47,8 +46,7 @@ class OutDirLock {
 // it: "--out=runs/train is in use by another dagrad train (pid 4242)";
 // the errno's code (NotFound, PermissionDenied, ...) naming the path when
 // the lock file cannot be made or used, or `dir` cannot be read.
-absl::StatusOr<OutDirLock> ClaimOutDir(const std::string& dir,
-                                       std::vector<std::string>* removed);
+absl::StatusOr<OutDirLock> ClaimOutDir(const std::string& dir, std::vector<std::string>* removed);
 
 }  // namespace dagrad::cli
 
