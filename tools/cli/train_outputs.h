@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "models/toy_trainer.h"
 
 namespace dagrad::cli {
@@ -44,7 +45,7 @@ class TrainOutputs {
   // that differs from the flags, which the previous one shares), from the
   // previous one, and returns the path it used. `warning` gets why the
   // latest was passed over ("damaged checkpoint '...': tensor 'w': ...;
-  // resuming from '.../checkpoint.prev.safetensors' at step 5"), else is
+  // resuming from run/checkpoint.prev.safetensors at step 5"), else is
   // cleared.
   //
   // Errors: the latest's FailedPrecondition; when both fail, the
