@@ -5,8 +5,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/crc32c.h"
 #include "engine/status_macros.h"
 #include "engine/utf8.h"
 
@@ -64,6 +69,99 @@ absl::StatusOr<std::vector<std::pair<std::string, Value>>> Named(
     out.emplace_back(std::move(name), v);
   }
   return out;
+}
+
+using NamedTensor = std::pair<std::string, Tensor>;
+
+std::vector<const NamedTensor*> ByName(const SafetensorsFile& file) {
+  std::vector<const NamedTensor*> sorted;
+  for (const NamedTensor& entry : file.tensors) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const NamedTensor* a, const NamedTensor* b) { return a->first < b->first; });
+  return sorted;
+}
+
+// AppendField appends `s` with its length first, so that no two lists of
+// fields give the same bytes.
+void AppendField(absl::string_view s, std::string& out) {
+  const uint64_t n = s.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof(n));
+  out.append(s.data(), s.size());
+}
+
+// HeaderChecksum covers what the header says besides the offsets (which
+// the data checksums and the reader's tiling check cover): tensor names,
+// dtypes and shapes, and the metadata other than the checksums.
+uint32_t HeaderChecksum(const std::vector<const NamedTensor*>& sorted,
+                        const std::map<std::string, std::string>& metadata) {
+  std::string bytes;
+  AppendField(absl::StrCat(sorted.size()), bytes);
+  for (const NamedTensor* entry : sorted) {
+    AppendField(entry->first, bytes);
+    AppendField(SafetensorsDTypeName(entry->second.dtype()), bytes);
+    AppendField(absl::StrJoin(entry->second.shape().dims(), ","), bytes);
+  }
+  for (const auto& [key, value] : metadata) {
+    if (key == kChecksumKey) continue;
+    AppendField(key, bytes);
+    AppendField(value, bytes);
+  }
+  return Crc32c(bytes);
+}
+
+uint32_t DataChecksum(const Tensor& t) {
+  return Crc32c(absl::string_view(static_cast<const char*>(t.raw_data()), t.nbytes()));
+}
+
+std::string Hex(uint32_t crc) { return absl::StrFormat("%08x", crc); }
+
+// ParseHex reads exactly 8 hex digits.
+bool ParseHex(absl::string_view text, uint32_t* crc) {
+  return text.size() == 8 && std::all_of(text.begin(), text.end(), absl::ascii_isxdigit) &&
+         absl::SimpleHexAtoi(text, crc);
+}
+
+// VerifyChecksums checks `file` against its kChecksumKey, if it has one, and
+// removes the key. `source` names the file in messages.
+absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source) {
+  auto it = file.metadata.find(kChecksumKey);
+  if (it == file.metadata.end()) return absl::OkStatus();
+  const auto damaged = [&](absl::string_view what) {
+    return absl::DataLossError(absl::StrCat("damaged checkpoint ", source, ": ", what));
+  };
+  const std::vector<absl::string_view> fields = absl::StrSplit(it->second, ' ');
+  const std::vector<const NamedTensor*> sorted = ByName(file);
+  std::vector<uint32_t> stored(fields.size());
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (!ParseHex(fields[i], &stored[i])) {
+      return damaged(absl::StrCat("the checksum list '", kChecksumKey, "' holds ",
+                                  PrintableText(fields[i], /*quote=*/true),
+                                  ", not 8 hex digits"));
+    }
+  }
+  if (stored.size() != sorted.size() + 1) {
+    return damaged(absl::StrCat("the checksum list '", kChecksumKey, "' has ", stored.size(),
+                                " entries for ", sorted.size(), " tensors and the header"));
+  }
+  if (const uint32_t crc = HeaderChecksum(sorted, file.metadata); crc != stored[0]) {
+    return damaged(absl::StrCat(
+        "the header (tensor names, dtypes, shapes or metadata) fails its checksum: stored crc32c ",
+        Hex(stored[0]), ", computed ", Hex(crc)));
+  }
+  std::vector<std::string> bad;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (const uint32_t crc = DataChecksum(sorted[i]->second); crc != stored[i + 1]) {
+      bad.push_back(absl::StrCat("tensor ", Quote(sorted[i]->first),
+                                 ": data fails its checksum (stored crc32c ", Hex(stored[i + 1]),
+                                 ", computed ", Hex(crc), ")"));
+    }
+  }
+  if (!bad.empty()) {
+    const size_t more = bad.size() - 1;
+    return damaged(more == 0 ? bad[0] : absl::StrCat(bad[0], " and ", more, " more tensors fail"));
+  }
+  file.metadata.erase(it);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -151,18 +249,47 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
   return absl::OkStatus();
 }
 
+absl::Status WriteCheckpoint(const std::string& path, SafetensorsFile file,
+                             const AtomicWriteOptions& options) {
+  if (file.metadata.contains(kChecksumKey)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WriteCheckpoint '", path, "': the metadata key '", kChecksumKey, "' is dagrad's own"));
+  }
+  const std::vector<const NamedTensor*> sorted = ByName(file);
+  std::string checksums = Hex(HeaderChecksum(sorted, file.metadata));
+  for (const NamedTensor* entry : sorted) {
+    absl::StrAppend(&checksums, " ", Hex(DataChecksum(entry->second)));
+  }
+  file.metadata[kChecksumKey] = std::move(checksums);
+  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, SerializeSafetensors(file));
+  return WriteFileAtomically(path, bytes, options);
+}
+
+absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path) {
+  absl::StatusOr<SafetensorsFile> file = ReadSafetensors(path);
+  if (!file.ok()) {
+    // The parser's messages begin with the quoted path.
+    if (absl::IsInvalidArgument(file.status())) {
+      return absl::DataLossError(absl::StrCat("damaged checkpoint ", file.status().message()));
+    }
+    return file.status();
+  }
+  DAGRAD_RETURN_IF_ERROR(VerifyChecksums(*file, absl::StrCat("'", path, "'")));
+  return file;
+}
+
 absl::Status SaveVariables(Executor& executor, absl::Span<const Value> variables,
                            const std::map<std::string, std::string>& metadata,
-                           const std::string& path) {
+                           const std::string& path, const AtomicWriteOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(executor, variables));
   file.metadata = metadata;
-  return WriteSafetensors(path, file);
+  return WriteCheckpoint(path, std::move(file), options);
 }
 
 absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
     Executor& executor, absl::Span<const Value> variables, const std::string& path,
     const LoadOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensors(path));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
   DAGRAD_RETURN_IF_ERROR(AssignVariables(executor, variables, file, Quote(path), options));
   return std::move(file.metadata);
 }

@@ -16,6 +16,16 @@
 // checkpoint that does not fit leaves the executor's values as they were.
 // Values are never converted: a float64 tensor does not load into a float32
 // variable.
+//
+// Integrity: the checkpoints dagrad writes carry CRC-32C checksums in their
+// metadata, under kChecksumKey: "<header> <tensor 1> <tensor 2> ...", each
+// 8 lower-case hex digits. The first covers what the header says (every
+// tensor's name, dtype and shape, and every other metadata entry), then one
+// per tensor, in name order, covers its data bytes. Reading verifies them,
+// so a file damaged on disk or in transit is refused, naming the tensor,
+// instead of loading wrong values. Files without the key (PyTorch's, or
+// dagrad's before checksums) load unverified; other readers (PyTorch's
+// safetensors) see one more metadata string and ignore it.
 
 #ifndef DAGRAD_ENGINE_CHECKPOINT_H_
 #define DAGRAD_ENGINE_CHECKPOINT_H_
@@ -27,10 +37,14 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/executor.h"
+#include "engine/file_io.h"
 #include "engine/graph.h"
 #include "engine/safetensors.h"
 
 namespace dagrad {
+
+// The metadata key of the checksums (see the top of this file).
+inline constexpr char kChecksumKey[] = "dagrad.crc32c";
 
 // CheckpointName returns the node's path with '/' replaced by '.'.
 //   CheckpointName(w.node());   // "encoder.layers.0.linear1.weight"
@@ -73,25 +87,50 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
                              const SafetensorsFile& file, absl::string_view source,
                              const LoadOptions& options = {});
 
-// SaveVariables writes `variables` and `metadata` to the safetensors file
-// at `path`, atomically (WriteSafetensors): on any error the previous file
-// is left as it was.
+// WriteCheckpoint adds the checksums to `file`'s metadata and writes it to
+// `path` atomically (WriteSafetensors), keeping the file it replaces when
+// `options` say so.
 //
-// Errors: those of CollectVariables and WriteSafetensors (NotFound for a
+// Errors: InvalidArgument when the metadata already has kChecksumKey;
+// those of SerializeSafetensors and WriteFileAtomically (nothing is
+// written then).
+//
+//   DAGRAD_RETURN_IF_ERROR(WriteCheckpoint("ckpt.safetensors", std::move(file)));
+absl::Status WriteCheckpoint(const std::string& path, SafetensorsFile file,
+                             const AtomicWriteOptions& options = {});
+
+// ReadCheckpoint reads the safetensors file at `path` and verifies its
+// checksums when it has them; the returned metadata no longer holds
+// kChecksumKey.
+//
+// Errors: those of ReadFile (NotFound, PermissionDenied, ...); DataLoss for
+// a damaged file: one that does not parse (truncated, overwritten: the
+// InvalidArgument of ParseSafetensors becomes DataLoss), or whose header or
+// tensor data fails its checksum ("damaged checkpoint 'c.safetensors':
+// tensor 'w': ..."); Unimplemented for a dtype dagrad lacks.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ReadCheckpoint("ckpt.safetensors"));
+absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path);
+
+// SaveVariables writes `variables` and `metadata` to the checkpoint at
+// `path` with WriteCheckpoint: atomically, so on any error the previous
+// file is left as it was, and with checksums.
+//
+// Errors: those of CollectVariables and WriteCheckpoint (NotFound for a
 // missing directory, ...); nothing is written then.
 //
 //   DAGRAD_RETURN_IF_ERROR(SaveVariables(exec, g.Parameters(),
 //                                        {{"step", absl::StrCat(step)}}, "ckpt.safetensors"));
 absl::Status SaveVariables(Executor& executor, absl::Span<const Value> variables,
                            const std::map<std::string, std::string>& metadata,
-                           const std::string& path);
+                           const std::string& path, const AtomicWriteOptions& options = {});
 
-// LoadVariables reads the safetensors file at `path` into `variables` (all
-// or none, see AssignVariables) and returns the file's metadata.
+// LoadVariables reads the checkpoint at `path` (ReadCheckpoint) into
+// `variables` (all or none, see AssignVariables) and returns its metadata.
 //
-// Errors: those of ReadSafetensors (NotFound, InvalidArgument for a
-// malformed file, Unimplemented for an unsupported dtype) and of
-// AssignVariables.
+// Errors: those of ReadCheckpoint (NotFound, DataLoss for a damaged file,
+// Unimplemented for an unsupported dtype) and of AssignVariables
+// (InvalidArgument for a file that does not fit the variables).
 //
 //   DAGRAD_ASSIGN_OR_RETURN(auto metadata, LoadVariables(exec, g.Parameters(), path));
 //   int dim = std::stoi(metadata.at("dim"));

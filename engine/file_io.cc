@@ -1,12 +1,18 @@
 #include "engine/file_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace dagrad {
@@ -35,6 +41,31 @@ absl::Status WriteAll(int fd, absl::string_view bytes, const std::string& path) 
   }
   return absl::OkStatus();
 }
+
+// TemporaryFileWriter returns the pid in a name TemporaryPathFor makes,
+// "<name>.tmp.<pid>.<n>", or 0 when `name` is not such a name.
+int TemporaryFileWriter(absl::string_view name) {
+  const size_t n_dot = name.rfind('.');
+  if (n_dot == absl::string_view::npos || n_dot == 0) return 0;
+  const size_t pid_dot = name.rfind('.', n_dot - 1);
+  if (pid_dot == absl::string_view::npos) return 0;
+  const absl::string_view n = name.substr(n_dot + 1);
+  const absl::string_view pid_text = name.substr(pid_dot + 1, n_dot - pid_dot - 1);
+  const absl::string_view stem = name.substr(0, pid_dot);
+  const auto digits = [](absl::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), absl::ascii_isdigit);
+  };
+  int pid = 0;
+  if (!digits(n) || !digits(pid_text) || !absl::SimpleAtoi(pid_text, &pid) ||
+      !absl::EndsWith(stem, ".tmp") || stem.size() == 4) {
+    return 0;
+  }
+  return pid;
+}
+
+// ProcessIsRunning: kill(pid, 0) checks existence without sending a
+// signal; EPERM means it exists but belongs to another user.
+bool ProcessIsRunning(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 }  // namespace
 
@@ -71,7 +102,8 @@ std::string TemporaryPathFor(const std::string& path) {
   }
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
+                                 const AtomicWriteOptions& options) {
   // O_EXCL guards against a name another writer took since TemporaryPathFor
   // looked; mode 0666 lets the umask give the file its usual permissions.
   std::string tmp;
@@ -92,8 +124,18 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   if (status.ok()) status = WriteAll(fd, contents, tmp);
   if (status.ok() && ::fsync(fd) != 0) status = SysError("cannot fsync", tmp);
   if (::close(fd) != 0 && status.ok()) status = SysError("cannot close", tmp);
+  // The previous file moves aside only now, when the new one is complete,
+  // so that `path` is missing for as short a time as possible.
+  const std::string& previous = options.keep_previous_as;
+  bool moved_aside = false;
+  struct stat existing;
+  if (status.ok() && !previous.empty() && ::lstat(path.c_str(), &existing) == 0) {
+    moved_aside = ::rename(path.c_str(), previous.c_str()) == 0;
+    if (!moved_aside) status = SysError(absl::StrCat("cannot rename '", path, "' to"), previous);
+  }
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     status = SysError(absl::StrCat("cannot rename '", tmp, "' over"), path);
+    if (moved_aside) ::rename(previous.c_str(), path.c_str());
   }
   if (!status.ok()) {
     ::unlink(tmp.c_str());
@@ -107,6 +149,38 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   if (::fsync(dfd) != 0) status = SysError("wrote the file but cannot fsync its directory", dir);
   ::close(dfd);
   return status;
+}
+
+absl::StatusOr<std::vector<std::string>> RemoveStaleTemporaryFiles(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return SysError("cannot open the directory", dir);
+  std::vector<std::string> removed;
+  absl::Status status;
+  while (true) {
+    errno = 0;
+    const dirent* entry = ::readdir(d);
+    if (entry == nullptr) {
+      if (errno != 0) status = SysError("cannot read the directory", dir);
+      break;
+    }
+    const std::string name = entry->d_name;
+    const std::string path = absl::StrCat(dir, "/", name);
+    const int pid = TemporaryFileWriter(name);
+    struct stat st;
+    if (pid <= 0 || ProcessIsRunning(pid) || ::lstat(path.c_str(), &st) != 0 ||
+        !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      status = SysError("cannot remove the stale temporary file", path);
+      break;
+    }
+    removed.push_back(name);
+  }
+  ::closedir(d);
+  if (!status.ok()) return status;
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
 }  // namespace dagrad

@@ -1,9 +1,10 @@
 // engine/file_io.h
 //
 // Whole-file reads and crash-safe whole-file writes, for checkpoints, DOT
-// files and anything else dagrad writes. Errors carry the path and the
-// system's reason, with the canonical code of the errno (NotFound,
-// PermissionDenied, ResourceExhausted for a full disk, ...).
+// files and anything else dagrad writes, and the clean-up after a writer
+// that was killed. Errors carry the path and the system's reason, with the
+// canonical code of the errno (NotFound, PermissionDenied,
+// ResourceExhausted for a full disk, ...).
 //
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("model.dot", dot));
 //   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile("model.dot"));
@@ -12,6 +13,7 @@
 #define DAGRAD_ENGINE_FILE_IO_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,28 +30,58 @@ namespace dagrad {
 //   if (!bytes.ok()) return bytes.status();
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// AtomicWriteOptions: what WriteFileAtomically does besides the write.
+struct AtomicWriteOptions {
+  // keep_previous_as: when not empty, the file at `path` (if there is one)
+  // is renamed to this path, in the same directory, just before the new
+  // file takes its place, so the last two versions are kept (a checkpoint
+  // and the one before it). A crash leaves each file whole: at worst
+  // `path` is missing and keep_previous_as holds what was at `path`.
+  std::string keep_previous_as;
+};
+
 // WriteFileAtomically replaces the file at `path` with `contents`, so that a
 // reader or a crash sees either the old file or the whole new one, never a
 // part: it writes a temporary file next to `path` (same directory, so the
 // rename stays within one file system), fsyncs it, renames it over `path`
 // and fsyncs the directory. The new file keeps the mode of the file it
 // replaces, or gets the usual one (0666 less the umask); a symlink at
-// `path` is replaced, not followed. On any failure before the rename the temporary file is removed and
-// `path` is untouched; a failure to fsync the directory after the rename is
-// reported, but the new file is then already in place.
+// `path` is replaced, not followed. On any failure before the rename the
+// temporary file is removed and `path` is untouched (a failed rename of
+// the new file puts the previous one back when it was moved aside); a
+// failure to fsync the directory after the rename is reported, but the new
+// file is then already in place. A writer killed before its rename leaves
+// its temporary file behind: see RemoveStaleTemporaryFiles.
 //
 // Errors: the errno's code with a message naming the path and the step that
 // failed (NotFound for a missing directory, ResourceExhausted for a full
 // disk, FailedPrecondition when `path` is a directory, ...).
 //
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("/tmp/graph.dot", dot));
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+//   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(
+//       "run/ckpt.safetensors", bytes, {.keep_previous_as = "run/ckpt.prev.safetensors"}));
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
+                                 const AtomicWriteOptions& options = {});
 
 // TemporaryPathFor returns a path in the same directory as `path` that no
 // file has at the time of the call: "<path>.tmp.<pid>.<n>". For tools that
 // write a file through another program and then rename it into place.
 //   TemporaryPathFor("/tmp/g.svg");   // "/tmp/g.svg.tmp.4242.0"
 std::string TemporaryPathFor(const std::string& path);
+
+// RemoveStaleTemporaryFiles deletes the files in directory `dir` named as
+// TemporaryPathFor names them ("<name>.tmp.<pid>.<n>") whose writing
+// process is no longer running (killed between creating and renaming its
+// file), and returns their names, sorted. Files of running processes,
+// directories, links and every other name are left alone. A writer's pid
+// reused by another process keeps its file until that process ends.
+//
+// Errors: those of opening and reading `dir` (NotFound, ...), and of
+// unlink, naming the file; files removed before an error stay removed.
+//
+//   auto removed = RemoveStaleTemporaryFiles("runs/train");
+//   if (removed.ok() && !removed->empty()) Print("removed", *removed);
+absl::StatusOr<std::vector<std::string>> RemoveStaleTemporaryFiles(const std::string& dir);
 
 }  // namespace dagrad
 

@@ -48,6 +48,9 @@ namespace dagrad {
 // limit): a bigger one is a corrupt or hostile file, not a checkpoint.
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
+// The header key of the string metadata, which no tensor may have.
+inline constexpr absl::string_view kSafetensorsMetadataKey = "__metadata__";
+
 // SafetensorsFile is the content of one file: named tensors and string
 // metadata. The reader returns tensors in name order; the writer sorts them.
 struct SafetensorsFile {

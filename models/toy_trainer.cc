@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/checkpoint.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
@@ -211,29 +212,37 @@ absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
   return sample;
 }
 
-absl::Status ToyTrainer::SaveCheckpoint(const std::string& path) {
+absl::Status ToyTrainer::SaveCheckpoint(const std::string& path,
+                                        const AtomicWriteOptions& options) {
   std::map<std::string, std::string> meta = config_.ToMetadata();
   meta[kFormatKey] = kFormat;
   meta[kStepKey] = absl::StrCat(step_);
   std::vector<Value> vars = model_->parameters();
   vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  return SaveVariables(*exec_, vars, meta, path);
+  return SaveVariables(*exec_, vars, meta, path, options);
 }
 
 absl::Status ToyTrainer::LoadCheckpoint(const std::string& path) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensors(path));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
   auto format = file.metadata.find(kFormatKey);
   if (format == file.metadata.end() || format->second != kFormat) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is not a dagrad training checkpoint (no '", kFormatKey, "')"));
   }
+  std::vector<std::string> differences;
   for (const auto& [key, value] : config_.ToMetadata()) {
     auto it = file.metadata.find(key);
     if (it == file.metadata.end() || it->second != value) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, ": the checkpoint was made with ", key, "=",
-          it == file.metadata.end() ? "(none)" : it->second, ", this run has ", key, "=", value));
+      differences.push_back(absl::StrCat(key, ": checkpoint ",
+                                         it == file.metadata.end() ? "(none)" : it->second,
+                                         ", this run ", value));
     }
+  }
+  if (!differences.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": the checkpoint was made with another config (", differences.size(),
+        differences.size() == 1 ? " difference): " : " differences): ",
+        absl::StrJoin(differences, "; ")));
   }
   int64_t step = 0;
   auto s = file.metadata.find(kStepKey);

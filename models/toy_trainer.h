@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "engine/device.h"
 #include "engine/executor.h"
+#include "engine/file_io.h"
 #include "engine/graph.h"
 #include "engine/optimizer.h"
 #include "models/tasks.h"
@@ -87,10 +88,19 @@ class ToyTrainer {
   absl::StatusOr<AttentionSample> SampleAttention(int64_t index);
 
   // SaveCheckpoint writes parameters, optimizer state, the step and the
-  // config atomically. LoadCheckpoint restores them; FailedPrecondition
-  // when the checkpoint's config differs from this trainer's (naming the
-  // field), DataLoss/InvalidArgument for a corrupt or mismatched file.
-  absl::Status SaveCheckpoint(const std::string& path);
+  // config atomically, with checksums (engine/checkpoint.h), keeping the
+  // file it replaces as options.keep_previous_as if that is set.
+  // LoadCheckpoint restores them, all or nothing. Errors: those of
+  // ReadCheckpoint (NotFound; DataLoss for a damaged file); InvalidArgument
+  // for a file that is not a training checkpoint or does not fit the model;
+  // FailedPrecondition when the checkpoint's config differs from this
+  // trainer's, listing every differing field ("dim: checkpoint 16, this run
+  // 32; lr: checkpoint 0.001, this run 0.5").
+  //
+  //   DAGRAD_RETURN_IF_ERROR(trainer->SaveCheckpoint(
+  //       "run/ckpt.safetensors", {.keep_previous_as = "run/ckpt.prev.safetensors"}));
+  //   DAGRAD_RETURN_IF_ERROR(trainer->LoadCheckpoint("run/ckpt.safetensors"));
+  absl::Status SaveCheckpoint(const std::string& path, const AtomicWriteOptions& options = {});
   absl::Status LoadCheckpoint(const std::string& path);
   // SaveModel writes the parameters under PyTorch's state_dict names with
   // the model config as metadata (loadable by the reference's from_metadata).

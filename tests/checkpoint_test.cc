@@ -210,7 +210,7 @@ TEST(Checkpoint, FileErrorsPassThrough) {
                 absl::StatusCode::kNotFound, "none.safetensors");
   ASSERT_OK(WriteFileAtomically(dir + "/junk.safetensors", "not a checkpoint"));
   EXPECT_STATUS(LoadVariables(exec, m.g.Parameters(), dir + "/junk.safetensors").status(),
-                absl::StatusCode::kInvalidArgument, "junk.safetensors': header length");
+                absl::StatusCode::kDataLoss, "damaged checkpoint '" + dir + "/junk.safetensors': header length");
   EXPECT_STATUS(LoadVariables(exec, m.g.Parameters(),
                               absl::StrCat(DAGRAD_TEST_DATA_DIR, "/safetensors/f16.safetensors"))
                     .status(),

@@ -88,7 +88,7 @@ absl::Status CheckInputs(const SafetensorsFile& in, const models::ToyConfig& c,
 absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
                       const std::string& output, std::unique_ptr<Device> device,
                       const ExecutorOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadSafetensors(checkpoint));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint(checkpoint));
   absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromMetadata(ckpt.metadata);
   if (!config.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(checkpoint, ": ", config.status().message()));

@@ -11,10 +11,12 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/file_io.h"
 #include "models/toy_trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
+#include "tools/cli/out_dir.h"
 #include "tools/cli/train_outputs.h"
 
 ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort");
@@ -34,7 +36,9 @@ ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
 ABSL_FLAG(double, weight_decay, 0.0, "weight decay (decoupled for adamw)");
 ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this (0: off)");
 ABSL_FLAG(uint64_t, seed, 0, "seed for initialisation, data and dropout");
-ABSL_FLAG(bool, resume, false, "continue from --out/checkpoint.safetensors");
+ABSL_FLAG(bool, resume, false,
+          "continue from --out/checkpoint.safetensors, or from checkpoint.prev.safetensors "
+          "when that one is damaged");
 ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many steps");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop after this step (0: run all --steps), to continue later with --resume");
@@ -116,6 +120,13 @@ int RunTrain() {
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec) return UsageError(cmd, absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
+  std::vector<std::string> stale;
+  absl::StatusOr<OutDirLock> lock = ClaimOutDir(out, &stale);
+  if (!lock.ok()) return Failure(cmd, lock.status());
+  if (!stale.empty()) {
+    std::cout << "removed what a killed run left in " << out << ": " << absl::StrJoin(stale, " ")
+              << "\n";
+  }
 
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
@@ -125,11 +136,17 @@ int RunTrain() {
   models::ToyTrainer& t = **trainer;
   TrainOutputs outputs(out);
   if (absl::GetFlag(FLAGS_resume)) {
-    if (absl::Status st = t.LoadCheckpoint(outputs.checkpoint_path()); !st.ok()) {
-      return Failure(cmd, st);
-    }
+    std::string warning;
+    absl::StatusOr<std::string> from = outputs.LoadCheckpoint(t, &warning);
+    if (!from.ok()) return Failure(cmd, from.status());
+    if (!warning.empty()) std::cerr << "dagrad train: " << warning << "\n";
     if (absl::Status st = outputs.ResumeMetrics(t.step()); !st.ok()) return Failure(cmd, st);
-    std::cout << "resumed from " << outputs.checkpoint_path() << " at step " << t.step() << "\n";
+    std::cout << "resumed from " << *from << " at step " << t.step() << "\n";
+    // Exit 0: the run is complete, and its final outputs are written again.
+    if (t.step() >= config->steps) {
+      std::cout << "checkpoint is at step " << t.step() << ", --steps=" << config->steps
+                << ": nothing to train (the run is complete); writing its outputs again\n";
+    }
   } else if (absl::Status st = outputs.StartMetrics(); !st.ok()) {
     return Failure(cmd, st);
   }
@@ -161,9 +178,7 @@ int RunTrain() {
     loss_sum = acc_sum = 0;
     window = 0;
     if (absl::Status st = outputs.AppendMetrics(row); !st.ok()) return Failure(cmd, st);
-    if (absl::Status st = t.SaveCheckpoint(outputs.checkpoint_path()); !st.ok()) {
-      return Failure(cmd, st);
-    }
+    if (absl::Status st = outputs.SaveCheckpoint(t); !st.ok()) return Failure(cmd, st);
     progress.Update(r->step, row.loss, row.train_accuracy,
                     seconds > 0 ? (r->step - first) / seconds : 0, true);
   }

@@ -1,7 +1,11 @@
 #include "tools/cli/train_outputs.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <filesystem>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -120,6 +124,42 @@ absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text) {
   return rows;
 }
 
+absl::StatusOr<std::string> TrainOutputs::LoadCheckpoint(models::ToyTrainer& trainer,
+                                                          std::string* warning) {
+  warning->clear();
+  const absl::Status latest = trainer.LoadCheckpoint(checkpoint_path());
+  if (latest.ok()) {
+    next_save_ = NextSave::kRotate;
+    return checkpoint_path();
+  }
+  if (absl::IsFailedPrecondition(latest)) return latest;
+  const absl::Status previous = trainer.LoadCheckpoint(previous_checkpoint_path());
+  if (absl::IsNotFound(previous)) return latest;
+  if (!previous.ok()) {
+    return absl::Status(previous.code(),
+                        absl::StrCat(latest.message(), "; and the previous checkpoint: ",
+                                     previous.message()));
+  }
+  *warning = absl::StrCat(latest.message(), "; resuming from ", previous_checkpoint_path(),
+                          " at step ", trainer.step());
+  next_save_ = NextSave::kOverwrite;
+  return previous_checkpoint_path();
+}
+
+absl::Status TrainOutputs::SaveCheckpoint(models::ToyTrainer& trainer) {
+  AtomicWriteOptions options;
+  if (next_save_ == NextSave::kRotate) options.keep_previous_as = previous_checkpoint_path();
+  if (next_save_ == NextSave::kStartOver) {
+    if (::unlink(previous_checkpoint_path().c_str()) != 0 && errno != ENOENT) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot remove the earlier run's '",
+                                                     previous_checkpoint_path(), "'"));
+    }
+  }
+  DAGRAD_RETURN_IF_ERROR(trainer.SaveCheckpoint(checkpoint_path(), options));
+  next_save_ = NextSave::kRotate;
+  return absl::OkStatus();
+}
+
 absl::Status TrainOutputs::StartMetrics() {
   rows_.clear();
   return WriteMetrics();
@@ -168,6 +208,9 @@ absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer) {
   DAGRAD_RETURN_IF_ERROR(WriteDotFile(path("train_step.dot"), step_dot));
   written_ = {"model.safetensors", "checkpoint.safetensors", "metrics.csv", "loss.svg",
               "attention.svg",     "positional_encoding.svg", "forward.dot", "train_step.dot"};
+  if (std::filesystem::exists(previous_checkpoint_path())) {
+    written_.insert(written_.begin() + 2, "checkpoint.prev.safetensors");
+  }
   absl::Status rendered = RenderDot(path("forward.dot"), "svg", path("forward.svg"));
   if (rendered.ok()) {
     written_.push_back("forward.svg");

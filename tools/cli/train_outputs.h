@@ -5,6 +5,11 @@
 // curves, attention heatmaps, the positional encoding, and the DOT of the
 // forward pass and of the whole training step. Every file is written
 // atomically (temporary file, fsync, rename).
+//
+// Two checkpoints are kept, checkpoint.safetensors and the one before it,
+// checkpoint.prev.safetensors, so that --resume can fall back when the
+// latest is damaged or missing (a crash between the two renames of a save
+// leaves only the previous one; see AtomicWriteOptions).
 
 #ifndef DAGRAD_TOOLS_CLI_TRAIN_OUTPUTS_H_
 #define DAGRAD_TOOLS_CLI_TRAIN_OUTPUTS_H_
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "models/toy_trainer.h"
 
 namespace dagrad::cli {
@@ -31,7 +37,27 @@ class TrainOutputs {
  public:
   explicit TrainOutputs(std::string dir) : dir_(std::move(dir)) {}
 
-  std::string checkpoint_path() const { return dir_ + "/checkpoint.safetensors"; }
+  std::string checkpoint_path() const { return path("checkpoint.safetensors"); }
+  std::string previous_checkpoint_path() const { return path("checkpoint.prev.safetensors"); }
+
+  // LoadCheckpoint restores `trainer` from the latest checkpoint or, when
+  // that cannot be loaded for any reason but FailedPrecondition (a config
+  // that differs from the flags, which the previous one shares), from the
+  // previous one, and returns the path it used. `warning` gets why the
+  // latest was passed over ("damaged checkpoint '...': tensor 'w': ...;
+  // resuming from run/checkpoint.prev.safetensors at step 5"), else is
+  // cleared.
+  //
+  // Errors: the latest's FailedPrecondition; when both fail, the
+  // previous one's code with both messages (the latest's alone when there
+  // is no previous one).
+  absl::StatusOr<std::string> LoadCheckpoint(models::ToyTrainer& trainer, std::string* warning);
+  // SaveCheckpoint writes the trainer's checkpoint. The one it replaces
+  // becomes the previous one if it is this run's and sound; after a
+  // fallback the damaged latest is overwritten instead, and a fresh run
+  // first removes the previous checkpoint of an earlier run, so that a
+  // fallback never crosses into another run.
+  absl::Status SaveCheckpoint(models::ToyTrainer& trainer);
 
   // StartMetrics begins a fresh metrics.csv.
   absl::Status StartMetrics();
@@ -50,7 +76,15 @@ class TrainOutputs {
   absl::Status WriteMetrics() const;
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
+  // What SaveCheckpoint does with the files it finds.
+  enum class NextSave {
+    kStartOver,  // a fresh run: remove the previous checkpoint, replace the latest
+    kOverwrite,  // the latest is damaged: replace it, keep the previous one
+    kRotate,     // the latest is this run's: it becomes the previous one
+  };
+
   std::string dir_;
+  NextSave next_save_ = NextSave::kStartOver;
   std::vector<MetricsRow> rows_;
   double elapsed_before_ = 0;
   std::vector<std::string> written_;

@@ -1,0 +1,262 @@
+// Checkpoints you can trust: the CRC-32C checksums SaveVariables writes and
+// ReadCheckpoint verifies (any damaged byte refused or harmless, truncation
+// refused, files without checksums still read), keeping the previous
+// version on a write, and removing the temporary files of killed writers.
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "engine/checkpoint.h"
+#include "engine/file_io.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+std::string TempDir() {
+  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_integrity_XXXXXX");
+  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+  return tmpl;
+}
+
+// Saved holds three variables of three dtypes saved with metadata.
+struct Saved {
+  Graph g;
+  std::string path;
+
+  explicit Saved(const std::string& dir) : path(dir + "/ckpt.safetensors") {
+    Graph::Scope s(g, "layer");
+    g.Parameter("weight", {3, 4}, Initializer::XavierUniform());
+    g.Parameter("bias", {4}, Initializer::Constant(0.25));
+    g.Variable("count", {2}, Initializer::Constant(7), DType::kInt64);
+    Executor exec(g, {.seed = 3});
+    EXPECT_TRUE(SaveVariables(exec, g.Variables(), {{"step", "7"}, {"lr", "0.001"}}, path).ok());
+  }
+};
+
+// Damage writes `bytes` over the file at `path` in place, as a disk or a
+// copy gone wrong would (and without fsync, which hundreds of cases would
+// wait for).
+void Damage(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+void Overwrite(const std::string& path, size_t at, char byte) {
+  std::string bytes = *ReadFile(path);
+  bytes[at] = byte;
+  Damage(path, bytes);
+}
+
+// DataStart is where the tensors' bytes begin: after the 8-byte length and
+// the header.
+size_t DataStart(const std::string& bytes) {
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  return 8 + n;
+}
+
+TEST(CheckpointIntegrity, SaveWritesChecksumsAndReadVerifiesAndDropsThem) {
+  Saved s(TempDir());
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile raw, ReadSafetensors(s.path));
+  ASSERT_TRUE(raw.metadata.contains(kChecksumKey));
+  const std::vector<std::string> fields = absl::StrSplit(raw.metadata[kChecksumKey], ' ');
+  EXPECT_EQ(fields.size(), 4u);  // the header and three tensors
+  for (const std::string& f : fields) EXPECT_EQ(f.size(), 8u) << f;
+
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile read, ReadCheckpoint(s.path));
+  EXPECT_THAT(read.metadata, ElementsAre(Pair("lr", "0.001"), Pair("step", "7")));
+  Graph g;
+  Graph::Scope scope(g, "layer");
+  g.Parameter("weight", {3, 4}, Initializer::Zeros());
+  g.Parameter("bias", {4}, Initializer::Zeros());
+  g.Variable("count", {2}, Initializer::Zeros(), DType::kInt64);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto metadata, LoadVariables(exec, g.Variables(), s.path));
+  EXPECT_THAT(metadata, ElementsAre(Pair("lr", "0.001"), Pair("step", "7")));
+  EXPECT_EQ(exec.Read(g.Variables()[1])->data<float>()[0], 0.25f);
+}
+
+TEST(CheckpointIntegrity, ADamagedTensorIsRefusedByName) {
+  const std::string dir = TempDir();
+  Saved s(dir);
+  const std::string pristine = *ReadFile(s.path);
+  // The writer packs the tensors in name order from the data's start.
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile file, ReadSafetensors(s.path));
+  size_t offset = DataStart(pristine);
+  for (const auto& [name, tensor] : file.tensors) {
+    SCOPED_TRACE(name);
+    Damage(s.path, pristine);
+    Overwrite(s.path, offset + tensor.nbytes() / 2, pristine[offset + tensor.nbytes() / 2] ^ 0x10);
+    EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss,
+                  absl::StrCat("damaged checkpoint '", s.path, "': tensor '", name,
+                               "': data fails its checksum (stored crc32c "));
+    offset += tensor.nbytes();
+  }
+}
+
+TEST(CheckpointIntegrity, AnAlteredHeaderIsRefused) {
+  Saved s(TempDir());
+  const std::string bytes = *ReadFile(s.path);
+  // A metadata value that still parses: the step 7 becomes 8.
+  const size_t step = bytes.find("\"step\":\"7\"");
+  ASSERT_NE(step, std::string::npos);
+  Overwrite(s.path, step + 8, '8');
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile raw, ReadSafetensors(s.path));
+  ASSERT_EQ(raw.metadata["step"], "8");
+  EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss,
+                "the header (tensor names, dtypes, shapes or metadata) fails "
+                "its checksum");
+
+  // A checksum that is not hex, and a list of the wrong length.
+  const size_t list = bytes.find(kChecksumKey) + std::strlen(kChecksumKey) + 3;
+  Damage(s.path, bytes);
+  Overwrite(s.path, list, 'z');
+  EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss, "not 8 hex digits");
+  Damage(s.path, bytes);
+  Overwrite(s.path, list + 8, 'f');  // the space between two checksums
+  EXPECT_STATUS(ReadCheckpoint(s.path).status(), absl::StatusCode::kDataLoss, "not 8 hex digits");
+}
+
+TEST(CheckpointIntegrity, EveryTruncationIsDataLossNamingTheFile) {
+  Saved s(TempDir());
+  const std::string bytes = *ReadFile(s.path);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Damage(s.path, bytes.substr(0, n));
+    const absl::Status st = ReadCheckpoint(s.path).status();
+    ASSERT_EQ(st.code(), absl::StatusCode::kDataLoss) << n << ": " << st;
+    ASSERT_THAT(std::string(st.message()), HasSubstr("damaged checkpoint '" + s.path + "'")) << n;
+  }
+}
+
+TEST(CheckpointIntegrity, EverySingleByteChangeIsRefusedOrHarmless) {
+  // Harmless: only a change to the checksum key's own name gets past (the
+  // file then reads as one without checksums), and the values are intact.
+  Saved s(TempDir());
+  const std::string bytes = *ReadFile(s.path);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadCheckpoint(s.path));
+  const size_t key = bytes.find(kChecksumKey);
+  int accepted = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (const char flip : {'\x01', '\x80'}) {
+      std::string damaged = bytes;
+      damaged[i] ^= flip;
+      Damage(s.path, damaged);
+      absl::StatusOr<SafetensorsFile> got = ReadCheckpoint(s.path);
+      if (!got.ok()) {
+        ASSERT_THAT(got.status().code(),
+                    ::testing::AnyOf(absl::StatusCode::kDataLoss, absl::StatusCode::kUnimplemented))
+            << i << ": " << got.status();
+        continue;
+      }
+      ++accepted;
+      ASSERT_TRUE(i >= key && i < key + std::strlen(kChecksumKey)) << "byte " << i << " accepted";
+      ASSERT_EQ(got->tensors.size(), want.tensors.size());
+      for (size_t t = 0; t < want.tensors.size(); ++t) {
+        ASSERT_EQ(got->tensors[t].first, want.tensors[t].first);
+        const Tensor &a = got->tensors[t].second, &b = want.tensors[t].second;
+        ASSERT_EQ(std::memcmp(a.raw_data(), b.raw_data(), b.nbytes()), 0) << i;
+      }
+      for (const auto& [k, v] : want.metadata) ASSERT_EQ(got->metadata[k], v) << i;
+    }
+  }
+  EXPECT_GT(accepted, 0);
+}
+
+TEST(CheckpointIntegrity, FilesWithoutChecksumsStillLoad) {
+  // The reference writer's (PyTorch) file, and a dagrad file of before.
+  Saved s(TempDir());
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile raw, ReadSafetensors(s.path));
+  raw.metadata.erase(kChecksumKey);
+  ASSERT_OK(WriteSafetensors(s.path, raw));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile read, ReadCheckpoint(s.path));
+  EXPECT_EQ(read.tensors.size(), 3u);
+  ASSERT_OK(
+      ReadCheckpoint(absl::StrCat(DAGRAD_TEST_DATA_DIR, "/safetensors/state_dict.safetensors"))
+          .status());
+}
+
+TEST(CheckpointIntegrity, TheChecksumKeyIsReservedAndOtherErrorsKeepTheirCodes) {
+  const std::string dir = TempDir();
+  SafetensorsFile f;
+  f.metadata[kChecksumKey] = "00000000";
+  EXPECT_STATUS(WriteCheckpoint(dir + "/c.safetensors", f), absl::StatusCode::kInvalidArgument,
+                "'dagrad.crc32c' is dagrad's own");
+  EXPECT_STATUS(ReadCheckpoint(dir + "/none.safetensors").status(), absl::StatusCode::kNotFound,
+                "none.safetensors");
+  EXPECT_STATUS(
+      ReadCheckpoint(absl::StrCat(DAGRAD_TEST_DATA_DIR, "/safetensors/f16.safetensors")).status(),
+      absl::StatusCode::kUnimplemented, "'F16' is not supported");
+}
+
+TEST(AtomicWrite, KeepsThePreviousVersionWhenAsked) {
+  const std::string dir = TempDir();
+  const std::string path = dir + "/c", prev = dir + "/c.prev";
+  const AtomicWriteOptions keep{.keep_previous_as = prev};
+  ASSERT_OK(WriteFileAtomically(path, "one", keep));  // nothing to keep yet
+  EXPECT_EQ(*ReadFile(path), "one");
+  EXPECT_FALSE(std::filesystem::exists(prev));
+  ASSERT_OK(WriteFileAtomically(path, "two", keep));
+  ASSERT_OK(WriteFileAtomically(path, "three", keep));
+  EXPECT_EQ(*ReadFile(path), "three");
+  EXPECT_EQ(*ReadFile(prev), "two");
+  ASSERT_OK(WriteFileAtomically(path, "four"));  // not asked: the previous stays as it was
+  EXPECT_EQ(*ReadFile(prev), "two");
+  // The previous file's place cannot be written: nothing changes.
+  EXPECT_STATUS(WriteFileAtomically(path, "five", {.keep_previous_as = dir + "/no/such"}),
+                absl::StatusCode::kNotFound,
+                "cannot rename '" + path + "' to '" + dir + "/no/such'");
+  EXPECT_EQ(*ReadFile(path), "four");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 2);
+}
+
+// DeadPid returns the pid of a process that has ended.
+pid_t DeadPid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(StaleTemporaryFiles, OnlyThoseOfEndedWritersAreRemoved) {
+  const std::string dir = TempDir();
+  const pid_t dead = DeadPid(), alive = getpid();
+  const std::vector<std::string> stale = {absl::StrCat("ckpt.safetensors.tmp.", dead, ".0"),
+                                          absl::StrCat("metrics.csv.tmp.", dead, ".12")};
+  const std::vector<std::string> kept = {
+      absl::StrCat("ckpt.safetensors.tmp.", alive,
+                   ".0"),               // a writer still at work
+      absl::StrCat("ckpt.tmp.", dead),  // not a temporary file's name
+      absl::StrCat("ckpt.tmp.", dead, ".x"),
+      absl::StrCat("ckpt.tmp.-", dead, ".0"),
+      absl::StrCat(".tmp.", dead, ".0"),
+      absl::StrCat("ckpt.temp.", dead, ".0"),
+      "ckpt"};
+  for (const auto& name : stale) ASSERT_OK(WriteFileAtomically(dir + "/" + name, "x"));
+  for (const auto& name : kept) ASSERT_OK(WriteFileAtomically(dir + "/" + name, "x"));
+  const std::string subdir = absl::StrCat("d.tmp.", dead, ".1");  // a directory: left alone
+  ASSERT_EQ(mkdir((dir + "/" + subdir).c_str(), 0755), 0);
+
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> removed, RemoveStaleTemporaryFiles(dir));
+  EXPECT_EQ(removed, stale);
+  for (const auto& name : stale) EXPECT_FALSE(std::filesystem::exists(dir + "/" + name)) << name;
+  for (const auto& name : kept) EXPECT_TRUE(std::filesystem::exists(dir + "/" + name)) << name;
+  EXPECT_TRUE(std::filesystem::is_directory(dir + "/" + subdir));
+  EXPECT_STATUS(RemoveStaleTemporaryFiles(dir + "/none").status(), absl::StatusCode::kNotFound,
+                dir + "/none");
+}
+
+}  // namespace
+}  // namespace dagrad::testing

@@ -1,0 +1,202 @@
+// `dagrad train` and its checkpoints, run as a user runs it: a damaged or
+// missing latest checkpoint falls back to the previous one and the run
+// ends as an uninterrupted one; both damaged is a clear error; one trainer
+// per --out; temporary files of killed runs removed; a resume whose flags
+// contradict the checkpoint lists every difference; a complete run says so.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "engine/checkpoint.h"
+#include "engine/file_io.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// Damage writes `bytes` over `path` in place, as a failing disk would.
+void Damage(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string StepOf(const std::string& checkpoint) {
+  absl::StatusOr<SafetensorsFile> f = ReadCheckpoint(checkpoint);
+  if (!f.ok()) return std::string(f.status().message());
+  return f->metadata["dagrad.step"];
+}
+
+// A run stopped at step 10 saved at steps 5 and 10 (--eval_every=5).
+std::string StoppedAtTen(const std::string& name) {
+  const std::string dir = FreshDir(name);
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=10"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "10");
+  EXPECT_EQ(StepOf(dir + "/checkpoint.prev.safetensors"), "5");
+  return dir;
+}
+
+TEST(CliCheckpoint, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
+  const std::string whole = FreshDir("ckpt_whole");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", whole)).code, 0);
+  struct Case {
+    std::string name, why;
+    std::function<std::string(const std::string&)> damage;  // bytes -> damaged bytes
+  };
+  const std::vector<Case> cases = {
+      {"data_byte", "data fails its checksum",
+       [](std::string b) {
+         b[b.size() - 3] ^= 0x04;
+         return b;
+       }},
+      {"header_value",
+       "the header (tensor names, dtypes, shapes or metadata) fails its "
+       "checksum",
+       [](std::string b) {
+         b[b.find("\"dagrad.step\":\"10\"") + 15] = '9';  // step 10 -> 90
+         return b;
+       }},
+      {"truncated", "runs past the end", [](std::string b) { return b.substr(0, 100); }},
+      {"missing", "cannot open", [](std::string) { return std::string(); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = StoppedAtTen("ckpt_fallback_" + c.name);
+    const std::string latest = dir + "/checkpoint.safetensors";
+    const std::string previous = dir + "/checkpoint.prev.safetensors";
+    if (c.name == "missing") {
+      fs::remove(latest);  // a crash between the two renames of a save
+    } else {
+      Damage(latest, c.damage(*ReadFile(latest)));
+    }
+    CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume --stop_after=10"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(latest));
+    EXPECT_THAT(r.err, HasSubstr(c.why));
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("; resuming from ", previous, " at step 5\n")));
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("resumed from ", previous, " at step 5\n")));
+    // The damaged file was replaced, not kept as the previous checkpoint.
+    EXPECT_EQ(StepOf(latest), "10");
+    EXPECT_EQ(StepOf(previous), "5");
+
+    r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("resumed from ", latest, " at step 10\n")));
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(MetricsWithoutTime(dir), MetricsWithoutTime(whole));
+    EXPECT_EQ(*ReadFile(dir + "/model.safetensors"), *ReadFile(whole + "/model.safetensors"));
+  }
+}
+
+TEST(CliCheckpoint, BothCheckpointsDamagedIsAClearError) {
+  const std::string dir = StoppedAtTen("ckpt_both");
+  for (const char* name : {"/checkpoint.safetensors", "/checkpoint.prev.safetensors"}) {
+    std::string bytes = *ReadFile(dir + name);
+    bytes[bytes.size() - 1] ^= 0x01;
+    Damage(dir + name, bytes);
+  }
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("damaged checkpoint '", dir,
+                                            "/checkpoint.safetensors': tensor '")));
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("; and the previous checkpoint: damaged checkpoint '",
+                                            dir, "/checkpoint.prev.safetensors': tensor '")));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(CliCheckpoint, AFreshRunDropsAnEarlierRunsPreviousCheckpoint) {
+  const std::string dir = StoppedAtTen("ckpt_fresh");
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "5");
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.prev.safetensors"));
+}
+
+TEST(CliCheckpoint, ASecondTrainerOnOneOutIsRefusedNamingTheFirst) {
+  const std::string dir = FreshDir("ckpt_lock");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string cmd =
+        absl::StrCat("exec ", DAGRAD_CLI_PATH, " ", kTinyTrain,
+                     "--steps=100000000 --eval_every=1000 --out=", dir, " > /dev/null 2>&1");
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // The lock file holds the first trainer's pid once it holds the lock.
+  const std::string holder = absl::StrCat(pid, "\n");
+  for (int wait = 0; wait < 6000 && ReadFile(dir + "/.lock").value_or("") != holder; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(ReadFile(dir + "/.lock").value_or(""), holder);
+  const CliResult second = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(second.code, 2);
+  EXPECT_EQ(second.err,
+            absl::StrCat("dagrad train: --out=", dir, " is in use by another dagrad train (pid ",
+                         pid, "); wait for it to end or choose another --out\n"));
+  // The lock died with its process: the next trainer goes ahead.
+  const CliResult third = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  EXPECT_EQ(third.code, 0) << third.err;
+}
+
+TEST(CliCheckpoint, TemporaryFilesOfKilledRunsAreRemovedAtStart) {
+  const std::string dir = FreshDir("ckpt_stale");
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = absl::StrCat("checkpoint.safetensors.tmp.", dead, ".3");
+  const std::string live = absl::StrCat("metrics.csv.tmp.", getpid(), ".0");  // this process
+  Damage(dir + "/" + stale, "half a checkpoint");
+  Damage(dir + "/" + live, "a write under way");
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(
+      r.out, HasSubstr(absl::StrCat("removed what a killed run left in ", dir, ": ", stale, "\n")));
+  EXPECT_FALSE(fs::exists(dir + "/" + stale));
+  EXPECT_TRUE(fs::exists(dir + "/" + live));
+}
+
+TEST(CliCheckpoint, AResumeListsEveryFlagThatContradictsTheCheckpoint) {
+  const std::string dir = FreshDir("ckpt_config");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5")).code, 0);
+  const CliResult r =
+      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume --dim=32 --lr=0.5 --seed=3"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the checkpoint was made with another config (3 differences): "
+                               "dim: checkpoint 16, this run 32; lr: checkpoint 0.001, this run "
+                               "0.5; seed: checkpoint 0, this run 3\n"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(CliCheckpoint, ResumingACompleteRunSaysThereIsNothingToTrain) {
+  const std::string dir = FreshDir("ckpt_complete");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir)).code, 0);
+  const std::string model = *ReadFile(dir + "/model.safetensors");
+  const std::string metrics = MetricsWithoutTime(dir);
+  fs::remove(dir + "/model.safetensors");
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("checkpoint is at step 20, --steps=20: nothing to train (the run "
+                               "is complete); writing its outputs again\n"));
+  EXPECT_EQ(*ReadFile(dir + "/model.safetensors"), model);
+  EXPECT_EQ(MetricsWithoutTime(dir), metrics);
+}
+
+}  // namespace
+}  // namespace dagrad::testing

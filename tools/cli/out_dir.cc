@@ -1,0 +1,68 @@
+#include "tools/cli/out_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "engine/file_io.h"
+
+namespace dagrad::cli {
+namespace {
+
+absl::Status SysError(absl::string_view what, const std::string& path) {
+  const int e = errno;
+  return absl::ErrnoToStatus(e, absl::StrCat(what, " '", path, "'"));
+}
+
+// Holder reads the pid the lock's owner wrote, for the refusal message; the
+// owner may not have written it yet.
+std::string Holder(int fd) {
+  char buf[32];
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  const std::string pid(absl::StripAsciiWhitespace(absl::string_view(buf, n > 0 ? n : 0)));
+  return pid.empty() ? "pid unknown" : absl::StrCat("pid ", pid);
+}
+
+absl::Status WritePid(int fd, const std::string& path) {
+  const std::string pid = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0) return SysError("cannot truncate", path);
+  if (::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    return SysError("cannot write", path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+OutDirLock::~OutDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+absl::StatusOr<OutDirLock> ClaimOutDir(const std::string& dir, std::vector<std::string>* removed) {
+  const std::string path = dir + "/.lock";
+  // O_CLOEXEC: a program run from here (Graphviz) must not inherit the lock
+  // and keep it after this process ends.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return SysError("cannot open the lock file", path);
+  OutDirLock lock(fd);
+  int locked;
+  while ((locked = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  if (locked != 0) {
+    if (errno != EWOULDBLOCK) return SysError("cannot lock", path);
+    return absl::FailedPreconditionError(
+        absl::StrCat("--out=", dir, " is in use by another dagrad train (", Holder(fd),
+                     "); wait for it to end or choose another --out"));
+  }
+  if (absl::Status st = WritePid(fd, path); !st.ok()) return st;
+  absl::StatusOr<std::vector<std::string>> stale = RemoveStaleTemporaryFiles(dir);
+  if (!stale.ok()) return stale.status();
+  removed->insert(removed->end(), stale->begin(), stale->end());
+  return lock;
+}
+
+}  // namespace dagrad::cli
