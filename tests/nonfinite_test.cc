@@ -113,7 +113,7 @@ TEST(RequireFinite, NamesTheFirstNonFiniteTensor) {
   f.tensors.emplace_back("layer.weight", T<double>({3}, {0, kInf, kNaN}));
   f.tensors.emplace_back("later", T<float>({1}, {static_cast<float>(kNaN)}));
   EXPECT_STATUS(RequireFinite(f), absl::StatusCode::kFailedPrecondition,
-                "tensor \"layer.weight\" holds inf at element 1");
+                "tensor 'layer.weight' holds inf at element 1");
 }
 
 // ---- hyper-parameters -------------------------------------------------------
@@ -325,7 +325,7 @@ TEST(ToyTrainerNonFinite, CheckpointWithANaNIsNeverWritten) {
   ASSERT_OK(t->LoadCheckpoint(poisoned));
   ASSERT_OK_AND_ASSIGN(std::string before, ReadFile(good));
   const absl::Status st = t->SaveCheckpoint(good);
-  EXPECT_STATUS(st, absl::StatusCode::kFailedPrecondition, absl::StrCat("\"", name, "\" holds nan"));
+  EXPECT_STATUS(st, absl::StatusCode::kFailedPrecondition, absl::StrCat("'", name, "' holds nan"));
   EXPECT_EQ(*ReadFile(good), before);
   EXPECT_STATUS(t->SaveModel(good), absl::StatusCode::kFailedPrecondition, "holds nan");
   EXPECT_EQ(*ReadFile(good), before);
