@@ -262,7 +262,8 @@ std::vector<Tensor> CheckpointTensors(models::ToyTrainer& t, const std::string& 
 }
 
 TEST(ToyTrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
-  ASSERT_OK_AND_ASSIGN(auto t, models::ToyTrainer::Create(Diverging(models::NonFinitePolicy::kStop)));
+  ASSERT_OK_AND_ASSIGN(auto t,
+                       models::ToyTrainer::Create(Diverging(models::NonFinitePolicy::kStop)));
   const std::string path = ::testing::TempDir() + "/nonfinite_stop.safetensors";
   std::vector<Tensor> good;
   absl::Status failed;
@@ -281,7 +282,8 @@ TEST(ToyTrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
 }
 
 TEST(ToyTrainerNonFinite, SkipPolicySkipsAndStopsAfterARunOfSkips) {
-  ASSERT_OK_AND_ASSIGN(auto t, models::ToyTrainer::Create(Diverging(models::NonFinitePolicy::kSkip)));
+  ASSERT_OK_AND_ASSIGN(auto t,
+                       models::ToyTrainer::Create(Diverging(models::NonFinitePolicy::kSkip)));
   const std::string path = ::testing::TempDir() + "/nonfinite_skip.safetensors";
   int64_t skipped = 0;
   absl::Status failed;
