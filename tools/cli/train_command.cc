@@ -213,6 +213,9 @@ int RunTrain() {
   std::filesystem::create_directories(out, ec);
   if (ec) return UsageError(cmd, absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
 
+  // From here on a stop signal is handled: one during the set-up stops
+  // the run before its first step.
+  InstallStopSignals();
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
   std::cout << "training on " << (*device)->name() << "\n";
@@ -220,7 +223,6 @@ int RunTrain() {
   if (!trainer.ok()) return Failure(cmd, trainer.status());
   models::ToyTrainer& t = **trainer;
   TrainOutputs outputs(out);
-  InstallStopSignals();
   if (absl::GetFlag(FLAGS_resume)) {
     if (absl::Status st = t.LoadCheckpoint(outputs.checkpoint_path()); !st.ok()) {
       return Failure(cmd, st);
