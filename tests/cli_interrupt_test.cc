@@ -73,6 +73,14 @@ TEST(CliInterrupt, SigtermBetweenRowsStopsAt143AndResumesBitIdentical) {
                 "SIGTERM: stopped at step 7; resume with --resume");
 }
 
+TEST(CliInterrupt, TheSavedWindowGoesOnceARowIsWritten) {
+  const std::string dir = FreshDir("window_file");
+  EXPECT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir), Raise("TERM@step:7")).code, 143);
+  EXPECT_TRUE(fs::exists(dir + "/metrics_window.csv"));
+  ResumeToTheEnd(dir);
+  EXPECT_FALSE(fs::exists(dir + "/metrics_window.csv"));
+}
+
 TEST(CliInterrupt, SigintDuringEvaluationStopsAt130AfterIt) {
   StopAndResume("sigint_eval", "INT@eval:10", 130,
                 "SIGINT: stopped at step 10; resume with --resume");

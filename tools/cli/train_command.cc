@@ -159,6 +159,7 @@ struct TrainLoop {
                                           outputs.elapsed_before() + seconds);
       if (st.ok()) st = t.SaveCheckpoint(outputs.checkpoint_path());
       if (!st.ok()) return Failure(cmd, st);
+      outputs.DropSavedWindow();
       saved_step = r->step;
       const MetricsRow& row = outputs.rows().back();
       progress.Update(r->step, row.loss, row.train_accuracy, rate, true);

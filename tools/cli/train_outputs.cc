@@ -168,8 +168,7 @@ absl::StatusOr<MetricsWindow> ParseWindow(absl::string_view text) {
 absl::Status TrainOutputs::StartMetrics() {
   rows_.clear();
   window_ = {};
-  std::error_code ec;
-  std::filesystem::remove(path(kWindowFile), ec);  // a previous run's
+  DropSavedWindow();  // a previous run's
   return WriteMetrics();
 }
 
@@ -207,6 +206,11 @@ absl::Status TrainOutputs::AppendRow(int64_t step, double eval_accuracy, double 
 
 absl::Status TrainOutputs::SaveWindow() const {
   return WriteFileAtomically(path(kWindowFile), FormatWindow(window_));
+}
+
+void TrainOutputs::DropSavedWindow() const {
+  std::error_code ec;
+  std::filesystem::remove(path(kWindowFile), ec);  // absent is fine
 }
 
 absl::Status TrainOutputs::WriteMetrics() const {

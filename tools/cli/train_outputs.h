@@ -66,6 +66,9 @@ class TrainOutputs {
   absl::Status AppendRow(int64_t step, double eval_accuracy, double lr, double elapsed);
   // SaveWindow writes the open window, for a run stopped at its last step.
   absl::Status SaveWindow() const;
+  // DropSavedWindow removes a saved window once a checkpoint past it is
+  // written (it could no longer be used).
+  void DropSavedWindow() const;
   const std::vector<MetricsRow>& rows() const { return rows_; }
   // elapsed_before is the elapsed time of the last kept row on resume.
   double elapsed_before() const { return elapsed_before_; }
