@@ -1,6 +1,7 @@
 #include "engine/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -292,6 +293,40 @@ absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
   DAGRAD_RETURN_IF_ERROR(AssignVariables(executor, variables, file, Quote(path), options));
   return std::move(file.metadata);
+}
+
+namespace {
+
+// FirstNonFinite is the index of the first NaN or +-Inf of `t`, or -1.
+template <typename T>
+int64_t FirstNonFinite(const Tensor& t) {
+  const T* p = t.data<T>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    if (!std::isfinite(p[i])) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+absl::Status RequireFinite(const SafetensorsFile& file) {
+  for (const auto& [name, t] : file.tensors) {
+    int64_t bad = -1;
+    double value = 0;
+    if (t.dtype() == DType::kFloat32) {
+      bad = FirstNonFinite<float>(t);
+      if (bad >= 0) value = t.data<float>()[bad];
+    } else if (t.dtype() == DType::kFloat64) {
+      bad = FirstNonFinite<double>(t);
+      if (bad >= 0) value = t.data<double>()[bad];
+    }
+    if (bad >= 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "tensor ", Quote(name), " holds ", value, " at element ", bad,
+          "; a non-finite value is never saved"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace dagrad

@@ -138,6 +138,16 @@ absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
     Executor& executor, absl::Span<const Value> variables, const std::string& path,
     const LoadOptions& options = {});
 
+// RequireFinite returns FailedPrecondition naming the first tensor of
+// `file` (in order) that holds a NaN or +-Inf, with the element's index and
+// value, so that a diverged run is never saved over a good checkpoint.
+// Integer and bool tensors are always finite.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, CollectVariables(exec, vars));
+//   DAGRAD_RETURN_IF_ERROR(RequireFinite(f));
+//   DAGRAD_RETURN_IF_ERROR(WriteSafetensors(path, f));
+absl::Status RequireFinite(const SafetensorsFile& file);
+
 }  // namespace dagrad
 
 #endif  // DAGRAD_ENGINE_CHECKPOINT_H_

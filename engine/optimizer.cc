@@ -1,6 +1,7 @@
 #include "engine/optimizer.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/autodiff.h"
@@ -22,6 +23,55 @@ absl::StatusOr<OptimizerKind> ParseOptimizerKind(const std::string& name) {
 
 namespace {
 
+absl::Status Bad(absl::string_view field, absl::string_view range, double value) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", value));
+}
+
+// InRange is false for NaN: every comparison with it is.
+bool InRange(double v, double lo, double hi_excluded) { return v >= lo && v < hi_excluded; }
+
+}  // namespace
+
+absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (o.kind == OptimizerKind::kSgd) {
+    if (!InRange(o.momentum, 0, 1)) return Bad("momentum", "in [0, 1)", o.momentum);
+    if (o.nesterov && o.momentum == 0) return Bad("momentum", "> 0 for nesterov", o.momentum);
+  } else {
+    if (!InRange(o.beta1, 0, 1)) return Bad("beta1", "in [0, 1)", o.beta1);
+    if (!InRange(o.beta2, 0, 1)) return Bad("beta2", "in [0, 1)", o.beta2);
+    if (!(o.eps > 0 && o.eps < inf)) return Bad("eps", "finite and > 0", o.eps);
+  }
+  if (!InRange(o.weight_decay, 0, inf)) {
+    return Bad("weight_decay", "finite and >= 0", o.weight_decay);
+  }
+  if (!InRange(o.clip_norm, 0, inf)) return Bad("clip_norm", "finite and >= 0", o.clip_norm);
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLrSchedule(const LrSchedule& s) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!(s.peak > 0 && s.peak < inf)) return Bad("lr (peak)", "finite and > 0", s.peak);
+  if (s.warmup_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("warmup must be >= 0, got ", s.warmup_steps));
+  }
+  if (s.total_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("total steps must be >= 0, got ", s.total_steps));
+  }
+  if (!(s.final_fraction >= 0 && s.final_fraction <= 1)) {
+    return Bad("final_lr_fraction", "in [0, 1]", s.final_fraction);
+  }
+  return absl::OkStatus();
+}
+
+bool UpdateSkipped(double loss, double grad_norm) {
+  return !std::isfinite(loss) || !std::isfinite(grad_norm);
+}
+
+namespace {
+
 // GlobalNorm returns sqrt(sum over grads of sum(g^2)) as a float64 scalar.
 Value GlobalNorm(const std::vector<Value>& grads) {
   Value total;
@@ -32,16 +82,19 @@ Value GlobalNorm(const std::vector<Value>& grads) {
   return Sqrt(total);
 }
 
+// SkipGuard is a float64 scalar that is finite exactly when the loss and
+// the gradient norm are: 0 * loss is 0 for a finite loss and NaN otherwise.
+Value SkipGuard(Value loss, Value grad_norm) {
+  return Add(grad_norm, Scale(Sum(Cast(loss, DType::kFloat64)), 0.0));
+}
+
 }  // namespace
 
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
                                                const OptimizerOptions& o) {
   if (!loss.ok()) return loss.status();
   if (params.empty()) return absl::InvalidArgumentError("BuildTrainingStep: no parameters");
-  if (o.clip_norm < 0 || !std::isfinite(o.clip_norm)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("clip_norm must be finite and >= 0, got ", o.clip_norm));
-  }
+  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, params));
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].node().is_variable()) {
@@ -61,9 +114,10 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Val
   ts.grads = grads;
   ts.lr = g.Input("lr", DType::kFloat64, {});
   ts.step = g.Input("step", DType::kFloat64, {});
-  Value scale;
+  Value scale, guard;
+  if (o.clip_norm > 0 || o.skip_nonfinite) ts.grad_norm = GlobalNorm(grads);
+  if (o.skip_nonfinite) guard = SkipGuard(loss, ts.grad_norm);
   if (o.clip_norm > 0) {
-    ts.grad_norm = GlobalNorm(grads);
     Value clip = ScalarLike(ts.grad_norm, o.clip_norm);
     // min(1, clip / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_.
     scale = Minimum(Div(clip, AddScalar(ts.grad_norm, 1e-6)), ScalarLike(clip, 1.0));
@@ -79,7 +133,7 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Val
       update = SgdUpdate(p, grads[i], vel, ts.lr,
                          {.momentum = o.momentum, .weight_decay = o.weight_decay,
                           .nesterov = o.nesterov},
-                         scale);
+                         scale, guard);
     } else {
       Value m = g.Variable("exp_avg", p.shape(), Initializer::Zeros(),
                            p.dtype());
@@ -91,7 +145,7 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Val
                           {.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
                            .weight_decay = o.weight_decay,
                            .decoupled = o.kind == OptimizerKind::kAdamW},
-                          scale);
+                          scale, guard);
     }
     ts.updates.push_back(update);
   }

@@ -32,22 +32,39 @@ enum class OptimizerKind { kSgd, kAdam, kAdamW };
 // ParseOptimizerKind accepts "sgd", "adam", "adamw"; InvalidArgument else.
 absl::StatusOr<OptimizerKind> ParseOptimizerKind(const std::string& name);
 
+// OptimizerOptions: every field must be finite; the ranges are those
+// ValidateOptimizerOptions checks.
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kAdam;
-  double momentum = 0.9;  // SGD
-  bool nesterov = false;  // SGD
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam, AdamW
-  // SGD and Adam: L2 penalty added to the gradient; AdamW: decoupled decay.
+  double momentum = 0.9;  // SGD, in [0, 1)
+  bool nesterov = false;  // SGD, needs momentum > 0
+  // Adam, AdamW: betas in [0, 1), eps > 0.
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  // >= 0. SGD and Adam: L2 penalty added to the gradient; AdamW: decoupled decay.
   double weight_decay = 0.0;
   // > 0: scale gradients by min(1, clip_norm / (norm + 1e-6)), where norm is
   // the global L2 norm of all gradients (torch.nn.utils.clip_grad_norm_).
   double clip_norm = 0.0;
+  // skip_nonfinite: when a step's loss or global gradient norm is NaN or
+  // +-Inf, its update ops write nothing: parameters and optimizer state keep
+  // their values, as torch.cuda.amp.GradScaler skips optimizer.step(). The
+  // caller learns it from the fetched loss and grad_norm (UpdateSkipped) and
+  // feeds `step` as the number of updates applied so far + 1, so that Adam's
+  // step count does not advance over a skipped update either.
+  bool skip_nonfinite = false;
 };
+
+// ValidateOptimizerOptions returns InvalidArgument naming the first field
+// that is not finite or out of its range, with its value, e.g.
+// "weight_decay must be finite and >= 0, got nan".
+absl::Status ValidateOptimizerOptions(const OptimizerOptions& options);
 
 struct TrainingStep {
   Value lr;         // feed a float64 scalar each step
-  Value step;       // feed a float64 scalar: 1 on the first step
-  Value grad_norm;  // the global gradient norm before clipping (null when not clipping)
+  Value step;       // feed a float64 scalar: 1 on the first applied update
+  // The global gradient norm before clipping, float64; null unless
+  // clip_norm > 0 or skip_nonfinite.
+  Value grad_norm;
   std::vector<Value> params;
   std::vector<Value> grads;
   std::vector<Value> updates;  // plan targets
@@ -55,18 +72,30 @@ struct TrainingStep {
 };
 
 // BuildTrainingStep adds the step's nodes to loss's graph. Errors: those of
-// Gradients; a parameter the loss does not depend on; bad options.
+// Gradients; a parameter the loss does not depend on; bad options
+// (ValidateOptimizerOptions).
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
                                                const OptimizerOptions& options);
+
+// UpdateSkipped says whether a skip_nonfinite step wrote nothing: its loss
+// or gradient norm (both fetched from the same run) is NaN or +-Inf.
+//
+//   const bool skipped = UpdateSkipped(out[0].data<float>()[0], out[1].data<double>()[0]);
+//   if (!skipped) ++applied;   // feed applied + 1 as ts.step next time
+bool UpdateSkipped(double loss, double grad_norm);
 
 // LrSchedule: linear warmup from 0 to `peak` over `warmup_steps`, then
 // cosine decay to `peak * final_fraction` at `total_steps`.
 struct LrSchedule {
-  double peak = 1e-3;
-  int64_t warmup_steps = 0;
-  int64_t total_steps = 1;
-  double final_fraction = 0.0;
+  double peak = 1e-3;          // finite, > 0
+  int64_t warmup_steps = 0;    // >= 0
+  int64_t total_steps = 1;     // >= 0
+  double final_fraction = 0.0;  // in [0, 1]
 };
+
+// ValidateLrSchedule returns InvalidArgument naming the first bad field and
+// its value (NaN and +-Inf are bad everywhere).
+absl::Status ValidateLrSchedule(const LrSchedule& schedule);
 
 // LearningRate returns the rate for `step` (1-based); constant past the end.
 double LearningRate(const LrSchedule& schedule, int64_t step);

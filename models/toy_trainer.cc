@@ -27,28 +27,79 @@ const char* OptimizerName(OptimizerKind k) {
 constexpr char kFormatKey[] = "dagrad.format";
 constexpr char kFormat[] = "toy-train-state/1";
 constexpr char kStepKey[] = "dagrad.step";
+// Skipped updates so far, in all and in a row (absent: none).
+constexpr char kSkippedKey[] = "dagrad.skipped_updates";
+constexpr char kConsecutiveKey[] = "dagrad.consecutive_skips";
+
+struct SkipCounts {
+  int64_t total = 0, in_a_row = 0;
+};
+
+// ReadSkipCounts reads a checkpoint's skip counts (none when absent: the
+// file predates them) and checks them against its step.
+absl::StatusOr<SkipCounts> ReadSkipCounts(const std::map<std::string, std::string>& metadata,
+                                          int64_t step, const std::string& path) {
+  SkipCounts c;
+  for (auto [key, count] : {std::pair{kSkippedKey, &c.total}, {kConsecutiveKey, &c.in_a_row}}) {
+    auto it = metadata.find(key);
+    if (it == metadata.end()) continue;
+    if (!absl::SimpleAtoi(it->second, count) || *count < 0 || *count > step) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": bad '", key, "' (", it->second, ") at step ", step));
+    }
+  }
+  if (c.in_a_row > c.total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": more skips in a row (", c.in_a_row, ") than in all (", c.total, ")"));
+  }
+  return c;
+}
+
+absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
+
+// The optimizer fields in the CLI's words (--weight_decay, --clip), then
+// the rest in the library's (ValidateOptimizerOptions).
+absl::Status ValidateOptimizer(const OptimizerOptions& o) {
+  if (!(o.weight_decay >= 0) || !std::isfinite(o.weight_decay)) {
+    return Bad(absl::StrCat("weight_decay must be finite and >= 0, got ", o.weight_decay));
+  }
+  if (!(o.clip_norm >= 0) || !std::isfinite(o.clip_norm)) {
+    return Bad(absl::StrCat("clip must be finite and >= 0, got ", o.clip_norm));
+  }
+  return ValidateOptimizerOptions(o);
+}
 
 }  // namespace
 
+absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name) {
+  if (name == "stop") return NonFinitePolicy::kStop;
+  if (name == "skip") return NonFinitePolicy::kSkip;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown non-finite policy '", name, "' (stop, skip)"));
+}
+
 absl::Status TrainConfig::Validate() const {
   DAGRAD_RETURN_IF_ERROR(model.Validate());
-  auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
+  const auto& bad = Bad;
   if (min_len < 0 || min_len > model.max_len) {
     return bad(absl::StrCat("min_len must be in [0, seq_len=", model.max_len, "], got ", min_len));
   }
   if (batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", batch));
   if (steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", steps));
-  if (!(lr > 0) || !std::isfinite(lr)) return bad(absl::StrCat("lr must be > 0, got ", lr));
+  if (!(lr > 0) || !std::isfinite(lr)) {
+    return bad(absl::StrCat("lr must be finite and > 0, got ", lr));
+  }
   if (warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", warmup));
+  if (!(final_lr_fraction >= 0 && final_lr_fraction <= 1)) {
+    return bad(absl::StrCat("final_lr_fraction must be in [0, 1], got ", final_lr_fraction));
+  }
   if (eval_size < 1) return bad(absl::StrCat("eval_size must be >= 1, got ", eval_size));
   if (memory_limit_bytes < 0) {
     return bad(absl::StrCat("memory limit must be >= 0, got ", memory_limit_bytes));
   }
-  if (optimizer.weight_decay < 0) {
-    return bad(absl::StrCat("weight_decay must be >= 0, got ", optimizer.weight_decay));
-  }
-  if (optimizer.clip_norm < 0) {
-    return bad(absl::StrCat("clip must be >= 0, got ", optimizer.clip_norm));
+  DAGRAD_RETURN_IF_ERROR(ValidateOptimizer(optimizer));
+  if (max_consecutive_skips < 1) {
+    return bad(absl::StrCat("max_consecutive_skips must be >= 1, got ", max_consecutive_skips));
   }
   return absl::OkStatus();
 }
@@ -124,7 +175,9 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
     loss_ = CrossEntropy(logits_, targets_);
   }
   DAGRAD_RETURN_IF_ERROR(loss_.status());
-  DAGRAD_ASSIGN_OR_RETURN(ts_, BuildTrainingStep(loss_, model_->parameters(), c.optimizer));
+  OptimizerOptions optimizer = c.optimizer;
+  optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
+  DAGRAD_ASSIGN_OR_RETURN(ts_, BuildTrainingStep(loss_, model_->parameters(), optimizer));
 
   // Held-out evaluation and the attention sample: the same parameters.
   {
@@ -167,13 +220,37 @@ absl::StatusOr<StepResult> ToyTrainer::Step() {
       exec_->Run(*train_plan_,
                  {{tokens_, batch.tokens}, {lengths_, batch.lengths}, {targets_, batch.targets},
                   {ts_.lr, Tensor::Scalar<double>(r.lr)},
-                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s))}},
+                  // Adam's step counts applied updates only.
+                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skipped_))}},
                  {.training = true, .step = static_cast<uint64_t>(s)}));
   r.loss = out[0].data<float>()[0];
   r.accuracy = TokenAccuracy(out[1], batch.targets);
-  if (out.size() > 2) r.grad_norm = out[2].data<double>()[0];
+  r.grad_norm = out[2].data<double>()[0];
+  if (UpdateSkipped(r.loss, r.grad_norm)) return NonFinite(r);
+  consecutive_skips_ = 0;
   step_ = s;
   return r;
+}
+
+absl::StatusOr<StepResult> ToyTrainer::NonFinite(StepResult r) {
+  const bool skip = config_.on_nonfinite == NonFinitePolicy::kSkip;
+  if (skip && consecutive_skips_ + 1 < config_.max_consecutive_skips) {
+    ++skipped_;
+    ++consecutive_skips_;
+    step_ = r.step;
+    r.skipped = true;
+    return r;
+  }
+  const std::string value = std::isfinite(r.loss)
+                                ? absl::StrCat("the gradient norm is ", r.grad_norm)
+                                : absl::StrCat("the loss is ", r.loss);
+  return absl::AbortedError(absl::StrCat(
+      "step ", r.step, ": ", value, "; its update was not applied",
+      skip ? absl::StrCat(" (", config_.max_consecutive_skips,
+                          " steps in a row were not finite: max_consecutive_skips)")
+           : "",
+      ". Rerun with --check_numerics (TrainConfig::check_numerics) to find the node that "
+      "produced it, or lower the learning rate"));
 }
 
 absl::StatusOr<EvalResult> ToyTrainer::Evaluate() {
@@ -217,9 +294,10 @@ absl::Status ToyTrainer::SaveCheckpoint(const std::string& path,
   std::map<std::string, std::string> meta = config_.ToMetadata();
   meta[kFormatKey] = kFormat;
   meta[kStepKey] = absl::StrCat(step_);
+  meta.merge(SkipMetadata());
   std::vector<Value> vars = model_->parameters();
   vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  return SaveVariables(*exec_, vars, meta, path, options);
+  return SaveFinite(vars, meta, path, options);
 }
 
 absl::Status ToyTrainer::LoadCheckpoint(const std::string& path) {
@@ -251,13 +329,33 @@ absl::Status ToyTrainer::LoadCheckpoint(const std::string& path) {
   }
   std::vector<Value> vars = model_->parameters();
   vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
+  DAGRAD_ASSIGN_OR_RETURN(SkipCounts skips, ReadSkipCounts(file.metadata, step, path));
   DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, vars, file, path));
   step_ = step;
+  skipped_ = skips.total;
+  consecutive_skips_ = skips.in_a_row;
   return absl::OkStatus();
 }
 
 absl::Status ToyTrainer::SaveModel(const std::string& path) {
-  return SaveVariables(*exec_, model_->parameters(), config_.model.ToMetadata(), path);
+  return SaveFinite(model_->parameters(), config_.model.ToMetadata(), path);
+}
+
+absl::Status ToyTrainer::SaveFinite(const std::vector<Value>& vars,
+                                    const std::map<std::string, std::string>& metadata,
+                                    const std::string& path,
+                                    const AtomicWriteOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(*exec_, vars));
+  if (absl::Status st = RequireFinite(file); !st.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("not writing ", path, ": ", st.message()));
+  }
+  file.metadata = metadata;
+  return WriteCheckpoint(path, std::move(file), options);
+}
+
+std::map<std::string, std::string> ToyTrainer::SkipMetadata() const {
+  return {{kSkippedKey, absl::StrCat(skipped_)},
+          {kConsecutiveKey, absl::StrCat(consecutive_skips_)}};
 }
 
 }  // namespace dagrad::models

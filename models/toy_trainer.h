@@ -13,6 +13,18 @@
 //     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());
 //   }
 //   DAGRAD_ASSIGN_OR_RETURN(EvalResult e, trainer->Evaluate());
+//
+// Non-finite values. Every step checks its loss and its global gradient
+// norm. When either is NaN or +-Inf the update is not applied: the update
+// ops are guarded on them (OptimizerOptions::skip_nonfinite), so parameters
+// and optimizer state keep their values. TrainConfig::on_nonfinite says
+// what happens next: kStop (the default) makes Step return Aborted naming
+// the step and the value, with step() unchanged; kSkip counts the update
+// as skipped (StepResult::skipped, Adam's step count does not advance, as
+// torch.cuda.amp.GradScaler skips optimizer.step()) and goes on, until
+// max_consecutive_skips steps in a row were skipped: then Step returns
+// Aborted as kStop does. SaveCheckpoint and SaveModel refuse to write a
+// NaN or Inf (FailedPrecondition naming the tensor).
 
 #ifndef DAGRAD_MODELS_TOY_TRAINER_H_
 #define DAGRAD_MODELS_TOY_TRAINER_H_
@@ -34,22 +46,35 @@
 
 namespace dagrad::models {
 
+// NonFinitePolicy: what a step whose loss or gradient norm is not finite
+// does (see the file comment).
+enum class NonFinitePolicy { kStop, kSkip };
+
+// ParseNonFinitePolicy accepts "stop" and "skip"; InvalidArgument else.
+absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name);
+
+// TrainConfig: Validate checks every field, NaN and +-Inf included.
 struct TrainConfig {
   ToyConfig model;         // model.max_len is the sequence length T
   Task task = Task::kReverse;
   int64_t min_len = 0;     // 0: fixed length T
   int64_t batch = 64;
   int64_t steps = 300;
+  // ValidateOptimizerOptions's ranges; skip_nonfinite is always set.
   OptimizerOptions optimizer{.kind = OptimizerKind::kAdam, .clip_norm = 1.0};
-  double lr = 1e-3;        // peak learning rate
+  double lr = 1e-3;        // peak learning rate, finite and > 0
   int64_t warmup = 30;     // linear warmup steps, then cosine decay
-  double final_lr_fraction = 0.1;
+  double final_lr_fraction = 0.1;  // in [0, 1]
   uint64_t seed = 0;
   int64_t eval_size = 512;  // held-out sequences, drawn from EvalSeed(seed)
   // Debugging and limits; they do not change the numbers of a run.
   bool check_numerics = false;     // stop at the first node producing NaN/Inf
   int64_t memory_limit_bytes = 0;  // device bytes the executor may use; 0: no limit
   bool profile = false;            // time every kernel (see train_plan().profile())
+  // A step with a non-finite loss or gradient norm: stop, or skip its update
+  // and stop after max_consecutive_skips (>= 1) skipped in a row.
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::kStop;
+  int64_t max_consecutive_skips = 8;
 
   // Validate returns InvalidArgument naming the first bad field.
   absl::Status Validate() const;
@@ -62,7 +87,8 @@ struct StepResult {
   double loss = 0;      // mean cross-entropy of the batch
   double accuracy = 0;  // token accuracy of the batch (non-ignored targets)
   double lr = 0;
-  double grad_norm = 0;  // before clipping; 0 when not clipping
+  double grad_norm = 0;  // the global gradient norm, before clipping
+  bool skipped = false;  // the update was skipped (on_nonfinite = kSkip)
 };
 
 struct EvalResult {
@@ -80,16 +106,21 @@ class ToyTrainer {
   static absl::StatusOr<std::unique_ptr<ToyTrainer>> Create(
       const TrainConfig& config, std::unique_ptr<Device> device = CpuDevice());
 
-  // Step runs training step step()+1.
+  // Step runs training step step()+1. Aborted when the step's loss or
+  // gradient norm is not finite and the policy says stop (the message names
+  // the step and the value; nothing changed, step() included); the
+  // executor's errors otherwise.
   absl::StatusOr<StepResult> Step();
   // Evaluate runs the held-out set in eval mode (no dropout).
   absl::StatusOr<EvalResult> Evaluate();
   // SampleAttention returns attention weights for held-out sequence `index`.
   absl::StatusOr<AttentionSample> SampleAttention(int64_t index);
 
-  // SaveCheckpoint writes parameters, optimizer state, the step and the
-  // config atomically, with checksums (engine/checkpoint.h), keeping the
-  // file it replaces as options.keep_previous_as if that is set.
+  // SaveCheckpoint writes parameters, optimizer state, the step (with the
+  // counts of skipped updates) and the config atomically, with checksums
+  // (engine/checkpoint.h), keeping the file it replaces as
+  // options.keep_previous_as if that is set. FailedPrecondition naming the
+  // tensor, and nothing written, when a value is NaN or Inf.
   // LoadCheckpoint restores them, all or nothing. Errors: those of
   // ReadCheckpoint (NotFound; DataLoss for a damaged file); InvalidArgument
   // for a file that is not a training checkpoint or does not fit the model;
@@ -107,6 +138,9 @@ class ToyTrainer {
   absl::Status SaveModel(const std::string& path);
 
   int64_t step() const { return step_; }
+  // Updates skipped so far (on_nonfinite = kSkip), in all and in a row.
+  int64_t skipped_updates() const { return skipped_; }
+  int64_t consecutive_skips() const { return consecutive_skips_; }
   const TrainConfig& config() const { return config_; }
   Graph& graph() { return *graph_; }
   const Plan& train_plan() const { return *train_plan_; }
@@ -118,6 +152,13 @@ class ToyTrainer {
  private:
   ToyTrainer() = default;
   absl::Status Build(std::unique_ptr<Device> device);
+  // NonFinite handles a step whose loss or gradient norm is not finite.
+  absl::StatusOr<StepResult> NonFinite(StepResult r);
+  std::map<std::string, std::string> SkipMetadata() const;
+  // SaveFinite writes `vars` unless one holds a NaN or Inf.
+  absl::Status SaveFinite(const std::vector<Value>& vars,
+                          const std::map<std::string, std::string>& metadata,
+                          const std::string& path, const AtomicWriteOptions& options = {});
 
   TrainConfig config_;
   std::unique_ptr<Graph> graph_;
@@ -134,6 +175,7 @@ class ToyTrainer {
   TrainingStep ts_;
   LrSchedule schedule_;
   int64_t step_ = 0;
+  int64_t skipped_ = 0, consecutive_skips_ = 0;
 };
 
 // TokenAccuracy returns the fraction of targets (ignoring -100) that equal

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/base/call_once.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -134,13 +135,33 @@ absl::Status SelectArch() {
 
 absl::once_flag configure_once;
 
-int DefaultThreads() {
-  if (const char* env = std::getenv("DAGRAD_NUM_THREADS")) {
-    int n;
-    if (absl::SimpleAtoi(env, &n) && n >= 1) return n;
-  }
+int HardwareThreads() {
   const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// EnvThreads is DAGRAD_NUM_THREADS when it is set to a valid count.
+absl::StatusOr<int> EnvThreads(const char* env) {
+  int n;
+  if (!absl::SimpleAtoi(env, &n) || n < 1 || n > MaxThreads()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "DAGRAD_NUM_THREADS='", env, "' is not a thread count in [1, ", MaxThreads(),
+        "] (4 x the ", HardwareThreads(), " hardware threads)"));
+  }
+  return n;
+}
+
+absl::Status CheckThreadsEnv() {
+  const char* env = std::getenv("DAGRAD_NUM_THREADS");
+  return env == nullptr ? absl::OkStatus() : EnvThreads(env).status();
+}
+
+int DefaultThreads() {
+  if (const char* env = std::getenv("DAGRAD_NUM_THREADS")) {
+    absl::StatusOr<int> n = EnvThreads(env);
+    if (n.ok()) return *n;
+  }
+  return HardwareThreads();
 }
 
 // The thread count every kernel reads, from any thread: 0 until first use,
@@ -157,7 +178,8 @@ void ApplyThreads(int n) { bli_thread_set_num_threads(n); }
 
 absl::Status ConfigureCpu() {
   absl::call_once(configure_once, [] {
-    State().status = ChooseCpuIsa().status();
+    State().status = CheckThreadsEnv();
+    if (State().status.ok()) State().status = ChooseCpuIsa().status();
     if (State().status.ok()) State().status = SelectArch();
     // Any BLIS call initialises BLIS, so threads are applied only after the
     // kernel set has been chosen.
@@ -177,9 +199,17 @@ CpuInfo GetCpuInfo() {
   return info;
 }
 
-void SetNumThreads(int n) {
+int MaxThreads() { return 4 * HardwareThreads(); }
+
+absl::Status SetNumThreads(int n) {
+  if (n > MaxThreads()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thread count ", n, " is above the limit of ", MaxThreads(), " (4 x the ",
+                     HardwareThreads(), " hardware threads)"));
+  }
   threads.store(n < 1 ? 1 : n, std::memory_order_relaxed);
   if (ConfigureCpu().ok()) ApplyThreads(NumThreads());
+  return absl::OkStatus();
 }
 
 int NumThreads() {

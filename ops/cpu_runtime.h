@@ -28,7 +28,8 @@ namespace dagrad {
 // ConfigureCpu selects dagrad's kernel level (ChooseCpuIsa, ops/cpu_isa.h)
 // and the BLIS kernel set (once per process) and returns FailedPrecondition,
 // naming the variable and the valid choices, when DAGRAD_CPU_ISA or
-// BLIS_ARCH_TYPE asks for a level or set this BLIS or this CPU cannot run.
+// BLIS_ARCH_TYPE asks for a level or set this BLIS or this CPU cannot run,
+// or DAGRAD_NUM_THREADS is not a thread count in [1, MaxThreads()].
 // Later calls return the first call's result.
 absl::Status ConfigureCpu();
 
@@ -43,15 +44,26 @@ struct CpuInfo {
 // GetCpuInfo describes the configured backend (configuring it if needed).
 CpuInfo GetCpuInfo();
 
+// MaxThreads is the largest thread count dagrad accepts: 4 x the hardware
+// threads (std::thread::hardware_concurrency, 1 when unknown). Beyond it
+// oversubscription only slows a run down, and tens of thousands of threads
+// exhaust the process's stacks.
+int MaxThreads();
+
 // SetNumThreads sets the threads BLIS and dagrad's own kernels use (values
 // below 1 mean 1), process-wide: a Run on any thread uses this count.
+// InvalidArgument, naming the count and the limit, above MaxThreads(); the
+// count in force is then unchanged.
 //
-//   SetNumThreads(1);
+//   DAGRAD_RETURN_IF_ERROR(SetNumThreads(1));
 //   std::thread([&] { exec.Run(*plan, feeds); }).join();   // one thread
-void SetNumThreads(int n);
+absl::Status SetNumThreads(int n);
 
 // NumThreads is the count in force: SetNumThreads's, else the environment's
-// DAGRAD_NUM_THREADS (read once, on first use), else the hardware's.
+// DAGRAD_NUM_THREADS (read once, on first use), else the hardware's. A
+// DAGRAD_NUM_THREADS that is not an integer in [1, MaxThreads()] makes
+// ConfigureCpu fail (FailedPrecondition naming it); NumThreads then uses
+// the hardware's count.
 int NumThreads();
 
 // Gemm computes C = alpha * A·B + beta * C for an m×k A, a k×n B and an m×n

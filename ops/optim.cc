@@ -45,17 +45,27 @@ double ScalarIn(const KernelContext& ctx, int i, double fallback) {
   return ctx.has(i) ? *ctx.in(i).as<double>() : fallback;
 }
 
-// ---- sgd_update(param, grad, velocity, lr, grad_scale?) -------------------------
+// Guarded is true when the optional guard input `i` is present and not
+// finite: the update must then write nothing.
+bool Guarded(const KernelContext& ctx, int i) { return !std::isfinite(ScalarIn(ctx, i, 0)); }
+
+// NonNegative is false for NaN and +-Inf as well as for negative values.
+bool NonNegative(double v) { return v >= 0 && std::isfinite(v); }
+
+// ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) ------------------
 
 absl::StatusOr<TensorType> InferSgd(const InferContext& ctx) {
   const Attrs& a = ctx.attrs;
-  if (a.GetFloat("momentum") < 0 || a.GetFloat("weight_decay") < 0) {
-    return absl::InvalidArgumentError("momentum and weight_decay must be >= 0");
+  if (!NonNegative(a.GetFloat("momentum")) || !NonNegative(a.GetFloat("weight_decay"))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("momentum and weight_decay must be finite and >= 0, got ",
+                     a.GetFloat("momentum"), " and ", a.GetFloat("weight_decay")));
   }
-  return InferUpdate(ctx, 3, {{3, "lr"}, {4, "grad_scale"}});
+  return InferUpdate(ctx, 3, {{3, "lr"}, {4, "grad_scale"}, {5, "guard"}});
 }
 
 absl::Status SgdKernel(const KernelContext& ctx) {
+  if (Guarded(ctx, 5)) return absl::OkStatus();
   return DispatchFloat(ctx.in(0).dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = ctx.in(0).as<T>();
@@ -80,7 +90,7 @@ absl::Status SgdKernel(const KernelContext& ctx) {
 const OpDef kSgdUpdate = {.name = "sgd_update", .dot_label = "SGD", .infer = InferSgd,
                           .cpu = SgdKernel, .differentiable = false, .mutates = 0b101};
 
-// ---- adam_update(param, grad, m, v, lr, step, grad_scale?) -----------------------
+// ---- adam_update(param, grad, m, v, lr, step, grad_scale?, guard?) ---------------
 
 absl::StatusOr<TensorType> InferAdam(const InferContext& ctx) {
   const Attrs& a = ctx.attrs;
@@ -89,10 +99,13 @@ absl::StatusOr<TensorType> InferAdam(const InferContext& ctx) {
     return absl::InvalidArgumentError(
         absl::StrCat("betas must be in [0, 1), got (", b1, ", ", b2, ")"));
   }
-  if (!(a.GetFloat("eps") > 0) || a.GetFloat("weight_decay") < 0) {
-    return absl::InvalidArgumentError("eps must be > 0 and weight_decay >= 0");
+  if (!(a.GetFloat("eps") > 0) || !NonNegative(a.GetFloat("eps")) ||
+      !NonNegative(a.GetFloat("weight_decay"))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eps must be finite and > 0 and weight_decay finite and >= 0, got ",
+                     a.GetFloat("eps"), " and ", a.GetFloat("weight_decay")));
   }
-  return InferUpdate(ctx, 4, {{4, "lr"}, {5, "step"}, {6, "grad_scale"}});
+  return InferUpdate(ctx, 4, {{4, "lr"}, {5, "step"}, {6, "grad_scale"}, {7, "guard"}});
 }
 
 absl::Status AdamCheck(const KernelContext& ctx) {
@@ -105,6 +118,7 @@ absl::Status AdamCheck(const KernelContext& ctx) {
 
 absl::Status AdamKernel(const KernelContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(AdamCheck(ctx));
+  if (Guarded(ctx, 7)) return absl::OkStatus();
   const double t = ScalarIn(ctx, 5, 1);
   return DispatchFloat(ctx.in(0).dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -144,25 +158,25 @@ const OpDef kAdamUpdate = {.name = "adam_update", .dot_label = "Adam", .infer = 
 }  // namespace
 
 Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOptions& o,
-                Value grad_scale) {
-  return BuildOp(kSgdUpdate, {param, grad, velocity, lr, grad_scale},
+                Value grad_scale, Value guard) {
+  return BuildOp(kSgdUpdate, {param, grad, velocity, lr, grad_scale, guard},
                  Attrs()
                      .Float("momentum", o.momentum)
                      .Float("weight_decay", o.weight_decay)
                      .Bool("nesterov", o.nesterov),
-                 /*optional=*/0b10000);
+                 /*optional=*/0b110000);
 }
 
 Value AdamUpdate(Value param, Value grad, Value m, Value v, Value lr, Value step,
-                 const AdamOptions& o, Value grad_scale) {
-  return BuildOp(kAdamUpdate, {param, grad, m, v, lr, step, grad_scale},
+                 const AdamOptions& o, Value grad_scale, Value guard) {
+  return BuildOp(kAdamUpdate, {param, grad, m, v, lr, step, grad_scale, guard},
                  Attrs()
                      .Float("beta1", o.beta1)
                      .Float("beta2", o.beta2)
                      .Float("eps", o.eps)
                      .Float("weight_decay", o.weight_decay)
                      .Bool("decoupled", o.decoupled),
-                 /*optional=*/0b1000000);
+                 /*optional=*/0b11000000);
 }
 
 std::vector<const OpDef*> OptimOps() { return {&kSgdUpdate, &kAdamUpdate}; }

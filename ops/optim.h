@@ -12,6 +12,10 @@
 //
 // `grad_scale` (optional, a float64 scalar) multiplies the gradient first;
 // gradient clipping uses it so that clipping costs no extra pass.
+// `guard` (optional, a float64 scalar): when it is NaN or +-Inf the op
+// writes nothing, so a step whose loss or gradients went non-finite leaves
+// the parameter and its state as they were (BuildTrainingStep's
+// skip_nonfinite feeds it the gradient norm plus 0 * loss).
 //
 // Errors: a param/state that is not a variable, shapes or dtypes that
 // differ, lr/step not float64 scalars, hyper-parameters out of range.
@@ -23,15 +27,16 @@
 
 namespace dagrad {
 
+// Every hyper-parameter must be finite (building the op fails otherwise).
 struct SgdOptions {
-  double momentum = 0.0;      // 0: plain SGD (velocity is still required)
-  double weight_decay = 0.0;  // L2 added to the gradient, as torch.optim.SGD
+  double momentum = 0.0;      // >= 0; 0: plain SGD (velocity is still required)
+  double weight_decay = 0.0;  // >= 0, L2 added to the gradient, as torch.optim.SGD
   bool nesterov = false;
 };
 
 // SgdUpdate: g' = grad_scale*g + wd*p; v = momentum*v + g'; p -= lr * (nesterov ? g' + momentum*v : v).
 Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOptions& options,
-                Value grad_scale = Value());
+                Value grad_scale = Value(), Value guard = Value());
 
 struct AdamOptions {
   double beta1 = 0.9;
@@ -44,7 +49,8 @@ struct AdamOptions {
 // AdamUpdate: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 Value AdamUpdate(Value param, Value grad, Value m, Value v, Value lr, Value step,
-                 const AdamOptions& options, Value grad_scale = Value());
+                 const AdamOptions& options, Value grad_scale = Value(),
+                 Value guard = Value());
 
 }  // namespace dagrad
 

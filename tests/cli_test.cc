@@ -52,7 +52,7 @@ TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
       {"train --optimizer=rmsprop", "--optimizer: unknown optimizer 'rmsprop'"},
       {"train --min_len=40", "min_len must be in [0, seq_len=32]"},
       {"train --eval_every=0", "--eval_every must be >= 1"},
-      {"train --lr=0", "lr must be > 0"},
+      {"train --lr=0", "lr must be finite and > 0"},
       {"train --batch=0", "batch must be >= 1"},
       {"train --vocab=1", "vocab >= 2"},
       {"train --stop_after=-3", "--stop_after must be >= 0"},

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/cpu_runtime.h"
 #include "ops/parallel.h"
@@ -38,12 +40,12 @@ int LargestTeamOnNewThread() {
 // Restores the process's count after each test.
 class ThreadCountTest : public ::testing::Test {
  protected:
-  void TearDown() override { SetNumThreads(saved_); }
+  void TearDown() override { EXPECT_TRUE(SetNumThreads(saved_).ok()); }
   int saved_ = NumThreads();
 };
 
 TEST_F(ThreadCountTest, OneThreadHoldsInEveryCallingThread) {
-  SetNumThreads(1);
+  ASSERT_TRUE(SetNumThreads(1).ok());
   EXPECT_EQ(NumThreads(), 1);
   EXPECT_EQ(LargestTeam(), 1);
   EXPECT_EQ(LargestTeamOnNewThread(), 1);
@@ -53,18 +55,29 @@ TEST_F(ThreadCountTest, CountAboveTheCoresIsUsedAsSet) {
   // More threads than cores is allowed (oversubscription), so the team's
   // size can be checked on any machine.
   const int n = static_cast<int>(std::max(2u, std::thread::hardware_concurrency())) + 1;
-  SetNumThreads(n);
+  ASSERT_TRUE(SetNumThreads(n).ok());
   EXPECT_EQ(LargestTeam(), n);
   EXPECT_EQ(LargestTeamOnNewThread(), n);
-  SetNumThreads(2);
+  ASSERT_TRUE(SetNumThreads(2).ok());
   EXPECT_EQ(LargestTeam(), 2);
   EXPECT_EQ(LargestTeamOnNewThread(), 2);
 }
 
 TEST_F(ThreadCountTest, NonPositiveCountMeansOne) {
-  SetNumThreads(0);
+  ASSERT_TRUE(SetNumThreads(0).ok());
   EXPECT_EQ(NumThreads(), 1);
   EXPECT_EQ(LargestTeam(), 1);
+}
+
+TEST_F(ThreadCountTest, CountAboveTheLimitIsRefusedAndChangesNothing) {
+  ASSERT_TRUE(SetNumThreads(2).ok());
+  const absl::Status st = SetNumThreads(MaxThreads() + 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr(absl::StrCat(MaxThreads() + 1)));
+  EXPECT_EQ(NumThreads(), 2);
+  EXPECT_FALSE(SetNumThreads(100000).ok());
+  EXPECT_TRUE(SetNumThreads(MaxThreads()).ok());
+  EXPECT_EQ(MaxThreads(), 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 // ctest runs this in a process of its own with DAGRAD_NUM_THREADS=1

@@ -23,11 +23,17 @@ using cuda::kThreads;
 // Read returns *p, or `fallback` for an absent optional scalar.
 __device__ inline double Read(const double* p, double fallback) { return p ? *p : fallback; }
 
-// ---- sgd_update(param, grad, velocity, lr, grad_scale?) --------------------------
+// Guarded is true when the optional guard is present and not finite: the
+// update then writes nothing (ops/optim.h).
+__device__ inline bool Guarded(const double* guard) { return !isfinite(Read(guard, 0)); }
+
+// ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) ------------------
 
 template <typename T>
 __global__ void SgdKernelImpl(T* p, const T* g, T* vel, int64_t n, const double* lr_in,
-                              const double* scale_in, T mu, T wd, bool nesterov) {
+                              const double* scale_in, const double* guard, T mu, T wd,
+                              bool nesterov) {
+  if (Guarded(guard)) return;
   const T lr = static_cast<T>(Read(lr_in, 0));
   const T scale = static_cast<T>(Read(scale_in, 1));
   DAGRAD_CUDA_LOOP(i, n) {
@@ -48,13 +54,14 @@ absl::Status SgdKernel(const KernelContext& ctx) {
     if (n == 0) return absl::OkStatus();
     SgdKernelImpl<<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
         ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.in(2).as<T>(), n, OptionalScalar(ctx, 3),
-        OptionalScalar(ctx, 4), static_cast<T>(ctx.attrs().GetFloat("momentum")),
+        OptionalScalar(ctx, 4), OptionalScalar(ctx, 5),
+        static_cast<T>(ctx.attrs().GetFloat("momentum")),
         static_cast<T>(ctx.attrs().GetFloat("weight_decay")), ctx.attrs().GetBool("nesterov"));
     return CheckLaunch("SgdKernelImpl");
   });
 }
 
-// ---- adam_update(param, grad, m, v, lr, step, grad_scale?) -----------------------
+// ---- adam_update(param, grad, m, v, lr, step, grad_scale?, guard?) ---------------
 
 struct AdamHyper {
   double b1, b2, eps, wd;
@@ -87,14 +94,16 @@ __device__ AdamCoefficients<T> Coefficients(const AdamHyper& h, double lr, doubl
 // first block reports it.
 template <typename T>
 __global__ void AdamKernelImpl(T* p, const T* g, T* m, T* v, int64_t n, const double* lr_in,
-                               const double* step_in, const double* scale_in, AdamHyper h,
-                               DeviceErrorRecord* record, int site) {
+                               const double* step_in, const double* scale_in,
+                               const double* guard, AdamHyper h, DeviceErrorRecord* record,
+                               int site) {
   __shared__ AdamCoefficients<T> c;
   const double t = Read(step_in, 1);
   if (!(t >= 1)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) cuda::ReportBadElement(record, site, 0);
     return;
   }
+  if (Guarded(guard)) return;
   if (threadIdx.x == 0) c = Coefficients<T>(h, Read(lr_in, 0), t, Read(scale_in, 1));
   __syncthreads();
   DAGRAD_CUDA_LOOP(i, n) {
@@ -121,7 +130,8 @@ absl::Status AdamKernel(const KernelContext& ctx) {
     const int64_t n = ctx.in(0).num_elements();
     AdamKernelImpl<<<GridFor(std::max<int64_t>(n, 1)), kThreads, 0, cuda.stream()>>>(
         ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.in(2).as<T>(), ctx.in(3).as<T>(), n,
-        OptionalScalar(ctx, 4), step, OptionalScalar(ctx, 6), h, cuda.error_record(), site);
+        OptionalScalar(ctx, 4), step, OptionalScalar(ctx, 6), OptionalScalar(ctx, 7), h,
+        cuda.error_record(), site);
     DAGRAD_RETURN_IF_ERROR(CheckLaunch("AdamKernelImpl"));
     if (step == nullptr) return absl::OkStatus();
     cuda::CaptureErrorValue<<<1, 1, 0, cuda.stream()>>>(cuda.error_record(), site, step);

@@ -342,6 +342,25 @@ void OptimizerCases(Cases& cs) {
       b.Out(v);
     }
   }, {.gradients = false, .runs = 3});
+  // A non-finite guard makes the update write nothing; a finite one is inert.
+  cs.Floats("update_guard", [](CaseBuilder& b, DType d) {
+    Graph& g = b.graph();
+    const Value lr = b.Fixed("lr", Tensor::Scalar<double>(0.05));
+    const Value step = b.Fixed("step", Tensor::Scalar<double>(2));
+    int i = 0;
+    for (double guard : {2.5, std::nan(""), -HUGE_VAL}) {
+      const std::string s = std::to_string(i++);
+      const Value gv = b.Fixed("guard" + s, Tensor::Scalar<double>(guard));
+      const Value p = g.Parameter("p" + s, {4, 33}, Initializer::Normal(0, 1), d);
+      const Value q = g.Parameter("q" + s, {4, 33}, Initializer::Normal(0, 1), d);
+      const Value v = g.Variable("v" + s, {4, 33}, Initializer::Zeros(), d);
+      const Value m = g.Variable("m" + s, {4, 33}, Initializer::Zeros(), d);
+      const Value m2 = g.Variable("m2" + s, {4, 33}, Initializer::Zeros(), d);
+      b.Out(SgdUpdate(p, b.Input("gp" + s, d, {4, 33}), v, lr, {.momentum = 0.9}, Value(), gv));
+      b.Out(AdamUpdate(q, b.Input("gq" + s, d, {4, 33}), m, m2, lr, step, {}, Value(), gv));
+      for (const Value& x : {p, v, q, m, m2}) b.Out(x);
+    }
+  }, {.gradients = false, .runs = 2});
 }
 
 // Data errors found on the device: same code, same message as the CPU's.

@@ -36,7 +36,10 @@ inline int BenchMain(int argc, char** argv, void (*register_cases)(), int defaul
     std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
     return 2;
   }
-  if (threads > 0) SetNumThreads(threads);
+  if (absl::Status st = threads > 0 ? SetNumThreads(threads) : absl::OkStatus(); !st.ok()) {
+    std::fprintf(stderr, "--threads: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
   register_cases();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -91,7 +91,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
     return 2;
   }
-  if (threads > 0) dagrad::SetNumThreads(threads);
+  if (absl::Status st = threads > 0 ? dagrad::SetNumThreads(threads) : absl::OkStatus();
+      !st.ok()) {
+    std::fprintf(stderr, "--threads: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   const dagrad::CpuInfo info = dagrad::GetCpuInfo();
   std::printf("BLIS kernel set %s, %d thread(s)\n", info.blis_arch.c_str(), info.threads);

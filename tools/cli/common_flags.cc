@@ -12,7 +12,9 @@
 #include "engine/cuda/cuda_device.h"
 #include "ops/cpu_runtime.h"
 
-ABSL_FLAG(int, threads, 0, "CPU threads for BLIS and dagrad's kernels (0: one per core)");
+ABSL_FLAG(int, threads, 0,
+          "CPU threads for BLIS and dagrad's kernels (0: one per core; at most 4 x the "
+          "hardware threads)");
 ABSL_FLAG(std::string, out, "",
           "dot: the .dot file to write (required); train: the output directory "
           "(empty: runs/train)");
@@ -64,8 +66,12 @@ absl::Status ApplyThreadsFlag() {
     return absl::InvalidArgumentError(
         absl::StrCat("--threads must be >= 0, got ", threads));
   }
-  if (threads > 0) SetNumThreads(threads);
-  return absl::OkStatus();
+  if (threads > MaxThreads()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--threads must be at most ", MaxThreads(),
+                     " (4 x the hardware threads), got ", threads));
+  }
+  return threads > 0 ? SetNumThreads(threads) : absl::OkStatus();
 }
 
 std::string DotProgram() {

@@ -24,7 +24,8 @@ ABSL_DECLARE_FLAG(bool, tf32);
 namespace dagrad::cli {
 
 // ApplyThreadsFlag sets the CPU thread count from --threads (0 = one per
-// core); InvalidArgument for a negative value.
+// core); InvalidArgument for a negative value or one above MaxThreads()
+// (4 x the hardware threads, ops/cpu_runtime.h).
 absl::Status ApplyThreadsFlag();
 
 // ExecutorOptionsFromFlags returns --check_numerics, --memory_limit_mb and --profile as

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,7 @@
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/out_dir.h"
+#include "tools/cli/stop_signals.h"
 #include "tools/cli/train_outputs.h"
 
 ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort");
@@ -30,15 +32,29 @@ ABSL_FLAG(int64_t, ffn, 512, "feed-forward width F");
 ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1 - 2^-10]");
 ABSL_FLAG(int64_t, batch, 64, "sequences per step");
 ABSL_FLAG(int64_t, steps, 300, "training steps");
-ABSL_FLAG(double, lr, 1e-3, "peak learning rate (linear warmup, then cosine decay to 10%)");
+ABSL_FLAG(double, lr, 1e-3,
+          "peak learning rate, finite and > 0 (linear warmup, then cosine decay to 10%); one "
+          "too large for the model ends in a non-finite stop (see --on_nonfinite)");
 ABSL_FLAG(int64_t, warmup, 30, "warmup steps");
 ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
-ABSL_FLAG(double, weight_decay, 0.0, "weight decay (decoupled for adamw)");
-ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this (0: off)");
+ABSL_FLAG(double, weight_decay, 0.0, "weight decay, finite and >= 0 (decoupled for adamw)");
+ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this, finite and >= 0 (0: off)");
+ABSL_FLAG(std::string, on_nonfinite, "stop",
+          "when a step's loss or global gradient norm is NaN or Inf, its update is never "
+          "applied. stop: exit 1 naming the step and the value, keeping the last checkpoint "
+          "(rerun with --check_numerics to find the node). skip: skip that update (parameters "
+          "and optimizer state unchanged, counted in metrics.csv's skipped column) and go on; "
+          "stop as above after --max_consecutive_skips skipped in a row");
+ABSL_FLAG(int64_t, max_consecutive_skips, 8,
+          "with --on_nonfinite=skip, stop at this many non-finite steps in a row (>= 1)");
 ABSL_FLAG(uint64_t, seed, 0, "seed for initialisation, data and dropout");
 ABSL_FLAG(bool, resume, false,
-          "continue from --out/checkpoint.safetensors, or from checkpoint.prev.safetensors "
-          "when that one is damaged");
+          "continue from --out/checkpoint.safetensors (or from checkpoint.prev.safetensors "
+          "when that one is damaged), exactly as if never stopped. SIGTERM, "
+          "SIGINT (Ctrl-C) or SIGUSR1 stop a run gracefully: it finishes the step (and an "
+          "evaluation) in flight, saves the checkpoint, prints 'stopped at step N; resume with "
+          "--resume' and exits 128+signal (143, 130, 138); a second signal exits at once, "
+          "leaving the last checkpoint whole");
 ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many steps");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop after this step (0: run all --steps), to continue later with --resume");
@@ -68,6 +84,12 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags() {
   c.optimizer.weight_decay = absl::GetFlag(FLAGS_weight_decay);
   c.optimizer.clip_norm = absl::GetFlag(FLAGS_clip);
   c.seed = absl::GetFlag(FLAGS_seed);
+  auto policy = models::ParseNonFinitePolicy(absl::GetFlag(FLAGS_on_nonfinite));
+  if (!policy.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--on_nonfinite: ", policy.status().message()));
+  }
+  c.on_nonfinite = *policy;
+  c.max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips);
   if (absl::Status st = c.Validate(); !st.ok()) return st;
   if (absl::GetFlag(FLAGS_eval_every) < 1) {
     return absl::InvalidArgumentError(
@@ -105,6 +127,80 @@ class Progress {
   bool tty_;
 };
 
+// TrainLoop runs the steps up to `last`, evaluating, logging and
+// checkpointing every eval_every steps, and stops cleanly on a stop signal.
+struct TrainLoop {
+  const Command& cmd;
+  models::ToyTrainer& t;
+  TrainOutputs& outputs;
+  int64_t eval_every, last;
+  int64_t saved_step;  // the checkpoint's step; -1 when there is none yet
+
+  // Run returns an exit code when the run must end, nullopt at `last`.
+  std::optional<int> Run() {
+    Progress progress(t.config().steps);
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t first = t.step();
+    while (t.step() < last) {
+      if (StopSignal()) break;
+      absl::StatusOr<models::StepResult> r = t.Step();
+      if (!r.ok()) {
+        progress.Finish();
+        return StepFailed(r.status());
+      }
+      outputs.AddStep(*r);
+      MaybeRaiseForTest("step", r->step);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double rate = seconds > 0 ? (r->step - first) / seconds : 0;
+      progress.Update(r->step, r->loss, r->accuracy, rate, false);
+      if (r->step % eval_every != 0 && r->step != last) continue;
+      MaybeRaiseForTest("eval", r->step);
+      absl::StatusOr<models::EvalResult> e = t.Evaluate();
+      if (!e.ok()) return Failure(cmd, e.status());
+      absl::Status st = outputs.AppendRow(r->step, e->accuracy, r->lr,
+                                          outputs.elapsed_before() + seconds);
+      if (st.ok()) st = outputs.SaveCheckpoint(t);
+      if (!st.ok()) return Failure(cmd, st);
+      outputs.DropSavedWindow();
+      saved_step = r->step;
+      const MetricsRow& row = outputs.rows().back();
+      progress.Update(r->step, row.loss, row.train_accuracy, rate, true);
+    }
+    progress.Finish();
+    if (StopSignal()) return Stop();
+    return std::nullopt;
+  }
+
+  // Stop saves the steps since the last checkpoint, the open metrics window
+  // first (it is used only beside a checkpoint of its step), and returns
+  // 128 + the signal.
+  int Stop() {
+    const int sig = StopSignal();
+    MaybeRaiseForTest("stopping", t.step());
+    if (t.step() != saved_step) {
+      absl::Status st = outputs.SaveWindow();
+      if (st.ok()) st = outputs.SaveCheckpoint(t);
+      if (!st.ok()) return Failure(cmd, st);
+    }
+    std::cerr << "dagrad train: " << StopSignalName(sig) << ": stopped at step " << t.step()
+              << "; resume with --resume\n";
+    return 128 + sig;
+  }
+
+  // StepFailed reports a failed step; for a non-finite stop (Aborted), which
+  // checkpoint is kept.
+  int StepFailed(const absl::Status& st) {
+    if (!absl::IsAborted(st)) return Failure(cmd, st);
+    std::cerr << "dagrad train: " << st.message() << "\n"
+              << (saved_step >= 0 ? absl::StrCat(outputs.checkpoint_path(), " keeps step ",
+                                                 saved_step, "; nothing after it was saved")
+                                  : std::string("no checkpoint was written"))
+              << "\n";
+    return kExitFailure;
+  }
+};
+
 int RunTrain() {
   const Command cmd = TrainCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
@@ -128,6 +224,9 @@ int RunTrain() {
               << "\n";
   }
 
+  // From here on a stop signal is handled: one during the set-up stops
+  // the run before its first step.
+  InstallStopSignals();
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
   std::cout << "training on " << (*device)->name() << "\n";
@@ -151,45 +250,25 @@ int RunTrain() {
     return Failure(cmd, st);
   }
 
-  Progress progress(config->steps);
-  const auto start = std::chrono::steady_clock::now();
-  const int64_t first = t.step();
-  double loss_sum = 0, acc_sum = 0;
-  int64_t window = 0;
   const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
   if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
-  const int64_t last = stop_after > 0 ? std::min(stop_after, config->steps) : config->steps;
-  while (t.step() < last) {
-    absl::StatusOr<models::StepResult> r = t.Step();
-    if (!r.ok()) return Failure(cmd, r.status());
-    loss_sum += r->loss;
-    acc_sum += r->accuracy;
-    ++window;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const bool log = r->step % eval_every == 0 || r->step == last;
-    progress.Update(r->step, r->loss, r->accuracy,
-                    seconds > 0 ? (r->step - first) / seconds : 0, false);
-    if (!log) continue;
-    absl::StatusOr<models::EvalResult> e = t.Evaluate();
-    if (!e.ok()) return Failure(cmd, e.status());
-    MetricsRow row{r->step, loss_sum / window, acc_sum / window, e->accuracy, r->lr,
-                   outputs.elapsed_before() + seconds};
-    loss_sum = acc_sum = 0;
-    window = 0;
-    if (absl::Status st = outputs.AppendMetrics(row); !st.ok()) return Failure(cmd, st);
-    if (absl::Status st = outputs.SaveCheckpoint(t); !st.ok()) return Failure(cmd, st);
-    progress.Update(r->step, row.loss, row.train_accuracy,
-                    seconds > 0 ? (r->step - first) / seconds : 0, true);
-  }
-  progress.Finish();
+  TrainLoop loop{cmd, t, outputs, eval_every,
+                 stop_after > 0 ? std::min(stop_after, config->steps) : config->steps,
+                 absl::GetFlag(FLAGS_resume) ? t.step() : -1};
+  if (std::optional<int> code = loop.Run()) return *code;
   if (t.step() < config->steps) {
     std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
     return kExitOk;
   }
   absl::StatusOr<models::EvalResult> final_eval = t.Evaluate();
   if (!final_eval.ok()) return Failure(cmd, final_eval.status());
-  if (absl::Status st = outputs.WriteAll(t); !st.ok()) return Failure(cmd, st);
+  if (StopSignal()) return loop.Stop();
+  absl::Status written = outputs.WriteAll(t, [] {
+    MaybeRaiseForTest("outputs");
+    return StopSignal() != 0;
+  });
+  if (absl::IsCancelled(written)) return loop.Stop();
+  if (!written.ok()) return Failure(cmd, written);
   std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
                                final_eval->accuracy, final_eval->loss, t.step());
   outputs.PrintSummary(std::cout);
@@ -203,8 +282,8 @@ Command TrainCommand() {
   return {"train",
           "train the toy attention model on a synthetic task",
           {"task", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
-           "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "seed", "out",
-           "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
+           "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "on_nonfinite",
+           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
           RunTrain};
 }
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -21,7 +22,11 @@
 namespace dagrad::cli {
 namespace {
 
-constexpr char kHeader[] = "step,loss,train_accuracy,eval_accuracy,lr,elapsed_s";
+constexpr char kHeader[] = "step,loss,train_accuracy,eval_accuracy,lr,skipped,elapsed_s";
+// The header before the skipped column; such files read with skipped = 0.
+constexpr char kHeaderNoSkipped[] = "step,loss,train_accuracy,eval_accuracy,lr,elapsed_s";
+constexpr char kWindowFile[] = "metrics_window.csv";
+constexpr char kWindowHeader[] = "step,steps,loss_sum,accuracy_sum,skipped";
 
 absl::Status LossSvg(const std::vector<MetricsRow>& rows, const std::string& path) {
   Series loss{"train loss"}, train_acc{"train"}, eval_acc{"held-out"};
@@ -96,8 +101,8 @@ absl::Status PositionalEncodingSvg(int64_t max_len, int64_t dim, const std::stri
 std::string FormatMetrics(const std::vector<MetricsRow>& rows) {
   std::string out = absl::StrCat(kHeader, "\n");
   for (const MetricsRow& r : rows) {
-    absl::StrAppendFormat(&out, "%d,%.6f,%.6f,%.6f,%.8g,%.3f\n", r.step, r.loss,
-                          r.train_accuracy, r.eval_accuracy, r.lr, r.elapsed);
+    absl::StrAppendFormat(&out, "%d,%.6f,%.6f,%.6f,%.8g,%d,%.3f\n", r.step, r.loss,
+                          r.train_accuracy, r.eval_accuracy, r.lr, r.skipped, r.elapsed);
   }
   return out;
 }
@@ -105,18 +110,23 @@ std::string FormatMetrics(const std::vector<MetricsRow>& rows) {
 absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text) {
   std::vector<MetricsRow> rows;
   int line_no = 0;
+  bool has_skipped = true;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     ++line_no;
     if (line_no == 1) {
-      if (line != kHeader) return absl::DataLossError("metrics.csv: unexpected header");
+      has_skipped = line == kHeader;
+      if (!has_skipped && line != kHeaderNoSkipped) {
+        return absl::DataLossError("metrics.csv: unexpected header");
+      }
       continue;
     }
     std::vector<absl::string_view> f = absl::StrSplit(line, ',');
+    if (!has_skipped && f.size() == 6) f.insert(f.begin() + 5, "0");
     MetricsRow r;
-    if (f.size() != 6 || !absl::SimpleAtoi(f[0], &r.step) || !absl::SimpleAtod(f[1], &r.loss) ||
+    if (f.size() != 7 || !absl::SimpleAtoi(f[0], &r.step) || !absl::SimpleAtod(f[1], &r.loss) ||
         !absl::SimpleAtod(f[2], &r.train_accuracy) ||
         !absl::SimpleAtod(f[3], &r.eval_accuracy) || !absl::SimpleAtod(f[4], &r.lr) ||
-        !absl::SimpleAtod(f[5], &r.elapsed)) {
+        !absl::SimpleAtoi(f[5], &r.skipped) || !absl::SimpleAtod(f[6], &r.elapsed)) {
       return absl::DataLossError(absl::StrCat("metrics.csv line ", line_no, " is malformed"));
     }
     rows.push_back(r);
@@ -160,8 +170,44 @@ absl::Status TrainOutputs::SaveCheckpoint(models::ToyTrainer& trainer) {
   return absl::OkStatus();
 }
 
+void MetricsWindow::Add(const models::StepResult& r) {
+  step = r.step;
+  if (r.skipped) {
+    ++skipped;
+    return;
+  }
+  ++steps;
+  loss_sum += r.loss;
+  accuracy_sum += r.accuracy;
+}
+
+namespace {
+
+std::string FormatWindow(const MetricsWindow& w) {
+  // %.17g: the sums read back to the same doubles.
+  return absl::StrFormat("%s\n%d,%d,%.17g,%.17g,%d\n", kWindowHeader, w.step, w.steps, w.loss_sum,
+                         w.accuracy_sum, w.skipped);
+}
+
+absl::StatusOr<MetricsWindow> ParseWindow(absl::string_view text) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  MetricsWindow w;
+  std::vector<absl::string_view> f;
+  if (lines.size() == 2 && lines[0] == kWindowHeader) f = absl::StrSplit(lines[1], ',');
+  if (f.size() != 5 || !absl::SimpleAtoi(f[0], &w.step) || !absl::SimpleAtoi(f[1], &w.steps) ||
+      !absl::SimpleAtod(f[2], &w.loss_sum) || !absl::SimpleAtod(f[3], &w.accuracy_sum) ||
+      !absl::SimpleAtoi(f[4], &w.skipped)) {
+    return absl::DataLossError(absl::StrCat(kWindowFile, " is malformed"));
+  }
+  return w;
+}
+
+}  // namespace
+
 absl::Status TrainOutputs::StartMetrics() {
   rows_.clear();
+  window_ = {};
+  DropSavedWindow();  // a previous run's
   return WriteMetrics();
 }
 
@@ -172,26 +218,60 @@ absl::Status TrainOutputs::ResumeMetrics(int64_t step) {
                              [step](const MetricsRow& r) { return r.step > step; }),
               rows_.end());
   elapsed_before_ = rows_.empty() ? 0 : rows_.back().elapsed;
+  // A window saved at another step belongs to an older stop: the run has
+  // since written rows past it.
+  window_ = {};
+  if (absl::StatusOr<std::string> saved = ReadFile(path(kWindowFile)); saved.ok()) {
+    DAGRAD_ASSIGN_OR_RETURN(MetricsWindow w, ParseWindow(*saved));
+    if (w.step == step) window_ = w;
+  }
   return WriteMetrics();
 }
 
-absl::Status TrainOutputs::AppendMetrics(const MetricsRow& row) {
-  rows_.push_back(row);
+absl::Status TrainOutputs::AppendRow(int64_t step, double eval_accuracy, double lr,
+                                     double elapsed) {
+  const MetricsWindow& w = window_;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  rows_.push_back({.step = step,
+                   .loss = w.steps ? w.loss_sum / w.steps : nan,
+                   .train_accuracy = w.steps ? w.accuracy_sum / w.steps : nan,
+                   .eval_accuracy = eval_accuracy,
+                   .lr = lr,
+                   .skipped = w.skipped,
+                   .elapsed = elapsed});
+  window_ = {};
   return WriteMetrics();
+}
+
+absl::Status TrainOutputs::SaveWindow() const {
+  return WriteFileAtomically(path(kWindowFile), FormatWindow(window_));
+}
+
+void TrainOutputs::DropSavedWindow() const {
+  std::error_code ec;
+  std::filesystem::remove(path(kWindowFile), ec);  // absent is fine
 }
 
 absl::Status TrainOutputs::WriteMetrics() const {
   return WriteFileAtomically(path("metrics.csv"), FormatMetrics(rows_));
 }
 
-absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer) {
+absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer,
+                                    const std::function<bool()>& stop) {
+  auto stopped = [&stop] {
+    return stop && stop() ? absl::CancelledError("stopped while writing the outputs")
+                          : absl::OkStatus();
+  };
   const models::TrainConfig& c = trainer.config();
   DAGRAD_RETURN_IF_ERROR(trainer.SaveModel(path("model.safetensors")));
+  DAGRAD_RETURN_IF_ERROR(stopped());
   DAGRAD_RETURN_IF_ERROR(LossSvg(rows_, path("loss.svg")));
   DAGRAD_ASSIGN_OR_RETURN(models::AttentionSample sample, trainer.SampleAttention(0));
   DAGRAD_RETURN_IF_ERROR(AttentionSvg(sample, c.model.heads, path("attention.svg")));
+  DAGRAD_RETURN_IF_ERROR(stopped());
   DAGRAD_RETURN_IF_ERROR(
       PositionalEncodingSvg(c.model.max_len, c.model.dim, path("positional_encoding.svg")));
+  DAGRAD_RETURN_IF_ERROR(stopped());
   const Graph& g = trainer.graph();
   DAGRAD_ASSIGN_OR_RETURN(
       std::string forward,
@@ -206,6 +286,7 @@ absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer) {
             {.title = "toy transformer: training step (forward, backward, Adam)",
              .losses = {trainer.loss()}}));
   DAGRAD_RETURN_IF_ERROR(WriteDotFile(path("train_step.dot"), step_dot));
+  DAGRAD_RETURN_IF_ERROR(stopped());
   written_ = {"model.safetensors", "checkpoint.safetensors", "metrics.csv", "loss.svg",
               "attention.svg",     "positional_encoding.svg", "forward.dot", "train_step.dot"};
   if (std::filesystem::exists(previous_checkpoint_path())) {

@@ -10,10 +10,17 @@
 // checkpoint.prev.safetensors, so that --resume can fall back when the
 // latest is damaged or missing (a crash between the two renames of a save
 // leaves only the previous one; see AtomicWriteOptions).
+//
+// A metrics row averages the training steps since the previous row (its
+// window). A run stopped between rows saves its open window beside the
+// checkpoint (metrics_window.csv, exact to the bit), and ResumeMetrics
+// reopens it, so the resumed run writes the rows the uninterrupted run
+// would have written.
 
 #ifndef DAGRAD_TOOLS_CLI_TRAIN_OUTPUTS_H_
 #define DAGRAD_TOOLS_CLI_TRAIN_OUTPUTS_H_
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -30,7 +37,19 @@ struct MetricsRow {
   double train_accuracy = 0;  // mean training token accuracy since then
   double eval_accuracy = 0;   // held-out token accuracy at this step
   double lr = 0;
+  int64_t skipped = 0;        // updates skipped since then (--on_nonfinite=skip)
   double elapsed = 0;         // seconds since the run started (wall clock)
+};
+
+// MetricsWindow sums the steps since the previous row; skipped steps count
+// in `skipped` only (their loss is not finite).
+struct MetricsWindow {
+  int64_t step = 0;  // the last step added
+  int64_t steps = 0;
+  double loss_sum = 0, accuracy_sum = 0;
+  int64_t skipped = 0;
+
+  void Add(const models::StepResult& r);
 };
 
 class TrainOutputs {
@@ -62,14 +81,28 @@ class TrainOutputs {
   // StartMetrics begins a fresh metrics.csv.
   absl::Status StartMetrics();
   // ResumeMetrics keeps the rows of an existing metrics.csv up to `step`
-  // (the checkpoint's), so the file reads as one uninterrupted run.
+  // (the checkpoint's), so the file reads as one uninterrupted run, and
+  // reopens the window saved at `step`, if any.
   absl::Status ResumeMetrics(int64_t step);
-  absl::Status AppendMetrics(const MetricsRow& row);
+  // AddStep adds a training step to the open window.
+  void AddStep(const models::StepResult& r) { window_.Add(r); }
+  // AppendRow closes the window into a row at `step` and rewrites
+  // metrics.csv. The row's loss and accuracy are NaN when every step of the
+  // window was skipped.
+  absl::Status AppendRow(int64_t step, double eval_accuracy, double lr, double elapsed);
+  // SaveWindow writes the open window, for a run stopped at its last step.
+  absl::Status SaveWindow() const;
+  // DropSavedWindow removes a saved window once a checkpoint past it is
+  // written (it could no longer be used).
+  void DropSavedWindow() const;
+  const std::vector<MetricsRow>& rows() const { return rows_; }
   // elapsed_before is the elapsed time of the last kept row on resume.
   double elapsed_before() const { return elapsed_before_; }
 
-  // WriteAll writes the model and every picture and graph.
-  absl::Status WriteAll(models::ToyTrainer& trainer);
+  // WriteAll writes the model and every picture and graph. Between files it
+  // asks `stop` (when given) and returns Cancelled once it says true; the
+  // files written so far are whole.
+  absl::Status WriteAll(models::ToyTrainer& trainer, const std::function<bool()>& stop = {});
   void PrintSummary(std::ostream& out) const;
 
  private:
@@ -86,13 +119,15 @@ class TrainOutputs {
   std::string dir_;
   NextSave next_save_ = NextSave::kStartOver;
   std::vector<MetricsRow> rows_;
+  MetricsWindow window_;
   double elapsed_before_ = 0;
   std::vector<std::string> written_;
 };
 
 // FormatMetrics renders rows as metrics.csv text (header included).
 std::string FormatMetrics(const std::vector<MetricsRow>& rows);
-// ParseMetrics reads metrics.csv text; DataLoss naming the line when bad.
+// ParseMetrics reads metrics.csv text, as FormatMetrics writes it or as
+// versions before the skipped column did; DataLoss naming the line when bad.
 absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text);
 
 }  // namespace dagrad::cli
