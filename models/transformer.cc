@@ -136,7 +136,7 @@ absl::StatusOr<ToyTransformer> ToyTransformer::Create(Graph& g, const ToyConfig&
       m.layers_.push_back(*std::move(layer));
     }
   }
-  m.head_.push_back(LinearLayer(g, "head", c.dim, c.vocab));
+  m.head_ = LinearLayer(g, "head", c.dim, c.vocab);
   // The reference's state_dict order: embedding, each layer's parameters
   // in creation order, head.
   for (const Value& v : g.Parameters()) {
@@ -175,7 +175,7 @@ ToyOutputs ToyTransformer::operator()(Value tokens, Value lengths, bool keep_att
   }
   {
     Graph::Scope scope(g, "head");
-    out.logits = head_[0](x);
+    out.logits = head_(x);
   }
   return out;
 }

@@ -39,6 +39,7 @@ namespace dagrad::models {
 // scope `name`, both U(±1/sqrt(in)).
 class LinearLayer {
  public:
+  LinearLayer() = default;  // empty until assigned a layer made on a graph
   LinearLayer(Graph& g, absl::string_view name, int64_t in, int64_t out, bool bias = true);
   Value operator()(Value x) const;
   Value weight() const { return weight_; }
@@ -131,7 +132,7 @@ class ToyTransformer {
   ToyConfig config_;
   Value embedding_;
   std::vector<TransformerEncoderLayer> layers_;
-  std::vector<LinearLayer> head_;
+  LinearLayer head_;
   std::vector<Value> parameters_;
 };
 
