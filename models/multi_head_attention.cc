@@ -6,6 +6,7 @@
 #include "models/positional_encoding.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
@@ -48,6 +49,13 @@ absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
     m.v_proj_weight_ = g.Parameter("v_proj_weight", {E, c.vdim}, Initializer::XavierUniform(), c.dtype);
   }
   if (c.bias) m.in_proj_bias_ = g.Parameter("in_proj_bias", {3 * E}, Initializer::Zeros(), c.dtype);
+  if (c.add_bias_kv) {
+    // torch.nn.init.xavier_normal_ on (1, 1, E): fan_in = fan_out = E, so
+    // std = sqrt(2 / (fan_in + fan_out)) = 1/sqrt(E).
+    const Initializer xavier_normal = Initializer::Normal(0.0, std::sqrt(1.0 / E));
+    m.bias_k_ = g.Parameter("bias_k", {1, 1, E}, xavier_normal, c.dtype);
+    m.bias_v_ = g.Parameter("bias_v", {1, 1, E}, xavier_normal, c.dtype);
+  }
   {
     Graph::Scope out(g, "out_proj");
     const double bound = 1.0 / std::sqrt(static_cast<double>(E));
@@ -63,7 +71,7 @@ absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
 std::vector<Value> MultiHeadAttention::parameters() const {
   std::vector<Value> out;
   for (const Value& p : {in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_,
-                         in_proj_bias_, out_weight_, out_bias_}) {
+                         in_proj_bias_, bias_k_, bias_v_, out_weight_, out_bias_}) {
     if (!p.is_null()) out.push_back(p);
   }
   return out;
@@ -72,6 +80,79 @@ std::vector<Value> MultiHeadAttention::parameters() const {
 Value MultiHeadAttention::SplitHeads(Value x) const {
   return Permute(Reshape(x, {x.dim(0), x.dim(1), config_.num_heads, head_dim()}), {0, 2, 1, 3});
 }
+
+// Appends to keys or values x (B, H, S, Dh) the configured extra positions:
+// `param` (bias_k or bias_v, (1, 1, E), split into heads like a projected
+// key) for add_bias_kv, then zeros for add_zero_attn.
+Value MultiHeadAttention::AppendKeys(Value x, Value param) const {
+  const int64_t B = x.dim(0), H = config_.num_heads, Dh = head_dim();
+  std::vector<Value> parts = {x};
+  if (config_.add_bias_kv) {
+    Value heads = Permute(Reshape(param, {1, 1, H, Dh}), {0, 2, 1, 3});  // (1, H, 1, Dh)
+    parts.push_back(BroadcastTo(heads, Shape({B, H, 1, Dh})));
+  }
+  if (config_.add_zero_attn) parts.push_back(Fill(*x.graph(), {B, H, 1, Dh}, 0.0, x.dtype()));
+  return parts.size() == 1 ? x : Concat(parts, 2);
+}
+
+namespace {
+
+// PadKeys appends `extra` key positions holding `fill` to the last axis of
+// mask m (a keep or a bias), whose last axis is S or broadcasts (1, or a
+// scalar): the padding PyTorch gives its masks for appended keys.
+Value PadKeys(Value m, int64_t S, int64_t extra, double fill, const char* what) {
+  if (m.is_null() || !m.ok()) return m;
+  Dims dims = m.shape().dims();
+  if (dims.empty()) dims.push_back(1);
+  if (dims.back() != S && dims.back() != 1) {
+    return m.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "multi_head_attention: mask ", what, " ", m.shape().ToString(),
+        " must have S = ", S, " or 1 keys on its last axis")));
+  }
+  const bool broadcasts = dims.back() != S || m.rank() == 0;
+  dims.back() = S;
+  Value full = broadcasts ? BroadcastTo(m, Shape(dims)) : m;
+  dims.back() = extra;
+  return Concat({full, Fill(*m.graph(), Shape(dims), fill, m.dtype())}, -1);
+}
+
+// KeepFromLengths turns valid_lens (B) or (B, T) into keep (B, 1, 1|T, S):
+// key s is kept iff s < length.
+Value KeepFromLengths(Value lens, int64_t B, int64_t T, int64_t S) {
+  if (!lens.ok()) return lens;
+  const bool is_int = lens.dtype() == DType::kInt32 || lens.dtype() == DType::kInt64;
+  const bool per_query = lens.rank() == 2 && lens.dim(0) == B && lens.dim(1) == T;
+  if (!is_int || !((lens.rank() == 1 && lens.dim(0) == B) || per_query)) {
+    return lens.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "multi_head_attention: valid_lens must be int32/int64 (", B, ") or (", B, ", ", T,
+        "), got ", DTypeName(lens.dtype()), " ", lens.shape().ToString())));
+  }
+  Value positions = Reshape(Arange(*lens.graph(), 0, S, 1, lens.dtype()), {1, 1, 1, S});
+  return Less(positions, Reshape(lens, {B, 1, per_query ? T : 1, 1}));
+}
+
+// CausalKeep is the causal mask as keep (T, S): s <= t + (S - T).
+Value CausalKeep(Graph& g, int64_t T, int64_t S) {
+  Value keys = Reshape(Arange(g, 0, S, 1, DType::kInt64), {1, S});
+  Value limits = Reshape(Arange(g, S - T + 1, S + 1, 1, DType::kInt64), {T, 1});
+  return Less(keys, limits);
+}
+
+Value And(Value a, Value b) { return a.is_null() ? b : b.is_null() ? a : LogicalAnd(a, b); }
+
+// ExtendMask gives `mask` over the S given keys `extra` more, always
+// visible keys: valid_lens and causal become keep-masks, and keep (true)
+// and bias (0) are padded.
+SoftmaxMask ExtendMask(Graph& g, const AttentionMask& mask, int64_t B, int64_t T, int64_t S,
+                       int64_t extra) {
+  Value keep = mask.keep;
+  if (!mask.valid_lens.is_null()) keep = And(keep, KeepFromLengths(mask.valid_lens, B, T, S));
+  if (mask.causal) keep = And(keep, CausalKeep(g, T, S));
+  return {.keep = PadKeys(keep, S, extra, 1.0, "keep"),
+          .bias = PadKeys(mask.bias, S, extra, 0.0, "bias")};
+}
+
+}  // namespace
 
 AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value value,
                                                const AttentionMask& mask,
@@ -87,16 +168,25 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
     if (!v.ok()) return done({v, Value()});
   }
   const int64_t E = config_.embed_dim;
+  const int b = config_.batch_first ? 0 : 1, l = 1 - b;  // batch and sequence axes
   if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3 ||
       query.dim(2) != E || key.dim(2) != config_.kdim || value.dim(2) != config_.vdim ||
-      key.dim(0) != query.dim(0) || value.dim(0) != query.dim(0) ||
-      key.dim(1) != value.dim(1)) {
+      key.dim(b) != query.dim(b) || value.dim(b) != query.dim(b) ||
+      key.dim(l) != value.dim(l)) {
+    const char* q_dims = config_.batch_first ? "(B, T, " : "(T, B, ";
+    const char* kv_dims = config_.batch_first ? "(B, S, " : "(S, B, ";
     return done({g.Error(absl::InvalidArgumentError(absl::StrCat(
-                     "multi_head_attention: expected query (B, T, ", E, "), key (B, S, ",
-                     config_.kdim, "), value (B, S, ", config_.vdim, "), got ",
+                     "multi_head_attention: expected query ", q_dims, E, "), key ", kv_dims,
+                     config_.kdim, "), value ", kv_dims, config_.vdim, "), got ",
                      query.shape().ToString(), ", ", key.shape().ToString(), ", ",
                      value.shape().ToString()))),
                  Value()});
+  }
+  if (!config_.batch_first) {  // to (B, L, E), keeping self-attention's inputs one Value
+    const bool same_key = key == query, same_value = value == key;
+    query = Transpose(query, 0, 1);
+    key = same_key ? query : Transpose(key, 0, 1);
+    value = same_value ? key : Transpose(value, 0, 1);
   }
   // The in-projection: rows [0, E) project queries, [E, 2E) keys, [2E, 3E)
   // values — each input with its own rows, never the query's.
@@ -130,16 +220,23 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
     q = ApplyRotary(q, config_.rotary_base, S - T);
     k = ApplyRotary(k, config_.rotary_base);
   }
-  Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S)
-  Value attn = MaskedSoftmax(scores,
-                             {.keep = mask.keep, .valid_lens = mask.valid_lens,
+  SoftmaxMask softmax_mask = {.keep = mask.keep, .valid_lens = mask.valid_lens,
                               .bias = mask.bias, .causal = mask.causal,
-                              .causal_offset = S - T},
+                              .causal_offset = S - T};
+  const int64_t extra = int64_t{config_.add_bias_kv} + int64_t{config_.add_zero_attn};
+  if (extra > 0) {
+    k = AppendKeys(k, bias_k_);
+    v = AppendKeys(v, bias_v_);
+    softmax_mask = ExtendMask(g, mask, B, T, S, extra);
+  }
+  Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S')
+  Value attn = MaskedSoftmax(scores, softmax_mask,
                              scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))));
   Value dropped = config_.dropout > 0 ? Dropout(attn, config_.dropout) : attn;
   Value context = MatMul(dropped, v);  // (B, H, T, Dh)
-  Value merged = Reshape(Permute(context, {0, 2, 1, 3}), {query.dim(0), T, E});
-  AttentionOutput out{Linear(merged, out_weight_, out_bias_), Value()};
+  Value merged = Reshape(Permute(context, {0, 2, 1, 3}), {B, T, E});
+  Value output = Linear(merged, out_weight_, out_bias_);
+  AttentionOutput out{config_.batch_first ? output : Transpose(output, 0, 1), Value()};
   if (weights == AttentionWeights::kPerHead) out.weights = attn;
   if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
   return done(out);
@@ -168,6 +265,36 @@ Value KeepFromAttnMask(Value attn_mask, int64_t num_heads) {
   if (rank == 2) return LogicalNot(attn_mask);
   return LogicalNot(Reshape(attn_mask, {attn_mask.dim(0) / num_heads, num_heads,
                                         attn_mask.dim(1), attn_mask.dim(2)}));
+}
+
+namespace {
+
+bool IsFloat(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
+
+}  // namespace
+
+Value BiasFromAttnMask(Value attn_mask, int64_t num_heads) {
+  if (!attn_mask.ok()) return attn_mask;
+  const int rank = attn_mask.rank();
+  if (!IsFloat(attn_mask.dtype()) || (rank != 2 && rank != 3) || num_heads < 1 ||
+      (rank == 3 && attn_mask.dim(0) % num_heads != 0)) {
+    return attn_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "attn_mask must be float32/float64 (T, S) or (B*", num_heads, ", T, S), got ",
+        DTypeName(attn_mask.dtype()), " ", attn_mask.shape().ToString())));
+  }
+  if (rank == 2) return attn_mask;
+  return Reshape(attn_mask,
+                 {attn_mask.dim(0) / num_heads, num_heads, attn_mask.dim(1), attn_mask.dim(2)});
+}
+
+Value BiasFromKeyPaddingMask(Value key_padding_mask) {
+  if (!key_padding_mask.ok()) return key_padding_mask;
+  if (key_padding_mask.rank() != 2 || !IsFloat(key_padding_mask.dtype())) {
+    return key_padding_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "key_padding_mask must be float32/float64 (B, S), got ",
+        DTypeName(key_padding_mask.dtype()), " ", key_padding_mask.shape().ToString())));
+  }
+  return Reshape(key_padding_mask, {key_padding_mask.dim(0), 1, 1, key_padding_mask.dim(1)});
 }
 
 }  // namespace dagrad::models

@@ -293,6 +293,8 @@ TEST(Cli, DotWritesAndRendersEveryBuiltInModel) {
       EXPECT_TRUE(fs::exists(absl::StrCat(dir, "/", model, ".svg")));
     }
   }
+  // The attention block draws its dropout on the weights.
+  EXPECT_THAT(*ReadFile(dir + "/mha.dot"), ::testing::HasSubstr("Dropout"));
   // Collapsing the attention block leaves no node of it.
   const std::string dot = dir + "/collapsed.dot";
   ASSERT_EQ(Dagrad(absl::StrCat("dot --model=mha --collapse=mha --out=", dot)).code, 0);

@@ -4,6 +4,7 @@
 // whole subgraph.
 
 #include <cmath>
+#include <set>
 
 #include "engine/autodiff.h"
 #include "engine/executor.h"
@@ -41,17 +42,38 @@ void ExpectParity(const Tensor& got, const Tensor& want, const std::string& what
   ExpectAllClose(got, AsDoubles(want), 1e-5, 2e-6 * scale, what);
 }
 
+// How a parity case passes the golden's masks: a set of these flags, each
+// naming a golden input and the dagrad converter it goes through.
+enum MaskFlag : int {
+  kKeyPadding = 1,        // bool key_padding_mask -> keep (KeepFromKeyPaddingMask)
+  kKeyPaddingFloat = 2,   // float key_padding_mask -> bias (BiasFromKeyPaddingMask)
+  kLengths = 4,           // lengths -> valid_lens
+  kCausal = 8,            // causal = true (the golden's attn_mask is the causal one)
+  kAttnMaskBool = 16,     // bool attn_mask -> keep (KeepFromAttnMask)
+  kAttnMaskFloat = 32,    // float attn_mask -> bias (BiasFromAttnMask)
+};
+
 struct ParityCase {
   const char* name;
-  enum MaskKind { kNone, kKeyPadding, kLengths, kCausal, kPerHead, kBias } mask;
+  int masks = 0;  // MaskFlags
 };
+
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name << " masks " << c.masks; }
 
 class MhaParity : public ::testing::TestWithParam<ParityCase> {};
 
 std::string ParityName(const ::testing::TestParamInfo<ParityCase>& info) {
-  static const char* const kKinds[] = {"none", "key_padding", "lengths",
-                                       "causal", "per_head", "bias"};
-  return std::string(info.param.name) + "_" + kKinds[info.param.mask];
+  static const char* const kFlags[] = {"key_padding", "key_padding_float", "lengths",
+                                       "causal", "attn_mask_bool", "attn_mask_float"};
+  std::string name = info.param.name;
+  for (int i = 0; i < 6; ++i) {
+    if (info.param.masks & (1 << i)) name += std::string("_") + kFlags[i];
+  }
+  return name;
+}
+
+Value Both(Value a, Value b, Value (*combine)(Value, Value)) {
+  return a.is_null() ? b : combine(a, b);
 }
 
 TEST_P(MhaParity, MatchesTorchOutputsAndGradients) {
@@ -62,10 +84,14 @@ TEST_P(MhaParity, MatchesTorchOutputsAndGradients) {
   const bool self_attn = attrs["self_attn"];
   const bool need_weights = attrs["need_weights"];
   Graph g;
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention mha,
-                       MultiHeadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = H,
-                                                             .kdim = attrs["kdim"],
-                                                             .vdim = attrs["vdim"]}));
+  ASSERT_OK_AND_ASSIGN(
+      MultiHeadAttention mha,
+      MultiHeadAttention::Create(g, "mha",
+                                 {.embed_dim = E, .num_heads = H, .kdim = attrs["kdim"],
+                                  .vdim = attrs["vdim"],
+                                  .add_bias_kv = attrs.value("add_bias_kv", false),
+                                  .add_zero_attn = attrs.value("add_zero_attn", false),
+                                  .batch_first = attrs.value("batch_first", true)}));
   const Tensor& qv = golden.inputs.at("query");
   Value query = g.Input("query", DType::kFloat32, qv.shape());
   Value key = query, value = query;
@@ -83,17 +109,19 @@ TEST_P(MhaParity, MatchesTorchOutputsAndGradients) {
     feeds.push_back({v, t});
     return v;
   };
-  switch (pc.mask) {
-    case ParityCase::kNone: break;
-    case ParityCase::kKeyPadding:
-      mask.keep = models::KeepFromKeyPaddingMask(feed_input("key_padding_mask"));
-      break;
-    case ParityCase::kLengths: mask.valid_lens = feed_input("lengths"); break;
-    case ParityCase::kCausal: mask.causal = true; break;
-    case ParityCase::kPerHead:
-      mask.keep = models::KeepFromAttnMask(feed_input("attn_mask"), H);
-      break;
-    case ParityCase::kBias: mask.bias = feed_input("attn_mask"); break;
+  if (pc.masks & kKeyPadding) {
+    mask.keep = models::KeepFromKeyPaddingMask(feed_input("key_padding_mask"));
+  }
+  if (pc.masks & kKeyPaddingFloat) {
+    mask.bias = models::BiasFromKeyPaddingMask(feed_input("key_padding_mask"));
+  }
+  if (pc.masks & kLengths) mask.valid_lens = feed_input("lengths");
+  if (pc.masks & kCausal) mask.causal = true;
+  if (pc.masks & kAttnMaskBool) {
+    mask.keep = Both(mask.keep, models::KeepFromAttnMask(feed_input("attn_mask"), H), LogicalAnd);
+  }
+  if (pc.masks & kAttnMaskFloat) {
+    mask.bias = Both(mask.bias, models::BiasFromAttnMask(feed_input("attn_mask"), H), Add);
   }
   const AttentionWeights mode = !need_weights         ? AttentionWeights::kNone
                                 : attrs["average"] ? AttentionWeights::kAveraged
@@ -130,19 +158,44 @@ TEST_P(MhaParity, MatchesTorchOutputsAndGradients) {
   if (need_weights) ExpectParity(out.back(), golden.outputs.at("weights"), "weights");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Torch, MhaParity,
-    ::testing::Values(ParityCase{"self_attention", ParityCase::kNone},
-                      ParityCase{"cross_attention", ParityCase::kNone},
-                      ParityCase{"kdim_vdim", ParityCase::kNone},
-                      ParityCase{"key_padding", ParityCase::kKeyPadding},
-                      ParityCase{"key_padding", ParityCase::kLengths},
-                      ParityCase{"causal", ParityCase::kCausal},
-                      ParityCase{"mask_3d_per_head", ParityCase::kPerHead},
-                      ParityCase{"additive_bias", ParityCase::kBias},
-                      ParityCase{"weights_per_head", ParityCase::kKeyPadding},
-                      ParityCase{"weights_averaged", ParityCase::kLengths}),
-    ParityName);
+const ParityCase kBaseCases[] = {
+    {"self_attention"}, {"cross_attention"}, {"kdim_vdim"},
+    {"key_padding", kKeyPadding}, {"key_padding", kLengths},
+    {"causal", kCausal}, {"causal", kAttnMaskBool},
+    {"mask_3d_per_head", kAttnMaskBool}, {"additive_bias", kAttnMaskFloat},
+    {"weights_per_head", kKeyPadding}, {"weights_averaged", kLengths}};
+INSTANTIATE_TEST_SUITE_P(Torch, MhaParity, ::testing::ValuesIn(kBaseCases), ParityName);
+
+// add_bias_kv, add_zero_attn and batch_first, alone and with every kind of
+// mask (the goldens' generator lists what each case holds).
+const ParityCase kOptionCases[] = {
+    {"bias_kv"}, {"zero_attn"}, {"bias_kv_zero_attn"}, {"seq_first"}, {"seq_first_self"},
+    {"float_mask_3d", kAttnMaskFloat},
+    {"float_key_padding", kKeyPaddingFloat},
+    {"bias_kv_key_padding", kKeyPadding},
+    {"bias_kv_key_padding", kLengths},
+    {"zero_attn_float_key_padding", kKeyPaddingFloat},
+    {"bias_kv_zero_attn_causal", kCausal},
+    {"bias_kv_zero_attn_causal", kAttnMaskBool},
+    {"bias_kv_bool_mask_2d", kAttnMaskBool | kKeyPadding},
+    {"zero_attn_bool_mask_3d", kAttnMaskBool},
+    {"bias_kv_float_mask_2d", kAttnMaskFloat | kKeyPadding},
+    {"zero_attn_float_mask_3d_kdim_vdim", kAttnMaskFloat | kKeyPadding},
+    {"all_options_seq_first", kAttnMaskBool | kKeyPadding},
+    {"all_options_seq_first", kAttnMaskBool | kLengths},
+    {"bias_kv_lengths_per_query", kLengths},
+    {"bias_kv_lengths_per_query", kAttnMaskBool},
+    {"seq_first_bias_kv_float_mask_3d", kAttnMaskFloat}};
+INSTANTIATE_TEST_SUITE_P(TorchOptions, MhaParity, ::testing::ValuesIn(kOptionCases),
+                         ParityName);
+
+TEST(MhaParityCoverage, EveryGoldenCaseIsTested) {
+  std::set<std::string> tested;
+  for (const ParityCase& c : kBaseCases) tested.insert(c.name);
+  for (const ParityCase& c : kOptionCases) tested.insert(c.name);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> names, GoldenCaseNames("mha"));
+  for (const std::string& name : names) EXPECT_TRUE(tested.count(name)) << name;
+}
 
 // ---- the seed notebooks ----------------------------------------------------------
 

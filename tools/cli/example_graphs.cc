@@ -27,7 +27,9 @@ absl::StatusOr<ExampleGraph> Mlp(Graph& g) {
 absl::StatusOr<ExampleGraph> Mha(Graph& g) {
   Value x = g.Input("x", DType::kFloat32, {2, 6, 32});
   Value lengths = g.Input("valid_lens", DType::kInt64, {2});
-  auto mha = models::MultiHeadAttention::Create(g, "mha", {.embed_dim = 32, .num_heads = 4});
+  // Attention dropout as d2l's MultiHeadAttention has it, so every op shows.
+  auto mha = models::MultiHeadAttention::Create(
+      g, "mha", {.embed_dim = 32, .num_heads = 4, .dropout = 0.1});
   if (!mha.ok()) return mha.status();
   models::AttentionOutput y =
       (*mha)(x, x, x, {.valid_lens = lengths}, models::AttentionWeights::kPerHead);
