@@ -79,10 +79,26 @@ bool CanRun(int id) {
       return false;
 #endif
     case BLIS_ARCH_PENRYN:
+#if defined(__x86_64__)
+      return true;
+#else
+      return false;
+#endif
+    // aarch64's NEON sets (BLIS picks among them itself, see SelectArch);
+    // the SVE ones are left out: they need SVE, which NEON does not imply.
+    case BLIS_ARCH_FIRESTORM:
+    case BLIS_ARCH_THUNDERX2:
+    case BLIS_ARCH_CORTEXA57:
+    case BLIS_ARCH_CORTEXA53:
+#if defined(__aarch64__)
+      return true;
+#else
+      return false;
+#endif
     case BLIS_ARCH_GENERIC:
       return true;
     default:
-      return false;  // other ISAs (ARM, POWER) and KNC
+      return false;  // other ISAs (32-bit ARM, POWER), KNC and SVE
   }
 }
 
@@ -97,9 +113,11 @@ bool CopiesColumnB(arch_t id) {
          id == BLIS_ARCH_ZEN3;
 }
 
-// The x86-64 kernel sets Debian builds, fastest first.
-constexpr arch_t kCandidates[] = {BLIS_ARCH_SKX, BLIS_ARCH_ZEN3, BLIS_ARCH_HASWELL,
-                                  BLIS_ARCH_SANDYBRIDGE, BLIS_ARCH_PENRYN,
+// The kernel sets Debian builds, fastest first: x86-64's, then aarch64's
+// (CanRun keeps this CPU's).
+constexpr arch_t kCandidates[] = {BLIS_ARCH_SKX,       BLIS_ARCH_ZEN3,      BLIS_ARCH_HASWELL,
+                                  BLIS_ARCH_SANDYBRIDGE, BLIS_ARCH_PENRYN,  BLIS_ARCH_FIRESTORM,
+                                  BLIS_ARCH_THUNDERX2, BLIS_ARCH_CORTEXA57, BLIS_ARCH_CORTEXA53,
                                   BLIS_ARCH_GENERIC};
 
 std::string ValidChoices() {
@@ -131,6 +149,9 @@ absl::Status SelectArch() {
     setenv("BLIS_ARCH_TYPE", absl::StrCat(id).c_str(), 1);
     state.chosen_by = "BLIS_ARCH_TYPE";
   } else {
+#if defined(__x86_64__)
+    // On x86-64 dagrad picks (skx over BLIS's own zen3 choice on Zen 4/5);
+    // elsewhere BLIS's own choice from the CPU stands (chosen_by "BLIS").
     for (arch_t id : kCandidates) {
       if (id != BLIS_ARCH_GENERIC && CanRun(id)) {
         setenv("BLIS_ARCH_TYPE", absl::StrCat(static_cast<int>(id)).c_str(), 1);
@@ -138,6 +159,7 @@ absl::Status SelectArch() {
         break;
       }
     }
+#endif
   }
   // Initialise before any query: BLIS 0.9 aborts when its arch is queried
   // with BLIS_ARCH_TYPE set and the library not yet initialised.
