@@ -271,7 +271,10 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
                   int64_t csc, bool one_thread) {
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
-  if (IsSmallGemm(kernels, m, n, k) && csc == 1) {
+  // kSmallGemmMaxMadds is measured on one thread: a product BLIS may split
+  // over several threads stays with BLIS above 2^18 multiply-adds.
+  const bool whole_thread = one_thread || NumThreads() == 1 || m * n * k <= (int64_t{1} << 18);
+  if (IsSmallGemm(kernels, m, n, k) && whole_thread && csc == 1) {
     SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
   }

@@ -68,8 +68,11 @@ std::vector<GemmCase> GemmCases() {
     cases.push_back({7, n, 5, false, true, 1.0, 0.0});
   }
   cases.push_back({64, 64, 32, true, false, 0.5, 0.0});
-  // 64^3, the avx2 and avx512 levels' small_gemm_max_madds, as q·kᵀ.
+  // 64^3 as q·kᵀ; 2^22 multiply-adds, the avx2 and avx512 levels'
+  // small_gemm_max_madds, as q·kᵀ and as p·v.
   cases.push_back({64, 64, 64, false, true, 1.0, 0.0});
+  cases.push_back({256, 256, 64, false, true, 1.0, 0.0});
+  cases.push_back({256, 64, 256, false, false, 1.0, 0.0});
   cases.push_back({24, 40, 256, true, true, -1.5, 0.25});
   cases.push_back({11, 19, 1, false, false, 2.0, -1.0});
   cases.push_back({5, 6, 0, false, false, 1.0, 0.5});
