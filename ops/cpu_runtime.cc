@@ -27,7 +27,7 @@ struct CpuState {
   absl::Status status;
   std::string chosen_by = "BLIS";
   std::string features;
-  bool copy_column_b = false;  // RowsForColumnB's choice for the active kernel set
+  bool copy_column_b = false;  // CopiesColumnB of the active kernel set
 };
 
 CpuState& State() {
@@ -256,9 +256,10 @@ const T* RowsOfB(int64_t k, int64_t n, const T* b, int64_t csb) {
   return out;
 }
 
-// CopyColumnB is true when a product with a column-stored B should run on a
-// row-stored copy (CopiesColumnB): a tall product (m >= 4 n; at 256^3 or
-// 1024^3 the copy costs more than it saves) whose B is small.
+// CopyColumnB is true when a float product with a column-stored B should
+// run on a row-stored copy (CopiesColumnB; measured for sgemm only): a tall
+// product (m >= 4 n; at 256^3 or 1024^3 the copy costs more than it saves)
+// whose B is small.
 bool CopyColumnB(int64_t m, int64_t n, int64_t k, int64_t rsb, int64_t csb) {
   return State().copy_column_b && rsb == 1 && csb != 1 && m >= 4 * n && k * n <= (1 << 18);
 }
@@ -278,13 +279,13 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
     SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
   }
-  // The thread count is passed on every call, so it holds in any calling
-  // thread; one thread when asked: the caller spreads products over them.
-  if (CopyColumnB(m, n, k, rsb, csb)) {
+  if (std::is_same_v<T, float> && CopyColumnB(m, n, k, rsb, csb)) {
     b = RowsOfB(k, n, b, csb);
     rsb = n;
     csb = 1;
   }
+  // The thread count is passed on every call, so it holds in any calling
+  // thread; one thread when asked: the caller spreads products over them.
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(one_thread ? 1 : NumThreads(), &rntm);
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, const_cast<T*>(a), rsa,

@@ -135,7 +135,7 @@ TEST(Linear, MatchesXWTransposePlusBias) {
 }
 
 // A tall product whose B is stored by columns with padding (csb > k), as a
-// linear layer's x·wᵀ: under BLIS's AVX2 kernel sets Gemm copies B to rows
+// linear layer's x·wᵀ: under BLIS's AVX2 kernel sets Gemm copies a float B to rows
 // first (ctest's gemm_blis_haswell runs this with BLIS_ARCH_TYPE=haswell),
 // elsewhere BLIS reads it in place. Against a naive sum, beta included.
 template <typename F>

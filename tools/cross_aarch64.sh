@@ -71,9 +71,10 @@ if ! have_arm64_libs; then
   exit $?
 fi
 
+mkdir -p "$out"
 cmake -S . -B "$out" -DCMAKE_TOOLCHAIN_FILE=tools/cmake/aarch64-linux-gnu.cmake \
-  -DCMAKE_BUILD_TYPE=Release -DDAGRAD_CUDA=OFF -DDAGRAD_BUILD_BENCHMARKS=OFF > "$out.configure.log" 2>&1 ||
-  { echo "configure failed: see $out.configure.log"; exit 1; }
+  -DCMAKE_BUILD_TYPE=Release -DDAGRAD_CUDA=OFF -DDAGRAD_BUILD_BENCHMARKS=OFF > "$out/configure.log" 2>&1 ||
+  { echo "configure failed: see $out/configure.log"; exit 1; }
 cmake --build "$out" -j"$(nproc)" --target dagrad_tests dagrad_cli ||
   { echo "build failed"; exit 1; }
 # The kernels must be NEON code, not scalar loops.
