@@ -1,5 +1,6 @@
 #include "ops/cpu_runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -27,6 +28,7 @@ struct CpuState {
   absl::Status status;
   std::string chosen_by = "BLIS";
   std::string features;
+  bool copy_column_b = false;  // CopiesColumnB of the active kernel set
 };
 
 CpuState& State() {
@@ -78,16 +80,45 @@ bool CanRun(int id) {
       return false;
 #endif
     case BLIS_ARCH_PENRYN:
+#if defined(__x86_64__)
+      return true;
+#else
+      return false;
+#endif
+    // aarch64's NEON sets (BLIS picks among them itself, see SelectArch);
+    // the SVE ones are left out: they need SVE, which NEON does not imply.
+    case BLIS_ARCH_FIRESTORM:
+    case BLIS_ARCH_THUNDERX2:
+    case BLIS_ARCH_CORTEXA57:
+    case BLIS_ARCH_CORTEXA53:
+#if defined(__aarch64__)
+      return true;
+#else
+      return false;
+#endif
     case BLIS_ARCH_GENERIC:
       return true;
     default:
-      return false;  // other ISAs (ARM, POWER) and KNC
+      return false;  // other ISAs (32-bit ARM, POWER), KNC and SVE
   }
 }
 
-// The x86-64 kernel sets Debian builds, fastest first.
-constexpr arch_t kCandidates[] = {BLIS_ARCH_SKX, BLIS_ARCH_ZEN3, BLIS_ARCH_HASWELL,
-                                  BLIS_ARCH_SANDYBRIDGE, BLIS_ARCH_PENRYN,
+// CopiesColumnB is true for the kernel sets whose sgemm runs a tall product
+// with a column-stored B (x·wᵀ, a linear layer's forward) slower than with
+// the same B stored by rows: BLIS 0.9's AVX2 sets. One Zen 5 core, m =
+// 2048, (n, k) = (384, 128), (512, 128), (128, 128), (128, 512): 14-19%
+// faster with B copied to rows (copy included) under haswell, zen, zen2 and
+// zen3; skx, sandybridge and penryn gain nothing (-5 to +0%).
+bool CopiesColumnB(arch_t id) {
+  return id == BLIS_ARCH_HASWELL || id == BLIS_ARCH_ZEN || id == BLIS_ARCH_ZEN2 ||
+         id == BLIS_ARCH_ZEN3;
+}
+
+// The kernel sets Debian builds, fastest first: x86-64's, then aarch64's
+// (CanRun keeps this CPU's).
+constexpr arch_t kCandidates[] = {BLIS_ARCH_SKX,       BLIS_ARCH_ZEN3,      BLIS_ARCH_HASWELL,
+                                  BLIS_ARCH_SANDYBRIDGE, BLIS_ARCH_PENRYN,  BLIS_ARCH_FIRESTORM,
+                                  BLIS_ARCH_THUNDERX2, BLIS_ARCH_CORTEXA57, BLIS_ARCH_CORTEXA53,
                                   BLIS_ARCH_GENERIC};
 
 std::string ValidChoices() {
@@ -119,6 +150,9 @@ absl::Status SelectArch() {
     setenv("BLIS_ARCH_TYPE", absl::StrCat(id).c_str(), 1);
     state.chosen_by = "BLIS_ARCH_TYPE";
   } else {
+#if defined(__x86_64__)
+    // On x86-64 dagrad picks (skx over BLIS's own zen3 choice on Zen 4/5);
+    // elsewhere BLIS's own choice from the CPU stands (chosen_by "BLIS").
     for (arch_t id : kCandidates) {
       if (id != BLIS_ARCH_GENERIC && CanRun(id)) {
         setenv("BLIS_ARCH_TYPE", absl::StrCat(static_cast<int>(id)).c_str(), 1);
@@ -126,10 +160,12 @@ absl::Status SelectArch() {
         break;
       }
     }
+#endif
   }
   // Initialise before any query: BLIS 0.9 aborts when its arch is queried
   // with BLIS_ARCH_TYPE set and the library not yet initialised.
   bli_init();
+  state.copy_column_b = CopiesColumnB(bli_arch_query_id());
   return absl::OkStatus();
 }
 
@@ -232,6 +268,32 @@ constexpr auto BlisGemmEx() {
   }
 }
 
+// RowsOfB copies a column-stored B (k x n, element (p, j) at b[j * csb + p])
+// to rows of n in a buffer of the calling thread, in 8 x 8 tiles.
+template <typename T>
+const T* RowsOfB(int64_t k, int64_t n, const T* b, int64_t csb) {
+  thread_local std::vector<T> rows;
+  rows.resize(k * n);
+  T* out = rows.data();
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    for (int64_t p0 = 0; p0 < k; p0 += 8) {
+      const int64_t j1 = std::min(j0 + 8, n), p1 = std::min(p0 + 8, k);
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t p = p0; p < p1; ++p) out[p * n + j] = b[j * csb + p];
+      }
+    }
+  }
+  return out;
+}
+
+// CopyColumnB is true when a float product with a column-stored B should
+// run on a row-stored copy (CopiesColumnB; measured for sgemm only): a tall
+// product (m >= 4 n; at 256^3 or 1024^3 the copy costs more than it saves)
+// whose B is small.
+bool CopyColumnB(int64_t m, int64_t n, int64_t k, int64_t rsb, int64_t csb) {
+  return State().copy_column_b && rsb == 1 && csb != 1 && m >= 4 * n && k * n <= (1 << 18);
+}
+
 }  // namespace
 
 template <typename T>
@@ -240,9 +302,17 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
                   int64_t csc, bool one_thread) {
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
-  if (IsSmallGemm(kernels, m, n, k) && csc == 1) {
+  // kSmallGemmMaxMadds is measured on one thread: a product BLIS may split
+  // over several threads stays with BLIS above 2^18 multiply-adds.
+  const bool whole_thread = one_thread || NumThreads() == 1 || m * n * k <= (int64_t{1} << 18);
+  if (IsSmallGemm(kernels, m, n, k) && whole_thread && csc == 1) {
     SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
+  }
+  if (std::is_same_v<T, float> && CopyColumnB(m, n, k, rsb, csb)) {
+    b = RowsOfB(k, n, b, csb);
+    rsb = n;
+    csb = 1;
   }
   // The thread count is passed on every call, so it holds in any calling
   // thread; one thread when asked: the caller spreads products over them.

@@ -10,7 +10,8 @@
 // one with BLIS_ARCH_TYPE (a number or a name such as "skx"), which is then
 // checked: BLIS itself aborts the process on an id it was not built with,
 // and an AVX-512 kernel set on a CPU without AVX-512 would crash on its
-// first instruction.
+// first instruction. On aarch64 BLIS's own choice stands (it reads the CPU
+// itself); BLIS_ARCH_TYPE may name one of its NEON sets there.
 //
 //   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
 //   CpuInfo info = GetCpuInfo();   // info.blis_arch == "skx"

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ops/minmax.h"
 
@@ -100,17 +101,37 @@ T MaxIdentity() {
 
 // RowMax returns the maximum of x[0, n), NaN if any element is NaN, and
 // MaxIdentity<T>() for n == 0. Sixteen running maxima, each from the
-// identity, let the loop vectorise (an `omp simd reduction(max)` starts its
-// lanes at the compiler's choice: -inf with GCC, -FLT_MAX with clang, and
-// drops NaN).
+// identity: lanes[j] takes x[k + j] of every whole block of sixteen, the
+// tail goes to lanes[0], then the lanes combine in order (an `omp simd
+// reduction(max)` starts its lanes at the compiler's choice: -inf with GCC,
+// -FLT_MAX with clang, and drops NaN). For floating point the lanes are
+// GCC vectors: written as a plain loop of PropagatingMax, GCC left it
+// scalar and branchy (over half of a softmax over rows of 32).
 template <typename T>
 T RowMax(const T* x, int64_t n) {
   constexpr int kLanes = 16;
   T lanes[kLanes];
-  for (T& l : lanes) l = MaxIdentity<T>();
   int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] = PropagatingMax(lanes[j], x[k + j]);
+  if constexpr (std::is_floating_point_v<T>) {
+    // 16-byte vectors: SSE2 and NEON registers (GCC splits wider generic
+    // vectors into scalars where the target has no register that wide).
+    constexpr int kW = 16 / sizeof(T), kRegs = kLanes / kW;
+    typedef T Vec __attribute__((vector_size(16)));
+    typedef T VecU __attribute__((vector_size(16), aligned(alignof(T)), may_alias));
+    Vec v[kRegs];
+    for (Vec& r : v) r = Vec{} + MaxIdentity<T>();
+    for (; k + kLanes <= n; k += kLanes) {
+      for (int r = 0; r < kRegs; ++r) {
+        const Vec xk = *reinterpret_cast<const VecU*>(x + k + r * kW);
+        v[r] = ((v[r] > xk) | (v[r] != v[r])) ? v[r] : xk;  // PropagatingMax by lane
+      }
+    }
+    for (int j = 0; j < kLanes; ++j) lanes[j] = v[j / kW][j % kW];
+  } else {
+    for (T& l : lanes) l = MaxIdentity<T>();
+    for (; k + kLanes <= n; k += kLanes) {
+      for (int j = 0; j < kLanes; ++j) lanes[j] = PropagatingMax(lanes[j], x[k + j]);
+    }
   }
   for (; k < n; ++k) lanes[0] = PropagatingMax(lanes[0], x[k]);
   T m = lanes[0];

@@ -16,6 +16,7 @@
 #include "engine/philox.h"
 #include "ops/cpu_isa.h"
 #include "ops/small_gemm.h"
+#include "ops/vector_math.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -67,8 +68,11 @@ std::vector<GemmCase> GemmCases() {
     cases.push_back({7, n, 5, false, true, 1.0, 0.0});
   }
   cases.push_back({64, 64, 32, true, false, 0.5, 0.0});
-  // 64^3, the avx2 and avx512 levels' small_gemm_max_madds, as q·kᵀ.
+  // 64^3 as q·kᵀ; 2^22 multiply-adds, the avx2 and avx512 levels'
+  // small_gemm_max_madds, as q·kᵀ and as p·v.
   cases.push_back({64, 64, 64, false, true, 1.0, 0.0});
+  cases.push_back({256, 256, 64, false, true, 1.0, 0.0});
+  cases.push_back({256, 64, 256, false, false, 1.0, 0.0});
   cases.push_back({24, 40, 256, true, true, -1.5, 0.25});
   cases.push_back({11, 19, 1, false, false, 2.0, -1.0});
   cases.push_back({5, 6, 0, false, false, 1.0, 0.5});
@@ -240,6 +244,33 @@ TEST(CpuIsa, ExpShiftSumOfEveryLevelIsBitIdenticalToTheBaseline) {
       EXPECT_EQ(sum, want_sum) << CpuIsaName(isa) << " n = " << n;
       EXPECT_EQ(y, want) << CpuIsaName(isa) << " n = " << n;
       EXPECT_EQ(KernelsFor(isa).exp_shift_sum_f32(x.data(), nullptr, n, m), want_sum);
+    }
+  }
+}
+
+// Every term is VectorExp's scalar result bit for bit (the levels compute
+// it a register of lanes at a time), at the edges too: NaN, +-inf, the
+// clamps, results that underflow to subnormals or overflow.
+TEST(CpuIsa, ExpShiftSumTermsAreVectorExpBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {std::nanf(""), -inf, inf, -1000.0f, 1000.0f, -87.33654f, -87.3365f,
+                          88.72283f, 88.7228f, -87.0f, 88.0f, -80.0f, 0.0f, -0.0f, 1e-30f,
+                          -103.0f, 0.5f, -0.5f, 3.0f, -3.0f};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-100.0f, 100.0f);
+  for (int i = 0; i < 1000; ++i) x.push_back(u(rng));
+  for (float m : {0.0f, 2.5f}) {
+    for (CpuIsa isa : CpuIsaRunnable()) {
+      std::vector<float> y(x.size());
+      KernelsFor(isa).exp_shift_sum_f32(x.data(), y.data(), static_cast<int64_t>(x.size()), m);
+      for (size_t k = 0; k < x.size(); ++k) {
+        const float want = VectorExp(x[k] - m);
+        uint32_t got_bits, want_bits;
+        std::memcpy(&got_bits, &y[k], 4);
+        std::memcpy(&want_bits, &want, 4);
+        ASSERT_EQ(got_bits, want_bits)
+            << CpuIsaName(isa) << " x = " << x[k] << " m = " << m << ": " << y[k] << " vs " << want;
+      }
     }
   }
 }

@@ -1,6 +1,10 @@
 // matmul and linear against a naive float64 reference, errors, gradients.
 
+#include <cstdlib>
+#include <random>
+
 #include "engine/autodiff.h"
+#include "ops/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
@@ -129,6 +133,39 @@ TEST(Linear, MatchesXWTransposePlusBias) {
   ExpectAllClose(out[0], {8, 23, 8, 27.5}, 1e-6, 0, "linear");
   ExpectAllClose(out[1], {-2, 3, -2, 7.5}, 1e-6, 0, "linear without bias");
 }
+
+// A tall product whose B is stored by columns with padding (csb > k), as a
+// linear layer's x·wᵀ: under BLIS's AVX2 kernel sets Gemm copies a float B to rows
+// first (ctest's gemm_blis_haswell runs this with BLIS_ARCH_TYPE=haswell),
+// elsewhere BLIS reads it in place. Against a naive sum, beta included.
+template <typename F>
+void CheckTallProductWithColumnStoredB() {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) {
+    GTEST_SKIP() << "this CPU cannot run the kernel set asked for: " << st.message();
+  }
+  // k > 256: never SmallGemm's (ops/small_gemm.h), so BLIS runs it.
+  const int64_t m = 803, n = 24, k = 300, csb = 303;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<F> u(-1, 1);
+  std::vector<F> a(m * k), b(n * csb), c(m * n);
+  for (F& v : a) v = u(rng);
+  for (F& v : b) v = u(rng);
+  for (F& v : c) v = u(rng);
+  std::vector<F> want(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += double{a[i * k + p]} * b[j * csb + p];
+      want[i * n + j] = static_cast<F>(1.5 * acc + 0.5 * c[i * n + j]);
+    }
+  }
+  ASSERT_OK(Gemm<F>(m, n, k, F(1.5), a.data(), k, 1, b.data(), 1, csb, F(0.5), c.data(), n, 1));
+  const double tol = 4 * k * std::numeric_limits<F>::epsilon();
+  for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], want[i], tol) << i;
+}
+
+TEST(Gemm, TallProductWithColumnStoredBFloat) { CheckTallProductWithColumnStoredB<float>(); }
+TEST(Gemm, TallProductWithColumnStoredBDouble) { CheckTallProductWithColumnStoredB<double>(); }
 
 TEST(MatMul, EmptyDimensionsGiveZeros) {
   Graph g;

@@ -14,15 +14,19 @@
 namespace dagrad::kernels::DAGRAD_ISA {
 
 // kSmallGemmMaxMadds: up to this many multiply-adds SmallGemm beats one BLIS
-// call of the same level (kernel_bench's matmul_batched, one thread, each
-// side at the level's kernel set). BLIS pays its packing and call overhead
-// on every 64^3 product: haswell 26 GFLOP/s against the avx2 SmallGemm's 82,
-// skx 48 against the avx512 one's 148, so 64^3 = 2^18 stays here. baseline
-// (penryn): 2^17, not measured beyond.
+// call of the same level on one thread (each side at the level's kernel
+// set; one Zen 5 core, CPU time). avx2 / haswell, GFLOP/s for q·kᵀ-shaped
+// (B transposed) and p·v-shaped products: 64^3 102 / 57 and 103 / 75;
+// 128 x 128 x 32: 102 / 43; 256 x 256 x 64 (2^22): 101 / 72 and 106 / 105.
+// avx512 / skx: 189 / 54 at 64^3, 177 / 146 and 203 / 134 at 2^22. So 2^22
+// at both (n and k stay <= 256, IsSmallGemm). baseline / penryn: ahead up
+// to 2^19 (34 / 31 at 128 x 128 x 32), level at 96^3, behind at 2^22
+// (30 / 38). A lone product that BLIS could spread over several threads
+// goes to SmallGemm only up to 2^18 (ops/cpu_runtime.cc).
 #if defined(__AVX2__)
-inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 18;
+inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 22;
 #else
-inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 17;
+inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 19;
 #endif
 
 void SmallGemmF32(const SmallGemmArgs<float>& args);

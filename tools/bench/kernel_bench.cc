@@ -8,9 +8,14 @@
 // Cases:
 //   small_gemm_f32/<level>/<n>     one n^3 product, B transposed (q·kᵀ)
 //   philox/<level>                 kPhiloxBlocks blocks (256 words)
+//   dropout_f32/<level>            2^18 elements, p = 0.1 (the toy step's size)
+//   exp_shift_sum/<level>/<n>      rows of n floats, exp and sum (softmax's core)
+//   layer_norm_f32/<level>         2048 rows of 128, forward and dx
+//   softmax/<n>, dropout           the ops at the active level: (256, n, n)
+//                                  scores; (64, 32, 512) activations
 //   matmul_batched/<n>             (64, n, n) x (64, n, n)ᵀ, the matmul op
 //   matmul_1024                    1024^3, the matmul op (BLIS)
-// Counter "flops" (rate: FLOP/s) or "words" (rate: words/s).
+// Counter "flops" (rate: FLOP/s), "words" (rate: words/s) or "elements".
 
 #include <benchmark/benchmark.h>
 
@@ -22,7 +27,10 @@
 #include "engine/executor.h"
 #include "ops/cpu_isa.h"
 #include "ops/cpu_runtime.h"
+#include "ops/dropout.h"
+#include "ops/dropout_math.h"
 #include "ops/matmul.h"
+#include "ops/softmax.h"
 #include "ops/small_gemm.h"
 #include "tools/bench/bench_main.h"
 
@@ -62,6 +70,80 @@ void PhiloxCase(benchmark::State& state, CpuIsa isa) {
       benchmark::Counter(4.0 * kPhiloxBlocks, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void ElementsRate(benchmark::State& state, int64_t n) {
+  state.counters["elements"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void DropoutCase(benchmark::State& state, CpuIsa isa) {
+  const CpuKernels& kernels = KernelsFor(isa);
+  constexpr int64_t kN = int64_t{1} << 18;
+  std::vector<float> x = Random(kN), y(kN);
+  DropoutArgs<float> args{.seed = 42, .stream = 7, .step = 3, .n = kN,
+                          .threshold = DropoutThreshold(0.1), .scale = 1.0f / 0.9f,
+                          .x = x.data(), .y = y.data()};
+  const int64_t chunks = (kN + 4 * kPhiloxBlocks - 1) / (4 * kPhiloxBlocks);
+  for (auto _ : state) {
+    kernels.dropout_f32(args, 0, chunks);
+    ++args.step;
+    benchmark::DoNotOptimize(y.data());
+  }
+  ElementsRate(state, kN);
+}
+
+void ExpShiftSumCase(benchmark::State& state, CpuIsa isa, int64_t n) {
+  const CpuKernels& kernels = KernelsFor(isa);
+  constexpr int64_t kTotal = 1 << 16;
+  const std::vector<float> x = Random(kTotal);
+  std::vector<float> y(kTotal);
+  for (auto _ : state) {
+    double s = 0;
+    for (int64_t r = 0; r + n <= kTotal; r += n) {
+      s += kernels.exp_shift_sum_f32(x.data() + r, y.data() + r, n, 1.0f);
+    }
+    benchmark::DoNotOptimize(s);
+  }
+  ElementsRate(state, kTotal / n * n);
+}
+
+void LayerNormCase(benchmark::State& state, CpuIsa isa) {
+  const CpuKernels& kernels = KernelsFor(isa);
+  constexpr int64_t kRows = 2048, kD = 128;
+  const std::vector<float> x = Random(kRows * kD), g = Random(kRows * kD), gamma = Random(kD),
+                           beta = Random(kD);
+  std::vector<float> y(kRows * kD);
+  const LayerNormArgs<float> args{.d = kD, .eps = 1e-5, .x = x.data(), .gamma = gamma.data(),
+                                  .beta = beta.data(), .g = g.data(), .y = y.data()};
+  for (auto _ : state) {
+    kernels.layer_norm_f32(args, 0, kRows);
+    kernels.layer_norm_grad_f32(args, 0, kRows);
+    benchmark::DoNotOptimize(y.data());
+  }
+  ElementsRate(state, kRows * kD);
+}
+
+// OpCase times one op on a random input of `shape` at the active level.
+void OpCase(benchmark::State& state, Shape shape, Value (*op)(Value)) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, shape);
+  Executor exec(g);
+  auto plan = exec.Compile({}, {op(x)});
+  if (!plan.ok()) return state.SkipWithError(std::string(plan.status().message()).c_str());
+  const std::vector<float> data = Random(shape.num_elements());
+  auto input = Tensor::FromVector<float>(shape, data);
+  if (!input.ok()) return state.SkipWithError(std::string(input.status().message()).c_str());
+  const Feeds feeds = {{x, *input}};
+  uint64_t step = 0;
+  for (auto _ : state) {
+    auto out = exec.Run(**plan, feeds, {.training = true, .step = step++});
+    if (!out.ok()) return state.SkipWithError(std::string(out.status().message()).c_str());
+  }
+  ElementsRate(state, shape.num_elements());
+}
+
+Value SoftmaxOp(Value x) { return Softmax(x); }
+Value DropoutOp(Value x) { return Dropout(x, 0.1); }
+
 // MatMulCase times the matmul op on (batch, n, n) operands, b transposed
 // when `trans_b`, at the active kernel level.
 void MatMulCase(benchmark::State& state, int64_t batch, int64_t n, bool trans_b) {
@@ -90,7 +172,19 @@ void Register() {
                                    SmallGemmCase, isa, n);
     }
     benchmark::RegisterBenchmark(absl::StrCat("philox/", level).c_str(), PhiloxCase, isa);
+    benchmark::RegisterBenchmark(absl::StrCat("dropout_f32/", level).c_str(), DropoutCase, isa);
+    for (int64_t n : {32, 256}) {
+      benchmark::RegisterBenchmark(absl::StrCat("exp_shift_sum/", level, "/", n).c_str(),
+                                   ExpShiftSumCase, isa, n);
+    }
+    benchmark::RegisterBenchmark(absl::StrCat("layer_norm_f32/", level).c_str(), LayerNormCase,
+                                 isa);
   }
+  for (int64_t n : {32, 128}) {
+    benchmark::RegisterBenchmark(absl::StrCat("softmax/", n).c_str(), OpCase,
+                                 Shape({256, n, n}), SoftmaxOp);
+  }
+  benchmark::RegisterBenchmark("dropout", OpCase, Shape({64, 32, 512}), DropoutOp);
   for (int64_t n : {32, 64}) {
     benchmark::RegisterBenchmark(absl::StrCat("matmul_batched/", n).c_str(), MatMulCase, 64, n,
                                  true)

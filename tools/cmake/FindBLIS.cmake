@@ -4,13 +4,18 @@
 # kernels use OpenMP too, so both share one thread pool). Defines:
 #   BLIS_FOUND, BLIS_INCLUDE_DIR, BLIS_LIBRARY and the target BLIS::BLIS.
 
+# Debian's multiarch directory of the target (x86_64-linux-gnu, or
+# aarch64-linux-gnu when cross-compiling, tools/cmake/aarch64-linux-gnu.cmake).
+set(_blis_arch "${CMAKE_LIBRARY_ARCHITECTURE}")
+if(NOT _blis_arch)
+  set(_blis_arch x86_64-linux-gnu)
+endif()
 find_path(BLIS_INCLUDE_DIR blis.h
-  PATH_SUFFIXES blis-openmp blis blis-pthread x86_64-linux-gnu/blis-openmp
-                x86_64-linux-gnu
-  HINTS /usr/include/x86_64-linux-gnu /usr/include)
+  PATH_SUFFIXES blis-openmp blis blis-pthread ${_blis_arch}/blis-openmp ${_blis_arch}
+  HINTS /usr/include/${_blis_arch} /usr/include)
 find_library(BLIS_LIBRARY NAMES blis
   PATH_SUFFIXES blis-openmp
-  HINTS /usr/lib/x86_64-linux-gnu/blis-openmp /usr/lib/x86_64-linux-gnu)
+  HINTS /usr/lib/${_blis_arch}/blis-openmp /usr/lib/${_blis_arch})
 
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(BLIS REQUIRED_VARS BLIS_LIBRARY BLIS_INCLUDE_DIR)
