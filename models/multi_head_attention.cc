@@ -78,25 +78,21 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
                                                AttentionWeights weights,
                                                std::optional<double> scale) const {
   Graph& g = *graph_;
-  const std::string saved = g.SetScopePath(scope_);
-  auto done = [&](AttentionOutput out) {
-    g.SetScopePath(saved);
-    return out;
-  };
+  Graph::ScopePathGuard in_scope(g, scope_);
   for (const Value& v : {query, key, value}) {
-    if (!v.ok()) return done({v, Value()});
+    if (!v.ok()) return {v, Value()};
   }
   const int64_t E = config_.embed_dim;
   if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3 ||
       query.dim(2) != E || key.dim(2) != config_.kdim || value.dim(2) != config_.vdim ||
       key.dim(0) != query.dim(0) || value.dim(0) != query.dim(0) ||
       key.dim(1) != value.dim(1)) {
-    return done({g.Error(absl::InvalidArgumentError(absl::StrCat(
-                     "multi_head_attention: expected query (B, T, ", E, "), key (B, S, ",
-                     config_.kdim, "), value (B, S, ", config_.vdim, "), got ",
-                     query.shape().ToString(), ", ", key.shape().ToString(), ", ",
-                     value.shape().ToString()))),
-                 Value()});
+    return {g.Error(absl::InvalidArgumentError(absl::StrCat(
+                "multi_head_attention: expected query (B, T, ", E, "), key (B, S, ",
+                config_.kdim, "), value (B, S, ", config_.vdim, "), got ",
+                query.shape().ToString(), ", ", key.shape().ToString(), ", ",
+                value.shape().ToString()))),
+            Value()};
   }
   // The in-projection: rows [0, E) project queries, [E, 2E) keys, [2E, 3E)
   // values — each input with its own rows, never the query's.
@@ -142,7 +138,7 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
   AttentionOutput out{Linear(merged, out_weight_, out_bias_), Value()};
   if (weights == AttentionWeights::kPerHead) out.weights = attn;
   if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
-  return done(out);
+  return out;
 }
 
 Value KeepFromKeyPaddingMask(Value key_padding_mask) {

@@ -1,6 +1,6 @@
 // matmul and linear against a naive float64 reference, errors, gradients.
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
