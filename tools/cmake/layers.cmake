@@ -11,14 +11,30 @@ list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/engine/cuda/cuda_device.h)
 # The kernel table's type is public (ops/cpu_isa.h); the kernels are not.
 list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/ops/kernels/cpu_kernels.h)
 
+# Each layer compiles against a tree of its own headers, not the source
+# tree: build/layers/<layer>/ holds links to them at their paths (engine/
+# graph.h, ...), made when CMake configures. A layer sees its own tree and,
+# through the layers it links, theirs; so an include of a higher layer's
+# header fails to compile. `headers` are globs relative to the source root.
+function(dagrad_stage_headers target)
+  set(stage ${PROJECT_BINARY_DIR}/layers/${target})
+  file(REMOVE_RECURSE ${stage})
+  list(TRANSFORM ARGN PREPEND ${PROJECT_SOURCE_DIR}/ OUTPUT_VARIABLE globs)
+  file(GLOB headers CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR} ${globs})
+  foreach(header ${headers})
+    get_filename_component(dir ${stage}/${header} DIRECTORY)
+    file(MAKE_DIRECTORY ${dir})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${header} ${stage}/${header} SYMBOLIC)
+  endforeach()
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${stage}>)
+endfunction()
+
 # dagrad_add_layer(name sources...) makes the static library dagrad_<name>
 # with the flags every layer is compiled with.
 function(dagrad_add_layer name)
   set(target dagrad_${name})
   add_library(${target} STATIC ${ARGN})
-  target_include_directories(${target} PUBLIC
-    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
-    $<INSTALL_INTERFACE:include/dagrad>)
+  target_include_directories(${target} PUBLIC $<INSTALL_INTERFACE:include/dagrad>)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra
                          -Wno-unused-parameter -Wno-missing-field-initializers>)
   # dagrad never reads errno after a math call; without it, sqrt is one
@@ -34,6 +50,7 @@ endfunction()
 
 file(GLOB engine_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/*.cc)
 dagrad_add_layer(engine ${engine_sources})
+dagrad_stage_headers(dagrad_engine engine/*.h engine/cuda/*.h)
 target_link_libraries(dagrad_engine
   PUBLIC absl::status absl::statusor absl::strings absl::str_format
          absl::flat_hash_map absl::inlined_vector absl::span absl::base)
@@ -50,6 +67,7 @@ endif()
 
 file(GLOB ops_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/*.cc)
 dagrad_add_layer(ops ${ops_sources})
+dagrad_stage_headers(dagrad_ops ops/*.h ops/kernels/*.h ops/cuda/*.h ops/cuda/*.cuh)
 target_link_libraries(dagrad_ops PUBLIC dagrad_engine)
 include(tools/cmake/isa_kernels.cmake)
 dagrad_add_isa_kernels(dagrad_ops)
@@ -69,15 +87,19 @@ endif()
 
 file(GLOB autodiff_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/autodiff/*.cc)
 dagrad_add_layer(autodiff ${autodiff_sources})
+dagrad_stage_headers(dagrad_autodiff engine/autodiff/*.h)
 target_link_libraries(dagrad_autodiff PUBLIC ${ops_layer})
 
 file(GLOB models_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/models/*.cc)
 dagrad_add_layer(models ${models_sources})
+dagrad_stage_headers(dagrad_models models/*.h)
 target_link_libraries(dagrad_models PUBLIC dagrad_autodiff)
 
 add_library(dagrad INTERFACE)
 add_library(dagrad::dagrad ALIAS dagrad)
 target_link_libraries(dagrad INTERFACE dagrad_models)
+# tools/ and the tests include their own headers from the source tree.
+target_include_directories(dagrad INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
 set(DAGRAD_LAYERS dagrad_engine dagrad_ops dagrad_autodiff dagrad_models)
 if(DAGRAD_HAVE_CUDA)
   list(APPEND DAGRAD_LAYERS dagrad_ops_cuda)
