@@ -15,7 +15,8 @@ list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/ops/kernels/cpu_kernels.h)
 # tree: build/layers/<layer>/ holds links to them at their paths (engine/
 # graph.h, ...), made when CMake configures. A layer sees its own tree and,
 # through the layers it links, theirs; so an include of a higher layer's
-# header fails to compile. `headers` are globs relative to the source root.
+# header fails to compile. The arguments after `target` are globs relative
+# to the source root.
 function(dagrad_stage_headers target)
   set(stage ${PROJECT_BINARY_DIR}/layers/${target})
   file(REMOVE_RECURSE ${stage})
@@ -73,7 +74,8 @@ include(tools/cmake/isa_kernels.cmake)
 dagrad_add_isa_kernels(dagrad_ops)
 # The ops' CUDA kernels register themselves with the CUDA device when the
 # program starts (ops/cuda/registry.cc); nothing names them, so their
-# archive is linked whole.
+# archive is linked whole. `ops_layer` is the ops layer as the layers above
+# link it: dagrad_ops, and dagrad_ops_cuda with the CUDA backend.
 set(ops_layer dagrad_ops)
 if(DAGRAD_HAVE_CUDA)
   dagrad_add_layer(ops_cuda)
