@@ -186,6 +186,24 @@ class Graph {
   // put gradient nodes under "grad/<forward scope>"); returns the old one.
   std::string SetScopePath(std::string path);
 
+  // ScopePathGuard sets the whole scope path while it lives and puts the
+  // previous one back when it ends, on every return path:
+  //
+  //   Graph::ScopePathGuard in_grad(g, "grad");
+  //   if (!x.ok()) return x.status();   // the old path is restored
+  class ScopePathGuard {
+   public:
+    ScopePathGuard(Graph& g, std::string path)
+        : g_(g), saved_(g.SetScopePath(std::move(path))) {}
+    ~ScopePathGuard() { g_.SetScopePath(std::move(saved_)); }
+    ScopePathGuard(const ScopePathGuard&) = delete;
+    ScopePathGuard& operator=(const ScopePathGuard&) = delete;
+
+   private:
+    Graph& g_;
+    std::string saved_;
+  };
+
   const std::string& scope() const { return scope_; }
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   const Node& node(NodeId id) const { return nodes_[id]; }

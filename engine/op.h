@@ -5,8 +5,8 @@
 // kernel, gradient rule, and the facts the planner needs (may it run in
 // place, is it a view, which inputs does it write).
 //
-// CUDA kernels are not here: they live in ops/cuda/, are listed by op name
-// in ops/cuda/registry.h, and the CUDA device looks them up by name. That
+// CUDA kernels are not here: they live in ops/cuda/, which registers them by
+// op name with the CUDA device (engine/cuda/kernel_registry.h). That
 // keeps OpDefs constant data, keeps a build without CUDA free of CUDA
 // symbols, and gives one table to check for coverage.
 //
@@ -119,6 +119,18 @@ using GradFn = std::vector<Value> (*)(const GradContext&);
 // node must copy (a slice that is not contiguous, say).
 using ViewFn = std::optional<int64_t> (*)(const Node& node, const Node& input);
 
+// A Placement says where a node writes its input 0 inside an output that is
+// zero elsewhere: the block [begin, end) along `axis` (a step-1 unslice).
+// Autodiff concatenates gradients whose placements tile a value instead of
+// adding them. A PlacementFn returns nullopt for a node that does not place
+// its input as one block (a strided unslice).
+struct Placement {
+  int axis = 0;  // in [0, rank)
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+using PlacementFn = std::optional<Placement> (*)(const Node& node);
+
 struct OpDef {
   absl::string_view name;       // "matmul": unique, used in paths and errors
   absl::string_view dot_label;  // "MatMul": what DOT prints
@@ -129,6 +141,7 @@ struct OpDef {
   uint32_t nondiff_inputs = 0;  // bit i: input i takes no gradient (masks)
   bool inplace = false;         // the output may reuse input 0's buffer
   ViewFn view = nullptr;        // the output may alias input 0 (see ViewFn)
+  PlacementFn placement = nullptr;  // the output is input 0 placed in zeros
   bool random = false;          // reads the run's RNG: never folded or merged
   uint32_t mutates = 0;         // bit i: the op writes input i (a variable)
   // check validates what of the inputs' values the kernel would reject

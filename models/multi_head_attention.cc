@@ -159,13 +159,9 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
                                                AttentionWeights weights,
                                                std::optional<double> scale) const {
   Graph& g = *graph_;
-  const std::string saved = g.SetScopePath(scope_);
-  auto done = [&](AttentionOutput out) {
-    g.SetScopePath(saved);
-    return out;
-  };
+  Graph::ScopePathGuard in_scope(g, scope_);
   for (const Value& v : {query, key, value}) {
-    if (!v.ok()) return done({v, Value()});
+    if (!v.ok()) return {v, Value()};
   }
   const int64_t E = config_.embed_dim;
   const int b = config_.batch_first ? 0 : 1, l = 1 - b;  // batch and sequence axes
@@ -175,12 +171,12 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
       key.dim(l) != value.dim(l)) {
     const char* q_dims = config_.batch_first ? "(B, T, " : "(T, B, ";
     const char* kv_dims = config_.batch_first ? "(B, S, " : "(S, B, ";
-    return done({g.Error(absl::InvalidArgumentError(absl::StrCat(
+    return {g.Error(absl::InvalidArgumentError(absl::StrCat(
                      "multi_head_attention: expected query ", q_dims, E, "), key ", kv_dims,
                      config_.kdim, "), value ", kv_dims, config_.vdim, "), got ",
                      query.shape().ToString(), ", ", key.shape().ToString(), ", ",
                      value.shape().ToString()))),
-                 Value()});
+                 Value()};
   }
   if (!config_.batch_first) {  // to (B, L, E), keeping self-attention's inputs one Value
     const bool same_key = key == query, same_value = value == key;
@@ -239,7 +235,7 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
   AttentionOutput out{config_.batch_first ? output : Transpose(output, 0, 1), Value()};
   if (weights == AttentionWeights::kPerHead) out.weights = attn;
   if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
-  return done(out);
+  return out;
 }
 
 Value KeepFromKeyPaddingMask(Value key_padding_mask) {

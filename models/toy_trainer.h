@@ -36,11 +36,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/autodiff/optimizer.h"
 #include "engine/device.h"
 #include "engine/executor.h"
 #include "engine/file_io.h"
 #include "engine/graph.h"
-#include "engine/optimizer.h"
 #include "models/tasks.h"
 #include "models/transformer.h"
 

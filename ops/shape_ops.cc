@@ -328,9 +328,16 @@ std::vector<Value> UnsliceGrad(const GradContext& c) {
                 a.GetInt("step", 1))};
 }
 
+// A step-1 unslice writes its input as one block of its output.
+std::optional<Placement> UnslicePlacement(const Node& node) {
+  auto spec = ResolveSlice(node.attrs, node.shape);
+  if (!spec.ok() || spec->step != 1) return std::nullopt;
+  return Placement{spec->axis, spec->start, spec->start + spec->count};
+}
+
 const OpDef kUnslice = {.name = "unslice", .dot_label = "Unslice",
                         .infer = InferUnslice, .cpu = UnsliceKernel,
-                        .grad = UnsliceGrad};
+                        .grad = UnsliceGrad, .placement = UnslicePlacement};
 
 Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs) {
   Attrs a = slice_attrs;

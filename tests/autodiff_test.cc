@@ -1,7 +1,7 @@
 // Autodiff structure: fan-out sums, absent gradients, broadcasting undone,
 // gradient scopes and roles, and its errors.
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 
 #include <random>
 
@@ -10,6 +10,7 @@
 #include "ops/matmul.h"
 #include "ops/op_util.h"
 #include "ops/reduce.h"
+#include "ops/shape_ops.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -101,6 +102,38 @@ TEST(Autodiff, MissingRuleNamesNodeAndPathToLoss) {
   EXPECT_STATUS(Gradients(loss, {x}).status(), absl::StatusCode::kUnimplemented,
                 "op 'gelu_grad' has no gradient rule; node 'act/gelu_grad' lies on the path to "
                 "the loss: act/gelu_grad -> exp -> sum");
+  // The failed walk leaves the graph's scope as it found it.
+  EXPECT_EQ(g.scope(), "");
+}
+
+// Gradients of slices that tile a value along one axis (q, k and v of a
+// packed projection) are concatenated, not added; the axis may be negative.
+TEST(Autodiff, GradientsOfTilingSlicesAreConcatenated) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 5});
+  Value middle = Slice(x, 1, 1, 3);
+  Value loss = Sum(Slice(x, 1, 3, 5) * 3.0) + Sum(Slice(x, -1, 0, 1) * 2.0) +
+               Sum(middle * middle);
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(loss, {x}));
+  EXPECT_EQ(grads[0].node().op->name, "concat");
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0]}, {{x, T<double>({2, 5}, {0, 1, 2, 3, 4,
+                                                                               5, 6, 7, 8, 9})}}));
+  ExpectAllClose(out[0], {2, 2, 4, 3, 3, 2, 12, 14, 3, 3}, 0, 0, "d loss / dx");
+}
+
+// Slices that leave a gap, or are strided, are summed as usual.
+TEST(Autodiff, GradientsOfNonTilingSlicesAreAdded) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {4});
+  Value gap = Sum(Slice(x, 0, 0, 1)) + Sum(Slice(x, 0, 2, 4));
+  Value strided = Sum(Slice(x, 0, 0, 4, 2)) + Sum(Slice(x, 0, 1, 4, 2));
+  for (const auto& [loss, want] : {std::pair{gap, std::vector<double>{1, 0, 1, 1}},
+                                   std::pair{strided, std::vector<double>{1, 1, 1, 1}}}) {
+    ASSERT_OK_AND_ASSIGN(auto grads, Gradients(loss, {x}));
+    EXPECT_EQ(grads[0].node().op->name, "add");
+    ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0]}, {{x, T<double>({4}, {1, 2, 3, 4})}}));
+    ExpectAllClose(out[0], want, 0, 0, "d loss / dx");
+  }
 }
 
 TEST(Autodiff, SeedGradientForNonScalarOutput) {

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
+#include "engine/autodiff/optimizer.h"
 #include "engine/cuda/cuda_device.h"
-#include "engine/optimizer.h"
 #include "models/toy_trainer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -32,7 +32,7 @@
 
 #ifdef DAGRAD_WITH_CUDA
 #include "engine/cuda/cublas_api.h"
-#include "ops/cuda/registry.h"
+#include "engine/cuda/kernel_registry.h"
 #endif
 
 namespace dagrad::testing {

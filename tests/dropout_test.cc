@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/philox.h"
 #include "models/multi_head_attention.h"
 #include "models/transformer.h"

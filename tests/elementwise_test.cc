@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/gradcheck.h"

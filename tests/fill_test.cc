@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "engine/initializer.h"
 #include "ops/elementwise.h"

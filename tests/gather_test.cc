@@ -2,7 +2,7 @@
 // run-time errors, finite-difference gradient cases. PyTorch goldens are in
 // golden_ops_test.cc.
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "ops/cpu_runtime.h"
 #include "ops/elementwise.h"

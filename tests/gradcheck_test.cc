@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/op.h"
 #include "engine/philox.h"
 #include "ops/registry.h"

@@ -55,6 +55,20 @@ TEST(Graph, ScopesNamesAndPaths) {
   EXPECT_EQ(y.node().scope, "encoder/layer0");
 }
 
+TEST(Graph, ScopePathGuardRestoresThePathWhenItEnds) {
+  Graph g;
+  Graph::Scope enc(g, "encoder");
+  auto build = [&](bool fail) -> Value {
+    Graph::ScopePathGuard in_grad(g, "grad/encoder");
+    if (fail) return Value();
+    return g.Input("x", DType::kFloat32, {2});
+  };
+  EXPECT_TRUE(build(true).is_null());
+  EXPECT_EQ(g.scope(), "encoder");
+  EXPECT_EQ(build(false).path(), "grad/encoder/x");
+  EXPECT_EQ(g.scope(), "encoder");
+}
+
 TEST(Graph, DeclarationErrors) {
   Graph g;
   g.Input("x", DType::kFloat32, {2});

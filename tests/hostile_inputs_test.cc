@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/checkpoint.h"
 #include "engine/executor.h"
 #include "engine/file_io.h"

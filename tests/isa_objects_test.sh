@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The library holds AVX instructions only in its dispatched kernels.
 #
-#   isa_objects_test.sh path/to/libdagrad.a
+#   isa_objects_test.sh path/to/libdagrad_engine.a path/to/libdagrad_ops.a ...
 #
 # How it checks: `objdump -d` disassembles every function of every
 # member of the static library, weak (inline, template) copies included,
@@ -15,7 +15,7 @@
 # CPU. Exit 77 (ctest: skipped) when objdump is missing or the
 # machine is not x86-64; run it only on builds without DAGRAD_NATIVE.
 set -euo pipefail
-lib="$1"
+libs=("$@")  # every layer's archive
 if [[ "$(uname -m)" != x86_64 ]]; then
   echo "SKIP: not an x86-64 machine"; exit 77
 fi
@@ -28,10 +28,10 @@ fi
 # own object file is a kernel level's (holds that level's functions).
 linkage="$(mktemp)"
 trap 'rm -f "$linkage"' EXIT
-nm --defined-only "$lib" 2> /dev/null | awk '$2 ~ /^[tTwWuV]$/ { print $2, $3 }' > "$linkage"
+nm --defined-only "${libs[@]}" 2> /dev/null | awk '$2 ~ /^[tTwWuV]$/ { print $2, $3 }' > "$linkage"
 # Names stay mangled so that the namespace is the prefix: _ZN6dagrad7kernels6avx512...
 # (_ZZN... for a function's local entities, such as a lambda's operator()).
-objdump -d --no-show-raw-insn "$lib" | awk -v linkage="$linkage" '
+objdump -d --no-show-raw-insn "${libs[@]}" | awk -v linkage="$linkage" '
   BEGIN {
     while ((getline line < linkage) > 0) {
       split(line, field, " ")

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "ops/cpu_runtime.h"
 #include "ops/elementwise.h"

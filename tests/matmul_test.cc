@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "ops/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "models/multi_head_attention.h"
 #include "ops/elementwise.h"

@@ -7,17 +7,17 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
+#include "engine/autodiff/optimizer.h"
 #include "engine/checkpoint.h"
 #include "engine/executor.h"
 #include "engine/file_io.h"
-#include "engine/optimizer.h"
 #include "engine/safetensors.h"
+#include "gmock/gmock.h"
 #include "models/toy_trainer.h"
 #include "ops/elementwise.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
-#include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
+#include "engine/autodiff/optimizer.h"
 #include "engine/executor.h"
-#include "engine/optimizer.h"
 #include "ops/elementwise.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"

@@ -1,7 +1,7 @@
 // where: hand-worked values, errors, finite-difference gradient cases
 // (broadcast included). PyTorch goldens are in golden_ops_test.cc.
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/reduce.h"

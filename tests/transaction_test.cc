@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"

@@ -9,7 +9,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake libabsl-dev libblis-dev libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev graphviz)
+          libbenchmark-dev nlohmann-json3-dev graphviz python3)
 for arg in "$@"; do
   case "$arg" in
     --torch) packages+=(python3-torch python3-numpy) ;;

@@ -1,6 +1,6 @@
 // The CUDA device: memory from the device's stream-ordered pool, one
-// non-blocking stream per device, kernels looked up by op name in
-// ops/cuda/registry.h.
+// non-blocking stream per device, kernels looked up by op name in the table
+// the ops register (engine/cuda/kernel_registry.h).
 
 #include "engine/cuda/cuda_device.h"
 
@@ -13,8 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "engine/cuda/cuda_context.h"
 #include "engine/cuda/kernel_image.h"
+#include "engine/cuda/kernel_registry.h"
 #include "engine/status_macros.h"
-#include "ops/cuda/registry.h"
 
 namespace dagrad {
 namespace {

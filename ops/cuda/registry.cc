@@ -1,44 +1,34 @@
 #include "ops/cuda/registry.h"
 
-#include <string>
-
-#include "absl/container/flat_hash_map.h"
-
 namespace dagrad {
 namespace {
 
-const absl::flat_hash_map<std::string, Kernel>& Table() {
-  static const auto* const table = [] {
-    auto* t = new absl::flat_hash_map<std::string, Kernel>();
-    for (auto family : {
-             CudaUnaryKernels,
-             CudaBinaryKernels,
-             CudaReduceKernels,
-             CudaShapeKernels,
-             CudaMatMulKernels,
-             CudaOptimKernels,
-             CudaLayerNormKernels,
-             CudaGatherKernels,
-             CudaSelectKernels,
-             CudaFillKernels,
-             CudaSoftmaxKernels,
-             CudaDropoutKernels,
-             CudaLossKernels,
-         }) {
-      for (const CudaKernelEntry& e : family()) t->emplace(std::string(e.op), e.kernel);
-    }
-    return t;
-  }();
-  return *table;
+// RegisterAll hands every family's kernels to the CUDA device. It runs
+// once, from the static initialiser below; the build links this file
+// whole (the ops' CUDA archive is linked with WHOLE_ARCHIVE), since
+// nothing refers to it by name.
+bool RegisterAll() {
+  for (auto family : {
+           CudaUnaryKernels,
+           CudaBinaryKernels,
+           CudaReduceKernels,
+           CudaShapeKernels,
+           CudaMatMulKernels,
+           CudaOptimKernels,
+           CudaLayerNormKernels,
+           CudaGatherKernels,
+           CudaSelectKernels,
+           CudaFillKernels,
+           CudaSoftmaxKernels,
+           CudaDropoutKernels,
+           CudaLossKernels,
+       }) {
+    RegisterCudaKernels(family());
+  }
+  return true;
 }
+
+[[maybe_unused]] const bool registered = RegisterAll();
 
 }  // namespace
-
-Kernel CudaKernelFor(absl::string_view op_name) {
-  auto it = Table().find(op_name);
-  return it == Table().end() ? nullptr : it->second;
-}
-
-int CudaKernelCount() { return static_cast<int>(Table().size()); }
-
 }  // namespace dagrad

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"

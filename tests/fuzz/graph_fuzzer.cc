@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"

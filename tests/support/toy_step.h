@@ -17,9 +17,9 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "engine/autodiff/optimizer.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
-#include "engine/optimizer.h"
 #include "models/tasks.h"
 #include "models/transformer.h"
 

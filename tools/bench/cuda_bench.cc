@@ -32,10 +32,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
+#include "engine/autodiff/optimizer.h"
 #include "engine/cuda/cuda_device.h"
 #include "engine/executor.h"
-#include "engine/optimizer.h"
 #include "engine/status_macros.h"
 #include "models/multi_head_attention.h"
 #include "models/tasks.h"

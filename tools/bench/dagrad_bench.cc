@@ -18,7 +18,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "models/multi_head_attention.h"
 #include "models/toy_trainer.h"

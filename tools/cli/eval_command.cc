@@ -6,7 +6,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/checkpoint.h"
 #include "engine/executor.h"
 #include "engine/safetensors.h"

@@ -41,19 +41,20 @@ if(DAGRAD_HAVE_CUDA)
 endif()
 message(STATUS "dagrad: CUDA backend: ${DAGRAD_HAVE_CUDA}")
 
-# dagrad_add_cuda_sources adds the CUDA backend to `target`: ops/cuda/ and
-# engine/cuda/ sources, cudart (cuBLAS is loaded at run time), and
-# DAGRAD_WITH_CUDA=1 for the
-# target and its users. Without the backend it adds engine/cuda/no_cuda.cc,
-# whose CudaDevice() says the backend is missing.
-function(dagrad_add_cuda_sources target)
+# dagrad_add_cuda_sources(target dir) adds the CUDA sources of `dir`
+# (engine/cuda or ops/cuda) to `target`, with cudart (cuBLAS is loaded at
+# run time) and DAGRAD_WITH_CUDA=1 for the target and its users. Without
+# the backend it adds engine/cuda/no_cuda.cc to the engine, whose
+# CudaDevice() says the backend is missing.
+function(dagrad_add_cuda_sources target dir)
   if(NOT DAGRAD_HAVE_CUDA)
-    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/engine/cuda/no_cuda.cc)
+    if(dir STREQUAL "engine/cuda")
+      target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/engine/cuda/no_cuda.cc)
+    endif()
     return()
   endif()
   file(GLOB cuda_sources CONFIGURE_DEPENDS
-    ${PROJECT_SOURCE_DIR}/ops/cuda/*.cu ${PROJECT_SOURCE_DIR}/ops/cuda/*.cc
-    ${PROJECT_SOURCE_DIR}/engine/cuda/*.cu ${PROJECT_SOURCE_DIR}/engine/cuda/*.cc)
+    ${PROJECT_SOURCE_DIR}/${dir}/*.cu ${PROJECT_SOURCE_DIR}/${dir}/*.cc)
   list(REMOVE_ITEM cuda_sources ${PROJECT_SOURCE_DIR}/engine/cuda/no_cuda.cc)
   target_sources(${target} PRIVATE ${cuda_sources})
   # --fmad=false: nvcc would contract a * b + c into a fused multiply-add;

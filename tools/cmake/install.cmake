@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 set(DAGRAD_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/dagrad")
 
-install(TARGETS dagrad EXPORT dagradTargets
+install(TARGETS dagrad ${DAGRAD_LAYERS} EXPORT dagradTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS dagrad_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

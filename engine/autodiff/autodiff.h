@@ -1,4 +1,4 @@
-// engine/autodiff.h
+// engine/autodiff/autodiff.h
 //
 // Reverse-mode automatic differentiation that emits graph. Gradients walks
 // back from `loss` and calls each op's gradient rule, which builds ordinary
@@ -18,8 +18,8 @@
 // Gradients stop at non-differentiable ops (comparisons, casts to integers)
 // and at non-float values.
 
-#ifndef DAGRAD_ENGINE_AUTODIFF_H_
-#define DAGRAD_ENGINE_AUTODIFF_H_
+#ifndef DAGRAD_ENGINE_AUTODIFF_AUTODIFF_H_
+#define DAGRAD_ENGINE_AUTODIFF_AUTODIFF_H_
 
 #include <vector>
 
@@ -44,4 +44,4 @@ absl::StatusOr<std::vector<Value>> Gradients(Value loss, absl::Span<const Value>
 
 }  // namespace dagrad
 
-#endif  // DAGRAD_ENGINE_AUTODIFF_H_
+#endif  // DAGRAD_ENGINE_AUTODIFF_AUTODIFF_H_

@@ -1,10 +1,10 @@
-#include "engine/optimizer.h"
+#include "engine/autodiff/optimizer.h"
 
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff.h"
+#include "engine/autodiff/autodiff.h"
 #include "engine/status_macros.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
@@ -88,14 +88,9 @@ Value SkipGuard(Value loss, Value grad_norm) {
   return Add(grad_norm, Scale(Sum(Cast(loss, DType::kFloat64)), 0.0));
 }
 
-}  // namespace
-
-absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
-                                               const OptimizerOptions& o) {
-  if (!loss.ok()) return loss.status();
-  if (params.empty()) return absl::InvalidArgumentError("BuildTrainingStep: no parameters");
-  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, params));
+// CheckParams says why `params`, whose gradients are `grads`, cannot be
+// trained: one is not a variable, or the loss does not depend on it.
+absl::Status CheckParams(const std::vector<Value>& params, const std::vector<Value>& grads) {
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].node().is_variable()) {
       return absl::InvalidArgumentError(
@@ -106,9 +101,48 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Val
           "BuildTrainingStep: the loss does not depend on parameter '", params[i].path(), "'"));
     }
   }
+  return absl::OkStatus();
+}
+
+// AddUpdate builds parameter i's optimizer state and update in `ts`, under
+// the scope "optimizer/<parameter path>". `scale` (gradient clipping) and
+// `guard` (skip a non-finite step) may be null.
+void AddUpdate(Graph& g, TrainingStep& ts, size_t i, const OptimizerOptions& o, Value scale,
+               Value guard) {
+  const Value p = ts.params[i];
+  Graph::ScopePathGuard in_scope(g, absl::StrCat("optimizer/", p.path()));
+  if (o.kind == OptimizerKind::kSgd) {
+    Value vel = g.Variable("momentum", p.shape(), Initializer::Zeros(), p.dtype());
+    ts.state.push_back(vel);
+    ts.updates.push_back(SgdUpdate(p, ts.grads[i], vel, ts.lr,
+                                   {.momentum = o.momentum, .weight_decay = o.weight_decay,
+                                    .nesterov = o.nesterov},
+                                   scale, guard));
+    return;
+  }
+  Value m = g.Variable("exp_avg", p.shape(), Initializer::Zeros(), p.dtype());
+  Value v = g.Variable("exp_avg_sq", p.shape(), Initializer::Zeros(), p.dtype());
+  ts.state.push_back(m);
+  ts.state.push_back(v);
+  ts.updates.push_back(AdamUpdate(p, ts.grads[i], m, v, ts.lr, ts.step,
+                                  {.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
+                                   .weight_decay = o.weight_decay,
+                                   .decoupled = o.kind == OptimizerKind::kAdamW},
+                                  scale, guard));
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
+                                               const OptimizerOptions& o) {
+  if (!loss.ok()) return loss.status();
+  if (params.empty()) return absl::InvalidArgumentError("BuildTrainingStep: no parameters");
+  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, params));
+  DAGRAD_RETURN_IF_ERROR(CheckParams(params, grads));
   Graph& g = *loss.graph();
   Graph::RoleScope role(g, NodeRole::kOptimizer);
-  const std::string saved = g.SetScopePath("optimizer");
+  Graph::ScopePathGuard in_optimizer(g, "optimizer");
   TrainingStep ts;
   ts.params = params;
   ts.grads = grads;
@@ -122,34 +156,7 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Val
     // min(1, clip / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_.
     scale = Minimum(Div(clip, AddScalar(ts.grad_norm, 1e-6)), ScalarLike(clip, 1.0));
   }
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Value p = params[i];
-    g.SetScopePath(absl::StrCat("optimizer/", p.path()));
-    Value update;
-    if (o.kind == OptimizerKind::kSgd) {
-      Value vel = g.Variable("momentum", p.shape(), Initializer::Zeros(),
-                             p.dtype());
-      ts.state.push_back(vel);
-      update = SgdUpdate(p, grads[i], vel, ts.lr,
-                         {.momentum = o.momentum, .weight_decay = o.weight_decay,
-                          .nesterov = o.nesterov},
-                         scale, guard);
-    } else {
-      Value m = g.Variable("exp_avg", p.shape(), Initializer::Zeros(),
-                           p.dtype());
-      Value v = g.Variable("exp_avg_sq", p.shape(), Initializer::Zeros(),
-                           p.dtype());
-      ts.state.push_back(m);
-      ts.state.push_back(v);
-      update = AdamUpdate(p, grads[i], m, v, ts.lr, ts.step,
-                          {.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
-                           .weight_decay = o.weight_decay,
-                           .decoupled = o.kind == OptimizerKind::kAdamW},
-                          scale, guard);
-    }
-    ts.updates.push_back(update);
-  }
-  g.SetScopePath(saved);
+  for (size_t i = 0; i < params.size(); ++i) AddUpdate(g, ts, i, o, scale, guard);
   for (const Value& u : ts.updates) {
     if (!u.ok()) return u.status();
   }

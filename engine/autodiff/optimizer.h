@@ -1,4 +1,4 @@
-// engine/optimizer.h
+// engine/autodiff/optimizer.h
 //
 // Training steps as graph: BuildTrainingStep differentiates a loss with
 // respect to parameters and adds, under the scope "optimizer", gradient
@@ -15,8 +15,8 @@
 //   exec.Run(*plan, {{tokens, batch}, {ts.lr, Tensor::Scalar(LearningRate(sched, t))},
 //                    {ts.step, Tensor::Scalar<double>(t)}}, {.training = true, .step = t});
 
-#ifndef DAGRAD_ENGINE_OPTIMIZER_H_
-#define DAGRAD_ENGINE_OPTIMIZER_H_
+#ifndef DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_
+#define DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_
 
 #include <cstdint>
 #include <string>
@@ -102,4 +102,4 @@ double LearningRate(const LrSchedule& schedule, int64_t step);
 
 }  // namespace dagrad
 
-#endif  // DAGRAD_ENGINE_OPTIMIZER_H_
+#endif  // DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_

@@ -1,0 +1,43 @@
+#include "engine/cuda/kernel_registry.h"
+
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace dagrad {
+namespace {
+
+struct Table {
+  std::mutex mu;
+  absl::flat_hash_map<absl::string_view, Kernel> kernels;
+};
+
+// Built on first use, so that registrations from static initialisers in
+// any order find it.
+Table& TheTable() {
+  static Table* const table = new Table();
+  return *table;
+}
+
+}  // namespace
+
+void RegisterCudaKernels(absl::Span<const CudaKernelEntry> entries) {
+  Table& t = TheTable();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (const CudaKernelEntry& e : entries) t.kernels.emplace(e.op, e.kernel);
+}
+
+Kernel CudaKernelFor(absl::string_view op_name) {
+  Table& t = TheTable();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.kernels.find(op_name);
+  return it == t.kernels.end() ? nullptr : it->second;
+}
+
+int CudaKernelCount() {
+  Table& t = TheTable();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return static_cast<int>(t.kernels.size());
+}
+
+}  // namespace dagrad

@@ -1,0 +1,108 @@
+# dagrad's library layers (see CMakeLists.txt): one static library each,
+# linked bottom-up, plus the umbrella `dagrad`.
+
+# Headers installed with the library (tools/cmake/install.cmake).
+file(GLOB DAGRAD_HEADERS CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/engine/*.h ${PROJECT_SOURCE_DIR}/engine/autodiff/*.h
+  ${PROJECT_SOURCE_DIR}/ops/*.h ${PROJECT_SOURCE_DIR}/models/*.h)
+# The CUDA device's public header has no CUDA types (every build has it);
+# the rest of engine/cuda/ and ops/cuda/ is internal.
+list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/engine/cuda/cuda_device.h)
+# The kernel table's type is public (ops/cpu_isa.h); the kernels are not.
+list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/ops/kernels/cpu_kernels.h)
+
+# Each layer compiles against a tree of its own headers, not the source
+# tree: build/layers/<layer>/ holds links to them at their paths (engine/
+# graph.h, ...), made when CMake configures. A layer sees its own tree and,
+# through the layers it links, theirs; so an include of a higher layer's
+# header fails to compile. The arguments after `target` are globs relative
+# to the source root.
+function(dagrad_stage_headers target)
+  set(stage ${PROJECT_BINARY_DIR}/layers/${target})
+  file(REMOVE_RECURSE ${stage})
+  list(TRANSFORM ARGN PREPEND ${PROJECT_SOURCE_DIR}/ OUTPUT_VARIABLE globs)
+  file(GLOB headers CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR} ${globs})
+  foreach(header ${headers})
+    get_filename_component(dir ${stage}/${header} DIRECTORY)
+    file(MAKE_DIRECTORY ${dir})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${header} ${stage}/${header} SYMBOLIC)
+  endforeach()
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${stage}>)
+endfunction()
+
+# dagrad_add_layer(name sources...) makes the static library dagrad_<name>
+# with the flags every layer is compiled with.
+function(dagrad_add_layer name)
+  set(target dagrad_${name})
+  add_library(${target} STATIC ${ARGN})
+  target_include_directories(${target} PUBLIC $<INSTALL_INTERFACE:include/dagrad>)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra
+                         -Wno-unused-parameter -Wno-missing-field-initializers>)
+  # dagrad never reads errno after a math call; without it, sqrt is one
+  # vector instruction and loops calling it vectorise (results are
+  # unchanged: this is not -ffast-math).
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-math-errno>)
+  if(DAGRAD_NATIVE)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+  endif()
+  target_link_libraries(${target} PRIVATE BLIS::BLIS OpenMP::OpenMP_CXX
+                        nlohmann_json::nlohmann_json Threads::Threads)
+endfunction()
+
+file(GLOB engine_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/*.cc)
+dagrad_add_layer(engine ${engine_sources})
+dagrad_stage_headers(dagrad_engine engine/*.h engine/cuda/*.h)
+target_link_libraries(dagrad_engine
+  PUBLIC absl::status absl::statusor absl::strings absl::str_format
+         absl::flat_hash_map absl::inlined_vector absl::span absl::base)
+target_compile_definitions(dagrad_engine PRIVATE DAGRAD_DOT_PROGRAM="${DAGRAD_DOT_PROGRAM}")
+dagrad_add_cuda_sources(dagrad_engine engine/cuda)
+if(DAGRAD_SANITIZE)
+  # An instrumented static library needs the sanitizer runtimes wherever it
+  # is linked, installed consumers included.
+  target_link_options(dagrad_engine INTERFACE -fsanitize=address,undefined)
+endif()
+if(DAGRAD_FUZZ)
+  target_link_options(dagrad_engine INTERFACE -fsanitize=fuzzer-no-link)
+endif()
+
+file(GLOB ops_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/*.cc)
+dagrad_add_layer(ops ${ops_sources})
+dagrad_stage_headers(dagrad_ops ops/*.h ops/kernels/*.h ops/cuda/*.h ops/cuda/*.cuh)
+target_link_libraries(dagrad_ops PUBLIC dagrad_engine)
+include(tools/cmake/isa_kernels.cmake)
+dagrad_add_isa_kernels(dagrad_ops)
+# The ops' CUDA kernels register themselves with the CUDA device when the
+# program starts (ops/cuda/registry.cc); nothing names them, so their
+# archive is linked whole. `ops_layer` is the ops layer as the layers above
+# link it: dagrad_ops, and dagrad_ops_cuda with the CUDA backend.
+set(ops_layer dagrad_ops)
+if(DAGRAD_HAVE_CUDA)
+  dagrad_add_layer(ops_cuda)
+  target_link_libraries(dagrad_ops_cuda PUBLIC dagrad_ops)
+  dagrad_add_cuda_sources(dagrad_ops_cuda ops/cuda)
+  # (The installed name is spelled out: CMake 3.25 does not add the export's
+  # namespace inside $<LINK_LIBRARY>.)
+  set(ops_layer "$<BUILD_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad_ops_cuda>>"
+      "$<INSTALL_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad::dagrad_ops_cuda>>" dagrad_ops)
+endif()
+
+file(GLOB autodiff_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/autodiff/*.cc)
+dagrad_add_layer(autodiff ${autodiff_sources})
+dagrad_stage_headers(dagrad_autodiff engine/autodiff/*.h)
+target_link_libraries(dagrad_autodiff PUBLIC ${ops_layer})
+
+file(GLOB models_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/models/*.cc)
+dagrad_add_layer(models ${models_sources})
+dagrad_stage_headers(dagrad_models models/*.h)
+target_link_libraries(dagrad_models PUBLIC dagrad_autodiff)
+
+add_library(dagrad INTERFACE)
+add_library(dagrad::dagrad ALIAS dagrad)
+target_link_libraries(dagrad INTERFACE dagrad_models)
+# tools/ and the tests include their own headers from the source tree.
+target_include_directories(dagrad INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+set(DAGRAD_LAYERS dagrad_engine dagrad_ops dagrad_autodiff dagrad_models)
+if(DAGRAD_HAVE_CUDA)
+  list(APPEND DAGRAD_LAYERS dagrad_ops_cuda)
+endif()

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Fails when a file includes a header of a layer above its own.
+
+  layers_check.py [ROOT]     ROOT: the repository (default: two levels up)
+
+dagrad is built in layers (CMakeLists.txt), each a library that links only
+the layers below it. This check reads every #include "..." of the C++ and
+CUDA sources under ROOT and prints each one that reaches up, as
+
+  engine/graph.cc:7: includes "ops/registry.h" (layer ops); layer engine may include engine
+
+It exits 1 when it found one, else 0. Headers outside the layers (absl,
+the system) are not checked. ctest runs it (test `layers`), and
+tests/layers_check_test.py shows it failing on a tree with an upward include.
+"""
+
+import os
+import re
+import sys
+
+# The layers, bottom first, and the folders each holds. A path belongs to
+# the layer with the longest matching folder, so engine/autodiff/ is the
+# autodiff layer, not the engine's.
+LAYERS = [
+    ("engine", ["engine/"]),  # graph IR, shapes, planner, executor, devices, formats
+    ("ops", ["ops/"]),  # op definitions, CPU and CUDA kernels, gradient rules
+    ("autodiff", ["engine/autodiff/"]),  # Gradients, optimizers, training steps
+    ("models", ["models/"]),  # attention, transformer, toy tasks and trainer
+    ("tools", ["tools/"]),  # the dagrad CLI, benchmarks
+    ("tests", ["tests/"]),  # the test suite
+]
+
+# Which layers each layer may include: its own and those below it. Written
+# out rather than derived, so that the table is the rule a reader checks.
+ALLOWED = {
+    "engine": {"engine"},
+    "ops": {"engine", "ops"},
+    "autodiff": {"engine", "ops", "autodiff"},
+    "models": {"engine", "ops", "autodiff", "models"},
+    "tools": {"engine", "ops", "autodiff", "models", "tools"},
+    "tests": {"engine", "ops", "autodiff", "models", "tools", "tests"},
+}
+
+SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def layer_of(path):
+    """Returns the layer of a repository-relative path, or None."""
+    best, best_len = None, -1
+    for name, folders in LAYERS:
+        for folder in folders:
+            if path.startswith(folder) and len(folder) > best_len:
+                best, best_len = name, len(folder)
+    return best
+
+
+def sources(root):
+    """Yields the repository-relative paths of the sources in the layers."""
+    for top in sorted({f.split("/")[0] for _, folders in LAYERS for f in folders}):
+        for folder, dirs, files in os.walk(os.path.join(root, top)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(SOURCE_SUFFIXES):
+                    yield os.path.relpath(os.path.join(folder, f), root).replace(os.sep, "/")
+
+
+def upward_includes(root):
+    """Returns one message per include that reaches a higher layer."""
+    problems = []
+    for path in sources(root):
+        own = layer_of(path)
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            for line_no, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                target = layer_of(m.group(1))
+                if target is None or target in ALLOWED[own]:
+                    continue
+                may = ", ".join(n for n, _ in LAYERS if n in ALLOWED[own])
+                problems.append(f'{path}:{line_no}: includes "{m.group(1)}" (layer {target}); '
+                                f"layer {own} may include {may}")
+    return problems
+
+
+def main(argv):
+    if len(argv) > 2:
+        print("usage: layers_check.py [ROOT]", file=sys.stderr)
+        return 2
+    root = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(__file__), "..", "..")
+    if not os.path.isdir(os.path.join(root, "engine")):
+        print(f"layers_check.py: {root} has no engine/ folder: not a dagrad tree", file=sys.stderr)
+        return 2
+    problems = upward_includes(root)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"layers_check.py: {len(problems)} upward include(s)", file=sys.stderr)
+        return 1
+    print("layers_check.py: no upward include")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
