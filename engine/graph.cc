@@ -3,8 +3,8 @@
 #include <cstring>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/op.h"
 

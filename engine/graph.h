@@ -27,11 +27,11 @@
 #include <cstdint>
 #include <deque>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/attrs.h"
 #include "engine/dtype.h"
