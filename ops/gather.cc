@@ -5,6 +5,7 @@
 // outer index, scatter_add adds K rows into n. Indices are data, so they are
 // checked when the kernel runs, before anything is written.
 
+#include "engine/status_macros.h"
 #include "ops/gather.h"
 
 #include <algorithm>
@@ -84,7 +85,7 @@ absl::Status CheckIndices(const I* idx, const Shape& shape, int64_t n,
 absl::Status GatherKernel(const KernelContext& ctx) {
   const Shape& p = *ctx.in(0).shape;
   const Shape& idx_shape = *ctx.in(1).shape;
-  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank());
+  DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank()));
   const int64_t outer = Product(p, 0, axis), n = p[axis], inner = Product(p, axis + 1, p.rank());
   const int64_t k = idx_shape.num_elements();
   return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {
@@ -198,8 +199,9 @@ absl::Status ScatterAddKernel(const KernelContext& ctx) {
 // axis; idx takes none.
 std::vector<Value> GatherGrad(const GradContext& c) {
   const Value p = c.inputs[0];
-  const int axis = *NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
-  return {ScatterAdd(c.inputs[1], c.grad, p.dim(axis), axis), Value()};
+  const absl::StatusOr<int> axis = NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
+  if (!axis.ok()) return {p.graph()->Error(axis.status()), Value()};
+  return {ScatterAdd(c.inputs[1], c.grad, p.dim(*axis), *axis), Value()};
 }
 
 // y = scatter_add(idx, u): du = g gathered at idx, scatter_add's adjoint.
