@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "engine/status_macros.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -65,7 +66,7 @@ absl::StatusOr<TensorType> InferGather(const InferContext& ctx) {
 absl::Status GatherKernel(const KernelContext& ctx) {
   const Shape& p = *ctx.in(0).shape;
   const Shape& idx_shape = *ctx.in(1).shape;
-  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank());
+  DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank()));
   const int64_t outer = Product(p, 0, axis), n = p[axis], inner = Product(p, axis + 1, p.rank());
   const int64_t k = idx_shape.num_elements();
   return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {
@@ -97,8 +98,9 @@ absl::Status GatherKernel(const KernelContext& ctx) {
 // axis; idx takes none.
 std::vector<Value> GatherBackward(const GradContext& c) {
   const Value p = c.inputs[0];
-  const int axis = *NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
-  return {ScatterAdd(c.inputs[1], c.grad, p.dim(axis), axis), Value()};
+  const absl::StatusOr<int> axis = NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
+  if (!axis.ok()) return {p.graph()->Error(axis.status()), Value()};
+  return {ScatterAdd(c.inputs[1], c.grad, p.dim(*axis), *axis), Value()};
 }
 
 const OpDef kGather = {.name = "gather",

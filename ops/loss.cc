@@ -117,7 +117,8 @@ namespace {
 
 absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
-  const bool none = *ReductionOf(ctx.attrs) == CrossEntropyOptions::kNone;
+  DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs));
+  const bool none = reduction == CrossEntropyOptions::kNone;
   return TensorType{ctx.in(0).dtype, none ? LeadingShape(ctx.in(0).shape) : Shape()};
 }
 

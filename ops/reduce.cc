@@ -222,16 +222,16 @@ absl::Status ReduceKernel(const KernelContext& ctx) {
 Value Unreduce(const GradContext& c, Value g) {
   const Shape& in = c.inputs[0].shape();
   auto axes = NormalizeAxes(c.attrs().GetInts("axes"), in.rank());
+  if (!axes.ok()) return c.inputs[0].graph()->Error(axes.status());
   const Shape kept = KeptShape(in, *axes, /*keepdims=*/true);
   return BroadcastTo(Reshape(g, std::vector<int64_t>(kept.dims().begin(), kept.dims().end())), in);
 }
 
+// ReducedCount is how many elements each output element reduces: the
+// input's count over the output's (inference checked the axes).
 int64_t ReducedCount(const GradContext& c) {
-  const Shape& in = c.inputs[0].shape();
-  auto axes = NormalizeAxes(c.attrs().GetInts("axes"), in.rank());
-  int64_t n = 1;
-  for (int a : *axes) n *= in[a];
-  return n;
+  const int64_t out = c.output.shape().num_elements();
+  return out > 0 ? c.inputs[0].shape().num_elements() / out : 0;
 }
 
 Value Reduce(const OpDef& op, Value x, std::vector<int64_t> axes, bool keepdims) {

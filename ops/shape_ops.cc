@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_join.h"
+#include "engine/status_macros.h"
 #include "ops/broadcast.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
@@ -242,7 +243,7 @@ absl::StatusOr<TensorType> InferConcat(const InferContext& ctx) {
 // Each output row (the axes before `axis`) is the inputs' rows one after
 // another.
 absl::Status ConcatKernel(const KernelContext& ctx) {
-  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank());
+  DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank()));
   const size_t size = SizeOf(ctx.output.dtype);
   int64_t outer = 1;
   for (int d = 0; d < axis; ++d) outer *= ctx.output.dim(d);
@@ -300,6 +301,7 @@ absl::StatusOr<TensorType> InferSlice(const InferContext& ctx) {
 // direction (slice reads the full tensor, unslice writes it).
 void CopySlice(const SliceSpec& s, const Shape& full, size_t size, const char* src,
                char* dst, bool to_slice) {
+  if (full.num_elements() == 0) return;  // nothing to copy; the products below could overflow
   int64_t outer = 1, inner = size;
   for (int d = 0; d < s.axis; ++d) outer *= full[d];
   for (int d = s.axis + 1; d < full.rank(); ++d) inner *= full[d];
@@ -338,7 +340,8 @@ std::vector<Value> SliceBackward(const GradContext& c) {
 // contiguous block of its input: a view at the block's offset.
 std::optional<int64_t> SliceView(const Node& node, const Node& input) {
   auto spec = ResolveSlice(node.attrs, input.shape);
-  if (!spec.ok() || spec->step != 1) return std::nullopt;
+  // An empty input has nothing to view (and its dims' product may overflow).
+  if (!spec.ok() || spec->step != 1 || input.shape.num_elements() == 0) return std::nullopt;
   int64_t inner = SizeOf(input.dtype);
   for (int d = 0; d < input.shape.rank(); ++d) {
     if (d < spec->axis && input.shape[d] != 1) return std::nullopt;

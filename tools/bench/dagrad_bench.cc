@@ -43,8 +43,9 @@ void BM_Matmul1024(benchmark::State& state) {
   Executor exec(g);
   auto plan = exec.Compile({}, {MatMul(a, b)});
   if (!plan.ok()) return Fail(state, plan.status());
-  const Feeds feeds = {{a, *Tensor::Zeros(DType::kFloat32, {n, n})},
-                       {b, *Tensor::Zeros(DType::kFloat32, {n, n})}};
+  auto zeros = Tensor::Zeros(DType::kFloat32, {n, n});
+  if (!zeros.ok()) return Fail(state, zeros.status());
+  const Feeds feeds = {{a, *zeros}, {b, *zeros}};
   for (auto _ : state) {
     if (auto out = exec.Run(**plan, feeds); !out.ok()) return Fail(state, out.status());
   }
@@ -77,8 +78,11 @@ void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
   auto plan = exec.Compile({}, targets);
   if (!plan.ok()) return Fail(state, plan.status());
   std::vector<int64_t> lens(B, T - T / 4);
-  const Feeds feeds = {{x, *Tensor::Zeros(DType::kFloat32, {B, T, D})},
-                       {lengths, *Tensor::FromVector<int64_t>({B}, lens)}};
+  auto x_value = Tensor::Zeros(DType::kFloat32, {B, T, D});
+  if (!x_value.ok()) return Fail(state, x_value.status());
+  auto lengths_value = Tensor::FromVector<int64_t>({B}, lens);
+  if (!lengths_value.ok()) return Fail(state, lengths_value.status());
+  const Feeds feeds = {{x, *x_value}, {lengths, *lengths_value}};
   for (auto _ : state) {
     if (auto out = exec.Run(**plan, feeds); !out.ok()) return Fail(state, out.status());
   }
