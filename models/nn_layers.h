@@ -109,7 +109,7 @@ struct LayerNormOptions {
 //
 //   DAGRAD_ASSIGN_OR_RETURN(nn::LayerNorm ln,
 //       nn::LayerNorm::Create(g, "ln_f", {.normalized_shape = 8}));
-//   Value y = ln(h);   // (B, T, 8); parameters "ln_f/weight", "ln_f/bias"
+//   Value n = ln(h);   // (B, T, 8); parameters "ln_f/weight", "ln_f/bias"
 class LayerNorm {
  public:
   using Options = LayerNormOptions;
@@ -135,7 +135,7 @@ class LayerNorm {
 // (ops/dropout.h). With p = 0 it builds no op and returns x.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(nn::Dropout drop, nn::Dropout::Create(g, "drop", 0.1));
-//   Value y = drop(h);   // same shape as h
+//   Value d = drop(h);   // same shape as h
 class Dropout {
  public:
   using Options = double;  // p
@@ -177,7 +177,7 @@ struct MlpOptions {
 //   DAGRAD_ASSIGN_OR_RETURN(nn::Mlp mlp,
 //       nn::Mlp::Create(g, "mlp", {.in_features = 8, .hidden_features = 32,
 //                                  .activation = nn::Activation::kGeluTanh}));
-//   Value y = mlp(h);   // (B, T, 8); parameters "mlp/fc1/weight", ..., "mlp/fc2/bias"
+//   Value m = mlp(h);   // (B, T, 8); parameters "mlp/fc1/weight", ..., "mlp/fc2/bias"
 class Mlp {
  public:
   using Options = MlpOptions;

@@ -1,8 +1,14 @@
 // The usage examples of the dagrad::nn headers (models/nn*.h), copied here
-// verbatim between "example" markers so that they compile and run, plus
-// PyTorch's parameter names, the errors of Create and of a layer used
-// before Create.
+// between "example" markers so that they compile and run (a test checks
+// that every line of each header example is here), plus PyTorch's
+// parameter names, the errors of Create and of a layer used before Create.
 
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
 #include "models/nn.h"
@@ -214,6 +220,50 @@ TEST(Nn, BlockChecksItsMemory) {
   EXPECT_STATUS(enc(x, {.memory = x}).status(), absl::StatusCode::kInvalidArgument,
                 "without cross_attention");
   EXPECT_EQ(Names(dec.named_parameters()).back(), "norm3.bias");
+}
+
+std::string ReadSource(const std::string& path) {
+  std::ifstream in(std::string(DAGRAD_TEST_DATA_DIR) + "/../../" + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ExampleLines returns the code lines of the header's usage examples: the
+// runs of "//   " comment lines that create a layer or name parameters.
+std::vector<std::string> ExampleLines(const std::string& header) {
+  std::vector<std::string> lines, run;
+  auto flush = [&] {
+    const bool example = std::any_of(run.begin(), run.end(), [](const std::string& l) {
+      return absl::StrContains(l, "DAGRAD_ASSIGN_OR_RETURN") ||
+             absl::StrContains(l, "nn::NamedParameters");
+    });
+    if (example) lines.insert(lines.end(), run.begin(), run.end());
+    run.clear();
+  };
+  for (absl::string_view line : absl::StrSplit(header, '\n')) {
+    if (absl::ConsumePrefix(&line, "//   ")) {
+      run.emplace_back(absl::StripAsciiWhitespace(line));
+    } else {
+      flush();
+    }
+  }
+  flush();
+  return lines;
+}
+
+TEST(NnExamples, EveryHeaderExampleIsCompiledHere) {
+  const std::string test = ReadSource("tests/nn_layers_test.cc");
+  ASSERT_FALSE(test.empty());
+  for (const char* header : {"models/nn.h", "models/nn_module.h", "models/nn_layers.h",
+                             "models/nn_attention.h", "models/nn_transformer.h",
+                             "models/nn_sequential.h"}) {
+    const std::vector<std::string> lines = ExampleLines(ReadSource(header));
+    EXPECT_FALSE(lines.empty()) << header << " has no example";
+    for (const std::string& line : lines) {
+      EXPECT_TRUE(absl::StrContains(test, line)) << header << " example line not tested: " << line;
+    }
+  }
 }
 
 }  // namespace
