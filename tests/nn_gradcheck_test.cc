@@ -25,8 +25,8 @@ DAGRAD_GRADCHECK(nn_linear, {{"x", {2, 3, 5}}}, [](Graph& g, const std::vector<V
 
 DAGRAD_GRADCHECK(nn_linear_no_bias, {{"x", {4, 5}}}, [](Graph& g, const std::vector<Value>& in) {
   return Run(g,
-             nn::Linear::Create(g, "fc",
-                                {.in_features = 5, .out_features = 3, .bias = false, .dtype = kF64}),
+             nn::Linear::Create(
+                 g, "fc", {.in_features = 5, .out_features = 3, .bias = false, .dtype = kF64}),
              in[0]);
 });
 
@@ -43,10 +43,13 @@ DAGRAD_GRADCHECK(nn_layer_norm, {{"x", {2, 3, 6}}}, [](Graph& g, const std::vect
   return Run(g, nn::LayerNorm::Create(g, "ln", {.normalized_shape = 6, .dtype = kF64}), in[0]);
 });
 
-DAGRAD_GRADCHECK(nn_layer_norm_no_bias, {{"x", {3, 6}}}, [](Graph& g, const std::vector<Value>& in) {
-  return Run(g, nn::LayerNorm::Create(g, "ln", {.normalized_shape = 6, .bias = false, .dtype = kF64}),
-             in[0]);
-});
+DAGRAD_GRADCHECK(nn_layer_norm_no_bias, {{"x", {3, 6}}},
+                 [](Graph& g, const std::vector<Value>& in) {
+                   return Run(g,
+                              nn::LayerNorm::Create(
+                                  g, "ln", {.normalized_shape = 6, .bias = false, .dtype = kF64}),
+                              in[0]);
+                 });
 
 // MlpCase checks an Mlp with `activation`.
 GradBuilder MlpCase(nn::Activation activation) {

@@ -12,6 +12,7 @@
 #include "engine/executor.h"
 #include "engine/status_macros.h"
 #include "models/nn.h"
+#include "models/transformer.h"
 #include "ops/elementwise.h"
 #include "tests/support/test_util.h"
 
@@ -212,14 +213,35 @@ TEST(Nn, CreateRejectsBadOptions) {
 TEST(Nn, BlockChecksItsMemory) {
   Graph g;
   Value x = g.Input("x", DType::kFloat32, {1, 3, 4});
-  ASSERT_OK_AND_ASSIGN(auto enc, nn::TransformerBlock::Create(g, "enc", {.d_model = 4, .nhead = 2}));
-  ASSERT_OK_AND_ASSIGN(auto dec, nn::TransformerBlock::Create(
-                                     g, "dec", {.d_model = 4, .nhead = 2, .cross_attention = true}));
+  ASSERT_OK_AND_ASSIGN(auto enc,
+                       nn::TransformerBlock::Create(g, "enc", {.d_model = 4, .nhead = 2}));
+  ASSERT_OK_AND_ASSIGN(
+      auto dec,
+      nn::TransformerBlock::Create(g, "dec",
+                                   {.d_model = 4, .nhead = 2, .cross_attention = true}));
   EXPECT_STATUS(dec(x).status(), absl::StatusCode::kInvalidArgument,
                 "cross-attention needs a memory");
   EXPECT_STATUS(enc(x, {.memory = x}).status(), absl::StatusCode::kInvalidArgument,
                 "without cross_attention");
   EXPECT_EQ(Names(dec.named_parameters()).back(), "norm3.bias");
+}
+
+TEST(Nn, ToyTransformerHasTheReferenceStateDictNames) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(auto model,
+                       models::ToyTransformer::Create(g, {.vocab = 8, .seq_len = 4, .dim = 8,
+                                                          .heads = 2, .layers = 1, .ffn = 16}));
+  EXPECT_THAT(
+      Names(model.named_parameters()),
+      ElementsAre("embedding.weight", "encoder.layers.0.self_attn.in_proj_weight",
+                  "encoder.layers.0.self_attn.in_proj_bias",
+                  "encoder.layers.0.self_attn.out_proj.weight",
+                  "encoder.layers.0.self_attn.out_proj.bias", "encoder.layers.0.linear1.weight",
+                  "encoder.layers.0.linear1.bias", "encoder.layers.0.linear2.weight",
+                  "encoder.layers.0.linear2.bias", "encoder.layers.0.norm1.weight",
+                  "encoder.layers.0.norm1.bias", "encoder.layers.0.norm2.weight",
+                  "encoder.layers.0.norm2.bias", "head.weight", "head.bias"));
+  EXPECT_EQ(model.parameters(), g.Parameters());
 }
 
 std::string ReadSource(const std::string& path) {

@@ -66,14 +66,16 @@ absl::StatusOr<Built> BuildLayer(Graph& g, const nlohmann::json& a,
     return Apply(m, x);
   }
   if (layer == "embedding") {
-    DAGRAD_ASSIGN_OR_RETURN(nn::Embedding m, nn::Embedding::Create(g, "m", {.num_embeddings = a["num"],
-                                                                            .embedding_dim = a["dim"]}));
+    DAGRAD_ASSIGN_OR_RETURN(
+        nn::Embedding m,
+        nn::Embedding::Create(g, "m", {.num_embeddings = a["num"], .embedding_dim = a["dim"]}));
     return Apply(m, x);
   }
   if (layer == "layer_norm") {
     DAGRAD_ASSIGN_OR_RETURN(
-        nn::LayerNorm m, nn::LayerNorm::Create(g, "m", {.normalized_shape = a["dim"], .eps = a["eps"],
-                                                        .elementwise_affine = a["affine"]}));
+        nn::LayerNorm m,
+        nn::LayerNorm::Create(g, "m", {.normalized_shape = a["dim"], .eps = a["eps"],
+                                       .elementwise_affine = a["affine"]}));
     return Apply(m, x);
   }
   if (layer == "mlp") {
