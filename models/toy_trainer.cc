@@ -97,8 +97,8 @@ absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name) {
 absl::Status TrainConfig::Validate() const {
   DAGRAD_RETURN_IF_ERROR(model.Validate());
   const auto& bad = Bad;
-  if (min_len < 0 || min_len > model.max_len) {
-    return bad(absl::StrCat("min_len must be in [0, seq_len=", model.max_len, "], got ", min_len));
+  if (min_len < 0 || min_len > model.seq_len) {
+    return bad(absl::StrCat("min_len must be in [0, seq_len=", model.seq_len, "], got ", min_len));
   }
   if (batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", batch));
   if (steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", steps));
@@ -170,7 +170,7 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(const TrainConfig
 
 absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   const TrainConfig& c = config_;
-  const int64_t T = c.model.max_len, B = c.batch;
+  const int64_t T = c.model.seq_len, B = c.batch;
   const TaskConfig task{.task = c.task, .vocab = c.model.vocab, .seq_len = T,
                         .min_len = c.min_len};
   DAGRAD_ASSIGN_OR_RETURN(TaskGenerator train, TaskGenerator::Create(task, c.seed));
@@ -284,7 +284,7 @@ absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
   if (index < 0 || index >= config_.eval_size) {
     return absl::InvalidArgumentError(absl::StrCat("sample index ", index, " out of range"));
   }
-  const int64_t T = config_.model.max_len, H = config_.model.heads;
+  const int64_t T = config_.model.seq_len, H = config_.model.heads;
   DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::Zeros(DType::kInt64, {1, T}));
   const int64_t* all = eval_set_.tokens.data<int64_t>() + index * T;
   std::copy(all, all + T, tokens.data<int64_t>());

@@ -55,7 +55,7 @@ absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name);
 
 // TrainConfig: Validate checks every field, NaN and +-Inf included.
 struct TrainConfig {
-  ToyConfig model;         // model.max_len is the sequence length T
+  ToyConfig model;         // model.seq_len is the sequence length T
   Task task = Task::kReverse;
   int64_t min_len = 0;     // 0: fixed length T
   int64_t batch = 64;

@@ -249,7 +249,7 @@ TEST(CudaErrors, SynchronizeEachKernelNamesTheNode) {
 // A two-layer toy transformer (E 32, H 4, ffn 64, dropout 0.1) on sequences
 // of 3 to 8 tokens.
 absl::StatusOr<std::unique_ptr<ToyStep>> SmallToyStep() {
-  return ToyStep::Create({.vocab = 16, .max_len = 8, .dim = 32, .heads = 4, .layers = 2,
+  return ToyStep::Create({.vocab = 16, .seq_len = 8, .dim = 32, .heads = 4, .layers = 2,
                           .ffn = 64, .dropout = 0.1},
                          /*min_len=*/3, /*data_seed=*/7);
 }
@@ -324,7 +324,7 @@ TEST(CudaTraining, RecordedStepsMatchUnrecordedStepsBitForBit) {
 TEST(CudaTraining, HundredTrainerStepsMatchCpuLosses) {
   SKIP_WITHOUT_GPU();
   models::TrainConfig config;
-  config.model = {.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2,
+  config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2,
                   .ffn = 512, .dropout = 0.1};
   config.steps = 100;
   config.eval_size = 8;

@@ -9,7 +9,7 @@
 
 #include "engine/autodiff/autodiff.h"
 #include "engine/philox.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "models/transformer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -312,7 +312,7 @@ TEST(Dropout, ProbabilityTooCloseToOneIsABuildError) {
   EXPECT_STATUS(Dropout(x, 0.9991).status(), absl::StatusCode::kInvalidArgument,
                 "got p = 0.9991");
   EXPECT_TRUE(Dropout(x, kMaxDropout).ok());
-  EXPECT_STATUS(models::MultiHeadAttention::Create(
+  EXPECT_STATUS(nn::MultiheadAttention::Create(
                     g, "mha", {.embed_dim = 4, .num_heads = 2, .dropout = 0.9999})
                     .status(),
                 absl::StatusCode::kInvalidArgument, "dropout must be at most 1 - 2^-10");

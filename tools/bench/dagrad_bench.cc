@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "models/toy_trainer.h"
 #include "ops/cpu_runtime.h"
 #include "ops/matmul.h"
@@ -61,7 +61,7 @@ double MhaFlops(int64_t B, int64_t T, int64_t D) {
 void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
             bool backward) {
   Graph g;
-  auto mha = models::MultiHeadAttention::Create(g, "mha", {.embed_dim = D, .num_heads = H});
+  auto mha = nn::MultiheadAttention::Create(g, "mha", {.embed_dim = D, .num_heads = H});
   if (!mha.ok()) return Fail(state, mha.status());
   Value x = g.Input("x", DType::kFloat32, {B, T, D});
   Value lengths = g.Input("lengths", DType::kInt64, {B});
@@ -93,7 +93,7 @@ void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
 
 void BM_ToyTrainStep(benchmark::State& state) {
   models::TrainConfig config;
-  config.model = {.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
+  config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
                   .dropout = 0.1};
   config.batch = 64;
   config.steps = 1 << 30;
