@@ -68,10 +68,17 @@ OpCase Comparison(Value (*f)(Value, Value)) {
           .flags = kIntegerOutput};
 }
 
-// A logical op over bools (not differentiable).
-OpCase Logic(const CaseBuild& build) {
-  return {.configs = {{.name = "broadcast", .build = build, .dtypes = {DType::kBool},
-                       .modes = kBackends}},
+// A logical op over bools (not differentiable): `f(p, q)` over (3, 1, 40)
+// and (5, 40), benched over (1024, 1024) and (1024).
+OpCase Logic(Value (*f)(Value, Value)) {
+  const auto at = [f](Shape p, Shape q) {
+    return [f, p, q](CaseBuilder& b, DType) {
+      b.Out(f(b.Input("p", DType::kBool, p, 0, 0.5), b.Input("q", DType::kBool, q, 0, 0.5)));
+    };
+  };
+  return {.configs = {{.name = "broadcast", .build = at({3, 1, 40}, {5, 40}),
+                       .dtypes = {DType::kBool}, .modes = kBackends}},
+          .bench = at({1024, 1024}, {1024}),
           .flags = kIntegerOutput};
 }
 
@@ -130,16 +137,18 @@ DAGRAD_OP_CASE(equal, Comparison(Equal));
 DAGRAD_OP_CASE(less, Comparison(Less));
 DAGRAD_OP_CASE(greater, Comparison(Greater));
 
-DAGRAD_OP_CASE(logical_and, Logic([](CaseBuilder& b, DType) {
-  b.Out(LogicalAnd(b.Input("p", DType::kBool, {3, 1, 40}, 0, 0.5),
-                   b.Input("q", DType::kBool, {5, 40}, 0, 0.5)));
-}));
-DAGRAD_OP_CASE(logical_or, Logic([](CaseBuilder& b, DType) {
-  b.Out(LogicalOr(b.Input("p", DType::kBool, {3, 1, 40}, 0, 0.5),
-                  b.Input("q", DType::kBool, {5, 40}, 0, 0.5)));
-}));
-DAGRAD_OP_CASE(logical_not, Logic([](CaseBuilder& b, DType) {
-  b.Out(LogicalNot(b.Input("q", DType::kBool, {5, 40}, 0, 0.5)));
-}));
+DAGRAD_OP_CASE(logical_and, Logic(LogicalAnd));
+DAGRAD_OP_CASE(logical_or, Logic(LogicalOr));
+DAGRAD_OP_CASE(logical_not,
+    .configs = {{.name = "broadcast",
+                 .build = [](CaseBuilder& b, DType) {
+                   b.Out(LogicalNot(b.Input("q", DType::kBool, {5, 40}, 0, 0.5)));
+                 },
+                 .dtypes = {DType::kBool},
+                 .modes = kBackends}},
+    .bench = [](CaseBuilder& b, DType) {
+      b.Out(LogicalNot(b.Input("q", DType::kBool, {1024, 1024}, 0, 0.5)));
+    },
+    .flags = kIntegerOutput);
 
 }  // namespace dagrad::testing

@@ -15,6 +15,18 @@ namespace {
 
 constexpr uint32_t kBackends = kCudaMode | kIsaMode;
 
+// LayerNormDx outputs d/dx of sum(layer_norm(x, gamma) * w), x of `shape`:
+// layer_norm_grad, called as autodiff calls it.
+CaseBuild LayerNormDx(Shape shape) {
+  return [shape](CaseBuilder& b, DType d) {
+    const Value x = b.Input("x", d, shape, -2, 5);
+    const Value gamma = b.Input("gamma", d, {shape.dims().back()});
+    const Value y = LayerNorm(x, gamma, Value());
+    auto dx = Gradients(Sum(Mul(y, b.Input("w", d, shape))), {x});
+    b.Out(dx.ok() ? (*dx)[0] : b.graph().Error(dx.status()));
+  };
+}
+
 }  // namespace
 
 DAGRAD_OP_CASE(layer_norm,
@@ -56,18 +68,11 @@ DAGRAD_OP_CASE(layer_norm,
     });
 
 // layer_norm_grad, LayerNorm's fused dx, has no rule of its own: a second
-// derivative in x would need a third fused kernel. Called as autodiff calls it.
+// derivative in x would need a third fused kernel.
 DAGRAD_OP_CASE(layer_norm_grad,
-    .configs = {{.name = "dx",
-                 .build = [](CaseBuilder& b, DType d) {
-                   const Value x = b.Input("x", d, {6, 300}, -2, 5);
-                   const Value gamma = b.Input("gamma", d, {300});
-                   const Value y = LayerNorm(x, gamma, Value());
-                   auto dx = Gradients(Sum(Mul(y, b.Input("w", d, {6, 300}))), {x});
-                   b.Out(dx.ok() ? (*dx)[0] : b.graph().Error(dx.status()));
-                 },
-                 .modes = kBackends,
+    .configs = {{.name = "dx", .build = LayerNormDx({6, 300}), .modes = kBackends,
                  .gradients = false}},
+    .bench = LayerNormDx({2048, 512}),
     .flags = kBackwardOnly);
 
 }  // namespace dagrad::testing

@@ -106,6 +106,10 @@ DAGRAD_OP_CASE(cross_entropy_grad,
                  .dtypes = {DType::kFloat64},
                  .modes = kBackends,
                  .expect_error = true}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(CrossEntropyDx(b, b.Input("logits", d, {4096, 1000}, -4, 4),
+                           b.Input("t", DType::kInt64, {4096}, 0, 1000)));
+    },
     .flags = kBackwardOnly);
 
 }  // namespace dagrad::testing

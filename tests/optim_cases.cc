@@ -78,7 +78,14 @@ DAGRAD_OP_CASE(sgd_update,
     .configs = {{.name = "momentum_nesterov", .build = Sgd, .modes = kBackends,
                  .gradients = false, .runs = 3},
                 {.name = "guard", .build = Guarded<false>, .modes = kBackends,
-                 .gradients = false}});
+                 .gradients = false}},
+    .bench = [](CaseBuilder& b, DType d) {
+      Graph& g = b.graph();
+      const Value p = g.Parameter("p", {1024, 1024}, Initializer::Normal(0, 1), d);
+      const Value v = g.Variable("v", {1024, 1024}, Initializer::Zeros(), d);
+      b.Out(SgdUpdate(p, b.Input("g", d, {1024, 1024}), v,
+                      b.Fixed("lr", Tensor::Scalar<double>(0.05)), {.momentum = 0.9}));
+    });
 
 DAGRAD_OP_CASE(adam_update,
     .configs = {{.name = "decoupled_or_not", .build = Adam, .modes = kBackends,
@@ -98,6 +105,15 @@ DAGRAD_OP_CASE(adam_update,
                  },
                  .dtypes = {DType::kFloat32},
                  .modes = kBackends,
-                 .expect_error = true}});
+                 .expect_error = true}},
+    .bench = [](CaseBuilder& b, DType d) {
+      Graph& g = b.graph();
+      const Value p = g.Parameter("p", {1024, 1024}, Initializer::Normal(0, 1), d);
+      const Value m = g.Variable("m", {1024, 1024}, Initializer::Zeros(), d);
+      const Value v = g.Variable("v", {1024, 1024}, Initializer::Zeros(), d);
+      b.Out(AdamUpdate(p, b.Input("g", d, {1024, 1024}), m, v,
+                       b.Fixed("lr", Tensor::Scalar<double>(0.01)),
+                       b.Fixed("step", Tensor::Scalar<double>(3)), {}));
+    });
 
 }  // namespace dagrad::testing

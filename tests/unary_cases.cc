@@ -128,7 +128,10 @@ DAGRAD_OP_CASE(relu_grad,
            b.Out(ReluGrad(b.Input("x", d, {9, 33}, -3, 3), b.Input("g", d, {9, 33})));
          },
          .modes = kBackends,
-         .gradients = false}});
+         .gradients = false}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(ReluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
+    });
 
 DAGRAD_OP_CASE(gelu_grad,
     .configs = {{.name = "direct",
@@ -137,6 +140,9 @@ DAGRAD_OP_CASE(gelu_grad,
                  },
                  .modes = kBackends,
                  .gradients = false}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(GeluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
+    },
     .flags = kBackwardOnly);
 
 namespace {

@@ -39,8 +39,10 @@ absl::StatusOr<std::vector<Tensor>> ReadOutputs(const std::string& path) {
     if (!absl::SimpleAtoi(it->second, &code)) return absl::InternalError("bad error code");
     return absl::Status(static_cast<absl::StatusCode>(code), f.metadata[kErrorMessage]);
   }
+  // Named by position: the format keeps no order of its own.
   std::vector<Tensor> out;
-  for (auto& [name, tensor] : f.tensors) out.push_back(std::move(tensor));
+  while (const Tensor* t = f.Find(absl::StrCat(out.size()))) out.push_back(*t);
+  if (out.size() != f.tensors.size()) return absl::InternalError("outputs not numbered 0..n-1");
   return out;
 }
 

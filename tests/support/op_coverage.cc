@@ -161,9 +161,11 @@ absl::StatusOr<OpTimingGraph> TimingGraph(absl::string_view name) {
     }
     t.size = absl::StrCat("config ", first.name, " (", DTypeSuffix(d), ")");
   }
+  const bool gradients = !(c->flags & (kIntegerOutput | kBackwardOnly)) &&
+                         (c->bench || c->configs[0].gradients);
   const CrossCase cc{.name = std::string(name),
                      .build = [build, d](CaseBuilder& b) { build(b, d); },
-                     .gradients = !(c->flags & kIntegerOutput)};
+                     .gradients = gradients};
   DAGRAD_ASSIGN_OR_RETURN(BuiltCase b, BuildCase(cc));
   t.feeds = b.builder->MakeFeeds(1);
   const size_t outputs = b.builder->outputs().size();
