@@ -14,8 +14,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
 // Ties: whole numbers, so that maximum's and minimum's gradient goes to a
 // (a is float through x * 0, which takes the gradient).
 OpConfig Ties(Value (*f)(Value, Value)) {
@@ -25,18 +23,7 @@ OpConfig Ties(Value (*f)(Value, Value)) {
                                 Scale(b.Input("x", d, {6, 50}), 0.0));
             b.Out(f(a, Cast(b.Input("ib", DType::kInt64, {50}, -3, 3), d)));
           },
-          .modes = kBackends};
-}
-
-Tensor WithNaNs(Tensor t, std::initializer_list<int64_t> positions) {
-  for (int64_t i : positions) {
-    if (t.dtype() == DType::kFloat32) {
-      t.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
-    } else {
-      t.data<double>()[i] = std::numeric_limits<double>::quiet_NaN();
-    }
-  }
-  return t;
+          .modes = kBackendModes};
 }
 
 // NaN in a alone, in c alone, and in both at (0, 0), broadcast or not: NaN
@@ -51,7 +38,7 @@ OpConfig NaNs(Value (*f)(Value, Value)) {
             b.Out(f(c, a));
             b.Out(f(a, e));
           },
-          .modes = kBackends,
+          .modes = kBackendModes,
           .gradients = false};
 }
 
@@ -61,7 +48,7 @@ OpCase Comparison(Value (*f)(Value, Value)) {
     b.Out(f(b.Input("a", d, {5, 1, 30}, -3, 3), b.Input("b", d, {4, 30}, -3, 3)));
   };
   return {.configs = {{.name = "broadcast", .build = build, .dtypes = kNumeric,
-                       .modes = kBackends}},
+                       .modes = kBackendModes}},
           .bench = [f](CaseBuilder& b, DType d) {
             b.Out(f(b.Input("a", d, {1024, 1024}), b.Input("b", d, {1024})));
           },
@@ -77,7 +64,7 @@ OpCase Logic(Value (*f)(Value, Value)) {
     };
   };
   return {.configs = {{.name = "broadcast", .build = at({3, 1, 40}, {5, 40}),
-                       .dtypes = {DType::kBool}, .modes = kBackends}},
+                       .dtypes = {DType::kBool}, .modes = kBackendModes}},
           .bench = at({1024, 1024}, {1024}),
           .flags = kIntegerOutput};
 }
@@ -119,7 +106,7 @@ DAGRAD_OP_CASE(div,
            b.Out(Div(b.Input("a", d, {4, 1, 50}, -50, 50), b.Input("b", d, {3, 1}, 1, 9)));
          },
          .dtypes = kNumeric,
-         .modes = kBackends},
+         .modes = kBackendModes},
         // Integer division by zero fails alike on every backend.
         {.name = "by_zero",
          .build = [](CaseBuilder& b, DType) {
@@ -127,7 +114,7 @@ DAGRAD_OP_CASE(div,
                      b.Fixed("b", T<int64_t>({3}, {2, 0, 0}))));
          },
          .dtypes = {DType::kInt64},
-         .modes = kBackends,
+         .modes = kBackendModes,
          .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Div(b.Input("a", d, {1024, 1024}), b.Input("b", d, {1024}, 1, 2)));
@@ -145,7 +132,7 @@ DAGRAD_OP_CASE(logical_not,
                    b.Out(LogicalNot(b.Input("q", DType::kBool, {5, 40}, 0, 0.5)));
                  },
                  .dtypes = {DType::kBool},
-                 .modes = kBackends}},
+                 .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType) {
       b.Out(LogicalNot(b.Input("q", DType::kBool, {1024, 1024}, 0, 0.5)));
     },

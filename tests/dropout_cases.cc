@@ -15,13 +15,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
-Tensor FloatsOf(DType d, const Shape& shape, const std::vector<double>& values) {
-  if (d == DType::kFloat64) return T<double>(shape, values);
-  return T<float>(shape, std::vector<float>(values.begin(), values.end()));
-}
-
 // Negative, signed-zero, NaN and infinite inputs, bit for bit: a dropped
 // element is x * 0 on every backend (ops/dropout_math.h).
 void SignsAndNaNs(CaseBuilder& b, DType d) {
@@ -61,14 +54,14 @@ DAGRAD_OP_CASE(dropout,
            b.Out(Dropout(Scale(x, 2.0), 0.5));
            b.Out(Dropout(b.Input("tiny", d, {3}), 0.5));
          },
-         .modes = kBackends,
+         .modes = kBackendModes,
          .exact = true,
          .training = true},
         {.name = "eval",
          .build = [](CaseBuilder& b, DType d) { b.Out(Dropout(b.Input("x", d, {7, 9}), 0.3)); },
-         .modes = kBackends,
+         .modes = kBackendModes,
          .exact = true},
-        {.name = "signs_and_nans", .build = SignsAndNaNs, .modes = kBackends, .exact = true,
+        {.name = "signs_and_nans", .build = SignsAndNaNs, .modes = kBackendModes, .exact = true,
          .training = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Dropout(b.Input("x", d, {1024, 1024}), 0.1));

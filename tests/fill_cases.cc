@@ -17,7 +17,7 @@ DAGRAD_OP_CASE(fill,
                    b.Out(Fill(g, {3}, 1, DType::kBool));
                  },
                  .dtypes = {DType::kFloat32},
-                 .modes = kCudaMode | kIsaMode,
+                 .modes = kBackendModes,
                  .fold_constants = false}},
     .flags = kIntegerOutput);
 
@@ -31,7 +31,7 @@ DAGRAD_OP_CASE(arange,
                    b.Out(Arange(g, 5, -5, -3, DType::kInt32));
                  },
                  .dtypes = {DType::kFloat32},
-                 .modes = kCudaMode | kIsaMode,
+                 .modes = kBackendModes,
                  .fold_constants = false}},
     .flags = kIntegerOutput);
 

@@ -13,8 +13,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
 // Index tensors for inputs (fed as they are, not differentiated).
 Tensor Int64s(const Shape& shape, const std::vector<int64_t>& v) {
   return *Tensor::FromVector<int64_t>(shape, v);
@@ -48,7 +46,7 @@ DAGRAD_OP_CASE(gather,
            b.Out(Gather(b.Input("q", d, {3, 6, 5}), b.Input("last", DType::kInt64, {4}, 0, 5),
                         -1));
          },
-         .modes = kBackends},
+         .modes = kBackendModes},
         {.name = "ints_and_bools",
          .build = [](CaseBuilder& b, DType) {
            const Value idx = b.Input("idx", DType::kInt64, {11}, 0, 8);
@@ -56,7 +54,7 @@ DAGRAD_OP_CASE(gather,
            b.Out(Gather(b.Input("m", DType::kBool, {2, 8}, 0, 0.5), idx, 1));
          },
          .dtypes = {DType::kInt32},
-         .modes = kBackends},
+         .modes = kBackendModes},
         // An index out of range fails alike on every backend.
         {.name = "index_error",
          .build = [](CaseBuilder& b, DType d) {
@@ -64,7 +62,7 @@ DAGRAD_OP_CASE(gather,
                         b.Fixed("i", T<int32_t>({2, 3}, {0, 1, 7, 2, -1, 4}))));
          },
          .dtypes = {DType::kFloat32},
-         .modes = kBackends,
+         .modes = kBackendModes,
          .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Embedding(b.Input("table", d, {32000, 256}),
@@ -92,13 +90,13 @@ DAGRAD_OP_CASE(scatter_add,
            b.Out(ScatterAdd(b.Input("i32", DType::kInt32, {3, 4}, 0, 300),
                             b.Input("v", d, {3, 4, 2}), 300));
          },
-         .modes = kBackends},
+         .modes = kBackendModes},
         {.name = "index_error",
          .build = [](CaseBuilder& b, DType d) {
            b.Out(ScatterAdd(b.Fixed("i", T<int64_t>({3}, {0, 5, 9})), b.Input("u", d, {3}), 5));
          },
          .dtypes = {DType::kFloat64},
-         .modes = kBackends,
+         .modes = kBackendModes,
          .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(ScatterAdd(b.Input("ids", DType::kInt64, {8192}, 0, 32000),

@@ -13,8 +13,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
 // LayerNormDx outputs d/dx of sum(layer_norm(x, gamma) * w), x of `shape`:
 // layer_norm_grad, called as autodiff calls it.
 CaseBuild LayerNormDx(Shape shape) {
@@ -61,7 +59,7 @@ DAGRAD_OP_CASE(layer_norm,
            b.Out(LayerNorm(x, gamma, Value()));
            b.Out(LayerNorm(b.Input("v", d, {7}), Value(), b.Input("v_beta", d, {7})));
          },
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(LayerNorm(b.Input("x", d, {2048, 512}), b.Input("gamma", d, {512}),
                       b.Input("beta", d, {512})));
@@ -70,7 +68,7 @@ DAGRAD_OP_CASE(layer_norm,
 // layer_norm_grad, LayerNorm's fused dx, has no rule of its own: a second
 // derivative in x would need a third fused kernel.
 DAGRAD_OP_CASE(layer_norm_grad,
-    .configs = {{.name = "dx", .build = LayerNormDx({6, 300}), .modes = kBackends,
+    .configs = {{.name = "dx", .build = LayerNormDx({6, 300}), .modes = kBackendModes,
                  .gradients = false}},
     .bench = LayerNormDx({2048, 512}),
     .flags = kBackwardOnly);

@@ -12,7 +12,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
 using Options = CrossEntropyOptions;
 
 const Tensor kRowTargets = T<int64_t>({5}, {2, -100, 0, 3, 1});
@@ -31,7 +30,7 @@ OpConfig Wide(const char* name, Options::Reduction r) {
                                b.Fixed("all_ignored", T<int64_t>({3}, {-100, -100, -100})),
                                {.reduction = r}));
           },
-          .modes = kBackends};
+          .modes = kBackendModes};
 }
 
 }  // namespace
@@ -69,7 +68,7 @@ DAGRAD_OP_CASE(cross_entropy,
                               b.Fixed("t", T<int32_t>({2, 2}, {0, -100, 3, 1}))));
          },
          .dtypes = {DType::kFloat32},
-         .modes = kBackends,
+         .modes = kBackendModes,
          .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(CrossEntropy(b.Input("logits", d, {4096, 1000}, -4, 4),
@@ -94,7 +93,7 @@ DAGRAD_OP_CASE(cross_entropy_grad,
                    b.Out(CrossEntropyDx(b, b.Input("x", d, {3, 5, 10}, -4, 4),
                                         b.Input("t", DType::kInt64, {3, 5}, 0, 10)));
                  },
-                 .modes = kBackends,
+                 .modes = kBackendModes,
                  .gradients = false},
                 // A plan of the gradient alone: the backward op checks the
                 // targets itself.
@@ -104,7 +103,7 @@ DAGRAD_OP_CASE(cross_entropy_grad,
                                         b.Fixed("t", T<int64_t>({3}, {1, 4, 0}))));
                  },
                  .dtypes = {DType::kFloat64},
-                 .modes = kBackends,
+                 .modes = kBackendModes,
                  .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(CrossEntropyDx(b, b.Input("logits", d, {4096, 1000}, -4, 4),

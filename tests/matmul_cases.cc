@@ -15,15 +15,13 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
 // Shapes is a config through one of the kernels' paths.
 OpConfig Shapes(const char* name, Shape a, Shape b, MatMulOptions o = {}) {
   return {.name = name,
           .build = [a, b, o](CaseBuilder& cb, DType d) {
             cb.Out(MatMul(cb.Input("a", d, a), cb.Input("b", d, b), o));
           },
-          .modes = kBackends};
+          .modes = kBackendModes};
 }
 
 }  // namespace
@@ -98,14 +96,14 @@ DAGRAD_OP_CASE(linear,
            b.Out(Linear(x, w, b.Input("bias", d, {17})));
            b.Out(Linear(x, w));
          },
-         .modes = kBackends},
+         .modes = kBackendModes},
         // No gradients: linear's rule reshapes x to (-1, 0), which cannot
         // infer the -1 (a CPU-side limitation of the rule, not of the kernels).
         {.name = "zero_in_features",
          .build = [](CaseBuilder& b, DType d) {
            b.Out(Linear(b.Input("x", d, {4, 0}), b.Input("w", d, {3, 0}), b.Input("b", d, {3})));
          },
-         .modes = kBackends,
+         .modes = kBackendModes,
          .gradients = false}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Linear(b.Input("x", d, {32, 64, 256}), b.Input("w", d, {512, 256}),

@@ -93,6 +93,13 @@ DAGRAD_OP_CASE(multi_head_attention,
                    return Concat({Reshape(y.output, {-1}), Reshape(y.weights, {-1})}, 0);
                  }), .dtypes = kFloat64Only},
     },
+    .bench = [](CaseBuilder& b, DType d) {
+      auto mha = MultiHeadAttention::Create(b.graph(), "mha",
+                                            {.embed_dim = 128, .num_heads = 4, .dtype = d});
+      if (!mha.ok()) return b.Out(b.graph().Error(mha.status()));
+      const Value x = b.Input("x", d, {16, 64, 128});
+      b.Out((*mha)(x, x, x, {.causal = true}).output);
+    },
     .flags = kComposite);
 
 DAGRAD_OP_CASE(positional_encoding,
@@ -109,6 +116,9 @@ DAGRAD_OP_CASE(positional_encoding,
                    models::LearnedPositionalEmbedding pos(g, "pos", 5, 4, DType::kFloat64);
                    return pos(in[0]);
                  }), .dtypes = kFloat64Only},
+    },
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(models::ApplyRotary(models::AddSinusoidal(b.Input("x", d, {32, 128, 256}))));
     },
     .flags = kComposite);
 

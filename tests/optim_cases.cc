@@ -11,8 +11,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
 void Sgd(CaseBuilder& b, DType d) {
   Graph& g = b.graph();
   const Value lr = b.Fixed("lr", Tensor::Scalar<double>(0.05));
@@ -75,9 +73,9 @@ void Guarded(CaseBuilder& b, DType d) {
 }  // namespace
 
 DAGRAD_OP_CASE(sgd_update,
-    .configs = {{.name = "momentum_nesterov", .build = Sgd, .modes = kBackends,
+    .configs = {{.name = "momentum_nesterov", .build = Sgd, .modes = kBackendModes,
                  .gradients = false, .runs = 3},
-                {.name = "guard", .build = Guarded<false>, .modes = kBackends,
+                {.name = "guard", .build = Guarded<false>, .modes = kBackendModes,
                  .gradients = false}},
     .bench = [](CaseBuilder& b, DType d) {
       Graph& g = b.graph();
@@ -88,9 +86,9 @@ DAGRAD_OP_CASE(sgd_update,
     });
 
 DAGRAD_OP_CASE(adam_update,
-    .configs = {{.name = "decoupled_or_not", .build = Adam, .modes = kBackends,
+    .configs = {{.name = "decoupled_or_not", .build = Adam, .modes = kBackendModes,
                  .gradients = false, .runs = 3},
-                {.name = "guard", .build = Guarded<true>, .modes = kBackends,
+                {.name = "guard", .build = Guarded<true>, .modes = kBackendModes,
                  .gradients = false},
                 // A step below 1 fails alike on every backend, writing nothing.
                 {.name = "step_error",
@@ -104,7 +102,7 @@ DAGRAD_OP_CASE(adam_update,
                                     b.Fixed("step", Tensor::Scalar<double>(0.5)), {}));
                  },
                  .dtypes = {DType::kFloat32},
-                 .modes = kBackends,
+                 .modes = kBackendModes,
                  .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       Graph& g = b.graph();

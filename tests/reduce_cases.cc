@@ -15,7 +15,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
 using ReduceFn = Value (*)(Value, std::vector<int64_t>, bool);
 
 // Paths: every reduction path of the kernels, and long rows cut in chunks.
@@ -31,7 +30,7 @@ std::vector<OpConfig> Paths(ReduceFn f, const std::vector<DType>& dtypes) {
              b.Out(f(b.Input("e", d, {3, 0, 2}), {1}, false));  // empty: 0, or -inf / lowest()
            },
            .dtypes = dtypes,
-           .modes = kBackends},
+           .modes = kBackendModes},
           {.name = "long_rows",
            .build = [f](CaseBuilder& b, DType d) {
              const Value x = b.Input("x", d, {3, 40000}, -20, 20);
@@ -39,7 +38,7 @@ std::vector<OpConfig> Paths(ReduceFn f, const std::vector<DType>& dtypes) {
              b.Out(f(x, {}, false));
            },
            .dtypes = dtypes,
-           .modes = kBackends}};
+           .modes = kBackendModes}};
 }
 
 CaseBuild Bench(ReduceFn f) {
@@ -50,17 +49,6 @@ OpCase Reduction(ReduceFn f, const std::vector<DType>& dtypes, std::vector<OpCon
   OpCase c{.configs = std::move(configs), .bench = Bench(f)};
   for (OpConfig& p : Paths(f, dtypes)) c.configs.push_back(std::move(p));
   return c;
-}
-
-Tensor WithNaNs(Tensor t, std::initializer_list<int64_t> positions) {
-  for (int64_t i : positions) {
-    if (t.dtype() == DType::kFloat32) {
-      t.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
-    } else {
-      t.data<double>()[i] = std::numeric_limits<double>::quiet_NaN();
-    }
-  }
-  return t;
 }
 
 // Integer sums wrap around (two's complement), on the CPU through WrapAdd
@@ -127,7 +115,7 @@ DAGRAD_OP_CASE(sum, Reduction(Sum, kNumeric, {
  .build = Over({{"x", {2, 3, 4}}},
               [](Graph&, const In& in) { return Sum(in[0], {0, 2}); })},
     {.name = "wraps_around", .build = WrapsAround, .dtypes = {DType::kInt64},
-     .modes = kBackends, .gradients = false},
+     .modes = kBackendModes, .gradients = false},
     {.name = "large_f32_every_axis", .build = LargeFloat32, .dtypes = {DType::kFloat32},
      .modes = kCudaMode, .gradients = false},
     {.name = "columns_past_grid_limit", .build = PastGridLimit,
@@ -151,7 +139,7 @@ DAGRAD_OP_CASE(max, Reduction(Max, kNumeric, {
        b.Out(Max(x, {0}));
      },
      .dtypes = {DType::kFloat32},
-     .modes = kBackends},
+     .modes = kBackendModes},
     // NaN first in row 0, in the middle of row 1, last in row 2, through
     // every path: NaN wherever an input is NaN (torch.amax).
     {.name = "nan_at_any_position",
@@ -171,7 +159,7 @@ DAGRAD_OP_CASE(max, Reduction(Max, kNumeric, {
        const Value w = b.Fixed("w", WithNaNs(Random(d, {3000, 4}, 14, -5, 5), {2900 * 4 + 1}));
        b.Out(Max(w, {0}));
      },
-     .modes = kBackends,
+     .modes = kBackendModes,
      .gradients = false}}));
 
 }  // namespace dagrad::testing

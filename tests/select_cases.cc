@@ -12,8 +12,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
 Tensor Bools(const Shape& shape, const std::vector<bool>& v) {
   return *Tensor::FromVector<bool>(shape, v);
 }
@@ -52,13 +50,13 @@ DAGRAD_OP_CASE(where,
                        b.Input("a", d, {4, 20}, -9, 9), b.Input("b", d, {3, 4, 1}, -9, 9)));
          },
          .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kBool},
-         .modes = kBackends},
+         .modes = kBackendModes},
         {.name = "wide_same_shape",
          .build = [](CaseBuilder& b, DType d) {
            b.Out(Where(b.Input("c", DType::kBool, {31, 33}, 0, 0.3), b.Input("a", d, {31, 33}),
                        b.Input("b", d, {31, 33})));
          },
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Where(b.Input("c", DType::kBool, {1024, 1024}, 0, 0.5),
                   b.Input("a", d, {1024, 1024}), b.Input("b", d, {1024})));

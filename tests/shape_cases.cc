@@ -14,7 +14,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
 const std::vector<DType> kFloatsAndBool = {DType::kFloat32, DType::kFloat64, DType::kBool};
 
 }  // namespace
@@ -29,7 +28,7 @@ DAGRAD_OP_CASE(reshape,
            b.Out(Reshape(b.Input("x", d, {2, 3, 4, 5}, 0, 0.5), {6, -1}));
          },
          .dtypes = kFloatsAndBool,
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Reshape(b.Input("x", d, {1024, 1024}), {512, -1}));
     },
@@ -51,7 +50,7 @@ DAGRAD_OP_CASE(permute,
            b.Out(Transpose(x, -1, -2));
          },
          .dtypes = kFloatsAndBool,
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Permute(b.Input("x", d, {16, 64, 32, 32}), {0, 2, 1, 3}));
     });
@@ -66,7 +65,7 @@ DAGRAD_OP_CASE(broadcast_to,
            b.Out(BroadcastTo(b.Input("x", d, {3, 1, 5}, -9, 9), Shape({2, 3, 4, 5})));
          },
          .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32},
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(BroadcastTo(b.Input("x", d, {1024}), Shape({1024, 1024})));
     });
@@ -85,7 +84,7 @@ DAGRAD_OP_CASE(concat,
            b.Out(Concat({a, a}, 0));
          },
          .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kBool},
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Concat({b.Input("a", d, {1024, 512}), b.Input("c", d, {1024, 512})}, -1));
     });
@@ -109,7 +108,7 @@ DAGRAD_OP_CASE(slice,
            b.Out(Slice(x, 0, 1, 2));
          },
          .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32},
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Slice(b.Input("x", d, {1024, 1024}), 1, 1, 1023, 2));
     });
@@ -132,7 +131,7 @@ DAGRAD_OP_CASE(unslice,
            b.Out(Slice(x, 1, 2, 15, 3));
            b.Out(Slice(x, -1, 1, 3));
          },
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Slice(b.Input("x", d, {1024, 1024}), 1, 1, 1023, 2));
     });

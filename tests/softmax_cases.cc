@@ -13,8 +13,6 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
 // Second derivative helper: d/dx of sum(f(x) * w), as a value to check.
 Value GradOf(Value loss, Value x) {
   auto grads = Gradients(loss, {x});
@@ -123,13 +121,13 @@ DAGRAD_OP_CASE(softmax,
                    Value y = MaskedSoftmax(in[0], {.valid_lens = in[2], .causal = true});
                    return GradOf(Sum(Mul(y, in[1])), in[0]);
                  })},
-        {.name = "masks", .build = Masks, .modes = kBackends},
+        {.name = "masks", .build = Masks, .modes = kBackendModes},
         {.name = "long_rows",
          .build = [](CaseBuilder& b, DType d) {
            b.Out(Softmax(b.Input("x", d, {3, 1000}, -5, 5)));
            b.Out(Softmax(b.Input("v", d, {7})));
          },
-         .modes = kBackends},
+         .modes = kBackendModes},
         // Valid lengths past the keys fail alike on every backend.
         {.name = "valid_lens_error",
          .build = [](CaseBuilder& b, DType d) {
@@ -137,7 +135,7 @@ DAGRAD_OP_CASE(softmax,
                                {.valid_lens = b.Fixed("lens", T<int64_t>({2, 3}, {1, 2, 3, 4, 5, -1}))}));
          },
          .dtypes = {DType::kFloat32},
-         .modes = kBackends,
+         .modes = kBackendModes,
          .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(MaskedSoftmax(b.Input("s", d, {16, 8, 128, 128}, -3, 3), {.causal = true}));
@@ -158,7 +156,7 @@ DAGRAD_OP_CASE(log_softmax,
            b.Out(LogSoftmax(b.Input("x", d, {4, 3, 9}, -4, 4)));
            b.Out(LogSoftmax(b.Input("long", d, {3, 1000}, -5, 5)));
          },
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(LogSoftmax(b.Input("x", d, {4096, 1000}, -5, 5)));
     });
@@ -179,7 +177,7 @@ DAGRAD_OP_CASE(softmax_grad,
          .build = [](CaseBuilder& b, DType d) {
            b.Out(SoftmaxGrad(b.Input("y", d, {6, 11}, 0, 1), b.Input("g", d, {6, 11})));
          },
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(SoftmaxGrad(b.Input("y", d, {16, 8, 128, 128}, 0, 1),
                         b.Input("g", d, {16, 8, 128, 128})));

@@ -14,30 +14,6 @@
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
-namespace {
-
-constexpr uint32_t kBackends = kCudaMode | kIsaMode;
-
-// WithNaNs returns `t` (float32 or float64) with NaN at the flat positions.
-Tensor WithNaNs(Tensor t, std::initializer_list<int64_t> positions) {
-  for (int64_t i : positions) {
-    if (t.dtype() == DType::kFloat32) {
-      t.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
-    } else {
-      t.data<double>()[i] = std::numeric_limits<double>::quiet_NaN();
-    }
-  }
-  return t;
-}
-
-// FloatsOf returns `values` as a float tensor of dtype d.
-Tensor FloatsOf(DType d, const Shape& shape, const std::vector<double>& values) {
-  if (d == DType::kFloat64) return T<double>(shape, values);
-  return T<float>(shape, std::vector<float>(values.begin(), values.end()));
-}
-
-}  // namespace
-
 DAGRAD_OP_CASE(neg, UnaryCase(Neg));
 DAGRAD_OP_CASE(exp, UnaryCase(Exp));
 DAGRAD_OP_CASE(log, UnaryCase(Log, 0.5, 2.0));
@@ -75,7 +51,7 @@ DAGRAD_OP_CASE(relu, With(UnaryCase(Relu), {
        b.Out(Pow(x, -0.5));
        b.Out(Pow(x, 3.0));
      },
-     .modes = kBackends,
+     .modes = kBackendModes,
      .gradients = false}}));
 
 DAGRAD_OP_CASE(pow,
@@ -93,7 +69,7 @@ DAGRAD_OP_CASE(pow,
            b.Out(Pow(x, 3.0));
            b.Out(Pow(x, -0.5));
          },
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) { b.Out(Pow(b.Input("x", d, {1024, 1024}, 0.2, 2), -0.5)); });
 
 DAGRAD_OP_CASE(scale,
@@ -107,7 +83,7 @@ DAGRAD_OP_CASE(scale,
            b.Out(Scale(x, 2.5));
            b.Out(AddScalar(Scale(x, -0.3), 0.7));
          },
-         .modes = kBackends}},
+         .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) { b.Out(Scale(b.Input("x", d, {1024, 1024}), 2.5)); });
 
 // relu_grad is checked through a second derivative: d/dw of the gradient
@@ -127,7 +103,7 @@ DAGRAD_OP_CASE(relu_grad,
          .build = [](CaseBuilder& b, DType d) {
            b.Out(ReluGrad(b.Input("x", d, {9, 33}, -3, 3), b.Input("g", d, {9, 33})));
          },
-         .modes = kBackends,
+         .modes = kBackendModes,
          .gradients = false}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(ReluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
@@ -138,7 +114,7 @@ DAGRAD_OP_CASE(gelu_grad,
                  .build = [](CaseBuilder& b, DType d) {
                    b.Out(GeluGrad(b.Input("x", d, {9, 33}, -3, 3), b.Input("g", d, {9, 33})));
                  },
-                 .modes = kBackends,
+                 .modes = kBackendModes,
                  .gradients = false}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(GeluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
@@ -156,7 +132,7 @@ OpConfig CastTo(DType to) {
           },
           .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64,
                      DType::kBool},
-          .modes = kBackends};
+          .modes = kBackendModes};
 }
 
 // A cast the target cannot hold fails alike on every backend.
@@ -164,7 +140,7 @@ OpConfig CastError(const char* name, Tensor value, DType to) {
   return {.name = name,
           .build = [value, to](CaseBuilder& b, DType) { b.Out(Cast(b.Fixed("x", value), to)); },
           .dtypes = {value.dtype()},
-          .modes = kBackends,
+          .modes = kBackendModes,
           .expect_error = true};
 }
 

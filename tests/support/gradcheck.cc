@@ -57,6 +57,42 @@ std::vector<Wrt> Differentiated(CaseBuilder& b, const Feeds& feeds) {
   return wrt;
 }
 
+// NumericGradient is the finite-difference gradient of the loss (run by
+// `loss_at(element, delta)`) at each of `n` elements.
+absl::StatusOr<std::vector<double>> NumericGradient(
+    int64_t n, const GradCheckOptions& options,
+    const std::function<absl::StatusOr<double>(int64_t, double)>& loss_at) {
+  const double h = options.step;
+  std::vector<double> out(n);
+  for (int64_t e = 0; e < n; ++e) {
+    DAGRAD_ASSIGN_OR_RETURN(double fp, loss_at(e, h));
+    DAGRAD_ASSIGN_OR_RETURN(double fm, loss_at(e, -h));
+    out[e] = (fp - fm) / (2 * h);
+    if (options.four_point) {
+      DAGRAD_ASSIGN_OR_RETURN(double fp2, loss_at(e, 2 * h));
+      DAGRAD_ASSIGN_OR_RETURN(double fm2, loss_at(e, -2 * h));
+      out[e] = (fm2 - 8 * fm + 8 * fp - fp2) / (12 * h);
+    }
+  }
+  return out;
+}
+
+// Compare checks autodiff's gradient (null: none) of `wrt` against the
+// numeric one.
+absl::Status Compare(const Wrt& wrt, const Tensor& x, const Tensor* analytic,
+                     const std::vector<double>& numeric, const GradCheckOptions& options) {
+  for (int64_t e = 0; e < x.num_elements(); ++e) {
+    const double a = analytic ? analytic->data<double>()[e] : 0.0;
+    if (!(std::abs(a - numeric[e]) <= options.atol + options.rtol * std::abs(numeric[e]))) {
+      return absl::InternalError(absl::StrCat(
+          "gradient of '", wrt.value.path(), "' ", x.shape().ToString(), " element ", e,
+          ": autodiff ", a, ", finite differences ", numeric[e],
+          analytic ? "" : " (autodiff gave no gradient)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status GradCheck(const std::function<void(CaseBuilder&)>& build,
@@ -82,7 +118,6 @@ absl::Status GradCheck(const std::function<void(CaseBuilder&)>& build,
   const RunOptions run{.training = training, .step = 3};
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> analytic, exec.Run(*grad_plan, feeds, run));
 
-  const double h = options.step;
   size_t fetched = 1;
   for (size_t w = 0; w < wrt.size(); ++w) {
     const bool is_input = wrt[w].feed >= 0;
@@ -91,8 +126,10 @@ absl::Status GradCheck(const std::function<void(CaseBuilder&)>& build,
       DAGRAD_ASSIGN_OR_RETURN(param, exec.Read(wrt[w].value));
     }
     Tensor& x = is_input ? feeds[wrt[w].feed].second : param;
-    auto loss_at = [&](int64_t element, double delta) -> absl::StatusOr<double> {
-      double& slot = x.data<double>()[element];
+    // The loss with element `e` of x moved by `delta` (a parameter is
+    // assigned to the executor's copy).
+    auto loss_at = [&](int64_t e, double delta) -> absl::StatusOr<double> {
+      double& slot = x.data<double>()[e];
       const double saved = slot;
       slot = saved + delta;
       if (!is_input) DAGRAD_RETURN_IF_ERROR(exec.Assign(wrt[w].value, x));
@@ -102,24 +139,10 @@ absl::Status GradCheck(const std::function<void(CaseBuilder&)>& build,
       if (!out.ok()) return out.status();
       return (*out)[0].data<double>()[0];
     };
+    DAGRAD_ASSIGN_OR_RETURN(std::vector<double> numeric,
+                            NumericGradient(x.num_elements(), options, loss_at));
     const Tensor* an = grads[w].ok() ? &analytic[fetched++] : nullptr;
-    for (int64_t e = 0; e < x.num_elements(); ++e) {
-      DAGRAD_ASSIGN_OR_RETURN(double fp, loss_at(e, h));
-      DAGRAD_ASSIGN_OR_RETURN(double fm, loss_at(e, -h));
-      double numeric = (fp - fm) / (2 * h);
-      if (options.four_point) {
-        DAGRAD_ASSIGN_OR_RETURN(double fp2, loss_at(e, 2 * h));
-        DAGRAD_ASSIGN_OR_RETURN(double fm2, loss_at(e, -2 * h));
-        numeric = (fm2 - 8 * fm + 8 * fp - fp2) / (12 * h);
-      }
-      const double a = an ? an->data<double>()[e] : 0.0;
-      if (!(std::abs(a - numeric) <= options.atol + options.rtol * std::abs(numeric))) {
-        return absl::InternalError(absl::StrCat(
-            "gradient of '", wrt[w].value.path(), "' ", x.shape().ToString(), " element ", e,
-            ": autodiff ", a, ", finite differences ", numeric,
-            an ? "" : " (autodiff gave no gradient)"));
-      }
-    }
+    DAGRAD_RETURN_IF_ERROR(Compare(wrt[w], x, an, numeric, options));
   }
   return absl::OkStatus();
 }

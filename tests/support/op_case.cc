@@ -1,5 +1,6 @@
 #include "tests/support/op_case.h"
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,13 +50,29 @@ CaseBuild Over(std::vector<CaseInput> inputs, InputsBuild build) {
   };
 }
 
+Tensor WithNaNs(Tensor t, std::initializer_list<int64_t> positions) {
+  for (int64_t i : positions) {
+    if (t.dtype() == DType::kFloat32) {
+      t.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+    } else {
+      t.data<double>()[i] = std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  return t;
+}
+
+Tensor FloatsOf(DType d, const Shape& shape, const std::vector<double>& values) {
+  if (d == DType::kFloat64) return T<double>(shape, values);
+  return T<float>(shape, std::vector<float>(values.begin(), values.end()));
+}
+
 OpCase UnaryCase(Value (*f)(Value), double lo, double hi) {
   auto at = [f, lo, hi](Shape shape) {
     return [f, lo, hi, shape](CaseBuilder& b, DType d) { b.Out(f(b.Input("x", d, shape, lo, hi))); };
   };
   return OpCase{.configs = {{.name = "small", .build = at({4, 5})},
                             {.name = "vector_paths", .build = at({37, 129}),
-                             .modes = kCudaMode | kIsaMode}},
+                             .modes = kBackendModes}},
                 .bench = at({1024, 1024})};
 }
 
@@ -65,13 +82,12 @@ OpCase BinaryCase(Value (*f)(Value, Value)) {
       cb.Out(f(cb.Input("a", d, a, lo, hi), cb.Input("b", d, b, lo, hi)));
     };
   };
-  const uint32_t backends = kCudaMode | kIsaMode;
   return OpCase{
       .configs = {{.name = "small", .build = at({2, 3, 4}, {3, 1}, -1, 1)},
                   {.name = "broadcast", .build = at({2, 3, 40}, {3, 1}, -50, 50),
-                   .dtypes = kNumeric, .modes = backends},
+                   .dtypes = kNumeric, .modes = kBackendModes},
                   {.name = "same_shape", .build = at({33, 65}, {33, 65}, -50, 50),
-                   .dtypes = kNumeric, .modes = backends}},
+                   .dtypes = kNumeric, .modes = kBackendModes}},
       .bench = at({1024, 1024}, {1024}, -1, 1)};
 }
 

@@ -53,6 +53,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -75,6 +76,7 @@ enum OpMode : uint32_t {
   kGradcheckMode = 1u << 0,  // in float64, when the config's dtypes have it
   kCudaMode = 1u << 1,       // in each of the config's dtypes
   kIsaMode = 1u << 2,        // in each of the config's dtypes
+  kBackendModes = kCudaMode | kIsaMode,  // the backends only (no gradcheck)
   kEveryMode = kGradcheckMode | kCudaMode | kIsaMode,
 };
 
@@ -141,6 +143,13 @@ using InputsBuild = std::function<Value(Graph&, const In&)>;
 
 // Over returns a builder that declares `inputs` and outputs `build`'s value.
 CaseBuild Over(std::vector<CaseInput> inputs, InputsBuild build);
+
+// WithNaNs returns `t` (float32 or float64) with NaN at the flat positions.
+Tensor WithNaNs(Tensor t, std::initializer_list<int64_t> positions);
+
+// FloatsOf returns `values` as a float tensor of dtype d (float32 or
+// float64).
+Tensor FloatsOf(DType d, const Shape& shape, const std::vector<double>& values);
 
 // UnaryCase: the case of a float op y = f(x), x drawn from [lo, hi): a
 // gradcheck-sized config (4, 5), a config through the kernels' vector
