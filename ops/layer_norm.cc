@@ -85,7 +85,7 @@ absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
 
 }  // namespace
 
-// ---- layer_norm ------------------------------------------------------------
+// ---- layer_norm -------------------------------------------------------------
 
 namespace {
 
@@ -127,7 +127,7 @@ Value LayerNorm(Value x, Value gamma, Value beta, double eps) {
                  /*optional=*/0b110);
 }
 
-// ---- layer_norm_grad: dx, fused -------------------------------------------
+// ---- layer_norm_grad: dx, fused ---------------------------------------------
 
 namespace {
 
