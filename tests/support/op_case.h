@@ -73,9 +73,9 @@ using CaseBuild = std::function<void(CaseBuilder& b, DType d)>;
 
 // The modes a config runs in (timing runs the case's bench builder).
 enum OpMode : uint32_t {
-  kGradcheckMode = 1u << 0,  // in float64, when the config's dtypes have it
-  kCudaMode = 1u << 1,       // in each of the config's dtypes
-  kIsaMode = 1u << 2,        // in each of the config's dtypes
+  kGradcheckMode = 1u << 0,              // in float64, when the config's dtypes have it
+  kCudaMode = 1u << 1,                   // in each of the config's dtypes
+  kIsaMode = 1u << 2,                    // in each of the config's dtypes
   kBackendModes = kCudaMode | kIsaMode,  // the backends only (no gradcheck)
   kEveryMode = kGradcheckMode | kCudaMode | kIsaMode,
 };
@@ -94,11 +94,11 @@ struct OpConfig {
   // float32, 1e-10 for float64. exact: every tensor bit for bit.
   double rtol = 0;
   bool exact = false;
-  bool gradients = true;        // cuda and isa also compare the gradients
-  bool training = false;        // every mode runs in training mode (dropout)
-  bool fold_constants = true;   // false: fill and arange run as kernels
-  bool expect_error = false;    // cuda and isa: both fail alike; no gradients
-  int runs = 2;                 // cuda and isa: runs with fresh inputs
+  bool gradients = true;       // cuda and isa also compare the gradients
+  bool training = false;       // every mode runs in training mode (dropout)
+  bool fold_constants = true;  // false: fill and arange run as kernels
+  bool expect_error = false;   // cuda and isa: both fail alike; no gradients
+  int runs = 2;                // cuda and isa: runs with fresh inputs
 };
 
 // Facts about a case's op that change which modes apply.
@@ -204,8 +204,8 @@ const char* DTypeSuffix(DType d);
 // DAGRAD_OP_CASE(op, fields...) registers the case of the op named `op`
 // (its OpDef's name; a composite's own name): designated initializers of
 // OpCase after .op, or one OpCase value (UnaryCase(...)).
-#define DAGRAD_OP_CASE(op_name, ...)                                        \
-  static const bool DAGRAD_OP_CASE_CONCAT_(dagrad_op_case_, op_name) =     \
+#define DAGRAD_OP_CASE(op_name, ...)                                   \
+  static const bool DAGRAD_OP_CASE_CONCAT_(dagrad_op_case_, op_name) = \
       ::dagrad::testing::RegisterOpCase(#op_name, ::dagrad::testing::OpCase{__VA_ARGS__})
 
 #endif  // DAGRAD_TESTS_SUPPORT_OP_CASE_H_
