@@ -139,7 +139,7 @@ const OpDef kLayerNorm = {.name = "layer_norm",
                           .inplace = true};
 
 // Backward-only: no rule, so a second derivative through it is an error
-// that names it (see kBackwardOnly in tests/gradcheck_test.cc).
+// that names it (its op case is flagged kBackwardOnly, tests/layer_norm_cases.cc).
 const OpDef kLayerNormGrad = {.name = "layer_norm_grad",
                               .dot_label = "LayerNorm'",
                               .infer = InferLayerNormGrad,
