@@ -1,4 +1,4 @@
-// models/multi_head_attention.h
+// models/nn_attention.h
 //
 // Multi-head attention as a subgraph of ordinary ops, equal to PyTorch's
 // nn.MultiheadAttention: the same parameters under the same names, the same
@@ -36,10 +36,12 @@
 //   bias       float, additive, broadcastable to (B, H, T, S) (PyTorch's
 //              float attn_mask and key_padding_mask: see the converters)
 //
-//   DAGRAD_ASSIGN_OR_RETURN(MultiHeadAttention mha,
-//       MultiHeadAttention::Create(g, "self_attn", {.embed_dim = 128, .num_heads = 4}));
-//   AttentionOutput y = mha(x, x, x, {.valid_lens = lengths}, AttentionWeights::kPerHead);
-//   // y.output (B, T, E); y.weights (B, H, T, S), before dropout
+//   DAGRAD_ASSIGN_OR_RETURN(nn::MultiheadAttention mha,
+//       nn::MultiheadAttention::Create(g, "self_attn", {.embed_dim = 8, .num_heads = 2}));
+//   nn::AttentionOutput y =
+//       mha(x, x, x, {.valid_lens = lengths}, nn::AttentionWeights::kPerHead);
+//   // x (B, T, 8): y.output (B, T, 8); y.weights (B, 2, T, T), before dropout
+//   nn::AttentionOutput z = mha(x, memory, memory);   // cross-attention, memory (B, S, 8)
 //
 // Porting a PyTorch call
 //   y, w = mha(q, k, v, key_padding_mask=kpm, attn_mask=am, average_attn_weights=False)
@@ -48,8 +50,8 @@
 //                                     .bias = BiasFromAttnMask(am, H)},
 //                           AttentionWeights::kPerHead);
 
-#ifndef DAGRAD_MODELS_MULTI_HEAD_ATTENTION_H_
-#define DAGRAD_MODELS_MULTI_HEAD_ATTENTION_H_
+#ifndef DAGRAD_MODELS_NN_ATTENTION_H_
+#define DAGRAD_MODELS_NN_ATTENTION_H_
 
 #include <cstdint>
 #include <optional>
@@ -59,10 +61,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/graph.h"
+#include "models/nn_module.h"
 
-namespace dagrad::models {
+namespace dagrad::nn {
 
-struct MultiHeadAttentionConfig {
+struct MultiheadAttentionOptions {
   int64_t embed_dim = 0;  // E
   int64_t num_heads = 1;  // H; E % H must be 0
   int64_t kdim = 0;       // key width; 0 means E
@@ -117,14 +120,16 @@ struct AttentionOutput {
   Value weights;  // (B, H, T, S') per head, (B, T, S') averaged; null for kNone
 };
 
-class MultiHeadAttention {
+class MultiheadAttention {
  public:
+  using Options = MultiheadAttentionOptions;
+  MultiheadAttention() = default;  // empty until assigned a layer made by Create
   // Create declares the parameters in `g` under scope `name` (relative to
-  // g's current scope). InvalidArgument for E or H < 1, E % H != 0 (never a
-  // fractional head size), negative kdim/vdim, dropout outside [0, kMaxDropout], or
-  // rotary with an odd head size.
-  static absl::StatusOr<MultiHeadAttention> Create(Graph& g, absl::string_view name,
-                                                   const MultiHeadAttentionConfig& config);
+  // g's current scope). InvalidArgument for a bad prefix (nn_module.h), E or
+  // H < 1, E % H != 0 (never a fractional head size), negative kdim/vdim,
+  // dropout outside [0, kMaxDropout], or rotary with an odd head size.
+  static absl::StatusOr<MultiheadAttention> Create(Graph& g, absl::string_view name,
+                                                   const MultiheadAttentionOptions& options);
 
   // Applies attention; ops are built under the module's scope. Returns error
   // Values (see Graph) for inputs of the wrong rank, width or batch size,
@@ -137,18 +142,20 @@ class MultiHeadAttention {
                              AttentionWeights weights = AttentionWeights::kNone,
                              std::optional<double> scale = std::nullopt) const;
 
-  const MultiHeadAttentionConfig& config() const { return config_; }
-  int64_t head_dim() const { return config_.embed_dim / config_.num_heads; }
+  const MultiheadAttentionOptions& options() const { return options_; }
+  int64_t head_dim() const { return options_.embed_dim / options_.num_heads; }
   std::vector<Value> parameters() const;
+  NamedParameters named_parameters() const { return RelativeNames(scope_, parameters()); }
 
  private:
-  MultiHeadAttention() = default;
+  Value CheckInputs(Value query, Value key, Value value) const;
+  void Project(Value query, Value key, Value value, Value* q, Value* k, Value* v) const;
   Value SplitHeads(Value x) const;  // (B, L, E) -> (B, H, L, Dh)
   Value AppendKeys(Value x, Value param) const;  // (B, H, S, Dh) -> (B, H, S', Dh)
 
   Graph* graph_ = nullptr;
   std::string scope_;
-  MultiHeadAttentionConfig config_;
+  MultiheadAttentionOptions options_;
   Value in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_;
   Value in_proj_bias_, bias_k_, bias_v_, out_weight_, out_bias_;
 };
@@ -175,6 +182,6 @@ Value KeepFromAttnMask(Value attn_mask, int64_t num_heads);
 Value BiasFromAttnMask(Value attn_mask, int64_t num_heads);
 Value BiasFromKeyPaddingMask(Value key_padding_mask);
 
-}  // namespace dagrad::models
+}  // namespace dagrad::nn
 
-#endif  // DAGRAD_MODELS_MULTI_HEAD_ATTENTION_H_
+#endif  // DAGRAD_MODELS_NN_ATTENTION_H_

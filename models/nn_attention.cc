@@ -1,4 +1,4 @@
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 
 #include <cmath>
 
@@ -12,16 +12,17 @@
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
 
-namespace dagrad::models {
+namespace dagrad::nn {
 
-absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
-    Graph& g, absl::string_view name, const MultiHeadAttentionConfig& config) {
-  MultiHeadAttentionConfig c = config;
+absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
+    Graph& g, absl::string_view name, const MultiheadAttentionOptions& options) {
+  MultiheadAttentionOptions c = options;
   const int64_t E = c.embed_dim, H = c.num_heads;
   auto fail = [&](const std::string& why) {
     return absl::InvalidArgumentError(
         absl::StrCat("multi_head_attention '", name, "': ", why));
   };
+  if (absl::Status st = ValidatePrefix("MultiheadAttention", name); !st.ok()) return st;
   if (E < 1 || H < 1) {
     return fail(absl::StrCat("embed_dim and num_heads must be >= 1, got ", E, " and ", H));
   }
@@ -36,9 +37,9 @@ absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
   if (c.kdim == 0) c.kdim = E;
   if (c.vdim == 0) c.vdim = E;
 
-  MultiHeadAttention m;
+  MultiheadAttention m;
   m.graph_ = &g;
-  m.config_ = c;
+  m.options_ = c;
   Graph::Scope scope(g, name);
   m.scope_ = g.scope();
   if (c.kdim == E && c.vdim == E) {
@@ -68,7 +69,7 @@ absl::StatusOr<MultiHeadAttention> MultiHeadAttention::Create(
   return m;
 }
 
-std::vector<Value> MultiHeadAttention::parameters() const {
+std::vector<Value> MultiheadAttention::parameters() const {
   std::vector<Value> out;
   for (const Value& p : {in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_,
                          in_proj_bias_, bias_k_, bias_v_, out_weight_, out_bias_}) {
@@ -77,21 +78,21 @@ std::vector<Value> MultiHeadAttention::parameters() const {
   return out;
 }
 
-Value MultiHeadAttention::SplitHeads(Value x) const {
-  return Permute(Reshape(x, {x.dim(0), x.dim(1), config_.num_heads, head_dim()}), {0, 2, 1, 3});
+Value MultiheadAttention::SplitHeads(Value x) const {
+  return Permute(Reshape(x, {x.dim(0), x.dim(1), options_.num_heads, head_dim()}), {0, 2, 1, 3});
 }
 
 // Appends to keys or values x (B, H, S, Dh) the configured extra positions:
 // `param` (bias_k or bias_v, (1, 1, E), split into heads like a projected
 // key) for add_bias_kv, then zeros for add_zero_attn.
-Value MultiHeadAttention::AppendKeys(Value x, Value param) const {
-  const int64_t B = x.dim(0), H = config_.num_heads, Dh = head_dim();
+Value MultiheadAttention::AppendKeys(Value x, Value param) const {
+  const int64_t B = x.dim(0), H = options_.num_heads, Dh = head_dim();
   std::vector<Value> parts = {x};
-  if (config_.add_bias_kv) {
+  if (options_.add_bias_kv) {
     Value heads = Permute(Reshape(param, {1, 1, H, Dh}), {0, 2, 1, 3});  // (1, H, 1, Dh)
     parts.push_back(BroadcastTo(heads, Shape({B, H, 1, Dh})));
   }
-  if (config_.add_zero_attn) parts.push_back(Fill(*x.graph(), {B, H, 1, Dh}, 0.0, x.dtype()));
+  if (options_.add_zero_attn) parts.push_back(Fill(*x.graph(), {B, H, 1, Dh}, 0.0, x.dtype()));
   return parts.size() == 1 ? x : Concat(parts, 2);
 }
 
@@ -154,72 +155,87 @@ SoftmaxMask ExtendMask(Graph& g, const AttentionMask& mask, int64_t B, int64_t T
 
 }  // namespace
 
-AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value value,
-                                               const AttentionMask& mask,
-                                               AttentionWeights weights,
-                                               std::optional<double> scale) const {
-  Graph& g = *graph_;
-  Graph::ScopePathGuard in_scope(g, scope_);
-  for (const Value& v : {query, key, value}) {
-    if (!v.ok()) return {v, Value()};
-  }
-  const int64_t E = config_.embed_dim;
-  const int b = config_.batch_first ? 0 : 1, l = 1 - b;  // batch and sequence axes
+// CheckInputs returns an error Value for inputs of the wrong rank, width or
+// batch size, else a null Value.
+Value MultiheadAttention::CheckInputs(Value query, Value key, Value value) const {
+  const int64_t E = options_.embed_dim;
+  const int b = options_.batch_first ? 0 : 1, l = 1 - b;  // batch and sequence axes
   if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3 ||
-      query.dim(2) != E || key.dim(2) != config_.kdim || value.dim(2) != config_.vdim ||
+      query.dim(2) != E || key.dim(2) != options_.kdim || value.dim(2) != options_.vdim ||
       key.dim(b) != query.dim(b) || value.dim(b) != query.dim(b) ||
       key.dim(l) != value.dim(l)) {
-    const char* q_dims = config_.batch_first ? "(B, T, " : "(T, B, ";
-    const char* kv_dims = config_.batch_first ? "(B, S, " : "(S, B, ";
-    return {g.Error(absl::InvalidArgumentError(absl::StrCat(
-                     "multi_head_attention: expected query ", q_dims, E, "), key ", kv_dims,
-                     config_.kdim, "), value ", kv_dims, config_.vdim, "), got ",
-                     query.shape().ToString(), ", ", key.shape().ToString(), ", ",
-                     value.shape().ToString()))),
-                 Value()};
+    const char* q_dims = options_.batch_first ? "(B, T, " : "(T, B, ";
+    const char* kv_dims = options_.batch_first ? "(B, S, " : "(S, B, ";
+    return graph_->Error(absl::InvalidArgumentError(absl::StrCat(
+        "multi_head_attention: expected query ", q_dims, E, "), key ", kv_dims, options_.kdim,
+        "), value ", kv_dims, options_.vdim, "), got ", query.shape().ToString(), ", ",
+        key.shape().ToString(), ", ", value.shape().ToString())));
   }
-  if (!config_.batch_first) {  // to (B, L, E), keeping self-attention's inputs one Value
-    const bool same_key = key == query, same_value = value == key;
-    query = Transpose(query, 0, 1);
-    key = same_key ? query : Transpose(key, 0, 1);
-    value = same_value ? key : Transpose(value, 0, 1);
-  }
+  return Value();
+}
+
+// Project applies the in-projection to (B, L, *) inputs and splits the
+// heads: q (B, H, T, Dh), k and v (B, H, S, Dh).
+void MultiheadAttention::Project(Value query, Value key, Value value, Value* q, Value* k,
+                                 Value* v) const {
+  const int64_t E = options_.embed_dim;
   // The in-projection: rows [0, E) project queries, [E, 2E) keys, [2E, 3E)
   // values — each input with its own rows, never the query's.
   auto rows = [&](Value packed, int64_t part) {
     return packed.is_null() ? Value() : Slice(packed, 0, part * E, (part + 1) * E);
   };
-  Value q, k, v;
-  const int64_t B = query.dim(0), H = config_.num_heads, Dh = head_dim();
+  const int64_t B = query.dim(0), H = options_.num_heads, Dh = head_dim();
   if (!in_proj_weight_.is_null() && query == key && key == value) {
     // Self-attention: one product with the packed weight gives q, k and v
     // side by side; one permute splits them into heads, (3, B, H, T, Dh),
     // and q, k, v are views of its three blocks (their gradients are
     // concatenated back, not summed).
     const int64_t T = query.dim(1);
-    Value qkv = Linear(query, in_proj_weight_, in_proj_bias_);  // (B, T, 3E)
+    Value qkv = dagrad::Linear(query, in_proj_weight_, in_proj_bias_);  // (B, T, 3E)
     Value heads = Permute(Reshape(qkv, {B, T, 3, H, Dh}), {2, 0, 3, 1, 4});
-    q = Reshape(Slice(heads, 0, 0, 1), {B, H, T, Dh});
-    k = Reshape(Slice(heads, 0, 1, 2), {B, H, T, Dh});
-    v = Reshape(Slice(heads, 0, 2, 3), {B, H, T, Dh});
+    *q = Reshape(Slice(heads, 0, 0, 1), {B, H, T, Dh});
+    *k = Reshape(Slice(heads, 0, 1, 2), {B, H, T, Dh});
+    *v = Reshape(Slice(heads, 0, 2, 3), {B, H, T, Dh});
   } else {
     Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
     Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
     Value wv = in_proj_weight_.is_null() ? v_proj_weight_ : rows(in_proj_weight_, 2);
-    q = SplitHeads(Linear(query, wq, rows(in_proj_bias_, 0)));
-    k = SplitHeads(Linear(key, wk, rows(in_proj_bias_, 1)));
-    v = SplitHeads(Linear(value, wv, rows(in_proj_bias_, 2)));
+    *q = SplitHeads(dagrad::Linear(query, wq, rows(in_proj_bias_, 0)));
+    *k = SplitHeads(dagrad::Linear(key, wk, rows(in_proj_bias_, 1)));
+    *v = SplitHeads(dagrad::Linear(value, wv, rows(in_proj_bias_, 2)));
   }
+}
+
+AttentionOutput MultiheadAttention::operator()(Value query, Value key, Value value,
+                                               const AttentionMask& mask,
+                                               AttentionWeights weights,
+                                               std::optional<double> scale) const {
+  if (graph_ == nullptr) return {NotCreated(query, "MultiheadAttention"), Value()};
+  Graph& g = *graph_;
+  Graph::ScopePathGuard in_scope(g, scope_);
+  for (const Value& v : {query, key, value}) {
+    if (!v.ok()) return {v, Value()};
+  }
+  if (Value error = CheckInputs(query, key, value); !error.is_null()) return {error, Value()};
+  if (!options_.batch_first) {  // to (B, L, E), keeping self-attention's inputs one Value
+    const bool same_key = key == query, same_value = value == key;
+    query = Transpose(query, 0, 1);
+    key = same_key ? query : Transpose(key, 0, 1);
+    value = same_value ? key : Transpose(value, 0, 1);
+  }
+  Value q, k, v;
+  Project(query, key, value, &q, &k, &v);
+  const int64_t E = options_.embed_dim, B = query.dim(0);
   const int64_t T = query.dim(1), S = key.dim(1);
-  if (config_.rotary) {
+  if (options_.rotary) {
     // Queries are the last T positions of the keys' sequence (header).
-    q = ApplyRotary(q, config_.rotary_base, S - T);
-    k = ApplyRotary(k, config_.rotary_base);
+    q = models::ApplyRotary(q, options_.rotary_base, S - T);
+    k = models::ApplyRotary(k, options_.rotary_base);
   }
   SoftmaxMask softmax_mask = {.keep = mask.keep, .valid_lens = mask.valid_lens,
                               .bias = mask.bias, .causal = mask.causal,
                               .causal_offset = S - T};
-  const int64_t extra = int64_t{config_.add_bias_kv} + int64_t{config_.add_zero_attn};
+  const int64_t extra = int64_t{options_.add_bias_kv} + int64_t{options_.add_zero_attn};
   if (extra > 0) {
     k = AppendKeys(k, bias_k_);
     v = AppendKeys(v, bias_v_);
@@ -228,11 +244,11 @@ AttentionOutput MultiHeadAttention::operator()(Value query, Value key, Value val
   Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S')
   Value attn = MaskedSoftmax(scores, softmax_mask,
                              scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))));
-  Value dropped = config_.dropout > 0 ? Dropout(attn, config_.dropout) : attn;
+  Value dropped = options_.dropout > 0 ? dagrad::Dropout(attn, options_.dropout) : attn;
   Value context = MatMul(dropped, v);  // (B, H, T, Dh)
   Value merged = Reshape(Permute(context, {0, 2, 1, 3}), {B, T, E});
-  Value output = Linear(merged, out_weight_, out_bias_);
-  AttentionOutput out{config_.batch_first ? output : Transpose(output, 0, 1), Value()};
+  Value output = dagrad::Linear(merged, out_weight_, out_bias_);
+  AttentionOutput out{options_.batch_first ? output : Transpose(output, 0, 1), Value()};
   if (weights == AttentionWeights::kPerHead) out.weights = attn;
   if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
   return out;
@@ -293,4 +309,4 @@ Value BiasFromKeyPaddingMask(Value key_padding_mask) {
   return Reshape(key_padding_mask, {key_padding_mask.dim(0), 1, 1, key_padding_mask.dim(1)});
 }
 
-}  // namespace dagrad::models
+}  // namespace dagrad::nn
