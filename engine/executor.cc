@@ -80,9 +80,10 @@ absl::StatusOr<std::shared_ptr<void>> Executor::AllocateCounted(
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     absl::Span<const Value> fetches, absl::Span<const Value> targets) {
   PlanOptions plan_options = options_.plan;
-  // Folding allocates its constants while planning: within the limit.
+  // Folding evaluates its constants on the host, whatever the device:
+  // within the limit and what the host may give.
   const std::optional<MemoryLimit> room = MemoryLimitFor(
-      options_.memory_limit_bytes, *bytes_in_use_, device_->is_host() && options_.check_host_memory);
+      options_.memory_limit_bytes, *bytes_in_use_, options_.check_host_memory);
   if (room.has_value() && (plan_options.max_folded_bytes == 0 ||
                            room->bytes < plan_options.max_folded_bytes)) {
     plan_options.max_folded_bytes = std::max<int64_t>(room->bytes, 1);

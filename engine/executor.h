@@ -102,6 +102,8 @@ struct ExecutorOptions {
   // turn it off.
   bool record_runs = true;
   PlanOptions plan;
+  // check_host_memory: Compile also compares what it will allocate on the
+  // host (a CPU plan, folded constants) with what the host may still give.
   bool check_host_memory = true;
   // reserved: what the caller will allocate beside the executor (a data
   // set), counted in every Compile's budget and named in its message.

@@ -19,13 +19,13 @@ constexpr int64_t kOverflow = std::numeric_limits<int64_t>::max();  // sorts a s
 std::vector<std::pair<std::string, std::optional<int64_t>>> SumsByCategory(
     const std::vector<std::pair<std::string, int64_t>>& counted) {
   std::vector<std::pair<std::string, std::optional<int64_t>>> sums;
-  for (const auto& [category, bytes] : counted) {
+  for (const auto& item : counted) {
     auto it = std::find_if(sums.begin(), sums.end(),
-                           [&](const auto& s) { return s.first == category; });
+                           [&](const auto& s) { return s.first == item.first; });
     if (it == sums.end()) {
-      sums.push_back({category, bytes});
+      sums.push_back({item.first, item.second});
     } else if (it->second.has_value()) {
-      it->second = CheckedAdd(*it->second, bytes);
+      it->second = CheckedAdd(*it->second, item.second);
     }
   }
   std::stable_sort(sums.begin(), sums.end(), [](const auto& a, const auto& b) {
