@@ -94,8 +94,9 @@ absl::Status AttentionMaskExamples(Graph& g, Value q, Value k, Value v) {
   using nn::AttentionOutput, nn::AttentionWeights, nn::KeepFromKeyPaddingMask,
       nn::BiasFromAttnMask, nn::BiasFromKeyPaddingMask;
   const int64_t H = 4;
-  DAGRAD_ASSIGN_OR_RETURN(nn::MultiheadAttention mha,
-                          nn::MultiheadAttention::Create(g, "mha", {.embed_dim = 8, .num_heads = H}));
+  DAGRAD_ASSIGN_OR_RETURN(
+      nn::MultiheadAttention mha,
+      nn::MultiheadAttention::Create(g, "mha", {.embed_dim = 8, .num_heads = H}));
   {
     Value kpm = g.Input("kpm", DType::kBool, {2, 7});
     Value am = g.Input("am", DType::kFloat32, {8, 5, 7});
