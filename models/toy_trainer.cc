@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/checkpoint.h"
+#include "engine/memory_budget.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "ops/loss.h"
@@ -67,6 +68,21 @@ absl::Status ValidateOptimizer(const OptimizerOptions& o) {
     return Bad(absl::StrCat("clip must be finite and >= 0, got ", o.clip_norm));
   }
   return ValidateOptimizerOptions(o);
+}
+
+// DataBudget is what the training batch and the evaluation set will take:
+// ToyTrainer draws them after Compile, which counts them in its budget.
+absl::StatusOr<MemoryBudget> DataBudget(const TaskGenerator& train, const TaskGenerator& eval,
+                                        const TrainConfig& c) {
+  const int64_t T = c.model.max_len;
+  DAGRAD_ASSIGN_OR_RETURN(const int64_t eval_bytes, eval.BatchBytes(c.eval_size));
+  DAGRAD_ASSIGN_OR_RETURN(const int64_t batch_bytes, train.BatchBytes(c.batch));
+  MemoryBudget data;
+  data.Add("data", absl::StrCat("evaluation set int64 (", c.eval_size, ", ", T, ") x2"),
+           eval_bytes);
+  data.Add("data", absl::StrCat("training batch int64 (", c.batch, ", ", T, ") x2"),
+           batch_bytes);
+  return data;
 }
 
 }  // namespace
@@ -146,6 +162,8 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(const TrainConfig
   DAGRAD_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<ToyTrainer> t(new ToyTrainer());
   t->config_ = config;
+  t->schedule_ = {.peak = config.lr, .warmup_steps = config.warmup, .total_steps = config.steps,
+                  .final_fraction = config.final_lr_fraction};
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
   return t;
 }
@@ -158,7 +176,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   DAGRAD_ASSIGN_OR_RETURN(TaskGenerator train, TaskGenerator::Create(task, c.seed));
   DAGRAD_ASSIGN_OR_RETURN(TaskGenerator eval, TaskGenerator::Create(task, EvalSeed(c.seed)));
   train_data_ = std::make_unique<TaskGenerator>(train);
-  eval_set_ = eval.Batch(0, c.eval_size);
+  DAGRAD_ASSIGN_OR_RETURN(const MemoryBudget data, DataBudget(train, eval, c));
 
   graph_ = std::make_unique<Graph>();
   Graph& g = *graph_;
@@ -200,20 +218,21 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                      ExecutorOptions{.seed = c.seed,
                                                      .check_numerics = c.check_numerics,
                                                      .memory_limit_bytes = c.memory_limit_bytes,
-                                                     .profile = c.profile});
+                                                     .profile = c.profile,
+                                                     .reserved = data});
   std::vector<Value> train_fetches = {loss_, logits_};
   if (!ts_.grad_norm.is_null()) train_fetches.push_back(ts_.grad_norm);
   DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile(train_fetches, ts_.updates));
   DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(sample_attention_));
-  schedule_ = {.peak = c.lr, .warmup_steps = c.warmup, .total_steps = c.steps,
-               .final_fraction = c.final_lr_fraction};
+  DAGRAD_ASSIGN_OR_RETURN(eval_set_, eval.Batch(0, c.eval_size));
   return absl::OkStatus();
 }
 
 absl::StatusOr<StepResult> ToyTrainer::Step() {
   const int64_t s = step_ + 1;
-  const TaskBatch batch = train_data_->Batch(static_cast<uint64_t>(s), config_.batch);
+  DAGRAD_ASSIGN_OR_RETURN(const TaskBatch batch,
+                          train_data_->Batch(static_cast<uint64_t>(s), config_.batch));
   StepResult r{.step = s, .lr = LearningRate(schedule_, s)};
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
@@ -270,10 +289,10 @@ absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
   const int64_t* all = eval_set_.tokens.data<int64_t>() + index * T;
   std::copy(all, all + T, tokens.data<int64_t>());
   const int64_t len = eval_set_.lengths.data<int64_t>()[index];
+  DAGRAD_ASSIGN_OR_RETURN(Tensor lengths, Tensor::FromVector<int64_t>({1}, {len}));
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
-      exec_->Run(*attention_plan_,
-                 {{sample_tokens_, tokens}, {sample_lengths_, *Tensor::FromVector<int64_t>({1}, {len})}}));
+      exec_->Run(*attention_plan_, {{sample_tokens_, tokens}, {sample_lengths_, lengths}}));
   AttentionSample sample;
   sample.tokens.assign(all, all + len);
   for (const Tensor& w : out) {  // (1, H, T, T) -> (H, len, len)

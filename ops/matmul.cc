@@ -1,4 +1,5 @@
-// matmul and linear: shape inference, BLIS kernels, gradient rules.
+// matmul and linear, each read top to bottom: shape inference, BLIS kernel,
+// gradient rule, OpDef, builder.
 
 #include "ops/matmul.h"
 
@@ -7,15 +8,28 @@
 #include "ops/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
+#include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
 #include "ops/small_gemm.h"
-#include "ops/parallel.h"
 
 namespace dagrad {
 namespace {
 
+// AsRows views v (..., n) as a matrix (rows, n); explicit sizes, not -1,
+// so that n = 0 works too.
+Value AsRows(Value v) {
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < v.rank(); ++i) rows *= v.dim(i);
+  return Reshape(v, {rows, v.dim(-1)});
+}
+
+}  // namespace
+
+// ---- matmul ------------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
   const Shape& a = ctx.in(0).shape;
@@ -113,18 +127,10 @@ absl::Status MatMulKernel(const KernelContext& ctx) {
                        [&](auto tag) { return MatMulTyped<decltype(tag)>(ctx); });
 }
 
-// AsRows views v (..., n) as a matrix (rows, n); explicit sizes, not -1,
-// so that n = 0 works too.
-Value AsRows(Value v) {
-  int64_t rows = 1;
-  for (int i = 0; i + 1 < v.rank(); ++i) rows *= v.dim(i);
-  return Reshape(v, {rows, v.dim(-1)});
-}
-
 // C = op(A)·op(B). Each gradient is itself a matmul with flags chosen so
 // that no operand is transposed in memory:
 //   dA = g·op(B)ᵀ (stored transposed when ta), dB = op(A)ᵀ·g (likewise tb).
-std::vector<Value> MatMulGrad(const GradContext& c) {
+std::vector<Value> MatMulBackward(const GradContext& c) {
   const bool ta = c.attrs().GetBool("transpose_a"), tb = c.attrs().GetBool("transpose_b");
   Value a = c.inputs[0], b = c.inputs[1], g = c.grad;
   Value da, db;
@@ -146,9 +152,19 @@ std::vector<Value> MatMulGrad(const GradContext& c) {
 }
 
 const OpDef kMatMul = {.name = "matmul", .dot_label = "MatMul", .infer = InferMatMul,
-                       .cpu = MatMulKernel, .grad = MatMulGrad};
+                       .cpu = MatMulKernel, .grad = MatMulBackward};
+
+}  // namespace
+
+Value MatMul(Value a, Value b, MatMulOptions o) {
+  return BuildOp(kMatMul, {a, b},
+                 Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b));
+}
+
 
 // ---- linear ------------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferLinear(const InferContext& ctx) {
   const Shape& x = ctx.in(0).shape;
@@ -199,7 +215,7 @@ absl::Status LinearKernel(const KernelContext& ctx) {
 // y = x·wᵀ + b:  dx = g·w,  dw = gᵀ·x over all rows,  db = Σ_rows g.
 // Every leading axis of x (none, for a 1-D x) is a row: dx is one product
 // (rows, out)·(out, in), reshaped back to x's shape.
-std::vector<Value> LinearGrad(const GradContext& c) {
+std::vector<Value> LinearBackward(const GradContext& c) {
   Value x = c.inputs[0], w = c.inputs[1], g = c.grad;
   Value dx;
   if (c.needs[0]) {
@@ -215,14 +231,9 @@ std::vector<Value> LinearGrad(const GradContext& c) {
 }
 
 const OpDef kLinear = {.name = "linear", .dot_label = "Linear", .infer = InferLinear,
-                       .cpu = LinearKernel, .grad = LinearGrad};
+                       .cpu = LinearKernel, .grad = LinearBackward};
 
 }  // namespace
-
-Value MatMul(Value a, Value b, MatMulOptions o) {
-  return BuildOp(kMatMul, {a, b},
-                 Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b));
-}
 
 Value Linear(Value x, Value w, Value b) {
   return BuildOp(kLinear, {x, w, b}, Attrs(), /*optional=*/0b100);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "engine/checked_math.h"
 
 namespace dagrad {
 
@@ -77,8 +78,8 @@ absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
     if (v < 0) v += len;
     return std::clamp<int64_t>(v, 0, len);
   };
-  const int64_t start = clamp(a.GetInt("start")), end = clamp(a.GetInt("end"));
-  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  const int64_t start = clamp(a.GetInt("start"));
+  const int64_t count = SliceLength(len, a.GetInt("start"), a.GetInt("end"), step);
   return SliceSpec{*axis, start, count, step};
 }
 

@@ -113,7 +113,8 @@ struct SliceSpec {
   int axis;
   int64_t start, count, step;
 };
-// ResolveSlice returns InvalidArgument for an axis out of range or step < 1.
+// ResolveSlice returns InvalidArgument for an axis out of range or step < 1;
+// `count` is SliceLength's, Python's, for any int64 bounds.
 absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& attrs, const Shape& input);
 
 // BuildOp is how op builders add their node: it returns the first error

@@ -2,14 +2,14 @@
 // holds the parity with torch for each of them): add_bias_kv's parameters
 // and initialisation, the padding of masks for appended keys, the errors of
 // sequence-first inputs and of the float-mask converters, and
-// finite-difference checks of add_bias_kv, add_zero_attn and batch_first.
+// (finite-difference checks of add_bias_kv, add_zero_attn and batch_first
+// are configs of the multi_head_attention case, model_cases.cc).
 
 #include <cmath>
 
 #include "models/nn_attention.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -137,48 +137,6 @@ TEST(MhaOptions, AppendedKeysPadMasksThatBroadcastOverKeys) {
 
 // ---- finite differences ---------------------------------------------------------
 
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(mha_bias_kv_zero_attn_lengths_causal_subgraph,
-                 {{"q", {2, 2, 4}}, {"k", {2, 3, 6}}, {"v", {2, 3, 5}},
-                  {"lens", {2}, T<int64_t>({2}, {2, 0})}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiheadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .kdim = 6, .vdim = 5,
-                        .dtype = DType::kFloat64, .add_bias_kv = true, .add_zero_attn = true});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[1], in[2], {.valid_lens = in[3], .causal = true})
-                       .output;
-                 });
-
-// Float masks through the converters, padded for the appended key: the
-// gradient reaches them as well.
-DAGRAD_GRADCHECK(mha_seq_first_bias_kv_float_masks_subgraph,
-                 {{"q", {2, 2, 4}}, {"kv", {3, 2, 4}}, {"attn_mask", {4, 2, 3}},
-                  {"key_padding_mask", {2, 3}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiheadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .dtype = DType::kFloat64,
-                        .add_bias_kv = true, .batch_first = false});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   Value bias = nn::BiasFromAttnMask(in[2], 2) +
-                                nn::BiasFromKeyPaddingMask(in[3]);
-                   return (*mha)(in[0], in[1], in[1], {.bias = bias}).output;
-                 });
-
-DAGRAD_GRADCHECK(mha_seq_first_zero_attn_self_attention_weights, {{"x", {3, 2, 4}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiheadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .dtype = DType::kFloat64,
-                        .add_zero_attn = true, .batch_first = false});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   AttentionOutput y = (*mha)(in[0], in[0], in[0], {.causal = true},
-                                              AttentionWeights::kAveraged);
-                   return Concat({Reshape(y.output, {-1}), Reshape(y.weights, {-1})}, 0);
-                 });
 
 }  // namespace
 }  // namespace dagrad::testing

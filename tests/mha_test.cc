@@ -1,7 +1,7 @@
 // MultiheadAttention: parity with torch.nn.MultiheadAttention goldens
 // (outputs, weights, gradients of inputs and parameters), the seed
-// notebooks' cases, the classic bugs, and a finite-difference check of the
-// whole subgraph.
+// notebooks' cases and the classic bugs (finite-difference checks of the
+// whole subgraph: the multi_head_attention case, model_cases.cc).
 
 #include <cmath>
 #include <set>
@@ -16,7 +16,6 @@
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
 #include "tests/support/golden.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -384,28 +383,6 @@ TEST(MhaErrors, ConfigAndInputs) {
 
 // ---- finite differences through the whole subgraph ----------------------------
 
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(mha_self_attention_subgraph, {{"x", {2, 3, 4}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiheadAttention::Create(
-                       g, "mha", {.embed_dim = 4, .num_heads = 2, .dtype = DType::kFloat64});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[0], in[0]).output;
-                 });
-
-DAGRAD_GRADCHECK(mha_cross_attention_masks_subgraph,
-                 {{"q", {2, 2, 4}}, {"kv", {2, 3, 6}},
-                  {"lens", {2}, T<int64_t>({2}, {3, 1})}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiheadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .kdim = 6, .vdim = 6,
-                        .dtype = DType::kFloat64});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[1], in[1], {.valid_lens = in[2], .causal = true})
-                       .output;
-                 });
 
 // The KV-cache invariant: the last T queries of a causal, rotary
 // self-attention, run against all S keys, give the last T rows of the whole
@@ -425,15 +402,6 @@ TEST(MhaValues, RotaryQueriesContinueTheKeysSequence) {
                                          {{x, Random(DType::kFloat64, {1, S, E}, 5)}}));
   ExpectAllClose(out[1], AsDoubles(out[0]), 1e-12, 1e-12, "last T rows");
 }
-
-DAGRAD_GRADCHECK(mha_rotary_subgraph, {{"x", {1, 3, 4}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiheadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .rotary = true, .dtype = DType::kFloat64});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[0], in[0]).output;
-                 });
 
 }  // namespace
 }  // namespace dagrad::testing

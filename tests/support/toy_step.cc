@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<ToyStep>> ToyStep::Create(const models::ToyConfig
 }
 
 Feeds ToyStep::FeedsFor(int step, double lr) const {
-  const models::TaskBatch batch = tasks->Batch(step, kBatch);
+  const models::TaskBatch batch = tasks->Batch(step, kBatch).value();  // a small batch
   return {{tokens, batch.tokens},
           {lengths, batch.lengths},
           {targets, batch.targets},

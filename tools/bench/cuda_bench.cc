@@ -124,7 +124,7 @@ absl::Status BenchTrainingStep(const StepConfig& sc, const Flags& f) {
   DAGRAD_ASSIGN_OR_RETURN(models::TaskGenerator tasks,
                           models::TaskGenerator::Create(
                               {.vocab = sc.model.vocab, .seq_len = t_len, .min_len = 1}, 1));
-  const models::TaskBatch batch = tasks.Batch(0, sc.batch);
+  DAGRAD_ASSIGN_OR_RETURN(const models::TaskBatch batch, tasks.Batch(0, sc.batch));
   int64_t step = 0;
   auto run = [&](Executor& exec, Plan& plan) {
     ++step;
