@@ -74,7 +74,7 @@ absl::Status ValidateOptimizer(const OptimizerOptions& o) {
 // ToyTrainer draws them after Compile, which counts them in its budget.
 absl::StatusOr<MemoryBudget> DataBudget(const TaskGenerator& train, const TaskGenerator& eval,
                                         const TrainConfig& c) {
-  const int64_t T = c.model.max_len;
+  const int64_t T = c.model.seq_len;
   DAGRAD_ASSIGN_OR_RETURN(const int64_t eval_bytes, eval.BatchBytes(c.eval_size));
   DAGRAD_ASSIGN_OR_RETURN(const int64_t batch_bytes, train.BatchBytes(c.batch));
   MemoryBudget data;
