@@ -62,24 +62,20 @@ void BinaryLoop(const KernelContext& ctx, Fn fn) {
 
 template <typename Fn>
 absl::Status ArithKernel(const KernelContext& ctx) {
-  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+  return DispatchNumeric(ctx.output.dtype, "arithmetic on bool", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return absl::InternalError("arithmetic on bool");
-    } else {
-      if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
-        // Integer division by zero would kill the process (SIGFPE).
-        const T* b = ctx.in(1).as<T>();
-        for (int64_t i = 0; i < ctx.in(1).num_elements(); ++i) {
-          if (b[i] == 0) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("integer division by zero (divisor element ", i, ")"));
-          }
+    if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
+      // Integer division by zero would kill the process (SIGFPE).
+      const T* b = ctx.in(1).as<T>();
+      for (int64_t i = 0; i < ctx.in(1).num_elements(); ++i) {
+        if (b[i] == 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("integer division by zero (divisor element ", i, ")"));
         }
       }
-      BinaryLoop<T, T>(ctx, Fn());
-      return absl::OkStatus();
     }
+    BinaryLoop<T, T>(ctx, Fn());
+    return absl::OkStatus();
   });
 }
 
@@ -99,7 +95,7 @@ Value Binary(const OpDef& op, Value a, Value b) { return BuildOp(op, {a, b}); }
 // In the gradient rules below, `c.grad` has the output's (broadcast) shape;
 // autodiff reduces each gradient to its input's shape.
 
-// ---- add, sub: y = a + b, y = a - b --------------------------------------------
+// ---- add, sub: y = a + b, y = a - b -----------------------------------------
 
 namespace {
 std::vector<Value> AddBackward(const GradContext& c) { return {c.grad, c.grad}; }
@@ -116,7 +112,7 @@ const OpDef kSub = {.name = "sub", .dot_label = "Sub", .infer = InferArith,
 Value Add(Value a, Value b) { return Binary(kAdd, a, b); }
 Value Sub(Value a, Value b) { return Binary(kSub, a, b); }
 
-// ---- mul: y = a b --------------------------------------------------------------
+// ---- mul: y = a b -----------------------------------------------------------
 
 namespace {
 std::vector<Value> MulBackward(const GradContext& c) {
@@ -129,7 +125,7 @@ const OpDef kMul = {.name = "mul", .dot_label = "Mul", .infer = InferArith,
 
 Value Mul(Value a, Value b) { return Binary(kMul, a, b); }
 
-// ---- div: y = a / b, dL/da = g / b, dL/db = -g a / b^2 = -(g / b) y ------------
+// ---- div: y = a / b, dL/da = g / b, dL/db = -g a / b^2 = -(g / b) y ---------
 
 namespace {
 std::vector<Value> DivBackward(const GradContext& c) {
@@ -142,7 +138,7 @@ const OpDef kDiv = {.name = "div", .dot_label = "Div", .infer = InferArith,
 
 Value Div(Value a, Value b) { return Binary(kDiv, a, b); }
 
-// ---- maximum, minimum ----------------------------------------------------------
+// ---- maximum, minimum -------------------------------------------------------
 
 namespace {
 // Ties send the gradient to a, as the mask a >= b (or a <= b) picks it.
@@ -165,7 +161,7 @@ const OpDef kMinimum = {.name = "minimum", .dot_label = "Minimum", .infer = Infe
 Value Maximum(Value a, Value b) { return Binary(kMaximum, a, b); }
 Value Minimum(Value a, Value b) { return Binary(kMinimum, a, b); }
 
-// ---- comparisons: ==, <, > -----------------------------------------------------
+// ---- comparisons: ==, <, > --------------------------------------------------
 
 namespace {
 const OpDef kEqual = {.name = "equal", .dot_label = "==", .infer = InferCompare,
@@ -180,7 +176,7 @@ Value Equal(Value a, Value b) { return Binary(kEqual, a, b); }
 Value Less(Value a, Value b) { return Binary(kLess, a, b); }
 Value Greater(Value a, Value b) { return Binary(kGreater, a, b); }
 
-// ---- logic: and, or, not -------------------------------------------------------
+// ---- logic: and, or, not ----------------------------------------------------
 
 namespace {
 

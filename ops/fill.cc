@@ -36,7 +36,7 @@ absl::Status CheckBytes(double elements, DType dtype, absl::string_view what) {
 
 }  // namespace
 
-// ---- fill ------------------------------------------------------------------
+// ---- fill -------------------------------------------------------------------
 
 namespace {
 
@@ -97,7 +97,7 @@ Value OnesLike(Value x) {
   return Fill(*x.graph(), x.shape(), 1.0, x.dtype());
 }
 
-// ---- arange ----------------------------------------------------------------
+// ---- arange -----------------------------------------------------------------
 
 namespace {
 

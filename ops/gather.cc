@@ -47,7 +47,7 @@ absl::Status CheckIndices(const I* idx, const Shape& shape, int64_t n,
 
 }  // namespace
 
-// ---- gather ------------------------------------------------------------------
+// ---- gather -----------------------------------------------------------------
 
 namespace {
 
@@ -118,7 +118,7 @@ Value Gather(Value params, Value indices, int64_t axis) {
 
 Value Embedding(Value table, Value ids) { return Gather(table, ids, 0); }
 
-// ---- scatter_add -------------------------------------------------------------
+// ---- scatter_add ------------------------------------------------------------
 
 namespace {
 

@@ -85,7 +85,7 @@ absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
 
 }  // namespace
 
-// ---- layer_norm ------------------------------------------------------------
+// ---- layer_norm -------------------------------------------------------------
 
 namespace {
 
@@ -127,7 +127,7 @@ Value LayerNorm(Value x, Value gamma, Value beta, double eps) {
                  /*optional=*/0b110);
 }
 
-// ---- layer_norm_grad: dx, fused -------------------------------------------
+// ---- layer_norm_grad: dx, fused ---------------------------------------------
 
 namespace {
 
@@ -148,7 +148,7 @@ absl::Status LayerNormGradKernel(const KernelContext& ctx) {
 }
 
 // Backward-only: no rule, so a second derivative through it is an error
-// that names it (see kBackwardOnly in tests/gradcheck_test.cc).
+// that names it (its op case is flagged kBackwardOnly, tests/layer_norm_cases.cc).
 const OpDef kLayerNormGrad = {.name = "layer_norm_grad",
                               .dot_label = "LayerNorm'",
                               .infer = InferLayerNormGrad,

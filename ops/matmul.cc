@@ -27,7 +27,7 @@ Value AsRows(Value v) {
 
 }  // namespace
 
-// ---- matmul ------------------------------------------------------------------
+// ---- matmul -----------------------------------------------------------------
 
 namespace {
 
@@ -64,12 +64,7 @@ void MatrixStrides(const Shape& s, bool transpose, int64_t* rs, int64_t* cs) {
 }
 
 template <typename T>
-absl::Status MatMulTyped(const KernelContext& ctx) {
-  const MatMulProblem p = MatMulProblemOf(ctx);
-  if (p.empty()) return absl::OkStatus();
-  const T* a = ctx.in(0).as<T>();
-  const T* b = ctx.in(1).as<T>();
-  T* c = ctx.output.as<T>();
+absl::Status MatMulTyped(const MatMulProblem& p, const T* a, const T* b, T* c) {
   const int64_t m = p.m, k = p.k, n = p.n, batches = p.batches;
   int64_t rsa, csa, rsb, csb;
   MatrixStrides(p.a, p.transpose_a, &rsa, &csa);
@@ -123,8 +118,9 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
 }
 
 absl::Status MatMulKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype,
-                       [&](auto tag) { return MatMulTyped<decltype(tag)>(ctx); });
+  return RunMatMul(ctx, [](const MatMulProblem& p, const auto* a, const auto* b, auto* c) {
+    return MatMulTyped(p, a, b, c);
+  });
 }
 
 // C = op(A)·op(B). Each gradient is itself a matmul with flags chosen so
@@ -162,7 +158,7 @@ Value MatMul(Value a, Value b, MatMulOptions o) {
 }
 
 
-// ---- linear ------------------------------------------------------------------
+// ---- linear -----------------------------------------------------------------
 
 namespace {
 
@@ -189,9 +185,8 @@ absl::StatusOr<TensorType> InferLinear(const InferContext& ctx) {
 
 template <typename T>
 absl::Status LinearTyped(const KernelContext& ctx) {
-  const int64_t in = ctx.in(1).dim(1), out = ctx.in(1).dim(0);
-  const int64_t rows = in == 0 ? ctx.output.num_elements() / std::max<int64_t>(out, 1)
-                               : ctx.in(0).num_elements() / in;
+  const LinearDims dims = LinearDimsOf(ctx);
+  const int64_t rows = dims.rows, in = dims.in, out = dims.out;
   T* y = ctx.output.as<T>();
   T beta = T(0);
   if (ctx.has(2)) {

@@ -55,7 +55,7 @@ bool NonNegative(double v) { return v >= 0 && std::isfinite(v); }
 
 }  // namespace
 
-// ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) ------------------
+// ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) -------------
 
 namespace {
 
@@ -107,7 +107,7 @@ Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOpti
                  /*optional=*/0b110000);
 }
 
-// ---- adam_update(param, grad, m, v, lr, step, grad_scale?, guard?) ---------------
+// ---- adam_update(param, grad, m, v, lr, step, grad_scale?, guard?) ----------
 
 namespace {
 

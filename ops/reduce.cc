@@ -193,28 +193,24 @@ absl::Status ReduceKernel(const KernelContext& ctx) {
   const Shape& in = *ctx.in(0).shape;
   auto axes = NormalizeAxes(ctx.attrs().GetInts("axes"), in.rank());
   if (!axes.ok()) return axes.status();
-  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+  return DispatchNumeric(ctx.output.dtype, "reduce of bool", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return absl::InternalError("reduce of bool");
-    } else {
-      const T* x = ctx.in(0).as<T>();
-      T* y = ctx.output.as<T>();
-      const bool contiguous = axes->empty() || axes->back() - axes->front() + 1 ==
-                                                   static_cast<int>(axes->size());
-      if (contiguous) {
-        int64_t outer = 1, mid = 1, inner = 1;
-        for (int i = 0; i < in.rank(); ++i) {
-          if (!axes->empty() && i < axes->front()) outer *= in[i];
-          else if (!axes->empty() && i > axes->back()) inner *= in[i];
-          else mid *= in[i];
-        }
-        ReduceContiguous<T>(R, x, y, outer, mid, inner);
-      } else {
-        ReduceGeneral<T>(R, x, y, in, *axes);
+    const T* x = ctx.in(0).as<T>();
+    T* y = ctx.output.as<T>();
+    const bool contiguous = axes->empty() || axes->back() - axes->front() + 1 ==
+                                                 static_cast<int>(axes->size());
+    if (contiguous) {
+      int64_t outer = 1, mid = 1, inner = 1;
+      for (int i = 0; i < in.rank(); ++i) {
+        if (!axes->empty() && i < axes->front()) outer *= in[i];
+        else if (!axes->empty() && i > axes->back()) inner *= in[i];
+        else mid *= in[i];
       }
-      return absl::OkStatus();
+      ReduceContiguous<T>(R, x, y, outer, mid, inner);
+    } else {
+      ReduceGeneral<T>(R, x, y, in, *axes);
     }
+    return absl::OkStatus();
   });
 }
 

@@ -22,7 +22,7 @@ std::vector<int64_t> ToVector(const Shape& s) {
 
 }  // namespace
 
-// ---- reshape -------------------------------------------------------------
+// ---- reshape ----------------------------------------------------------------
 
 namespace {
 
@@ -84,7 +84,7 @@ Value Reshape(Value x, std::vector<int64_t> dims) {
   return BuildOp(kReshape, {x}, Attrs().Ints("shape", std::move(dims)));
 }
 
-// ---- permute ---------------------------------------------------------------
+// ---- permute ----------------------------------------------------------------
 
 namespace {
 
@@ -165,7 +165,7 @@ Value Transpose(Value x, int64_t a, int64_t b) {
   return Permute(x, perm);
 }
 
-// ---- broadcast_to ----------------------------------------------------------
+// ---- broadcast_to -----------------------------------------------------------
 
 namespace {
 
@@ -209,7 +209,7 @@ Value BroadcastTo(Value x, const Shape& shape) {
   return BuildOp(kBroadcastTo, {x}, Attrs().Ints("shape", ToVector(shape)));
 }
 
-// ---- concat ----------------------------------------------------------------
+// ---- concat -----------------------------------------------------------------
 
 namespace {
 
@@ -285,7 +285,7 @@ Value Concat(const std::vector<Value>& values, int64_t axis) {
   return BuildOp(kConcat, values, Attrs().Int("axis", axis));
 }
 
-// ---- slice --------------------------------------------------------------------
+// ---- slice ------------------------------------------------------------------
 
 namespace {
 
@@ -360,7 +360,7 @@ Value Slice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step) {
                  Attrs().Int("axis", axis).Int("start", start).Int("end", end).Int("step", step));
 }
 
-// ---- unslice: the adjoint of slice -------------------------------------------
+// ---- unslice: the adjoint of slice ------------------------------------------
 
 namespace {
 

@@ -37,6 +37,30 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
   });
 }
 
+// The activations' backward ops (relu_grad, gelu_grad) compute dx = Fn(x, g).
+absl::StatusOr<TensorType> InferActivationGrad(const InferContext& ctx) {
+  if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
+  if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
+  if (ctx.in(0).shape != ctx.in(1).shape) {
+    return absl::InvalidArgumentError("x and g must have the same shape");
+  }
+  return ctx.in(1);
+}
+
+template <typename Fn>
+absl::Status ActivationGradKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.in(0).as<T>();
+    const T* g = ctx.in(1).as<T>();
+    T* dx = ctx.output.as<T>();
+    ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dx[i] = Fn()(x[i], g[i]);
+    });
+    return absl::OkStatus();
+  });
+}
+
 Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
   return BuildOp(op, {x}, std::move(attrs));
 }
@@ -52,7 +76,7 @@ Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
 
 }  // namespace
 
-// ---- neg: y = -x ---------------------------------------------------------------
+// ---- neg: y = -x ------------------------------------------------------------
 
 namespace {
 std::vector<Value> NegBackward(const GradContext& c) { return {-c.grad}; }
@@ -61,7 +85,7 @@ DAGRAD_UNARY_OP(kNeg, "neg", "Neg", NegFn, NegBackward);
 
 Value Neg(Value x) { return Unary(kNeg, x); }
 
-// ---- exp: y = e^x, dy/dx = y -------------------------------------------------
+// ---- exp: y = e^x, dy/dx = y ------------------------------------------------
 
 namespace {
 std::vector<Value> ExpBackward(const GradContext& c) { return {c.grad * c.output}; }
@@ -70,7 +94,7 @@ DAGRAD_UNARY_OP(kExp, "exp", "Exp", ExpFn, ExpBackward);
 
 Value Exp(Value x) { return Unary(kExp, x); }
 
-// ---- log: y = ln x, dy/dx = 1 / x ----------------------------------------------
+// ---- log: y = ln x, dy/dx = 1 / x -------------------------------------------
 
 namespace {
 std::vector<Value> LogBackward(const GradContext& c) { return {c.grad / c.inputs[0]}; }
@@ -79,7 +103,7 @@ DAGRAD_UNARY_OP(kLog, "log", "Log", LogFn, LogBackward);
 
 Value Log(Value x) { return Unary(kLog, x); }
 
-// ---- sqrt: y = sqrt(x), dy/dx = 1 / (2 y) --------------------------------------
+// ---- sqrt: y = sqrt(x), dy/dx = 1 / (2 y) -----------------------------------
 
 namespace {
 std::vector<Value> SqrtBackward(const GradContext& c) { return {c.grad * 0.5 / c.output}; }
@@ -88,7 +112,7 @@ DAGRAD_UNARY_OP(kSqrt, "sqrt", "Sqrt", SqrtFn, SqrtBackward);
 
 Value Sqrt(Value x) { return Unary(kSqrt, x); }
 
-// ---- rsqrt: y = 1 / sqrt(x), dy/dx = -x^(-3/2) / 2 = -y^3 / 2 -----------------
+// ---- rsqrt: y = 1 / sqrt(x), dy/dx = -x^(-3/2) / 2 = -y^3 / 2 ---------------
 
 // An OpDef, not Pow(x, -0.5): its gradient -y^3 / 2 is torch's at -0 (+inf).
 namespace {
@@ -100,7 +124,7 @@ DAGRAD_UNARY_OP(kRsqrt, "rsqrt", "Rsqrt", RsqrtFn, RsqrtBackward);
 
 Value Rsqrt(Value x) { return Unary(kRsqrt, x); }
 
-// ---- pow: y = x^p --------------------------------------------------------------
+// ---- pow: y = x^p -----------------------------------------------------------
 
 namespace {
 // d x^p / dx = p x^(p-1), and exactly 0 for p = 0 (x^0 is the constant 1):
@@ -134,7 +158,7 @@ Value AddScalar(Value x, double offset) {
   return Unary(kScale, x, Attrs().Float("alpha", 1.0).Float("beta", offset));
 }
 
-// ---- relu: y = max(x, 0) ---------------------------------------------------------
+// ---- relu: y = max(x, 0) ----------------------------------------------------
 
 namespace {
 std::vector<Value> ReluBackward(const GradContext& c) {
@@ -145,32 +169,9 @@ DAGRAD_UNARY_OP(kRelu, "relu", "ReLU", ReluFn, ReluBackward);
 
 Value Relu(Value x) { return Unary(kRelu, x); }
 
-// ---- activation backward ops: relu_grad(x, g) = g [x > 0], gelu_grad -----------
+// ---- relu_grad(x, g) = g [x > 0], relu's backward op ------------------------
 
 namespace {
-
-absl::StatusOr<TensorType> InferActivationGrad(const InferContext& ctx) {
-  if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
-  if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
-  if (ctx.in(0).shape != ctx.in(1).shape) {
-    return absl::InvalidArgumentError("x and g must have the same shape");
-  }
-  return ctx.in(1);
-}
-
-template <typename Fn>
-absl::Status ActivationGradKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = ctx.in(0).as<T>();
-    const T* g = ctx.in(1).as<T>();
-    T* dx = ctx.output.as<T>();
-    ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dx[i] = Fn()(x[i], g[i]);
-    });
-    return absl::OkStatus();
-  });
-}
 
 // d relu_grad(x, g) / dg = [x > 0]: relu_grad again; x takes no gradient
 // (relu'' is zero almost everywhere).
@@ -189,7 +190,7 @@ const OpDef kReluGrad = {.name = "relu_grad",
 
 Value ReluGrad(Value x, Value g) { return BuildOp(kReluGrad, {x, g}); }
 
-// ---- gelu (moving to ops/gelu.cc) ------------------------------------------------
+// ---- gelu (moving to ops/gelu.cc) -------------------------------------------
 
 namespace {
 std::vector<Value> GeluGradRule(const GradContext& c) {
@@ -206,7 +207,7 @@ const OpDef kGeluGrad = {.name = "gelu_grad",
 Value Gelu(Value x) { return Unary(kGelu, x); }
 Value GeluGrad(Value x, Value g) { return BuildOp(kGeluGrad, {x, g}); }
 
-// ---- tanh: dy/dx = 1 - y^2 -----------------------------------------------------
+// ---- tanh: dy/dx = 1 - y^2 --------------------------------------------------
 
 namespace {
 std::vector<Value> TanhBackward(const GradContext& c) {
@@ -217,7 +218,7 @@ DAGRAD_UNARY_OP(kTanh, "tanh", "Tanh", TanhFn, TanhBackward);
 
 Value Tanh(Value x) { return Unary(kTanh, x); }
 
-// ---- sigmoid: y = 1 / (1 + e^-x), dy/dx = y (1 - y) ----------------------------
+// ---- sigmoid: y = 1 / (1 + e^-x), dy/dx = y (1 - y) -------------------------
 
 namespace {
 std::vector<Value> SigmoidBackward(const GradContext& c) {
@@ -228,7 +229,7 @@ DAGRAD_UNARY_OP(kSigmoid, "sigmoid", "Sigmoid", SigmoidFn, SigmoidBackward);
 
 Value Sigmoid(Value x) { return Unary(kSigmoid, x); }
 
-// ---- sin and cos ---------------------------------------------------------------
+// ---- sin and cos ------------------------------------------------------------
 
 namespace {
 std::vector<Value> SinBackward(const GradContext& c) { return {c.grad * Cos(c.inputs[0])}; }
@@ -243,7 +244,7 @@ Value Cos(Value x) { return Unary(kCos, x); }
 
 #undef DAGRAD_UNARY_OP
 
-// ---- cast: float <-> int <-> bool ----------------------------------------------
+// ---- cast: float <-> int <-> bool -------------------------------------------
 
 namespace {
 

@@ -29,40 +29,48 @@ void SignsAndNaNs(CaseBuilder& b, DType d) {
 
 }  // namespace
 
-DAGRAD_OP_CASE(dropout,
-    .configs = {
-{.name = "small_training",
- .build = Over({{"x", {4, 7}}},
-              [](Graph&, const In& in) { return Dropout(in[0], 0.4); }), .training = true},
-{.name = "small_eval",
- .build = Over({{"x", {3, 5}}},
-              [](Graph&, const In& in) { return Dropout(in[0], 0.4); })},
-// Two dropouts of the same value draw independent masks; the second-order
-// case differentiates the backward dropout op itself.
-{.name = "training_second_order",
- .build = Over({{"x", {9}}, {"w", {9}}},
-              [](Graph&, const In& in) {
-                   Value y = Mul(Dropout(in[0], 0.5), Dropout(Mul(in[0], in[0]), 0.25));
-                   auto grads = Gradients(Sum(Mul(y, in[1])), {in[0]});
-                   return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
-                 }), .training = true},
-        // Odd sizes, both dtypes, backward: masks bit for bit.
-        {.name = "training",
-         .build = [](CaseBuilder& b, DType d) {
-           const Value x = b.Input("x", d, {3, 1001});
-           b.Out(Dropout(x, 0.1));
-           b.Out(Dropout(Scale(x, 2.0), 0.5));
-           b.Out(Dropout(b.Input("tiny", d, {3}), 0.5));
-         },
-         .modes = kBackendModes,
-         .exact = true,
-         .training = true},
-        {.name = "eval",
-         .build = [](CaseBuilder& b, DType d) { b.Out(Dropout(b.Input("x", d, {7, 9}), 0.3)); },
-         .modes = kBackendModes,
-         .exact = true},
-        {.name = "signs_and_nans", .build = SignsAndNaNs, .modes = kBackendModes, .exact = true,
-         .training = true}},
+DAGRAD_OP_CASE(
+    dropout,
+    .configs =
+        {{.name = "small_training",
+          .build = Over({{"x", {4, 7}}}, [](Graph&, const In& in) { return Dropout(in[0], 0.4); }),
+          .training = true},
+         {.name = "small_eval",
+          .build = Over({{"x", {3, 5}}}, [](Graph&, const In& in) { return Dropout(in[0], 0.4); })},
+         // Two dropouts of the same value draw independent masks; the second-order
+         // case differentiates the backward dropout op itself.
+         {.name = "training_second_order",
+          .build = Over({{"x", {9}}, {"w", {9}}},
+                        [](Graph&, const In& in) {
+                          Value y = Mul(Dropout(in[0], 0.5), Dropout(Mul(in[0], in[0]), 0.25));
+                          auto grads = Gradients(Sum(Mul(y, in[1])), {in[0]});
+                          return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
+                        }),
+          .training = true},
+         // Odd sizes, both dtypes, backward: masks bit for bit.
+         {.name = "training",
+          .build =
+              [](CaseBuilder& b, DType d) {
+                const Value x = b.Input("x", d, {3, 1001});
+                b.Out(Dropout(x, 0.1));
+                b.Out(Dropout(Scale(x, 2.0), 0.5));
+                b.Out(Dropout(b.Input("tiny", d, {3}), 0.5));
+              },
+          .modes = kBackendModes,
+          .exact = true,
+          .training = true},
+         {.name = "eval",
+          .build =
+              [](CaseBuilder& b, DType d) {
+                b.Out(Dropout(b.Input("x", d, {7, 9}), 0.3));
+              },
+          .modes = kBackendModes,
+          .exact = true},
+         {.name = "signs_and_nans",
+          .build = SignsAndNaNs,
+          .modes = kBackendModes,
+          .exact = true,
+          .training = true}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Dropout(b.Input("x", d, {1024, 1024}), 0.1));
     });

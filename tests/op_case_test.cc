@@ -4,6 +4,8 @@
 // CPU that runs the baseline only); and the coverage test: every op of
 // AllOps() has exactly one case, and its case runs it in every mode.
 
+#include "tests/support/op_case.h"
+
 #include <algorithm>
 #include <string>
 #include <tuple>
@@ -14,7 +16,6 @@
 #include "ops/registry.h"
 #include "tests/support/gpu_skip.h"
 #include "tests/support/isa_check.h"
-#include "tests/support/op_case.h"
 #include "tests/support/op_coverage.h"
 #include "tests/support/test_util.h"
 
@@ -27,9 +28,7 @@ struct ConfigParam {
   DType dtype;
 };
 
-std::string NameOf(const ConfigParam& p) {
-  return ConfigTestName(*p.op_case, *p.config, p.dtype);
-}
+std::string NameOf(const ConfigParam& p) { return ConfigTestName(*p.op_case, *p.config, p.dtype); }
 
 void PrintTo(const ConfigParam& p, std::ostream* os) { *os << NameOf(p); }
 

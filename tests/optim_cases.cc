@@ -72,11 +72,15 @@ void Guarded(CaseBuilder& b, DType d) {
 
 }  // namespace
 
-DAGRAD_OP_CASE(sgd_update,
-    .configs = {{.name = "momentum_nesterov", .build = Sgd, .modes = kBackendModes,
-                 .gradients = false, .runs = 3},
-                {.name = "guard", .build = Guarded<false>, .modes = kBackendModes,
-                 .gradients = false}},
+DAGRAD_OP_CASE(
+    sgd_update,
+    .configs =
+        {{.name = "momentum_nesterov",
+          .build = Sgd,
+          .modes = kBackendModes,
+          .gradients = false,
+          .runs = 3},
+         {.name = "guard", .build = Guarded<false>, .modes = kBackendModes, .gradients = false}},
     .bench = [](CaseBuilder& b, DType d) {
       Graph& g = b.graph();
       const Value p = g.Parameter("p", {1024, 1024}, Initializer::Normal(0, 1), d);
@@ -85,25 +89,30 @@ DAGRAD_OP_CASE(sgd_update,
                       b.Fixed("lr", Tensor::Scalar<double>(0.05)), {.momentum = 0.9}));
     });
 
-DAGRAD_OP_CASE(adam_update,
-    .configs = {{.name = "decoupled_or_not", .build = Adam, .modes = kBackendModes,
-                 .gradients = false, .runs = 3},
-                {.name = "guard", .build = Guarded<true>, .modes = kBackendModes,
-                 .gradients = false},
-                // A step below 1 fails alike on every backend, writing nothing.
-                {.name = "step_error",
-                 .build = [](CaseBuilder& b, DType d) {
-                   Graph& g = b.graph();
-                   const Value p = g.Parameter("p", {4}, Initializer::Ones(), d);
-                   const Value m = g.Variable("m", {4}, Initializer::Zeros(), d);
-                   const Value v = g.Variable("v", {4}, Initializer::Zeros(), d);
-                   b.Out(AdamUpdate(p, b.Input("g", d, {4}), m, v,
-                                    b.Fixed("lr", Tensor::Scalar<double>(0.1)),
-                                    b.Fixed("step", Tensor::Scalar<double>(0.5)), {}));
-                 },
-                 .dtypes = {DType::kFloat32},
-                 .modes = kBackendModes,
-                 .expect_error = true}},
+DAGRAD_OP_CASE(
+    adam_update,
+    .configs =
+        {{.name = "decoupled_or_not",
+          .build = Adam,
+          .modes = kBackendModes,
+          .gradients = false,
+          .runs = 3},
+         {.name = "guard", .build = Guarded<true>, .modes = kBackendModes, .gradients = false},
+         // A step below 1 fails alike on every backend, writing nothing.
+         {.name = "step_error",
+          .build =
+              [](CaseBuilder& b, DType d) {
+                Graph& g = b.graph();
+                const Value p = g.Parameter("p", {4}, Initializer::Ones(), d);
+                const Value m = g.Variable("m", {4}, Initializer::Zeros(), d);
+                const Value v = g.Variable("v", {4}, Initializer::Zeros(), d);
+                b.Out(AdamUpdate(p, b.Input("g", d, {4}), m, v,
+                                 b.Fixed("lr", Tensor::Scalar<double>(0.1)),
+                                 b.Fixed("step", Tensor::Scalar<double>(0.5)), {}));
+              },
+          .dtypes = {DType::kFloat32},
+          .modes = kBackendModes,
+          .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       Graph& g = b.graph();
       const Value p = g.Parameter("p", {1024, 1024}, Initializer::Normal(0, 1), d);

@@ -20,23 +20,25 @@ using ReduceFn = Value (*)(Value, std::vector<int64_t>, bool);
 // Paths: every reduction path of the kernels, and long rows cut in chunks.
 std::vector<OpConfig> Paths(ReduceFn f, const std::vector<DType>& dtypes) {
   return {{.name = "paths",
-           .build = [f](CaseBuilder& b, DType d) {
-             const Value x = b.Input("x", d, {6, 300, 7}, -20, 20);
-             b.Out(f(x, {}, false));      // everything: one row
-             b.Out(f(x, {-1}, true));     // last axis: rows
-             b.Out(f(x, {1}, false));     // middle axis: columns, three chunks
-             b.Out(f(x, {0, 1}, false));  // leading axes: columns, fifteen chunks
-             b.Out(f(x, {0, 2}, true));   // not contiguous: the odometer
-             b.Out(f(b.Input("e", d, {3, 0, 2}), {1}, false));  // empty: 0, or -inf / lowest()
-           },
+           .build =
+               [f](CaseBuilder& b, DType d) {
+                 const Value x = b.Input("x", d, {6, 300, 7}, -20, 20);
+                 b.Out(f(x, {}, false));      // everything: one row
+                 b.Out(f(x, {-1}, true));     // last axis: rows
+                 b.Out(f(x, {1}, false));     // middle axis: columns, three chunks
+                 b.Out(f(x, {0, 1}, false));  // leading axes: columns, fifteen chunks
+                 b.Out(f(x, {0, 2}, true));   // not contiguous: the odometer
+                 b.Out(f(b.Input("e", d, {3, 0, 2}), {1}, false));  // empty: 0, or -inf / lowest()
+               },
            .dtypes = dtypes,
            .modes = kBackendModes},
           {.name = "long_rows",
-           .build = [f](CaseBuilder& b, DType d) {
-             const Value x = b.Input("x", d, {3, 40000}, -20, 20);
-             b.Out(f(x, {-1}, false));  // few long rows: chunks of a row, then their partials
-             b.Out(f(x, {}, false));
-           },
+           .build =
+               [f](CaseBuilder& b, DType d) {
+                 const Value x = b.Input("x", d, {3, 40000}, -20, 20);
+                 b.Out(f(x, {-1}, false));  // few long rows: chunks of a row, then their partials
+                 b.Out(f(x, {}, false));
+               },
            .dtypes = dtypes,
            .modes = kBackendModes}};
 }
@@ -62,8 +64,8 @@ void WrapsAround(CaseBuilder& b, DType) {
     i64[i] = std::numeric_limits<int64_t>::max() - 7 * i;
   }
   for (int i = 0; i < 80000; ++i) long_rows[i] = std::numeric_limits<int64_t>::max() - i;
-  for (const Value x : {b.Fixed("i32", T<int32_t>({300, 2}, i32)),
-                        b.Fixed("i64", T<int64_t>({300, 2}, i64))}) {
+  for (const Value x :
+       {b.Fixed("i32", T<int32_t>({300, 2}, i32)), b.Fixed("i64", T<int64_t>({300, 2}, i64))}) {
     b.Out(Sum(x));                                // one row: thread partials, then a block tree
     b.Out(Sum(x, {0}));                           // columns, slices of mid
     b.Out(Sum(x, {-1}));                          // rows of two
@@ -81,9 +83,9 @@ void WrapsAround(CaseBuilder& b, DType) {
 // these loops.
 void LargeFloat32(CaseBuilder& b, DType) {
   const Value x = b.Input("x", DType::kFloat32, {4100, 4100}, 0.5, 1.5);
-  b.Out(Sum(x));         // 16.8 M values: one row in chunks
-  b.Out(Sum(x, {0}));    // columns
-  b.Out(Sum(x, {1}));    // rows
+  b.Out(Sum(x));       // 16.8 M values: one row in chunks
+  b.Out(Sum(x, {0}));  // columns
+  b.Out(Sum(x, {1}));  // rows
   b.Out(Mean(x, {0}));
   const Value y = b.Input("y", DType::kFloat32, {300, 300, 200}, 0.5, 1.5);
   b.Out(Sum(y, {0, 2}));  // the odometer, 60000 values per output
@@ -104,62 +106,84 @@ void PastGridLimit(CaseBuilder& b, DType d) {
 
 }  // namespace
 
-DAGRAD_OP_CASE(sum, Reduction(Sum, kNumeric, {
-{.name = "all",
- .build = Over({{"x", {2, 3, 4}}},
-              [](Graph&, const In& in) { return Sum(in[0]); })},
-{.name = "leading_keepdims",
- .build = Over({{"x", {2, 3, 4}}},
-              [](Graph&, const In& in) { return Sum(in[0], {0, 1}, true); })},
-{.name = "non_contiguous_axes",
- .build = Over({{"x", {2, 3, 4}}},
-              [](Graph&, const In& in) { return Sum(in[0], {0, 2}); })},
-    {.name = "wraps_around", .build = WrapsAround, .dtypes = {DType::kInt64},
-     .modes = kBackendModes, .gradients = false},
-    {.name = "large_f32_every_axis", .build = LargeFloat32, .dtypes = {DType::kFloat32},
-     .modes = kCudaMode, .gradients = false},
-    {.name = "columns_past_grid_limit", .build = PastGridLimit,
-     .dtypes = {DType::kFloat32, DType::kInt32}, .modes = kCudaMode, .gradients = false}}));
+DAGRAD_OP_CASE(sum, Reduction(Sum, kNumeric,
+                              {{.name = "all",
+                                .build = Over({{"x", {2, 3, 4}}},
+                                              [](Graph&, const In& in) { return Sum(in[0]); })},
+                               {.name = "leading_keepdims",
+                                .build = Over({{"x", {2, 3, 4}}},
+                                              [](Graph&, const In& in) {
+                                                return Sum(in[0], {0, 1}, true);
+                                              })},
+                               {.name = "non_contiguous_axes",
+                                .build = Over({{"x", {2, 3, 4}}},
+                                              [](Graph&, const In& in) {
+                                                return Sum(in[0], {0, 2});
+                                              })},
+                               {.name = "wraps_around",
+                                .build = WrapsAround,
+                                .dtypes = {DType::kInt64},
+                                .modes = kBackendModes,
+                                .gradients = false},
+                               {.name = "large_f32_every_axis",
+                                .build = LargeFloat32,
+                                .dtypes = {DType::kFloat32},
+                                .modes = kCudaMode,
+                                .gradients = false},
+                               {.name = "columns_past_grid_limit",
+                                .build = PastGridLimit,
+                                .dtypes = {DType::kFloat32, DType::kInt32},
+                                .modes = kCudaMode,
+                                .gradients = false}}));
 
-DAGRAD_OP_CASE(mean, Reduction(Mean, kFloats, {
-{.name = "last_axis",
- .build = Over({{"x", {3, 5}}},
-              [](Graph&, const In& in) { return Mean(in[0], {-1}); })},
-}));
+DAGRAD_OP_CASE(
+    mean, Reduction(Mean, kFloats,
+                    {
+                        {.name = "last_axis",
+                         .build = Over({{"x", {3, 5}}},
+                                       [](Graph&, const In& in) { return Mean(in[0], {-1}); })},
+                    }));
 
-DAGRAD_OP_CASE(max, Reduction(Max, kNumeric, {
-{.name = "middle_axis",
- .build = Over({{"x", {2, 4, 3}}},
-              [](Graph&, const In& in) { return Max(in[0], {1}, true); })},
-    {.name = "rows_of_minus_inf",
-     .build = [](CaseBuilder& b, DType) {
-       const float inf = INFINITY;
-       const Value x = b.Fixed("x", T<float>({2, 3}, {-inf, -inf, -inf, 1, -inf, 2}));
-       b.Out(Max(x, {-1}));
-       b.Out(Max(x, {0}));
-     },
-     .dtypes = {DType::kFloat32},
-     .modes = kBackendModes},
-    // NaN first in row 0, in the middle of row 1, last in row 2, through
-    // every path: NaN wherever an input is NaN (torch.amax).
-    {.name = "nan_at_any_position",
-     .build = [](CaseBuilder& b, DType d) {
-       const Value x =
-           b.Fixed("x", WithNaNs(Random(d, {4, 37}, 11, -5, 5), {0, 37 + 18, 74 + 36}));
-       b.Out(Max(x, {-1}));  // rows
-       b.Out(Max(x, {0}));   // columns
-       b.Out(Max(x));        // everything
-       const Value y = b.Fixed("y", WithNaNs(Random(d, {3, 5, 7}, 12, -5, 5), {1, 40, 104}));
-       b.Out(Max(y, {0, 2}));  // not contiguous: the odometer
-       // Long rows cut into chunks: NaN in the last chunk of row 0, mid row 1.
-       const Value z = b.Fixed("z", WithNaNs(Random(d, {2, 40000}, 13, -5, 5), {39999, 60000}));
-       b.Out(Max(z, {-1}));
-       b.Out(Max(z));
-       // Columns cut into slices of mid: NaN in a late slice only.
-       const Value w = b.Fixed("w", WithNaNs(Random(d, {3000, 4}, 14, -5, 5), {2900 * 4 + 1}));
-       b.Out(Max(w, {0}));
-     },
-     .modes = kBackendModes,
-     .gradients = false}}));
+DAGRAD_OP_CASE(
+    max, Reduction(
+             Max, kNumeric,
+             {{.name = "middle_axis",
+               .build = Over({{"x", {2, 4, 3}}},
+                             [](Graph&, const In& in) { return Max(in[0], {1}, true); })},
+              {.name = "rows_of_minus_inf",
+               .build =
+                   [](CaseBuilder& b, DType) {
+                     const float inf = INFINITY;
+                     const Value x = b.Fixed("x", T<float>({2, 3}, {-inf, -inf, -inf, 1, -inf, 2}));
+                     b.Out(Max(x, {-1}));
+                     b.Out(Max(x, {0}));
+                   },
+               .dtypes = {DType::kFloat32},
+               .modes = kBackendModes},
+              // NaN first in row 0, in the middle of row 1, last in row 2, through
+              // every path: NaN wherever an input is NaN (torch.amax).
+              {.name = "nan_at_any_position",
+               .build =
+                   [](CaseBuilder& b, DType d) {
+                     const Value x = b.Fixed(
+                         "x", WithNaNs(Random(d, {4, 37}, 11, -5, 5), {0, 37 + 18, 74 + 36}));
+                     b.Out(Max(x, {-1}));  // rows
+                     b.Out(Max(x, {0}));   // columns
+                     b.Out(Max(x));        // everything
+                     const Value y =
+                         b.Fixed("y", WithNaNs(Random(d, {3, 5, 7}, 12, -5, 5), {1, 40, 104}));
+                     b.Out(Max(y, {0, 2}));  // not contiguous: the odometer
+                     // Long rows cut into chunks: NaN in the last chunk of row 0, mid row 1.
+                     const Value z =
+                         b.Fixed("z", WithNaNs(Random(d, {2, 40000}, 13, -5, 5), {39999, 60000}));
+                     b.Out(Max(z, {-1}));
+                     b.Out(Max(z));
+                     // Columns cut into slices of mid: NaN in a late slice only.
+                     const Value w =
+                         b.Fixed("w", WithNaNs(Random(d, {3000, 4}, 14, -5, 5), {2900 * 4 + 1}));
+                     b.Out(Max(w, {0}));
+                   },
+               .modes = kBackendModes,
+               .gradients = false}}));
 
 }  // namespace dagrad::testing

@@ -27,12 +27,12 @@ inline const absl::Status& GpuStatus() {
 
 }  // namespace dagrad::testing
 
-#define SKIP_WITHOUT_GPU()                                                             \
-  do {                                                                                 \
-    if (absl::IsUnavailable(::dagrad::testing::GpuStatus())) {                         \
-      GTEST_SKIP() << "no CUDA device, CPU/CUDA cross-check skipped: "                 \
-                   << ::dagrad::testing::GpuStatus().message();                        \
-    }                                                                                  \
+#define SKIP_WITHOUT_GPU()                                                              \
+  do {                                                                                  \
+    if (absl::IsUnavailable(::dagrad::testing::GpuStatus())) {                          \
+      GTEST_SKIP() << "no CUDA device, CPU/CUDA cross-check skipped: "                  \
+                   << ::dagrad::testing::GpuStatus().message();                         \
+    }                                                                                   \
     ASSERT_TRUE(::dagrad::testing::GpuStatus().ok()) << ::dagrad::testing::GpuStatus(); \
   } while (false)
 

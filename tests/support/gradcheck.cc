@@ -84,10 +84,10 @@ absl::Status Compare(const Wrt& wrt, const Tensor& x, const Tensor* analytic,
   for (int64_t e = 0; e < x.num_elements(); ++e) {
     const double a = analytic ? analytic->data<double>()[e] : 0.0;
     if (!(std::abs(a - numeric[e]) <= options.atol + options.rtol * std::abs(numeric[e]))) {
-      return absl::InternalError(absl::StrCat(
-          "gradient of '", wrt.value.path(), "' ", x.shape().ToString(), " element ", e,
-          ": autodiff ", a, ", finite differences ", numeric[e],
-          analytic ? "" : " (autodiff gave no gradient)"));
+      return absl::InternalError(absl::StrCat("gradient of '", wrt.value.path(), "' ",
+                                              x.shape().ToString(), " element ", e, ": autodiff ",
+                                              a, ", finite differences ", numeric[e],
+                                              analytic ? "" : " (autodiff gave no gradient)"));
     }
   }
   return absl::OkStatus();

@@ -15,8 +15,8 @@
 #include "engine/philox.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
-#include "ops/cpu_isa.h"
 #include "gtest/gtest.h"
+#include "ops/cpu_isa.h"
 #include "tests/support/op_case.h"
 
 namespace dagrad::testing {
@@ -73,17 +73,19 @@ absl::Status Compare(const CrossCase& c, absl::string_view level,
                      const absl::StatusOr<std::vector<Tensor>>& got) {
   if (c.expect_error) {
     if (base.ok() || got.ok() || base.status() != got.status()) {
-      return absl::InternalError(absl::StrCat("expected the same error; baseline: ",
-                                              base.status().ToString(), "; ", level, ": ",
-                                              got.status().ToString()));
+      return absl::InternalError(
+          absl::StrCat("expected the same error; baseline: ", base.status().ToString(), "; ", level,
+                       ": ", got.status().ToString()));
     }
     return absl::OkStatus();
   }
-  if (!base.ok()) return absl::Status(base.status().code(), absl::StrCat("baseline: ", base.status().message()));
-  if (!got.ok()) return absl::Status(got.status().code(), absl::StrCat(level, ": ", got.status().message()));
+  if (!base.ok())
+    return absl::Status(base.status().code(), absl::StrCat("baseline: ", base.status().message()));
+  if (!got.ok())
+    return absl::Status(got.status().code(), absl::StrCat(level, ": ", got.status().message()));
   if (base->size() != got->size()) {
-    return absl::InternalError(absl::StrCat(level, " gave ", got->size(), " tensors, baseline ",
-                                            base->size()));
+    return absl::InternalError(
+        absl::StrCat(level, " gave ", got->size(), " tensors, baseline ", base->size()));
   }
   const size_t per_run = base->size() / std::max(c.runs, 1);
   for (size_t i = 0; i < base->size(); ++i) {
@@ -125,7 +127,8 @@ absl::Status WriteCaseOutputs(const std::string& name, const std::string& path) 
         const absl::StatusOr<std::vector<Tensor>> got = CpuOutputs(ToCrossCase(c, config, d));
         SafetensorsFile f;
         if (got.ok()) {
-          for (size_t i = 0; i < got->size(); ++i) f.tensors.push_back({absl::StrCat(i), (*got)[i]});
+          for (size_t i = 0; i < got->size(); ++i)
+            f.tensors.push_back({absl::StrCat(i), (*got)[i]});
         } else {
           f.metadata[kErrorCode] = absl::StrCat(static_cast<int>(got.status().code()));
           f.metadata[kErrorMessage] = std::string(got.status().message());

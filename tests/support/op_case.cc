@@ -40,8 +40,7 @@ CaseBuild Over(std::vector<CaseInput> inputs, InputsBuild build) {
     In values;
     for (const CaseInput& in : inputs) {
       if (in.value) {
-        values.push_back(
-            b.Fixed(in.name, d == DType::kFloat32 ? ToFloat32(*in.value) : *in.value));
+        values.push_back(b.Fixed(in.name, d == DType::kFloat32 ? ToFloat32(*in.value) : *in.value));
       } else {
         values.push_back(b.Input(in.name, d, in.shape, in.lo, in.hi));
       }
@@ -68,12 +67,13 @@ Tensor FloatsOf(DType d, const Shape& shape, const std::vector<double>& values) 
 
 OpCase UnaryCase(Value (*f)(Value), double lo, double hi) {
   auto at = [f, lo, hi](Shape shape) {
-    return [f, lo, hi, shape](CaseBuilder& b, DType d) { b.Out(f(b.Input("x", d, shape, lo, hi))); };
+    return
+        [f, lo, hi, shape](CaseBuilder& b, DType d) { b.Out(f(b.Input("x", d, shape, lo, hi))); };
   };
-  return OpCase{.configs = {{.name = "small", .build = at({4, 5})},
-                            {.name = "vector_paths", .build = at({37, 129}),
-                             .modes = kBackendModes}},
-                .bench = at({1024, 1024})};
+  return OpCase{
+      .configs = {{.name = "small", .build = at({4, 5})},
+                  {.name = "vector_paths", .build = at({37, 129}), .modes = kBackendModes}},
+      .bench = at({1024, 1024})};
 }
 
 OpCase BinaryCase(Value (*f)(Value, Value)) {
@@ -82,13 +82,16 @@ OpCase BinaryCase(Value (*f)(Value, Value)) {
       cb.Out(f(cb.Input("a", d, a, lo, hi), cb.Input("b", d, b, lo, hi)));
     };
   };
-  return OpCase{
-      .configs = {{.name = "small", .build = at({2, 3, 4}, {3, 1}, -1, 1)},
-                  {.name = "broadcast", .build = at({2, 3, 40}, {3, 1}, -50, 50),
-                   .dtypes = kNumeric, .modes = kBackendModes},
-                  {.name = "same_shape", .build = at({33, 65}, {33, 65}, -50, 50),
-                   .dtypes = kNumeric, .modes = kBackendModes}},
-      .bench = at({1024, 1024}, {1024}, -1, 1)};
+  return OpCase{.configs = {{.name = "small", .build = at({2, 3, 4}, {3, 1}, -1, 1)},
+                            {.name = "broadcast",
+                             .build = at({2, 3, 40}, {3, 1}, -50, 50),
+                             .dtypes = kNumeric,
+                             .modes = kBackendModes},
+                            {.name = "same_shape",
+                             .build = at({33, 65}, {33, 65}, -50, 50),
+                             .dtypes = kNumeric,
+                             .modes = kBackendModes}},
+                .bench = at({1024, 1024}, {1024}, -1, 1)};
 }
 
 OpCase With(OpCase c, std::vector<OpConfig> more) {
@@ -98,11 +101,16 @@ OpCase With(OpCase c, std::vector<OpConfig> more) {
 
 const char* DTypeSuffix(DType d) {
   switch (d) {
-    case DType::kFloat32: return "f32";
-    case DType::kFloat64: return "f64";
-    case DType::kInt32: return "i32";
-    case DType::kInt64: return "i64";
-    case DType::kBool: return "bool";
+    case DType::kFloat32:
+      return "f32";
+    case DType::kFloat64:
+      return "f64";
+    case DType::kInt32:
+      return "i32";
+    case DType::kInt64:
+      return "i64";
+    case DType::kBool:
+      return "bool";
   }
   return "unknown";
 }

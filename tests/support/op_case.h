@@ -13,20 +13,46 @@
 // op of AllOps() (ops/registry.h) has no case or more than one, or when its
 // case never runs it; `dagrad_bench --op_coverage` prints the table.
 //
-// Adding an op to an existing family (the checklist). Three files:
+// Adding an op to an existing family (the checklist):
 //   1. ops/<family>.cc: the op in one place — shape inference, CPU kernel,
 //      gradient rule, OpDef (appended to the family's list, e.g.
-//      UnaryOps()), builder (declared in the family's header).
-//   2. ops/cuda/<family>.cu: its CUDA kernel, registered with the device.
-//   3. tests/<family>_cases.cc: its case, one macro, e.g. for a unary op
+//      UnaryOps()), builder. (Today an elementwise op also writes its
+//      functor in ops/elementwise_math.h, shared with CUDA, and declares
+//      its builder in ops/elementwise.h.)
+//   2. ops/cuda/<family>.cu: its CUDA kernel, registered with the device
+//      (one line of the family's table for an elementwise op).
+//   3. tests/<family>_cases.cc: its case, one macro; for a unary op
 //        DAGRAD_OP_CASE(softplus, UnaryCase(Softplus, -3, 3));
 //      for a binary one
 //        DAGRAD_OP_CASE(minimum, BinaryCase(Minimum));
-//      and for anything else a list of configs (below). A backward-only,
-//      always-a-view, integer-output or composite case says so in `flags`.
-//   Then `ctest -R OpCase` runs it in every mode and `dagrad_bench --op=NAME`
-//   times it; the op's own behaviour tests stay in tests/<family>_test.cc.
+//      and for anything else a list of configs (below).
+//   That is all on the test side: no central list of cases, no hand-kept
+//   list of backward-only or view ops (the case's `flags` say so), and the
+//   coverage test names any op left without a case. `ctest -R OpCase` runs
+//   the case in every mode, `dagrad_bench --op=NAME` times it; the op's own
+//   behaviour tests (hand-worked values, errors) stay in
+//   tests/<family>_test.cc, its PyTorch goldens in golden_ops_test.cc.
 //
+// Which flags, which fields:
+//   - An op with integer or bool outputs (comparisons, an argmax, top-k
+//     indices, multinomial samples): flags = kIntegerOutput, its configs
+//     .modes = kBackendModes (nothing to gradcheck), integer dtypes in
+//     .dtypes where the op takes them.
+//   - An op that draws random numbers: .training = true where it draws
+//     only in training, and .exact = true, since every backend and level
+//     must draw the same bits (dropout's case).
+//   - A backward kernel without a rule of its own: flags = kBackwardOnly,
+//     a config that builds it as autodiff does (layer_norm_grad's case).
+//   - A layer of several ops (models/, nn layers): flags = kComposite, named
+//     after the layer; configs with float64 weights set .dtypes = {DType::kFloat64}.
+//   - A new option of an existing op (an approximation, a mode): a config
+//     of that op's case, e.g. With(UnaryCase(...), {{.name = "tanh", ...}}).
+//   - A config whose inputs are drawn outside the op's domain: draw them
+//     inside it (lo, hi); an input no gradient is taken in: b.NoGrad(x).
+//   - A config that must fail alike everywhere: .expect_error = true.
+//   - Sizes: gradcheck configs small (every element is perturbed 4 times),
+//     backend configs through each kernel path, `bench` realistic.
+
 // A case is a list of configs; each config is a builder that declares its
 // inputs (shape, dtype, the range values are drawn from: a positive-only
 // domain is lo > 0) and outputs on a CaseBuilder, for the dtype it is run
@@ -73,9 +99,9 @@ using CaseBuild = std::function<void(CaseBuilder& b, DType d)>;
 
 // The modes a config runs in (timing runs the case's bench builder).
 enum OpMode : uint32_t {
-  kGradcheckMode = 1u << 0,  // in float64, when the config's dtypes have it
-  kCudaMode = 1u << 1,       // in each of the config's dtypes
-  kIsaMode = 1u << 2,        // in each of the config's dtypes
+  kGradcheckMode = 1u << 0,              // in float64, when the config's dtypes have it
+  kCudaMode = 1u << 1,                   // in each of the config's dtypes
+  kIsaMode = 1u << 2,                    // in each of the config's dtypes
   kBackendModes = kCudaMode | kIsaMode,  // the backends only (no gradcheck)
   kEveryMode = kGradcheckMode | kCudaMode | kIsaMode,
 };
@@ -94,11 +120,11 @@ struct OpConfig {
   // float32, 1e-10 for float64. exact: every tensor bit for bit.
   double rtol = 0;
   bool exact = false;
-  bool gradients = true;        // cuda and isa also compare the gradients
-  bool training = false;        // every mode runs in training mode (dropout)
-  bool fold_constants = true;   // false: fill and arange run as kernels
-  bool expect_error = false;    // cuda and isa: both fail alike; no gradients
-  int runs = 2;                 // cuda and isa: runs with fresh inputs
+  bool gradients = true;       // cuda and isa also compare the gradients
+  bool training = false;       // every mode runs in training mode (dropout)
+  bool fold_constants = true;  // false: fill and arange run as kernels
+  bool expect_error = false;   // cuda and isa: both fail alike; no gradients
+  int runs = 2;                // cuda and isa: runs with fresh inputs
 };
 
 // Facts about a case's op that change which modes apply.
@@ -204,8 +230,8 @@ const char* DTypeSuffix(DType d);
 // DAGRAD_OP_CASE(op, fields...) registers the case of the op named `op`
 // (its OpDef's name; a composite's own name): designated initializers of
 // OpCase after .op, or one OpCase value (UnaryCase(...)).
-#define DAGRAD_OP_CASE(op_name, ...)                                        \
-  static const bool DAGRAD_OP_CASE_CONCAT_(dagrad_op_case_, op_name) =     \
+#define DAGRAD_OP_CASE(op_name, ...)                                   \
+  static const bool DAGRAD_OP_CASE_CONCAT_(dagrad_op_case_, op_name) = \
       ::dagrad::testing::RegisterOpCase(#op_name, ::dagrad::testing::OpCase{__VA_ARGS__})
 
 #endif  // DAGRAD_TESTS_SUPPORT_OP_CASE_H_

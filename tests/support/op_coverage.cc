@@ -115,9 +115,7 @@ absl::StatusOr<OpCoverage> RowOf(const std::string& name, const OpDef* op) {
 
 }  // namespace
 
-absl::StatusOr<OpCoverage> CoverageOf(const OpDef& op) {
-  return RowOf(std::string(op.name), &op);
-}
+absl::StatusOr<OpCoverage> CoverageOf(const OpDef& op) { return RowOf(std::string(op.name), &op); }
 
 absl::StatusOr<std::vector<OpCoverage>> CoverageRows() {
   std::vector<OpCoverage> rows;
@@ -148,7 +146,8 @@ namespace {
 absl::StatusOr<OpTimingGraph> TimingGraph(absl::string_view name) {
   const OpCase* c = FindOpCase(std::string(name));
   if (c == nullptr || (!c->bench && c->configs.empty())) {
-    return absl::NotFoundError(absl::StrCat("no op case named '", name, "' (--op_coverage lists them)"));
+    return absl::NotFoundError(
+        absl::StrCat("no op case named '", name, "' (--op_coverage lists them)"));
   }
   OpTimingGraph t{.training = !c->configs.empty() && c->configs[0].training, .size = "bench"};
   CaseBuild build = c->bench;
@@ -161,8 +160,8 @@ absl::StatusOr<OpTimingGraph> TimingGraph(absl::string_view name) {
     }
     t.size = absl::StrCat("config ", first.name, " (", DTypeSuffix(d), ")");
   }
-  const bool gradients = !(c->flags & (kIntegerOutput | kBackwardOnly)) &&
-                         (c->bench || c->configs[0].gradients);
+  const bool gradients =
+      !(c->flags & (kIntegerOutput | kBackwardOnly)) && (c->bench || c->configs[0].gradients);
   const CrossCase cc{.name = std::string(name),
                      .build = [build, d](CaseBuilder& b) { build(b, d); },
                      .gradients = gradients};

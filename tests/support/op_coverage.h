@@ -30,7 +30,7 @@ struct OpCoverage {
   // "not differentiable", "backward-only", "integer output" (gradcheck
   // does not apply); "composite"; "NO".
   std::string gradcheck, cuda, isa;
-  std::string timing;  // "bench", "config" (a config's own size) or "NO"
+  std::string timing;   // "bench", "config" (a config's own size) or "NO"
   std::string problem;  // why the row is incomplete; empty when complete
 };
 
