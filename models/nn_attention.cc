@@ -30,7 +30,9 @@ absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
     return fail(absl::StrCat("embed_dim ", E, " is not divisible by num_heads ", H));
   }
   if (c.kdim < 0 || c.vdim < 0) return fail("kdim and vdim must be >= 0");
-  if (absl::Status st = ValidateDropout(c.dropout); !st.ok()) return fail(std::string(st.message()));
+  if (absl::Status st = ValidateDropout(c.dropout); !st.ok()) {
+    return fail(std::string(st.message()));
+  }
   if (c.rotary && (E / H) % 2 != 0) {
     return fail(absl::StrCat("rotary embedding needs an even head size, got ", E / H));
   }
@@ -42,12 +44,13 @@ absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
   m.options_ = c;
   Graph::Scope scope(g, name);
   m.scope_ = g.scope();
+  const Initializer xavier = Initializer::XavierUniform();
   if (c.kdim == E && c.vdim == E) {
-    m.in_proj_weight_ = g.Parameter("in_proj_weight", {3 * E, E}, Initializer::XavierUniform(), c.dtype);
+    m.in_proj_weight_ = g.Parameter("in_proj_weight", {3 * E, E}, xavier, c.dtype);
   } else {
-    m.q_proj_weight_ = g.Parameter("q_proj_weight", {E, E}, Initializer::XavierUniform(), c.dtype);
-    m.k_proj_weight_ = g.Parameter("k_proj_weight", {E, c.kdim}, Initializer::XavierUniform(), c.dtype);
-    m.v_proj_weight_ = g.Parameter("v_proj_weight", {E, c.vdim}, Initializer::XavierUniform(), c.dtype);
+    m.q_proj_weight_ = g.Parameter("q_proj_weight", {E, E}, xavier, c.dtype);
+    m.k_proj_weight_ = g.Parameter("k_proj_weight", {E, c.kdim}, xavier, c.dtype);
+    m.v_proj_weight_ = g.Parameter("v_proj_weight", {E, c.vdim}, xavier, c.dtype);
   }
   if (c.bias) m.in_proj_bias_ = g.Parameter("in_proj_bias", {3 * E}, Initializer::Zeros(), c.dtype);
   if (c.add_bias_kv) {

@@ -105,7 +105,11 @@ ToyOutputs ToyTransformer::operator()(Value tokens, Value lengths, bool keep_att
                 tokens.shape().ToString()))),
             {}};
   }
-  Value x = embedding_(tokens) * std::sqrt(static_cast<double>(config_.dim));
+  Value x;
+  {
+    Graph::Scope scope(g, "embedding");
+    x = embedding_(tokens) * std::sqrt(static_cast<double>(config_.dim));
+  }
   x = AddSinusoidal(x, config_.dropout);
   for (const nn::TransformerBlock& layer : layers_) {
     Value weights;

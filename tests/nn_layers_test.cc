@@ -4,6 +4,7 @@
 // parameter names, the errors of Create and of a layer used before Create.
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -86,6 +87,44 @@ absl::Status AttentionExamples(Graph& g, Value x, Value lengths, Value memory) {
   EXPECT_THAT(Names(mha.named_parameters()),
               ElementsAre("in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"));
   return absl::OkStatus();
+}
+
+// The converters' examples, with B = 2, H = 4, T = 5, S = 7, E = 8.
+absl::Status AttentionMaskExamples(Graph& g, Value q, Value k, Value v) {
+  using nn::AttentionOutput, nn::AttentionWeights, nn::KeepFromKeyPaddingMask,
+      nn::BiasFromAttnMask, nn::BiasFromKeyPaddingMask;
+  const int64_t H = 4;
+  DAGRAD_ASSIGN_OR_RETURN(
+      nn::MultiheadAttention mha,
+      nn::MultiheadAttention::Create(g, "mha", {.embed_dim = 8, .num_heads = H}));
+  {
+    Value kpm = g.Input("kpm", DType::kBool, {2, 7});
+    Value am = g.Input("am", DType::kFloat32, {8, 5, 7});
+    // example: models/nn_attention.h, porting a PyTorch call
+    AttentionOutput y = mha(q, k, v, {.keep = KeepFromKeyPaddingMask(kpm),
+                                      .bias = BiasFromAttnMask(am, H)},
+                            AttentionWeights::kPerHead);
+    // example: models/nn_attention.h, KeepFromKeyPaddingMask
+    Value keep = KeepFromKeyPaddingMask(kpm);   // kpm bool (2, 7) -> (2, 1, 1, 7)
+    // end of examples
+    ExpectShapes({{y.output, {2, 5, 8}}, {y.weights, {2, 4, 5, 7}}, {keep, {2, 1, 1, 7}}});
+  }
+  Value kpm = g.Input("kpm_float", DType::kFloat32, {2, 7});
+  Value am = g.Input("am_float", DType::kFloat32, {8, 5, 7});
+  // example: models/nn_attention.h, BiasFromAttnMask
+  Value bias = BiasFromAttnMask(am, 4);        // am float (8, 5, 7) -> (2, 4, 5, 7)
+  mha(q, k, v, {.bias = bias + BiasFromKeyPaddingMask(kpm)});  // both masks
+  // end of example
+  ExpectShapes({{bias, {2, 4, 5, 7}},
+                {mha(q, k, v, {.bias = bias + BiasFromKeyPaddingMask(kpm)}).output, {2, 5, 8}}});
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, AttentionMasks) {
+  Graph g;
+  ASSERT_OK(AttentionMaskExamples(g, g.Input("q", DType::kFloat32, {2, 5, 8}),
+                                  g.Input("k", DType::kFloat32, {2, 7, 8}),
+                                  g.Input("v", DType::kFloat32, {2, 7, 8})));
 }
 
 TEST(NnExamples, Attention) {
@@ -252,13 +291,14 @@ std::string ReadSource(const std::string& path) {
 }
 
 // ExampleLines returns the code lines of the header's usage examples: the
-// runs of "//   " comment lines that create a layer or name parameters.
+// runs of "//   " comment lines with a statement (a line ending in ';',
+// perhaps followed by a comment).
 std::vector<std::string> ExampleLines(const std::string& header) {
   std::vector<std::string> lines, run;
   auto flush = [&] {
+    static const std::regex kStatement(R"(;\s*(//.*)?$)");
     const bool example = std::any_of(run.begin(), run.end(), [](const std::string& l) {
-      return absl::StrContains(l, "DAGRAD_ASSIGN_OR_RETURN") ||
-             absl::StrContains(l, "nn::NamedParameters");
+      return std::regex_search(l, kStatement);
     });
     if (example) lines.insert(lines.end(), run.begin(), run.end());
     run.clear();

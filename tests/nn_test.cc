@@ -1,8 +1,8 @@
 // dagrad::nn layers (models/nn.h): parity with their torch.nn twins on the
 // goldens of tools/goldens/nn.py (outputs and the gradients of inputs and
-// parameters, float32, within 1e-5), PyTorch's parameter names, float64
-// finite-difference gradchecks of every layer, and the errors of Create and
-// of a layer used before Create.
+// parameters, float32, within 1e-5) under PyTorch's parameter names. The
+// float64 gradchecks are the layers' composite cases (tests/nn_cases.cc);
+// the header examples and errors are in nn_layers_test.cc.
 
 #include <functional>
 #include <map>
@@ -15,7 +15,6 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/golden.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
