@@ -63,9 +63,6 @@ std::vector<Value> ScaleGrad(const GradContext& c) {
 std::vector<Value> ReluGradRule(const GradContext& c) {
   return {ReluGrad(c.inputs[0], c.grad)};
 }
-std::vector<Value> GeluGradRule(const GradContext& c) {
-  return {GeluGrad(c.inputs[0], c.grad)};
-}
 std::vector<Value> TanhGrad(const GradContext& c) {
   return {Mul(c.grad, AddScalar(Neg(Mul(c.output, c.output)), 1.0))};  // 1 - y^2
 }
@@ -93,14 +90,13 @@ DAGRAD_UNARY_OP(kRsqrt, "rsqrt", "Rsqrt", RsqrtFn, RsqrtGrad);
 DAGRAD_UNARY_OP(kPow, "pow", "Pow", PowFn, PowGrad);
 DAGRAD_UNARY_OP(kScale, "scale", "Scale", ScaleFn, ScaleGrad);
 DAGRAD_UNARY_OP(kRelu, "relu", "ReLU", ReluFn, ReluGradRule);
-DAGRAD_UNARY_OP(kGelu, "gelu", "GELU", GeluFn, GeluGradRule);
 DAGRAD_UNARY_OP(kTanh, "tanh", "Tanh", TanhFn, TanhGrad);
 DAGRAD_UNARY_OP(kSigmoid, "sigmoid", "Sigmoid", SigmoidFn, SigmoidGrad);
 DAGRAD_UNARY_OP(kSin, "sin", "Sin", SinFn, SinGrad);
 DAGRAD_UNARY_OP(kCos, "cos", "Cos", CosFn, CosGrad);
 #undef DAGRAD_UNARY_OP
 
-// relu_grad(x, g) = g * [x > 0]; gelu_grad(x, g) = g * gelu'(x).
+// relu_grad(x, g) = g * [x > 0].
 absl::StatusOr<TensorType> InferActivationGrad(const InferContext& ctx) {
   if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
   if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
@@ -136,11 +132,6 @@ const OpDef kReluGrad = {.name = "relu_grad",
                          .cpu = ActivationGradKernel<ReluBackwardFn>,
                          .grad = ReluGradGrad,
                          .nondiff_inputs = 0b01};
-// gelu_grad has no rule: a third derivative through GELU is out of scope.
-const OpDef kGeluGrad = {.name = "gelu_grad",
-                         .dot_label = "GELU'",
-                         .infer = InferActivationGrad,
-                         .cpu = ActivationGradKernel<GeluBackwardFn>};
 
 absl::StatusOr<TensorType> InferCast(const InferContext& ctx) {
   auto dtype = DTypeFromName(ctx.attrs.GetStr("dtype"));
@@ -215,7 +206,6 @@ Value AddScalar(Value x, double offset) {
   return Unary(kScale, x, Attrs().Float("alpha", 1.0).Float("beta", offset));
 }
 Value Relu(Value x) { return Unary(kRelu, x); }
-Value Gelu(Value x) { return Unary(kGelu, x); }
 Value Tanh(Value x) { return Unary(kTanh, x); }
 Value Sigmoid(Value x) { return Unary(kSigmoid, x); }
 Value Sin(Value x) { return Unary(kSin, x); }
@@ -224,11 +214,10 @@ Value Cast(Value x, DType dtype) {
   return Unary(kCast, x, Attrs().Str("dtype", std::string(DTypeName(dtype))));
 }
 Value ReluGrad(Value x, Value g) { return BuildOp(kReluGrad, {x, g}); }
-Value GeluGrad(Value x, Value g) { return BuildOp(kGeluGrad, {x, g}); }
 
 std::vector<const OpDef*> UnaryOps() {
-  return {&kNeg,  &kExp,  &kLog,     &kSqrt, &kRsqrt, &kPow,      &kScale,    &kRelu,
-          &kGelu, &kTanh, &kSigmoid, &kSin,  &kCos,   &kReluGrad, &kGeluGrad, &kCast};
+  return {&kNeg,  &kExp, &kLog, &kSqrt,     &kRsqrt, &kPow,     &kScale,
+          &kRelu, &kTanh, &kSigmoid, &kSin, &kCos, &kReluGrad, &kCast};
 }
 
 }  // namespace dagrad

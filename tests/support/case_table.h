@@ -79,6 +79,8 @@ inline constexpr std::initializer_list<DType> kFloating = {DType::kFloat32, DTyp
 
 // EdgeCases adds the cases of cuda_edge_cases.cc.
 void EdgeCases(Cases& cs);
+// GeluAndSamplingCases adds the cases of cuda_nn_cases.cc.
+void GeluAndSamplingCases(Cases& cs);
 
 }  // namespace dagrad::testing
 

@@ -422,6 +422,7 @@ const std::vector<CrossCase>& CudaCrossCases() {
     OptimizerCases(cs);
     ErrorCases(cs);
     EdgeCases(cs);
+    GeluAndSamplingCases(cs);
     return new std::vector<CrossCase>(cs.Take());
   }();
   return *cases;
