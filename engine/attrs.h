@@ -14,10 +14,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace dagrad {
 

@@ -165,6 +165,33 @@ absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source) {
   return absl::OkStatus();
 }
 
+// MismatchError lists what keeps a checkpoint from matching the variables:
+// the variables it lacks, the tensors no variable takes (both only when
+// strict), and the tensors of the wrong type.
+absl::Status MismatchError(absl::string_view source, const std::vector<std::string>& missing,
+                           const std::vector<std::string>& unexpected,
+                           std::vector<std::string> mismatched) {
+  std::vector<std::string> problems;
+  if (!missing.empty()) {
+    problems.push_back(absl::StrCat(missing.size(), " missing (variables with no tensor): ",
+                                    ListNames(missing)));
+  }
+  if (!unexpected.empty()) {
+    problems.push_back(absl::StrCat(unexpected.size(),
+                                    " unexpected (tensors with no variable): ",
+                                    ListNames(unexpected)));
+  }
+  if (mismatched.size() > kMaxListed) {
+    const size_t more = mismatched.size() - kMaxListed;
+    mismatched.resize(kMaxListed);
+    mismatched.push_back(absl::StrCat("and ", more, " more mismatches"));
+  }
+  for (std::string& m : mismatched) problems.push_back(std::move(m));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "checkpoint ", source, " does not match the variables; nothing was loaded: ",
+      absl::StrJoin(problems, "; ")));
+}
+
 }  // namespace
 
 std::string CheckpointName(const Node& node) {
@@ -218,25 +245,7 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
   }
 
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
-    std::vector<std::string> problems;
-    if (!missing.empty()) {
-      problems.push_back(absl::StrCat(missing.size(), " missing (variables with no tensor): ",
-                                      ListNames(missing)));
-    }
-    if (!unexpected.empty()) {
-      problems.push_back(absl::StrCat(unexpected.size(),
-                                      " unexpected (tensors with no variable): ",
-                                      ListNames(unexpected)));
-    }
-    if (mismatched.size() > kMaxListed) {
-      const size_t more = mismatched.size() - kMaxListed;
-      mismatched.resize(kMaxListed);
-      mismatched.push_back(absl::StrCat("and ", more, " more mismatches"));
-    }
-    for (std::string& m : mismatched) problems.push_back(std::move(m));
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint ", source, " does not match the variables; nothing was loaded: ",
-        absl::StrJoin(problems, "; ")));
+    return MismatchError(source, missing, unexpected, std::move(mismatched));
   }
   for (const auto& [v, t] : assignments) {
     absl::Status s = executor.Assign(v, *t);

@@ -10,7 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/checked_math.h"
 #include "engine/op.h"
+#include "engine/plan_memory.h"
 #include "engine/status_macros.h"
 
 namespace dagrad {
@@ -60,7 +62,8 @@ absl::StatusOr<std::shared_ptr<void>> Executor::AllocateCounted(
     size_t bytes, const std::string& what) {
   const int64_t limit = options_.memory_limit_bytes;
   const int64_t in_use = *bytes_in_use_;
-  if (limit > 0 && in_use + static_cast<int64_t>(bytes) > limit) {
+  const std::optional<int64_t> after = CheckedAdd(in_use, static_cast<int64_t>(bytes));
+  if (limit > 0 && (!after.has_value() || *after > limit)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "memory limit: ", what, " needs ", bytes, " bytes with ", in_use,
         " already in use on ", device_->name(), ", over the limit of ", limit));
@@ -77,11 +80,17 @@ absl::StatusOr<std::shared_ptr<void>> Executor::AllocateCounted(
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     absl::Span<const Value> fetches, absl::Span<const Value> targets) {
   PlanOptions plan_options = options_.plan;
-  if (options_.memory_limit_bytes > 0) {
-    plan_options.max_folded_bytes = options_.memory_limit_bytes;
+  // Folding allocates its constants while planning: within the limit.
+  const std::optional<MemoryLimit> room = MemoryLimitFor(
+      options_.memory_limit_bytes, *bytes_in_use_, device_->is_host() && options_.check_host_memory);
+  if (room.has_value() && (plan_options.max_folded_bytes == 0 ||
+                           room->bytes < plan_options.max_folded_bytes)) {
+    plan_options.max_folded_bytes = std::max<int64_t>(room->bytes, 1);
   }
   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan info,
-                          PlanGraph(graph_, fetches, targets, plan_options));
+                          PlanLayout(graph_, fetches, targets, plan_options));
+  DAGRAD_RETURN_IF_ERROR(CheckPlanMemory(info));
+  DAGRAD_RETURN_IF_ERROR(EvaluateFolded(graph_, info));
   auto plan = std::make_unique<Plan>();
   plan->owner_ = this;
   for (NodeId id : info.steps) {
@@ -103,9 +112,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     }
     for (NodeId id : info.inputs) {
       const Node& node = graph_.node(id);
-      DAGRAD_ASSIGN_OR_RETURN(
-          auto buf, AllocateCounted(node.shape.num_elements() * SizeOf(node.dtype),
-                                    "an input's staging buffer"));
+      DAGRAD_ASSIGN_OR_RETURN(const int64_t bytes, ValidateBytes(node.shape, node.dtype));
+      DAGRAD_ASSIGN_OR_RETURN(auto buf, AllocateCounted(bytes, "an input's staging buffer"));
       plan->staged_inputs_[id] = std::move(buf);
     }
   }
@@ -123,6 +131,16 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
   }
   plan->info_ = std::move(info);
   return plan;
+}
+
+absl::Status Executor::CheckPlanMemory(const ExecutionPlan& plan) const {
+  const std::optional<MemoryLimit> room = MemoryLimitFor(
+      options_.memory_limit_bytes, *bytes_in_use_, device_->is_host() && options_.check_host_memory);
+  if (!room.has_value()) return absl::OkStatus();
+  MemoryBudget need = PlanMemory(graph_, plan, device_->is_host(),
+                                 [this](NodeId id) { return variables_.contains(id); });
+  need.Merge(options_.reserved);
+  return need.CheckFits(*room, absl::StrCat("compiling the plan on ", device_->name()));
 }
 
 absl::Status Executor::ValidateFeeds(

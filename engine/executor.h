@@ -63,6 +63,7 @@
 #include "absl/types/span.h"
 #include "engine/device.h"
 #include "engine/graph.h"
+#include "engine/memory_budget.h"
 #include "engine/planner.h"
 #include "engine/tensor.h"
 
@@ -72,8 +73,14 @@ struct ExecutorOptions {
   uint64_t seed = 0;            // variable initialisation and dropout
   bool check_numerics = false;  // stop at the first node producing NaN/Inf
   // Upper bound on device bytes for arenas, variables and constants;
-  // 0 means none. Exceeding it is ResourceExhausted, at Compile or when a
-  // variable is first materialised.
+  // 0 means none. Compile adds up what the plan will allocate (its arena,
+  // the variables it touches not yet allocated, `reserved`) with checked
+  // arithmetic and, before allocating any of it, compares that with this
+  // limit less what is in use and, on a host device with
+  // check_host_memory, with what the host may still give (MemAvailable,
+  // the cgroup's limit: engine/host_memory.h). Over either is
+  // ResourceExhausted naming the need, the limit and the biggest buffers
+  // (engine/memory_budget.h).
   int64_t memory_limit_bytes = 0;
   // poison_arena fills every plan's arena with 0xFF bytes (NaN as float32
   // and float64) before each run, so that a kernel that leaves part of its
@@ -95,6 +102,10 @@ struct ExecutorOptions {
   // turn it off.
   bool record_runs = true;
   PlanOptions plan;
+  bool check_host_memory = true;
+  // reserved: what the caller will allocate beside the executor (a data
+  // set), counted in every Compile's budget and named in its message.
+  MemoryBudget reserved;
 };
 
 // OpProfile is where a plan's runs spent their time, per op name.
@@ -212,6 +223,7 @@ class Executor {
   absl::Status Write(NodeId id, const Tensor& value);
   absl::StatusOr<std::shared_ptr<void>> AllocateCounted(size_t bytes,
                                                         const std::string& what);
+  absl::Status CheckPlanMemory(const ExecutionPlan& plan) const;
   absl::Status CheckNumerics(const Node& node, const TensorRef& out);
   absl::Status BindStorage(Plan& plan, const absl::flat_hash_map<NodeId, const Tensor*>& fed);
   TensorRef Ref(const Plan& plan, NodeId id) const;

@@ -3,9 +3,10 @@
 #include <cstring>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "engine/op.h"
 
 namespace dagrad {
@@ -34,17 +35,32 @@ int64_t Value::dim(int axis) const {
 
 std::string Value::path() const { return ok() ? node().path() : ""; }
 
+namespace {
+
+// AppendScope appends the non-empty '/'-separated parts of `name` to
+// `scope`: an empty scope name, or an empty part ("a//b", "/a"), adds no
+// empty path component, so no path ever holds "//".
+void AppendScope(std::string& scope, absl::string_view name) {
+  for (absl::string_view part : absl::StrSplit(name, '/', absl::SkipEmpty())) {
+    if (!scope.empty()) scope += "/";
+    absl::StrAppend(&scope, part);
+  }
+}
+
+}  // namespace
+
 Graph::Scope::Scope(Graph& g, absl::string_view name)
     : g_(g), saved_size_(g.scope_.size()) {
-  if (!g.scope_.empty()) g.scope_ += "/";
-  absl::StrAppend(&g.scope_, name);
+  AppendScope(g.scope_, name);
 }
 
 Graph::Scope::~Scope() { g_.scope_.resize(saved_size_); }
 
 std::string Graph::SetScopePath(std::string path) {
-  std::swap(scope_, path);
-  return path;
+  std::string normalized;
+  AppendScope(normalized, path);
+  std::swap(scope_, normalized);
+  return normalized;
 }
 
 absl::Status Graph::status() const {
@@ -108,9 +124,9 @@ Value Graph::Input(absl::string_view name, DType dtype, const Shape& shape) {
   if (std::string why = NameError(name, path, by_path_); !why.empty()) {
     return Error(absl::InvalidArgumentError(absl::StrCat("input '", path, "': ", why)));
   }
-  if (auto n = ValidateDims(shape.dims()); !n.ok()) {
+  if (auto bytes = ValidateBytes(shape, dtype); !bytes.ok()) {
     return Error(absl::InvalidArgumentError(
-        absl::StrCat("input '", path, "': ", n.status().message())));
+        absl::StrCat("input '", path, "': ", bytes.status().message())));
   }
   Node node;
   node.kind = NodeKind::kInput;
@@ -132,7 +148,7 @@ Value Graph::AddVariable(absl::string_view name, const Shape& shape,
     return Error(absl::InvalidArgumentError(absl::StrCat(
         what, " '", path, "': dtype must be floating, got ", DTypeName(dtype))));
   }
-  absl::Status st = ValidateDims(shape.dims()).status();
+  absl::Status st = ValidateBytes(shape, dtype).status();
   if (st.ok()) st = init.Validate(shape, dtype);
   if (!st.ok()) {
     return Error(absl::InvalidArgumentError(absl::StrCat(
@@ -159,6 +175,11 @@ Value Graph::Variable(absl::string_view name, const Shape& shape,
 }
 
 Value Graph::Constant(const Tensor& value, absl::string_view name) {
+  if (name.empty() || absl::StrContains(name, '/')) {
+    return Error(absl::InvalidArgumentError(absl::StrCat(
+        "constant '", name, "': ",
+        name.empty() ? "empty name" : "a name must not contain '/' (use a scope)")));
+  }
   // A constant is the value at this call: Tensors share storage when
   // copied, so the caller could otherwise change it later, after plans
   // folded some uses of the old value.
@@ -236,8 +257,8 @@ Value Graph::AddOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
   InferContext ctx{attrs, type_ptrs};
   absl::StatusOr<TensorType> out = op.infer(ctx);
   if (!out.ok()) return fail(out.status().message());
-  if (auto n = ValidateDims(out->shape.dims()); !n.ok()) {
-    return fail(absl::StrCat("output shape: ", n.status().message()));
+  if (auto bytes = ValidateBytes(out->shape, out->dtype); !bytes.ok()) {
+    return fail(absl::StrCat("output: ", bytes.status().message()));
   }
   Node node;
   node.kind = NodeKind::kOp;

@@ -27,11 +27,11 @@
 #include <cstdint>
 #include <deque>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/attrs.h"
 #include "engine/dtype.h"
@@ -141,7 +141,8 @@ class Graph {
 
   // Constant embeds a copy of `value` in the graph: changing the caller's
   // tensor afterwards does not change the constant. The name is made unique.
-  // An error Value (ResourceExhausted) when the copy cannot be allocated.
+  // An error Value: InvalidArgument for an empty name or one holding '/',
+  // ResourceExhausted when the copy cannot be allocated.
   Value Constant(const Tensor& value, absl::string_view name = "constant");
 
   // AddOp applies `op` to `inputs` (null Values for absent optional inputs)
@@ -156,6 +157,8 @@ class Graph {
   Value Error(const absl::Status& status);
 
   // Scope is an RAII name scope: nodes built while it lives get its path.
+  // Empty parts of the name are ignored (Scope(g, "") changes nothing), so
+  // a path never holds "//".
   //   { Graph::Scope s(g, "encoder"); ... }  // nodes under "encoder/"
   class Scope {
    public:
@@ -183,7 +186,8 @@ class Graph {
   };
 
   // SetScopePath replaces the whole current scope path (autodiff uses it to
-  // put gradient nodes under "grad/<forward scope>"); returns the old one.
+  // put gradient nodes under "grad/<forward scope>"), without empty parts;
+  // returns the old one.
   std::string SetScopePath(std::string path);
 
   // ScopePathGuard sets the whole scope path while it lives and puts the

@@ -23,11 +23,11 @@
 
 #include <cstdint>
 #include <optional>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/attrs.h"
 #include "engine/dtype.h"

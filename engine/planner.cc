@@ -7,15 +7,43 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/aligned_buffer.h"
+#include "engine/checked_math.h"
 #include "engine/op.h"
+#include "engine/planner_internal.h"
 #include "engine/status_macros.h"
 
 namespace dagrad {
-namespace {
+namespace planner_internal {
 
 int64_t NodeBytes(const Node& n) {
-  return n.shape.num_elements() * static_cast<int64_t>(SizeOf(n.dtype));
+  return CheckedBytes(n.shape.num_elements(), SizeOf(n.dtype)).value_or(kMaxTensorBytes);
 }
+int64_t ArenaBytes(const Node& n) {
+  return CheckedAlignUp(NodeBytes(n), kAlignment).value_or(kMaxTensorBytes);
+}
+
+absl::Status AddBytes(int64_t& sum, int64_t bytes, const Node& node, const char* what) {
+  std::optional<int64_t> total = CheckedAdd(sum, bytes);
+  if (!total.has_value()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " overflow int64 bytes at '", node.path(), "' (", DTypeName(node.dtype), " ",
+        node.shape.ToString(), ")"));
+  }
+  sum = *total;
+  return absl::OkStatus();
+}
+
+bool WritesVariable(const Node& node) {
+  return node.kind == NodeKind::kOp && node.op->mutates != 0;
+}
+
+}  // namespace planner_internal
+
+namespace {
+
+using planner_internal::AddBytes;
+using planner_internal::NodeBytes;
+using planner_internal::WritesVariable;
 
 absl::Status CheckRoots(const Graph& graph, absl::Span<const Value> values,
                         const char* what) {
@@ -47,10 +75,6 @@ std::vector<bool> Needed(const Graph& graph, absl::Span<const Value> roots) {
     }
   }
   return needed;
-}
-
-bool WritesVariable(const Node& node) {
-  return node.kind == NodeKind::kOp && node.op->mutates != 0;
 }
 
 // Writes says whether `node` writes variable `var` (a written input is the
@@ -150,22 +174,6 @@ absl::Status CheckNothingFollowsUpdates(const Graph& graph, const std::vector<bo
   return absl::OkStatus();
 }
 
-// FindUpdates sets plan.first_update from plan.steps and returns, per node
-// id, whether the plan writes that variable.
-std::vector<bool> FindUpdates(const Graph& graph, ExecutionPlan& plan) {
-  std::vector<bool> written(graph.num_nodes(), false);
-  plan.first_update = static_cast<int>(plan.steps.size());
-  for (int i = static_cast<int>(plan.steps.size()) - 1; i >= 0; --i) {
-    const Node& node = graph.node(plan.steps[i]);
-    if (!WritesVariable(node)) continue;
-    plan.first_update = i;
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.op->mutates >> k & 1) written[node.inputs[k]] = true;
-    }
-  }
-  return written;
-}
-
 bool Foldable(const Node& node, const std::vector<bool>& is_const) {
   if (node.kind != NodeKind::kOp || node.op->random || node.op->mutates != 0 ||
       node.op->cpu == nullptr) {
@@ -175,42 +183,6 @@ bool Foldable(const Node& node, const std::vector<bool>& is_const) {
     if (in != kNoNode && !is_const[in]) return false;
   }
   return true;
-}
-
-struct Interval {
-  int32_t root;
-  int64_t bytes;
-  int begin, end;  // schedule positions, inclusive
-};
-
-// Greedy-by-size placement: biggest buffers first, each at the lowest offset
-// that does not overlap a placed buffer alive at the same time.
-int64_t PlaceBuffers(std::vector<Interval>& intervals,
-                     std::vector<Storage>& storage) {
-  std::sort(intervals.begin(), intervals.end(), [](const auto& a, const auto& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.root < b.root;
-  });
-  std::vector<const Interval*> placed;
-  int64_t peak = 0;
-  for (Interval& iv : intervals) {
-    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset+bytes)
-    for (const Interval* p : placed) {
-      if (p->begin <= iv.end && iv.begin <= p->end) {
-        const int64_t off = storage[p->root].offset;
-        busy.push_back({off, off + p->bytes});
-      }
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (offset + iv.bytes <= lo) break;
-      offset = std::max(offset, hi);
-    }
-    storage[iv.root].offset = offset;
-    peak = std::max(peak, offset + iv.bytes);
-    placed.push_back(&iv);
-  }
-  return peak;
 }
 
 }  // namespace
@@ -237,12 +209,14 @@ absl::StatusOr<Tensor> EvaluateOnHost(const Node& node,
   return out;
 }
 
-absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
-                                        absl::Span<const Value> fetches,
-                                        absl::Span<const Value> targets,
-                                        const PlanOptions& options) {
-  if (absl::Status st = CheckRoots(graph, fetches, "fetch"); !st.ok()) return st;
-  if (absl::Status st = CheckRoots(graph, targets, "target"); !st.ok()) return st;
+namespace {
+
+// Phase 1 and 2: the needed nodes, in order.
+absl::StatusOr<std::vector<NodeId>> PruneAndOrder(const Graph& graph,
+                                                  absl::Span<const Value> fetches,
+                                                  absl::Span<const Value> targets) {
+  DAGRAD_RETURN_IF_ERROR(CheckRoots(graph, fetches, "fetch"));
+  DAGRAD_RETURN_IF_ERROR(CheckRoots(graph, targets, "target"));
   if (fetches.empty() && targets.empty()) {
     return absl::InvalidArgumentError("nothing to compute: no fetches and no targets");
   }
@@ -250,152 +224,80 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
   roots.insert(roots.end(), targets.begin(), targets.end());
   const std::vector<bool> needed = Needed(graph, roots);
   DAGRAD_RETURN_IF_ERROR(CheckNothingFollowsUpdates(graph, needed));
-  DAGRAD_ASSIGN_OR_RETURN(const std::vector<NodeId> order, Order(graph, needed));
+  return Order(graph, needed);
+}
 
-  ExecutionPlan plan;
-  const int n = graph.num_nodes();
-  for (const Value& v : fetches) plan.fetches.push_back(v.id());
-  std::vector<bool> fetched(n, false);
-  for (NodeId id : plan.fetches) fetched[id] = true;
-
-  // Fold constants: evaluate each foldable node, keep those read by the
-  // rest of the plan (or fetched).
-  std::vector<bool> is_const(n, false);
-  absl::flat_hash_map<NodeId, Tensor> values;
-  int64_t folded_bytes = 0;
+// Phase 3: mark the constants and the op nodes to fold (plan.folded), and
+// add up the folded bytes, all kept until folding ends, against
+// max_folded_bytes, before anything is evaluated.
+absl::StatusOr<std::vector<bool>> MarkFolded(const Graph& graph, const std::vector<NodeId>& order,
+                                             const std::vector<bool>& fetched,
+                                             const PlanOptions& options, ExecutionPlan& plan) {
+  std::vector<bool> is_const(graph.num_nodes(), false);
   for (NodeId id : order) {
     const Node& node = graph.node(id);
     if (node.kind == NodeKind::kConstant) {
       is_const[id] = true;
-      values[id] = node.value;
     } else if (options.fold_constants && Foldable(node, is_const)) {
       const int64_t bytes = NodeBytes(node);
-      folded_bytes += bytes;
-      if (options.max_folded_bytes > 0 && folded_bytes > options.max_folded_bytes) {
+      DAGRAD_RETURN_IF_ERROR(AddBytes(plan.folded_bytes, bytes, node, "folded constants"));
+      if (options.max_folded_bytes > 0 && plan.folded_bytes > options.max_folded_bytes) {
         return absl::ResourceExhaustedError(absl::StrCat(
             "memory limit: folding constant ", node.op->name, " '", node.path(), "' (",
-            bytes, " bytes) exceeds the limit of ", options.max_folded_bytes, " bytes"));
+            HumanBytes(bytes), ", ", HumanBytes(plan.folded_bytes),
+            " folded in all) exceeds the limit of ", HumanBytes(options.max_folded_bytes)));
       }
-      std::vector<const Tensor*> ins;
-      for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? nullptr : &values[in]);
-      auto t = EvaluateOnHost(node, ins);
-      if (!t.ok()) return t.status();
-      values[id] = *std::move(t);
+      plan.folded.push_back(id);
       is_const[id] = true;
       if (!fetched[id]) ++plan.num_folded;
     }
   }
+  return is_const;
+}
 
-  // Schedule positions and the last position each node is read at.
-  std::vector<int> pos(n, -1), last_read(n, -1);
-  std::vector<NodeId> ops;  // every op to run or to alias, in order
-  for (NodeId id : order) {
+}  // namespace
+
+absl::StatusOr<ExecutionPlan> PlanLayout(const Graph& graph, absl::Span<const Value> fetches,
+                                         absl::Span<const Value> targets,
+                                         const PlanOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(const std::vector<NodeId> order,
+                          PruneAndOrder(graph, fetches, targets));
+  ExecutionPlan plan;
+  std::vector<bool> fetched(graph.num_nodes(), false);
+  for (const Value& v : fetches) {
+    plan.fetches.push_back(v.id());
+    fetched[v.id()] = true;
+  }
+  DAGRAD_ASSIGN_OR_RETURN(const std::vector<bool> is_const,
+                          MarkFolded(graph, order, fetched, options, plan));
+  DAGRAD_RETURN_IF_ERROR(planner_internal::Place(graph, order, is_const, options, plan));
+  return plan;
+}
+
+absl::Status EvaluateFolded(const Graph& graph, ExecutionPlan& plan) {
+  absl::flat_hash_map<NodeId, Tensor> values;
+  auto value_of = [&](NodeId id) -> const Tensor* {
+    if (id == kNoNode) return nullptr;
     const Node& node = graph.node(id);
-    if (node.kind == NodeKind::kOp && !is_const[id]) {
-      pos[id] = static_cast<int>(ops.size());
-      ops.push_back(id);
-    }
-  }
-  const int end = static_cast<int>(ops.size());
-  for (NodeId id : ops) {
-    for (NodeId in : graph.node(id).inputs) {
-      if (in != kNoNode) last_read[in] = std::max(last_read[in], pos[id]);
-    }
-  }
-  for (NodeId id : plan.fetches) last_read[id] = end;
-
-  // Storage: external roots for inputs, variables and constants; arena roots
-  // for op outputs, shared by views and in-place outputs.
-  plan.root.assign(n, -1);
-  plan.offset.assign(n, 0);
-  std::vector<int> root_last(0);  // per root: last read of any alias
-  std::vector<int> root_begin(0);
-  auto new_root = [&](Storage s, int begin) {
-    plan.storage.push_back(s);
-    root_last.push_back(-1);
-    root_begin.push_back(begin);
-    return static_cast<int32_t>(plan.storage.size() - 1);
+    return node.kind == NodeKind::kConstant ? &node.value : &values[id];
   };
-  for (NodeId id : order) {
+  for (NodeId id : plan.folded) {
     const Node& node = graph.node(id);
-    if (node.kind == NodeKind::kInput) {
-      plan.inputs.push_back(id);
-      plan.root[id] = new_root({Storage::Kind::kInput, 0, id}, -1);
-    } else if (node.is_variable()) {
-      plan.variables.push_back(id);
-      plan.root[id] = new_root({Storage::Kind::kVariable, 0, id}, -1);
-    } else if (is_const[id]) {
-      const bool read = last_read[id] >= 0;
-      if (read) plan.constants[id] = values[id];
-      plan.root[id] = new_root({Storage::Kind::kConstant, 0, id}, -1);
-    } else {
-      continue;
-    }
-    root_last[plan.root[id]] = last_read[id];
+    std::vector<const Tensor*> ins;
+    for (NodeId in : node.inputs) ins.push_back(value_of(in));
+    DAGRAD_ASSIGN_OR_RETURN(values[id], EvaluateOnHost(node, ins));
   }
-  for (NodeId id : ops) {
-    const Node& node = graph.node(id);
-    const NodeId in0 = node.inputs.empty() ? kNoNode : node.inputs[0];
-    int32_t root = -1;
-    std::optional<int64_t> view_offset;
-    if (node.op->view != nullptr && in0 != kNoNode) {
-      view_offset = node.op->view(node, graph.node(in0));
-    }
-    if (view_offset.has_value()) {
-      root = plan.root[in0];
-      plan.offset[id] = plan.offset[in0] + *view_offset;
-      ++plan.num_views;
-    } else if (NodeBytes(node) == 0) {
-      root = new_root({Storage::Kind::kNone, 0, id}, pos[id]);
-    } else {
-      plan.intermediate_bytes += static_cast<int64_t>(AlignUp(NodeBytes(node)));
-      const int32_t r0 = in0 == kNoNode ? -1 : plan.root[in0];
-      bool in_place = options.in_place && node.op->inplace && r0 >= 0 &&
-                      plan.storage[r0].kind == Storage::Kind::kArena &&
-                      root_last[r0] == pos[id] &&
-                      NodeBytes(graph.node(in0)) == NodeBytes(node) &&
-                      graph.node(in0).dtype == node.dtype;
-      for (size_t i = 1; in_place && i < node.inputs.size(); ++i) {
-        const NodeId in = node.inputs[i];
-        if (in != kNoNode && plan.root[in] == r0) in_place = false;
-      }
-      if (in_place) {
-        root = r0;
-        plan.offset[id] = plan.offset[in0];
-        ++plan.num_in_place;
-      } else {
-        root = new_root({Storage::Kind::kArena, 0, id}, pos[id]);
-      }
-    }
-    plan.root[id] = root;
-    root_last[root] = std::max(root_last[root], last_read[id]);
-    if (!view_offset.has_value()) plan.steps.push_back(id);
+  for (auto& [id, tensor] : plan.constants) {
+    if (graph.node(id).kind != NodeKind::kConstant) tensor = values[id];
   }
-  const std::vector<bool> written = FindUpdates(graph, plan);
-  // A fetch whose bytes are a written variable's gets bytes of its own, for
-  // the whole run (see ExecutionPlan::fetch_copies).
-  for (NodeId id : plan.fetches) {
-    const Storage& s = plan.storage[plan.root[id]];
-    const bool done = std::any_of(plan.fetch_copies.begin(), plan.fetch_copies.end(),
-                                  [&](const auto& c) { return c.node == id; });
-    if (s.kind != Storage::Kind::kVariable || !written[s.node] || done) continue;
-    const int32_t r = new_root({Storage::Kind::kArena, 0, id}, 0);
-    root_last[r] = end;
-    plan.intermediate_bytes += static_cast<int64_t>(AlignUp(NodeBytes(graph.node(id))));
-    plan.fetch_copies.push_back({id, r});
-  }
+  return absl::OkStatus();
+}
 
-  std::vector<Interval> intervals;
-  for (int32_t r = 0; r < static_cast<int32_t>(plan.storage.size()); ++r) {
-    const Storage& s = plan.storage[r];
-    if (s.kind != Storage::Kind::kArena) continue;
-    const int64_t bytes = static_cast<int64_t>(AlignUp(NodeBytes(graph.node(s.node))));
-    // A buffer nobody reads (a dead output) still lives for its own step.
-    const int last = std::max(root_last[r], root_begin[r]);
-    intervals.push_back({r, bytes, options.reuse_memory ? root_begin[r] : 0,
-                         options.reuse_memory ? last : end});
-  }
-  plan.arena_bytes = PlaceBuffers(intervals, plan.storage);
+absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph, absl::Span<const Value> fetches,
+                                        absl::Span<const Value> targets,
+                                        const PlanOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan plan, PlanLayout(graph, fetches, targets, options));
+  DAGRAD_RETURN_IF_ERROR(EvaluateFolded(graph, plan));
   return plan;
 }
 

@@ -10,7 +10,9 @@
 //      come last, whatever their ids (nothing but a target or a fetch may
 //      take an update's output);
 //   3. fold: op nodes whose inputs are all constants (the sinusoidal table)
-//      are evaluated once, here, and become constants of the plan;
+//      are marked, their bytes added up (checked against max_folded_bytes
+//      before any is evaluated), and, last, evaluated once (EvaluateFolded)
+//      to become constants of the plan;
 //   4. place: each remaining intermediate gets an offset in one arena.
 //      Buffers whose lifetimes do not overlap share bytes (greedy by size);
 //      a view (a reshape, a contiguous slice) aliases its input's bytes and
@@ -79,8 +81,13 @@ struct ExecutionPlan {
     int32_t root;
   };
   std::vector<FetchCopy> fetch_copies;
-  // Folded (and graph) constants the plan reads, by node id.
+  // Folded (and graph) constants the plan reads, by node id; a folded one
+  // is an empty tensor until EvaluateFolded.
   absl::flat_hash_map<NodeId, Tensor> constants;
+  // The op nodes folded into constants, in order, and their bytes, all
+  // held on the host while folding.
+  std::vector<NodeId> folded;
+  int64_t folded_bytes = 0;
   int64_t arena_bytes = 0;          // peak: the size of the one arena
   int64_t intermediate_bytes = 0;   // what the intermediates need without reuse
   int num_in_place = 0;
@@ -100,6 +107,18 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
                                         absl::Span<const Value> fetches,
                                         absl::Span<const Value> targets,
                                         const PlanOptions& options = {});
+
+// PlanLayout is PlanGraph up to folding, which it leaves to EvaluateFolded:
+// it allocates nothing, so that the plan's memory can be checked first
+// (Executor::Compile does).
+//
+//   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan plan, PlanLayout(g, {loss}, {}));
+//   if (plan.arena_bytes + plan.folded_bytes > limit) return TooBig(plan);
+//   DAGRAD_RETURN_IF_ERROR(EvaluateFolded(g, plan));
+absl::StatusOr<ExecutionPlan> PlanLayout(const Graph& graph, absl::Span<const Value> fetches,
+                                         absl::Span<const Value> targets,
+                                         const PlanOptions& options = {});
+absl::Status EvaluateFolded(const Graph& graph, ExecutionPlan& plan);
 
 // EvaluateOnHost runs `node` (an op) with its CPU kernel on host tensors
 // (null for absent optional inputs), in eval mode;

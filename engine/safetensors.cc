@@ -82,59 +82,76 @@ struct HeaderError {
   std::string message;
 };
 
-// ParseHeaderJson parses the header, rejecting duplicate keys at any depth:
-// nlohmann keeps the last of two equal keys silently, and a file whose
-// tensor table says two things must not be read as either one.
-absl::StatusOr<json> ParseHeaderJson(const Context& ctx, absl::string_view text) {
+// HeaderWalk follows the parser through the header and throws a
+// HeaderError at a key seen twice in one object, an array longer than
+// kMaxHeaderArrayLength or nesting deeper than kMaxHeaderDepth.
+class HeaderWalk {
+ public:
+  bool Visit(json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        CountElement();
+        frames_.emplace_back();
+        frames_.back().is_array = event == json::parse_event_t::array_start;
+        if (frames_.size() > kMaxHeaderDepth) {
+          throw HeaderError{absl::StrCat("header nests deeper than ", kMaxHeaderDepth,
+                                         " levels", Where())};
+        }
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.last_key = parsed.get<std::string>();
+        if (!f.keys.insert(f.last_key).second) {
+          throw HeaderError{
+              absl::StrCat("header has the key ", Quote(f.last_key), " twice", Where())};
+        }
+        break;
+      }
+      case json::parse_event_t::value:
+        CountElement();
+        break;
+    }
+    return true;
+  }
+
+ private:
   struct Frame {
     bool is_array = false;
     size_t length = 0;
     std::set<std::string> keys;
     std::string last_key;
   };
-  std::vector<Frame> frames;
-  const auto where = [&] {
+
+  // Where names the keys that lead to the current object or array.
+  std::string Where() const {
     std::vector<std::string> keys;
-    for (size_t i = 0; i + 1 < frames.size(); ++i) keys.push_back(Quote(frames[i].last_key));
+    for (size_t i = 0; i + 1 < frames_.size(); ++i) keys.push_back(Quote(frames_[i].last_key));
     return keys.empty() ? std::string() : absl::StrCat(" (in ", absl::StrJoin(keys, "/"), ")");
-  };
-  const auto count_element = [&] {
-    if (frames.empty() || !frames.back().is_array) return;
-    if (++frames.back().length > kMaxHeaderArrayLength) {
+  }
+
+  void CountElement() {
+    if (frames_.empty() || !frames_.back().is_array) return;
+    if (++frames_.back().length > kMaxHeaderArrayLength) {
       throw HeaderError{absl::StrCat("header has an array longer than ", kMaxHeaderArrayLength,
-                                     " elements", where())};
+                                     " elements", Where())};
     }
-  };
-  json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        count_element();
-        frames.emplace_back();
-        frames.back().is_array = event == json::parse_event_t::array_start;
-        if (frames.size() > kMaxHeaderDepth) {
-          throw HeaderError{absl::StrCat("header nests deeper than ", kMaxHeaderDepth,
-                                         " levels", where())};
-        }
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        Frame& f = frames.back();
-        f.last_key = parsed.get<std::string>();
-        if (!f.keys.insert(f.last_key).second) {
-          throw HeaderError{
-              absl::StrCat("header has the key ", Quote(f.last_key), " twice", where())};
-        }
-        break;
-      }
-      case json::parse_event_t::value:
-        count_element();
-        break;
-    }
-    return true;
+  }
+
+  std::vector<Frame> frames_;
+};
+
+// ParseHeaderJson parses the header, rejecting duplicate keys at any depth:
+// nlohmann keeps the last of two equal keys silently, and a file whose
+// tensor table says two things must not be read as either one.
+absl::StatusOr<json> ParseHeaderJson(const Context& ctx, absl::string_view text) {
+  HeaderWalk walk;
+  json::parser_callback_t callback = [&walk](int, json::parse_event_t event, json& parsed) {
+    return walk.Visit(event, parsed);
   };
   json header;
   try {
@@ -209,14 +226,10 @@ absl::StatusOr<const json*> Field(const Context& ctx, const std::string& name,
   return &*it;
 }
 
-absl::StatusOr<Entry> ParseEntry(const Context& ctx, const std::string& name,
-                                 const json& entry, uint64_t buffer_size) {
-  if (!entry.is_object()) {
-    return ctx.Invalid(name, absl::StrCat("entry is ", JsonTypeName(entry), ", not an object"));
-  }
-  Entry e;
-  e.name = name;
-
+// ParseDType reads an entry's "dtype": one dagrad reads, or Unimplemented
+// for a safetensors dtype it does not.
+absl::StatusOr<const FormatDType*> ParseDType(const Context& ctx, const std::string& name,
+                                              const json& entry) {
   DAGRAD_ASSIGN_OR_RETURN(const json* dtype, Field(ctx, name, entry, "dtype"));
   if (!dtype->is_string()) {
     return ctx.Invalid(name, absl::StrCat("\"dtype\" is ", JsonTypeName(*dtype), ", not a string"));
@@ -234,8 +247,12 @@ absl::StatusOr<Entry> ParseEntry(const Context& ctx, const std::string& name,
     return known ? absl::UnimplementedError(absl::StrCat(ctx.source, ": ", message))
                  : ctx.Invalid(message);
   }
-  e.dtype = supported->dtype;
+  return &*supported;
+}
 
+// ParseShape reads an entry's "shape", each dimension >= 0, the product
+// within int64.
+absl::StatusOr<Shape> ParseShape(const Context& ctx, const std::string& name, const json& entry) {
   DAGRAD_ASSIGN_OR_RETURN(const json* shape, Field(ctx, name, entry, "shape"));
   if (!shape->is_array()) {
     return ctx.Invalid(name, absl::StrCat("\"shape\" is ", JsonTypeName(*shape), ", not an array"));
@@ -253,8 +270,12 @@ absl::StatusOr<Entry> ParseEntry(const Context& ctx, const std::string& name,
   if (!numel.ok()) {
     return ctx.Invalid(name, absl::StrCat("\"shape\": ", numel.status().message()));
   }
-  e.shape = Shape(dims);
+  return Shape(dims);
+}
 
+// ParseOffsets reads an entry's "data_offsets" [begin, end] into e.
+absl::Status ParseOffsets(const Context& ctx, const std::string& name, const json& entry,
+                          Entry& e) {
   DAGRAD_ASSIGN_OR_RETURN(const json* offsets, Field(ctx, name, entry, "data_offsets"));
   if (!offsets->is_array() || offsets->size() != 2) {
     return ctx.Invalid(name, absl::StrCat("\"data_offsets\" must be [begin, end], got ",
@@ -268,6 +289,20 @@ absl::StatusOr<Entry> ParseEntry(const Context& ctx, const std::string& name,
     }
     (i == 0 ? e.begin : e.end) = *o;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Entry> ParseEntry(const Context& ctx, const std::string& name,
+                                 const json& entry, uint64_t buffer_size) {
+  if (!entry.is_object()) {
+    return ctx.Invalid(name, absl::StrCat("entry is ", JsonTypeName(entry), ", not an object"));
+  }
+  Entry e;
+  e.name = name;
+  DAGRAD_ASSIGN_OR_RETURN(const FormatDType* dtype, ParseDType(ctx, name, entry));
+  e.dtype = dtype->dtype;
+  DAGRAD_ASSIGN_OR_RETURN(e.shape, ParseShape(ctx, name, entry));
+  DAGRAD_RETURN_IF_ERROR(ParseOffsets(ctx, name, entry, e));
   const std::string range = absl::StrCat("data_offsets [", e.begin, ", ", e.end, "]");
   if (e.begin > e.end) {
     return ctx.Invalid(name, absl::StrCat(range, ": begin is after end"));
@@ -276,11 +311,11 @@ absl::StatusOr<Entry> ParseEntry(const Context& ctx, const std::string& name,
     return ctx.Invalid(name, absl::StrCat(range, " extend past the data buffer of ", buffer_size,
                                           " bytes"));
   }
-  const uint64_t count = static_cast<uint64_t>(*numel), size = SizeOf(e.dtype);
+  const uint64_t count = static_cast<uint64_t>(e.shape.num_elements()), size = SizeOf(e.dtype);
   const uint64_t length = e.end - e.begin;
   if (length % size != 0 || length / size != count) {
     const bool fits = count <= std::numeric_limits<uint64_t>::max() / size;
-    return ctx.Invalid(name, absl::StrCat(range, " hold ", length, " bytes, but ", dtype_name,
+    return ctx.Invalid(name, absl::StrCat(range, " hold ", length, " bytes, but ", dtype->name,
                                           " ", e.shape.ToString(), " needs ",
                                           fits ? absl::StrCat(count * size) : "more than 2^64"));
   }

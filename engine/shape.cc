@@ -1,19 +1,16 @@
 #include "engine/shape.h"
 
 #include <algorithm>
-#include <limits>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/checked_math.h"
 
 namespace dagrad {
 
-int64_t Shape::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
-}
+int64_t Shape::num_elements() const { return CheckedProduct(dims_).value_or(-1); }
 
 std::string Shape::ToString() const {
   if (dims_.size() == 1) return absl::StrCat("(", dims_[0], ",)");
@@ -21,25 +18,31 @@ std::string Shape::ToString() const {
 }
 
 absl::StatusOr<int64_t> ValidateDims(absl::Span<const int64_t> dims) {
-  bool empty = false;
   for (int64_t d : dims) {
     if (d < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "negative dimension ", d, " in shape (", absl::StrJoin(dims, ", "), ")"));
     }
-    empty = empty || d == 0;
   }
-  if (empty) return 0;
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (n > std::numeric_limits<int64_t>::max() / d) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("element count of shape (", absl::StrJoin(dims, ", "),
-                       ") overflows int64"));
-    }
-    n *= d;
+  std::optional<int64_t> n = CheckedProduct(dims);
+  if (!n.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "element count of shape (", absl::StrJoin(dims, ", "), ") overflows int64"));
   }
-  return n;
+  return *n;
+}
+
+absl::StatusOr<int64_t> ValidateBytes(const Shape& shape, DType dtype) {
+  absl::StatusOr<int64_t> n = ValidateDims(shape.dims());
+  if (!n.ok()) return n.status();
+  std::optional<int64_t> bytes = CheckedBytes(*n, SizeOf(dtype));
+  if (!bytes.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DTypeName(dtype), " ", shape.ToString(),
+        " needs more than the 2^62 bytes a tensor may hold (", *n, " elements of ",
+        SizeOf(dtype), " bytes)"));
+  }
+  return *bytes;
 }
 
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
@@ -81,7 +84,7 @@ Dims RowMajorStrides(const Shape& shape) {
   int64_t s = 1;
   for (int i = shape.rank() - 1; i >= 0; --i) {
     strides[i] = s;
-    s *= shape[i];
+    s = CheckedMul(s, shape[i]).value_or(0);
   }
   return strides;
 }

@@ -2,7 +2,9 @@
 //
 // Shapes of tensors: a list of int64 dimensions, row-major. A rank-0 shape is
 // a scalar. Every shape that reaches a Graph has been validated: no negative
-// dimension, and the element count fits in int64 (ValidateDims).
+// dimension, the element count fits in int64 (ValidateDims), and its bytes
+// are at most kMaxTensorBytes, 2^62 (ValidateBytes). Size arithmetic goes
+// through engine/checked_math.h.
 //
 //   Shape s({2, 3, 4});
 //   s.num_elements();         // 24
@@ -19,6 +21,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "engine/dtype.h"
 
 namespace dagrad {
 
@@ -37,8 +40,8 @@ class Shape {
   const Dims& dims() const { return dims_; }
   Dims& mutable_dims() { return dims_; }
 
-  // num_elements returns the product of the dims (1 for a scalar). Shapes in
-  // a graph are validated, so this cannot overflow for them.
+  // num_elements returns the product of the dims (1 for a scalar), or -1
+  // when it overflows int64: a shape no graph or tensor accepts.
   int64_t num_elements() const;
 
   // ToString returns "(2, 3, 4)", "()" for a scalar.
@@ -61,6 +64,12 @@ class Shape {
 // dim is negative or the product overflows int64.
 absl::StatusOr<int64_t> ValidateDims(absl::Span<const int64_t> dims);
 
+// ValidateBytes returns the byte count of a `dtype` tensor of `shape`, or
+// InvalidArgument when ValidateDims fails or the bytes exceed
+// kMaxTensorBytes (2^62): "float32 (2147483648, 2147483648) needs more than
+// the 2^62 bytes a tensor may hold".
+absl::StatusOr<int64_t> ValidateBytes(const Shape& shape, DType dtype);
+
 // BroadcastShapes returns the numpy-style broadcast of `a` and `b`, or
 // InvalidArgument naming both shapes when they are incompatible.
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
@@ -73,6 +82,8 @@ bool IsBroadcastableTo(const Shape& from, const Shape& to);
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
 
 // RowMajorStrides returns element strides of a contiguous tensor of `shape`.
+// In a shape with no elements (a 0 dim) a stride that would overflow is 0:
+// no element is ever addressed through it.
 Dims RowMajorStrides(const Shape& shape);
 
 // BroadcastStrides returns the element strides of a contiguous tensor of

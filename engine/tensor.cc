@@ -1,23 +1,19 @@
 #include "engine/tensor.h"
 
-
 #include "engine/aligned_buffer.h"
 
 namespace dagrad {
 
-Tensor::Tensor(DType dtype, const Shape& shape)
-    : dtype_(dtype),
-      shape_(shape),
-      storage_(AllocateAligned(shape.num_elements() * SizeOf(dtype))) {}
+Tensor::Tensor(DType dtype, const Shape& shape, int64_t bytes)
+    : dtype_(dtype), shape_(shape), storage_(AllocateAligned(static_cast<size_t>(bytes))) {}
 
 absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, const Shape& shape) {
-  auto n = ValidateDims(shape.dims());
-  if (!n.ok()) return n.status();
-  if (static_cast<uint64_t>(*n) > (uint64_t{1} << 62) / SizeOf(dtype)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "tensor of ", DTypeName(dtype), " ", shape.ToString(), " is too large"));
+  absl::StatusOr<int64_t> bytes = ValidateBytes(shape, dtype);
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(),
+                        absl::StrCat("tensor: ", bytes.status().message()));
   }
-  Tensor t(dtype, shape);
+  Tensor t(dtype, shape, *bytes);
   if (t.storage_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory allocating ", t.TypeString()));
@@ -26,7 +22,7 @@ absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, const Shape& shape) {
 }
 
 Tensor Tensor::Clone() const {
-  Tensor copy(dtype_, shape_);
+  Tensor copy(dtype_, shape_, static_cast<int64_t>(nbytes()));
   if (nbytes() > 0) std::memcpy(copy.raw_data(), raw_data(), nbytes());
   return copy;
 }

@@ -29,9 +29,11 @@ namespace dagrad {
 class Tensor {
  public:
   // An empty float32 tensor of shape (0,).
-  Tensor() : Tensor(DType::kFloat32, Shape({0})) {}
+  Tensor() : Tensor(DType::kFloat32, Shape({0}), 0) {}
 
-  // Zeros returns a zero-filled tensor; InvalidArgument for a bad shape.
+  // Zeros returns a zero-filled tensor; InvalidArgument for a bad shape or
+  // one over 2^62 bytes (ValidateBytes), ResourceExhausted when the memory
+  // cannot be allocated.
   static absl::StatusOr<Tensor> Zeros(DType dtype, const Shape& shape);
 
   // FromVector returns a tensor holding `values`; InvalidArgument when their
@@ -46,8 +48,9 @@ class Tensor {
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
+  // A tensor's shape passed ValidateBytes, so these cannot overflow.
   int64_t num_elements() const { return shape_.num_elements(); }
-  size_t nbytes() const { return num_elements() * SizeOf(dtype_); }
+  size_t nbytes() const { return static_cast<size_t>(num_elements()) * SizeOf(dtype_); }
 
   // data returns the elements as T, or nullptr when T is not the dtype.
   template <typename T>
@@ -80,7 +83,8 @@ class Tensor {
   std::string TypeString() const;
 
  private:
-  Tensor(DType dtype, const Shape& shape);
+  // `bytes` is the shape's validated byte count.
+  Tensor(DType dtype, const Shape& shape, int64_t bytes);
 
   DType dtype_;
   Shape shape_;
@@ -108,7 +112,7 @@ absl::StatusOr<Tensor> Tensor::FromVector(const Shape& shape,
 
 template <typename T>
 Tensor Tensor::Scalar(T value) {
-  Tensor t(DTypeOf<T>::value, Shape());
+  Tensor t(DTypeOf<T>::value, Shape(), sizeof(T));
   *t.data<T>() = value;
   return t;
 }

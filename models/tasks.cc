@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "engine/checked_math.h"
 #include "engine/philox.h"
+#include "engine/status_macros.h"
 
 namespace dagrad::models {
 
@@ -42,11 +44,27 @@ absl::StatusOr<TaskGenerator> TaskGenerator::Create(const TaskConfig& config, ui
   return TaskGenerator(c, seed);
 }
 
-TaskBatch TaskGenerator::Batch(uint64_t index, int64_t batch_size) const {
+absl::StatusOr<int64_t> TaskGenerator::BatchBytes(int64_t batch_size) const {
+  DAGRAD_ASSIGN_OR_RETURN(const int64_t tokens,
+                          ValidateBytes({batch_size, config_.seq_len}, DType::kInt64));
+  DAGRAD_ASSIGN_OR_RETURN(const int64_t lengths, ValidateBytes({batch_size}, DType::kInt64));
+  // Tokens and targets: two of the first.
+  const std::optional<int64_t> both = CheckedAdd(tokens, tokens);
+  const std::optional<int64_t> total = both ? CheckedAdd(*both, lengths) : std::nullopt;
+  if (!total.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a batch of ", batch_size, " sequences of ", config_.seq_len, " tokens overflows int64 bytes"));
+  }
+  return *total;
+}
+
+absl::StatusOr<TaskBatch> TaskGenerator::Batch(uint64_t index, int64_t batch_size) const {
   const int64_t T = config_.seq_len;
-  TaskBatch b{*Tensor::Zeros(DType::kInt64, {batch_size, T}),
-              *Tensor::Zeros(DType::kInt64, {batch_size}),
-              *Tensor::Zeros(DType::kInt64, {batch_size, T})};
+  DAGRAD_RETURN_IF_ERROR(BatchBytes(batch_size).status());
+  TaskBatch b;
+  DAGRAD_ASSIGN_OR_RETURN(b.tokens, Tensor::Zeros(DType::kInt64, {batch_size, T}));
+  DAGRAD_ASSIGN_OR_RETURN(b.lengths, Tensor::Zeros(DType::kInt64, {batch_size}));
+  DAGRAD_ASSIGN_OR_RETURN(b.targets, Tensor::Zeros(DType::kInt64, {batch_size, T}));
   int64_t* tokens = b.tokens.data<int64_t>();
   int64_t* lengths = b.lengths.data<int64_t>();
   int64_t* targets = b.targets.data<int64_t>();

@@ -14,7 +14,7 @@
 //
 //   DAGRAD_ASSIGN_OR_RETURN(TaskGenerator gen,
 //       TaskGenerator::Create({.task = Task::kReverse, .vocab = 16, .seq_len = 32}, seed));
-//   TaskBatch b = gen.Batch(/*index=*/step, /*batch_size=*/64);
+//   DAGRAD_ASSIGN_OR_RETURN(TaskBatch b, gen.Batch(/*index=*/step, /*batch_size=*/64));
 
 #ifndef DAGRAD_MODELS_TASKS_H_
 #define DAGRAD_MODELS_TASKS_H_
@@ -55,7 +55,13 @@ class TaskGenerator {
   static absl::StatusOr<TaskGenerator> Create(const TaskConfig& config, uint64_t seed);
 
   // Batch returns batch number `index` (any order, any number of times).
-  TaskBatch Batch(uint64_t index, int64_t batch_size) const;
+  // InvalidArgument for batch_size < 0 or a batch over 2^62 bytes,
+  // ResourceExhausted when its memory cannot be allocated.
+  absl::StatusOr<TaskBatch> Batch(uint64_t index, int64_t batch_size) const;
+
+  // BatchBytes returns the bytes Batch(_, batch_size) allocates, computed
+  // with checked arithmetic; the errors of Batch, without allocating.
+  absl::StatusOr<int64_t> BatchBytes(int64_t batch_size) const;
 
   const TaskConfig& config() const { return config_; }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/checkpoint.h"
+#include "engine/memory_budget.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "ops/loss.h"
@@ -60,6 +61,21 @@ absl::Status ValidateOptimizer(const OptimizerOptions& o) {
   return ValidateOptimizerOptions(o);
 }
 
+// DataBudget is what the training batch and the evaluation set will take:
+// ToyTrainer draws them after Compile, which counts them in its budget.
+absl::StatusOr<MemoryBudget> DataBudget(const TaskGenerator& train, const TaskGenerator& eval,
+                                        const TrainConfig& c) {
+  const int64_t T = c.model.seq_len;
+  DAGRAD_ASSIGN_OR_RETURN(const int64_t eval_bytes, eval.BatchBytes(c.eval_size));
+  DAGRAD_ASSIGN_OR_RETURN(const int64_t batch_bytes, train.BatchBytes(c.batch));
+  MemoryBudget data;
+  data.Add("data", absl::StrCat("evaluation set int64 (", c.eval_size, ", ", T, ") x2"),
+           eval_bytes);
+  data.Add("data", absl::StrCat("training batch int64 (", c.batch, ", ", T, ") x2"),
+           batch_bytes);
+  return data;
+}
+
 }  // namespace
 
 absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name) {
@@ -72,8 +88,8 @@ absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name) {
 absl::Status TrainConfig::Validate() const {
   DAGRAD_RETURN_IF_ERROR(model.Validate());
   const auto& bad = Bad;
-  if (min_len < 0 || min_len > model.max_len) {
-    return bad(absl::StrCat("min_len must be in [0, seq_len=", model.max_len, "], got ", min_len));
+  if (min_len < 0 || min_len > model.seq_len) {
+    return bad(absl::StrCat("min_len must be in [0, seq_len=", model.seq_len, "], got ", min_len));
   }
   if (batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", batch));
   if (steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", steps));
@@ -137,19 +153,21 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(const TrainConfig
   DAGRAD_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<ToyTrainer> t(new ToyTrainer());
   t->config_ = config;
+  t->schedule_ = {.peak = config.lr, .warmup_steps = config.warmup, .total_steps = config.steps,
+                  .final_fraction = config.final_lr_fraction};
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
   return t;
 }
 
 absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   const TrainConfig& c = config_;
-  const int64_t T = c.model.max_len, B = c.batch;
+  const int64_t T = c.model.seq_len, B = c.batch;
   const TaskConfig task{.task = c.task, .vocab = c.model.vocab, .seq_len = T,
                         .min_len = c.min_len};
   DAGRAD_ASSIGN_OR_RETURN(TaskGenerator train, TaskGenerator::Create(task, c.seed));
   DAGRAD_ASSIGN_OR_RETURN(TaskGenerator eval, TaskGenerator::Create(task, EvalSeed(c.seed)));
   train_data_ = std::make_unique<TaskGenerator>(train);
-  eval_set_ = eval.Batch(0, c.eval_size);
+  DAGRAD_ASSIGN_OR_RETURN(const MemoryBudget data, DataBudget(train, eval, c));
 
   graph_ = std::make_unique<Graph>();
   Graph& g = *graph_;
@@ -191,20 +209,21 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                      ExecutorOptions{.seed = c.seed,
                                                      .check_numerics = c.check_numerics,
                                                      .memory_limit_bytes = c.memory_limit_bytes,
-                                                     .profile = c.profile});
+                                                     .profile = c.profile,
+                                                     .reserved = data});
   std::vector<Value> train_fetches = {loss_, logits_};
   if (!ts_.grad_norm.is_null()) train_fetches.push_back(ts_.grad_norm);
   DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile(train_fetches, ts_.updates));
   DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(sample_attention_));
-  schedule_ = {.peak = c.lr, .warmup_steps = c.warmup, .total_steps = c.steps,
-               .final_fraction = c.final_lr_fraction};
+  DAGRAD_ASSIGN_OR_RETURN(eval_set_, eval.Batch(0, c.eval_size));
   return absl::OkStatus();
 }
 
 absl::StatusOr<StepResult> ToyTrainer::Step() {
   const int64_t s = step_ + 1;
-  const TaskBatch batch = train_data_->Batch(static_cast<uint64_t>(s), config_.batch);
+  DAGRAD_ASSIGN_OR_RETURN(const TaskBatch batch,
+                          train_data_->Batch(static_cast<uint64_t>(s), config_.batch));
   StepResult r{.step = s, .lr = LearningRate(schedule_, s)};
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
@@ -256,15 +275,15 @@ absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
   if (index < 0 || index >= config_.eval_size) {
     return absl::InvalidArgumentError(absl::StrCat("sample index ", index, " out of range"));
   }
-  const int64_t T = config_.model.max_len, H = config_.model.heads;
+  const int64_t T = config_.model.seq_len, H = config_.model.heads;
   DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::Zeros(DType::kInt64, {1, T}));
   const int64_t* all = eval_set_.tokens.data<int64_t>() + index * T;
   std::copy(all, all + T, tokens.data<int64_t>());
   const int64_t len = eval_set_.lengths.data<int64_t>()[index];
+  DAGRAD_ASSIGN_OR_RETURN(Tensor lengths, Tensor::FromVector<int64_t>({1}, {len}));
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
-      exec_->Run(*attention_plan_,
-                 {{sample_tokens_, tokens}, {sample_lengths_, *Tensor::FromVector<int64_t>({1}, {len})}}));
+      exec_->Run(*attention_plan_, {{sample_tokens_, tokens}, {sample_lengths_, lengths}}));
   AttentionSample sample;
   sample.tokens.assign(all, all + len);
   for (const Tensor& w : out) {  // (1, H, T, T) -> (H, len, len)

@@ -55,7 +55,7 @@ absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name);
 
 // TrainConfig: Validate checks every field, NaN and +-Inf included.
 struct TrainConfig {
-  ToyConfig model;         // model.max_len is the sequence length T
+  ToyConfig model;         // model.seq_len is the sequence length T
   Task task = Task::kReverse;
   int64_t min_len = 0;     // 0: fixed length T
   int64_t batch = 64;
@@ -69,7 +69,9 @@ struct TrainConfig {
   int64_t eval_size = 512;  // held-out sequences, drawn from EvalSeed(seed)
   // Debugging and limits; they do not change the numbers of a run.
   bool check_numerics = false;     // stop at the first node producing NaN/Inf
-  int64_t memory_limit_bytes = 0;  // device bytes the executor may use; 0: no limit
+  // Device bytes the executor may use; 0: no limit. On the CPU the host's
+  // available memory is a limit too (ExecutorOptions::check_host_memory).
+  int64_t memory_limit_bytes = 0;
   bool profile = false;            // time every kernel (see train_plan().profile())
   // A step with a non-finite loss or gradient norm: stop, or skip its update
   // and stop after max_consecutive_skips (>= 1) skipped in a row.
@@ -103,6 +105,10 @@ struct AttentionSample {
 
 class ToyTrainer {
  public:
+  // Create builds and compiles the model. Before allocating anything large
+  // it adds up, with checked arithmetic, the parameters, optimizer state,
+  // arenas and data sets, and returns ResourceExhausted naming the biggest
+  // when they do not fit the memory limit (ExecutorOptions).
   static absl::StatusOr<std::unique_ptr<ToyTrainer>> Create(
       const TrainConfig& config, std::unique_ptr<Device> device = CpuDevice());
 

@@ -62,24 +62,20 @@ void BinaryLoop(const KernelContext& ctx, Fn fn) {
 
 template <typename Fn>
 absl::Status ArithKernel(const KernelContext& ctx) {
-  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+  return DispatchNumeric(ctx.output.dtype, "arithmetic on bool", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return absl::InternalError("arithmetic on bool");
-    } else {
-      if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
-        // Integer division by zero would kill the process (SIGFPE).
-        const T* b = ctx.in(1).as<T>();
-        for (int64_t i = 0; i < ctx.in(1).num_elements(); ++i) {
-          if (b[i] == 0) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("integer division by zero (divisor element ", i, ")"));
-          }
+    if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
+      // Integer division by zero would kill the process (SIGFPE).
+      const T* b = ctx.in(1).as<T>();
+      for (int64_t i = 0; i < ctx.in(1).num_elements(); ++i) {
+        if (b[i] == 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("integer division by zero (divisor element ", i, ")"));
         }
       }
-      BinaryLoop<T, T>(ctx, Fn());
-      return absl::OkStatus();
     }
+    BinaryLoop<T, T>(ctx, Fn());
+    return absl::OkStatus();
   });
 }
 
@@ -92,6 +88,98 @@ absl::Status CompareKernel(const KernelContext& ctx) {
   });
 }
 
+Value Binary(const OpDef& op, Value a, Value b) { return BuildOp(op, {a, b}); }
+
+}  // namespace
+
+// In the gradient rules below, `c.grad` has the output's (broadcast) shape;
+// autodiff reduces each gradient to its input's shape.
+
+// ---- add, sub: y = a + b, y = a - b -----------------------------------------
+
+namespace {
+std::vector<Value> AddBackward(const GradContext& c) { return {c.grad, c.grad}; }
+const OpDef kAdd = {.name = "add", .dot_label = "Add", .infer = InferArith,
+                    .cpu = ArithKernel<AddFn>, .grad = AddBackward, .inplace = true};
+
+std::vector<Value> SubBackward(const GradContext& c) {
+  return {c.grad, c.needs[1] ? -c.grad : Value()};
+}
+const OpDef kSub = {.name = "sub", .dot_label = "Sub", .infer = InferArith,
+                    .cpu = ArithKernel<SubFn>, .grad = SubBackward, .inplace = true};
+}  // namespace
+
+Value Add(Value a, Value b) { return Binary(kAdd, a, b); }
+Value Sub(Value a, Value b) { return Binary(kSub, a, b); }
+
+// ---- mul: y = a b -----------------------------------------------------------
+
+namespace {
+std::vector<Value> MulBackward(const GradContext& c) {
+  return {c.needs[0] ? c.grad * c.inputs[1] : Value(),
+          c.needs[1] ? c.grad * c.inputs[0] : Value()};
+}
+const OpDef kMul = {.name = "mul", .dot_label = "Mul", .infer = InferArith,
+                    .cpu = ArithKernel<MulFn>, .grad = MulBackward, .inplace = true};
+}  // namespace
+
+Value Mul(Value a, Value b) { return Binary(kMul, a, b); }
+
+// ---- div: y = a / b, dL/da = g / b, dL/db = -g a / b^2 = -(g / b) y ---------
+
+namespace {
+std::vector<Value> DivBackward(const GradContext& c) {
+  Value q = c.grad / c.inputs[1];
+  return {q, c.needs[1] ? -(q * c.output) : Value()};
+}
+const OpDef kDiv = {.name = "div", .dot_label = "Div", .infer = InferArith,
+                    .cpu = ArithKernel<DivFn>, .grad = DivBackward, .inplace = true};
+}  // namespace
+
+Value Div(Value a, Value b) { return Binary(kDiv, a, b); }
+
+// ---- maximum, minimum -------------------------------------------------------
+
+namespace {
+// Ties send the gradient to a, as the mask a >= b (or a <= b) picks it.
+std::vector<Value> MaxMinBackward(const GradContext& c, bool is_max) {
+  const Value a = c.inputs[0], b = c.inputs[1];
+  Value to_a = Cast(LogicalNot(is_max ? Less(a, b) : Greater(a, b)), c.grad.dtype());
+  return {c.needs[0] ? c.grad * to_a : Value(),
+          c.needs[1] ? c.grad * (1.0 - to_a) : Value()};
+}
+std::vector<Value> MaximumBackward(const GradContext& c) { return MaxMinBackward(c, true); }
+std::vector<Value> MinimumBackward(const GradContext& c) { return MaxMinBackward(c, false); }
+
+const OpDef kMaximum = {.name = "maximum", .dot_label = "Maximum", .infer = InferArith,
+                        .cpu = ArithKernel<MaxFn>, .grad = MaximumBackward, .inplace = true};
+// An OpDef, not -Maximum(-a, -b): Neg is float-only, and that is four passes.
+const OpDef kMinimum = {.name = "minimum", .dot_label = "Minimum", .infer = InferArith,
+                        .cpu = ArithKernel<MinFn>, .grad = MinimumBackward, .inplace = true};
+}  // namespace
+
+Value Maximum(Value a, Value b) { return Binary(kMaximum, a, b); }
+Value Minimum(Value a, Value b) { return Binary(kMinimum, a, b); }
+
+// ---- comparisons: ==, <, > --------------------------------------------------
+
+namespace {
+const OpDef kEqual = {.name = "equal", .dot_label = "==", .infer = InferCompare,
+                      .cpu = CompareKernel<EqFn>, .differentiable = false};
+const OpDef kLess = {.name = "less", .dot_label = "<", .infer = InferCompare,
+                     .cpu = CompareKernel<LtFn>, .differentiable = false};
+const OpDef kGreater = {.name = "greater", .dot_label = ">", .infer = InferCompare,
+                        .cpu = CompareKernel<GtFn>, .differentiable = false};
+}  // namespace
+
+Value Equal(Value a, Value b) { return Binary(kEqual, a, b); }
+Value Less(Value a, Value b) { return Binary(kLess, a, b); }
+Value Greater(Value a, Value b) { return Binary(kGreater, a, b); }
+
+// ---- logic: and, or, not ----------------------------------------------------
+
+namespace {
+
 absl::Status AndKernel(const KernelContext& ctx) {
   BinaryLoop<bool, bool>(ctx, AndFn());
   return absl::OkStatus();
@@ -101,49 +189,6 @@ absl::Status OrKernel(const KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// Gradient rules: `c.grad` has the output's (broadcast) shape; autodiff
-// reduces each gradient to its input's shape.
-std::vector<Value> AddGrad(const GradContext& c) { return {c.grad, c.grad}; }
-std::vector<Value> SubGrad(const GradContext& c) {
-  return {c.grad, c.needs[1] ? Neg(c.grad) : Value()};
-}
-std::vector<Value> MulGrad(const GradContext& c) {
-  return {c.needs[0] ? Mul(c.grad, c.inputs[1]) : Value(),
-          c.needs[1] ? Mul(c.grad, c.inputs[0]) : Value()};
-}
-std::vector<Value> DivGrad(const GradContext& c) {
-  // y = a / b: dL/da = g / b, dL/db = -g a / b^2 = -(g / b) * y.
-  Value q = Div(c.grad, c.inputs[1]);
-  return {q, c.needs[1] ? Neg(Mul(q, c.output)) : Value()};
-}
-// Ties send the gradient to a, as the mask a >= b (or a <= b) picks it.
-std::vector<Value> MaxMinGrad(const GradContext& c, bool is_max) {
-  const Value a = c.inputs[0], b = c.inputs[1];
-  Value to_a = Cast(LogicalNot(is_max ? Less(a, b) : Greater(a, b)), c.grad.dtype());
-  return {c.needs[0] ? Mul(c.grad, to_a) : Value(),
-          c.needs[1] ? Mul(c.grad, AddScalar(Neg(to_a), 1.0)) : Value()};
-}
-std::vector<Value> MaximumGrad(const GradContext& c) { return MaxMinGrad(c, true); }
-std::vector<Value> MinimumGrad(const GradContext& c) { return MaxMinGrad(c, false); }
-
-const OpDef kAdd = {.name = "add", .dot_label = "Add", .infer = InferArith,
-                    .cpu = ArithKernel<AddFn>, .grad = AddGrad, .inplace = true};
-const OpDef kSub = {.name = "sub", .dot_label = "Sub", .infer = InferArith,
-                    .cpu = ArithKernel<SubFn>, .grad = SubGrad, .inplace = true};
-const OpDef kMul = {.name = "mul", .dot_label = "Mul", .infer = InferArith,
-                    .cpu = ArithKernel<MulFn>, .grad = MulGrad, .inplace = true};
-const OpDef kDiv = {.name = "div", .dot_label = "Div", .infer = InferArith,
-                    .cpu = ArithKernel<DivFn>, .grad = DivGrad, .inplace = true};
-const OpDef kMaximum = {.name = "maximum", .dot_label = "Maximum", .infer = InferArith,
-                        .cpu = ArithKernel<MaxFn>, .grad = MaximumGrad, .inplace = true};
-const OpDef kMinimum = {.name = "minimum", .dot_label = "Minimum", .infer = InferArith,
-                        .cpu = ArithKernel<MinFn>, .grad = MinimumGrad, .inplace = true};
-const OpDef kEqual = {.name = "equal", .dot_label = "==", .infer = InferCompare,
-                      .cpu = CompareKernel<EqFn>, .differentiable = false};
-const OpDef kLess = {.name = "less", .dot_label = "<", .infer = InferCompare,
-                     .cpu = CompareKernel<LtFn>, .differentiable = false};
-const OpDef kGreater = {.name = "greater", .dot_label = ">", .infer = InferCompare,
-                        .cpu = CompareKernel<GtFn>, .differentiable = false};
 const OpDef kAnd = {.name = "logical_and", .dot_label = "And", .infer = InferLogic,
                     .cpu = AndKernel, .differentiable = false, .inplace = true};
 const OpDef kOr = {.name = "logical_or", .dot_label = "Or", .infer = InferLogic,
@@ -167,19 +212,8 @@ absl::Status NotKernel(const KernelContext& ctx) {
 const OpDef kNot = {.name = "logical_not", .dot_label = "Not", .infer = InferNot,
                     .cpu = NotKernel, .differentiable = false, .inplace = true};
 
-Value Binary(const OpDef& op, Value a, Value b) { return BuildOp(op, {a, b}); }
-
 }  // namespace
 
-Value Add(Value a, Value b) { return Binary(kAdd, a, b); }
-Value Sub(Value a, Value b) { return Binary(kSub, a, b); }
-Value Mul(Value a, Value b) { return Binary(kMul, a, b); }
-Value Div(Value a, Value b) { return Binary(kDiv, a, b); }
-Value Maximum(Value a, Value b) { return Binary(kMaximum, a, b); }
-Value Minimum(Value a, Value b) { return Binary(kMinimum, a, b); }
-Value Equal(Value a, Value b) { return Binary(kEqual, a, b); }
-Value Less(Value a, Value b) { return Binary(kLess, a, b); }
-Value Greater(Value a, Value b) { return Binary(kGreater, a, b); }
 Value LogicalAnd(Value a, Value b) { return Binary(kAnd, a, b); }
 Value LogicalOr(Value a, Value b) { return Binary(kOr, a, b); }
 Value LogicalNot(Value a) { return BuildOp(kNot, {a}); }

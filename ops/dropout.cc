@@ -1,6 +1,6 @@
-// Dropout: shape inference, the CPU kernel (counter-based Philox mask, see
-// the bit layout in dropout.h), the gradient rule (the same mask, recomputed)
-// and the OpDef, then the builder.
+// Dropout, read top to bottom: shape inference, the CPU kernel (counter-based
+// Philox mask, see the bit layout in dropout.h), the gradient rule (the same
+// mask, recomputed), the OpDef and the builder.
 
 #include "ops/dropout.h"
 
@@ -18,6 +18,20 @@
 #include "ops/registry.h"
 
 namespace dagrad {
+
+absl::Status ValidateDropout(double p) {
+  if (!(p >= 0.0 && p < 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("dropout must be in [0, 1), got p = ", p));
+  }
+  if (p > kMaxDropout) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dropout must be at most 1 - 2^-10 = %.10g, got p = %.10g: the keep decision draws "
+        "24 random bits, so nearer to 1 the kept mass would be off by more than 1e-4",
+        kMaxDropout, p));
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 absl::StatusOr<TensorType> InferDropout(const InferContext& ctx) {
@@ -66,7 +80,7 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
 
 // y = mask * x / (1 - p): dL/dx = mask * g / (1 - p), which is a dropout of
 // g on the same stream (same seed and step at run time: the same mask).
-std::vector<Value> DropoutGrad(const GradContext& c) {
+std::vector<Value> DropoutBackward(const GradContext& c) {
   return {BuildOp(*c.node.op, {c.grad},
                   Attrs().Float("p", c.attrs().GetFloat("p")).Int("stream", StreamOf(c.node)))};
 }
@@ -75,24 +89,11 @@ const OpDef kDropout = {.name = "dropout",
                         .dot_label = "Dropout",
                         .infer = InferDropout,
                         .cpu = DropoutKernel,
-                        .grad = DropoutGrad,
+                        .grad = DropoutBackward,
                         .inplace = true,
                         .random = true};
 
 }  // namespace
-
-absl::Status ValidateDropout(double p) {
-  if (!(p >= 0.0 && p < 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("dropout must be in [0, 1), got p = ", p));
-  }
-  if (p > kMaxDropout) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "dropout must be at most 1 - 2^-10 = %.10g, got p = %.10g: the keep decision draws "
-        "24 random bits, so nearer to 1 the kept mass would be off by more than 1e-4",
-        kMaxDropout, p));
-  }
-  return absl::OkStatus();
-}
 
 Value Dropout(Value x, double p) { return BuildOp(kDropout, {x}, Attrs().Float("p", p)); }
 

@@ -46,7 +46,7 @@ inline constexpr double kMaxDropout = 1.0 - 1.0 / 1024.0;
 // ValidateDropout returns OK for p in [0, kMaxDropout], else InvalidArgument
 // naming p: "dropout must be in [0, 1), got p = 1.5" outside [0, 1) (NaN
 // included), "dropout must be at most 1 - 2^-10 ..." above kMaxDropout.
-// Dropout, MultiHeadAttention and the model configs all check with it.
+// Dropout, MultiheadAttention and the model configs all check with it.
 absl::Status ValidateDropout(double p);
 
 // Dropout returns x with each element zeroed with probability p and the

@@ -1,5 +1,6 @@
-// fill and arange: shape inference and CPU kernels. Neither has inputs or a
-// gradient; the planner evaluates them once, when compiling.
+// fill and arange, each read top to bottom: shape inference, CPU kernel,
+// OpDef, builder. Neither has inputs or a gradient; the planner evaluates
+// them once, when compiling.
 
 #include "ops/fill.h"
 
@@ -15,8 +16,6 @@ namespace dagrad {
 namespace {
 
 constexpr int64_t kGrain = 16384;
-
-// ---- shape inference -------------------------------------------------------
 
 absl::StatusOr<DType> DTypeAttr(const Attrs& attrs) {
   const std::string name = attrs.GetStr("dtype");
@@ -35,6 +34,12 @@ absl::Status CheckBytes(double elements, DType dtype, absl::string_view what) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+// ---- fill -------------------------------------------------------------------
+
+namespace {
+
 absl::StatusOr<TensorType> InferFill(const InferContext& ctx) {
   auto dtype = DTypeAttr(ctx.attrs);
   if (!dtype.ok()) return dtype.status();
@@ -51,6 +56,50 @@ absl::StatusOr<TensorType> InferFill(const InferContext& ctx) {
   }
   return TensorType{*dtype, shape};
 }
+
+absl::Status FillKernel(const KernelContext& ctx) {
+  const double value = ctx.attrs().GetFloat("value");
+  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T v = static_cast<T>(value);
+    T* y = ctx.output.as<T>();
+    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+      std::fill(y + b, y + e, v);
+    });
+    return absl::OkStatus();
+  });
+}
+
+const OpDef kFill = {.name = "fill",
+                     .dot_label = "Fill",
+                     .infer = InferFill,
+                     .cpu = FillKernel,
+                     .differentiable = false};
+
+}  // namespace
+
+Value Fill(Graph& g, const Shape& shape, double value, DType dtype) {
+  return BuildOpIn(g, kFill, {},
+                   Attrs()
+                       .Ints("shape", std::vector<int64_t>(shape.dims().begin(),
+                                                           shape.dims().end()))
+                       .Float("value", value)
+                       .Str("dtype", std::string(DTypeName(dtype))));
+}
+
+Value ZerosLike(Value x) {
+  if (!x.ok()) return x;
+  return Fill(*x.graph(), x.shape(), 0.0, x.dtype());
+}
+
+Value OnesLike(Value x) {
+  if (!x.ok()) return x;
+  return Fill(*x.graph(), x.shape(), 1.0, x.dtype());
+}
+
+// ---- arange -----------------------------------------------------------------
+
+namespace {
 
 // ArangeLength returns ceil((stop - start) / step) clamped at 0, as a double
 // (it may be far beyond int64 before it is checked).
@@ -89,21 +138,6 @@ absl::StatusOr<TensorType> InferArange(const InferContext& ctx) {
   return TensorType{*dtype, Shape({static_cast<int64_t>(len)})};
 }
 
-// ---- CPU kernels -----------------------------------------------------------
-
-absl::Status FillKernel(const KernelContext& ctx) {
-  const double value = ctx.attrs().GetFloat("value");
-  return DispatchAny(ctx.output.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T v = static_cast<T>(value);
-    T* y = ctx.output.as<T>();
-    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
-      std::fill(y + b, y + e, v);
-    });
-    return absl::OkStatus();
-  });
-}
-
 absl::Status ArangeKernel(const KernelContext& ctx) {
   const double start = ctx.attrs().GetFloat("start"), step = ctx.attrs().GetFloat("step");
   return DispatchAny(ctx.output.dtype, [&](auto tag) {
@@ -116,14 +150,6 @@ absl::Status ArangeKernel(const KernelContext& ctx) {
   });
 }
 
-// ---- op definitions ----------------------------------------------------------
-
-const OpDef kFill = {.name = "fill",
-                     .dot_label = "Fill",
-                     .infer = InferFill,
-                     .cpu = FillKernel,
-                     .differentiable = false};
-
 const OpDef kArange = {.name = "arange",
                        .dot_label = "Arange",
                        .infer = InferArange,
@@ -132,15 +158,6 @@ const OpDef kArange = {.name = "arange",
 
 }  // namespace
 
-Value Fill(Graph& g, const Shape& shape, double value, DType dtype) {
-  return BuildOpIn(g, kFill, {},
-                   Attrs()
-                       .Ints("shape", std::vector<int64_t>(shape.dims().begin(),
-                                                           shape.dims().end()))
-                       .Float("value", value)
-                       .Str("dtype", std::string(DTypeName(dtype))));
-}
-
 Value Arange(Graph& g, double start, double stop, double step, DType dtype) {
   return BuildOpIn(g, kArange, {},
                    Attrs()
@@ -148,16 +165,6 @@ Value Arange(Graph& g, double start, double stop, double step, DType dtype) {
                        .Float("stop", stop)
                        .Float("step", step)
                        .Str("dtype", std::string(DTypeName(dtype))));
-}
-
-Value ZerosLike(Value x) {
-  if (!x.ok()) return x;
-  return Fill(*x.graph(), x.shape(), 0.0, x.dtype());
-}
-
-Value OnesLike(Value x) {
-  if (!x.ok()) return x;
-  return Fill(*x.graph(), x.shape(), 1.0, x.dtype());
 }
 
 std::vector<const OpDef*> FillOps() { return {&kFill, &kArange}; }

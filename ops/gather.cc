@@ -1,4 +1,5 @@
-// gather and scatter_add: shape inference, CPU kernels, gradient rules.
+// gather and scatter_add, each read top to bottom: shape inference, CPU
+// kernel, gradient rule, OpDef, builder.
 //
 // Both see their tensors as (outer, n, inner) around the indexed axis, with
 // K = the number of indices: gather copies K rows of `inner` elements per
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "engine/status_macros.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -26,44 +28,6 @@ int64_t Product(const Shape& s, int begin, int end) {
   for (int i = begin; i < end; ++i) n *= s[i];
   return n;
 }
-
-// ---- shape inference -------------------------------------------------------
-
-absl::StatusOr<TensorType> InferGather(const InferContext& ctx) {
-  if (absl::Status st = RequireIndex(ctx, 1, "indices"); !st.ok()) return st;
-  const Shape& p = ctx.in(0).shape;
-  if (p.rank() < 1) return absl::InvalidArgumentError("params must have rank >= 1");
-  auto axis = NormalizeAxis(ctx.attrs.GetInt("axis"), p.rank());
-  if (!axis.ok()) return axis.status();
-  Dims out(p.dims().begin(), p.dims().begin() + *axis);
-  for (int64_t d : ctx.in(1).shape.dims()) out.push_back(d);
-  for (int i = *axis + 1; i < p.rank(); ++i) out.push_back(p[i]);
-  return TensorType{ctx.in(0).dtype, Shape(out)};
-}
-
-// scatter_add(indices, updates) with attributes axis and n.
-absl::StatusOr<TensorType> InferScatterAdd(const InferContext& ctx) {
-  if (absl::Status st = RequireIndex(ctx, 0, "indices"); !st.ok()) return st;
-  if (absl::Status st = RequireFloat(ctx, 1, "updates"); !st.ok()) return st;
-  const Shape& idx = ctx.in(0).shape;
-  const Shape& upd = ctx.in(1).shape;
-  const int64_t axis = ctx.attrs.GetInt("axis"), n = ctx.attrs.GetInt("n");
-  if (n < 0) return absl::InvalidArgumentError(absl::StrCat("n must be >= 0, got ", n));
-  bool match = axis >= 0 && axis <= upd.rank() - idx.rank();
-  for (int i = 0; match && i < idx.rank(); ++i) match = upd[axis + i] == idx[i];
-  if (!match) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "updates ", upd.ToString(), " must have the indices' shape ", idx.ToString(),
-        " at axis ", axis));
-  }
-  Dims out(upd.dims().begin(), upd.dims().begin() + axis);
-  out.push_back(n);
-  for (int i = static_cast<int>(axis) + idx.rank(); i < upd.rank(); ++i) out.push_back(upd[i]);
-  return TensorType{ctx.in(1).dtype, Shape(out)};
-}
-
-// ---- CPU kernels -----------------------------------------------------------
-
 
 // CheckIndices returns InvalidArgument for the first index outside [0, n),
 // naming its value and position; `range_of` says what n is.
@@ -81,10 +45,28 @@ absl::Status CheckIndices(const I* idx, const Shape& shape, int64_t n,
   return absl::OkStatus();
 }
 
+}  // namespace
+
+// ---- gather -----------------------------------------------------------------
+
+namespace {
+
+absl::StatusOr<TensorType> InferGather(const InferContext& ctx) {
+  if (absl::Status st = RequireIndex(ctx, 1, "indices"); !st.ok()) return st;
+  const Shape& p = ctx.in(0).shape;
+  if (p.rank() < 1) return absl::InvalidArgumentError("params must have rank >= 1");
+  auto axis = NormalizeAxis(ctx.attrs.GetInt("axis"), p.rank());
+  if (!axis.ok()) return axis.status();
+  Dims out(p.dims().begin(), p.dims().begin() + *axis);
+  for (int64_t d : ctx.in(1).shape.dims()) out.push_back(d);
+  for (int i = *axis + 1; i < p.rank(); ++i) out.push_back(p[i]);
+  return TensorType{ctx.in(0).dtype, Shape(out)};
+}
+
 absl::Status GatherKernel(const KernelContext& ctx) {
   const Shape& p = *ctx.in(0).shape;
   const Shape& idx_shape = *ctx.in(1).shape;
-  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank());
+  DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank()));
   const int64_t outer = Product(p, 0, axis), n = p[axis], inner = Product(p, axis + 1, p.rank());
   const int64_t k = idx_shape.num_elements();
   return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {
@@ -110,6 +92,55 @@ absl::Status GatherKernel(const KernelContext& ctx) {
       return absl::OkStatus();
     });
   });
+}
+
+// y = gather(p, idx, axis): dp = scatter_add(idx, g) into p's length along
+// axis; idx takes none.
+std::vector<Value> GatherBackward(const GradContext& c) {
+  const Value p = c.inputs[0];
+  const absl::StatusOr<int> axis = NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
+  if (!axis.ok()) return {p.graph()->Error(axis.status()), Value()};
+  return {ScatterAdd(c.inputs[1], c.grad, p.dim(*axis), *axis), Value()};
+}
+
+const OpDef kGather = {.name = "gather",
+                       .dot_label = "Gather",
+                       .infer = InferGather,
+                       .cpu = GatherKernel,
+                       .grad = GatherBackward,
+                       .nondiff_inputs = 0b10};
+
+}  // namespace
+
+Value Gather(Value params, Value indices, int64_t axis) {
+  return BuildOp(kGather, {params, indices}, Attrs().Int("axis", axis));
+}
+
+Value Embedding(Value table, Value ids) { return Gather(table, ids, 0); }
+
+// ---- scatter_add ------------------------------------------------------------
+
+namespace {
+
+// scatter_add(indices, updates) with attributes axis and n.
+absl::StatusOr<TensorType> InferScatterAdd(const InferContext& ctx) {
+  if (absl::Status st = RequireIndex(ctx, 0, "indices"); !st.ok()) return st;
+  if (absl::Status st = RequireFloat(ctx, 1, "updates"); !st.ok()) return st;
+  const Shape& idx = ctx.in(0).shape;
+  const Shape& upd = ctx.in(1).shape;
+  const int64_t axis = ctx.attrs.GetInt("axis"), n = ctx.attrs.GetInt("n");
+  if (n < 0) return absl::InvalidArgumentError(absl::StrCat("n must be >= 0, got ", n));
+  bool match = axis >= 0 && axis <= upd.rank() - idx.rank();
+  for (int i = 0; match && i < idx.rank(); ++i) match = upd[axis + i] == idx[i];
+  if (!match) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "updates ", upd.ToString(), " must have the indices' shape ", idx.ToString(),
+        " at axis ", axis));
+  }
+  Dims out(upd.dims().begin(), upd.dims().begin() + axis);
+  out.push_back(n);
+  for (int i = static_cast<int>(axis) + idx.rank(); i < upd.rank(); ++i) out.push_back(upd[i]);
+  return TensorType{ctx.in(1).dtype, Shape(out)};
 }
 
 // IndexGroups returns the positions 0..k-1 stably sorted by their index
@@ -192,44 +223,19 @@ absl::Status ScatterAddKernel(const KernelContext& ctx) {
   });
 }
 
-// ---- gradient rules ----------------------------------------------------------
-
-// y = gather(p, idx, axis): dp = scatter_add(idx, g) into p's length along
-// axis; idx takes none.
-std::vector<Value> GatherGrad(const GradContext& c) {
-  const Value p = c.inputs[0];
-  const int axis = *NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
-  return {ScatterAdd(c.inputs[1], c.grad, p.dim(axis), axis), Value()};
-}
-
 // y = scatter_add(idx, u): du = g gathered at idx, scatter_add's adjoint.
-std::vector<Value> ScatterAddGrad(const GradContext& c) {
+std::vector<Value> ScatterAddBackward(const GradContext& c) {
   return {Value(), Gather(c.grad, c.inputs[0], c.attrs().GetInt("axis"))};
 }
-
-// ---- op definitions ----------------------------------------------------------
-
-const OpDef kGather = {.name = "gather",
-                       .dot_label = "Gather",
-                       .infer = InferGather,
-                       .cpu = GatherKernel,
-                       .grad = GatherGrad,
-                       .nondiff_inputs = 0b10};
 
 const OpDef kScatterAdd = {.name = "scatter_add",
                            .dot_label = "ScatterAdd",
                            .infer = InferScatterAdd,
                            .cpu = ScatterAddKernel,
-                           .grad = ScatterAddGrad,
+                           .grad = ScatterAddBackward,
                            .nondiff_inputs = 0b01};
 
 }  // namespace
-
-Value Gather(Value params, Value indices, int64_t axis) {
-  return BuildOp(kGather, {params, indices}, Attrs().Int("axis", axis));
-}
-
-Value Embedding(Value table, Value ids) { return Gather(table, ids, 0); }
 
 Value ScatterAdd(Value indices, Value updates, int64_t n, int64_t axis) {
   return BuildOp(kScatterAdd, {indices, updates}, Attrs().Int("axis", axis).Int("n", n));

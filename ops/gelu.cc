@@ -21,8 +21,8 @@ constexpr int64_t kGrain = 16384;
 absl::Status CheckApproximate(const Attrs& attrs) {
   const std::string form = attrs.GetStr("approximate");
   if (form == "none" || form == "tanh") return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("approximate must be \"none\" or \"tanh\", got \"", form, "\""));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "approximate must be \"none\" or \"tanh\", got \"", form, "\""));
 }
 
 absl::StatusOr<TensorType> InferGelu(const InferContext& ctx) {
@@ -70,8 +70,12 @@ absl::Status GeluKernelOf(const KernelContext& ctx, bool backward) {
   });
 }
 
-absl::Status GeluKernel(const KernelContext& ctx) { return GeluKernelOf(ctx, false); }
-absl::Status GeluGradKernel(const KernelContext& ctx) { return GeluKernelOf(ctx, true); }
+absl::Status GeluKernel(const KernelContext& ctx) {
+  return GeluKernelOf(ctx, false);
+}
+absl::Status GeluGradKernel(const KernelContext& ctx) {
+  return GeluKernelOf(ctx, true);
+}
 
 GeluApproximate FormOf(const Attrs& attrs) {
   return GeluIsTanh(attrs) ? GeluApproximate::kTanh : GeluApproximate::kNone;
@@ -94,7 +98,8 @@ const OpDef kGeluGrad = {.name = "gelu_grad",
                          .cpu = GeluGradKernel};
 
 Attrs FormAttrs(GeluApproximate approximate) {
-  return Attrs().Str("approximate", std::string(GeluApproximateName(approximate)));
+  return Attrs().Str("approximate",
+                     std::string(GeluApproximateName(approximate)));
 }
 
 }  // namespace

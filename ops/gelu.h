@@ -37,7 +37,8 @@ Value Gelu(Value x, GeluApproximate approximate);
 // GeluGrad returns g * gelu'(x), gelu's backward as one fused op: x and g
 // of the same dtype and shape. It has no gradient rule of its own (a third
 // derivative through GELU is out of scope).
-Value GeluGrad(Value x, Value g, GeluApproximate approximate = GeluApproximate::kNone);
+Value GeluGrad(Value x, Value g,
+               GeluApproximate approximate = GeluApproximate::kNone);
 
 }  // namespace dagrad
 

@@ -16,11 +16,14 @@
 
 namespace dagrad {
 
-inline constexpr double kGeluTanhScale = 0.79788456080286535588;  // sqrt(2 / pi)
+inline constexpr double kGeluTanhScale =
+    0.79788456080286535588;  // sqrt(2 / pi)
 inline constexpr double kGeluTanhCubic = 0.044715;
 
 // GeluIsTanh reads the node's "approximate" attribute ("tanh" or "none").
-inline bool GeluIsTanh(const Attrs& attrs) { return attrs.GetStr("approximate") == "tanh"; }
+inline bool GeluIsTanh(const Attrs& attrs) {
+  return attrs.GetStr("approximate") == "tanh";
+}
 
 // gelu(x) = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), or with tanh:
 // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
@@ -47,7 +50,8 @@ struct GeluBackwardFn {
     if (tanh) {
       const T inner = T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x);
       const T t = math::Tanh(inner);
-      const T d_inner = T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
+      const T d_inner =
+          T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
       return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * d_inner);
     }
     const T cdf = T(0.5) * (T(1) + math::Erf(x * T(math::kSqrtHalf)));

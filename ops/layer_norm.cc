@@ -1,5 +1,6 @@
-// Layer normalisation over the last axis: shape inference, fused CPU kernels
-// for the forward pass and for dx, and the gradient rule.
+// Layer normalisation over the last axis and its fused backward op for dx,
+// each read top to bottom: shape inference, CPU kernel, gradient rule,
+// OpDef, builder.
 //
 // Each row's mean and variance are accumulated in double with two passes
 // (mean, then squared deviations), which avoids the cancellation of
@@ -27,8 +28,6 @@ namespace dagrad {
 namespace {
 
 constexpr int64_t kGrain = 16384;  // elements per thread, at least
-
-// ---- shape inference -------------------------------------------------------
 
 // CheckRows validates x (input 0), the attribute eps and the optional (D,)
 // inputs listed in `affine` (gamma, beta).
@@ -59,24 +58,6 @@ absl::Status CheckRows(const InferContext& ctx, std::initializer_list<int> affin
   return absl::OkStatus();
 }
 
-absl::StatusOr<TensorType> InferLayerNorm(const InferContext& ctx) {
-  if (absl::Status st = CheckRows(ctx, {1, 2}); !st.ok()) return st;
-  return ctx.in(0);
-}
-
-// layer_norm_grad(x, gamma?, g).
-absl::StatusOr<TensorType> InferLayerNormGrad(const InferContext& ctx) {
-  if (absl::Status st = CheckRows(ctx, {1}); !st.ok()) return st;
-  if (ctx.in(2).dtype != ctx.in(0).dtype || ctx.in(2).shape != ctx.in(0).shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "g must match x (", DTypeName(ctx.in(0).dtype), " ", ctx.in(0).shape.ToString(),
-        "), got ", DTypeName(ctx.in(2).dtype), " ", ctx.in(2).shape.ToString()));
-  }
-  return ctx.in(0);
-}
-
-// ---- CPU kernels -----------------------------------------------------------
-
 // Both kernels run the active ISA level's row kernels
 // (ops/kernels/row_kernels.cc), over chunks of rows split across threads.
 template <typename T>
@@ -102,49 +83,42 @@ absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+// ---- layer_norm -------------------------------------------------------------
+
+namespace {
+
+absl::StatusOr<TensorType> InferLayerNorm(const InferContext& ctx) {
+  if (absl::Status st = CheckRows(ctx, {1, 2}); !st.ok()) return st;
+  return ctx.in(0);
+}
+
 absl::Status LayerNormKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype,
                        [&](auto tag) { return LayerNormRows<decltype(tag)>(ctx, false); });
 }
 
-absl::Status LayerNormGradKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype,
-                       [&](auto tag) { return LayerNormRows<decltype(tag)>(ctx, true); });
-}
-
-// ---- gradient rule ---------------------------------------------------------
-
 // y = xhat * gamma + beta, xhat = LayerNorm(x) without gamma and beta:
 //   dx (..., D)     = layer_norm_grad(x, gamma, g), fused;
 //   dgamma (D,)     = sum over rows of g * xhat;
 //   dbeta (D,)      = sum over rows of g.
-std::vector<Value> LayerNormGradRule(const GradContext& c) {
+std::vector<Value> LayerNormBackward(const GradContext& c) {
   const double eps = c.attrs().GetFloat("eps");
   const Value x = c.inputs[0], gamma = c.inputs[1], beta = c.inputs[2], g = c.grad;
   Value dx = c.needs[0] ? LayerNormGrad(x, gamma, g, eps) : Value();
-  Value dgamma = c.needs[1]
-                     ? SumTo(Mul(g, LayerNorm(x, Value(), Value(), eps)), gamma.shape())
-                     : Value();
+  Value dgamma =
+      c.needs[1] ? SumTo(g * LayerNorm(x, Value(), Value(), eps), gamma.shape()) : Value();
   Value dbeta = c.needs[2] ? SumTo(g, beta.shape()) : Value();
   return {dx, dgamma, dbeta};
 }
-
-// ---- op definitions ----------------------------------------------------------
 
 const OpDef kLayerNorm = {.name = "layer_norm",
                           .dot_label = "LayerNorm",
                           .infer = InferLayerNorm,
                           .cpu = LayerNormKernel,
-                          .grad = LayerNormGradRule,
+                          .grad = LayerNormBackward,
                           .inplace = true};
-
-// Backward-only: no rule, so a second derivative through it is an error
-// that names it (see kBackwardOnly in tests/gradcheck_test.cc).
-const OpDef kLayerNormGrad = {.name = "layer_norm_grad",
-                              .dot_label = "LayerNorm'",
-                              .infer = InferLayerNormGrad,
-                              .cpu = LayerNormGradKernel,
-                              .inplace = true};
 
 }  // namespace
 
@@ -152,6 +126,36 @@ Value LayerNorm(Value x, Value gamma, Value beta, double eps) {
   return BuildOp(kLayerNorm, {x, gamma, beta}, Attrs().Float("eps", eps),
                  /*optional=*/0b110);
 }
+
+// ---- layer_norm_grad: dx, fused ---------------------------------------------
+
+namespace {
+
+// layer_norm_grad(x, gamma?, g).
+absl::StatusOr<TensorType> InferLayerNormGrad(const InferContext& ctx) {
+  if (absl::Status st = CheckRows(ctx, {1}); !st.ok()) return st;
+  if (ctx.in(2).dtype != ctx.in(0).dtype || ctx.in(2).shape != ctx.in(0).shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "g must match x (", DTypeName(ctx.in(0).dtype), " ", ctx.in(0).shape.ToString(),
+        "), got ", DTypeName(ctx.in(2).dtype), " ", ctx.in(2).shape.ToString()));
+  }
+  return ctx.in(0);
+}
+
+absl::Status LayerNormGradKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return LayerNormRows<decltype(tag)>(ctx, true); });
+}
+
+// Backward-only: no rule, so a second derivative through it is an error
+// that names it (its op case is flagged kBackwardOnly, tests/layer_norm_cases.cc).
+const OpDef kLayerNormGrad = {.name = "layer_norm_grad",
+                              .dot_label = "LayerNorm'",
+                              .infer = InferLayerNormGrad,
+                              .cpu = LayerNormGradKernel,
+                              .inplace = true};
+
+}  // namespace
 
 Value LayerNormGrad(Value x, Value gamma, Value g, double eps) {
   return BuildOp(kLayerNormGrad, {x, gamma, g}, Attrs().Float("eps", eps),

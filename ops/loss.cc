@@ -1,12 +1,11 @@
-// Cross-entropy: shape inference, the fused forward and backward CPU
-// kernels, the gradient rule and the OpDefs, then the builder.
+// Cross-entropy and its fused backward op cross_entropy_grad, each read top
+// to bottom: shape inference, CPU kernel, gradient rule, OpDef, builder.
 //
 // Both kernels check every target before writing anything. The backward
 // kernel checks them too: a plan that fetches only gradients never runs the
 // forward op.
 
 #include "ops/loss.h"
-#include "ops/vector_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
+#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace {
@@ -37,9 +37,6 @@ absl::StatusOr<CrossEntropyOptions::Reduction> ReductionOf(const Attrs& attrs) {
       absl::StrCat("reduction must be mean, sum or none, got '", name, "'"));
 }
 
-// ---------------------------------------------------------------------------
-// Shape inference.
-
 // Checks logits (..., C) and targets (...), the inputs both ops share.
 absl::Status CheckLogitsAndTargets(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "logits"));
@@ -56,33 +53,11 @@ absl::Status CheckLogitsAndTargets(const InferContext& ctx) {
   return ReductionOf(ctx.attrs).status();
 }
 
-absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
-  DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
-  const bool none = *ReductionOf(ctx.attrs) == CrossEntropyOptions::kNone;
-  return TensorType{ctx.in(0).dtype, none ? LeadingShape(ctx.in(0).shape) : Shape()};
-}
-
-// cross_entropy_grad(logits, targets, g): g has the forward output's type.
-absl::StatusOr<TensorType> InferCrossEntropyGrad(const InferContext& ctx) {
-  DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
-  DAGRAD_ASSIGN_OR_RETURN(const TensorType out, InferCrossEntropy(ctx));
-  if (ctx.in(2).dtype != out.dtype || ctx.in(2).shape != out.shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "g must be ", DTypeName(out.dtype), " ", out.shape.ToString(), " like the loss, got ",
-        DTypeName(ctx.in(2).dtype), " ", ctx.in(2).shape.ToString()));
-  }
-  return ctx.in(0);
-}
-
-// ---------------------------------------------------------------------------
-// CPU kernels.
-
 // Rows pairs each row of logits with its target, -1 where it is ignored.
 struct Rows {
   std::vector<int64_t> target;
   int64_t count = 0;  // rows not ignored
 };
-
 
 // ReadTargets checks every target lies in [0, C) or is ignore_index.
 absl::StatusOr<Rows> ReadTargets(const KernelContext& ctx) {
@@ -128,6 +103,25 @@ int64_t RowGrain(int64_t classes) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(classes, 1));
 }
 
+// CrossEntropyGrad builds cross_entropy_grad(logits, targets, g) with the
+// forward op's attributes.
+Value CrossEntropyGrad(Value logits, Value targets, Value g, const Attrs& attrs);
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// cross_entropy(logits, targets): the mean, sum or per-row -log softmax at
+// each row's target.
+
+namespace {
+
+absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
+  DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs));
+  const bool none = reduction == CrossEntropyOptions::kNone;
+  return TensorType{ctx.in(0).dtype, none ? LeadingShape(ctx.in(0).shape) : Shape()};
+}
+
 absl::Status CrossEntropyKernel(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(const Rows rows, ReadTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
@@ -157,6 +151,49 @@ absl::Status CrossEntropyKernel(const KernelContext& ctx) {
     y[0] = static_cast<T>(total);
     return absl::OkStatus();
   });
+}
+
+std::vector<Value> CrossEntropyBackward(const GradContext& c) {
+  return {CrossEntropyGrad(c.inputs[0], c.inputs[1], c.grad, c.attrs()), Value()};
+}
+
+const OpDef kCrossEntropy = {.name = "cross_entropy",
+                             .dot_label = "CrossEntropy",
+                             .infer = InferCrossEntropy,
+                             .cpu = CrossEntropyKernel,
+                             .grad = CrossEntropyBackward,
+                             .nondiff_inputs = 0b10};
+
+}  // namespace
+
+Value CrossEntropy(Value logits, Value targets, CrossEntropyOptions options) {
+  if (options.reduction < CrossEntropyOptions::kMean ||
+      options.reduction > CrossEntropyOptions::kNone) {
+    if (!logits.ok()) return logits;
+    return logits.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "cross_entropy: unknown reduction ", static_cast<int>(options.reduction))));
+  }
+  return BuildOp(kCrossEntropy, {logits, targets},
+                 Attrs()
+                     .Int("ignore_index", options.ignore_index)
+                     .Str("reduction", kReductionNames[options.reduction]));
+}
+
+// ---------------------------------------------------------------------------
+// cross_entropy_grad(logits, targets, g): the gradient for logits.
+
+namespace {
+
+// cross_entropy_grad(logits, targets, g): g has the forward output's type.
+absl::StatusOr<TensorType> InferCrossEntropyGrad(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
+  DAGRAD_ASSIGN_OR_RETURN(const TensorType out, InferCrossEntropy(ctx));
+  if (ctx.in(2).dtype != out.dtype || ctx.in(2).shape != out.shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "g must be ", DTypeName(out.dtype), " ", out.shape.ToString(), " like the loss, got ",
+        DTypeName(ctx.in(2).dtype), " ", ctx.in(2).shape.ToString()));
+  }
+  return ctx.in(0);
 }
 
 // dlogits = (softmax(logits) - onehot(target)) * w, with w = g[row] (none),
@@ -193,9 +230,6 @@ absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
   });
 }
 
-// ---------------------------------------------------------------------------
-// Gradient rule and op definitions.
-
 const OpDef kCrossEntropyGrad = {.name = "cross_entropy_grad",
                                  .dot_label = "CrossEntropy'",
                                  .infer = InferCrossEntropyGrad,
@@ -203,31 +237,11 @@ const OpDef kCrossEntropyGrad = {.name = "cross_entropy_grad",
                                  .nondiff_inputs = 0b010,
                                  .inplace = true};
 
-std::vector<Value> CrossEntropyGradRule(const GradContext& c) {
-  return {BuildOp(kCrossEntropyGrad, {c.inputs[0], c.inputs[1], c.grad}, c.attrs()), Value()};
+Value CrossEntropyGrad(Value logits, Value targets, Value g, const Attrs& attrs) {
+  return BuildOp(kCrossEntropyGrad, {logits, targets, g}, attrs);
 }
-
-const OpDef kCrossEntropy = {.name = "cross_entropy",
-                             .dot_label = "CrossEntropy",
-                             .infer = InferCrossEntropy,
-                             .cpu = CrossEntropyKernel,
-                             .grad = CrossEntropyGradRule,
-                             .nondiff_inputs = 0b10};
 
 }  // namespace
-
-Value CrossEntropy(Value logits, Value targets, CrossEntropyOptions options) {
-  if (options.reduction < CrossEntropyOptions::kMean ||
-      options.reduction > CrossEntropyOptions::kNone) {
-    if (!logits.ok()) return logits;
-    return logits.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
-        "cross_entropy: unknown reduction ", static_cast<int>(options.reduction))));
-  }
-  return BuildOp(kCrossEntropy, {logits, targets},
-                 Attrs()
-                     .Int("ignore_index", options.ignore_index)
-                     .Str("reduction", kReductionNames[options.reduction]));
-}
 
 std::vector<const OpDef*> LossOps() { return {&kCrossEntropy, &kCrossEntropyGrad}; }
 

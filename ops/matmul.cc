@@ -1,4 +1,5 @@
-// matmul and linear: shape inference, BLIS kernels, gradient rules.
+// matmul and linear, each read top to bottom: shape inference, BLIS kernel,
+// gradient rule, OpDef, builder.
 
 #include "ops/matmul.h"
 
@@ -7,15 +8,28 @@
 #include "ops/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
+#include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
 #include "ops/small_gemm.h"
-#include "ops/parallel.h"
 
 namespace dagrad {
 namespace {
 
+// AsRows views v (..., n) as a matrix (rows, n); explicit sizes, not -1,
+// so that n = 0 works too.
+Value AsRows(Value v) {
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < v.rank(); ++i) rows *= v.dim(i);
+  return Reshape(v, {rows, v.dim(-1)});
+}
+
+}  // namespace
+
+// ---- matmul -----------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
   const Shape& a = ctx.in(0).shape;
@@ -50,12 +64,7 @@ void MatrixStrides(const Shape& s, bool transpose, int64_t* rs, int64_t* cs) {
 }
 
 template <typename T>
-absl::Status MatMulTyped(const KernelContext& ctx) {
-  const MatMulProblem p = MatMulProblemOf(ctx);
-  if (p.empty()) return absl::OkStatus();
-  const T* a = ctx.in(0).as<T>();
-  const T* b = ctx.in(1).as<T>();
-  T* c = ctx.output.as<T>();
+absl::Status MatMulTyped(const MatMulProblem& p, const T* a, const T* b, T* c) {
   const int64_t m = p.m, k = p.k, n = p.n, batches = p.batches;
   int64_t rsa, csa, rsb, csb;
   MatrixStrides(p.a, p.transpose_a, &rsa, &csa);
@@ -109,22 +118,15 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
 }
 
 absl::Status MatMulKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype,
-                       [&](auto tag) { return MatMulTyped<decltype(tag)>(ctx); });
-}
-
-// AsRows views v (..., n) as a matrix (rows, n); explicit sizes, not -1,
-// so that n = 0 works too.
-Value AsRows(Value v) {
-  int64_t rows = 1;
-  for (int i = 0; i + 1 < v.rank(); ++i) rows *= v.dim(i);
-  return Reshape(v, {rows, v.dim(-1)});
+  return RunMatMul(ctx, [](const MatMulProblem& p, const auto* a, const auto* b, auto* c) {
+    return MatMulTyped(p, a, b, c);
+  });
 }
 
 // C = op(A)·op(B). Each gradient is itself a matmul with flags chosen so
 // that no operand is transposed in memory:
 //   dA = g·op(B)ᵀ (stored transposed when ta), dB = op(A)ᵀ·g (likewise tb).
-std::vector<Value> MatMulGrad(const GradContext& c) {
+std::vector<Value> MatMulBackward(const GradContext& c) {
   const bool ta = c.attrs().GetBool("transpose_a"), tb = c.attrs().GetBool("transpose_b");
   Value a = c.inputs[0], b = c.inputs[1], g = c.grad;
   Value da, db;
@@ -146,9 +148,19 @@ std::vector<Value> MatMulGrad(const GradContext& c) {
 }
 
 const OpDef kMatMul = {.name = "matmul", .dot_label = "MatMul", .infer = InferMatMul,
-                       .cpu = MatMulKernel, .grad = MatMulGrad};
+                       .cpu = MatMulKernel, .grad = MatMulBackward};
 
-// ---- linear ------------------------------------------------------------------
+}  // namespace
+
+Value MatMul(Value a, Value b, MatMulOptions o) {
+  return BuildOp(kMatMul, {a, b},
+                 Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b));
+}
+
+
+// ---- linear -----------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferLinear(const InferContext& ctx) {
   const Shape& x = ctx.in(0).shape;
@@ -173,9 +185,8 @@ absl::StatusOr<TensorType> InferLinear(const InferContext& ctx) {
 
 template <typename T>
 absl::Status LinearTyped(const KernelContext& ctx) {
-  const int64_t in = ctx.in(1).dim(1), out = ctx.in(1).dim(0);
-  const int64_t rows = in == 0 ? ctx.output.num_elements() / std::max<int64_t>(out, 1)
-                               : ctx.in(0).num_elements() / in;
+  const LinearDims dims = LinearDimsOf(ctx);
+  const int64_t rows = dims.rows, in = dims.in, out = dims.out;
   T* y = ctx.output.as<T>();
   T beta = T(0);
   if (ctx.has(2)) {
@@ -199,7 +210,7 @@ absl::Status LinearKernel(const KernelContext& ctx) {
 // y = x·wᵀ + b:  dx = g·w,  dw = gᵀ·x over all rows,  db = Σ_rows g.
 // Every leading axis of x (none, for a 1-D x) is a row: dx is one product
 // (rows, out)·(out, in), reshaped back to x's shape.
-std::vector<Value> LinearGrad(const GradContext& c) {
+std::vector<Value> LinearBackward(const GradContext& c) {
   Value x = c.inputs[0], w = c.inputs[1], g = c.grad;
   Value dx;
   if (c.needs[0]) {
@@ -215,14 +226,9 @@ std::vector<Value> LinearGrad(const GradContext& c) {
 }
 
 const OpDef kLinear = {.name = "linear", .dot_label = "Linear", .infer = InferLinear,
-                       .cpu = LinearKernel, .grad = LinearGrad};
+                       .cpu = LinearKernel, .grad = LinearBackward};
 
 }  // namespace
-
-Value MatMul(Value a, Value b, MatMulOptions o) {
-  return BuildOp(kMatMul, {a, b},
-                 Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b));
-}
 
 Value Linear(Value x, Value w, Value b) {
   return BuildOp(kLinear, {x, w, b}, Attrs(), /*optional=*/0b100);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "engine/checked_math.h"
 
 namespace dagrad {
 
@@ -67,6 +68,13 @@ MatMulProblem MatMulProblemOf(const KernelContext& ctx) {
           a[a.rank() - 2] * a[a.rank() - 1], b[b.rank() - 2] * b[b.rank() - 1]};
 }
 
+LinearDims LinearDimsOf(const KernelContext& ctx) {
+  const int64_t in = ctx.in(1).dim(1), out = ctx.in(1).dim(0);
+  const int64_t rows = in == 0 ? ctx.output.num_elements() / std::max<int64_t>(out, 1)
+                               : ctx.in(0).num_elements() / in;
+  return {rows, in, out};
+}
+
 absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
   auto axis = NormalizeAxis(a.GetInt("axis"), in.rank());
   if (!axis.ok()) return axis.status();
@@ -77,8 +85,8 @@ absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& a, const Shape& in) {
     if (v < 0) v += len;
     return std::clamp<int64_t>(v, 0, len);
   };
-  const int64_t start = clamp(a.GetInt("start")), end = clamp(a.GetInt("end"));
-  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  const int64_t start = clamp(a.GetInt("start"));
+  const int64_t count = SliceLength(len, a.GetInt("start"), a.GetInt("end"), step);
   return SliceSpec{*axis, start, count, step};
 }
 

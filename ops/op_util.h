@@ -45,6 +45,20 @@ absl::Status DispatchAny(DType dtype, F&& f) {
   return absl::InternalError("bad dtype");
 }
 
+// DispatchNumeric is DispatchAny for kernels with no bool variant: shape
+// inference rejects bool first, so a bool reaching it is Internal
+// (`bool_message`).
+template <typename F>
+absl::Status DispatchNumeric(DType dtype, const char* bool_message, F&& f) {
+  return DispatchAny(dtype, [&](auto tag) {
+    if constexpr (std::is_same_v<decltype(tag), bool>) {
+      return absl::InternalError(bool_message);
+    } else {
+      return f(tag);
+    }
+  });
+}
+
 // DispatchIndex calls f(T{}) for int32 or int64.
 template <typename F>
 absl::Status DispatchIndex(DType dtype, F&& f) {
@@ -107,13 +121,34 @@ struct MatMulProblem {
 };
 MatMulProblem MatMulProblemOf(const KernelContext& ctx);
 
+// RunMatMul is both backends' matmul kernel prologue: for a float output it
+// calls run(problem, a, b, c) with the operands' data as T, unless the
+// product is empty (then there is nothing to write).
+template <typename Run>
+absl::Status RunMatMul(const KernelContext& ctx, Run&& run) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const MatMulProblem p = MatMulProblemOf(ctx);
+    if (p.empty()) return absl::OkStatus();
+    return run(p, ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.output.as<T>());
+  });
+}
+
+// LinearDims is a linear node as both backends' kernels read it:
+// y (rows, out) = x (rows, in) · wᵀ, rows counted from y when in = 0.
+struct LinearDims {
+  int64_t rows, in, out;
+};
+LinearDims LinearDimsOf(const KernelContext& ctx);
+
 // SliceSpec is a slice's attributes resolved against its input: Python-
 // style bounds (negative from the end, clamped), `count` elements kept.
 struct SliceSpec {
   int axis;
   int64_t start, count, step;
 };
-// ResolveSlice returns InvalidArgument for an axis out of range or step < 1.
+// ResolveSlice returns InvalidArgument for an axis out of range or step < 1;
+// `count` is SliceLength's, Python's, for any int64 bounds.
 absl::StatusOr<SliceSpec> ResolveSlice(const Attrs& attrs, const Shape& input);
 
 // BuildOp is how op builders add their node: it returns the first error

@@ -1,4 +1,5 @@
-// sgd_update and adam_update: fused, in-place optimizer steps.
+// sgd_update and adam_update: fused, in-place optimizer steps, each read top
+// to bottom: shape inference, CPU kernel, OpDef, builder.
 
 #include "ops/optim.h"
 
@@ -52,7 +53,11 @@ bool Guarded(const KernelContext& ctx, int i) { return !std::isfinite(ScalarIn(c
 // NonNegative is false for NaN and +-Inf as well as for negative values.
 bool NonNegative(double v) { return v >= 0 && std::isfinite(v); }
 
-// ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) ------------------
+}  // namespace
+
+// ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) -------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferSgd(const InferContext& ctx) {
   const Attrs& a = ctx.attrs;
@@ -90,7 +95,21 @@ absl::Status SgdKernel(const KernelContext& ctx) {
 const OpDef kSgdUpdate = {.name = "sgd_update", .dot_label = "SGD", .infer = InferSgd,
                           .cpu = SgdKernel, .differentiable = false, .mutates = 0b101};
 
-// ---- adam_update(param, grad, m, v, lr, step, grad_scale?, guard?) ---------------
+}  // namespace
+
+Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOptions& o,
+                Value grad_scale, Value guard) {
+  return BuildOp(kSgdUpdate, {param, grad, velocity, lr, grad_scale, guard},
+                 Attrs()
+                     .Float("momentum", o.momentum)
+                     .Float("weight_decay", o.weight_decay)
+                     .Bool("nesterov", o.nesterov),
+                 /*optional=*/0b110000);
+}
+
+// ---- adam_update(param, grad, m, v, lr, step, grad_scale?, guard?) ----------
+
+namespace {
 
 absl::StatusOr<TensorType> InferAdam(const InferContext& ctx) {
   const Attrs& a = ctx.attrs;
@@ -156,16 +175,6 @@ const OpDef kAdamUpdate = {.name = "adam_update", .dot_label = "Adam", .infer = 
                            .check = AdamCheck};
 
 }  // namespace
-
-Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOptions& o,
-                Value grad_scale, Value guard) {
-  return BuildOp(kSgdUpdate, {param, grad, velocity, lr, grad_scale, guard},
-                 Attrs()
-                     .Float("momentum", o.momentum)
-                     .Float("weight_decay", o.weight_decay)
-                     .Bool("nesterov", o.nesterov),
-                 /*optional=*/0b110000);
-}
 
 Value AdamUpdate(Value param, Value grad, Value m, Value v, Value lr, Value step,
                  const AdamOptions& o, Value grad_scale, Value guard) {

@@ -1,4 +1,5 @@
-// Reductions: sum, mean, max over any set of axes.
+// Reductions: sum, mean, max over any set of axes. One kernel and shape
+// function serve all three; each op's gradient rule, OpDef and builder follow.
 //
 // Kernels see the input as (outer, reduced, inner) when the reduced axes are
 // contiguous — the common cases (last axis, leading batch axes) — and fall
@@ -43,15 +44,6 @@ absl::StatusOr<TensorType> InferReduce(const InferContext& ctx) {
   if (!axes.ok()) return axes.status();
   return TensorType{ctx.in(0).dtype,
                     KeptShape(ctx.in(0).shape, *axes, ctx.attrs.GetBool("keepdims"))};
-}
-
-// Mean is defined for floats only, as torch.mean.
-absl::StatusOr<TensorType> InferMean(const InferContext& ctx) {
-  if (!IsFloating(ctx.in(0).dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mean needs a float input, got ", DTypeName(ctx.in(0).dtype), "; Cast it first"));
-  }
-  return InferReduce(ctx);
 }
 
 // Sums accumulate in Acc<T>: double for floats, so that every path (row,
@@ -201,28 +193,24 @@ absl::Status ReduceKernel(const KernelContext& ctx) {
   const Shape& in = *ctx.in(0).shape;
   auto axes = NormalizeAxes(ctx.attrs().GetInts("axes"), in.rank());
   if (!axes.ok()) return axes.status();
-  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+  return DispatchNumeric(ctx.output.dtype, "reduce of bool", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return absl::InternalError("reduce of bool");
-    } else {
-      const T* x = ctx.in(0).as<T>();
-      T* y = ctx.output.as<T>();
-      const bool contiguous = axes->empty() || axes->back() - axes->front() + 1 ==
-                                                   static_cast<int>(axes->size());
-      if (contiguous) {
-        int64_t outer = 1, mid = 1, inner = 1;
-        for (int i = 0; i < in.rank(); ++i) {
-          if (!axes->empty() && i < axes->front()) outer *= in[i];
-          else if (!axes->empty() && i > axes->back()) inner *= in[i];
-          else mid *= in[i];
-        }
-        ReduceContiguous<T>(R, x, y, outer, mid, inner);
-      } else {
-        ReduceGeneral<T>(R, x, y, in, *axes);
+    const T* x = ctx.in(0).as<T>();
+    T* y = ctx.output.as<T>();
+    const bool contiguous = axes->empty() || axes->back() - axes->front() + 1 ==
+                                                 static_cast<int>(axes->size());
+    if (contiguous) {
+      int64_t outer = 1, mid = 1, inner = 1;
+      for (int i = 0; i < in.rank(); ++i) {
+        if (!axes->empty() && i < axes->front()) outer *= in[i];
+        else if (!axes->empty() && i > axes->back()) inner *= in[i];
+        else mid *= in[i];
       }
-      return absl::OkStatus();
+      ReduceContiguous<T>(R, x, y, outer, mid, inner);
+    } else {
+      ReduceGeneral<T>(R, x, y, in, *axes);
     }
+    return absl::OkStatus();
   });
 }
 
@@ -230,37 +218,17 @@ absl::Status ReduceKernel(const KernelContext& ctx) {
 Value Unreduce(const GradContext& c, Value g) {
   const Shape& in = c.inputs[0].shape();
   auto axes = NormalizeAxes(c.attrs().GetInts("axes"), in.rank());
+  if (!axes.ok()) return c.inputs[0].graph()->Error(axes.status());
   const Shape kept = KeptShape(in, *axes, /*keepdims=*/true);
   return BroadcastTo(Reshape(g, std::vector<int64_t>(kept.dims().begin(), kept.dims().end())), in);
 }
 
+// ReducedCount is how many elements each output element reduces: the
+// input's count over the output's (inference checked the axes).
 int64_t ReducedCount(const GradContext& c) {
-  const Shape& in = c.inputs[0].shape();
-  auto axes = NormalizeAxes(c.attrs().GetInts("axes"), in.rank());
-  int64_t n = 1;
-  for (int a : *axes) n *= in[a];
-  return n;
+  const int64_t out = c.output.shape().num_elements();
+  return out > 0 ? c.inputs[0].shape().num_elements() / out : 0;
 }
-
-std::vector<Value> SumGrad(const GradContext& c) { return {Unreduce(c, c.grad)}; }
-std::vector<Value> MeanGrad(const GradContext& c) {
-  const int64_t n = ReducedCount(c);
-  return {Unreduce(c, Scale(c.grad, n ? 1.0 / n : 0.0))};
-}
-std::vector<Value> MaxGrad(const GradContext& c) {
-  const Value x = c.inputs[0];
-  Value hit = Cast(Equal(x, Unreduce(c, c.output)), x.dtype());
-  std::vector<int64_t> axes = c.attrs().GetInts("axes");
-  Value ties = Unreduce(c, Sum(hit, axes, c.attrs().GetBool("keepdims")));
-  return {Div(Mul(Unreduce(c, c.grad), hit), ties)};
-}
-
-const OpDef kSum = {.name = "sum", .dot_label = "Sum", .infer = InferReduce,
-                    .cpu = ReduceKernel<Reduction::kSum>, .grad = SumGrad};
-const OpDef kMean = {.name = "mean", .dot_label = "Mean", .infer = InferMean,
-                     .cpu = ReduceKernel<Reduction::kMean>, .grad = MeanGrad};
-const OpDef kMax = {.name = "max", .dot_label = "Max", .infer = InferReduce,
-                    .cpu = ReduceKernel<Reduction::kMax>, .grad = MaxGrad};
 
 Value Reduce(const OpDef& op, Value x, std::vector<int64_t> axes, bool keepdims) {
   return BuildOp(op, {x}, Attrs().Ints("axes", std::move(axes)).Bool("keepdims", keepdims));
@@ -268,14 +236,17 @@ Value Reduce(const OpDef& op, Value x, std::vector<int64_t> axes, bool keepdims)
 
 }  // namespace
 
+// ---------------------------------------------------------------------------
+// sum: the gradient broadcasts g back over the reduced axes.
+
+namespace {
+std::vector<Value> SumBackward(const GradContext& c) { return {Unreduce(c, c.grad)}; }
+const OpDef kSum = {.name = "sum", .dot_label = "Sum", .infer = InferReduce,
+                    .cpu = ReduceKernel<Reduction::kSum>, .grad = SumBackward};
+}  // namespace
+
 Value Sum(Value x, std::vector<int64_t> axes, bool keepdims) {
   return Reduce(kSum, x, std::move(axes), keepdims);
-}
-Value Mean(Value x, std::vector<int64_t> axes, bool keepdims) {
-  return Reduce(kMean, x, std::move(axes), keepdims);
-}
-Value Max(Value x, std::vector<int64_t> axes, bool keepdims) {
-  return Reduce(kMax, x, std::move(axes), keepdims);
 }
 
 Value SumTo(Value x, const Shape& shape) {
@@ -291,6 +262,53 @@ Value SumTo(Value x, const Shape& shape) {
   }
   Value s = axes.empty() ? x : Sum(x, axes);
   return Reshape(s, std::vector<int64_t>(shape.dims().begin(), shape.dims().end()));
+}
+
+// ---------------------------------------------------------------------------
+// mean = sum / n over the n reduced elements.
+
+namespace {
+
+// Mean is defined for floats only, as torch.mean.
+absl::StatusOr<TensorType> InferMean(const InferContext& ctx) {
+  if (!IsFloating(ctx.in(0).dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mean needs a float input, got ", DTypeName(ctx.in(0).dtype), "; Cast it first"));
+  }
+  return InferReduce(ctx);
+}
+
+std::vector<Value> MeanBackward(const GradContext& c) {
+  const int64_t n = ReducedCount(c);
+  return {Unreduce(c, c.grad * (n ? 1.0 / n : 0.0))};
+}
+
+const OpDef kMean = {.name = "mean", .dot_label = "Mean", .infer = InferMean,
+                     .cpu = ReduceKernel<Reduction::kMean>, .grad = MeanBackward};
+
+}  // namespace
+
+Value Mean(Value x, std::vector<int64_t> axes, bool keepdims) {
+  return Reduce(kMean, x, std::move(axes), keepdims);
+}
+
+// ---------------------------------------------------------------------------
+// max: the gradient goes to the maxima, split evenly between ties.
+
+namespace {
+std::vector<Value> MaxBackward(const GradContext& c) {
+  const Value x = c.inputs[0];
+  Value hit = Cast(Equal(x, Unreduce(c, c.output)), x.dtype());
+  std::vector<int64_t> axes = c.attrs().GetInts("axes");
+  Value ties = Unreduce(c, Sum(hit, axes, c.attrs().GetBool("keepdims")));
+  return {Unreduce(c, c.grad) * hit / ties};
+}
+const OpDef kMax = {.name = "max", .dot_label = "Max", .infer = InferReduce,
+                    .cpu = ReduceKernel<Reduction::kMax>, .grad = MaxBackward};
+}  // namespace
+
+Value Max(Value x, std::vector<int64_t> axes, bool keepdims) {
+  return Reduce(kMax, x, std::move(axes), keepdims);
 }
 
 std::vector<const OpDef*> ReduceOps() { return {&kSum, &kMean, &kMax}; }

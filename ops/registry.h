@@ -5,13 +5,25 @@
 // adds one declaration here and one line in registry.cc.
 //
 //   for (const OpDef* op : AllOps()) std::cout << op->name << "\n";
+//
+// A new op or a builder? Write a builder over existing ops (a function that
+// only calls other builders, like Softmax, SumTo or Embedding) unless one of
+// these holds; then it needs an OpDef:
+//   - speed: the composition makes extra passes over memory on a path that
+//     matters (a fused kernel such as layer_norm or cross_entropy);
+//   - numerics: the composition rounds differently from torch, or gives
+//     other values or gradients at the edges (0, -0, +-inf, NaN);
+//   - dtypes: the parts do not cover the op's dtypes (Neg is float-only);
+//   - state or effects: randomness, in-place updates, views.
+// The gradient of a builder follows from its parts, so it needs no rule of
+// its own; an OpDef needs a rule, a CUDA kernel and a gradcheck case.
 
 #ifndef DAGRAD_OPS_REGISTRY_H_
 #define DAGRAD_OPS_REGISTRY_H_
 
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "engine/op.h"
 
 namespace dagrad {

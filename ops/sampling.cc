@@ -20,10 +20,12 @@ namespace {
 // RequireNumeric: a tensor of rank >= 1 and a numeric dtype.
 absl::Status RequireNumeric(const InferContext& ctx, const char* what) {
   if (ctx.in(0).dtype == DType::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be numeric, got bool"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be numeric, got bool"));
   }
   if (ctx.in(0).shape.rank() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must have rank >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must have rank >= 1"));
   }
   return absl::OkStatus();
 }
@@ -31,7 +33,8 @@ absl::Status RequireNumeric(const InferContext& ctx, const char* what) {
 absl::StatusOr<TensorType> InferArgMax(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(RequireNumeric(ctx, "input"));
   const Shape& s = ctx.in(0).shape;
-  DAGRAD_ASSIGN_OR_RETURN(const AxisRows r, AxisRowsOf(s, ctx.attrs.GetInt("axis")));
+  DAGRAD_ASSIGN_OR_RETURN(const AxisRows r,
+                          AxisRowsOf(s, ctx.attrs.GetInt("axis")));
   if (r.n == 0) return absl::InvalidArgumentError("argmax of an empty axis");
   Dims out = s.dims();
   out.erase(out.begin() + r.axis);
@@ -42,7 +45,8 @@ absl::StatusOr<TensorType> InferArgMax(const InferContext& ctx) {
 absl::StatusOr<TensorType> InferTopK(const InferContext& ctx, DType dtype) {
   DAGRAD_RETURN_IF_ERROR(RequireNumeric(ctx, "input"));
   const Shape& s = ctx.in(0).shape;
-  DAGRAD_ASSIGN_OR_RETURN(const AxisRows r, AxisRowsOf(s, ctx.attrs.GetInt("axis")));
+  DAGRAD_ASSIGN_OR_RETURN(const AxisRows r,
+                          AxisRowsOf(s, ctx.attrs.GetInt("axis")));
   const int64_t k = ctx.attrs.GetInt("k");
   if (k < 0 || k > r.n) {
     return absl::InvalidArgumentError(
@@ -63,7 +67,8 @@ absl::StatusOr<TensorType> InferMultinomial(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "probs"));
   const Shape& s = ctx.in(0).shape;
   if (s.rank() < 1 || s[s.rank() - 1] == 0) {
-    return absl::InvalidArgumentError("probs must have rank >= 1 and a non-empty last axis");
+    return absl::InvalidArgumentError(
+        "probs must have rank >= 1 and a non-empty last axis");
   }
   Dims out = s.dims();
   out.back() = 1;
@@ -71,56 +76,65 @@ absl::StatusOr<TensorType> InferMultinomial(const InferContext& ctx) {
 }
 
 absl::Status ArgMaxKernel(const KernelContext& ctx) {
-  DAGRAD_ASSIGN_OR_RETURN(const AxisRows r,
-                          AxisRowsOf(*ctx.in(0).shape, ctx.attrs().GetInt("axis")));
-  return DispatchNumeric(ctx.in(0).dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = ctx.in(0).as<T>();
-    int64_t* y = ctx.output.as<int64_t>();
-    ParallelFor(r.outer * r.inner, 1024, [&](int64_t b, int64_t e) {
-      for (int64_t row = b; row < e; ++row) {
-        const int64_t o = row / r.inner, i = row % r.inner;
-        y[row] = ArgMaxRow(x + o * r.n * r.inner + i, r.n, r.inner);
-      }
-    });
-    return absl::OkStatus();
-  });
+  DAGRAD_ASSIGN_OR_RETURN(
+      const AxisRows r,
+      AxisRowsOf(*ctx.in(0).shape, ctx.attrs().GetInt("axis")));
+  return DispatchNumeric(
+      ctx.in(0).dtype, "a sampling op on bool", [&](auto tag) {
+        using T = decltype(tag);
+        const T* x = ctx.in(0).as<T>();
+        int64_t* y = ctx.output.as<int64_t>();
+        ParallelFor(r.outer * r.inner, 1024, [&](int64_t b, int64_t e) {
+          for (int64_t row = b; row < e; ++row) {
+            const int64_t o = row / r.inner, i = row % r.inner;
+            y[row] = ArgMaxRow(x + o * r.n * r.inner + i, r.n, r.inner);
+          }
+        });
+        return absl::OkStatus();
+      });
 }
 
 // TopKKernel writes the values (`indices` false) or the indices of each
 // row's first k elements in SortsBefore's order.
 absl::Status TopKKernel(const KernelContext& ctx, bool indices) {
-  DAGRAD_ASSIGN_OR_RETURN(const AxisRows r,
-                          AxisRowsOf(*ctx.in(0).shape, ctx.attrs().GetInt("axis")));
+  DAGRAD_ASSIGN_OR_RETURN(
+      const AxisRows r,
+      AxisRowsOf(*ctx.in(0).shape, ctx.attrs().GetInt("axis")));
   const int64_t k = ctx.attrs().GetInt("k");
-  return DispatchNumeric(ctx.in(0).dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = ctx.in(0).as<T>();
-    ParallelFor(r.outer * r.inner, 64, [&](int64_t b, int64_t e) {
-      std::vector<int64_t> order(r.n);
-      for (int64_t row = b; row < e; ++row) {
-        const int64_t o = row / r.inner, i = row % r.inner;
-        const T* in = x + o * r.n * r.inner + i;
-        std::iota(order.begin(), order.end(), 0);
-        std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                          [&](int64_t p, int64_t q) {
-                            return SortsBefore(in[p * r.inner], p, in[q * r.inner], q);
-                          });
-        const int64_t base = o * k * r.inner + i;
-        for (int64_t j = 0; j < k; ++j) {
-          if (indices) {
-            ctx.output.as<int64_t>()[base + j * r.inner] = order[j];
-          } else {
-            ctx.output.as<T>()[base + j * r.inner] = in[order[j] * r.inner];
+  return DispatchNumeric(
+      ctx.in(0).dtype, "a sampling op on bool", [&](auto tag) {
+        using T = decltype(tag);
+        const T* x = ctx.in(0).as<T>();
+        ParallelFor(r.outer * r.inner, 64, [&](int64_t b, int64_t e) {
+          std::vector<int64_t> order(r.n);
+          for (int64_t row = b; row < e; ++row) {
+            const int64_t o = row / r.inner, i = row % r.inner;
+            const T* in = x + o * r.n * r.inner + i;
+            std::iota(order.begin(), order.end(), 0);
+            std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                              [&](int64_t p, int64_t q) {
+                                return SortsBefore(in[p * r.inner], p,
+                                                   in[q * r.inner], q);
+                              });
+            const int64_t base = o * k * r.inner + i;
+            for (int64_t j = 0; j < k; ++j) {
+              if (indices) {
+                ctx.output.as<int64_t>()[base + j * r.inner] = order[j];
+              } else {
+                ctx.output.as<T>()[base + j * r.inner] = in[order[j] * r.inner];
+              }
+            }
           }
-        }
-      }
-    });
-    return absl::OkStatus();
-  });
+        });
+        return absl::OkStatus();
+      });
 }
-absl::Status TopKValuesKernel(const KernelContext& ctx) { return TopKKernel(ctx, false); }
-absl::Status TopKIndicesKernel(const KernelContext& ctx) { return TopKKernel(ctx, true); }
+absl::Status TopKValuesKernel(const KernelContext& ctx) {
+  return TopKKernel(ctx, false);
+}
+absl::Status TopKIndicesKernel(const KernelContext& ctx) {
+  return TopKKernel(ctx, true);
+}
 
 absl::Status MultinomialKernel(const KernelContext& ctx) {
   const Rows r = RowsOf(*ctx.in(0).shape);
@@ -135,7 +149,8 @@ absl::Status MultinomialKernel(const KernelContext& ctx) {
       y[row] = MultinomialRow(p + row * r.d, r.d, u);
       if (y[row] < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "row ", row, " of probs is no distribution: its values must be finite and >= 0, "
+            "row ", row,
+            " of probs is no distribution: its values must be finite and >= 0, "
             "with a positive sum"));
       }
     }
@@ -167,7 +182,9 @@ const OpDef kMultinomial = {.name = "multinomial",
 
 }  // namespace
 
-Value ArgMax(Value x, int64_t axis) { return BuildOp(kArgMax, {x}, Attrs().Int("axis", axis)); }
+Value ArgMax(Value x, int64_t axis) {
+  return BuildOp(kArgMax, {x}, Attrs().Int("axis", axis));
+}
 
 TopKResult TopK(Value x, int64_t k, int64_t axis) {
   const Attrs attrs = Attrs().Int("k", k).Int("axis", axis);
@@ -175,7 +192,8 @@ TopKResult TopK(Value x, int64_t k, int64_t axis) {
 }
 
 Value Multinomial(Value probs, uint64_t seed) {
-  return BuildOp(kMultinomial, {probs}, Attrs().Int("seed", static_cast<int64_t>(seed)));
+  return BuildOp(kMultinomial, {probs},
+                 Attrs().Int("seed", static_cast<int64_t>(seed)));
 }
 
 std::vector<const OpDef*> SamplingOps() {

@@ -8,9 +8,10 @@
 //
 //   Value probs = Softmax(logits);                         // (B, V)
 //   Value greedy = ArgMax(logits, -1);                     // (B,) int64
-//   TopKResult top = TopK(logits, 5, -1);                  // (B, 5) values, indices
-//   Value next = Multinomial(probs, /*seed=*/42);          // (B, 1) int64
-//   exec.Run(*plan, feeds, {.step = t});                   // a fresh draw at each step t
+//   TopKResult top = TopK(logits, 5, -1);                  // (B, 5) values,
+//   indices Value next = Multinomial(probs, /*seed=*/42);          // (B, 1)
+//   int64 exec.Run(*plan, feeds, {.step = t});                   // a fresh
+//   draw at each step t
 //
 // Errors (in the returned Value): a 0-d or bool input, an axis out of
 // range, ArgMax over an empty axis, k outside [0, n], non-float probs.

@@ -15,9 +15,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/dtype.h"
 #include "engine/host_device.h"
 #include "engine/philox.h"
 #include "engine/shape.h"
@@ -32,26 +30,14 @@ struct AxisRows {
 };
 
 // AxisRowsOf returns the view, or NormalizeAxis's error.
-inline absl::StatusOr<AxisRows> AxisRowsOf(const Shape& shape, int64_t axis_attr) {
+inline absl::StatusOr<AxisRows> AxisRowsOf(const Shape& shape,
+                                           int64_t axis_attr) {
   absl::StatusOr<int> axis = NormalizeAxis(axis_attr, shape.rank());
   if (!axis.ok()) return axis.status();
   AxisRows r{*axis, 1, shape[*axis], 1};
   for (int i = 0; i < *axis; ++i) r.outer *= shape[i];
   for (int i = *axis + 1; i < shape.rank(); ++i) r.inner *= shape[i];
   return r;
-}
-
-// DispatchNumeric calls f(T{}) for the numeric dtypes; Unimplemented for
-// bool.
-template <typename F>
-absl::Status DispatchNumeric(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kInt32: return f(int32_t{});
-    case DType::kInt64: return f(int64_t{});
-    default: return absl::UnimplementedError("kernel has no bool variant");
-  }
 }
 
 // SortsBefore orders (value, index) pairs as TopK returns them: larger
@@ -81,7 +67,8 @@ DAGRAD_HOST_DEVICE int64_t ArgMaxRow(const T* x, int64_t n, int64_t stride) {
 // UniformDouble returns 53 random bits of a Philox block as a double in
 // [0, 1): the 32 bits of v[0], then the top 21 of v[1].
 DAGRAD_HOST_DEVICE inline double UniformDouble(const PhiloxBlock& block) {
-  const uint64_t bits = (static_cast<uint64_t>(block.v[0]) << 21) | (block.v[1] >> 11);
+  const uint64_t bits =
+      (static_cast<uint64_t>(block.v[0]) << 21) | (block.v[1] >> 11);
   return static_cast<double>(bits) * (1.0 / 9007199254740992.0);  // 2^-53
 }
 
@@ -114,9 +101,10 @@ DAGRAD_HOST_DEVICE int64_t MultinomialRow(const T* p, int64_t n, double u) {
 }
 
 // MultinomialU is the uniform of row `row`'s draw.
-DAGRAD_HOST_DEVICE inline double MultinomialU(uint64_t seed, uint32_t stream, uint32_t step,
-                                              int64_t row) {
-  return UniformDouble(RandomStream{seed, stream, step}.Block(static_cast<uint64_t>(row)));
+DAGRAD_HOST_DEVICE inline double MultinomialU(uint64_t seed, uint32_t stream,
+                                              uint32_t step, int64_t row) {
+  return UniformDouble(
+      RandomStream{seed, stream, step}.Block(static_cast<uint64_t>(row)));
 }
 
 }  // namespace dagrad

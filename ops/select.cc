@@ -1,4 +1,5 @@
-// where(cond, a, b): shape inference, CPU kernel, gradient rule.
+// where(cond, a, b), read top to bottom: shape inference, CPU kernel,
+// gradient rule, OpDef, builder.
 
 #include "ops/select.h"
 
@@ -51,7 +52,7 @@ absl::Status WhereKernel(const KernelContext& ctx) {
 
 // g has the output's (broadcast) shape; autodiff sums each gradient back to
 // its input's shape.
-std::vector<Value> WhereGrad(const GradContext& c) {
+std::vector<Value> WhereBackward(const GradContext& c) {
   const Value cond = c.inputs[0], g = c.grad;
   const Value zero = ScalarLike(g, 0.0);
   return {Value(), c.needs[1] ? Where(cond, g, zero) : Value(),
@@ -62,7 +63,7 @@ const OpDef kWhere = {.name = "where",
                       .dot_label = "Where",
                       .infer = InferWhere,
                       .cpu = WhereKernel,
-                      .grad = WhereGrad,
+                      .grad = WhereBackward,
                       .nondiff_inputs = 0b001};
 
 }  // namespace

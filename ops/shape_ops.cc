@@ -1,10 +1,13 @@
 // Shape ops: reshape (a view), permute, broadcast_to, concat, slice and its
 // adjoint unslice. None does arithmetic; gradients are other shape ops.
+// Each op reads top to bottom: shape inference, CPU kernel, gradient rule,
+// OpDef, builder.
 
 #include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_join.h"
+#include "engine/status_macros.h"
 #include "ops/broadcast.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
@@ -17,7 +20,11 @@ std::vector<int64_t> ToVector(const Shape& s) {
   return std::vector<int64_t>(s.dims().begin(), s.dims().end());
 }
 
-// ---- reshape -------------------------------------------------------------
+}  // namespace
+
+// ---- reshape ----------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferReshape(const InferContext& ctx) {
   std::vector<int64_t> dims = ctx.attrs.GetInts("shape");
@@ -63,15 +70,23 @@ absl::Status ViewKernel(const KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-std::vector<Value> ReshapeGrad(const GradContext& c) {
+std::vector<Value> ReshapeBackward(const GradContext& c) {
   return {Reshape(c.grad, ToVector(c.inputs[0].shape()))};
 }
 
 const OpDef kReshape = {.name = "reshape", .dot_label = "Reshape",
                         .infer = InferReshape, .cpu = ViewKernel,
-                        .grad = ReshapeGrad, .view = ReshapeView};
+                        .grad = ReshapeBackward, .view = ReshapeView};
 
-// ---- permute ---------------------------------------------------------------
+}  // namespace
+
+Value Reshape(Value x, std::vector<int64_t> dims) {
+  return BuildOp(kReshape, {x}, Attrs().Ints("shape", std::move(dims)));
+}
+
+// ---- permute ----------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferPermute(const InferContext& ctx) {
   const std::vector<int64_t> perm = ctx.attrs.GetInts("perm");
@@ -119,7 +134,7 @@ absl::Status PermuteKernel(const KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-std::vector<Value> PermuteGrad(const GradContext& c) {
+std::vector<Value> PermuteBackward(const GradContext& c) {
   const std::vector<int64_t> perm = c.attrs().GetInts("perm");
   std::vector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
@@ -128,9 +143,31 @@ std::vector<Value> PermuteGrad(const GradContext& c) {
 
 const OpDef kPermute = {.name = "permute", .dot_label = "Permute",
                         .infer = InferPermute, .cpu = PermuteKernel,
-                        .grad = PermuteGrad};
+                        .grad = PermuteBackward};
 
-// ---- broadcast_to ----------------------------------------------------------
+}  // namespace
+
+Value Permute(Value x, std::vector<int64_t> perm) {
+  return BuildOp(kPermute, {x}, Attrs().Ints("perm", std::move(perm)));
+}
+
+Value Transpose(Value x, int64_t a, int64_t b) {
+  if (!x.ok()) return x;
+  auto na = NormalizeAxis(a, x.rank()), nb = NormalizeAxis(b, x.rank());
+  if (!na.ok() || !nb.ok()) {
+    return x.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "transpose of '", x.path(), "' ", x.shape().ToString(), ": axes (", a, ", ", b,
+        ") out of range")));
+  }
+  std::vector<int64_t> perm(x.rank());
+  for (int i = 0; i < x.rank(); ++i) perm[i] = i;
+  std::swap(perm[*na], perm[*nb]);
+  return Permute(x, perm);
+}
+
+// ---- broadcast_to -----------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferBroadcastTo(const InferContext& ctx) {
   const Shape target(ctx.attrs.GetInts("shape"));
@@ -159,13 +196,22 @@ absl::Status BroadcastToKernel(const KernelContext& ctx) {
 }
 
 // Autodiff sums the output-shaped gradient back to the input's shape.
-std::vector<Value> BroadcastToGrad(const GradContext& c) { return {c.grad}; }
+std::vector<Value> BroadcastToBackward(const GradContext& c) { return {c.grad}; }
 
 const OpDef kBroadcastTo = {.name = "broadcast_to", .dot_label = "BroadcastTo",
                             .infer = InferBroadcastTo, .cpu = BroadcastToKernel,
-                            .grad = BroadcastToGrad};
+                            .grad = BroadcastToBackward};
 
-// ---- concat ----------------------------------------------------------------
+}  // namespace
+
+Value BroadcastTo(Value x, const Shape& shape) {
+  if (x.ok() && x.shape() == shape) return x;
+  return BuildOp(kBroadcastTo, {x}, Attrs().Ints("shape", ToVector(shape)));
+}
+
+// ---- concat -----------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferConcat(const InferContext& ctx) {
   const TensorType& first = ctx.in(0);
@@ -197,7 +243,7 @@ absl::StatusOr<TensorType> InferConcat(const InferContext& ctx) {
 // Each output row (the axes before `axis`) is the inputs' rows one after
 // another.
 absl::Status ConcatKernel(const KernelContext& ctx) {
-  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank());
+  DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank()));
   const size_t size = SizeOf(ctx.output.dtype);
   int64_t outer = 1;
   for (int d = 0; d < axis; ++d) outer *= ctx.output.dim(d);
@@ -216,7 +262,7 @@ absl::Status ConcatKernel(const KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-std::vector<Value> ConcatGrad(const GradContext& c) {
+std::vector<Value> ConcatBackward(const GradContext& c) {
   const int64_t axis = c.attrs().GetInt("axis");
   std::vector<Value> grads;
   int64_t offset = 0;
@@ -230,10 +276,18 @@ std::vector<Value> ConcatGrad(const GradContext& c) {
 
 const OpDef kConcat = {.name = "concat", .dot_label = "Concat",
                        .infer = InferConcat, .cpu = ConcatKernel,
-                       .grad = ConcatGrad};
+                       .grad = ConcatBackward};
 
-// ---- slice / unslice ---------------------------------------------------------
+}  // namespace
 
+Value Concat(const std::vector<Value>& values, int64_t axis) {
+  if (values.empty()) return Value();
+  return BuildOp(kConcat, values, Attrs().Int("axis", axis));
+}
+
+// ---- slice ------------------------------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferSlice(const InferContext& ctx) {
   auto spec = ResolveSlice(ctx.attrs, ctx.in(0).shape);
@@ -247,6 +301,7 @@ absl::StatusOr<TensorType> InferSlice(const InferContext& ctx) {
 // direction (slice reads the full tensor, unslice writes it).
 void CopySlice(const SliceSpec& s, const Shape& full, size_t size, const char* src,
                char* dst, bool to_slice) {
+  if (full.num_elements() == 0) return;  // nothing to copy; the products below could overflow
   int64_t outer = 1, inner = size;
   for (int d = 0; d < s.axis; ++d) outer *= full[d];
   for (int d = s.axis + 1; d < full.rank(); ++d) inner *= full[d];
@@ -277,7 +332,7 @@ absl::Status SliceKernel(const KernelContext& ctx) {
 
 Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs);
 
-std::vector<Value> SliceGrad(const GradContext& c) {
+std::vector<Value> SliceBackward(const GradContext& c) {
   return {Unslice(c.grad, c.inputs[0].shape(), c.attrs())};
 }
 
@@ -285,7 +340,8 @@ std::vector<Value> SliceGrad(const GradContext& c) {
 // contiguous block of its input: a view at the block's offset.
 std::optional<int64_t> SliceView(const Node& node, const Node& input) {
   auto spec = ResolveSlice(node.attrs, input.shape);
-  if (!spec.ok() || spec->step != 1) return std::nullopt;
+  // An empty input has nothing to view (and its dims' product may overflow).
+  if (!spec.ok() || spec->step != 1 || input.shape.num_elements() == 0) return std::nullopt;
   int64_t inner = SizeOf(input.dtype);
   for (int d = 0; d < input.shape.rank(); ++d) {
     if (d < spec->axis && input.shape[d] != 1) return std::nullopt;
@@ -295,7 +351,18 @@ std::optional<int64_t> SliceView(const Node& node, const Node& input) {
 }
 
 const OpDef kSlice = {.name = "slice", .dot_label = "Slice", .infer = InferSlice,
-                      .cpu = SliceKernel, .grad = SliceGrad, .view = SliceView};
+                      .cpu = SliceKernel, .grad = SliceBackward, .view = SliceView};
+
+}  // namespace
+
+Value Slice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step) {
+  return BuildOp(kSlice, {x},
+                 Attrs().Int("axis", axis).Int("start", start).Int("end", end).Int("step", step));
+}
+
+// ---- unslice: the adjoint of slice ------------------------------------------
+
+namespace {
 
 // unslice(g): zeros of the full shape with g written where the slice was.
 absl::StatusOr<TensorType> InferUnslice(const InferContext& ctx) {
@@ -322,7 +389,7 @@ absl::Status UnsliceKernel(const KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-std::vector<Value> UnsliceGrad(const GradContext& c) {
+std::vector<Value> UnsliceBackward(const GradContext& c) {
   const Attrs& a = c.attrs();
   return {Slice(c.grad, a.GetInt("axis"), a.GetInt("start"), a.GetInt("end"),
                 a.GetInt("step", 1))};
@@ -337,7 +404,7 @@ std::optional<Placement> UnslicePlacement(const Node& node) {
 
 const OpDef kUnslice = {.name = "unslice", .dot_label = "Unslice",
                         .infer = InferUnslice, .cpu = UnsliceKernel,
-                        .grad = UnsliceGrad, .placement = UnslicePlacement};
+                        .grad = UnsliceBackward, .placement = UnslicePlacement};
 
 Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs) {
   Attrs a = slice_attrs;
@@ -346,43 +413,6 @@ Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs) {
 }
 
 }  // namespace
-
-Value Reshape(Value x, std::vector<int64_t> dims) {
-  return BuildOp(kReshape, {x}, Attrs().Ints("shape", std::move(dims)));
-}
-
-Value Permute(Value x, std::vector<int64_t> perm) {
-  return BuildOp(kPermute, {x}, Attrs().Ints("perm", std::move(perm)));
-}
-
-Value Transpose(Value x, int64_t a, int64_t b) {
-  if (!x.ok()) return x;
-  auto na = NormalizeAxis(a, x.rank()), nb = NormalizeAxis(b, x.rank());
-  if (!na.ok() || !nb.ok()) {
-    return x.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
-        "transpose of '", x.path(), "' ", x.shape().ToString(), ": axes (", a, ", ", b,
-        ") out of range")));
-  }
-  std::vector<int64_t> perm(x.rank());
-  for (int i = 0; i < x.rank(); ++i) perm[i] = i;
-  std::swap(perm[*na], perm[*nb]);
-  return Permute(x, perm);
-}
-
-Value BroadcastTo(Value x, const Shape& shape) {
-  if (x.ok() && x.shape() == shape) return x;
-  return BuildOp(kBroadcastTo, {x}, Attrs().Ints("shape", ToVector(shape)));
-}
-
-Value Concat(const std::vector<Value>& values, int64_t axis) {
-  if (values.empty()) return Value();
-  return BuildOp(kConcat, values, Attrs().Int("axis", axis));
-}
-
-Value Slice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step) {
-  return BuildOp(kSlice, {x},
-                 Attrs().Int("axis", axis).Int("start", start).Int("end", end).Int("step", step));
-}
 
 std::vector<const OpDef*> ShapeOps() {
   return {&kReshape, &kPermute, &kBroadcastTo, &kConcat, &kSlice, &kUnslice};

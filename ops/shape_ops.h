@@ -39,7 +39,9 @@ Value BroadcastTo(Value x, const Shape& shape);
 Value Concat(const std::vector<Value>& values, int64_t axis);
 
 // Slice keeps indices [start, end) of `axis`, stepping by `step` (>= 1).
-// Negative start/end count from the end; bounds are clamped like Python's.
+// Negative start/end count from the end; bounds are clamped like Python's,
+// and for any int64 start, end and step the count is Python's
+// len(range(n)[start:end:step]) (SliceLength, engine/checked_math.h).
 Value Slice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step = 1);
 
 }  // namespace dagrad

@@ -1,7 +1,7 @@
 // Softmax family: masked softmax (keep mask, valid lengths, causal, bias and
 // scale fused into one pass per row), its backward op softmax_grad, and
-// log_softmax. Shape inference, CPU kernels, gradient rules and OpDefs, in
-// that order, then the builders.
+// log_softmax. Each op reads top to bottom: shape inference, CPU kernel,
+// gradient rule, OpDef, builder.
 //
 // The kernels work on rows of the last axis, split over threads. Each row is
 // a few simple loops over contiguous memory (scale and bias, mask, max,
@@ -12,7 +12,6 @@
 // exponentiated.
 
 #include "ops/softmax.h"
-#include "ops/vector_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +27,7 @@
 #include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
+#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace {
@@ -35,8 +35,41 @@ namespace {
 // masked_softmax's inputs.
 enum SoftmaxInput { kScores = 0, kKeep = 1, kValidLens = 2, kBias = 3 };
 
+// LeadingRows is the number of rows of the last axis: the product of all
+// other dims (1 for a vector), also when the last axis is empty.
+int64_t LeadingRows(const Shape& s) {
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < s.rank(); ++d) rows *= s[d];
+  return rows;
+}
+
+// RowGrain keeps about 16k elements per chunk of rows.
+int64_t RowGrain(int64_t k) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)); }
+
+// ExpShiftSum returns the sum, in double, of exp(x[k] - m) for k < n, and
+// stores each term to y[k] unless y is null (y may be x). float runs the
+// active ISA level's kernel; double's std::exp does not vectorise.
+template <typename T>
+double ExpShiftSum(const CpuKernels& kernels, const T* x, T* y, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return kernels.exp_shift_sum_f32(x, y, n, m);
+  } else {
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const T e = VectorExp(x[k] - m);
+      if (y != nullptr) y[k] = e;
+      sum += e;
+    }
+    return sum;
+  }
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
-// Shape inference.
+// softmax(scale * scores + bias) over the kept positions of the last axis.
+
+namespace {
 
 absl::StatusOr<TensorType> InferMaskedSoftmax(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, kScores, "scores"));
@@ -96,59 +129,6 @@ absl::StatusOr<TensorType> InferMaskedSoftmax(const InferContext& ctx) {
   return ctx.in(kScores);
 }
 
-absl::StatusOr<TensorType> InferLogSoftmax(const InferContext& ctx) {
-  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "input"));
-  if (ctx.in(0).shape.rank() < 1) {
-    return absl::InvalidArgumentError(
-        "input must have rank >= 1 (log_softmax runs over the last axis), got ()");
-  }
-  return ctx.in(0);
-}
-
-// softmax_grad's node inputs are (g, y).
-absl::StatusOr<TensorType> InferSoftmaxGrad(const InferContext& ctx) {
-  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 1, "y"));
-  DAGRAD_RETURN_IF_ERROR(RequireSameDType(ctx, 0, 1));
-  if (ctx.in(0).shape != ctx.in(1).shape || ctx.in(0).shape.rank() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "y and g must have the same shape of rank >= 1, got y ", ctx.in(1).shape.ToString(),
-        " and g ", ctx.in(0).shape.ToString()));
-  }
-  return ctx.in(0);
-}
-
-// ---------------------------------------------------------------------------
-// CPU kernels.
-
-// LeadingRows is the number of rows of the last axis: the product of all
-// other dims (1 for a vector), also when the last axis is empty.
-int64_t LeadingRows(const Shape& s) {
-  int64_t rows = 1;
-  for (int d = 0; d + 1 < s.rank(); ++d) rows *= s[d];
-  return rows;
-}
-
-// RowGrain keeps about 16k elements per chunk of rows.
-int64_t RowGrain(int64_t k) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)); }
-
-// ExpShiftSum returns the sum, in double, of exp(x[k] - m) for k < n, and
-// stores each term to y[k] unless y is null (y may be x). float runs the
-// active ISA level's kernel; double's std::exp does not vectorise.
-template <typename T>
-double ExpShiftSum(const CpuKernels& kernels, const T* x, T* y, int64_t n, T m) {
-  if constexpr (std::is_same_v<T, float>) {
-    return kernels.exp_shift_sum_f32(x, y, n, m);
-  } else {
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      const T e = VectorExp(x[k] - m);
-      if (y != nullptr) y[k] = e;
-      sum += e;
-    }
-    return sum;
-  }
-}
-
 // RowOffset maps a row (a flat index over scores' leading axes) to an
 // element offset in an input broadcast through `strides`.
 int64_t RowOffset(int64_t row, const Shape& s, const Dims& strides) {
@@ -180,6 +160,33 @@ absl::StatusOr<std::vector<int64_t>> ReadValidLens(const TensorRef& lens, int64_
     }
   }
   return out;
+}
+
+// ScaleAndBias writes y[k] = scale * x[k] + bias for k < n, where bias is
+// none (null), one value for the whole row (row_bias) or a row of its own.
+// y may alias x (in place): each loop reads x[k] before writing y[k].
+template <typename T>
+void ScaleAndBias(const T* x, T* y, int64_t n, T scale, const T* bias, bool row_bias) {
+  if (bias == nullptr) {
+    for (int64_t k = 0; k < n; ++k) y[k] = scale * x[k];
+  } else if (row_bias) {
+    const T b = *bias;
+    for (int64_t k = 0; k < n; ++k) y[k] = scale * x[k] + b;
+  } else {
+    for (int64_t k = 0; k < n; ++k) y[k] = scale * x[k] + bias[k];
+  }
+}
+
+// ApplyKeep sets y[k] = -inf where keep[k] is false (k < n) and returns the
+// row's unmasked prefix: n, or 0 when one flag (one_flag) masks the row.
+template <typename T>
+int64_t ApplyKeep(const bool* keep, bool one_flag, T* y, int64_t n) {
+  if (one_flag) return keep[0] ? n : 0;
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  // Read the bools as bytes: GCC finds no vector type for bool.
+  const auto* kb = reinterpret_cast<const unsigned char*>(keep);
+  for (int64_t k = 0; k < n; ++k) y[k] = kb[k] ? y[k] : kNegInf;
+  return n;
 }
 
 template <typename T>
@@ -218,27 +225,11 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
       const int64_t b = row / rows_per_b;
       if (has_lens) n = std::min(n, lens[lens_2d ? b * q_size + q : b]);
       if (causal) n = std::min(n, offset >= kk ? kk : std::max<int64_t>(0, q + offset + 1));
-      const T* xr = x + row * kk;
       T* y = out + row * kk;
-      // y may alias x (in place): each loop reads x[k] before writing y[k].
-      if (bias == nullptr) {
-        for (int64_t k = 0; k < n; ++k) y[k] = scale * xr[k];
-      } else if (bias_strides[rank - 1] == 0) {
-        const T row_bias = bias[RowOffset(row, s, bias_strides)];
-        for (int64_t k = 0; k < n; ++k) y[k] = scale * xr[k] + row_bias;
-      } else {
-        const T* br = bias + RowOffset(row, s, bias_strides);
-        for (int64_t k = 0; k < n; ++k) y[k] = scale * xr[k] + br[k];
-      }
+      const T* br = bias == nullptr ? nullptr : bias + RowOffset(row, s, bias_strides);
+      ScaleAndBias(x + row * kk, y, n, scale, br, bias != nullptr && bias_strides[rank - 1] == 0);
       if (keep != nullptr) {
-        const bool* kr = keep + RowOffset(row, s, keep_strides);
-        if (keep_strides[rank - 1] == 0) {
-          if (!kr[0]) n = 0;
-        } else {
-          // Read the bools as bytes: GCC finds no vector type for bool.
-          const auto* kb = reinterpret_cast<const unsigned char*>(kr);
-          for (int64_t k = 0; k < n; ++k) y[k] = kb[k] ? y[k] : kNegInf;
-        }
+        n = ApplyKeep(keep + RowOffset(row, s, keep_strides), keep_strides[rank - 1] == 0, y, n);
       }
       // A NaN anywhere in the kept positions makes m NaN and the row NaN,
       // as in torch; masked positions are -inf, not NaN, so a fully masked
@@ -260,27 +251,56 @@ absl::Status MaskedSoftmaxKernel(const KernelContext& ctx) {
                        [&](auto tag) { return MaskedSoftmaxTyped<decltype(tag)>(ctx); });
 }
 
-absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
-    const Shape& s = *ctx.in(0).shape;
-    const int64_t kk = s[s.rank() - 1];
-    const T* x = ctx.in(0).as<T>();
-    T* out = ctx.output.as<T>();
-    ParallelFor(LeadingRows(s), RowGrain(kk), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const T* xr = x + row * kk;
-        T* y = out + row * kk;
-        const T m = RowMax(xr, kk);
-        // The terms are not stored: y may alias x (in place).
-        const double sum = ExpShiftSum<T>(*kernels, xr, nullptr, kk, m);
-        const T shift = static_cast<T>(m + std::log(sum));
-        for (int64_t k = 0; k < kk; ++k) y[k] = xr[k] - shift;
-      }
-    });
-    return absl::OkStatus();
-  });
+// z = scale * scores + bias and y = softmax(z) over the kept positions:
+// dL/dz = softmax_grad(y, g), zero wherever y is (masked positions, fully
+// masked rows). keep and valid_lens are non-differentiable inputs.
+std::vector<Value> MaskedSoftmaxBackward(const GradContext& c) {
+  const Value dz = SoftmaxGrad(c.output, c.grad);
+  const double scale = c.attrs().GetFloat("scale", 1.0);
+  Value dscores;
+  if (c.needs[kScores]) dscores = scale == 1.0 ? dz : dz * scale;
+  return {dscores, Value(), Value(), c.needs[kBias] ? dz : Value()};
+}
+
+const OpDef kMaskedSoftmax = {.name = "softmax",
+                              .dot_label = "Softmax",
+                              .infer = InferMaskedSoftmax,
+                              .cpu = MaskedSoftmaxKernel,
+                              .grad = MaskedSoftmaxBackward,
+                              .nondiff_inputs = 1u << kKeep | 1u << kValidLens,
+                              .inplace = true};
+
+}  // namespace
+
+Value MaskedSoftmax(Value scores, const SoftmaxMask& mask, double scale) {
+  // Only non-default attributes are set, so DOT labels stay short.
+  Attrs attrs;
+  if (scale != 1.0) attrs.Float("scale", scale);
+  if (mask.causal) {
+    attrs.Bool("causal", true);
+    if (mask.causal_offset != 0) attrs.Int("causal_offset", mask.causal_offset);
+  }
+  return BuildOp(kMaskedSoftmax, {scores, mask.keep, mask.valid_lens, mask.bias},
+                 std::move(attrs), /*optional=*/0b1110);
+}
+
+Value Softmax(Value x) { return MaskedSoftmax(x); }
+
+// ---------------------------------------------------------------------------
+// softmax_grad(y, g) = y * (g - sum(g * y, -1)), softmax's backward op.
+
+namespace {
+
+// softmax_grad's node inputs are (g, y).
+absl::StatusOr<TensorType> InferSoftmaxGrad(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 1, "y"));
+  DAGRAD_RETURN_IF_ERROR(RequireSameDType(ctx, 0, 1));
+  if (ctx.in(0).shape != ctx.in(1).shape || ctx.in(0).shape.rank() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "y and g must have the same shape of rank >= 1, got y ", ctx.in(1).shape.ToString(),
+        " and g ", ctx.in(0).shape.ToString()));
+  }
+  return ctx.in(0);
 }
 
 // softmax_grad: dx = y * (g - sum(g * y)); the output may alias g (input 0).
@@ -308,87 +328,87 @@ absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
   });
 }
 
-// ---------------------------------------------------------------------------
-// Gradient rules. `c.output` is y, `c.grad` is dL/dy.
-
-// z = scale * scores + bias and y = softmax(z) over the kept positions:
-// dL/dz = softmax_grad(y, g), zero wherever y is (masked positions, fully
-// masked rows). keep and valid_lens are non-differentiable inputs.
-std::vector<Value> MaskedSoftmaxGradRule(const GradContext& c) {
-  const Value dz = SoftmaxGrad(c.output, c.grad);
-  const double scale = c.attrs().GetFloat("scale", 1.0);
-  Value dscores;
-  if (c.needs[kScores]) dscores = scale == 1.0 ? dz : Scale(dz, scale);
-  return {dscores, Value(), Value(), c.needs[kBias] ? dz : Value()};
-}
-
-// y = log_softmax(x): dL/dx = g - exp(y) * sum(g, -1).
-std::vector<Value> LogSoftmaxGradRule(const GradContext& c) {
-  return {Sub(c.grad, Mul(Exp(c.output), Sum(c.grad, {-1}, /*keepdims=*/true)))};
-}
-
 // out = y * (g - s) with s = sum(g * y, -1). For an upstream gradient h:
 //   dL/dg = y * (h - sum(h * y))            = softmax_grad(y, h)
 //   dL/dy = h * (g - s) - g * sum(h * y)
 // (d out_k / d y_i = [k == i] (g_k - s) - y_k g_i). Built from
 // differentiable ops, so softmax has second (and third) derivatives.
-std::vector<Value> SoftmaxGradGradRule(const GradContext& c) {
+std::vector<Value> SoftmaxGradBackward(const GradContext& c) {
   const Value g = c.inputs[0], y = c.inputs[1], h = c.grad;
   Value dg, dy;
   if (c.needs[0]) dg = SoftmaxGrad(y, h);
   if (c.needs[1]) {
-    const Value s = Sum(Mul(g, y), {-1}, /*keepdims=*/true);
-    const Value hy = Sum(Mul(h, y), {-1}, /*keepdims=*/true);
-    dy = Sub(Mul(h, Sub(g, s)), Mul(g, hy));
+    const Value s = Sum(g * y, {-1}, /*keepdims=*/true);
+    const Value hy = Sum(h * y, {-1}, /*keepdims=*/true);
+    dy = h * (g - s) - g * hy;
   }
   return {dg, dy};
 }
 
-// ---------------------------------------------------------------------------
-// Op definitions.
-
-const OpDef kMaskedSoftmax = {.name = "softmax",
-                              .dot_label = "Softmax",
-                              .infer = InferMaskedSoftmax,
-                              .cpu = MaskedSoftmaxKernel,
-                              .grad = MaskedSoftmaxGradRule,
-                              .nondiff_inputs = 1u << kKeep | 1u << kValidLens,
-                              .inplace = true};
-const OpDef kLogSoftmax = {.name = "log_softmax",
-                           .dot_label = "LogSoftmax",
-                           .infer = InferLogSoftmax,
-                           .cpu = LogSoftmaxKernel,
-                           .grad = LogSoftmaxGradRule,
-                           .inplace = true};
 const OpDef kSoftmaxGrad = {.name = "softmax_grad",
                             .dot_label = "Softmax'",
                             .infer = InferSoftmaxGrad,
                             .cpu = SoftmaxGradKernel,
-                            .grad = SoftmaxGradGradRule,
+                            .grad = SoftmaxGradBackward,
                             .inplace = true};
+
 
 }  // namespace
 
-// ---------------------------------------------------------------------------
-// Builders.
+Value SoftmaxGrad(Value y, Value g) { return BuildOp(kSoftmaxGrad, {g, y}); }
 
-Value MaskedSoftmax(Value scores, const SoftmaxMask& mask, double scale) {
-  // Only non-default attributes are set, so DOT labels stay short.
-  Attrs attrs;
-  if (scale != 1.0) attrs.Float("scale", scale);
-  if (mask.causal) {
-    attrs.Bool("causal", true);
-    if (mask.causal_offset != 0) attrs.Int("causal_offset", mask.causal_offset);
+// ---------------------------------------------------------------------------
+// log_softmax(x) = x - log(sum(exp(x), -1)).
+
+namespace {
+
+absl::StatusOr<TensorType> InferLogSoftmax(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "input"));
+  if (ctx.in(0).shape.rank() < 1) {
+    return absl::InvalidArgumentError(
+        "input must have rank >= 1 (log_softmax runs over the last axis), got ()");
   }
-  return BuildOp(kMaskedSoftmax, {scores, mask.keep, mask.valid_lens, mask.bias},
-                 std::move(attrs), /*optional=*/0b1110);
+  return ctx.in(0);
 }
 
-Value Softmax(Value x) { return MaskedSoftmax(x); }
+absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
+    const Shape& s = *ctx.in(0).shape;
+    const int64_t kk = s[s.rank() - 1];
+    const T* x = ctx.in(0).as<T>();
+    T* out = ctx.output.as<T>();
+    ParallelFor(LeadingRows(s), RowGrain(kk), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const T* xr = x + row * kk;
+        T* y = out + row * kk;
+        const T m = RowMax(xr, kk);
+        // The terms are not stored: y may alias x (in place).
+        const double sum = ExpShiftSum<T>(*kernels, xr, nullptr, kk, m);
+        const T shift = static_cast<T>(m + std::log(sum));
+        for (int64_t k = 0; k < kk; ++k) y[k] = xr[k] - shift;
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// y = log_softmax(x): dL/dx = g - exp(y) * sum(g, -1).
+std::vector<Value> LogSoftmaxBackward(const GradContext& c) {
+  return {c.grad - Exp(c.output) * Sum(c.grad, {-1}, /*keepdims=*/true)};
+}
+
+const OpDef kLogSoftmax = {.name = "log_softmax",
+                           .dot_label = "LogSoftmax",
+                           .infer = InferLogSoftmax,
+                           .cpu = LogSoftmaxKernel,
+                           .grad = LogSoftmaxBackward,
+                           .inplace = true};
+
+}  // namespace
 
 Value LogSoftmax(Value x) { return BuildOp(kLogSoftmax, {x}); }
-
-Value SoftmaxGrad(Value y, Value g) { return BuildOp(kSoftmaxGrad, {g, y}); }
 
 std::vector<const OpDef*> SoftmaxOps() { return {&kMaskedSoftmax, &kSoftmaxGrad, &kLogSoftmax}; }
 

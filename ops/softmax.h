@@ -39,9 +39,9 @@ struct SoftmaxMask {
   Value bias;
   // causal masks k > q + causal_offset. With S cached keys and T new
   // queries (S >= T), causal_offset = S - T lets query q see keys up to
-  // its own position in the whole sequence. MultiHeadAttention's rotary
+  // its own position in the whole sequence. MultiheadAttention's rotary
   // embedding uses the same alignment: its queries rotate from position
-  // S - T, its keys from 0 (models/multi_head_attention.h).
+  // S - T, its keys from 0 (models/nn_attention.h).
   bool causal = false;
   int64_t causal_offset = 0;
 };

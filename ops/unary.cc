@@ -1,7 +1,6 @@
-// Unary elementwise ops: shape inference, CPU kernels and gradient rules.
-// Each op is a functor (the math for one element, in ops/elementwise_math.h,
-// shared with the CUDA kernels) plus a gradient rule; a single templated
-// kernel runs any functor over a tensor in parallel.
+// Unary elementwise ops. Each op is a functor (the math for one element, in
+// ops/elementwise_math.h, shared with the CUDA kernels) run by one templated
+// kernel, then its gradient rule, OpDef and builder, together.
 
 #include <cmath>
 #include <limits>
@@ -38,65 +37,7 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
   });
 }
 
-// Gradient rules. `c.output` is y = f(x); `c.grad` is dL/dy.
-std::vector<Value> NegGrad(const GradContext& c) { return {Neg(c.grad)}; }
-std::vector<Value> ExpGrad(const GradContext& c) { return {Mul(c.grad, c.output)}; }
-std::vector<Value> LogGrad(const GradContext& c) { return {Div(c.grad, c.inputs[0])}; }
-std::vector<Value> SqrtGrad(const GradContext& c) {
-  return {Div(Scale(c.grad, 0.5), c.output)};  // dy/dx = 1 / (2 sqrt(x))
-}
-std::vector<Value> RsqrtGrad(const GradContext& c) {
-  // dy/dx = -x^(-3/2) / 2 = -y^3 / 2
-  return {Mul(c.grad, Scale(Pow(c.output, 3.0), -0.5))};
-}
-// d x^p / dx = p x^(p-1), and exactly 0 for p = 0 (x^0 is the constant 1):
-// the formula would give 0 * inf = NaN at x = 0 (torch's pow_backward
-// special-cases p = 0 the same way).
-std::vector<Value> PowGrad(const GradContext& c) {
-  const double p = c.attrs().GetFloat("exponent");
-  if (p == 0.0) return {ZerosLike(c.inputs[0])};
-  return {Mul(c.grad, Scale(Pow(c.inputs[0], p - 1.0), p))};
-}
-std::vector<Value> ScaleGrad(const GradContext& c) {
-  return {Scale(c.grad, c.attrs().GetFloat("alpha", 1.0))};
-}
-std::vector<Value> ReluGradRule(const GradContext& c) {
-  return {ReluGrad(c.inputs[0], c.grad)};
-}
-std::vector<Value> TanhGrad(const GradContext& c) {
-  return {Mul(c.grad, AddScalar(Neg(Mul(c.output, c.output)), 1.0))};  // 1 - y^2
-}
-std::vector<Value> SigmoidGrad(const GradContext& c) {
-  return {Mul(c.grad, Mul(c.output, AddScalar(Neg(c.output), 1.0)))};  // y (1 - y)
-}
-std::vector<Value> SinGrad(const GradContext& c) { return {Mul(c.grad, Cos(c.inputs[0]))}; }
-std::vector<Value> CosGrad(const GradContext& c) {
-  return {Neg(Mul(c.grad, Sin(c.inputs[0])))};
-}
-
-#define DAGRAD_UNARY_OP(var, op_name, label, Fn, grad_rule) \
-  const OpDef var = {.name = op_name,                       \
-                     .dot_label = label,                    \
-                     .infer = InferFloatUnary,              \
-                     .cpu = UnaryKernel<Fn>,                \
-                     .grad = grad_rule,                     \
-                     .inplace = true}
-
-DAGRAD_UNARY_OP(kNeg, "neg", "Neg", NegFn, NegGrad);
-DAGRAD_UNARY_OP(kExp, "exp", "Exp", ExpFn, ExpGrad);
-DAGRAD_UNARY_OP(kLog, "log", "Log", LogFn, LogGrad);
-DAGRAD_UNARY_OP(kSqrt, "sqrt", "Sqrt", SqrtFn, SqrtGrad);
-DAGRAD_UNARY_OP(kRsqrt, "rsqrt", "Rsqrt", RsqrtFn, RsqrtGrad);
-DAGRAD_UNARY_OP(kPow, "pow", "Pow", PowFn, PowGrad);
-DAGRAD_UNARY_OP(kScale, "scale", "Scale", ScaleFn, ScaleGrad);
-DAGRAD_UNARY_OP(kRelu, "relu", "ReLU", ReluFn, ReluGradRule);
-DAGRAD_UNARY_OP(kTanh, "tanh", "Tanh", TanhFn, TanhGrad);
-DAGRAD_UNARY_OP(kSigmoid, "sigmoid", "Sigmoid", SigmoidFn, SigmoidGrad);
-DAGRAD_UNARY_OP(kSin, "sin", "Sin", SinFn, SinGrad);
-DAGRAD_UNARY_OP(kCos, "cos", "Cos", CosFn, CosGrad);
-#undef DAGRAD_UNARY_OP
-
-// relu_grad(x, g) = g * [x > 0].
+// The activations' backward ops (relu_grad) compute dx = Fn(x, g).
 absl::StatusOr<TensorType> InferActivationGrad(const InferContext& ctx) {
   if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
   if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
@@ -120,9 +61,121 @@ absl::Status ActivationGradKernel(const KernelContext& ctx) {
   });
 }
 
+Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
+  return BuildOp(op, {x}, std::move(attrs));
+}
+
+// In the gradient rules below, `c.output` is y = f(x) and `c.grad` is dL/dy.
+#define DAGRAD_UNARY_OP(var, op_name, label, Fn, grad_rule) \
+  const OpDef var = {.name = op_name,                       \
+                     .dot_label = label,                    \
+                     .infer = InferFloatUnary,              \
+                     .cpu = UnaryKernel<Fn>,                \
+                     .grad = grad_rule,                     \
+                     .inplace = true}
+
+}  // namespace
+
+// ---- neg: y = -x ------------------------------------------------------------
+
+namespace {
+std::vector<Value> NegBackward(const GradContext& c) { return {-c.grad}; }
+DAGRAD_UNARY_OP(kNeg, "neg", "Neg", NegFn, NegBackward);
+}  // namespace
+
+Value Neg(Value x) { return Unary(kNeg, x); }
+
+// ---- exp: y = e^x, dy/dx = y ------------------------------------------------
+
+namespace {
+std::vector<Value> ExpBackward(const GradContext& c) { return {c.grad * c.output}; }
+DAGRAD_UNARY_OP(kExp, "exp", "Exp", ExpFn, ExpBackward);
+}  // namespace
+
+Value Exp(Value x) { return Unary(kExp, x); }
+
+// ---- log: y = ln x, dy/dx = 1 / x -------------------------------------------
+
+namespace {
+std::vector<Value> LogBackward(const GradContext& c) { return {c.grad / c.inputs[0]}; }
+DAGRAD_UNARY_OP(kLog, "log", "Log", LogFn, LogBackward);
+}  // namespace
+
+Value Log(Value x) { return Unary(kLog, x); }
+
+// ---- sqrt: y = sqrt(x), dy/dx = 1 / (2 y) -----------------------------------
+
+namespace {
+std::vector<Value> SqrtBackward(const GradContext& c) { return {c.grad * 0.5 / c.output}; }
+DAGRAD_UNARY_OP(kSqrt, "sqrt", "Sqrt", SqrtFn, SqrtBackward);
+}  // namespace
+
+Value Sqrt(Value x) { return Unary(kSqrt, x); }
+
+// ---- rsqrt: y = 1 / sqrt(x), dy/dx = -x^(-3/2) / 2 = -y^3 / 2 ---------------
+
+// An OpDef, not Pow(x, -0.5): its gradient -y^3 / 2 is torch's at -0 (+inf).
+namespace {
+std::vector<Value> RsqrtBackward(const GradContext& c) {
+  return {c.grad * (Pow(c.output, 3.0) * -0.5)};
+}
+DAGRAD_UNARY_OP(kRsqrt, "rsqrt", "Rsqrt", RsqrtFn, RsqrtBackward);
+}  // namespace
+
+Value Rsqrt(Value x) { return Unary(kRsqrt, x); }
+
+// ---- pow: y = x^p -----------------------------------------------------------
+
+namespace {
+// d x^p / dx = p x^(p-1), and exactly 0 for p = 0 (x^0 is the constant 1):
+// the formula would give 0 * inf = NaN at x = 0 (torch's pow_backward
+// special-cases p = 0 the same way).
+std::vector<Value> PowBackward(const GradContext& c) {
+  const double p = c.attrs().GetFloat("exponent");
+  if (p == 0.0) return {ZerosLike(c.inputs[0])};
+  return {c.grad * (Pow(c.inputs[0], p - 1.0) * p)};
+}
+DAGRAD_UNARY_OP(kPow, "pow", "Pow", PowFn, PowBackward);
+}  // namespace
+
+Value Pow(Value x, double exponent) {
+  return Unary(kPow, x, Attrs().Float("exponent", exponent));
+}
+
+// ---- scale: y = alpha x + beta (Scale and AddScalar) ------------------------
+
+namespace {
+std::vector<Value> ScaleBackward(const GradContext& c) {
+  return {c.grad * c.attrs().GetFloat("alpha", 1.0)};
+}
+DAGRAD_UNARY_OP(kScale, "scale", "Scale", ScaleFn, ScaleBackward);
+}  // namespace
+
+Value Scale(Value x, double factor) {
+  return Unary(kScale, x, Attrs().Float("alpha", factor));
+}
+Value AddScalar(Value x, double offset) {
+  return Unary(kScale, x, Attrs().Float("alpha", 1.0).Float("beta", offset));
+}
+
+// ---- relu: y = max(x, 0) ----------------------------------------------------
+
+namespace {
+std::vector<Value> ReluBackward(const GradContext& c) {
+  return {ReluGrad(c.inputs[0], c.grad)};
+}
+DAGRAD_UNARY_OP(kRelu, "relu", "ReLU", ReluFn, ReluBackward);
+}  // namespace
+
+Value Relu(Value x) { return Unary(kRelu, x); }
+
+// ---- relu_grad(x, g) = g [x > 0], relu's backward op ------------------------
+
+namespace {
+
 // d relu_grad(x, g) / dg = [x > 0]: relu_grad again; x takes no gradient
 // (relu'' is zero almost everywhere).
-std::vector<Value> ReluGradGrad(const GradContext& c) {
+std::vector<Value> ReluGradBackward(const GradContext& c) {
   return {Value(), ReluGrad(c.inputs[0], c.grad)};
 }
 
@@ -130,8 +183,53 @@ const OpDef kReluGrad = {.name = "relu_grad",
                          .dot_label = "ReLU'",
                          .infer = InferActivationGrad,
                          .cpu = ActivationGradKernel<ReluBackwardFn>,
-                         .grad = ReluGradGrad,
+                         .grad = ReluGradBackward,
                          .nondiff_inputs = 0b01};
+
+}  // namespace
+
+Value ReluGrad(Value x, Value g) { return BuildOp(kReluGrad, {x, g}); }
+
+// ---- tanh: dy/dx = 1 - y^2 --------------------------------------------------
+
+namespace {
+std::vector<Value> TanhBackward(const GradContext& c) {
+  return {c.grad * (1.0 - c.output * c.output)};
+}
+DAGRAD_UNARY_OP(kTanh, "tanh", "Tanh", TanhFn, TanhBackward);
+}  // namespace
+
+Value Tanh(Value x) { return Unary(kTanh, x); }
+
+// ---- sigmoid: y = 1 / (1 + e^-x), dy/dx = y (1 - y) -------------------------
+
+namespace {
+std::vector<Value> SigmoidBackward(const GradContext& c) {
+  return {c.grad * (c.output * (1.0 - c.output))};
+}
+DAGRAD_UNARY_OP(kSigmoid, "sigmoid", "Sigmoid", SigmoidFn, SigmoidBackward);
+}  // namespace
+
+Value Sigmoid(Value x) { return Unary(kSigmoid, x); }
+
+// ---- sin and cos ------------------------------------------------------------
+
+namespace {
+std::vector<Value> SinBackward(const GradContext& c) { return {c.grad * Cos(c.inputs[0])}; }
+DAGRAD_UNARY_OP(kSin, "sin", "Sin", SinFn, SinBackward);
+// An OpDef, not Sin(x + pi/2): x + pi/2 rounds, losing cos's digits near pi/2.
+std::vector<Value> CosBackward(const GradContext& c) { return {-(c.grad * Sin(c.inputs[0]))}; }
+DAGRAD_UNARY_OP(kCos, "cos", "Cos", CosFn, CosBackward);
+}  // namespace
+
+Value Sin(Value x) { return Unary(kSin, x); }
+Value Cos(Value x) { return Unary(kCos, x); }
+
+#undef DAGRAD_UNARY_OP
+
+// ---- cast: float <-> int <-> bool -------------------------------------------
+
+namespace {
 
 absl::StatusOr<TensorType> InferCast(const InferContext& ctx) {
   auto dtype = DTypeFromName(ctx.attrs.GetStr("dtype"));
@@ -172,7 +270,7 @@ absl::Status CastKernel(const KernelContext& ctx) {
 }
 
 // Only float -> float casts carry gradients (cast back to the input dtype).
-std::vector<Value> CastGrad(const GradContext& c) {
+std::vector<Value> CastBackward(const GradContext& c) {
   if (!IsFloating(c.inputs[0].dtype()) || !IsFloating(c.output.dtype())) {
     return {Value()};
   }
@@ -183,37 +281,13 @@ const OpDef kCast = {.name = "cast",
                      .dot_label = "Cast",
                      .infer = InferCast,
                      .cpu = CastKernel,
-                     .grad = CastGrad};
-
-Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
-  return BuildOp(op, {x}, std::move(attrs));
-}
+                     .grad = CastBackward};
 
 }  // namespace
 
-Value Neg(Value x) { return Unary(kNeg, x); }
-Value Exp(Value x) { return Unary(kExp, x); }
-Value Log(Value x) { return Unary(kLog, x); }
-Value Sqrt(Value x) { return Unary(kSqrt, x); }
-Value Rsqrt(Value x) { return Unary(kRsqrt, x); }
-Value Pow(Value x, double exponent) {
-  return Unary(kPow, x, Attrs().Float("exponent", exponent));
-}
-Value Scale(Value x, double factor) {
-  return Unary(kScale, x, Attrs().Float("alpha", factor));
-}
-Value AddScalar(Value x, double offset) {
-  return Unary(kScale, x, Attrs().Float("alpha", 1.0).Float("beta", offset));
-}
-Value Relu(Value x) { return Unary(kRelu, x); }
-Value Tanh(Value x) { return Unary(kTanh, x); }
-Value Sigmoid(Value x) { return Unary(kSigmoid, x); }
-Value Sin(Value x) { return Unary(kSin, x); }
-Value Cos(Value x) { return Unary(kCos, x); }
 Value Cast(Value x, DType dtype) {
   return Unary(kCast, x, Attrs().Str("dtype", std::string(DTypeName(dtype))));
 }
-Value ReluGrad(Value x, Value g) { return BuildOp(kReluGrad, {x, g}); }
 
 std::vector<const OpDef*> UnaryOps() {
   return {&kNeg,  &kExp, &kLog, &kSqrt,     &kRsqrt, &kPow,     &kScale,

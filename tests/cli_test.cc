@@ -250,7 +250,7 @@ TEST(Cli, EvalRejectsBadInputs) {
       {"int32", {{{"tokens", *Tensor::FromVector<int32_t>({1, 3}, {1, 2, 3})}}, {}},
        "'tokens' must be int64, got int32"},
       {"extra", {{{"tokens", tokens}, {"mask", tokens}}, {}}, "unexpected tensor 'mask'"},
-      {"too_long", {{{"tokens", ints({1, 7}, {1, 1, 1, 1, 1, 1, 1})}}, {}}, "max_len 6"},
+      {"too_long", {{{"tokens", ints({1, 7}, {1, 1, 1, 1, 1, 1, 1})}}, {}}, "seq_len 6"},
       {"token_range", {{{"tokens", ints({1, 3}, {1, 11, 3})}}, {}},
        "tokens[0, 1] = 11 is outside [0, 11)"},
       {"length_zero", {{{"tokens", tokens}, {"lengths", ints({1}, {0})}}, {}},

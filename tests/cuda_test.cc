@@ -1,11 +1,10 @@
 // The CUDA backend against the CPU backend (DESIGN.md's third oracle).
 //
-// Needs no GPU: the kernel-table coverage test and the case-coverage test
-// (every op runs in at least one cross-check case). Needs a GPU, and skips
-// saying why without one: every cross-check case below (each op, its
-// gradients, float32 and float64), every gradcheck case run on both
-// backends, errors found on the device reported exactly as the CPU reports
-// them, and a whole training step of the toy transformer.
+// Each op against the CPU is an op case's cuda mode (tests/op_case_test.cc).
+// Here: needs no GPU, the kernel-table coverage test and the exact
+// comparison; needs a GPU, and skips saying why without one, errors found
+// on the device reported exactly as the CPU reports them, and whole
+// training steps of the toy transformer.
 
 #include <algorithm>
 #include <bit>
@@ -25,8 +24,8 @@
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "tests/support/backend_check.h"
-#include "tests/support/cuda_cases.h"
-#include "tests/support/gradcheck.h"
+#include "tests/support/gpu_skip.h"
+#include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 #include "tests/support/toy_step.h"
 
@@ -37,29 +36,6 @@
 
 namespace dagrad::testing {
 namespace {
-
-// GpuStatus says whether a CUDA device can be made (asked once: without a
-// driver every attempt costs tens of milliseconds).
-const absl::Status& GpuStatus() {
-  static const absl::Status* const status = new absl::Status(CudaDevice().status());
-  return *status;
-}
-
-// Skips the test, saying why, when no CUDA device is available (no GPU,
-// no driver, backend not built); fails it when one is there but unusable
-// (e.g. kernels built for another architecture).
-#define SKIP_WITHOUT_GPU()                                                             \
-  do {                                                                                 \
-    if (absl::IsUnavailable(GpuStatus())) {                                            \
-      GTEST_SKIP() << "no CUDA device, CPU/CUDA cross-check skipped: "                 \
-                   << GpuStatus().message();                                           \
-    }                                                                                  \
-    ASSERT_TRUE(GpuStatus().ok()) << GpuStatus();                                      \
-  } while (false)
-
-DeviceFactory Gpu() {
-  return [] { return CudaDevice(); };
-}
 
 TEST(CudaDevice, IsUnavailableOrNamesItsGpu) {
   absl::StatusOr<std::unique_ptr<Device>> gpu = CudaDevice();
@@ -95,35 +71,28 @@ TEST(CudaLibraries, CublasLoadsAtRunTime) {
 #endif
 }
 
-// Ops that are always views: the executor aliases their input on every
-// device and never runs a kernel for them.
-const std::set<std::string> kAlwaysViews = {"reshape"};
+// Ops that are always views (kAlwaysView on their case): the executor
+// aliases their input on every device and never runs a kernel for them.
+std::set<std::string> AlwaysViews() {
+  std::set<std::string> views;
+  for (const OpCase& c : AllOpCases()) {
+    if (c.flags & kAlwaysView) views.insert(c.op);
+  }
+  return views;
+}
 
 TEST(CudaCoverage, EveryOpHasACudaKernel) {
 #ifdef DAGRAD_WITH_CUDA
+  const std::set<std::string> views = AlwaysViews();
   for (const OpDef* op : AllOps()) {
-    if (kAlwaysViews.count(std::string(op->name))) continue;
+    if (views.count(std::string(op->name))) continue;
     EXPECT_NE(CudaKernelFor(op->name), nullptr) << "op '" << op->name << "' has no CUDA kernel";
   }
-  EXPECT_EQ(CudaKernelCount(), static_cast<int>(AllOps().size() - kAlwaysViews.size()))
+  EXPECT_EQ(CudaKernelCount(), static_cast<int>(AllOps().size() - views.size()))
       << "the CUDA table names an op that AllOps() does not list";
 #else
   GTEST_SKIP() << "built without the CUDA backend (DAGRAD_CUDA=OFF or no nvcc)";
 #endif
-}
-
-TEST(CudaCoverage, EveryOpRunsInACrossCheckCase) {
-  std::set<std::string> covered;
-  for (const CrossCase& c : CudaCrossCases()) {
-    absl::StatusOr<std::set<std::string>> ops = OpsRun(c);
-    ASSERT_TRUE(ops.ok()) << c.name << ": " << ops.status();
-    covered.insert(ops->begin(), ops->end());
-  }
-  for (const OpDef* op : AllOps()) {
-    if (kAlwaysViews.count(std::string(op->name))) continue;
-    EXPECT_TRUE(covered.count(std::string(op->name)))
-        << "op '" << op->name << "' runs in no CUDA cross-check case (tests/support/cuda_cases.cc)";
-  }
 }
 
 // The exact comparison that the dropout cases rely on: -0.0 is not +0.0,
@@ -138,81 +107,6 @@ TEST(CudaCompare, ExactSeesSignedZerosButNotNaNPayloads) {
   EXPECT_FALSE(CompareTensors(T<float>({1}, {x86_nan}), T<float>({1}, {0.0f}), 0, true).ok());
   EXPECT_TRUE(CompareTensors(T<double>({1}, {-0.0}), T<double>({1}, {0.0}), 0, false).ok());
 }
-
-// ---- per-op cross-checks -----------------------------------------------------------
-
-class CudaCrossCheck : public ::testing::TestWithParam<CrossCase> {};
-
-TEST_P(CudaCrossCheck, MatchesCpu) {
-  SKIP_WITHOUT_GPU();
-  ASSERT_OK(CrossCheck(GetParam(), Gpu()));
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, CudaCrossCheck, ::testing::ValuesIn(CudaCrossCases()),
-                         [](const auto& info) { return info.param.name; });
-
-// ---- every gradcheck case, float64 as registered and in float32 ------------------
-
-struct GradCaseParam {
-  const GradCase* grad_case;
-  DType dtype;
-};
-
-std::string NameOf(const GradCaseParam& p) {
-  return absl::StrCat(p.grad_case->name, p.dtype == DType::kFloat64 ? "_f64" : "_f32");
-}
-
-void PrintTo(const GradCaseParam& p, std::ostream* os) { *os << NameOf(p); }
-
-std::vector<GradCaseParam> GradCaseParams() {
-  std::vector<GradCaseParam> out;
-  for (const GradCase& c : AllGradCases()) {
-    out.push_back({&c, DType::kFloat64});
-    out.push_back({&c, DType::kFloat32});
-  }
-  return out;
-}
-
-// The case's inputs become the cross-check's (random where the case draws
-// them), in `dtype`; its builder gives the output.
-CrossCase FromGradCase(const GradCase& gc, DType dtype) {
-  CrossCase c;
-  c.name = NameOf({&gc, dtype});
-  c.training = gc.options.training;
-  // Composed subgraphs (attention) chain many roundings in float32.
-  if (dtype == DType::kFloat32) c.rtol = 1e-4;
-  c.build = [&gc, dtype](CaseBuilder& b) {
-    std::vector<Value> inputs;
-    for (const GradInput& in : gc.inputs) {
-      if (in.value) {
-        inputs.push_back(b.Fixed(in.name, dtype == DType::kFloat32 ? ToFloat32(*in.value)
-                                                                   : *in.value));
-      } else {
-        inputs.push_back(b.Input(in.name, dtype, in.shape, in.lo, in.hi));
-      }
-    }
-    b.Out(gc.build(b.graph(), inputs));
-  };
-  return c;
-}
-
-class CudaGradCases : public ::testing::TestWithParam<GradCaseParam> {};
-
-TEST_P(CudaGradCases, MatchCpu) {
-  SKIP_WITHOUT_GPU();
-  const CrossCase c = FromGradCase(*GetParam().grad_case, GetParam().dtype);
-  if (GetParam().dtype == DType::kFloat32) {
-    absl::StatusOr<BuiltCase> built = BuildCase(c);
-    if (!built.ok()) {
-      GTEST_SKIP() << "the case does not build in float32 (it declares float64 parameters): "
-                   << built.status().message();
-    }
-  }
-  ASSERT_OK(CrossCheck(c, Gpu()));
-}
-
-INSTANTIATE_TEST_SUITE_P(Gradcheck, CudaGradCases, ::testing::ValuesIn(GradCaseParams()),
-                         [](const auto& info) { return NameOf(info.param); });
 
 // ---- the device keeps working after a data error -----------------------------------
 
@@ -249,7 +143,7 @@ TEST(CudaErrors, SynchronizeEachKernelNamesTheNode) {
 // A two-layer toy transformer (E 32, H 4, ffn 64, dropout 0.1) on sequences
 // of 3 to 8 tokens.
 absl::StatusOr<std::unique_ptr<ToyStep>> SmallToyStep() {
-  return ToyStep::Create({.vocab = 16, .max_len = 8, .dim = 32, .heads = 4, .layers = 2,
+  return ToyStep::Create({.vocab = 16, .seq_len = 8, .dim = 32, .heads = 4, .layers = 2,
                           .ffn = 64, .dropout = 0.1},
                          /*min_len=*/3, /*data_seed=*/7);
 }
@@ -324,7 +218,7 @@ TEST(CudaTraining, RecordedStepsMatchUnrecordedStepsBitForBit) {
 TEST(CudaTraining, HundredTrainerStepsMatchCpuLosses) {
   SKIP_WITHOUT_GPU();
   models::TrainConfig config;
-  config.model = {.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2,
+  config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2,
                   .ffn = 512, .dropout = 0.1};
   config.steps = 100;
   config.eval_size = 8;

@@ -1,7 +1,7 @@
 // Dropout: the Philox4x32-10 generator against Random123's known-answer
 // vectors and an independent implementation, golden masks element by
 // element, statistics on a large tensor, reproducibility, eval mode, the
-// gradient's mask, errors, and a training-mode gradient check.
+// gradient's mask and errors (its op case is in dropout_cases.cc).
 
 #include <array>
 #include <cmath>
@@ -9,33 +9,15 @@
 
 #include "engine/autodiff/autodiff.h"
 #include "engine/philox.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "models/transformer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(dropout_training, {{"x", {4, 7}}},
-                 [](Graph&, const In& in) { return Dropout(in[0], 0.4); },
-                 GradCheckOptions{.training = true});
-DAGRAD_GRADCHECK(dropout_eval, {{"x", {3, 5}}},
-                 [](Graph&, const In& in) { return Dropout(in[0], 0.4); });
-// Two dropouts of the same value draw independent masks; the second-order
-// case differentiates the backward dropout op itself.
-DAGRAD_GRADCHECK(dropout_training_second_order, {{"x", {9}}, {"w", {9}}},
-                 [](Graph&, const In& in) {
-                   Value y = Mul(Dropout(in[0], 0.5), Dropout(Mul(in[0], in[0]), 0.25));
-                   auto grads = Gradients(Sum(Mul(y, in[1])), {in[0]});
-                   return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
-                 },
-                 GradCheckOptions{.training = true});
 
 // Philox4x32-10 written independently of engine/philox.h, after Random123's
 // philox.h: a round maps (c0, c1, c2, c3) with key (k0, k1) to
@@ -312,7 +294,7 @@ TEST(Dropout, ProbabilityTooCloseToOneIsABuildError) {
   EXPECT_STATUS(Dropout(x, 0.9991).status(), absl::StatusCode::kInvalidArgument,
                 "got p = 0.9991");
   EXPECT_TRUE(Dropout(x, kMaxDropout).ok());
-  EXPECT_STATUS(models::MultiHeadAttention::Create(
+  EXPECT_STATUS(nn::MultiheadAttention::Create(
                     g, "mha", {.embed_dim = 4, .num_heads = 2, .dropout = 0.9999})
                     .status(),
                 absl::StatusCode::kInvalidArgument, "dropout must be at most 1 - 2^-10");

@@ -1,79 +1,16 @@
-// Elementwise ops: hand-computed forward values, builder errors, and
-// finite-difference gradient cases (including broadcasting).
+// Elementwise ops: hand-computed forward values and builder errors. Their
+// op cases (gradcheck, CUDA, CPU levels, timing) are in unary_cases.cc and
+// binary_cases.cc.
 
 #include <cmath>
 
 #include "engine/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(add_broadcast, {{"a", {2, 3, 4}}, {"b", {3, 1}}},
-                 [](Graph&, const In& in) { return Add(in[0], in[1]); });
-DAGRAD_GRADCHECK(sub_broadcast_leading, {{"a", {4}}, {"b", {2, 3, 4}}},
-                 [](Graph&, const In& in) { return Sub(in[0], in[1]); });
-DAGRAD_GRADCHECK(mul_broadcast_both, {{"a", {2, 1, 4}}, {"b", {3, 1}}},
-                 [](Graph&, const In& in) { return Mul(in[0], in[1]); });
-DAGRAD_GRADCHECK(div_broadcast, {{"a", {2, 3}}, {"b", {3}, std::nullopt, 0.5, 1.5}},
-                 [](Graph&, const In& in) { return Div(in[0], in[1]); });
-DAGRAD_GRADCHECK(maximum_broadcast, {{"a", {3, 4}}, {"b", {4}}},
-                 [](Graph&, const In& in) { return Maximum(in[0], in[1]); });
-DAGRAD_GRADCHECK(minimum_same_shape, {{"a", {3, 4}}, {"b", {3, 4}}},
-                 [](Graph&, const In& in) { return Minimum(in[0], in[1]); });
-DAGRAD_GRADCHECK(mul_same_input_twice, {{"a", {5}}},
-                 [](Graph&, const In& in) { return Mul(in[0], in[0]); });
-
-DAGRAD_GRADCHECK(neg, {{"x", {3, 2}}}, [](Graph&, const In& in) { return Neg(in[0]); });
-DAGRAD_GRADCHECK(exp, {{"x", {3, 2}}}, [](Graph&, const In& in) { return Exp(in[0]); });
-DAGRAD_GRADCHECK(log, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
-                 [](Graph&, const In& in) { return Log(in[0]); });
-DAGRAD_GRADCHECK(sqrt, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
-                 [](Graph&, const In& in) { return Sqrt(in[0]); });
-DAGRAD_GRADCHECK(rsqrt, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
-                 [](Graph&, const In& in) { return Rsqrt(in[0]); });
-DAGRAD_GRADCHECK(pow_cube, {{"x", {3, 2}}},
-                 [](Graph&, const In& in) { return Pow(in[0], 3.0); });
-DAGRAD_GRADCHECK(pow_fractional, {{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
-                 [](Graph&, const In& in) { return Pow(in[0], -1.5); });
-DAGRAD_GRADCHECK(scale_and_shift, {{"x", {4}}},
-                 [](Graph&, const In& in) { return AddScalar(Scale(in[0], -2.5), 0.75); });
-DAGRAD_GRADCHECK(relu, {{"x", {4, 5}}}, [](Graph&, const In& in) { return Relu(in[0]); });
-DAGRAD_GRADCHECK(gelu, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
-                 [](Graph&, const In& in) { return Gelu(in[0]); });
-DAGRAD_GRADCHECK(tanh, {{"x", {4, 5}, std::nullopt, -2.0, 2.0}},
-                 [](Graph&, const In& in) { return Tanh(in[0]); });
-DAGRAD_GRADCHECK(sigmoid, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
-                 [](Graph&, const In& in) { return Sigmoid(in[0]); });
-DAGRAD_GRADCHECK(sin, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
-                 [](Graph&, const In& in) { return Sin(in[0]); });
-DAGRAD_GRADCHECK(cos, {{"x", {4, 5}, std::nullopt, -3.0, 3.0}},
-                 [](Graph&, const In& in) { return Cos(in[0]); });
-DAGRAD_GRADCHECK(cast_float_to_float, {{"x", {3}}},
-                 [](Graph&, const In& in) { return Cast(Cast(in[0], DType::kFloat64), DType::kFloat64); });
-
-// relu_grad is checked through a second derivative: d/dw of the gradient
-// of sum(relu(x) * w) with respect to x.
-DAGRAD_GRADCHECK(relu_grad_second_order, {{"x", {6}}, {"w", {6}}},
-                 [](Graph&, const In& in) {
-                   Value loss = Sum(Mul(Relu(in[0]), in[1]));
-                   auto grads = Gradients(loss, {in[0]});
-                   return grads.ok() ? (*grads)[0] : loss.graph()->Error(grads.status());
-                 });
-
-// Second derivatives through elementwise chains: d/dx of d/dx sum(tanh(x) exp(x) x).
-DAGRAD_GRADCHECK(elementwise_second_order, {{"x", {5}}},
-                 [](Graph&, const In& in) {
-                   Value x = in[0];
-                   Value loss = Sum(Mul(Mul(Tanh(x), Exp(x)), x));
-                   auto grads = Gradients(loss, {x});
-                   return grads.ok() ? (*grads)[0] : x.graph()->Error(grads.status());
-                 });
 
 TEST(Elementwise, HandComputedValues) {
   Graph g;
@@ -156,7 +93,6 @@ TEST(Elementwise, BuilderErrorsNameOpAndShapes) {
   EXPECT_EQ(Exp(Relu(bad)).status(), bad.status());
   EXPECT_FALSE(g.status().ok());
 }
-
 
 // Found by the graph fuzzer: integer arithmetic must wrap, not be undefined.
 TEST(Elementwise, IntegerArithmeticWrapsAround) {

@@ -1,5 +1,5 @@
 // gather, embedding and scatter_add: hand-worked values, build-time and
-// run-time errors, finite-difference gradient cases. PyTorch goldens are in
+// run-time errors. Their op cases are in gather_cases.cc, PyTorch goldens in
 // golden_ops_test.cc.
 
 #include "engine/autodiff/autodiff.h"
@@ -8,46 +8,10 @@
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/reduce.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-// Index tensors for gradcheck inputs (fed as they are, not differentiated).
-Tensor Int64s(const Shape& shape, const std::vector<int64_t>& v) {
-  return *Tensor::FromVector<int64_t>(shape, v);
-}
-Tensor Int32s(const Shape& shape, const std::vector<int32_t>& v) {
-  return *Tensor::FromVector<int32_t>(shape, v);
-}
-
-DAGRAD_GRADCHECK(gather_axis0_repeats,
-                 {{"params", {5, 3}}, {"idx", {5}, Int64s({5}, {4, 0, 4, 2, 4})}},
-                 [](Graph&, const In& in) { return Gather(in[0], in[1]); });
-DAGRAD_GRADCHECK(gather_middle_axis_repeats,
-                 {{"params", {2, 5, 3}}, {"idx", {2, 3}, Int32s({2, 3}, {1, 3, 1, 0, 1, 4})}},
-                 [](Graph&, const In& in) { return Gather(in[0], in[1], 1); });
-DAGRAD_GRADCHECK(gather_last_axis_negative,
-                 {{"params", {3, 4}}, {"idx", {3}, Int64s({3}, {3, 3, 0})}},
-                 [](Graph&, const In& in) { return Gather(in[0], in[1], -1); });
-DAGRAD_GRADCHECK(embedding_repeats,
-                 {{"table", {6, 4}}, {"ids", {2, 3}, Int64s({2, 3}, {1, 5, 1, 0, 1, 2})}},
-                 [](Graph&, const In& in) { return Embedding(in[0], in[1]); });
-DAGRAD_GRADCHECK(scatter_add_middle_axis,
-                 {{"idx", {4}, Int64s({4}, {2, 0, 2, 2})}, {"updates", {3, 4, 2}}},
-                 [](Graph&, const In& in) { return ScatterAdd(in[0], in[1], 3, 1); });
-// scatter_add as it appears in gather's gradient, checked through a second
-// derivative: d/d(params, w) of d/dparams sum(gather(params, idx, 1)^2 * w).
-DAGRAD_GRADCHECK(scatter_add_second_order,
-                 {{"params", {2, 5, 3}}, {"idx", {4}, Int64s({4}, {1, 3, 1, 1})}, {"w", {2, 4, 3}}},
-                 [](Graph&, const In& in) {
-                   Value y = Gather(in[0], in[1], 1);
-                   auto grads = Gradients(Sum(Mul(Mul(y, y), in[2])), {in[0]});
-                   return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
-                 });
 
 TEST(Gather, HandWorkedValues) {
   Graph g;

@@ -1,9 +1,9 @@
 // GELU (ops/gelu.h): the float32 kernels of every ISA level against a
 // float64 reference built on std::erfc and std::tanh, with the bounds that
-// ops/kernels/cpu_kernels.h states; every level against the baseline;
-// float64 gradchecks of both forms; the op's errors. PyTorch
-// goldens are in tests/golden_ops_test.cc (gelu_* of nn_ops.json), CUDA
-// against the CPU in tests/support/cuda_cases.cc.
+// ops/kernels/cpu_kernels.h states; every level against the baseline; the
+// op's errors. Its op case (float64 gradchecks of both forms, CPU against
+// CUDA, levels against the baseline) is in tests/gelu_cases.cc, its PyTorch
+// goldens in tests/golden_ops_test.cc (gelu_* of nn_ops.json).
 
 #include "ops/gelu.h"
 
@@ -20,23 +20,10 @@
 #include "ops/cpu_isa.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(gelu_exact_wide, {{"x", {4, 9}, std::nullopt, -5.0, 5.0}},
-                 [](Graph&, const In& in) { return Gelu(in[0], GeluApproximate::kNone); });
-DAGRAD_GRADCHECK(gelu_tanh, {{"x", {4, 9}, std::nullopt, -5.0, 5.0}},
-                 [](Graph&, const In& in) { return Gelu(in[0], GeluApproximate::kTanh); });
-// Through a product, so the incoming gradient is not all ones.
-DAGRAD_GRADCHECK(gelu_tanh_weighted, {{"x", {3, 5}, std::nullopt, -3.0, 3.0}, {"w", {3, 5}}},
-                 [](Graph&, const In& in) {
-                   return Mul(Gelu(in[0], GeluApproximate::kTanh), in[1]);
-                 });
 
 constexpr double kEps = 1.0 / (1 << 24);  // 2^-24
 
@@ -47,7 +34,8 @@ double GeluGradRef(double x) {
   return PhiRef(x) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
 }
 double TanhSigmoidRef(double x) {  // 0.5 (1 + tanh z)
-  return 0.5 * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  return 0.5 *
+         (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 double GeluTanhRef(double x) { return x * TanhSigmoidRef(x); }
 double GeluTanhGradRef(double x) {
@@ -60,7 +48,8 @@ double GeluTanhGradRef(double x) {
 // switch at |x| = sqrt(2) and the tails), and 0.
 std::vector<float> Grid() {
   std::vector<float> x;
-  for (int i = -12 * 4096; i <= 12 * 4096; ++i) x.push_back(static_cast<float>(i / 4096.0));
+  for (int i = -12 * 4096; i <= 12 * 4096; ++i)
+    x.push_back(static_cast<float>(i / 4096.0));
   return x;
 }
 
@@ -93,15 +82,19 @@ TEST(GeluKernel, ExactWithinTheStatedBoundOfErfcAtEveryLevel) {
     for (size_t i = 0; i < x.size(); ++i) {
       const double xi = x[i], ref = GeluRef(xi);
       // Phi within 2^-23, and the product's rounding.
-      worst_y = std::max(worst_y, std::abs(out.y[i] - ref) / (std::abs(xi) * 2 * kEps +
-                                                              std::abs(ref) * kEps + 1e-300));
+      worst_y = std::max(
+          worst_y, std::abs(out.y[i] - ref) / (std::abs(xi) * 2 * kEps +
+                                               std::abs(ref) * kEps + 1e-300));
       // The tail keeps relative accuracy: within 2^-16 of gelu for x < 0.
-      if (xi < 0) worst_tail = std::max(worst_tail, std::abs(out.y[i] - ref) / std::abs(ref));
+      if (xi < 0)
+        worst_tail =
+            std::max(worst_tail, std::abs(out.y[i] - ref) / std::abs(ref));
       // gelu' = Phi + x phi: Phi's bound plus 2^-21 relative of x phi
       // (exp's 2 ulps and the rounding of x^2 / 2 at |x| <= 12).
       const double xphi = std::abs(GeluGradRef(xi) - PhiRef(xi));
-      worst_dx = std::max(worst_dx, std::abs(out.dx[i] - GeluGradRef(xi)) /
-                                        (2 * kEps + 8 * kEps * xphi + kEps * GeluGradRef(xi)));
+      worst_dx = std::max(
+          worst_dx, std::abs(out.dx[i] - GeluGradRef(xi)) /
+                        (2 * kEps + 8 * kEps * xphi + kEps * GeluGradRef(xi)));
     }
     EXPECT_LE(worst_y, 1.0);
     EXPECT_LE(worst_tail, 1.0 / (1 << 16));
@@ -117,9 +110,10 @@ TEST(GeluKernel, TanhFormWithinTheStatedBoundOfItsFormula) {
     double worst_y = 0, worst_dx = 0;
     for (size_t i = 0; i < x.size(); ++i) {
       const double xi = x[i];
-      worst_y = std::max(worst_y, std::abs(out.y[i] - GeluTanhRef(xi)) /
-                                      (std::abs(xi) * 2 * kEps +
-                                       std::abs(GeluTanhRef(xi)) * kEps + 1e-300));
+      worst_y =
+          std::max(worst_y, std::abs(out.y[i] - GeluTanhRef(xi)) /
+                                (std::abs(xi) * 2 * kEps +
+                                 std::abs(GeluTanhRef(xi)) * kEps + 1e-300));
       worst_dx = std::max(worst_dx, std::abs(out.dx[i] - GeluTanhGradRef(xi)) /
                                         (4 * kEps * (1 + std::abs(xi))));
     }
@@ -147,7 +141,8 @@ TEST(GeluKernel, EveryLevelWithinTheBoundsOfBaseline) {
       for (size_t i = 0; i < x.size(); ++i) {
         const double ax = std::abs(x[i]);
         for (auto [got, want, bound] :
-             {std::tuple{out.y[i], base.y[i], 2 * (2 * kEps * ax + kEps * std::abs(base.y[i]))},
+             {std::tuple{out.y[i], base.y[i],
+                         2 * (2 * kEps * ax + kEps * std::abs(base.y[i]))},
               std::tuple{out.dx[i], base.dx[i], 2 * (4 * kEps * (1 + ax))}}) {
           if (!std::isfinite(want)) {
             EXPECT_EQ(std::isnan(got), std::isnan(want)) << x[i];
@@ -166,7 +161,8 @@ TEST(GeluKernel, EveryLevelWithinTheBoundsOfBaseline) {
 // finite inputs saturate.
 TEST(GeluKernel, NonFiniteAndLargeInputsAsTorch) {
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> x = {inf, -inf, std::nanf(""), 1e30f, -1e30f, 0.0f, -30.0f};
+  const std::vector<float> x = {inf,    -inf, std::nanf(""), 1e30f,
+                                -1e30f, 0.0f, -30.0f};
   for (bool tanh : {false, true}) {
     const Outputs out = RunKernels(CpuIsa::kBaseline, x, tanh);
     EXPECT_EQ(out.y[0], inf);
@@ -193,10 +189,11 @@ TEST(Gelu, OpBothFormsBothDTypes) {
   Value x64 = g.Input("x64", DType::kFloat64, {7});
   std::vector<float> xs32(xs.begin(), xs.end());
   const Feeds feeds = {{x32, T<float>({7}, xs32)}, {x64, T<double>({7}, xs)}};
-  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g,
-                                         {Gelu(x32), Gelu(x32, GeluApproximate::kTanh),
-                                          Gelu(x64), Gelu(x64, GeluApproximate::kTanh)},
-                                         feeds));
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOnce(g,
+                               {Gelu(x32), Gelu(x32, GeluApproximate::kTanh),
+                                Gelu(x64), Gelu(x64, GeluApproximate::kTanh)},
+                               feeds));
   std::vector<double> exact, tanh;
   for (double v : xs) {
     exact.push_back(GeluRef(v));
@@ -213,7 +210,8 @@ TEST(Gelu, OpBothFormsBothDTypes) {
 TEST(Gelu, GradientKeepsTheForm) {
   Graph g;
   Value x = g.Input("x", DType::kFloat64, {3});
-  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(Gelu(x, GeluApproximate::kTanh)), {x}));
+  ASSERT_OK_AND_ASSIGN(auto grads,
+                       Gradients(Sum(Gelu(x, GeluApproximate::kTanh)), {x}));
   EXPECT_EQ(grads[0].node().attrs.GetStr("approximate"), "tanh");
   ASSERT_OK_AND_ASSIGN(auto exact, Gradients(Sum(Gelu(x)), {x}));
   EXPECT_EQ(exact[0].node().attrs.GetStr("approximate"), "none");
@@ -226,7 +224,8 @@ TEST(Gelu, Errors) {
   Value x64 = g.Input("x64", DType::kFloat64, {3});
   Value y = g.Input("y", DType::kFloat32, {4});
   EXPECT_STATUS(Gelu(i).status(), absl::StatusCode::kInvalidArgument, "gelu");
-  EXPECT_STATUS(GeluGrad(x, x64).status(), absl::StatusCode::kInvalidArgument, "dtype");
+  EXPECT_STATUS(GeluGrad(x, x64).status(), absl::StatusCode::kInvalidArgument,
+                "dtype");
   EXPECT_STATUS(GeluGrad(x, y).status(), absl::StatusCode::kInvalidArgument,
                 "x and g must have the same shape");
 }

@@ -17,7 +17,7 @@
 #include "engine/executor.h"
 #include "engine/file_io.h"
 #include "engine/safetensors.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "models/positional_encoding.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -209,26 +209,26 @@ std::vector<Case> Cases() {
        "arange"},
       {"mha_heads_divide",
        [fx] {
-         return models::MultiHeadAttention::Create(fx->g, "m1", {.embed_dim = 100, .num_heads = 3})
+         return nn::MultiheadAttention::Create(fx->g, "m1", {.embed_dim = 100, .num_heads = 3})
              .status();
        },
        kInvalid, "embed_dim 100 is not divisible by num_heads 3"},
       {"mha_zero_heads",
        [fx] {
-         return models::MultiHeadAttention::Create(fx->g, "m2", {.embed_dim = 8, .num_heads = 0})
+         return nn::MultiheadAttention::Create(fx->g, "m2", {.embed_dim = 8, .num_heads = 0})
              .status();
        },
        kInvalid, "must be >= 1"},
       {"mha_dropout",
        [fx] {
-         return models::MultiHeadAttention::Create(fx->g, "m3",
+         return nn::MultiheadAttention::Create(fx->g, "m3",
                                                    {.embed_dim = 4, .num_heads = 2, .dropout = 1.5})
              .status();
        },
        kInvalid, "dropout must be in [0, 1)"},
       {"mha_key_width",
        [fx] {
-         auto m = models::MultiHeadAttention::Create(fx->g, "m4", {.embed_dim = 4, .num_heads = 2});
+         auto m = nn::MultiheadAttention::Create(fx->g, "m4", {.embed_dim = 4, .num_heads = 2});
          if (!m.ok()) return m.status();
          Value kv = fx->g.Input("kv3", DType::kFloat32, {2, 3, 3});
          return (*m)(fx->f234, kv, kv).output.status();

@@ -1,5 +1,5 @@
-// layer_norm: hand-worked values, errors, finite-difference gradient cases.
-// PyTorch goldens for the forward and backward are in golden_ops_test.cc.
+// layer_norm: hand-worked values, errors. Its op cases are in
+// layer_norm_cases.cc; PyTorch goldens for the forward and backward are in golden_ops_test.cc.
 
 #include <cmath>
 #include <utility>
@@ -11,31 +11,10 @@
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(layer_norm_affine_3d, {{"x", {2, 3, 5}}, {"gamma", {5}}, {"beta", {5}}},
-                 [](Graph&, const In& in) { return LayerNorm(in[0], in[1], in[2]); });
-DAGRAD_GRADCHECK(layer_norm_no_affine, {{"x", {4, 6}, std::nullopt, -2.0, 2.0}},
-                 [](Graph&, const In& in) { return LayerNorm(in[0], Value(), Value()); });
-DAGRAD_GRADCHECK(layer_norm_gamma_only, {{"x", {3, 4}}, {"gamma", {4}}},
-                 [](Graph&, const In& in) { return LayerNorm(in[0], in[1], Value(), 1e-3); });
-DAGRAD_GRADCHECK(layer_norm_beta_only_1d, {{"x", {7}}, {"beta", {7}}},
-                 [](Graph&, const In& in) { return LayerNorm(in[0], Value(), in[1]); });
-// dgamma's and dbeta's own derivatives (through mul, layer_norm, sum):
-// d/d(x, gamma, w) of d/dgamma sum(layer_norm(x, gamma, beta)^2 * w).
-DAGRAD_GRADCHECK(layer_norm_dgamma_second_order,
-                 {{"x", {3, 4}}, {"gamma", {4}}, {"beta", {4}}, {"w", {3, 4}}},
-                 [](Graph&, const In& in) {
-                   Value y = LayerNorm(in[0], in[1], in[2]);
-                   auto grads = Gradients(Sum(Mul(Mul(y, y), in[3])), {in[1]});
-                   return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
-                 });
 
 // Row [1, 2, 3, 4]: mean 2.5, biased variance (2.25 + 0.25 + 0.25 + 2.25) / 4
 // = 1.25. Row [-3, -3, 5, 5]: mean 1, variance 16.

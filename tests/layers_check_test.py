@@ -9,10 +9,9 @@ ops/, the ops include engine/autodiff/, or the models include tools/ fail,
 naming the file, the line and the header. Exits 0 when every case behaves.
 """
 
-import os
-import subprocess
 import sys
-import tempfile
+
+from lint_check_cases import expect_cases
 
 # Files every tree has, each including only what its layer may.
 CLEAN = {
@@ -37,30 +36,8 @@ UPWARD = [
 ]
 
 
-def run_check(check, files):
-    with tempfile.TemporaryDirectory() as root:
-        for path, text in files.items():
-            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-            with open(os.path.join(root, path), "w") as f:
-                f.write(text)
-        done = subprocess.run([sys.executable, check, root], capture_output=True, text=True)
-        return done.returncode, done.stdout
-
-
 def main(argv):
-    check = argv[1]
-    failures = []
-    rc, out = run_check(check, CLEAN)
-    if rc != 0:
-        failures.append(f"clean tree: exit {rc}, expected 0:\n{out}")
-    for path, text, expect in UPWARD:
-        rc, out = run_check(check, dict(CLEAN, **{path: text}))
-        if rc != 1 or expect not in out:
-            failures.append(f"{path}: exit {rc}, expected 1 and '{expect}' in:\n{out}")
-    for f in failures:
-        print("FAIL", f)
-    print(f"{len(UPWARD) + 1 - len(failures)} of {len(UPWARD) + 1} cases behave")
-    return 1 if failures else 0
+    return expect_cases(argv[1], CLEAN, UPWARD)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 // Cross-entropy and log-softmax: PyTorch goldens (loss and gradient, every
 // reduction, ignore_index), hand-worked values, the all-ignored mean,
-// finite-difference cases, and build and run-time errors.
+// and build and run-time errors. The op cases are in loss_cases.cc.
 
 #include <algorithm>
 #include <cmath>
@@ -14,36 +14,12 @@
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 #include "tests/support/golden.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
 
-using In = std::vector<Value>;
 using Options = CrossEntropyOptions;
-
-const Tensor kRowTargets = T<int64_t>({5}, {2, -100, 0, 3, 1});
-
-DAGRAD_GRADCHECK(cross_entropy_mean_ignore, {{"logits", {5, 4}}, {"t", {5}, kRowTargets}},
-                 [](Graph&, const In& in) { return CrossEntropy(in[0], in[1]); });
-DAGRAD_GRADCHECK(cross_entropy_sum, {{"logits", {5, 4}}, {"t", {5}, kRowTargets}},
-                 [](Graph&, const In& in) {
-                   return CrossEntropy(in[0], in[1], {.reduction = Options::kSum});
-                 });
-DAGRAD_GRADCHECK(cross_entropy_none, {{"logits", {5, 4}}, {"t", {5}, kRowTargets}},
-                 [](Graph&, const In& in) {
-                   return CrossEntropy(in[0], in[1], {.reduction = Options::kNone});
-                 });
-DAGRAD_GRADCHECK(cross_entropy_3d_int32_custom_ignore,
-                 {{"logits", {2, 3, 4}, std::nullopt, -3.0, 3.0},
-                  {"t", {2, 3}, T<int32_t>({2, 3}, {1, 0, 3, 3, 3, 2})}},
-                 [](Graph&, const In& in) {
-                   return CrossEntropy(in[0], in[1], {.ignore_index = 3});
-                 });
-DAGRAD_GRADCHECK(cross_entropy_all_ignored,
-                 {{"logits", {3, 4}}, {"t", {3}, T<int64_t>({3}, {-100, -100, -100})}},
-                 [](Graph&, const In& in) { return CrossEntropy(in[0], in[1]); });
 
 // --- PyTorch goldens ----------------------------------------------------------
 

@@ -1,4 +1,5 @@
-// matmul and linear against a naive float64 reference, errors, gradients.
+// matmul and linear against a naive float64 reference, errors, gradients
+// (their op cases are in matmul_cases.cc).
 
 #include <cstdlib>
 #include <random>
@@ -9,46 +10,10 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(matmul_plain, {{"a", {3, 4}}, {"b", {4, 2}}},
-                 [](Graph&, const In& in) { return MatMul(in[0], in[1]); });
-DAGRAD_GRADCHECK(matmul_transpose_a, {{"a", {4, 3}}, {"b", {4, 2}}},
-                 [](Graph&, const In& in) { return MatMul(in[0], in[1], {.transpose_a = true}); });
-DAGRAD_GRADCHECK(matmul_transpose_b, {{"a", {2, 3, 4}}, {"b", {2, 5, 4}}},
-                 [](Graph&, const In& in) { return MatMul(in[0], in[1], {.transpose_b = true}); });
-DAGRAD_GRADCHECK(matmul_transpose_both, {{"a", {2, 4, 3}}, {"b", {5, 4}}},
-                 [](Graph&, const In& in) {
-                   return MatMul(in[0], in[1], {.transpose_a = true, .transpose_b = true});
-                 });
-DAGRAD_GRADCHECK(matmul_shared_rhs, {{"a", {2, 3, 3, 4}}, {"b", {4, 2}}},
-                 [](Graph&, const In& in) { return MatMul(in[0], in[1]); });
-DAGRAD_GRADCHECK(matmul_shared_lhs, {{"a", {3, 4}}, {"b", {2, 4, 2}}},
-                 [](Graph&, const In& in) { return MatMul(in[0], in[1]); });
-DAGRAD_GRADCHECK(matmul_batch_broadcast, {{"a", {2, 1, 3, 4}}, {"b", {1, 3, 4, 2}}},
-                 [](Graph&, const In& in) { return MatMul(in[0], in[1]); });
-DAGRAD_GRADCHECK(linear_bias_3d, {{"x", {2, 3, 4}}, {"w", {5, 4}}, {"b", {5}}},
-                 [](Graph&, const In& in) { return Linear(in[0], in[1], in[2]); });
-DAGRAD_GRADCHECK(linear_no_bias, {{"x", {3, 4}}, {"w", {2, 4}}},
-                 [](Graph&, const In& in) { return Linear(in[0], in[1]); });
-// A 1-D x is one row, forward and backward (as torch's F.linear).
-DAGRAD_GRADCHECK(linear_1d_input, {{"x", {4}}, {"w", {3, 4}}, {"b", {3}}},
-                 [](Graph&, const In& in) { return Linear(in[0], in[1], in[2]); });
-DAGRAD_GRADCHECK(linear_1d_input_no_bias, {{"x", {5}}, {"w", {2, 5}}},
-                 [](Graph&, const In& in) { return Linear(in[0], in[1]); });
-// Second derivative: d/db of d/da sum((a·b)^2 * w).
-DAGRAD_GRADCHECK(matmul_second_order, {{"a", {3, 4}}, {"b", {4, 2}}, {"w", {3, 2}}},
-                 [](Graph&, const In& in) {
-                   Value c = MatMul(in[0], in[1]);
-                   auto grads = Gradients(Sum(Mul(Mul(c, c), in[2])), {in[0]});
-                   return grads.ok() ? (*grads)[0] : c.graph()->Error(grads.status());
-                 });
 
 // Naive float64 reference: C[b] = op(A[b]) · op(B[b]), A and B batched alike.
 std::vector<double> NaiveMatMul(const std::vector<double>& a, const std::vector<double>& b,
@@ -197,7 +162,6 @@ TEST(MatMul, Errors) {
   EXPECT_STATUS(Linear(a, w2, v).status(), absl::StatusCode::kInvalidArgument,
                 "bias must be (5,)");
 }
-
 
 // Found by the CUDA cross-checks: gradients of a linear layer with no input
 // features (all zero, but they must build).

@@ -1,36 +1,36 @@
-// MultiHeadAttention's PyTorch options beyond the goldens (mha_test.cc
+// MultiheadAttention's PyTorch options beyond the goldens (mha_test.cc
 // holds the parity with torch for each of them): add_bias_kv's parameters
 // and initialisation, the padding of masks for appended keys, the errors of
 // sequence-first inputs and of the float-mask converters, and
-// finite-difference checks of add_bias_kv, add_zero_attn and batch_first.
+// (finite-difference checks of add_bias_kv, add_zero_attn and batch_first
+// are configs of the multi_head_attention case, model_cases.cc).
 
 #include <cmath>
 
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
 
-using models::AttentionOutput;
-using models::AttentionWeights;
-using models::MultiHeadAttention;
+using nn::AttentionOutput;
+using nn::AttentionWeights;
+using nn::MultiheadAttention;
 
 TEST(MhaErrors, SequenceFirstInputsAndAppendedKeysMasks) {
   Graph g;
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention seq_first,
-                       MultiHeadAttention::Create(g, "seq", {.embed_dim = 8, .num_heads = 2,
+  ASSERT_OK_AND_ASSIGN(MultiheadAttention seq_first,
+                       MultiheadAttention::Create(g, "seq", {.embed_dim = 8, .num_heads = 2,
                                                              .batch_first = false}));
   Value q = g.Input("q", DType::kFloat32, {3, 2, 8});  // (T, B, E)
   Value kv = g.Input("kv", DType::kFloat32, {4, 3, 8});  // batch 3 != 2
   EXPECT_STATUS(seq_first(q, kv, kv).output.status(), absl::StatusCode::kInvalidArgument,
                 "expected query (T, B, 8), key (S, B, 8), value (S, B, 8), got (3, 2, 8), "
                 "(4, 3, 8), (4, 3, 8)");
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention appended,
-                       MultiHeadAttention::Create(g, "app", {.embed_dim = 8, .num_heads = 2,
+  ASSERT_OK_AND_ASSIGN(MultiheadAttention appended,
+                       MultiheadAttention::Create(g, "app", {.embed_dim = 8, .num_heads = 2,
                                                              .add_zero_attn = true}));
   Value x = g.Input("x", DType::kFloat32, {2, 3, 8});
   Value keep = g.Input("keep", DType::kBool, {2, 1, 1, 5});
@@ -49,25 +49,25 @@ TEST(MhaErrors, SequenceFirstInputsAndAppendedKeysMasks) {
 TEST(MhaErrors, MaskConvertersNameDtypeAndShape) {
   Graph g;
   auto status = [](Value v) { return v.status(); };
-  EXPECT_STATUS(status(models::BiasFromAttnMask(g.Input("a", DType::kBool, {5, 7}), 4)),
+  EXPECT_STATUS(status(nn::BiasFromAttnMask(g.Input("a", DType::kBool, {5, 7}), 4)),
                 absl::StatusCode::kInvalidArgument,
                 "attn_mask must be float32/float64 (T, S) or (B*4, T, S), got bool (5, 7)");
-  EXPECT_STATUS(status(models::BiasFromAttnMask(g.Input("b", DType::kFloat32, {6, 5, 7}), 4)),
+  EXPECT_STATUS(status(nn::BiasFromAttnMask(g.Input("b", DType::kFloat32, {6, 5, 7}), 4)),
                 absl::StatusCode::kInvalidArgument, "got float32 (6, 5, 7)");
-  EXPECT_STATUS(status(models::BiasFromAttnMask(g.Input("c", DType::kFloat32, {1, 8, 5, 7}), 4)),
+  EXPECT_STATUS(status(nn::BiasFromAttnMask(g.Input("c", DType::kFloat32, {1, 8, 5, 7}), 4)),
                 absl::StatusCode::kInvalidArgument, "got float32 (1, 8, 5, 7)");
-  EXPECT_STATUS(status(models::BiasFromKeyPaddingMask(g.Input("d", DType::kBool, {2, 7}))),
+  EXPECT_STATUS(status(nn::BiasFromKeyPaddingMask(g.Input("d", DType::kBool, {2, 7}))),
                 absl::StatusCode::kInvalidArgument,
                 "key_padding_mask must be float32/float64 (B, S), got bool (2, 7)");
-  EXPECT_STATUS(status(models::BiasFromKeyPaddingMask(g.Input("e", DType::kFloat64, {7}))),
+  EXPECT_STATUS(status(nn::BiasFromKeyPaddingMask(g.Input("e", DType::kFloat64, {7}))),
                 absl::StatusCode::kInvalidArgument, "got float64 (7,)");
-  Value per_head = models::BiasFromAttnMask(g.Input("f", DType::kFloat32, {8, 5, 7}), 4);
+  Value per_head = nn::BiasFromAttnMask(g.Input("f", DType::kFloat32, {8, 5, 7}), 4);
   ASSERT_OK(per_head.status());
   EXPECT_EQ(per_head.shape(), Shape({2, 4, 5, 7}));
-  Value shared = models::BiasFromAttnMask(g.Input("h", DType::kFloat64, {5, 7}), 4);
+  Value shared = nn::BiasFromAttnMask(g.Input("h", DType::kFloat64, {5, 7}), 4);
   ASSERT_OK(shared.status());
   EXPECT_EQ(shared.shape(), Shape({5, 7}));
-  Value padding = models::BiasFromKeyPaddingMask(g.Input("i", DType::kFloat32, {2, 7}));
+  Value padding = nn::BiasFromKeyPaddingMask(g.Input("i", DType::kFloat32, {2, 7}));
   ASSERT_OK(padding.status());
   EXPECT_EQ(padding.shape(), Shape({2, 1, 1, 7}));
 }
@@ -75,8 +75,8 @@ TEST(MhaErrors, MaskConvertersNameDtypeAndShape) {
 TEST(MhaOptions, BiasKvParametersAreNamedShapedAndXavierNormal) {
   constexpr int64_t E = 1024;
   Graph g;
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention mha,
-                       MultiHeadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = 8,
+  ASSERT_OK_AND_ASSIGN(MultiheadAttention mha,
+                       MultiheadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = 8,
                                                              .add_bias_kv = true}));
   std::vector<std::string> paths;
   for (const Value& p : mha.parameters()) paths.push_back(p.path());
@@ -106,8 +106,8 @@ TEST(MhaOptions, AppendedKeysPadMasksThatBroadcastOverKeys) {
   constexpr int64_t B = 2, T = 3, S = 4, E = 4;  // T shadows testing::T
   Graph g;
   ASSERT_OK_AND_ASSIGN(
-      MultiHeadAttention mha,
-      MultiHeadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = 2,
+      MultiheadAttention mha,
+      MultiheadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = 2,
                                             .dtype = DType::kFloat64, .add_bias_kv = true,
                                             .add_zero_attn = true}));
   Value q = g.Input("q", DType::kFloat64, {B, T, E});
@@ -137,48 +137,6 @@ TEST(MhaOptions, AppendedKeysPadMasksThatBroadcastOverKeys) {
 
 // ---- finite differences ---------------------------------------------------------
 
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(mha_bias_kv_zero_attn_lengths_causal_subgraph,
-                 {{"q", {2, 2, 4}}, {"k", {2, 3, 6}}, {"v", {2, 3, 5}},
-                  {"lens", {2}, T<int64_t>({2}, {2, 0})}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiHeadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .kdim = 6, .vdim = 5,
-                        .dtype = DType::kFloat64, .add_bias_kv = true, .add_zero_attn = true});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[1], in[2], {.valid_lens = in[3], .causal = true})
-                       .output;
-                 });
-
-// Float masks through the converters, padded for the appended key: the
-// gradient reaches them as well.
-DAGRAD_GRADCHECK(mha_seq_first_bias_kv_float_masks_subgraph,
-                 {{"q", {2, 2, 4}}, {"kv", {3, 2, 4}}, {"attn_mask", {4, 2, 3}},
-                  {"key_padding_mask", {2, 3}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiHeadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .dtype = DType::kFloat64,
-                        .add_bias_kv = true, .batch_first = false});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   Value bias = models::BiasFromAttnMask(in[2], 2) +
-                                models::BiasFromKeyPaddingMask(in[3]);
-                   return (*mha)(in[0], in[1], in[1], {.bias = bias}).output;
-                 });
-
-DAGRAD_GRADCHECK(mha_seq_first_zero_attn_self_attention_weights, {{"x", {3, 2, 4}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiHeadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .dtype = DType::kFloat64,
-                        .add_zero_attn = true, .batch_first = false});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   AttentionOutput y = (*mha)(in[0], in[0], in[0], {.causal = true},
-                                              AttentionWeights::kAveraged);
-                   return Concat({Reshape(y.output, {-1}), Reshape(y.weights, {-1})}, 0);
-                 });
 
 }  // namespace
 }  // namespace dagrad::testing

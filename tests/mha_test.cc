@@ -1,14 +1,14 @@
-// MultiHeadAttention: parity with torch.nn.MultiheadAttention goldens
+// MultiheadAttention: parity with torch.nn.MultiheadAttention goldens
 // (outputs, weights, gradients of inputs and parameters), the seed
-// notebooks' cases, the classic bugs, and a finite-difference check of the
-// whole subgraph.
+// notebooks' cases and the classic bugs (finite-difference checks of the
+// whole subgraph: the multi_head_attention case, model_cases.cc).
 
 #include <cmath>
 #include <set>
 
 #include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"
@@ -16,16 +16,15 @@
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
 #include "tests/support/golden.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
 
-using models::AttentionMask;
-using models::AttentionOutput;
-using models::AttentionWeights;
-using models::MultiHeadAttention;
+using nn::AttentionMask;
+using nn::AttentionOutput;
+using nn::AttentionWeights;
+using nn::MultiheadAttention;
 
 // Module-relative state_dict name of a parameter under scope "mha".
 std::string StateName(const Value& p) {
@@ -85,8 +84,8 @@ TEST_P(MhaParity, MatchesTorchOutputsAndGradients) {
   const bool need_weights = attrs["need_weights"];
   Graph g;
   ASSERT_OK_AND_ASSIGN(
-      MultiHeadAttention mha,
-      MultiHeadAttention::Create(g, "mha",
+      MultiheadAttention mha,
+      MultiheadAttention::Create(g, "mha",
                                  {.embed_dim = E, .num_heads = H, .kdim = attrs["kdim"],
                                   .vdim = attrs["vdim"],
                                   .add_bias_kv = attrs.value("add_bias_kv", false),
@@ -110,18 +109,18 @@ TEST_P(MhaParity, MatchesTorchOutputsAndGradients) {
     return v;
   };
   if (pc.masks & kKeyPadding) {
-    mask.keep = models::KeepFromKeyPaddingMask(feed_input("key_padding_mask"));
+    mask.keep = nn::KeepFromKeyPaddingMask(feed_input("key_padding_mask"));
   }
   if (pc.masks & kKeyPaddingFloat) {
-    mask.bias = models::BiasFromKeyPaddingMask(feed_input("key_padding_mask"));
+    mask.bias = nn::BiasFromKeyPaddingMask(feed_input("key_padding_mask"));
   }
   if (pc.masks & kLengths) mask.valid_lens = feed_input("lengths");
   if (pc.masks & kCausal) mask.causal = true;
   if (pc.masks & kAttnMaskBool) {
-    mask.keep = Both(mask.keep, models::KeepFromAttnMask(feed_input("attn_mask"), H), LogicalAnd);
+    mask.keep = Both(mask.keep, nn::KeepFromAttnMask(feed_input("attn_mask"), H), LogicalAnd);
   }
   if (pc.masks & kAttnMaskFloat) {
-    mask.bias = Both(mask.bias, models::BiasFromAttnMask(feed_input("attn_mask"), H), Add);
+    mask.bias = Both(mask.bias, nn::BiasFromAttnMask(feed_input("attn_mask"), H), Add);
   }
   const AttentionWeights mode = !need_weights         ? AttentionWeights::kNone
                                 : attrs["average"] ? AttentionWeights::kAveraged
@@ -203,8 +202,8 @@ TEST(MhaNotebooks, D2lValidLensCrossAndSelfAttention) {
   // num_hiddens 100, 5 heads, batch 2, 4 queries, 6 key-value pairs,
   // valid_lens [3, 2].
   Graph g;
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention mha,
-                       MultiHeadAttention::Create(g, "mha", {.embed_dim = 100, .num_heads = 5}));
+  ASSERT_OK_AND_ASSIGN(MultiheadAttention mha,
+                       MultiheadAttention::Create(g, "mha", {.embed_dim = 100, .num_heads = 5}));
   Value x = g.Input("x", DType::kFloat32, {2, 4, 100});
   Value y = g.Input("y", DType::kFloat32, {2, 6, 100});
   Value lens = g.Input("valid_lens", DType::kInt64, {2});
@@ -237,8 +236,8 @@ TEST(MhaNotebooks, ExpandedZeroOneMaskWithAFullyMaskedSequence) {
   // 8 heads. The middle sequence is fully masked: zeros before the out
   // projection, so its output is the out-projection bias.
   Graph g;
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention mha,
-                       MultiHeadAttention::Create(g, "mha", {.embed_dim = 128, .num_heads = 8}));
+  ASSERT_OK_AND_ASSIGN(MultiheadAttention mha,
+                       MultiheadAttention::Create(g, "mha", {.embed_dim = 128, .num_heads = 8}));
   Value x = g.Input("x", DType::kFloat32, {3, 2, 128});
   Value m = g.Input("mask", DType::kFloat32, {3, 1, 1, 2});
   Value keep = BroadcastTo(Greater(m, ScalarLike(m, 0.5)), Shape({3, 8, 2, 2}));
@@ -295,8 +294,8 @@ TEST_P(MhaScale, SingleAndMultiHeadWithAndWithoutScale) {
   const int T = 3, E = 8, D = E / heads;
   Graph g;
   ASSERT_OK_AND_ASSIGN(
-      MultiHeadAttention mha,
-      MultiHeadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = heads, .bias = false,
+      MultiheadAttention mha,
+      MultiheadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = heads, .bias = false,
                                             .dtype = DType::kFloat64}));
   Value x = g.Input("x", DType::kFloat64, {1, T, E});
   std::optional<double> scale;
@@ -338,8 +337,8 @@ TEST(MhaBugs, KeysAndValuesUseTheirOwnProjections) {
   // keys or values with W_q (a bug in two of the notebooks) breaks both.
   const int64_t E = 4, S = 3;
   Graph g;
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention mha,
-                       MultiHeadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = 2}));
+  ASSERT_OK_AND_ASSIGN(MultiheadAttention mha,
+                       MultiheadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = 2}));
   Value x = g.Input("x", DType::kFloat32, {1, S, E});
   AttentionOutput y = mha(x, x, x, {}, AttentionWeights::kPerHead);
   Executor exec(g);
@@ -363,16 +362,16 @@ TEST(MhaBugs, KeysAndValuesUseTheirOwnProjections) {
 
 TEST(MhaErrors, ConfigAndInputs) {
   Graph g;
-  EXPECT_STATUS(MultiHeadAttention::Create(g, "a", {.embed_dim = 10, .num_heads = 3}).status(),
+  EXPECT_STATUS(MultiheadAttention::Create(g, "a", {.embed_dim = 10, .num_heads = 3}).status(),
                 absl::StatusCode::kInvalidArgument,
                 "multi_head_attention 'a': embed_dim 10 is not divisible by num_heads 3");
-  EXPECT_STATUS(MultiHeadAttention::Create(g, "b", {.embed_dim = 8, .num_heads = 0}).status(),
+  EXPECT_STATUS(MultiheadAttention::Create(g, "b", {.embed_dim = 8, .num_heads = 0}).status(),
                 absl::StatusCode::kInvalidArgument, "must be >= 1");
   EXPECT_STATUS(
-      MultiHeadAttention::Create(g, "c", {.embed_dim = 8, .num_heads = 2, .dropout = 1.0}).status(),
+      MultiheadAttention::Create(g, "c", {.embed_dim = 8, .num_heads = 2, .dropout = 1.0}).status(),
       absl::StatusCode::kInvalidArgument, "dropout must be in [0, 1)");
-  ASSERT_OK_AND_ASSIGN(MultiHeadAttention mha,
-                       MultiHeadAttention::Create(g, "mha", {.embed_dim = 8, .num_heads = 2}));
+  ASSERT_OK_AND_ASSIGN(MultiheadAttention mha,
+                       MultiheadAttention::Create(g, "mha", {.embed_dim = 8, .num_heads = 2}));
   Value x = g.Input("x", DType::kFloat32, {2, 3, 8});
   Value wrong = g.Input("wrong", DType::kFloat32, {2, 3, 6});
   EXPECT_STATUS(mha(x, wrong, wrong).output.status(), absl::StatusCode::kInvalidArgument,
@@ -384,28 +383,6 @@ TEST(MhaErrors, ConfigAndInputs) {
 
 // ---- finite differences through the whole subgraph ----------------------------
 
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(mha_self_attention_subgraph, {{"x", {2, 3, 4}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiHeadAttention::Create(
-                       g, "mha", {.embed_dim = 4, .num_heads = 2, .dtype = DType::kFloat64});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[0], in[0]).output;
-                 });
-
-DAGRAD_GRADCHECK(mha_cross_attention_masks_subgraph,
-                 {{"q", {2, 2, 4}}, {"kv", {2, 3, 6}},
-                  {"lens", {2}, T<int64_t>({2}, {3, 1})}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiHeadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .kdim = 6, .vdim = 6,
-                        .dtype = DType::kFloat64});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[1], in[1], {.valid_lens = in[2], .causal = true})
-                       .output;
-                 });
 
 // The KV-cache invariant: the last T queries of a causal, rotary
 // self-attention, run against all S keys, give the last T rows of the whole
@@ -414,8 +391,8 @@ TEST(MhaValues, RotaryQueriesContinueTheKeysSequence) {
   constexpr int64_t S = 5, T = 2, E = 8;
   Graph g;
   ASSERT_OK_AND_ASSIGN(
-      MultiHeadAttention mha,
-      MultiHeadAttention::Create(
+      MultiheadAttention mha,
+      MultiheadAttention::Create(
           g, "mha", {.embed_dim = E, .num_heads = 2, .rotary = true, .dtype = DType::kFloat64}));
   Value x = g.Input("x", DType::kFloat64, {1, S, E});
   Value whole = mha(x, x, x, {.causal = true}).output;   // (1, S, E)
@@ -425,15 +402,6 @@ TEST(MhaValues, RotaryQueriesContinueTheKeysSequence) {
                                          {{x, Random(DType::kFloat64, {1, S, E}, 5)}}));
   ExpectAllClose(out[1], AsDoubles(out[0]), 1e-12, 1e-12, "last T rows");
 }
-
-DAGRAD_GRADCHECK(mha_rotary_subgraph, {{"x", {1, 3, 4}}},
-                 [](Graph& g, const In& in) {
-                   auto mha = MultiHeadAttention::Create(
-                       g, "mha",
-                       {.embed_dim = 4, .num_heads = 2, .rotary = true, .dtype = DType::kFloat64});
-                   if (!mha.ok()) return g.Error(mha.status());
-                   return (*mha)(in[0], in[0], in[0]).output;
-                 });
 
 }  // namespace
 }  // namespace dagrad::testing

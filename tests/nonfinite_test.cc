@@ -188,7 +188,7 @@ TEST(ValidateLrSchedule, RejectsNonFiniteAndOutOfRangeFields) {
 
 models::TrainConfig Tiny() {
   models::TrainConfig c;
-  c.model = {.vocab = 8, .max_len = 8, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
+  c.model = {.vocab = 8, .seq_len = 8, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
              .dropout = 0.1};
   c.batch = 8;
   c.steps = 20;

@@ -1,5 +1,6 @@
 // Positional encodings: the notebooks' sinusoidal values, folding, errors,
-// rotary embedding by hand, and finite-difference checks.
+// rotary embedding by hand (finite-difference checks: the
+// positional_encoding case, model_cases.cc).
 
 #include <cmath>
 
@@ -7,7 +8,6 @@
 #include "models/positional_encoding.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -95,17 +95,6 @@ TEST(LearnedPositional, AddsTheTableRowsAndChecksLength) {
   EXPECT_STATUS(pos(x).status(), absl::StatusCode::kInvalidArgument, "cannot add to x (1, 5, 3)");
 }
 
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(sinusoidal_add, {{"x", {2, 3, 4}}},
-                 [](Graph&, const In& in) { return models::AddSinusoidal(in[0]); });
-DAGRAD_GRADCHECK(rotary, {{"x", {2, 3, 4}}},
-                 [](Graph&, const In& in) { return models::ApplyRotary(in[0]); });
-DAGRAD_GRADCHECK(learned_positional, {{"x", {2, 3, 4}}},
-                 [](Graph& g, const In& in) {
-                   models::LearnedPositionalEmbedding pos(g, "pos", 5, 4, DType::kFloat64);
-                   return pos(in[0]);
-                 });
 
 }  // namespace
 }  // namespace dagrad::testing

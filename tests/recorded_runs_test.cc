@@ -67,7 +67,7 @@ class ReplayingHostDevice final : public HostMemoryDevice {
 // CPU and on a replaying device, fed the same batches.
 struct TwoExecutors {
   explicit TwoExecutors(ExecutorOptions options = {}, absl::Status refusal = absl::OkStatus()) {
-    const models::ToyConfig config{.vocab = 12, .max_len = 8, .dim = 16, .heads = 2,
+    const models::ToyConfig config{.vocab = 12, .seq_len = 8, .dim = 16, .heads = 2,
                                    .layers = 1, .ffn = 32, .dropout = 0.2};
     step = *ToyStep::Create(config, /*min_len=*/2, /*data_seed=*/5);
     options.seed = 3;

@@ -1,4 +1,5 @@
-// Reductions and shape ops: hand values, views, errors, gradient cases.
+// Reductions and shape ops: hand values, views, errors (their op cases are
+// in reduce_cases.cc and shape_cases.cc).
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -7,43 +8,10 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-DAGRAD_GRADCHECK(sum_all, {{"x", {2, 3, 4}}}, [](Graph&, const In& in) { return Sum(in[0]); });
-DAGRAD_GRADCHECK(sum_leading_keepdims, {{"x", {2, 3, 4}}},
-                 [](Graph&, const In& in) { return Sum(in[0], {0, 1}, true); });
-DAGRAD_GRADCHECK(sum_non_contiguous_axes, {{"x", {2, 3, 4}}},
-                 [](Graph&, const In& in) { return Sum(in[0], {0, 2}); });
-DAGRAD_GRADCHECK(mean_last_axis, {{"x", {3, 5}}},
-                 [](Graph&, const In& in) { return Mean(in[0], {-1}); });
-DAGRAD_GRADCHECK(max_middle_axis, {{"x", {2, 4, 3}}},
-                 [](Graph&, const In& in) { return Max(in[0], {1}, true); });
-DAGRAD_GRADCHECK(reshape_infer, {{"x", {2, 6}}},
-                 [](Graph&, const In& in) { return Reshape(in[0], {3, -1, 2}); });
-DAGRAD_GRADCHECK(permute_4d, {{"x", {2, 3, 4, 5}}},
-                 [](Graph&, const In& in) { return Permute(in[0], {0, 2, 3, 1}); });
-DAGRAD_GRADCHECK(transpose_last_two, {{"x", {2, 3, 4}}},
-                 [](Graph&, const In& in) { return Transpose(in[0], -1, -2); });
-DAGRAD_GRADCHECK(broadcast_to, {{"x", {3, 1}}},
-                 [](Graph&, const In& in) { return BroadcastTo(in[0], Shape({2, 3, 4})); });
-DAGRAD_GRADCHECK(concat_middle_axis, {{"a", {2, 1, 3}}, {"b", {2, 2, 3}}},
-                 [](Graph&, const In& in) { return Concat({in[0], in[1], in[0]}, 1); });
-DAGRAD_GRADCHECK(slice_step, {{"x", {3, 7}}},
-                 [](Graph&, const In& in) { return Slice(in[0], -1, 1, 6, 2); });
-// unslice appears in the gradient of slice; check it through a second
-// derivative of sum(slice(x)^2 * w) with respect to w.
-DAGRAD_GRADCHECK(unslice_second_order, {{"x", {4, 3}}, {"w", {2, 3}}},
-                 [](Graph&, const In& in) {
-                   Value s = Slice(in[0], 0, 1, 3);
-                   auto grads = Gradients(Sum(Mul(Mul(s, s), in[1])), {in[0]});
-                   return grads.ok() ? (*grads)[0] : s.graph()->Error(grads.status());
-                 });
 
 TEST(Reduce, HandComputedValues) {
   Graph g;
@@ -190,7 +158,6 @@ TEST(Shape, Errors) {
                 "axis 5 is out of range for rank 2");
 }
 
-
 TEST(Shape, ContiguousSlicesAreViewsOthersCopies) {
   Graph g;
   Value x = g.Input("x", DType::kFloat32, {4, 3});
@@ -227,12 +194,6 @@ TEST(Autodiff, GradientsOfSlicesThatTileAValueAreConcatenated) {
   ASSERT_OK_AND_ASSIGN(out, RunOnce(g, {sums[0]}, {{x, Random(DType::kFloat64, {6, 2}, 1)}}));
   ExpectAllClose(out[0], {1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1}, 0, 0, "overlap");
 }
-
-DAGRAD_GRADCHECK(split_pieces_concatenated_gradient, {{"x", {5, 3}}},
-                 [](Graph&, const std::vector<Value>& in) {
-                   Value a = Slice(in[0], 0, 0, 2), b = Slice(in[0], 0, 2, 5);
-                   return Concat({Tanh(b), a * a}, 0);
-                 });
 
 }  // namespace
 }  // namespace dagrad::testing

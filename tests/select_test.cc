@@ -1,47 +1,15 @@
-// where: hand-worked values, errors, finite-difference gradient cases
-// (broadcast included). PyTorch goldens are in golden_ops_test.cc.
+// where: hand-worked values and errors. Its op case is in select_cases.cc,
+// PyTorch goldens in golden_ops_test.cc.
 
 #include "engine/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/reduce.h"
 #include "ops/select.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
-
-using In = std::vector<Value>;
-
-Tensor Bools(const Shape& shape, const std::vector<bool>& v) {
-  return *Tensor::FromVector<bool>(shape, v);
-}
-
-DAGRAD_GRADCHECK(where_same_shape,
-                 {{"cond", {2, 3}, Bools({2, 3}, {true, false, false, true, true, false})},
-                  {"a", {2, 3}},
-                  {"b", {2, 3}}},
-                 [](Graph&, const In& in) { return Where(in[0], in[1], in[2]); });
-// Every input broadcast along a different axis: (2,1,4), (3,1), (4,) -> (2,3,4).
-DAGRAD_GRADCHECK(where_broadcast_all,
-                 {{"cond", {2, 1, 4},
-                   Bools({2, 1, 4}, {true, false, true, true, false, false, true, false})},
-                  {"a", {3, 1}},
-                  {"b", {4}}},
-                 [](Graph&, const In& in) { return Where(in[0], in[1], in[2]); });
-// A 0-d b (a fill value), and a condition broadcast over rows.
-DAGRAD_GRADCHECK(where_scalar_b_row_cond,
-                 {{"cond", {3}, Bools({3}, {false, true, true})}, {"a", {2, 3}}, {"b", {}}},
-                 [](Graph&, const In& in) { return Where(in[0], in[1], in[2]); });
-// where's gradient is itself a where: a second derivative through it.
-DAGRAD_GRADCHECK(where_second_order,
-                 {{"cond", {4}, Bools({4}, {true, false, true, false})}, {"a", {4}}, {"b", {4}}},
-                 [](Graph&, const In& in) {
-                   Value y = Where(in[0], Mul(in[1], in[1]), Mul(in[2], in[1]));
-                   auto grads = Gradients(Sum(Mul(y, y)), {in[1]});
-                   return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
-                 });
 
 TEST(Where, HandWorkedValues) {
   Graph g;

@@ -1,6 +1,6 @@
-// Masked softmax, softmax_grad and log_softmax: finite-difference gradient
-// cases (every mask kind alone and combined, fully masked rows, second
-// derivatives), PyTorch goldens for every mask kind (forward and gradient,
+// Masked softmax, softmax_grad and log_softmax (their op cases, every mask
+// kind alone and combined, fully masked rows, second derivatives, are in
+// softmax_cases.cc): PyTorch goldens for every mask kind (forward and gradient,
 // float64 and float32, in place and not), hand-worked attention numbers,
 // and builder and run-time errors.
 
@@ -15,104 +15,12 @@
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 #include "tests/support/golden.h"
-#include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
 
 using In = std::vector<Value>;
-
-// Second derivative helper: d/dx of sum(f(x) * w), as a value to check.
-Value GradOf(Value loss, Value x) {
-  auto grads = Gradients(loss, {x});
-  return grads.ok() ? (*grads)[0] : loss.graph()->Error(grads.status());
-}
-
-// --- Finite-difference cases -------------------------------------------------
-
-DAGRAD_GRADCHECK(softmax_plain, {{"x", {2, 3, 5}, std::nullopt, -3.0, 3.0}},
-                 [](Graph&, const In& in) { return Softmax(in[0]); });
-DAGRAD_GRADCHECK(softmax_vector, {{"x", {6}}}, [](Graph&, const In& in) { return Softmax(in[0]); });
-// keep (B, 1, 1, K) broadcast over heads and queries; batch 1 keeps one key.
-DAGRAD_GRADCHECK(softmax_keep_broadcast_over_heads,
-                 {{"scores", {2, 3, 2, 4}},
-                  {"keep", {2, 1, 1, 4},
-                   T<bool>({2, 1, 1, 4}, {true, false, true, true, false, false, true, false})}},
-                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.keep = in[1]}); });
-DAGRAD_GRADCHECK(softmax_valid_lens_1d,
-                 {{"scores", {3, 2, 2, 5}}, {"lens", {3}, T<int64_t>({3}, {2, 5, 1})}},
-                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.valid_lens = in[1]}); });
-DAGRAD_GRADCHECK(softmax_valid_lens_2d,
-                 {{"scores", {2, 2, 3, 4}},
-                  {"lens", {2, 3}, T<int32_t>({2, 3}, {1, 3, 4, 4, 2, 1})}},
-                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.valid_lens = in[1]}); });
-DAGRAD_GRADCHECK(softmax_causal, {{"scores", {2, 4, 4}}},
-                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.causal = true}); });
-// Three new queries over five keys (two cached): offset S - T = 2.
-DAGRAD_GRADCHECK(softmax_causal_offset, {{"scores", {2, 3, 5}}},
-                 [](Graph&, const In& in) {
-                   return MaskedSoftmax(in[0], {.causal = true, .causal_offset = 2});
-                 });
-DAGRAD_GRADCHECK(softmax_bias_broadcast, {{"scores", {2, 3, 4}}, {"bias", {3, 4}}},
-                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.bias = in[1]}); });
-// A bias constant along the last axis (B, Q, 1) does not change the output;
-// its gradient is zero, which the finite differences confirm.
-DAGRAD_GRADCHECK(softmax_bias_row_constant, {{"scores", {2, 3, 4}}, {"bias", {2, 3, 1}}},
-                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {.bias = in[1]}); });
-DAGRAD_GRADCHECK(softmax_scale, {{"scores", {3, 5}}},
-                 [](Graph&, const In& in) { return MaskedSoftmax(in[0], {}, 0.125); });
-DAGRAD_GRADCHECK(softmax_all_masks_combined,
-                 {{"scores", {2, 2, 3, 5}},
-                  {"keep", {2, 1, 1, 5},
-                   T<bool>({2, 1, 1, 5},
-                           {true, true, false, true, true, true, false, true, true, true})},
-                  {"lens", {2, 3}, T<int64_t>({2, 3}, {5, 4, 5, 3, 5, 2})},
-                  {"bias", {2, 1, 3, 5}}},
-                 [](Graph&, const In& in) {
-                   return MaskedSoftmax(in[0],
-                                        {.keep = in[1], .valid_lens = in[2], .bias = in[3],
-                                         .causal = true, .causal_offset = 2},
-                                        0.5);
-                 });
-// Rows masked entirely by keep (batch 0, query 1), by a zero valid length
-// (batch 1) and by causal with offset -1 (query 0): zeros, zero gradients.
-DAGRAD_GRADCHECK(softmax_fully_masked_rows,
-                 {{"scores", {3, 3, 4}},
-                  {"keep", {3, 3, 1},
-                   T<bool>({3, 3, 1}, {true, false, true, true, true, true, true, true, true})},
-                  {"lens", {3}, T<int64_t>({3}, {4, 0, 3})},
-                  {"bias", {4}}},
-                 [](Graph&, const In& in) {
-                   return MaskedSoftmax(in[0], {.keep = in[1], .valid_lens = in[2],
-                                                .bias = in[3], .causal = true,
-                                                .causal_offset = -1});
-                 });
-// Second derivatives: d/dx and d/dw of d/dx sum(softmax(x) * w).
-DAGRAD_GRADCHECK(softmax_second_order, {{"x", {3, 5}}, {"w", {3, 5}}},
-                 [](Graph&, const In& in) {
-                   return GradOf(Sum(Mul(MaskedSoftmax(in[0], {}, 0.7), in[1])), in[0]);
-                 });
-DAGRAD_GRADCHECK(softmax_second_order_masked,
-                 {{"x", {2, 3, 4}}, {"w", {2, 3, 4}}, {"lens", {2}, T<int64_t>({2}, {3, 0})}},
-                 [](Graph&, const In& in) {
-                   Value y = MaskedSoftmax(in[0], {.valid_lens = in[2], .causal = true});
-                   return GradOf(Sum(Mul(y, in[1])), in[0]);
-                 });
-DAGRAD_GRADCHECK(softmax_grad, {{"y", {3, 4}, std::nullopt, 0.0, 1.0}, {"g", {3, 4}}},
-                 [](Graph&, const In& in) { return SoftmaxGrad(in[0], in[1]); });
-// Third derivative: softmax_grad's own rule, differentiated again.
-DAGRAD_GRADCHECK(softmax_third_order, {{"x", {2, 4}}, {"w", {2, 4}}},
-                 [](Graph&, const In& in) {
-                   Value dx = GradOf(Sum(Mul(Softmax(in[0]), in[1])), in[0]);
-                   return GradOf(Sum(Mul(dx, in[1])), in[0]);
-                 });
-DAGRAD_GRADCHECK(log_softmax, {{"x", {2, 3, 5}, std::nullopt, -4.0, 4.0}},
-                 [](Graph&, const In& in) { return LogSoftmax(in[0]); });
-DAGRAD_GRADCHECK(log_softmax_second_order, {{"x", {3, 4}}, {"w", {3, 4}}},
-                 [](Graph&, const In& in) {
-                   return GradOf(Sum(Mul(LogSoftmax(in[0]), in[1])), in[0]);
-                 });
 
 // --- PyTorch goldens ----------------------------------------------------------
 

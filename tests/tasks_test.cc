@@ -47,14 +47,14 @@ TEST(Tasks, EachTaskFollowsItsRule) {
                          TaskGenerator::Create({.task = task, .vocab = 7, .seq_len = 9,
                                                 .min_len = 3},
                                                42));
-    CheckBatch(task, gen.Batch(5, 64), 7, 3);
+    CheckBatch(task, gen.Batch(5, 64).value(), 7, 3);
   }
 }
 
 TEST(Tasks, HandWorkedReverse) {
   ASSERT_OK_AND_ASSIGN(TaskGenerator gen,
                        TaskGenerator::Create({.task = Task::kReverse, .vocab = 100, .seq_len = 4}, 1));
-  const models::TaskBatch b = gen.Batch(0, 1);
+  const models::TaskBatch b = gen.Batch(0, 1).value();
   const auto tok = b.tokens.ToVector<int64_t>();
   EXPECT_EQ(b.targets.ToVector<int64_t>(), (std::vector<int64_t>{tok[3], tok[2], tok[1], tok[0]}));
   EXPECT_EQ(b.lengths.ToVector<int64_t>(), std::vector<int64_t>{4});
@@ -63,7 +63,7 @@ TEST(Tasks, HandWorkedReverse) {
 TEST(Tasks, VariableLengthsCoverTheRange) {
   ASSERT_OK_AND_ASSIGN(TaskGenerator gen,
                        TaskGenerator::Create({.vocab = 5, .seq_len = 6, .min_len = 2}, 3));
-  const auto lengths = gen.Batch(0, 2000).lengths.ToVector<int64_t>();
+  const auto lengths = gen.Batch(0, 2000).value().lengths.ToVector<int64_t>();
   for (int64_t len = 2; len <= 6; ++len) {
     const auto n = std::count(lengths.begin(), lengths.end(), len);
     EXPECT_GT(n, 300) << "length " << len;  // ~400 expected each
@@ -74,9 +74,9 @@ TEST(Tasks, DeterministicPerIndexAndSeed) {
   ASSERT_OK_AND_ASSIGN(TaskGenerator a, TaskGenerator::Create({}, 9));
   ASSERT_OK_AND_ASSIGN(TaskGenerator b, TaskGenerator::Create({}, 9));
   ASSERT_OK_AND_ASSIGN(TaskGenerator eval, TaskGenerator::Create({}, models::EvalSeed(9)));
-  EXPECT_EQ(a.Batch(17, 8).tokens.ToVector<int64_t>(), b.Batch(17, 8).tokens.ToVector<int64_t>());
-  EXPECT_NE(a.Batch(17, 8).tokens.ToVector<int64_t>(), a.Batch(18, 8).tokens.ToVector<int64_t>());
-  EXPECT_NE(a.Batch(0, 8).tokens.ToVector<int64_t>(), eval.Batch(0, 8).tokens.ToVector<int64_t>());
+  EXPECT_EQ(a.Batch(17, 8).value().tokens.ToVector<int64_t>(), b.Batch(17, 8).value().tokens.ToVector<int64_t>());
+  EXPECT_NE(a.Batch(17, 8).value().tokens.ToVector<int64_t>(), a.Batch(18, 8).value().tokens.ToVector<int64_t>());
+  EXPECT_NE(a.Batch(0, 8).value().tokens.ToVector<int64_t>(), eval.Batch(0, 8).value().tokens.ToVector<int64_t>());
 }
 
 TEST(Tasks, ConfigErrors) {

@@ -59,20 +59,16 @@ struct IsZero {
 
 template <typename Fn>
 absl::Status ArithKernel(const KernelContext& ctx) {
-  return DispatchAny(ctx.output.dtype, [&](auto tag) {
+  return DispatchNumeric(ctx.output.dtype, "arithmetic on bool", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return absl::InternalError("arithmetic on bool");
-    } else {
-      if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
-        DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
-            ctx, ctx.in(1).as<T>(), ctx.in(1).num_elements(), IsZero<T>(),
-            [](const DeviceErrorDetail& d) {
-              return absl::StrCat("integer division by zero (divisor element ", d.position, ")");
-            }));
-      }
-      return LaunchBinary<T, T>(ctx, Fn());
+    if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
+      DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
+          ctx, ctx.in(1).as<T>(), ctx.in(1).num_elements(), IsZero<T>(),
+          [](const DeviceErrorDetail& d) {
+            return absl::StrCat("integer division by zero (divisor element ", d.position, ")");
+          }));
     }
+    return LaunchBinary<T, T>(ctx, Fn());
   });
 }
 

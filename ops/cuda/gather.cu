@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "engine/status_macros.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
 #include "ops/op_util.h"
@@ -71,7 +72,7 @@ __global__ void GatherKernelImpl(const U* src, const I* idx, U* y, int64_t total
 absl::Status GatherKernel(const KernelContext& ctx) {
   const Shape& p = *ctx.in(0).shape;
   const Shape& idx_shape = *ctx.in(1).shape;
-  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank());
+  DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank()));
   const int64_t n = p[axis], inner = Product(p, axis + 1, p.rank());
   const int64_t k = idx_shape.num_elements();
   return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {

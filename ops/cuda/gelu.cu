@@ -20,7 +20,8 @@ __global__ void GeluImpl(const T* x, T* y, int64_t n, GeluFn fn) {
 }
 
 template <typename T>
-__global__ void GeluGradImpl(const T* x, const T* g, T* dx, int64_t n, GeluBackwardFn fn) {
+__global__ void GeluGradImpl(const T* x, const T* g, T* dx, int64_t n,
+                             GeluBackwardFn fn) {
   DAGRAD_CUDA_LOOP(i, n) dx[i] = fn(x[i], g[i]);
 }
 

@@ -65,12 +65,8 @@ __global__ void BatchPointersKernel(const T* a, const T* b, T* c, int64_t batche
 }
 
 template <typename T>
-absl::Status MatMulTyped(const KernelContext& ctx) {
-  const MatMulProblem p = MatMulProblemOf(ctx);
-  if (p.empty()) return absl::OkStatus();
-  const T* a = ctx.in(0).as<T>();
-  const T* b = ctx.in(1).as<T>();
-  T* c = ctx.output.as<T>();
+absl::Status MatMulTyped(const KernelContext& ctx, const MatMulProblem& p, const T* a,
+                         const T* b, T* c) {
   const int64_t m = p.m, k = p.k, n = p.n, batches = p.batches;
   const Shape& batch = p.batch;
   CudaContext& cuda = CudaContextOf(ctx);
@@ -113,8 +109,9 @@ absl::Status MatMulTyped(const KernelContext& ctx) {
 }
 
 absl::Status MatMulKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype,
-                       [&](auto tag) { return MatMulTyped<decltype(tag)>(ctx); });
+  return RunMatMul(ctx, [&](const MatMulProblem& p, const auto* a, const auto* b, auto* c) {
+    return MatMulTyped(ctx, p, a, b, c);
+  });
 }
 
 // ---- linear ------------------------------------------------------------------
@@ -128,9 +125,8 @@ __global__ void BiasRowsKernel(const T* bias, T* y, int64_t n, int64_t out) {
 // is the transpose of its stored (in, out) column-major view and xᵀ is x's.
 template <typename T>
 absl::Status LinearTyped(const KernelContext& ctx) {
-  const int64_t in = ctx.in(1).dim(1), out = ctx.in(1).dim(0);
-  const int64_t rows = in == 0 ? ctx.output.num_elements() / std::max<int64_t>(out, 1)
-                               : ctx.in(0).num_elements() / in;
+  const LinearDims dims = LinearDimsOf(ctx);
+  const int64_t rows = dims.rows, in = dims.in, out = dims.out;
   T* y = ctx.output.as<T>();
   CudaContext& cuda = CudaContextOf(ctx);
   if (rows == 0 || out == 0) return absl::OkStatus();

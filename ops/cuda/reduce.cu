@@ -351,14 +351,8 @@ template <Reduction R>
 absl::Status ReduceKernel(const KernelContext& ctx) {
   auto axes = NormalizeAxes(ctx.attrs().GetInts("axes"), ctx.in(0).rank());
   if (!axes.ok()) return axes.status();
-  return DispatchAny(ctx.output.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return absl::InternalError("reduce of bool");
-    } else {
-      return ReduceTyped<T, R>(ctx, *axes);
-    }
-  });
+  return DispatchNumeric(ctx.output.dtype, "reduce of bool",
+                         [&](auto tag) { return ReduceTyped<decltype(tag), R>(ctx, *axes); });
 }
 
 }  // namespace

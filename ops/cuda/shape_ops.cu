@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "engine/status_macros.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
 #include "ops/op_util.h"
@@ -79,7 +80,7 @@ __global__ void ConcatPieceKernel(const U* x, U* y, int64_t outer, int64_t row, 
 }
 
 absl::Status ConcatKernel(const KernelContext& ctx) {
-  const int axis = *NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank());
+  DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank()));
   int64_t outer = 1;
   for (int d = 0; d < axis; ++d) outer *= ctx.output.dim(d);
   if (outer == 0) return absl::OkStatus();

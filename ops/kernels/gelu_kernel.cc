@@ -31,18 +31,19 @@
 namespace dagrad::kernels::DAGRAD_ISA {
 namespace {
 
-constexpr float kSqrtHalf = 0.70710678118654752440f;      // 1 / sqrt(2)
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;    // 1 / sqrt(2 pi)
-constexpr float kTanhScale = 0.79788456080286535588f;     // sqrt(2 / pi)
+constexpr float kSqrtHalf = 0.70710678118654752440f;    // 1 / sqrt(2)
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1 / sqrt(2 pi)
+constexpr float kTanhScale = 0.79788456080286535588f;   // sqrt(2 / pi)
 constexpr float kTanhCubic = 0.044715f;
 
 // P(s): erf(u) / u for s = u^2 in [0, 1].
-constexpr float kErfSmall[] = {1.128379107e+00f,  -3.761232495e-01f, 1.128017977e-01f,
-                               -2.671131119e-02f, 4.917551298e-03f,  -5.631420645e-04f};
+constexpr float kErfSmall[] = {1.128379107e+00f, -3.761232495e-01f,
+                               1.128017977e-01f, -2.671131119e-02f,
+                               4.917551298e-03f, -5.631420645e-04f};
 // Q(t): erfc(|u|) exp(u^2) / t for t = 1 / (1 + |u| / 2) in (0, 2 / 3].
-constexpr float kErfcLarge[] = {2.820947766e-01f, 2.821003199e-01f, 2.466215640e-01f,
-                                1.793487072e-01f, 6.247589737e-02f, 7.533789426e-02f,
-                                -2.162694186e-01f, 8.864813298e-02f};
+constexpr float kErfcLarge[] = {
+    2.820947766e-01f, 2.821003199e-01f, 2.466215640e-01f,  1.793487072e-01f,
+    6.247589737e-02f, 7.533789426e-02f, -2.162694186e-01f, 8.864813298e-02f};
 
 // MulAdd is a * b + c: one fused rounding where the level has FMA.
 inline VecF MulAdd(VecF a, VecF b, VecF c) {
@@ -73,15 +74,17 @@ inline VecF ExpNeg(VecF v) {
   const VecF lo = VecF{} + -87.33654f, round = VecF{} + 12582912.0f;
   const VecF xc = v >= lo ? v : lo;
   const VecF n = MulAdd(xc, VecF{} + 1.44269504088896341f, round) - round;
-  const VecF r = MulAdd(n, VecF{} + 2.12194440e-4f, MulAdd(n, VecF{} + -0.693359375f, xc));
+  const VecF r =
+      MulAdd(n, VecF{} + 2.12194440e-4f, MulAdd(n, VecF{} + -0.693359375f, xc));
   VecF p = VecF{} + 1.9875691500e-4f;
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
-                  5.0000001201e-1f}) {
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                  1.6666665459e-1f, 5.0000001201e-1f}) {
     p = MulAdd(p, r, VecF{} + c);
   }
   p = MulAdd(p, r * r, r) + 1.0f;
   // n lies in [-126, 0]: 2^n is one normal float.
-  const VecF scale = reinterpret_cast<VecF>((__builtin_convertvector(n, VecI) + 127) << 23);
+  const VecF scale =
+      reinterpret_cast<VecF>((__builtin_convertvector(n, VecI) + 127) << 23);
   return v < lo ? VecF{} : p * scale;
 }
 
@@ -95,7 +98,8 @@ inline Normal NormalOf(VecF x) {
   const VecF a = u < 0.0f ? -u : u;
   const VecF s = u * u;
   const VecF gauss = ExpNeg(-s);
-  const VecF small = MulAdd(VecF{} + 0.5f, u * Horner(kErfSmall, s), VecF{} + 0.5f);
+  const VecF small =
+      MulAdd(VecF{} + 0.5f, u * Horner(kErfSmall, s), VecF{} + 0.5f);
   const VecF t = 1.0f / (1.0f + 0.5f * a);
   const VecF half_erfc = 0.5f * gauss * (t * Horner(kErfcLarge, t));
   const VecF large = u < 0.0f ? half_erfc : 1.0f - half_erfc;
@@ -144,7 +148,8 @@ void ForEachVec(const GeluArgs& args, int64_t begin, int64_t end, F f) {
   int64_t i = begin;
   for (; i + kVecLanes <= end; i += kVecLanes) {
     const VecF x = *reinterpret_cast<const UnalignedF*>(args.x + i);
-    const VecF g = args.g ? *reinterpret_cast<const UnalignedF*>(args.g + i) : VecF{};
+    const VecF g =
+        args.g ? *reinterpret_cast<const UnalignedF*>(args.g + i) : VecF{};
     *reinterpret_cast<UnalignedF*>(args.y + i) = f(x, g);
   }
   if (i == end) return;
@@ -163,15 +168,18 @@ void GeluF32(const GeluArgs& args, int64_t begin, int64_t end) {
   if (args.tanh) {
     ForEachVec(args, begin, end, [](VecF x, VecF) { return GeluVec(x, true); });
   } else {
-    ForEachVec(args, begin, end, [](VecF x, VecF) { return GeluVec(x, false); });
+    ForEachVec(args, begin, end,
+               [](VecF x, VecF) { return GeluVec(x, false); });
   }
 }
 
 void GeluGradF32(const GeluArgs& args, int64_t begin, int64_t end) {
   if (args.tanh) {
-    ForEachVec(args, begin, end, [](VecF x, VecF g) { return GeluGradVec(x, g, true); });
+    ForEachVec(args, begin, end,
+               [](VecF x, VecF g) { return GeluGradVec(x, g, true); });
   } else {
-    ForEachVec(args, begin, end, [](VecF x, VecF g) { return GeluGradVec(x, g, false); });
+    ForEachVec(args, begin, end,
+               [](VecF x, VecF g) { return GeluGradVec(x, g, false); });
   }
 }
 

@@ -22,7 +22,8 @@ namespace dagrad::kernels::DAGRAD_ISA {
 constexpr int kVecBytes = sizeof(Simd<float>::Reg);
 typedef float VecF __attribute__((vector_size(kVecBytes)));
 typedef int32_t VecI __attribute__((vector_size(kVecBytes)));
-typedef float UnalignedF __attribute__((vector_size(kVecBytes), aligned(4), may_alias));
+typedef float UnalignedF
+    __attribute__((vector_size(kVecBytes), aligned(4), may_alias));
 constexpr int kVecLanes = kVecBytes / sizeof(float);
 
 // ExpVec is VectorExp on a register of lanes: the same operations in the

@@ -2,11 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/executor.h"
-#include "ops/elementwise.h"
-#include "ops/matmul.h"
-#include "ops/reduce.h"
+#include <dagrad/dagrad.h>
 
 int main() {
   using namespace dagrad;

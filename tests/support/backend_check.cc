@@ -51,13 +51,13 @@ double Element(const Tensor& t, int64_t i) {
 Value CaseBuilder::Input(const std::string& name, DType dtype, const Shape& shape, double lo,
                          double hi) {
   Value v = g_.Input(name, dtype, shape);
-  inputs_.push_back({v, lo, hi, std::nullopt});
+  inputs_.push_back({v, lo, hi, std::nullopt, true});
   return v;
 }
 
 Value CaseBuilder::Fixed(const std::string& name, const Tensor& value) {
   Value v = g_.Input(name, value.dtype(), value.shape());
-  inputs_.push_back({v, 0, 0, value});
+  inputs_.push_back({v, 0, 0, value, true});
   return v;
 }
 
@@ -72,10 +72,16 @@ Feeds CaseBuilder::MakeFeeds(uint64_t seed) const {
   return feeds;
 }
 
+void CaseBuilder::NoGrad(const Value& input) {
+  for (Spec& s : inputs_) {
+    if (s.value.id() == input.id()) s.differentiable = false;
+  }
+}
+
 std::vector<Value> CaseBuilder::FloatInputs() const {
   std::vector<Value> out;
   for (const Spec& s : inputs_) {
-    if (IsFloating(s.value.dtype())) out.push_back(s.value);
+    if (IsFloating(s.value.dtype()) && s.differentiable) out.push_back(s.value);
   }
   return out;
 }
@@ -211,17 +217,6 @@ absl::Status CrossCheck(const CrossCase& c, const DeviceFactory& factory) {
     }
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::set<std::string>> OpsRun(const CrossCase& c) {
-  DAGRAD_ASSIGN_OR_RETURN(BuiltCase b, BuildCase(c));
-  ExecutorOptions options;
-  options.plan.fold_constants = c.fold_constants;
-  Executor cpu(*b.graph, options);
-  DAGRAD_ASSIGN_OR_RETURN(auto plan, cpu.Compile(b.fetches));
-  std::set<std::string> ops;
-  for (NodeId id : plan->info().steps) ops.insert(std::string(b.graph->node(id).op->name));
-  return ops;
 }
 
 }  // namespace dagrad::testing

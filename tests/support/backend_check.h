@@ -59,11 +59,15 @@ class CaseBuilder {
   Value Fixed(const std::string& name, const Tensor& value);
   // Out adds an output to compare.
   void Out(Value v) { outputs_.push_back(v); }
+  // NoGrad marks an input as one no gradient is taken with respect to
+  // (finite differences are meaningless there, or the op takes none).
+  void NoGrad(const Value& input);
 
   // Feeds draws every input's value for the run numbered `seed`.
   Feeds MakeFeeds(uint64_t seed) const;
   const std::vector<Value>& outputs() const { return outputs_; }
-  // Inputs that are float (what gradients are taken with respect to).
+  // Inputs that are float and not marked NoGrad (what gradients are taken
+  // with respect to).
   std::vector<Value> FloatInputs() const;
 
  private:
@@ -71,6 +75,7 @@ class CaseBuilder {
     Value value;
     double lo, hi;
     std::optional<Tensor> fixed;
+    bool differentiable = true;
   };
   Graph& g_;
   std::vector<Spec> inputs_;
@@ -111,11 +116,6 @@ absl::Status CrossCheck(const CrossCase& c, const DeviceFactory& factory);
 
 // CompareTensors returns OK when `other` matches `cpu` as described above.
 absl::Status CompareTensors(const Tensor& cpu, const Tensor& other, double rtol, bool exact);
-
-// OpsRun returns the names of the ops whose kernels the case's plan runs
-// (forward and gradient nodes, after constant folding); it compiles on the
-// CPU, so it needs no other device.
-absl::StatusOr<std::set<std::string>> OpsRun(const CrossCase& c);
 
 }  // namespace dagrad::testing
 

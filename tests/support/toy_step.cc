@@ -9,7 +9,7 @@ absl::StatusOr<std::unique_ptr<ToyStep>> ToyStep::Create(const models::ToyConfig
                                                          int64_t min_len, uint64_t data_seed) {
   auto t = std::make_unique<ToyStep>();
   Graph& g = t->graph;
-  const int64_t len = config.max_len;
+  const int64_t len = config.seq_len;
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, config));
   t->model.emplace(std::move(model));
   t->tokens = g.Input("tokens", DType::kInt64, {kBatch, len});
@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<ToyStep>> ToyStep::Create(const models::ToyConfig
 }
 
 Feeds ToyStep::FeedsFor(int step, double lr) const {
-  const models::TaskBatch batch = tasks->Batch(step, kBatch);
+  const models::TaskBatch batch = tasks->Batch(step, kBatch).value();  // a small batch
   return {{tokens, batch.tokens},
           {lengths, batch.lengths},
           {targets, batch.targets},

@@ -28,7 +28,7 @@ namespace dagrad::testing {
 struct ToyStep {
   static constexpr int64_t kBatch = 4;
 
-  // Create builds the step for `config` (sequence length config.max_len)
+  // Create builds the step for `config` (sequence length config.seq_len)
   // and a generator of batches with lengths in [min_len, max_len].
   static absl::StatusOr<std::unique_ptr<ToyStep>> Create(const models::ToyConfig& config,
                                                          int64_t min_len, uint64_t data_seed);

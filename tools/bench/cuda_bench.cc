@@ -14,7 +14,7 @@
 //   large_step_f32   the same at vocab 1000, T 256, E 512, H 8, L 6, ffn 2048,
 //                    batch 32, float32;
 //   large_step_tf32  the same with TF32 matrix products;
-//   mha_fwdbwd_f32   MultiHeadAttention forward + backward (input and weight
+//   mha_fwdbwd_f32   MultiheadAttention forward + backward (input and weight
 //                    gradients) at (B, T, E, H) = (32, 512, 1024, 16), float32.
 // --case=large runs both large cases. Each reports the median and mean
 // milliseconds per step on the device (events), and on the host clock
@@ -37,7 +37,7 @@
 #include "engine/cuda/cuda_device.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "models/tasks.h"
 #include "models/transformer.h"
 #include "ops/elementwise.h"
@@ -112,7 +112,7 @@ void PrintJson(const char* name, const Timing& t, const Executor& exec) {
 
 absl::Status BenchTrainingStep(const StepConfig& sc, const Flags& f) {
   Graph g;
-  const int64_t t_len = sc.model.max_len;
+  const int64_t t_len = sc.model.seq_len;
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, sc.model));
   Value tokens = g.Input("tokens", DType::kInt64, {sc.batch, t_len});
   Value targets = g.Input("targets", DType::kInt64, {sc.batch, t_len});
@@ -124,7 +124,7 @@ absl::Status BenchTrainingStep(const StepConfig& sc, const Flags& f) {
   DAGRAD_ASSIGN_OR_RETURN(models::TaskGenerator tasks,
                           models::TaskGenerator::Create(
                               {.vocab = sc.model.vocab, .seq_len = t_len, .min_len = 1}, 1));
-  const models::TaskBatch batch = tasks.Batch(0, sc.batch);
+  DAGRAD_ASSIGN_OR_RETURN(const models::TaskBatch batch, tasks.Batch(0, sc.batch));
   int64_t step = 0;
   auto run = [&](Executor& exec, Plan& plan) {
     ++step;
@@ -163,8 +163,8 @@ absl::Status BenchMha(const Flags& f) {
   constexpr int64_t kB = 32, kT = 512, kE = 1024, kH = 16;
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(
-      models::MultiHeadAttention mha,
-      models::MultiHeadAttention::Create(g, "mha", {.embed_dim = kE, .num_heads = kH}));
+      nn::MultiheadAttention mha,
+      nn::MultiheadAttention::Create(g, "mha", {.embed_dim = kE, .num_heads = kH}));
   Value x = g.Input("x", DType::kFloat32, {kB, kT, kE});
   Value dy = g.Input("dy", DType::kFloat32, {kB, kT, kE});
   Value y = mha(x, x, x).output;
@@ -226,9 +226,9 @@ int Main(int argc, char** argv) {
     return 0;
   }
   std::printf("cuda: %s\n", DescribeCuda().c_str());
-  const models::ToyConfig toy{.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2,
+  const models::ToyConfig toy{.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2,
                               .ffn = 512, .dropout = 0.1};
-  const models::ToyConfig large{.vocab = 1000, .max_len = 256, .dim = 512, .heads = 8,
+  const models::ToyConfig large{.vocab = 1000, .seq_len = 256, .dim = 512, .heads = 8,
                                 .layers = 6, .ffn = 2048, .dropout = 0.1};
   absl::Status st;
   if (f.which == "all" || f.which == "toy") {

@@ -11,22 +11,39 @@
 //                                    ffn 512, dropout 0.1), batch 64, reverse, Adam
 // Counters: "flops" (counted multiply-adds x 2 of the matrix products), and
 // for the training step the plan's "peak_bytes" and "intermediate_bytes".
+//
+// The op cases' timing mode (tests/support/op_case.h; linked in when the
+// tests are built, through tools/bench/op_timing.h):
+//
+//   ./build/tools/dagrad_bench --op=softmax[,matmul,...]|all [--threads=1]
+//   ./build/tools/dagrad_bench --op_coverage
+//
+// --op times each named case's graph at its benchmark size (float32; the
+// label says "bench", or the config whose size it fell back to) as
+// op/NAME/forward and, when it has a gradient, op/NAME/forward_backward;
+// --op_coverage prints which modes (gradcheck, cuda, isa, timing) cover
+// each op, and exits 1 when one is incomplete.
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
 #include "models/toy_trainer.h"
 #include "ops/cpu_runtime.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 #include "tools/bench/bench_main.h"
+#include "tools/bench/op_timing.h"
 
 namespace dagrad {
 namespace {
@@ -43,8 +60,9 @@ void BM_Matmul1024(benchmark::State& state) {
   Executor exec(g);
   auto plan = exec.Compile({}, {MatMul(a, b)});
   if (!plan.ok()) return Fail(state, plan.status());
-  const Feeds feeds = {{a, *Tensor::Zeros(DType::kFloat32, {n, n})},
-                       {b, *Tensor::Zeros(DType::kFloat32, {n, n})}};
+  auto zeros = Tensor::Zeros(DType::kFloat32, {n, n});
+  if (!zeros.ok()) return Fail(state, zeros.status());
+  const Feeds feeds = {{a, *zeros}, {b, *zeros}};
   for (auto _ : state) {
     if (auto out = exec.Run(**plan, feeds); !out.ok()) return Fail(state, out.status());
   }
@@ -60,7 +78,7 @@ double MhaFlops(int64_t B, int64_t T, int64_t D) {
 void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
             bool backward) {
   Graph g;
-  auto mha = models::MultiHeadAttention::Create(g, "mha", {.embed_dim = D, .num_heads = H});
+  auto mha = nn::MultiheadAttention::Create(g, "mha", {.embed_dim = D, .num_heads = H});
   if (!mha.ok()) return Fail(state, mha.status());
   Value x = g.Input("x", DType::kFloat32, {B, T, D});
   Value lengths = g.Input("lengths", DType::kInt64, {B});
@@ -77,8 +95,11 @@ void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
   auto plan = exec.Compile({}, targets);
   if (!plan.ok()) return Fail(state, plan.status());
   std::vector<int64_t> lens(B, T - T / 4);
-  const Feeds feeds = {{x, *Tensor::Zeros(DType::kFloat32, {B, T, D})},
-                       {lengths, *Tensor::FromVector<int64_t>({B}, lens)}};
+  auto x_value = Tensor::Zeros(DType::kFloat32, {B, T, D});
+  if (!x_value.ok()) return Fail(state, x_value.status());
+  auto lengths_value = Tensor::FromVector<int64_t>({B}, lens);
+  if (!lengths_value.ok()) return Fail(state, lengths_value.status());
+  const Feeds feeds = {{x, *x_value}, {lengths, *lengths_value}};
   for (auto _ : state) {
     if (auto out = exec.Run(**plan, feeds); !out.ok()) return Fail(state, out.status());
   }
@@ -89,7 +110,7 @@ void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
 
 void BM_ToyTrainStep(benchmark::State& state) {
   models::TrainConfig config;
-  config.model = {.vocab = 16, .max_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
+  config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
                   .dropout = 0.1};
   config.batch = 64;
   config.steps = 1 << 30;
@@ -118,7 +139,77 @@ void Register() {
   ms(benchmark::RegisterBenchmark("toy_train_step", BM_ToyTrainStep));
 }
 
+// The ops --op names ("all": every case).
+std::vector<std::string>& OpsToTime() {
+  static auto* ops = new std::vector<std::string>();
+  return *ops;
+}
+
+void BM_Op(benchmark::State& state, const std::string& name, bool backward) {
+  absl::StatusOr<OpTimingGraph> t = GetOpTimingSource()->build(name);
+  if (!t.ok()) return Fail(state, t.status());
+  Executor exec(*t->graph);
+  auto plan = exec.Compile(backward ? t->backward : t->forward);
+  if (!plan.ok()) return Fail(state, plan.status());
+  uint64_t step = 0;
+  for (auto _ : state) {
+    auto out = exec.Run(**plan, t->feeds, {.training = t->training, .step = ++step});
+    if (!out.ok()) return Fail(state, out.status());
+  }
+  state.SetLabel(t->size);
+}
+
+void RegisterOps() {
+  auto ms = [](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
+  for (const std::string& name : OpsToTime()) {
+    absl::StatusOr<OpTimingGraph> t = GetOpTimingSource()->build(name);
+    ms(benchmark::RegisterBenchmark(("op/" + name + "/forward").c_str(), BM_Op, name, false));
+    if (t.ok() && t->backward.empty()) continue;  // nothing differentiable
+    ms(benchmark::RegisterBenchmark(("op/" + name + "/forward_backward").c_str(), BM_Op, name,
+                                    true));
+  }
+}
+
+// OpMode handles --op=... and --op_coverage, taking them out of argv:
+// nullopt to go on, else the exit status.
+std::optional<int> OpMode(int& argc, char** argv) {
+  int kept = 1;
+  bool coverage = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--op=", 0) == 0) {
+      OpsToTime() = absl::StrSplit(arg.substr(5), ',', absl::SkipEmpty());
+    } else if (arg == "--op_coverage") {
+      coverage = true;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  if (!coverage && OpsToTime().empty()) return std::nullopt;
+  const OpTimingSource* source = GetOpTimingSource();
+  if (source == nullptr) {
+    std::fprintf(stderr, "no op cases in this build (configure with DAGRAD_BUILD_TESTS=ON)\n");
+    return 2;
+  }
+  if (OpsToTime() == std::vector<std::string>{"all"}) OpsToTime() = source->names();
+  if (!coverage) return std::nullopt;
+  absl::StatusOr<OpCoverageReport> report = source->coverage();
+  if (!report.ok()) {
+    std::fprintf(stderr, "%s\n", report.status().ToString().c_str());
+    return 1;
+  }
+  std::fputs(report->table.c_str(), stdout);
+  return report->complete ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace dagrad
 
-int main(int argc, char** argv) { return dagrad::BenchMain(argc, argv, dagrad::Register, 0); }
+int main(int argc, char** argv) {
+  if (std::optional<int> status = dagrad::OpMode(argc, argv)) return *status;
+  return dagrad::BenchMain(argc, argv,
+                           dagrad::OpsToTime().empty() ? dagrad::Register : dagrad::RegisterOps, 0);
+}

@@ -55,13 +55,15 @@ struct FwdBwd {
   Feeds feeds;
 };
 
-absl::Status Build(FwdBwd& f, Value (*act)(Value, GeluApproximate), GeluApproximate form) {
+absl::Status Build(FwdBwd& f, Value (*act)(Value, GeluApproximate),
+                   GeluApproximate form) {
   Value x = f.graph.Input("x", DType::kFloat32, kShape);
   Value g = f.graph.Input("g", DType::kFloat32, kShape);
   Value y = act(x, form);
   auto dx = Gradients(y, {x}, g);
   if (!dx.ok()) return dx.status();
-  f.exec = std::make_unique<Executor>(f.graph, ExecutorOptions{.profile = true});
+  f.exec =
+      std::make_unique<Executor>(f.graph, ExecutorOptions{.profile = true});
   auto plan = f.exec->Compile({y, (*dx)[0]});
   if (!plan.ok()) return plan.status();
   f.plan = std::move(*plan);
@@ -80,14 +82,16 @@ absl::StatusOr<double> TimeRun(FwdBwd& f) {
   const auto start = std::chrono::steady_clock::now();
   auto out = f.exec->Run(*f.plan, f.feeds);
   if (!out.ok()) return out.status();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 // KernelSeconds is the profiled time of f's kernels except the feeds'.
 double KernelSeconds(const FwdBwd& f) {
   double total = 0;
   for (const auto& [op, entry] : f.plan->profile().by_op) {
-    if (op == "relu" || op == "relu_grad" || op == "gelu" || op == "gelu_grad") {
+    if (op == "relu" || op == "relu_grad" || op == "gelu" ||
+        op == "gelu_grad") {
       total += entry.seconds;
     }
   }
@@ -132,13 +136,14 @@ void GeluKernels(benchmark::State& state, CpuIsa isa, bool tanh) {
 void Register() {
   for (auto [name, form] : {std::pair{"exact", GeluApproximate::kNone},
                             std::pair{"tanh", GeluApproximate::kTanh}}) {
-    benchmark::RegisterBenchmark(absl::StrCat("gelu_vs_relu/", name).c_str(), GeluVsRelu, form)
+    benchmark::RegisterBenchmark(absl::StrCat("gelu_vs_relu/", name).c_str(),
+                                 GeluVsRelu, form)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
     for (CpuIsa isa : CpuIsaRunnable()) {
       benchmark::RegisterBenchmark(
-          absl::StrCat("gelu_kernels/", CpuIsaName(isa), "/", name).c_str(), GeluKernels, isa,
-          form == GeluApproximate::kTanh)
+          absl::StrCat("gelu_kernels/", CpuIsaName(isa), "/", name).c_str(),
+          GeluKernels, isa, form == GeluApproximate::kTanh)
           ->Unit(benchmark::kMillisecond);
     }
   }
@@ -147,4 +152,6 @@ void Register() {
 }  // namespace
 }  // namespace dagrad
 
-int main(int argc, char** argv) { return dagrad::BenchMain(argc, argv, dagrad::Register, 0); }
+int main(int argc, char** argv) {
+  return dagrad::BenchMain(argc, argv, dagrad::Register, 0);
+}

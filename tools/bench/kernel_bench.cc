@@ -154,8 +154,9 @@ void MatMulCase(benchmark::State& state, int64_t batch, int64_t n, bool trans_b)
   Executor exec(g);
   auto plan = exec.Compile({}, {MatMul(a, b, {.transpose_b = trans_b})});
   if (!plan.ok()) return state.SkipWithError(std::string(plan.status().message()).c_str());
-  const Feeds feeds = {{a, *Tensor::Zeros(DType::kFloat32, shape)},
-                       {b, *Tensor::Zeros(DType::kFloat32, shape)}};
+  auto zeros = Tensor::Zeros(DType::kFloat32, shape);
+  if (!zeros.ok()) return state.SkipWithError(std::string(zeros.status().message()).c_str());
+  const Feeds feeds = {{a, *zeros}, {b, *zeros}};
   for (auto _ : state) {
     auto out = exec.Run(**plan, feeds);
     if (!out.ok()) return state.SkipWithError(std::string(out.status().message()).c_str());

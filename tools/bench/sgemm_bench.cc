@@ -53,8 +53,12 @@ void BM_EngineMatMul(benchmark::State& state) {
     state.SkipWithError(std::string(plan.status().message()).c_str());
     return;
   }
-  dagrad::Feeds feeds = {{a, *dagrad::Tensor::Zeros(dagrad::DType::kFloat32, {kN, kN})},
-                         {b, *dagrad::Tensor::Zeros(dagrad::DType::kFloat32, {kN, kN})}};
+  auto zeros = dagrad::Tensor::Zeros(dagrad::DType::kFloat32, {kN, kN});
+  if (!zeros.ok()) {
+    state.SkipWithError(std::string(zeros.status().message()).c_str());
+    return;
+  }
+  dagrad::Feeds feeds = {{a, *zeros}, {b, *zeros}};
   for (auto _ : state) {
     auto out = exec.Run(**plan, feeds);
     if (!out.ok()) state.SkipWithError(std::string(out.status().message()).c_str());

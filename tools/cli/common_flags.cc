@@ -5,9 +5,9 @@
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/cuda/cuda_device.h"
 #include "ops/cpu_runtime.h"

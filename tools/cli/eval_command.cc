@@ -42,9 +42,9 @@ absl::Status CheckInputs(const SafetensorsFile& in, const models::ToyConfig& c,
   const Tensor* tokens = in.Find("tokens");
   if (tokens == nullptr) return absl::InvalidArgumentError(absl::StrCat(path, ": no 'tokens'"));
   const Shape& s = tokens->shape();
-  if (s.rank() != 2 || s[0] < 1 || s[1] < 1 || s[1] > c.max_len) {
+  if (s.rank() != 2 || s[0] < 1 || s[1] < 1 || s[1] > c.seq_len) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": 'tokens' must be (B, T) with B >= 1 and 1 <= T <= max_len ", c.max_len,
+        path, ": 'tokens' must be (B, T) with B >= 1 and 1 <= T <= seq_len ", c.seq_len,
         ", got ", s.ToString()));
   }
   const int64_t B = s[0], T = s[1];

@@ -2,7 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "models/multi_head_attention.h"
+#include "models/nn_attention.h"
+#include "models/nn_layers.h"
 #include "models/positional_encoding.h"
 #include "models/transformer.h"
 #include "ops/elementwise.h"
@@ -18,8 +19,11 @@ Value MeanSquare(Value y) { return Mean(Mul(y, y)); }
 absl::StatusOr<ExampleGraph> Mlp(Graph& g) {
   Value x = g.Input("x", DType::kFloat32, {4, 8});
   Value labels = g.Input("labels", DType::kInt64, {4});
-  models::LinearLayer fc1(g, "fc1", 8, 16), fc2(g, "fc2", 16, 3);
-  Value logits = fc2(Relu(fc1(x)));
+  auto fc1 = nn::Linear::Create(g, "fc1", {.in_features = 8, .out_features = 16});
+  if (!fc1.ok()) return fc1.status();
+  auto fc2 = nn::Linear::Create(g, "fc2", {.in_features = 16, .out_features = 3});
+  if (!fc2.ok()) return fc2.status();
+  Value logits = (*fc2)(Relu((*fc1)(x)));
   Graph::Scope scope(g, "loss");
   return ExampleGraph{CrossEntropy(logits, labels), {logits}};
 }
@@ -27,12 +31,12 @@ absl::StatusOr<ExampleGraph> Mlp(Graph& g) {
 absl::StatusOr<ExampleGraph> Mha(Graph& g) {
   Value x = g.Input("x", DType::kFloat32, {2, 6, 32});
   Value lengths = g.Input("valid_lens", DType::kInt64, {2});
-  // Attention dropout as d2l's MultiHeadAttention has it, so every op shows.
-  auto mha = models::MultiHeadAttention::Create(
+  // Attention dropout as d2l's MultiheadAttention has it, so every op shows.
+  auto mha = nn::MultiheadAttention::Create(
       g, "mha", {.embed_dim = 32, .num_heads = 4, .dropout = 0.1});
   if (!mha.ok()) return mha.status();
-  models::AttentionOutput y =
-      (*mha)(x, x, x, {.valid_lens = lengths}, models::AttentionWeights::kPerHead);
+  nn::AttentionOutput y =
+      (*mha)(x, x, x, {.valid_lens = lengths}, nn::AttentionWeights::kPerHead);
   Graph::Scope scope(g, "loss");
   return ExampleGraph{MeanSquare(y.output), {y.output, y.weights}};
 }
@@ -49,7 +53,7 @@ absl::StatusOr<ExampleGraph> Toy(Graph& g) {
   Value lengths = g.Input("lengths", DType::kInt64, {4});
   Value targets = g.Input("targets", DType::kInt64, {4, 8});
   auto model = models::ToyTransformer::Create(
-      g, {.vocab = 16, .max_len = 8, .dim = 32, .heads = 4, .layers = 2, .ffn = 64,
+      g, {.vocab = 16, .seq_len = 8, .dim = 32, .heads = 4, .layers = 2, .ffn = 64,
           .dropout = 0.1});
   if (!model.ok()) return model.status();
   Value logits = (*model)(tokens, lengths).logits;

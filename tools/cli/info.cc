@@ -17,13 +17,14 @@ int RunInfo() {
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(InfoCommand(), std::string(st.message()));
   if (absl::Status st = ConfigureCpu(); !st.ok()) return Failure(InfoCommand(), st);
   const CpuInfo cpu = GetCpuInfo();
-  const CpuIsaChoice isa = *ChooseCpuIsa();  // ok: ConfigureCpu checked it
+  const absl::StatusOr<CpuIsaChoice> isa = ChooseCpuIsa();
+  if (!isa.ok()) return Failure(InfoCommand(), isa.status());
   std::cout << "dagrad " << DAGRAD_VERSION << "\n"
             << "cpu: BLIS " << cpu.blis_version << ", kernel set '" << cpu.blis_arch
             << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
             << (cpu.threads == 1 ? "" : "s") << "\n"
             << "cpu features: " << cpu.cpu_features << "\n"
-            << "kernels: " << CpuIsaName(isa.isa) << " (chosen by " << isa.chosen_by << ")\n"
+            << "kernels: " << CpuIsaName(isa->isa) << " (chosen by " << isa->chosen_by << ")\n"
             << "cuda: " << ::dagrad::DescribeCuda() << "\n"
             << "graphviz: " << (DotProgram().empty() ? "not found (DOT files are still written)"
                                                      : DotProgram())

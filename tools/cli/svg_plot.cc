@@ -53,6 +53,32 @@ std::string Text(double x, double y, const std::string& s, const char* anchor = 
       size, anchor, extra, XmlEscape(s));
 }
 
+// DrawLegend draws the legend box on the right, at the end away from where
+// the curves finish: low when the first series ends above `middle`.
+std::string DrawLegend(const LineChart& c, double right, double top, double bottom,
+                       double middle) {
+  std::string out;
+  bool ends_low = false;
+  if (!c.series.empty() && !c.series[0].y.empty()) {
+    ends_low = c.series[0].y.back() < middle;
+  }
+  const double legend_height = 14.0 * c.series.size();
+  const double legend_top = ends_low ? top + 10 : bottom - 8 - legend_height;
+  absl::StrAppendFormat(&out,
+                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"112\" height=\"%.1f\" "
+                        "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
+                        right - 116, legend_top - 4, legend_height + 6);
+  for (size_t k = 0; k < c.series.size(); ++k) {
+    const double ly = legend_top + 8 + 14 * k;
+    absl::StrAppendFormat(&out,
+                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                          "stroke-width=\"2\"/>\n",
+                          right - 110, ly - 4, right - 92, ly - 4, kPalette[k % 8]);
+    absl::StrAppend(&out, Text(right - 88, ly, c.series[k].name, "start", 10));
+  }
+  return out;
+}
+
 std::string DrawLine(const LineChart& c, double x0, double y0, double w, double h) {
   std::string out;
   const double left = x0 + 58, right = x0 + w - 12, top = y0 + 26, bottom = y0 + h - 40;
@@ -101,25 +127,7 @@ std::string DrawLine(const LineChart& c, double x0, double y0, double w, double 
                           "points=\"%s\"/>\n",
                           kPalette[k % 8], points);
   }
-  // Legend box on the right, at the end away from where the curves finish.
-  bool ends_low = false;
-  if (!c.series.empty() && !c.series[0].y.empty()) {
-    ends_low = c.series[0].y.back() < (ymin + ymax) / 2;
-  }
-  const double legend_height = 14.0 * c.series.size();
-  const double legend_top = ends_low ? top + 10 : bottom - 8 - legend_height;
-  absl::StrAppendFormat(&out,
-                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"112\" height=\"%.1f\" "
-                        "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
-                        right - 116, legend_top - 4, legend_height + 6);
-  for (size_t k = 0; k < c.series.size(); ++k) {
-    const double ly = legend_top + 8 + 14 * k;
-    absl::StrAppendFormat(&out,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                          "stroke-width=\"2\"/>\n",
-                          right - 110, ly - 4, right - 92, ly - 4, kPalette[k % 8]);
-    absl::StrAppend(&out, Text(right - 88, ly, c.series[k].name, "start", 10));
-  }
+  absl::StrAppend(&out, DrawLegend(c, right, top, bottom, (ymin + ymax) / 2));
   return out;
 }
 

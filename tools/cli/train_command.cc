@@ -71,7 +71,7 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags() {
     return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", opt.status().message()));
   }
   c.task = *task;
-  c.model = {.vocab = absl::GetFlag(FLAGS_vocab), .max_len = absl::GetFlag(FLAGS_seq_len),
+  c.model = {.vocab = absl::GetFlag(FLAGS_vocab), .seq_len = absl::GetFlag(FLAGS_seq_len),
              .dim = absl::GetFlag(FLAGS_dim), .heads = absl::GetFlag(FLAGS_heads),
              .layers = absl::GetFlag(FLAGS_layers), .ffn = absl::GetFlag(FLAGS_ffn),
              .dropout = absl::GetFlag(FLAGS_dropout)};

@@ -270,7 +270,7 @@ absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer,
   DAGRAD_RETURN_IF_ERROR(AttentionSvg(sample, c.model.heads, path("attention.svg")));
   DAGRAD_RETURN_IF_ERROR(stopped());
   DAGRAD_RETURN_IF_ERROR(
-      PositionalEncodingSvg(c.model.max_len, c.model.dim, path("positional_encoding.svg")));
+      PositionalEncodingSvg(c.model.seq_len, c.model.dim, path("positional_encoding.svg")));
   DAGRAD_RETURN_IF_ERROR(stopped());
   const Graph& g = trainer.graph();
   DAGRAD_ASSIGN_OR_RETURN(

@@ -87,5 +87,9 @@ function(dagrad_add_cuda_sources target dir)
   target_compile_definitions(${target} PRIVATE
     DAGRAD_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}"
     DAGRAD_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES}")
-  target_link_libraries(${target} PUBLIC CUDA::cudart PRIVATE ${CMAKE_DL_LIBS})
+  # A target with DAGRAD_STATIC_CUDA_RUNTIME set links the static runtime
+  # instead (libdagrad.so, tools/cmake/install.cmake).
+  target_link_libraries(${target}
+    PUBLIC $<IF:$<BOOL:$<TARGET_PROPERTY:DAGRAD_STATIC_CUDA_RUNTIME>>,CUDA::cudart_static,CUDA::cudart>
+    PRIVATE ${CMAKE_DL_LIBS})
 endfunction()

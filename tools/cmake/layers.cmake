@@ -35,7 +35,6 @@ endfunction()
 function(dagrad_add_layer name)
   set(target dagrad_${name})
   add_library(${target} STATIC ${ARGN})
-  target_include_directories(${target} PUBLIC $<INSTALL_INTERFACE:include/dagrad>)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra
                          -Wno-unused-parameter -Wno-missing-field-initializers>)
   # dagrad never reads errno after a math call; without it, sqrt is one

@@ -18,6 +18,8 @@ import os
 import re
 import sys
 
+from lint_common import run_main, sources
+
 # The layers, bottom first, and the folders each holds. A path belongs to
 # the layer with the longest matching folder, so engine/autodiff/ is the
 # autodiff layer, not the engine's.
@@ -42,6 +44,7 @@ ALLOWED = {
 }
 
 SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
+TOP_FOLDERS = sorted({f.split("/")[0] for _, folders in LAYERS for f in folders})
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 
@@ -55,20 +58,10 @@ def layer_of(path):
     return best
 
 
-def sources(root):
-    """Yields the repository-relative paths of the sources in the layers."""
-    for top in sorted({f.split("/")[0] for _, folders in LAYERS for f in folders}):
-        for folder, dirs, files in os.walk(os.path.join(root, top)):
-            dirs.sort()
-            for f in sorted(files):
-                if f.endswith(SOURCE_SUFFIXES):
-                    yield os.path.relpath(os.path.join(folder, f), root).replace(os.sep, "/")
-
-
 def upward_includes(root):
     """Returns one message per include that reaches a higher layer."""
     problems = []
-    for path in sources(root):
+    for path in sources(root, TOP_FOLDERS, SOURCE_SUFFIXES):
         own = layer_of(path)
         with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
             for line_no, line in enumerate(f, 1):
@@ -85,21 +78,8 @@ def upward_includes(root):
 
 
 def main(argv):
-    if len(argv) > 2:
-        print("usage: layers_check.py [ROOT]", file=sys.stderr)
-        return 2
-    root = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(__file__), "..", "..")
-    if not os.path.isdir(os.path.join(root, "engine")):
-        print(f"layers_check.py: {root} has no engine/ folder: not a dagrad tree", file=sys.stderr)
-        return 2
-    problems = upward_includes(root)
-    for p in problems:
-        print(p)
-    if problems:
-        print(f"layers_check.py: {len(problems)} upward include(s)", file=sys.stderr)
-        return 1
-    print("layers_check.py: no upward include")
-    return 0
+    return run_main(argv, "layers_check.py", upward_includes, "upward include(s)",
+                    "no upward include")
 
 
 if __name__ == "__main__":

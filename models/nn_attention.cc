@@ -1,0 +1,312 @@
+#include "models/nn_attention.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "models/positional_encoding.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax.h"
+
+namespace dagrad::nn {
+
+absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
+    Graph& g, absl::string_view name, const MultiheadAttentionOptions& options) {
+  MultiheadAttentionOptions c = options;
+  const int64_t E = c.embed_dim, H = c.num_heads;
+  auto fail = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("multi_head_attention '", name, "': ", why));
+  };
+  if (absl::Status st = ValidatePrefix("MultiheadAttention", name); !st.ok()) return st;
+  if (E < 1 || H < 1) {
+    return fail(absl::StrCat("embed_dim and num_heads must be >= 1, got ", E, " and ", H));
+  }
+  if (E % H != 0) {
+    return fail(absl::StrCat("embed_dim ", E, " is not divisible by num_heads ", H));
+  }
+  if (c.kdim < 0 || c.vdim < 0) return fail("kdim and vdim must be >= 0");
+  if (absl::Status st = ValidateDropout(c.dropout); !st.ok()) return fail(std::string(st.message()));
+  if (c.rotary && (E / H) % 2 != 0) {
+    return fail(absl::StrCat("rotary embedding needs an even head size, got ", E / H));
+  }
+  if (c.kdim == 0) c.kdim = E;
+  if (c.vdim == 0) c.vdim = E;
+
+  MultiheadAttention m;
+  m.graph_ = &g;
+  m.options_ = c;
+  Graph::Scope scope(g, name);
+  m.scope_ = g.scope();
+  if (c.kdim == E && c.vdim == E) {
+    m.in_proj_weight_ = g.Parameter("in_proj_weight", {3 * E, E}, Initializer::XavierUniform(), c.dtype);
+  } else {
+    m.q_proj_weight_ = g.Parameter("q_proj_weight", {E, E}, Initializer::XavierUniform(), c.dtype);
+    m.k_proj_weight_ = g.Parameter("k_proj_weight", {E, c.kdim}, Initializer::XavierUniform(), c.dtype);
+    m.v_proj_weight_ = g.Parameter("v_proj_weight", {E, c.vdim}, Initializer::XavierUniform(), c.dtype);
+  }
+  if (c.bias) m.in_proj_bias_ = g.Parameter("in_proj_bias", {3 * E}, Initializer::Zeros(), c.dtype);
+  if (c.add_bias_kv) {
+    // torch.nn.init.xavier_normal_ on (1, 1, E): fan_in = fan_out = E, so
+    // std = sqrt(2 / (fan_in + fan_out)) = 1/sqrt(E).
+    const Initializer xavier_normal = Initializer::Normal(0.0, std::sqrt(1.0 / E));
+    m.bias_k_ = g.Parameter("bias_k", {1, 1, E}, xavier_normal, c.dtype);
+    m.bias_v_ = g.Parameter("bias_v", {1, 1, E}, xavier_normal, c.dtype);
+  }
+  {
+    Graph::Scope out(g, "out_proj");
+    const double bound = 1.0 / std::sqrt(static_cast<double>(E));
+    m.out_weight_ = g.Parameter("weight", {E, E}, Initializer::Uniform(-bound, bound), c.dtype);
+    if (c.bias) m.out_bias_ = g.Parameter("bias", {E}, Initializer::Zeros(), c.dtype);
+  }
+  for (const Value& p : m.parameters()) {
+    if (!p.ok()) return p.status();
+  }
+  return m;
+}
+
+std::vector<Value> MultiheadAttention::parameters() const {
+  std::vector<Value> out;
+  for (const Value& p : {in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_,
+                         in_proj_bias_, bias_k_, bias_v_, out_weight_, out_bias_}) {
+    if (!p.is_null()) out.push_back(p);
+  }
+  return out;
+}
+
+Value MultiheadAttention::SplitHeads(Value x) const {
+  return Permute(Reshape(x, {x.dim(0), x.dim(1), options_.num_heads, head_dim()}), {0, 2, 1, 3});
+}
+
+// Appends to keys or values x (B, H, S, Dh) the configured extra positions:
+// `param` (bias_k or bias_v, (1, 1, E), split into heads like a projected
+// key) for add_bias_kv, then zeros for add_zero_attn.
+Value MultiheadAttention::AppendKeys(Value x, Value param) const {
+  const int64_t B = x.dim(0), H = options_.num_heads, Dh = head_dim();
+  std::vector<Value> parts = {x};
+  if (options_.add_bias_kv) {
+    Value heads = Permute(Reshape(param, {1, 1, H, Dh}), {0, 2, 1, 3});  // (1, H, 1, Dh)
+    parts.push_back(BroadcastTo(heads, Shape({B, H, 1, Dh})));
+  }
+  if (options_.add_zero_attn) parts.push_back(Fill(*x.graph(), {B, H, 1, Dh}, 0.0, x.dtype()));
+  return parts.size() == 1 ? x : Concat(parts, 2);
+}
+
+namespace {
+
+// PadKeys appends `extra` key positions holding `fill` to the last axis of
+// mask m (a keep or a bias), whose last axis is S or broadcasts (1, or a
+// scalar): the padding PyTorch gives its masks for appended keys.
+Value PadKeys(Value m, int64_t S, int64_t extra, double fill, const char* what) {
+  if (m.is_null() || !m.ok()) return m;
+  Dims dims = m.shape().dims();
+  if (dims.empty()) dims.push_back(1);
+  if (dims.back() != S && dims.back() != 1) {
+    return m.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "multi_head_attention: mask ", what, " ", m.shape().ToString(),
+        " must have S = ", S, " or 1 keys on its last axis")));
+  }
+  const bool broadcasts = dims.back() != S || m.rank() == 0;
+  dims.back() = S;
+  Value full = broadcasts ? BroadcastTo(m, Shape(dims)) : m;
+  dims.back() = extra;
+  return Concat({full, Fill(*m.graph(), Shape(dims), fill, m.dtype())}, -1);
+}
+
+// KeepFromLengths turns valid_lens (B) or (B, T) into keep (B, 1, 1|T, S):
+// key s is kept iff s < length.
+Value KeepFromLengths(Value lens, int64_t B, int64_t T, int64_t S) {
+  if (!lens.ok()) return lens;
+  const bool is_int = lens.dtype() == DType::kInt32 || lens.dtype() == DType::kInt64;
+  const bool per_query = lens.rank() == 2 && lens.dim(0) == B && lens.dim(1) == T;
+  if (!is_int || !((lens.rank() == 1 && lens.dim(0) == B) || per_query)) {
+    return lens.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "multi_head_attention: valid_lens must be int32/int64 (", B, ") or (", B, ", ", T,
+        "), got ", DTypeName(lens.dtype()), " ", lens.shape().ToString())));
+  }
+  Value positions = Reshape(Arange(*lens.graph(), 0, S, 1, lens.dtype()), {1, 1, 1, S});
+  return Less(positions, Reshape(lens, {B, 1, per_query ? T : 1, 1}));
+}
+
+// CausalKeep is the causal mask as keep (T, S): s <= t + (S - T).
+Value CausalKeep(Graph& g, int64_t T, int64_t S) {
+  Value keys = Reshape(Arange(g, 0, S, 1, DType::kInt64), {1, S});
+  Value limits = Reshape(Arange(g, S - T + 1, S + 1, 1, DType::kInt64), {T, 1});
+  return Less(keys, limits);
+}
+
+Value And(Value a, Value b) { return a.is_null() ? b : b.is_null() ? a : LogicalAnd(a, b); }
+
+// ExtendMask gives `mask` over the S given keys `extra` more, always
+// visible keys: valid_lens and causal become keep-masks, and keep (true)
+// and bias (0) are padded.
+SoftmaxMask ExtendMask(Graph& g, const AttentionMask& mask, int64_t B, int64_t T, int64_t S,
+                       int64_t extra) {
+  Value keep = mask.keep;
+  if (!mask.valid_lens.is_null()) keep = And(keep, KeepFromLengths(mask.valid_lens, B, T, S));
+  if (mask.causal) keep = And(keep, CausalKeep(g, T, S));
+  return {.keep = PadKeys(keep, S, extra, 1.0, "keep"),
+          .bias = PadKeys(mask.bias, S, extra, 0.0, "bias")};
+}
+
+}  // namespace
+
+// CheckInputs returns an error Value for inputs of the wrong rank, width or
+// batch size, else a null Value.
+Value MultiheadAttention::CheckInputs(Value query, Value key, Value value) const {
+  const int64_t E = options_.embed_dim;
+  const int b = options_.batch_first ? 0 : 1, l = 1 - b;  // batch and sequence axes
+  if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3 ||
+      query.dim(2) != E || key.dim(2) != options_.kdim || value.dim(2) != options_.vdim ||
+      key.dim(b) != query.dim(b) || value.dim(b) != query.dim(b) ||
+      key.dim(l) != value.dim(l)) {
+    const char* q_dims = options_.batch_first ? "(B, T, " : "(T, B, ";
+    const char* kv_dims = options_.batch_first ? "(B, S, " : "(S, B, ";
+    return graph_->Error(absl::InvalidArgumentError(absl::StrCat(
+        "multi_head_attention: expected query ", q_dims, E, "), key ", kv_dims, options_.kdim,
+        "), value ", kv_dims, options_.vdim, "), got ", query.shape().ToString(), ", ",
+        key.shape().ToString(), ", ", value.shape().ToString())));
+  }
+  return Value();
+}
+
+// Project applies the in-projection to (B, L, *) inputs and splits the
+// heads: q (B, H, T, Dh), k and v (B, H, S, Dh).
+void MultiheadAttention::Project(Value query, Value key, Value value, Value* q, Value* k,
+                                 Value* v) const {
+  const int64_t E = options_.embed_dim;
+  // The in-projection: rows [0, E) project queries, [E, 2E) keys, [2E, 3E)
+  // values — each input with its own rows, never the query's.
+  auto rows = [&](Value packed, int64_t part) {
+    return packed.is_null() ? Value() : Slice(packed, 0, part * E, (part + 1) * E);
+  };
+  const int64_t B = query.dim(0), H = options_.num_heads, Dh = head_dim();
+  if (!in_proj_weight_.is_null() && query == key && key == value) {
+    // Self-attention: one product with the packed weight gives q, k and v
+    // side by side; one permute splits them into heads, (3, B, H, T, Dh),
+    // and q, k, v are views of its three blocks (their gradients are
+    // concatenated back, not summed).
+    const int64_t T = query.dim(1);
+    Value qkv = dagrad::Linear(query, in_proj_weight_, in_proj_bias_);  // (B, T, 3E)
+    Value heads = Permute(Reshape(qkv, {B, T, 3, H, Dh}), {2, 0, 3, 1, 4});
+    *q = Reshape(Slice(heads, 0, 0, 1), {B, H, T, Dh});
+    *k = Reshape(Slice(heads, 0, 1, 2), {B, H, T, Dh});
+    *v = Reshape(Slice(heads, 0, 2, 3), {B, H, T, Dh});
+  } else {
+    Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
+    Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
+    Value wv = in_proj_weight_.is_null() ? v_proj_weight_ : rows(in_proj_weight_, 2);
+    *q = SplitHeads(dagrad::Linear(query, wq, rows(in_proj_bias_, 0)));
+    *k = SplitHeads(dagrad::Linear(key, wk, rows(in_proj_bias_, 1)));
+    *v = SplitHeads(dagrad::Linear(value, wv, rows(in_proj_bias_, 2)));
+  }
+}
+
+AttentionOutput MultiheadAttention::operator()(Value query, Value key, Value value,
+                                               const AttentionMask& mask,
+                                               AttentionWeights weights,
+                                               std::optional<double> scale) const {
+  if (graph_ == nullptr) return {NotCreated(query, "MultiheadAttention"), Value()};
+  Graph& g = *graph_;
+  Graph::ScopePathGuard in_scope(g, scope_);
+  for (const Value& v : {query, key, value}) {
+    if (!v.ok()) return {v, Value()};
+  }
+  if (Value error = CheckInputs(query, key, value); !error.is_null()) return {error, Value()};
+  if (!options_.batch_first) {  // to (B, L, E), keeping self-attention's inputs one Value
+    const bool same_key = key == query, same_value = value == key;
+    query = Transpose(query, 0, 1);
+    key = same_key ? query : Transpose(key, 0, 1);
+    value = same_value ? key : Transpose(value, 0, 1);
+  }
+  Value q, k, v;
+  Project(query, key, value, &q, &k, &v);
+  const int64_t E = options_.embed_dim, B = query.dim(0);
+  const int64_t T = query.dim(1), S = key.dim(1);
+  if (options_.rotary) {
+    // Queries are the last T positions of the keys' sequence (header).
+    q = models::ApplyRotary(q, options_.rotary_base, S - T);
+    k = models::ApplyRotary(k, options_.rotary_base);
+  }
+  SoftmaxMask softmax_mask = {.keep = mask.keep, .valid_lens = mask.valid_lens,
+                              .bias = mask.bias, .causal = mask.causal,
+                              .causal_offset = S - T};
+  const int64_t extra = int64_t{options_.add_bias_kv} + int64_t{options_.add_zero_attn};
+  if (extra > 0) {
+    k = AppendKeys(k, bias_k_);
+    v = AppendKeys(v, bias_v_);
+    softmax_mask = ExtendMask(g, mask, B, T, S, extra);
+  }
+  Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S')
+  Value attn = MaskedSoftmax(scores, softmax_mask,
+                             scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))));
+  Value dropped = options_.dropout > 0 ? dagrad::Dropout(attn, options_.dropout) : attn;
+  Value context = MatMul(dropped, v);  // (B, H, T, Dh)
+  Value merged = Reshape(Permute(context, {0, 2, 1, 3}), {B, T, E});
+  Value output = dagrad::Linear(merged, out_weight_, out_bias_);
+  AttentionOutput out{options_.batch_first ? output : Transpose(output, 0, 1), Value()};
+  if (weights == AttentionWeights::kPerHead) out.weights = attn;
+  if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
+  return out;
+}
+
+Value KeepFromKeyPaddingMask(Value key_padding_mask) {
+  if (!key_padding_mask.ok()) return key_padding_mask;
+  if (key_padding_mask.rank() != 2 || key_padding_mask.dtype() != DType::kBool) {
+    return key_padding_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "key_padding_mask must be bool (B, S), got ", DTypeName(key_padding_mask.dtype()), " ",
+        key_padding_mask.shape().ToString())));
+  }
+  return LogicalNot(Reshape(key_padding_mask,
+                            {key_padding_mask.dim(0), 1, 1, key_padding_mask.dim(1)}));
+}
+
+Value KeepFromAttnMask(Value attn_mask, int64_t num_heads) {
+  if (!attn_mask.ok()) return attn_mask;
+  const int rank = attn_mask.rank();
+  if (attn_mask.dtype() != DType::kBool || (rank != 2 && rank != 3) || num_heads < 1 ||
+      (rank == 3 && attn_mask.dim(0) % num_heads != 0)) {
+    return attn_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "attn_mask must be bool (T, S) or (B*", num_heads, ", T, S), got ",
+        DTypeName(attn_mask.dtype()), " ", attn_mask.shape().ToString())));
+  }
+  if (rank == 2) return LogicalNot(attn_mask);
+  return LogicalNot(Reshape(attn_mask, {attn_mask.dim(0) / num_heads, num_heads,
+                                        attn_mask.dim(1), attn_mask.dim(2)}));
+}
+
+namespace {
+
+bool IsFloat(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
+
+}  // namespace
+
+Value BiasFromAttnMask(Value attn_mask, int64_t num_heads) {
+  if (!attn_mask.ok()) return attn_mask;
+  const int rank = attn_mask.rank();
+  if (!IsFloat(attn_mask.dtype()) || (rank != 2 && rank != 3) || num_heads < 1 ||
+      (rank == 3 && attn_mask.dim(0) % num_heads != 0)) {
+    return attn_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "attn_mask must be float32/float64 (T, S) or (B*", num_heads, ", T, S), got ",
+        DTypeName(attn_mask.dtype()), " ", attn_mask.shape().ToString())));
+  }
+  if (rank == 2) return attn_mask;
+  return Reshape(attn_mask,
+                 {attn_mask.dim(0) / num_heads, num_heads, attn_mask.dim(1), attn_mask.dim(2)});
+}
+
+Value BiasFromKeyPaddingMask(Value key_padding_mask) {
+  if (!key_padding_mask.ok()) return key_padding_mask;
+  if (key_padding_mask.rank() != 2 || !IsFloat(key_padding_mask.dtype())) {
+    return key_padding_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "key_padding_mask must be float32/float64 (B, S), got ",
+        DTypeName(key_padding_mask.dtype()), " ", key_padding_mask.shape().ToString())));
+  }
+  return Reshape(key_padding_mask, {key_padding_mask.dim(0), 1, 1, key_padding_mask.dim(1)});
+}
+
+}  // namespace dagrad::nn

@@ -1,0 +1,61 @@
+// models/nn_module.h
+//
+// What every dagrad::nn layer shares: how it names its parameters and the
+// helpers its Create and operator() use. models/nn.h states the layer
+// convention; this header is the part of it written as code.
+//
+// Names. A layer is created under a prefix, relative to the graph's current
+// scope: one or more non-empty segments separated by '/', none containing
+// '.' ("fc1", "encoder/layers/0"). Its parameters are graph nodes named
+// "<scope>/<prefix>/<name>" (engine/graph.h: a node's own name never holds
+// '/', and its path is unique). named_parameters() gives the path below the
+// layer's scope with '/' replaced by '.': PyTorch's state_dict keys, e.g.
+// "weight", "out_proj.bias", "layers.0.self_attn.in_proj_weight".
+//
+//   nn::NamedParameters named = block.named_parameters();
+//   // {{"self_attn.in_proj_weight", w}, ..., {"norm2.bias", b}}
+
+#ifndef DAGRAD_MODELS_NN_MODULE_H_
+#define DAGRAD_MODELS_NN_MODULE_H_
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "engine/graph.h"
+
+namespace dagrad::nn {
+
+// NamedParameters lists a layer's parameters in creation order (PyTorch's
+// state_dict order for the torch.nn twins) with names relative to the layer.
+using NamedParameters = std::vector<std::pair<std::string, Value>>;
+
+// ValidatePrefix returns InvalidArgument, naming `layer` and the prefix,
+// for an empty prefix, an empty segment ("a//b", "/a", "a/") or a '.'.
+absl::Status ValidatePrefix(absl::string_view layer, absl::string_view prefix);
+
+// RelativeNames names each parameter by its path below `scope`, with '/'
+// replaced by '.'; null Values are skipped.
+NamedParameters RelativeNames(absl::string_view scope, absl::Span<const Value> parameters);
+
+// FirstError returns the status of the first error Value among `values`
+// (null Values are skipped), else OK.
+absl::Status FirstError(absl::Span<const Value> values);
+
+// NotCreated returns, for a layer applied before Create gave it a graph, an
+// error Value (FailedPrecondition naming `layer`) in x's graph, or x itself
+// when x is null or an error.
+Value NotCreated(Value x, absl::string_view layer);
+
+// ConcatParameters appends the Values of each list in order: a composite layer's
+// parameters() from its children's.
+std::vector<Value> ConcatParameters(
+    std::initializer_list<std::vector<Value>> lists);
+
+}  // namespace dagrad::nn
+
+#endif  // DAGRAD_MODELS_NN_MODULE_H_

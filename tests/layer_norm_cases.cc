@@ -1,0 +1,81 @@
+// The op cases (tests/support/op_case.h) of layer_norm and its fused
+// backward, ops/layer_norm.cc.
+
+#include <vector>
+
+#include "engine/autodiff/autodiff.h"
+#include "ops/elementwise.h"
+#include "ops/layer_norm.h"
+#include "ops/reduce.h"
+#include "tests/support/op_case.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+// LayerNormDx outputs d/dx of sum(layer_norm(x, gamma) * w), x of `shape`:
+// layer_norm_grad, called as autodiff calls it.
+CaseBuild LayerNormDx(Shape shape) {
+  return [shape](CaseBuilder& b, DType d) {
+    const Value x = b.Input("x", d, shape, -2, 5);
+    const Value gamma = b.Input("gamma", d, {shape.dims().back()});
+    const Value y = LayerNorm(x, gamma, Value());
+    auto dx = Gradients(Sum(Mul(y, b.Input("w", d, shape))), {x});
+    b.Out(dx.ok() ? (*dx)[0] : b.graph().Error(dx.status()));
+  };
+}
+
+}  // namespace
+
+DAGRAD_OP_CASE(
+    layer_norm,
+    .configs =
+        {{.name = "affine_3d",
+          .build = Over({{"x", {2, 3, 5}}, {"gamma", {5}}, {"beta", {5}}},
+                        [](Graph&, const In& in) { return LayerNorm(in[0], in[1], in[2]); })},
+         {.name = "no_affine",
+          .build = Over({{"x", {4, 6}, std::nullopt, -2.0, 2.0}},
+                        [](Graph&, const In& in) { return LayerNorm(in[0], Value(), Value()); })},
+         {.name = "gamma_only",
+          .build = Over({{"x", {3, 4}}, {"gamma", {4}}},
+                        [](Graph&, const In& in) {
+                          return LayerNorm(in[0], in[1], Value(), 1e-3);
+                        })},
+         {.name = "beta_only_1d",
+          .build = Over({{"x", {7}}, {"beta", {7}}},
+                        [](Graph&, const In& in) { return LayerNorm(in[0], Value(), in[1]); })},
+         // dgamma's and dbeta's own derivatives (through mul, layer_norm, sum):
+         // d/d(x, gamma, w) of d/dgamma sum(layer_norm(x, gamma, beta)^2 * w).
+         {.name = "dgamma_second_order",
+          .build = Over({{"x", {3, 4}}, {"gamma", {4}}, {"beta", {4}}, {"w", {3, 4}}},
+                        [](Graph&, const In& in) {
+                          Value y = LayerNorm(in[0], in[1], in[2]);
+                          auto grads = Gradients(Sum(Mul(Mul(y, y), in[3])), {in[1]});
+                          return grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status());
+                        })},
+         {.name = "wide",
+          .build =
+              [](CaseBuilder& b, DType d) {
+                const Value x = b.Input("x", d, {2, 3, 300}, -2, 5);
+                const Value gamma = b.Input("gamma", d, {300}), beta = b.Input("beta", d, {300});
+                b.Out(LayerNorm(x, gamma, beta));
+                b.Out(LayerNorm(x, Value(), Value(), 1e-3));
+                b.Out(LayerNorm(x, gamma, Value()));
+                b.Out(LayerNorm(b.Input("v", d, {7}), Value(), b.Input("v_beta", d, {7})));
+              },
+          .modes = kBackendModes}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(LayerNorm(b.Input("x", d, {2048, 512}), b.Input("gamma", d, {512}),
+                      b.Input("beta", d, {512})));
+    });
+
+// layer_norm_grad, LayerNorm's fused dx, has no rule of its own: a second
+// derivative in x would need a third fused kernel.
+DAGRAD_OP_CASE(layer_norm_grad,
+               .configs = {{.name = "dx",
+                            .build = LayerNormDx({6, 300}),
+                            .modes = kBackendModes,
+                            .gradients = false}},
+               .bench = LayerNormDx({2048, 512}), .flags = kBackwardOnly);
+
+}  // namespace dagrad::testing

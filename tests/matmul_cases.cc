@@ -1,0 +1,122 @@
+// The op cases (tests/support/op_case.h) of matmul and linear,
+// ops/matmul.cc: every batching and transposition, small products (dagrad's
+// own kernel) and large ones (BLIS).
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/autodiff/autodiff.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "tests/support/op_case.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+// Shapes is a config through one of the kernels' paths.
+OpConfig Shapes(const char* name, Shape a, Shape b, MatMulOptions o = {}) {
+  return {
+      .name = name,
+      .build = [a, b, o](CaseBuilder& cb,
+                         DType d) { cb.Out(MatMul(cb.Input("a", d, a), cb.Input("b", d, b), o)); },
+      .modes = kBackendModes};
+}
+
+}  // namespace
+
+DAGRAD_OP_CASE(
+    matmul,
+    .configs = {{.name = "small_plain",
+                 .build = Over({{"a", {3, 4}}, {"b", {4, 2}}},
+                               [](Graph&, const In& in) { return MatMul(in[0], in[1]); })},
+                {.name = "small_transpose_a",
+                 .build = Over({{"a", {4, 3}}, {"b", {4, 2}}},
+                               [](Graph&, const In& in) {
+                                 return MatMul(in[0], in[1], {.transpose_a = true});
+                               })},
+                {.name = "small_transpose_b",
+                 .build = Over({{"a", {2, 3, 4}}, {"b", {2, 5, 4}}},
+                               [](Graph&, const In& in) {
+                                 return MatMul(in[0], in[1], {.transpose_b = true});
+                               })},
+                {.name = "small_transpose_both",
+                 .build = Over({{"a", {2, 4, 3}}, {"b", {5, 4}}},
+                               [](Graph&, const In& in) {
+                                 return MatMul(in[0], in[1],
+                                               {.transpose_a = true, .transpose_b = true});
+                               })},
+                {.name = "small_shared_rhs",
+                 .build = Over({{"a", {2, 3, 3, 4}}, {"b", {4, 2}}},
+                               [](Graph&, const In& in) { return MatMul(in[0], in[1]); })},
+                {.name = "small_shared_lhs",
+                 .build = Over({{"a", {3, 4}}, {"b", {2, 4, 2}}},
+                               [](Graph&, const In& in) { return MatMul(in[0], in[1]); })},
+                {.name = "small_batch_broadcast",
+                 .build = Over({{"a", {2, 1, 3, 4}}, {"b", {1, 3, 4, 2}}},
+                               [](Graph&, const In& in) { return MatMul(in[0], in[1]); })},
+                // Second derivative: d/db of d/da sum((a·b)^2 * w).
+                {.name = "second_order",
+                 .build = Over({{"a", {3, 4}}, {"b", {4, 2}}, {"w", {3, 2}}},
+                               [](Graph&, const In& in) {
+                                 Value c = MatMul(in[0], in[1]);
+                                 auto grads = Gradients(Sum(Mul(Mul(c, c), in[2])), {in[0]});
+                                 return grads.ok() ? (*grads)[0] : c.graph()->Error(grads.status());
+                               })},
+                Shapes("plain", {5, 7}, {7, 3}),
+                Shapes("transpose_a", {7, 5}, {7, 3}, {.transpose_a = true}),
+                Shapes("transpose_b", {2, 5, 7}, {2, 3, 7}, {.transpose_b = true}),
+                Shapes("transpose_both", {2, 7, 5}, {3, 7},
+                       {.transpose_a = true, .transpose_b = true}),
+                Shapes("batched_whole", {2, 3, 4, 5}, {2, 3, 5, 6}),
+                Shapes("tall_shared_rhs", {2, 3, 4, 5}, {5, 6}),
+                Shapes("shared_lhs", {4, 5}, {3, 5, 2}),
+                Shapes("batch_broadcast", {2, 1, 3, 4}, {1, 3, 4, 2}),
+                Shapes("batch_broadcast_transposed", {3, 1, 4, 3}, {2, 2, 4},
+                       {.transpose_a = true, .transpose_b = true}),
+                Shapes("empty_contraction", {3, 0}, {0, 4}),
+                Shapes("large", {64, 128}, {128, 96})},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(MatMul(b.Input("a", d, {512, 512}), b.Input("b", d, {512, 512})));
+    });
+
+DAGRAD_OP_CASE(
+    linear,
+    .configs = {{.name = "bias_3d",
+                 .build = Over({{"x", {2, 3, 4}}, {"w", {5, 4}}, {"b", {5}}},
+                               [](Graph&, const In& in) { return Linear(in[0], in[1], in[2]); })},
+                {.name = "no_bias",
+                 .build = Over({{"x", {3, 4}}, {"w", {2, 4}}},
+                               [](Graph&, const In& in) { return Linear(in[0], in[1]); })},
+                // A 1-D x is one row, forward and backward (as torch's F.linear).
+                {.name = "1d_input",
+                 .build = Over({{"x", {4}}, {"w", {3, 4}}, {"b", {3}}},
+                               [](Graph&, const In& in) { return Linear(in[0], in[1], in[2]); })},
+                {.name = "1d_input_no_bias",
+                 .build = Over({{"x", {5}}, {"w", {2, 5}}},
+                               [](Graph&, const In& in) { return Linear(in[0], in[1]); })},
+                {.name = "wide",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       const Value x = b.Input("x", d, {2, 3, 40}), w = b.Input("w", d, {17, 40});
+                       b.Out(Linear(x, w, b.Input("bias", d, {17})));
+                       b.Out(Linear(x, w));
+                     },
+                 .modes = kBackendModes},
+                // No gradients: linear's rule reshapes x to (-1, 0), which cannot
+                // infer the -1 (a CPU-side limitation of the rule, not of the kernels).
+                {.name = "zero_in_features",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       b.Out(Linear(b.Input("x", d, {4, 0}), b.Input("w", d, {3, 0}),
+                                    b.Input("b", d, {3})));
+                     },
+                 .modes = kBackendModes,
+                 .gradients = false}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(Linear(b.Input("x", d, {32, 64, 256}), b.Input("w", d, {512, 256}),
+                   b.Input("bias", d, {512})));
+    });
+
+}  // namespace dagrad::testing

@@ -1,0 +1,292 @@
+// The usage examples of the dagrad::nn headers (models/nn*.h), copied here
+// between "example" markers so that they compile and run (a test checks
+// that every line of each header example is here), plus PyTorch's
+// parameter names, the errors of Create and of a layer used before Create.
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "engine/executor.h"
+#include "engine/status_macros.h"
+#include "models/nn.h"
+#include "models/transformer.h"
+#include "ops/elementwise.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::vector<std::string> Names(const nn::NamedParameters& named) {
+  std::vector<std::string> names;
+  for (const auto& [name, p] : named) names.push_back(name);
+  return names;
+}
+
+// Shapes checks that every Value is ok and has the shape listed for it.
+void ExpectShapes(std::initializer_list<std::pair<Value, Shape>> values) {
+  for (const auto& [v, shape] : values) {
+    ASSERT_OK(v.status());
+    EXPECT_EQ(v.shape().ToString(), shape.ToString()) << v.path();
+  }
+}
+
+absl::Status LayersExamples(Graph& g, Value x, Value tokens, Value h) {
+  // example: models/nn_layers.h Linear
+  DAGRAD_ASSIGN_OR_RETURN(nn::Linear fc,
+      nn::Linear::Create(g, "fc", {.in_features = 4, .out_features = 3}));
+  Value y = fc(x);   // x (B, 4) -> y (B, 3); parameters "fc/weight", "fc/bias"
+  // example: models/nn_layers.h Embedding
+  DAGRAD_ASSIGN_OR_RETURN(nn::Embedding emb,
+      nn::Embedding::Create(g, "tok_emb", {.num_embeddings = 16, .embedding_dim = 8}));
+  Value e = emb(tokens);   // tokens int64 (B, T) -> e (B, T, 8)
+  // example: models/nn_layers.h LayerNorm
+  DAGRAD_ASSIGN_OR_RETURN(nn::LayerNorm ln,
+      nn::LayerNorm::Create(g, "ln_f", {.normalized_shape = 8}));
+  Value n = ln(h);   // (B, T, 8); parameters "ln_f/weight", "ln_f/bias"
+  // example: models/nn_layers.h Dropout
+  DAGRAD_ASSIGN_OR_RETURN(nn::Dropout drop, nn::Dropout::Create(g, "drop", 0.1));
+  Value d = drop(h);   // same shape as h
+  // example: models/nn_layers.h Mlp
+  DAGRAD_ASSIGN_OR_RETURN(nn::Mlp mlp,
+      nn::Mlp::Create(g, "mlp", {.in_features = 8, .hidden_features = 32,
+                                 .activation = nn::Activation::kGeluTanh}));
+  Value m = mlp(h);   // (B, T, 8); parameters "mlp/fc1/weight", ..., "mlp/fc2/bias"
+  // end of examples
+  ExpectShapes({{y, {2, 3}}, {e, {2, 5, 8}}, {n, {2, 5, 8}}, {d, {2, 5, 8}}, {m, {2, 5, 8}}});
+  EXPECT_EQ(fc.weight().path(), "fc/weight");
+  EXPECT_EQ(ln.bias().path(), "ln_f/bias");
+  EXPECT_THAT(Names(mlp.named_parameters()),
+              ElementsAre("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"));
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, Layers) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 4});
+  Value tokens = g.Input("tokens", DType::kInt64, {2, 5});
+  Value h = g.Input("h", DType::kFloat32, {2, 5, 8});
+  ASSERT_OK(LayersExamples(g, x, tokens, h));
+}
+
+absl::Status AttentionExamples(Graph& g, Value x, Value lengths, Value memory) {
+  // example: models/nn_attention.h
+  DAGRAD_ASSIGN_OR_RETURN(nn::MultiheadAttention mha,
+      nn::MultiheadAttention::Create(g, "self_attn", {.embed_dim = 8, .num_heads = 2}));
+  nn::AttentionOutput y =
+      mha(x, x, x, {.valid_lens = lengths}, nn::AttentionWeights::kPerHead);
+  // x (B, T, 8): y.output (B, T, 8); y.weights (B, 2, T, T), before dropout
+  nn::AttentionOutput z = mha(x, memory, memory);   // cross-attention, memory (B, S, 8)
+  // end of example
+  ExpectShapes({{y.output, {2, 5, 8}}, {y.weights, {2, 2, 5, 5}}, {z.output, {2, 5, 8}}});
+  EXPECT_THAT(Names(mha.named_parameters()),
+              ElementsAre("in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"));
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, Attention) {
+  Graph g;
+  ASSERT_OK(AttentionExamples(g, g.Input("x", DType::kFloat32, {2, 5, 8}),
+                              g.Input("lengths", DType::kInt64, {2}),
+                              g.Input("memory", DType::kFloat32, {2, 3, 8})));
+}
+
+absl::Status TransformerExample(Graph& g, Value x, Value lengths) {
+  // example: models/nn_transformer.h
+  DAGRAD_ASSIGN_OR_RETURN(nn::TransformerBlock block,
+      nn::TransformerBlock::Create(g, "h/0", {.d_model = 8, .nhead = 2,
+                                              .dim_feedforward = 32,
+                                              .activation = nn::Activation::kGelu,
+                                              .norm_first = true, .causal = true}));
+  Value y = block(x);                        // x (B, T, 8) -> (B, T, 8)
+  Value z = block(x, {.mask = {.valid_lens = lengths}});   // padded keys masked
+  // example: models/nn_module.h
+  nn::NamedParameters named = block.named_parameters();
+  // {{"self_attn.in_proj_weight", w}, ..., {"norm2.bias", b}}
+  // end of examples
+  ExpectShapes({{y, {2, 5, 8}}, {z, {2, 5, 8}}});
+  EXPECT_THAT(Names(named),
+              ElementsAre("self_attn.in_proj_weight", "self_attn.in_proj_bias",
+                          "self_attn.out_proj.weight", "self_attn.out_proj.bias",
+                          "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
+                          "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"));
+  EXPECT_EQ(named.front().second.path(), "h/0/self_attn/in_proj_weight");
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, TransformerBlock) {
+  Graph g;
+  ASSERT_OK(TransformerExample(g, g.Input("x", DType::kFloat32, {2, 5, 8}),
+                               g.Input("lengths", DType::kInt64, {2})));
+}
+
+absl::Status SequentialExample(Graph& g, Value x) {
+  // example: models/nn_sequential.h
+  DAGRAD_ASSIGN_OR_RETURN(nn::Sequential net, nn::Sequential::Create(g, "net"));
+  DAGRAD_RETURN_IF_ERROR(net.Append<nn::Linear>({.in_features = 2, .out_features = 16}));
+  net.Append([](Value h) { return Relu(h); });
+  DAGRAD_RETURN_IF_ERROR(net.Append<nn::Linear>({.in_features = 16, .out_features = 1}));
+  Value y = net(x);   // x (B, 2) -> (B, 1); named_parameters "0.weight", ..., "2.bias"
+  // end of example
+  ExpectShapes({{y, {3, 1}}});
+  EXPECT_THAT(Names(net.named_parameters()),
+              ElementsAre("0.weight", "0.bias", "2.weight", "2.bias"));
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, Sequential) {
+  Graph g;
+  ASSERT_OK(SequentialExample(g, g.Input("x", DType::kFloat32, {3, 2})));
+}
+
+// example: models/nn.h
+class Gpt {
+ public:
+  absl::Status Init(Graph& g) {
+    DAGRAD_ASSIGN_OR_RETURN(wte_, nn::Embedding::Create(g, "wte",
+        {.num_embeddings = 65, .embedding_dim = 32}));
+    DAGRAD_ASSIGN_OR_RETURN(block_, nn::TransformerBlock::Create(g, "h/0",
+        {.d_model = 32, .nhead = 4, .dim_feedforward = 128, .dropout = 0.0,
+         .activation = nn::Activation::kGelu, .norm_first = true, .causal = true}));
+    DAGRAD_ASSIGN_OR_RETURN(ln_f_, nn::LayerNorm::Create(g, "ln_f",
+        {.normalized_shape = 32}));
+    return absl::OkStatus();
+  }
+  Value operator()(Value tokens) const { return ln_f_(block_(wte_(tokens))); }
+
+ private:
+  nn::Embedding wte_;
+  nn::TransformerBlock block_;
+  nn::LayerNorm ln_f_;
+};
+// end of example
+
+TEST(NnExamples, MembersFilledInLater) {
+  Graph g;
+  Gpt gpt;
+  ASSERT_OK(gpt.Init(g));
+  Value tokens = g.Input("tokens", DType::kInt64, {2, 6});
+  Value y = gpt(tokens);
+  ExpectShapes({{y, {2, 6, 32}}});
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{tokens, RandomInts({2, 6}, 1, 0, 65)}}));
+  for (double v : AsDoubles(out[0])) ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST(Nn, LayerUsedBeforeCreateIsAnError) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 4});
+  EXPECT_STATUS(nn::Linear()(x).status(), absl::StatusCode::kFailedPrecondition,
+                "Linear applied before Create");
+  EXPECT_STATUS(nn::TransformerBlock()(x).status(), absl::StatusCode::kFailedPrecondition,
+                "TransformerBlock");
+  EXPECT_STATUS(nn::MultiheadAttention()(x, x, x).output.status(),
+                absl::StatusCode::kFailedPrecondition, "MultiheadAttention");
+  EXPECT_EQ(nn::Dropout()(x), x);  // p = 0: the identity
+}
+
+TEST(Nn, CreateRejectsBadOptions) {
+  Graph g;
+  EXPECT_STATUS(nn::Linear::Create(g, "fc/w.b", {.in_features = 2, .out_features = 2}).status(),
+                absl::StatusCode::kInvalidArgument, "without '.'");
+  EXPECT_STATUS(nn::Linear::Create(g, "a//b", {.in_features = 2, .out_features = 2}).status(),
+                absl::StatusCode::kInvalidArgument, "non-empty segments");
+  EXPECT_STATUS(nn::Linear::Create(g, "fc", {.in_features = 0, .out_features = 2}).status(),
+                absl::StatusCode::kInvalidArgument, "sizes must be >= 1, got 0");
+  EXPECT_STATUS(
+      nn::Embedding::Create(g, "e", {.num_embeddings = 3, .embedding_dim = 2,
+                                     .dtype = DType::kInt64}).status(),
+      absl::StatusCode::kInvalidArgument, "dtype must be float32 or float64");
+  EXPECT_STATUS(nn::LayerNorm::Create(g, "ln", {.normalized_shape = 4, .eps = 0}).status(),
+                absl::StatusCode::kInvalidArgument, "eps must be a finite number > 0");
+  EXPECT_STATUS(nn::Dropout::Create(g, "drop", 1.5).status(), absl::StatusCode::kInvalidArgument,
+                "dropout must be in [0, 1)");
+  EXPECT_STATUS(nn::TransformerBlock::Create(g, "blk", {.d_model = 6, .nhead = 4}).status(),
+                absl::StatusCode::kInvalidArgument, "not divisible by num_heads 4");
+}
+
+TEST(Nn, BlockChecksItsMemory) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {1, 3, 4});
+  ASSERT_OK_AND_ASSIGN(auto enc,
+                       nn::TransformerBlock::Create(g, "enc", {.d_model = 4, .nhead = 2}));
+  ASSERT_OK_AND_ASSIGN(
+      auto dec,
+      nn::TransformerBlock::Create(g, "dec",
+                                   {.d_model = 4, .nhead = 2, .cross_attention = true}));
+  EXPECT_STATUS(dec(x).status(), absl::StatusCode::kInvalidArgument,
+                "cross-attention needs a memory");
+  EXPECT_STATUS(enc(x, {.memory = x}).status(), absl::StatusCode::kInvalidArgument,
+                "without cross_attention");
+  EXPECT_EQ(Names(dec.named_parameters()).back(), "norm3.bias");
+}
+
+TEST(Nn, ToyTransformerHasTheReferenceStateDictNames) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(auto model,
+                       models::ToyTransformer::Create(g, {.vocab = 8, .seq_len = 4, .dim = 8,
+                                                          .heads = 2, .layers = 1, .ffn = 16}));
+  EXPECT_THAT(
+      Names(model.named_parameters()),
+      ElementsAre("embedding.weight", "encoder.layers.0.self_attn.in_proj_weight",
+                  "encoder.layers.0.self_attn.in_proj_bias",
+                  "encoder.layers.0.self_attn.out_proj.weight",
+                  "encoder.layers.0.self_attn.out_proj.bias", "encoder.layers.0.linear1.weight",
+                  "encoder.layers.0.linear1.bias", "encoder.layers.0.linear2.weight",
+                  "encoder.layers.0.linear2.bias", "encoder.layers.0.norm1.weight",
+                  "encoder.layers.0.norm1.bias", "encoder.layers.0.norm2.weight",
+                  "encoder.layers.0.norm2.bias", "head.weight", "head.bias"));
+  EXPECT_EQ(model.parameters(), g.Parameters());
+}
+
+std::string ReadSource(const std::string& path) {
+  std::ifstream in(std::string(DAGRAD_TEST_DATA_DIR) + "/../../" + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ExampleLines returns the code lines of the header's usage examples: the
+// runs of "//   " comment lines that create a layer or name parameters.
+std::vector<std::string> ExampleLines(const std::string& header) {
+  std::vector<std::string> lines, run;
+  auto flush = [&] {
+    const bool example = std::any_of(run.begin(), run.end(), [](const std::string& l) {
+      return absl::StrContains(l, "DAGRAD_ASSIGN_OR_RETURN") ||
+             absl::StrContains(l, "nn::NamedParameters");
+    });
+    if (example) lines.insert(lines.end(), run.begin(), run.end());
+    run.clear();
+  };
+  for (absl::string_view line : absl::StrSplit(header, '\n')) {
+    if (absl::ConsumePrefix(&line, "//   ")) {
+      run.emplace_back(absl::StripAsciiWhitespace(line));
+    } else {
+      flush();
+    }
+  }
+  flush();
+  return lines;
+}
+
+TEST(NnExamples, EveryHeaderExampleIsCompiledHere) {
+  const std::string test = ReadSource("tests/nn_layers_test.cc");
+  ASSERT_FALSE(test.empty());
+  for (const char* header : {"models/nn.h", "models/nn_module.h", "models/nn_layers.h",
+                             "models/nn_attention.h", "models/nn_transformer.h",
+                             "models/nn_sequential.h"}) {
+    const std::vector<std::string> lines = ExampleLines(ReadSource(header));
+    EXPECT_FALSE(lines.empty()) << header << " has no example";
+    for (const std::string& line : lines) {
+      EXPECT_TRUE(absl::StrContains(test, line)) << header << " example line not tested: " << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dagrad::testing

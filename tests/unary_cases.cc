@@ -1,0 +1,170 @@
+// The op cases (tests/support/op_case.h) of the unary family, ops/unary.cc:
+// the elementwise math functions, relu's backward kernel and cast (GELU's
+// are in gelu_cases.cc).
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "engine/autodiff/autodiff.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
+#include "ops/reduce.h"
+#include "tests/support/op_case.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+DAGRAD_OP_CASE(neg, UnaryCase(Neg));
+DAGRAD_OP_CASE(exp, UnaryCase(Exp));
+DAGRAD_OP_CASE(log, UnaryCase(Log, 0.5, 2.0));
+DAGRAD_OP_CASE(sqrt, UnaryCase(Sqrt, 0.5, 2.0));
+DAGRAD_OP_CASE(rsqrt, UnaryCase(Rsqrt, 0.5, 2.0));
+DAGRAD_OP_CASE(sigmoid, UnaryCase(Sigmoid, -3.0, 3.0));
+DAGRAD_OP_CASE(sin, UnaryCase(Sin, -3.0, 3.0));
+DAGRAD_OP_CASE(cos, UnaryCase(Cos, -3.0, 3.0));
+
+DAGRAD_OP_CASE(
+    tanh,
+    With(UnaryCase(Tanh, -2.0, 2.0),
+         {
+             // Second derivatives through elementwise chains: d/dx of d/dx sum(tanh(x) exp(x) x).
+             {.name = "second_order_mixed",
+              .build = Over({{"x", {5}}},
+                            [](Graph&, const In& in) {
+                              Value x = in[0];
+                              Value loss = Sum(Mul(Mul(Tanh(x), Exp(x)), x));
+                              auto grads = Gradients(loss, {x});
+                              return grads.ok() ? (*grads)[0] : x.graph()->Error(grads.status());
+                            })},
+         }));
+
+// relu(NaN) = NaN and its gradient passes at NaN (torch.relu,
+// threshold_backward); pow(-0, 0.5) = -0 and pow(-0, -0.5) = -inf (torch
+// computes these exponents by sqrt). The CUDA functors once gave relu(NaN)
+// = 0 and pow(-0, 0.5) = +0; they are the CPU's own now.
+DAGRAD_OP_CASE(relu,
+               With(UnaryCase(Relu),
+                    {{.name = "nan_and_signed_zeros",
+                      .build =
+                          [](CaseBuilder& b, DType d) {
+                            const Value x = b.Fixed(
+                                "x",
+                                WithNaNs(FloatsOf(d, {6}, {-0.0, 0.0, -1.0, 2.0, 0.0, 4.0}), {4}));
+                            b.Out(Relu(x));
+                            b.Out(ReluGrad(x, OnesLike(x)));
+                            b.Out(Pow(x, 0.5));
+                            b.Out(Pow(x, -0.5));
+                            b.Out(Pow(x, 3.0));
+                          },
+                      .modes = kBackendModes,
+                      .gradients = false}}));
+
+DAGRAD_OP_CASE(
+    pow,
+    .configs = {{.name = "cube",
+                 .build = Over({{"x", {3, 2}}},
+                               [](Graph&, const In& in) { return Pow(in[0], 3.0); })},
+                {.name = "fractional",
+                 .build = Over({{"x", {3, 2}, std::nullopt, 0.5, 2.0}},
+                               [](Graph&, const In& in) { return Pow(in[0], -1.5); })},
+                {.name = "exponents",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       const Value x = b.Input("x", d, {5, 61}, 0.2, 2);
+                       b.Out(Pow(x, 2.0));
+                       b.Out(Pow(x, 3.0));
+                       b.Out(Pow(x, -0.5));
+                     },
+                 .modes = kBackendModes}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(Pow(b.Input("x", d, {1024, 1024}, 0.2, 2), -0.5));
+    });
+
+DAGRAD_OP_CASE(
+    scale,
+    .configs = {{.name = "scale_and_shift",
+                 .build = Over({{"x", {4}}},
+                               [](Graph&, const In& in) {
+                                 return AddScalar(Scale(in[0], -2.5), 0.75);
+                               })},
+                {.name = "vector",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       const Value x = b.Input("x", d, {1000});
+                       b.Out(Scale(x, 2.5));
+                       b.Out(AddScalar(Scale(x, -0.3), 0.7));
+                     },
+                 .modes = kBackendModes}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(Scale(b.Input("x", d, {1024, 1024}), 2.5));
+    });
+
+// relu_grad is checked through a second derivative: d/dw of the gradient
+// of sum(relu(x) * w) with respect to x; and called directly.
+DAGRAD_OP_CASE(
+    relu_grad,
+    .configs =
+        {// relu_grad is checked through a second derivative: d/dw of the gradient
+         // of sum(relu(x) * w) with respect to x.
+         {.name = "second_order",
+          .build = Over({{"x", {6}}, {"w", {6}}},
+                        [](Graph&, const In& in) {
+                          Value loss = Sum(Mul(Relu(in[0]), in[1]));
+                          auto grads = Gradients(loss, {in[0]});
+                          return grads.ok() ? (*grads)[0] : loss.graph()->Error(grads.status());
+                        })},
+         {.name = "direct",
+          .build =
+              [](CaseBuilder& b, DType d) {
+                b.Out(ReluGrad(b.Input("x", d, {9, 33}, -3, 3), b.Input("g", d, {9, 33})));
+              },
+          .modes = kBackendModes,
+          .gradients = false}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(ReluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
+    });
+
+namespace {
+
+// CastTo is the config casting every dtype to `to`, with values every
+// target can hold.
+OpConfig CastTo(DType to) {
+  return {.name = std::string("to_") + DTypeSuffix(to),
+          .build =
+              [to](CaseBuilder& b, DType d) {
+                b.Out(Cast(b.Input("x", d, {7, 45}, -100, d == DType::kBool ? 0.5 : 100), to));
+              },
+          .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool},
+          .modes = kBackendModes};
+}
+
+// A cast the target cannot hold fails alike on every backend.
+OpConfig CastError(const char* name, Tensor value, DType to) {
+  return {.name = name,
+          .build = [value, to](CaseBuilder& b, DType) { b.Out(Cast(b.Fixed("x", value), to)); },
+          .dtypes = {value.dtype()},
+          .modes = kBackendModes,
+          .expect_error = true};
+}
+
+}  // namespace
+
+DAGRAD_OP_CASE(
+    cast,
+    .configs = {{.name = "float_to_float",
+                 .build = Over({{"x", {3}}},
+                               [](Graph&, const In& in) {
+                                 return Cast(Cast(in[0], DType::kFloat64), DType::kFloat64);
+                               })},
+                CastTo(DType::kFloat32),
+                CastTo(DType::kFloat64),
+                CastTo(DType::kInt32),
+                CastTo(DType::kInt64),
+                CastTo(DType::kBool),
+                CastError("out_of_range", T<double>({4}, {1, 2, 3e9, NAN}), DType::kInt32),
+                CastError("nan", T<float>({3}, {NAN, 1, 2}), DType::kInt64)},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(Cast(b.Input("x", d, {1024, 1024}), DType::kFloat64));
+    });
+
+}  // namespace dagrad::testing
