@@ -138,11 +138,8 @@ Value Activate(Value x, Activation activation) {
       return Relu(x);
     case Activation::kGelu:
       return Gelu(x);
-    case Activation::kGeluTanh: {
-      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))), torch's formula.
-      const double k = std::sqrt(2.0 / M_PI);
-      return 0.5 * x * (1.0 + Tanh(k * (x + 0.044715 * x * x * x)));  // TODO(nnops): Gelu(x, kTanh)
-    }
+    case Activation::kGeluTanh:
+      return Gelu(x, GeluApproximate::kTanh);
   }
   return x;
 }

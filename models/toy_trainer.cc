@@ -15,15 +15,6 @@
 namespace dagrad::models {
 namespace {
 
-const char* OptimizerName(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::kSgd: return "sgd";
-    case OptimizerKind::kAdam: return "adam";
-    case OptimizerKind::kAdamW: return "adamw";
-  }
-  return "?";
-}
-
 // Keys identifying a checkpoint as a training state, beside the config.
 constexpr char kFormatKey[] = "dagrad.format";
 constexpr char kFormat[] = "toy-train-state/1";

@@ -14,6 +14,7 @@
 #define DAGRAD_OPS_ELEMENTWISE_H_
 
 #include "engine/graph.h"
+#include "ops/gelu.h"  // Gelu, GeluGrad
 
 namespace dagrad {
 
@@ -52,7 +53,6 @@ Value Pow(Value x, double exponent);      // x ** exponent
 Value Scale(Value x, double factor);      // factor * x
 Value AddScalar(Value x, double offset);  // x + offset
 Value Relu(Value x);
-Value Gelu(Value x);  // exact: x * Phi(x), as torch.nn.GELU()
 Value Tanh(Value x);
 Value Sigmoid(Value x);
 Value Sin(Value x);
@@ -65,8 +65,6 @@ Value Cast(Value x, DType dtype);
 // ReluGrad returns g where x > 0, else 0 (relu's backward, an op of its own
 // so the backward pass is one fused loop).
 Value ReluGrad(Value x, Value g);
-// GeluGrad returns g * gelu'(x).
-Value GeluGrad(Value x, Value g);
 
 // Operators over Values and scalars; `x * 2.0` is Scale(x, 2.0).
 inline Value operator+(Value a, Value b) { return Add(a, b); }

@@ -77,7 +77,6 @@ DAGRAD_STATELESS_FN(SqrtFn, math::Sqrt(x));
 DAGRAD_STATELESS_FN(RsqrtFn, T(1) / math::Sqrt(x));
 // x <= 0 is false for NaN, so relu(NaN) = NaN, as torch.relu.
 DAGRAD_STATELESS_FN(ReluFn, x <= T(0) ? T(0) : x);
-DAGRAD_STATELESS_FN(GeluFn, T(0.5) * x * (T(1) + math::Erf(x * T(math::kSqrtHalf))));
 DAGRAD_STATELESS_FN(TanhFn, math::Tanh(x));
 DAGRAD_STATELESS_FN(SigmoidFn, T(1) / (T(1) + math::Exp(-x)));
 DAGRAD_STATELESS_FN(SinFn, math::Sin(x));
@@ -123,16 +122,6 @@ struct ReluBackwardFn {
   template <typename T>
   DAGRAD_HOST_DEVICE T operator()(T x, T g) const {
     return x <= T(0) ? T(0) : g;
-  }
-};
-
-// gelu_grad: gelu'(x) = Phi(x) + x phi(x).
-struct GeluBackwardFn {
-  template <typename T>
-  DAGRAD_HOST_DEVICE T operator()(T x, T g) const {
-    const T cdf = T(0.5) * (T(1) + math::Erf(x * T(math::kSqrtHalf)));
-    const T pdf = math::Exp(T(-0.5) * x * x) * T(math::kInvSqrt2Pi);
-    return g * (cdf + x * pdf);
   }
 };
 

@@ -19,6 +19,8 @@ const std::vector<const OpDef*>& AllOps() {
              SoftmaxOps,
              DropoutOps,
              LossOps,
+             GeluOps,
+             SamplingOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

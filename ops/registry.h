@@ -48,6 +48,8 @@ std::vector<const OpDef*> FillOps();
 std::vector<const OpDef*> SoftmaxOps();
 std::vector<const OpDef*> DropoutOps();
 std::vector<const OpDef*> LossOps();
+std::vector<const OpDef*> GeluOps();
+std::vector<const OpDef*> SamplingOps();
 
 }  // namespace dagrad
 

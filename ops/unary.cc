@@ -37,7 +37,7 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
   });
 }
 
-// The activations' backward ops (relu_grad, gelu_grad) compute dx = Fn(x, g).
+// The activations' backward ops (relu_grad) compute dx = Fn(x, g).
 absl::StatusOr<TensorType> InferActivationGrad(const InferContext& ctx) {
   if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
   if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
@@ -190,23 +190,6 @@ const OpDef kReluGrad = {.name = "relu_grad",
 
 Value ReluGrad(Value x, Value g) { return BuildOp(kReluGrad, {x, g}); }
 
-// ---- gelu (moving to ops/gelu.cc) -------------------------------------------
-
-namespace {
-std::vector<Value> GeluGradRule(const GradContext& c) {
-  return {GeluGrad(c.inputs[0], c.grad)};
-}
-DAGRAD_UNARY_OP(kGelu, "gelu", "GELU", GeluFn, GeluGradRule);
-// gelu_grad has no rule: a third derivative through GELU is out of scope.
-const OpDef kGeluGrad = {.name = "gelu_grad",
-                         .dot_label = "GELU'",
-                         .infer = InferActivationGrad,
-                         .cpu = ActivationGradKernel<GeluBackwardFn>};
-}  // namespace
-
-Value Gelu(Value x) { return Unary(kGelu, x); }
-Value GeluGrad(Value x, Value g) { return BuildOp(kGeluGrad, {x, g}); }
-
 // ---- tanh: dy/dx = 1 - y^2 --------------------------------------------------
 
 namespace {
@@ -307,8 +290,8 @@ Value Cast(Value x, DType dtype) {
 }
 
 std::vector<const OpDef*> UnaryOps() {
-  return {&kNeg,  &kExp,  &kLog,     &kSqrt, &kRsqrt, &kPow,      &kScale,    &kRelu,
-          &kGelu, &kTanh, &kSigmoid, &kSin,  &kCos,   &kReluGrad, &kGeluGrad, &kCast};
+  return {&kNeg,  &kExp, &kLog, &kSqrt,     &kRsqrt, &kPow,     &kScale,
+          &kRelu, &kTanh, &kSigmoid, &kSin, &kCos, &kReluGrad, &kCast};
 }
 
 }  // namespace dagrad

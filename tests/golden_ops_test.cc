@@ -26,6 +26,7 @@
 #include "engine/executor.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
+#include "ops/gelu.h"
 #include "ops/gather.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
@@ -33,6 +34,7 @@
 #include "ops/op_util.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
+#include "ops/sampling.h"
 #include "ops/select.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
@@ -191,6 +193,11 @@ Value ArangeOf(Graph& g, const Json& a) {
   return Arange(g, a["start"], a["stop"], a["step"], DTypeAttr(a));
 }
 
+Value GeluOf(const Inputs& in, const Json& a) {
+  return Gelu(in.at("x"), a["approximate"] == "tanh" ? GeluApproximate::kTanh
+                                                      : GeluApproximate::kNone);
+}
+
 const std::map<std::string, Golden>& NnOps() {
   static const auto* const cases = new std::map<std::string, Golden>{
       // ops/layer_norm.cc (layer_norm_grad through the gradients). dx scales
@@ -233,6 +240,29 @@ const std::map<std::string, Golden>& NnOps() {
       {"zeros_like_float32", G(ZerosLike(in.at("x")))},
       {"ones_like_int64", G(OnesLike(in.at("x")))},
       {"ones_like_bool", G(OnesLike(in.at("x")))},
+      // ops/gelu.cc, both forms (the "approximate" attribute, as torch's)
+      {"gelu_none_wide", G(GeluOf(in, attrs))},
+      {"gelu_none_near_switch", G(GeluOf(in, attrs))},
+      {"gelu_none_float64", G(GeluOf(in, attrs))},
+      {"gelu_tanh_wide", G(GeluOf(in, attrs))},
+      {"gelu_tanh_near_switch", G(GeluOf(in, attrs))},
+      {"gelu_tanh_float64", G(GeluOf(in, attrs))},
+      // ops/sampling.cc
+      {"argmax_rows", G(ArgMax(in.at("x"), attrs["axis"]))},
+      {"argmax_axis0", G(ArgMax(in.at("x"), attrs["axis"]))},
+      {"argmax_middle_axis", G(ArgMax(in.at("x"), attrs["axis"]))},
+      {"argmax_ties_int64", G(ArgMax(in.at("x"), attrs["axis"]))},
+      {"argmax_nan", G(ArgMax(in.at("x"), attrs["axis"]))},
+      {"topk_values_rows", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+      {"topk_indices_rows", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+      {"topk_values_middle_axis", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+      {"topk_indices_middle_axis", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+      {"topk_values_int32", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+      {"topk_indices_int32", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+      {"topk_values_float64_axis0", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+      {"topk_indices_float64_axis0", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+      {"topk_values_k_zero", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+      {"topk_indices_k_zero", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
   };
   return *cases;
 }

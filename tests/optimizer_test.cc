@@ -1,7 +1,9 @@
-// Optimizers against torch.optim goldens (tools/goldens/optim.py), the LR
-// schedule against hand-worked values, and update-op errors.
+// Optimizers against torch.optim goldens (tools/goldens/optim.py), with
+// parameter groups and clip_grad_norm_; the LR schedule against hand-worked
+// values; unused parameters; and the errors.
 
 #include <cmath>
+#include <functional>
 
 #include "engine/autodiff/optimizer.h"
 #include "engine/executor.h"
@@ -17,6 +19,8 @@ namespace {
 struct Case {
   const char* name;
   OptimizerOptions options;
+  // The param groups of (w1, w2); null: the two as one list.
+  std::function<std::vector<ParamGroup>(Value, Value)> groups;
 };
 
 class OptimizerGolden : public ::testing::TestWithParam<Case> {};
@@ -30,7 +34,9 @@ TEST_P(OptimizerGolden, MatchesTorchOptimOverThreeSteps) {
   Value a = g.Input("a", DType::kFloat64, {3, 4});
   Value b = g.Input("b", DType::kFloat64, {5});
   Value loss = Sum(w1 * a) + Sum(w2 * w2 * b);
-  ASSERT_OK_AND_ASSIGN(TrainingStep ts, BuildTrainingStep(loss, {w1, w2}, c.options));
+  ASSERT_OK_AND_ASSIGN(TrainingStep ts,
+                       c.groups ? BuildTrainingStep(loss, c.groups(w1, w2), c.options)
+                                : BuildTrainingStep(loss, {w1, w2}, c.options));
   Executor exec(g);
   ASSERT_OK(exec.Assign(w1, golden.inputs.at("w1")));
   ASSERT_OK(exec.Assign(w2, golden.inputs.at("w2")));
@@ -66,8 +72,123 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"adam_clip",
              {.kind = OptimizerKind::kAdam, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6,
               .clip_norm = 1.0}},
-        Case{"adamw", {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1}}),
+        Case{"adamw", {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1}},
+        Case{"adamw_decay_matrices",
+             {.kind = OptimizerKind::kAdamW, .weight_decay = 0.7},  // unused: groups set it
+             [](Value w1, Value w2) { return DecayMatrices({w1, w2}, 0.1); }},
+        Case{"adam_groups_lr_scale_clip", {.kind = OptimizerKind::kAdam, .clip_norm = 0.8},
+             [](Value w1, Value w2) {
+               return std::vector<ParamGroup>{{.params = {w1}, .weight_decay = 0.05},
+                                              {.params = {w2}, .lr_scale = 0.25}};
+             }},
+        Case{"sgd_groups_lr_scale", {.kind = OptimizerKind::kSgd, .momentum = 0.9},
+             [](Value w1, Value w2) {
+               return std::vector<ParamGroup>{{.params = {w1}, .lr_scale = 2.0},
+                                              {.params = {w2}, .weight_decay = 0.3}};
+             }}),
     [](const auto& info) { return std::string(info.param.name); });
+
+class ClipGradNormGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ClipGradNormGolden, MatchesTorch) {
+  ASSERT_OK_AND_ASSIGN(GoldenCase golden, LoadGolden("optim", GetParam()));
+  const Tensor& t1 = golden.inputs.at("g1");
+  const Tensor& t2 = golden.inputs.at("g2");
+  Graph g;
+  Value g1 = g.Input("g1", t1.dtype(), t1.shape()), g2 = g.Input("g2", t2.dtype(), t2.shape());
+  ASSERT_OK_AND_ASSIGN(ClippedGrads c,
+                       ClipGradNorm({g1, Value(), g2}, golden.attrs["max_norm"].get<double>()));
+  ASSERT_EQ(c.grads.size(), 3u);
+  EXPECT_TRUE(c.grads[1].is_null());
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {c.norm, c.grads[0], c.grads[2]},
+                                         {{g1, t1}, {g2, t2}}));
+  const double tol = t1.dtype() == DType::kFloat32 ? 1e-6 : 1e-13;
+  EXPECT_EQ(out[1].dtype(), t1.dtype());
+  ExpectAllClose(out[0], AsDoubles(golden.outputs.at("norm")), tol, 0, "norm");
+  ExpectAllClose(out[1], AsDoubles(golden.outputs.at("clipped_g1")), tol, 1e-12, "g1");
+  ExpectAllClose(out[2], AsDoubles(golden.outputs.at("clipped_g2")), tol, 1e-12, "g2");
+}
+
+INSTANTIATE_TEST_SUITE_P(TorchClip, ClipGradNormGolden,
+                         ::testing::Values("clip_grad_norm_f64", "clip_grad_norm_f32",
+                                           "clip_grad_norm_below_max"));
+
+TEST(Optimizer, DecayMatricesSplitsByRank) {
+  Graph g;
+  Value emb = g.Parameter("emb", {10, 4}, Initializer::Zeros());
+  Value bias = g.Parameter("bias", {4}, Initializer::Zeros());
+  Value w = g.Parameter("w", {2, 4, 4}, Initializer::Zeros());
+  const std::vector<ParamGroup> groups = DecayMatrices({emb, bias, w}, 0.1);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].params, (std::vector<Value>{emb, w}));
+  EXPECT_EQ(groups[0].weight_decay, 0.1);
+  EXPECT_EQ(groups[1].params, (std::vector<Value>{bias}));
+  EXPECT_EQ(groups[1].weight_decay, 0.0);
+}
+
+TEST(Optimizer, AllowUnusedSkipsAndNamesParametersTheLossDoesNotReach) {
+  Graph g;
+  Value w = g.Parameter("w", {2}, Initializer::Ones());
+  Value head = g.Parameter("head", {2}, Initializer::Ones());
+  Value bias = g.Parameter("bias", {1}, Initializer::Ones());
+  Value loss = Sum(w * w);
+  EXPECT_STATUS(BuildTrainingStep(loss, {w, head, bias}, {}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "the loss does not depend on parameters 'head', 'bias' (allow_unused skips them)");
+  ASSERT_OK_AND_ASSIGN(TrainingStep ts,
+                       BuildTrainingStep(loss, {w, head, bias},
+                                         {.kind = OptimizerKind::kAdamW, .weight_decay = 0.5,
+                                          .clip_norm = 1.0, .allow_unused = true}));
+  EXPECT_EQ(ts.params, std::vector<Value>{w});
+  EXPECT_EQ(ts.unused_params, (std::vector<std::string>{"head", "bias"}));
+  EXPECT_EQ(ts.warning,
+            "BuildTrainingStep: the loss does not depend on parameters 'head', 'bias'; they get "
+            "no update");
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({loss}, ts.updates));
+  ASSERT_OK(exec.Run(*plan, {{ts.lr, Tensor::Scalar<double>(0.1)},
+                             {ts.step, Tensor::Scalar<double>(1)}})
+                .status());
+  ExpectAllClose(*exec.Read(head), {1, 1}, 0, 0, "unused: untouched");
+  // AdamW's first step moves w by lr * sign(grad) plus the decay: 1 - 0.1 * (1 + 0.5).
+  ExpectAllClose(*exec.Read(w), {0.85, 0.85}, 1e-6, 0, "w");
+  // Nothing reaches the loss at all: still an error.
+  EXPECT_STATUS(BuildTrainingStep(Sum(w * 0.0) + Sum(g.Input("x", DType::kFloat32, {2})),
+                                  {head}, {.allow_unused = true})
+                    .status(),
+                absl::StatusCode::kInvalidArgument,
+                "the loss does not depend on parameter 'head'");
+}
+
+TEST(Optimizer, GroupAndClipErrors) {
+  Graph g;
+  Value w = g.Parameter("w", {2}, Initializer::Ones());
+  Value v = g.Parameter("v", {2}, Initializer::Ones());
+  Value loss = Sum(w * v);
+  EXPECT_STATUS(BuildTrainingStep(loss, {{.params = {w, v}}, {.params = {v}}}, {}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "parameter 'v' is in more than one param group");
+  EXPECT_STATUS(
+      BuildTrainingStep(loss, {{.params = {w}}, {.params = {v}, .weight_decay = -1.0}}, {})
+          .status(),
+      absl::StatusCode::kInvalidArgument,
+      "param group 1: weight_decay must be finite and >= 0, got -1");
+  EXPECT_STATUS(
+      BuildTrainingStep(loss, {{.params = {w, v}, .lr_scale = NAN}}, {}).status(),
+      absl::StatusCode::kInvalidArgument, "param group 0: lr_scale must be finite and >= 0");
+  EXPECT_STATUS(BuildTrainingStep(loss, std::vector<ParamGroup>{{}}, {}).status(),
+                absl::StatusCode::kInvalidArgument, "no parameters");
+  EXPECT_STATUS(ClipGradNorm({w}, 0.0).status(), absl::StatusCode::kInvalidArgument,
+                "max_norm must be finite and > 0, got 0");
+  EXPECT_STATUS(ClipGradNorm({Value()}, 1.0).status(), absl::StatusCode::kInvalidArgument,
+                "ClipGradNorm: no gradients");
+}
+
+TEST(Optimizer, NamesRoundTrip) {
+  for (OptimizerKind k : {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    EXPECT_EQ(*ParseOptimizerKind(OptimizerName(k)), k);
+  }
+}
 
 TEST(LrSchedule, WarmupThenCosine) {
   const LrSchedule s{.peak = 1.0, .warmup_steps = 10, .total_steps = 110, .final_fraction = 0.1};

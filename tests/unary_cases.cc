@@ -1,6 +1,6 @@
 // The op cases (tests/support/op_case.h) of the unary family, ops/unary.cc:
-// the elementwise math functions, relu's and gelu's backward kernels and
-// cast.
+// the elementwise math functions, relu's backward kernel and cast (GELU's
+// are in gelu_cases.cc).
 
 #include <cmath>
 #include <limits>
@@ -19,7 +19,6 @@ DAGRAD_OP_CASE(exp, UnaryCase(Exp));
 DAGRAD_OP_CASE(log, UnaryCase(Log, 0.5, 2.0));
 DAGRAD_OP_CASE(sqrt, UnaryCase(Sqrt, 0.5, 2.0));
 DAGRAD_OP_CASE(rsqrt, UnaryCase(Rsqrt, 0.5, 2.0));
-DAGRAD_OP_CASE(gelu, UnaryCase([](Value x) { return Gelu(x); }, -3.0, 3.0));
 DAGRAD_OP_CASE(sigmoid, UnaryCase(Sigmoid, -3.0, 3.0));
 DAGRAD_OP_CASE(sin, UnaryCase(Sin, -3.0, 3.0));
 DAGRAD_OP_CASE(cos, UnaryCase(Cos, -3.0, 3.0));
@@ -124,21 +123,6 @@ DAGRAD_OP_CASE(
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(ReluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
     });
-
-DAGRAD_OP_CASE(
-    gelu_grad,
-    .configs = {{.name = "direct",
-                 .build =
-                     [](CaseBuilder& b, DType d) {
-                       b.Out(GeluGrad(b.Input("x", d, {9, 33}, -3, 3), b.Input("g", d, {9, 33})));
-                     },
-                 .modes = kBackendModes,
-                 .gradients = false}},
-    .bench =
-        [](CaseBuilder& b, DType d) {
-          b.Out(GeluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
-        },
-    .flags = kBackwardOnly);
 
 namespace {
 

@@ -2,8 +2,10 @@
 //
 // Training steps as graph: BuildTrainingStep differentiates a loss with
 // respect to parameters and adds, under the scope "optimizer", gradient
-// clipping by global norm and one fused update op per parameter (SGD with
-// momentum, Adam or AdamW, as torch.optim defines them). The whole step —
+// clipping by global norm (ClipGradNorm) and one fused update op per
+// parameter (SGD with momentum, Adam or AdamW, as torch.optim defines them),
+// with parameter groups of their own weight decay and learning-rate scale
+// (torch.optim's param_groups). The whole step —
 // forward, backward, update — is one plan, compiled once and run every
 // step; the learning rate and the step number are fed, so a schedule needs
 // no re-planning.
@@ -15,11 +17,16 @@
 //   DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{tokens, batch},
 //       {ts.lr, Tensor::Scalar(LearningRate(sched, t))}, {ts.step, Tensor::Scalar<double>(t)}},
 //       {.training = true, .step = t}));
+//
+// The GPT recipe, AdamW with weight decay on matrices only:
+//
+//   BuildTrainingStep(loss, DecayMatrices(g.Parameters(), 0.1), {.kind = OptimizerKind::kAdamW});
 
 #ifndef DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_
 #define DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +40,9 @@ enum class OptimizerKind { kSgd, kAdam, kAdamW };
 // ParseOptimizerKind accepts "sgd", "adam", "adamw"; InvalidArgument else.
 absl::StatusOr<OptimizerKind> ParseOptimizerKind(const std::string& name);
 
+// OptimizerName returns the name ParseOptimizerKind accepts for `kind`.
+const char* OptimizerName(OptimizerKind kind);
+
 // OptimizerOptions: every field must be finite; the ranges are those
 // ValidateOptimizerOptions checks.
 struct OptimizerOptions {
@@ -41,7 +51,8 @@ struct OptimizerOptions {
   bool nesterov = false;  // SGD, needs momentum > 0
   // Adam, AdamW: betas in [0, 1), eps > 0.
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  // >= 0. SGD and Adam: L2 penalty added to the gradient; AdamW: decoupled decay.
+  // >= 0. SGD and Adam: L2 penalty added to the gradient; AdamW: decoupled
+  // decay. The default of parameter groups that set none.
   double weight_decay = 0.0;
   // > 0: scale gradients by min(1, clip_norm / (norm + 1e-6)), where norm is
   // the global L2 norm of all gradients (torch.nn.utils.clip_grad_norm_).
@@ -53,7 +64,47 @@ struct OptimizerOptions {
   // feeds `step` as the number of updates applied so far + 1, so that Adam's
   // step count does not advance over a skipped update either.
   bool skip_nonfinite = false;
+  // allow_unused: parameters the loss does not depend on get no update and
+  // no state (torch leaves their .grad None) and are listed in
+  // TrainingStep::unused_params and its warning. false: they are an error
+  // that names them all.
+  bool allow_unused = false;
 };
+
+// ParamGroup: parameters that share a weight decay and a learning-rate
+// scale, as an entry of torch.optim's param_groups.
+struct ParamGroup {
+  std::vector<Value> params;
+  // Finite, >= 0; unset: OptimizerOptions::weight_decay.
+  std::optional<double> weight_decay;
+  // Finite, >= 0: the group's learning rate is the fed lr times this.
+  double lr_scale = 1.0;
+};
+
+// DecayMatrices is the GPT rule, "decay matrices, not biases or norms", as
+// two groups: the parameters of rank >= 2 (embeddings, linear weights) with
+// `weight_decay`, the others (biases, LayerNorm's gamma and beta) with 0.
+//
+//   std::vector<ParamGroup> groups = DecayMatrices(g.Parameters(), 0.1);
+std::vector<ParamGroup> DecayMatrices(const std::vector<Value>& params, double weight_decay);
+
+// ClippedGrads: what ClipGradNorm builds, each a node of the grads' graph.
+struct ClippedGrads {
+  std::vector<Value> grads;  // grads[i] * scale in grads[i]'s dtype; null stays null
+  Value norm;                // float64 scalar: the global L2 norm before clipping
+  Value scale;               // float64 scalar: min(1, max_norm / (norm + 1e-6))
+};
+
+// ClipGradNorm is torch.nn.utils.clip_grad_norm_ as graph: norm = sqrt(sum
+// over grads of sum(g^2)), accumulated in float64, and every gradient scaled
+// by `scale`. Null gradients are skipped, as torch skips a None .grad.
+// BuildTrainingStep clips with its norm and scale, fused into the updates.
+// Errors: max_norm not finite and > 0; no gradient that is not null; the
+// first gradient that holds an error.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(ClippedGrads c, ClipGradNorm(grads, 1.0));
+//   exec.Compile({c.norm}, ...);   // c.grads[i] is grads[i], clipped
+absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, double max_norm);
 
 // ValidateOptimizerOptions returns InvalidArgument naming the first field
 // that is not finite or out of its range, with its value, e.g.
@@ -66,16 +117,24 @@ struct TrainingStep {
   // The global gradient norm before clipping, float64; null unless
   // clip_norm > 0 or skip_nonfinite.
   Value grad_norm;
-  std::vector<Value> params;
-  std::vector<Value> grads;
+  std::vector<Value> params;   // the parameters updated, group by group
+  std::vector<Value> grads;    // their gradients, unclipped
   std::vector<Value> updates;  // plan targets
   std::vector<Value> state;    // the optimizer's variables (momenta, moments)
+  // With allow_unused: the paths of the parameters the loss does not reach,
+  // and a warning naming them ("" when there are none).
+  std::vector<std::string> unused_params;
+  std::string warning;
 };
 
-// BuildTrainingStep adds the step's nodes to loss's graph. Errors: those of
-// Gradients; a parameter the loss does not depend on; bad options
-// (ValidateOptimizerOptions).
+// BuildTrainingStep adds the step's nodes to loss's graph, one group of
+// `params` with options.weight_decay, or the given groups. Errors: those of
+// Gradients; no parameters; a parameter in two groups, or not a variable;
+// parameters the loss does not depend on, all named, unless allow_unused;
+// bad options (ValidateOptimizerOptions) or group fields, naming the group.
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
+                                               const OptimizerOptions& options);
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<ParamGroup>& groups,
                                                const OptimizerOptions& options);
 
 // UpdateSkipped says whether a skip_nonfinite step wrote nothing: its loss

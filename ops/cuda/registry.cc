@@ -22,6 +22,8 @@ bool RegisterAll() {
            CudaSoftmaxKernels,
            CudaDropoutKernels,
            CudaLossKernels,
+           CudaGeluKernels,
+           CudaSamplingKernels,
        }) {
     RegisterCudaKernels(family());
   }

@@ -32,6 +32,8 @@ std::vector<CudaKernelEntry> CudaFillKernels();
 std::vector<CudaKernelEntry> CudaSoftmaxKernels();
 std::vector<CudaKernelEntry> CudaDropoutKernels();
 std::vector<CudaKernelEntry> CudaLossKernels();
+std::vector<CudaKernelEntry> CudaGeluKernels();
+std::vector<CudaKernelEntry> CudaSamplingKernels();
 
 }  // namespace dagrad
 

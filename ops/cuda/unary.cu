@@ -1,5 +1,5 @@
 // CUDA kernels of the unary family (ops/unary.cc): the unary math ops,
-// relu_grad, gelu_grad and cast. The functors are the CPU's own
+// relu_grad and cast. The functors are the CPU's own
 // (ops/elementwise_math.h). Arithmetic-only ones (neg, scale, rsqrt, relu,
 // relu_grad, pow with exponents 2, 3, -1, -2, +-0.5) match the CPU's
 // reference (baseline) kernels bit for bit, since neither side contracts
@@ -41,7 +41,7 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
   });
 }
 
-// ---- relu_grad(x, g), gelu_grad(x, g) ------------------------------------------
+// ---- relu_grad(x, g) -----------------------------------------------------------
 
 template <typename T, typename Fn>
 __global__ void ActivationGradImpl(const T* x, const T* g, T* dx, int64_t n) {
@@ -129,13 +129,11 @@ std::vector<CudaKernelEntry> CudaUnaryKernels() {
       {"pow", UnaryKernel<PowFn>},
       {"scale", UnaryKernel<ScaleFn>},
       {"relu", UnaryKernel<ReluFn>},
-      {"gelu", UnaryKernel<GeluFn>},
       {"tanh", UnaryKernel<TanhFn>},
       {"sigmoid", UnaryKernel<SigmoidFn>},
       {"sin", UnaryKernel<SinFn>},
       {"cos", UnaryKernel<CosFn>},
       {"relu_grad", ActivationGradKernel<ReluBackwardFn>},
-      {"gelu_grad", ActivationGradKernel<GeluBackwardFn>},
       {"cast", CastKernel},
   };
 }

@@ -74,6 +74,16 @@ struct LayerNormArgs {
   T* y;
 };
 
+// GeluArgs: n elements of x and their outputs y; g is the incoming gradient
+// (gelu_grad only). `tanh` picks the tanh approximation over the exact
+// x * Phi(x). y may be x's or g's buffer.
+struct GeluArgs {
+  bool tanh;
+  const float* x;
+  const float* g;
+  float* y;
+};
+
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"
 
@@ -114,6 +124,17 @@ struct CpuKernels {
   void (*layer_norm_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
   void (*layer_norm_grad_f32)(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
   void (*layer_norm_grad_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
+
+  // gelu_f32 / gelu_grad_f32: elements [begin, end) of GeluArgs, y =
+  // gelu(x) and y = g * gelu'(x) (ops/gelu.h), vectorised: Phi from a
+  // polynomial (|x| < sqrt(2)) or exp(-x^2 / 2) times a polynomial in
+  // 1 / (1 + |x| / (2 sqrt(2))), the same code for every element (the tail
+  // too). The avx2 and avx512 levels fuse the polynomials' multiply-adds;
+  // every level keeps |y - gelu(x)| <= 2^-23 |x| + 2^-24 |gelu(x)| and
+  // |dx - g gelu'(x)| <= |g| 2^-22 (1 + |x|) (tests/gelu_test.cc), so two
+  // levels differ by at most twice that.
+  void (*gelu_f32)(const GeluArgs& args, int64_t begin, int64_t end);
+  void (*gelu_grad_f32)(const GeluArgs& args, int64_t begin, int64_t end);
 };
 
 namespace kernels {

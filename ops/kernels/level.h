@@ -39,6 +39,8 @@ void LayerNormF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
 void LayerNormF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
 void LayerNormGradF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
 void LayerNormGradF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
+void GeluF32(const GeluArgs& args, int64_t begin, int64_t end);
+void GeluGradF32(const GeluArgs& args, int64_t begin, int64_t end);
 
 }  // namespace dagrad::kernels::DAGRAD_ISA
 

@@ -7,6 +7,7 @@
 #include "ops/kernels/cpu_kernels.h"
 #include "ops/kernels/level.h"
 #include "ops/kernels/simd.h"
+#include "ops/kernels/vec_exp.h"
 // VectorExp and SumLanes have internal linkage (vector_math.h says why).
 #include "ops/vector_math.h"
 
@@ -19,49 +20,10 @@ namespace {
 // order on every level.
 constexpr int kLanes = 16;
 
-// VecF / VecI: the level's register of floats / int32s, as GCC vector
-// extensions (operators, comparisons giving lane masks, ?: selecting by
-// lane), so that one ExpVec serves every level.
-// UnalignedF: the same register read from or written to any float address.
-constexpr int kExpBytes = sizeof(Simd<float>::Reg);
-typedef float VecF __attribute__((vector_size(kExpBytes)));
-typedef int32_t VecI __attribute__((vector_size(kExpBytes)));
-typedef float UnalignedF __attribute__((vector_size(kExpBytes), aligned(4), may_alias));
-constexpr int kExpLanes = kExpBytes / sizeof(float);
-
-// ExpVec is VectorExp (ops/vector_math.h) on a register of lanes: the same
-// operations in the same order, each rounded once, so every lane is
-// bit-identical to VectorExp's result. Written out because GCC does not
-// if-convert VectorExp's selects below AVX-512 (its loop stayed scalar at
-// the baseline and avx2 levels: 0.2 G exps/s against 0.8-1.6 at avx512).
-inline VecF ExpVec(VecF x) {
-  const VecF lo = VecF{} + -87.33654f, hi = VecF{} + 88.72283f;
-  VecF xc = x >= lo ? x : lo;  // NaN -> lo, as VectorExp
-  xc = xc <= hi ? xc : hi;
-  const VecF round = VecF{} + 12582912.0f;
-  const VecF n = (xc * 1.44269504088896341f + round) - round;
-  const VecF r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-  VecF p = VecF{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const VecI e = __builtin_convertvector(n, VecI);
-  const VecI half = e >> 1;
-  const VecF sa = reinterpret_cast<VecF>((half + 127) << 23);
-  const VecF sb = reinterpret_cast<VecF>((e - half + 127) << 23);
-  const VecF y = p * sa * sb;
-  const VecF inf = VecF{} + __builtin_inff();
-  const VecF result = x < lo ? VecF{} : (x > hi ? inf : y);
-  return x != x ? x : result;
-}
-
 // ExpShifted writes exp(in[k] - m) to out[k] for k < len.
 void ExpShifted(const float* in, float* out, int64_t len, float m) {
   int64_t k = 0;
-  for (; k + kExpLanes <= len; k += kExpLanes) {
+  for (; k + kVecLanes <= len; k += kVecLanes) {
     *reinterpret_cast<UnalignedF*>(out + k) =
         ExpVec(*reinterpret_cast<const UnalignedF*>(in + k) - m);
   }

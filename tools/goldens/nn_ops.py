@@ -1,5 +1,6 @@
-"""Goldens for dagrad's layer_norm, gather/embedding, where, fill and arange
-(ops/layer_norm.cc, ops/gather.cc, ops/select.cc, ops/fill.cc). Writes
+"""Goldens for dagrad's layer_norm, gather/embedding, where, fill, arange,
+gelu, argmax and topk (ops/layer_norm.cc, ops/gather.cc, ops/select.cc,
+ops/fill.cc, ops/gelu.cc, ops/sampling.cc). Writes
 tests/data/goldens/nn_ops.json; tests/golden_ops_test.cc maps each case name
 to the dagrad builder.
 
@@ -123,12 +124,49 @@ def fill(c):
     c.case("ones_like_bool", torch.ones_like, {"x": randint(2, 2, hi=2).bool()})
 
 
+def gelu(c):
+    # Both forms, over the range where the float32 kernel switches from its
+    # polynomial (|x| < sqrt(2)) to its exp-times-polynomial tail, and far
+    # out in the tails (x = -9: gelu ~ -1e-18).
+    for form in ("none", "tanh"):
+        run = lambda x, form=form: F.gelu(x, approximate=form)
+        c.case(f"gelu_{form}_wide", run, {"x": rand(4, 129, lo=-9, hi=9)},
+               {"approximate": form}, grads=("x",))
+        c.case(f"gelu_{form}_near_switch", run, {"x": rand(3, 64, lo=1.2, hi=1.6)},
+               {"approximate": form}, grads=("x",))
+        c.case(f"gelu_{form}_float64", run, {"x": rand(5, 7, lo=-4, hi=4, dtype=torch.float64)},
+               {"approximate": form}, grads=("x",))
+
+
+def sampling(c):
+    # argmax: the first maximum on ties (integers in [0, 3)), NaN the largest.
+    for name, x, axis in (("argmax_rows", rand(5, 17), -1),
+                          ("argmax_axis0", rand(6, 4, 3), 0),
+                          ("argmax_middle_axis", rand(2, 9, 4), 1),
+                          ("argmax_ties_int64", randint(4, 9, hi=3), 1),
+                          ("argmax_nan", torch.tensor([[1.0, float("nan"), 3.0, float("nan")],
+                                                       [2.0, 5.0, 5.0, -1.0]]), 1)):
+        c.case(name, lambda x, axis=axis: torch.argmax(x, dim=axis), {"x": x}, {"axis": axis})
+    # topk without ties (torch leaves the order of ties unspecified).
+    for name, x, k, axis in (("rows", rand(4, 20), 5, -1),
+                             ("middle_axis", rand(3, 10, 2), 4, 1),
+                             ("int32", torch.randperm(24).reshape(2, 12).int(), 12, 1),
+                             ("float64_axis0", rand(7, 3, dtype=torch.float64), 2, 0),
+                             ("k_zero", rand(3, 5), 0, -1)):
+        for part in ("values", "indices"):
+            c.case(f"topk_{part}_{name}",
+                   lambda x, k=k, axis=axis, part=part: getattr(torch.topk(x, k, dim=axis), part),
+                   {"x": x}, {"k": k, "axis": axis})
+
+
 def main():
     c = Cases("nn_ops", seed=0)
     layer_norm(c)
     gather(c)
     where(c)
     fill(c)
+    gelu(c)
+    sampling(c)
     c.write()
 
 

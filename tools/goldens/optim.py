@@ -1,5 +1,8 @@
 """Goldens for dagrad's optimizers from torch.optim (SGD, Adam, AdamW) with
-gradient clipping, over three steps of loss = sum(w1 * a) + sum(w2^2 * b).
+gradient clipping and parameter groups (each with its own weight decay and
+a learning-rate scale, "lr_scale", that multiplies the step's rate), over
+three steps of loss = sum(w1 * a) + sum(w2^2 * b); and
+torch.nn.utils.clip_grad_norm_ on its own.
 
     /usr/bin/python3 tools/goldens/optim.py
 """
@@ -22,7 +25,7 @@ def run(name, make_opt, clip, out):
     outputs = {}
     for step, lr in enumerate(LRS, start=1):
         for group in opt.param_groups:
-            group["lr"] = lr
+            group["lr"] = lr * group.get("lr_scale", 1.0)
         opt.zero_grad()
         loss = (p1 * a).sum() + (p2 * p2 * b).sum()
         loss.backward()
@@ -46,7 +49,35 @@ def main():
     run("adam_clip", lambda p: torch.optim.Adam(p, lr=0.1, betas=(0.8, 0.99), eps=1e-6), 1.0,
         out)
     run("adamw", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.1), 0.0, out)
+    # Groups: w1 (a matrix) decayed, w2 (a vector) not, as DecayMatrices.
+    run("adamw_decay_matrices",
+        lambda p: torch.optim.AdamW([{"params": [p[0]], "weight_decay": 0.1},
+                                     {"params": [p[1]], "weight_decay": 0.0}], lr=0.1), 0.0, out)
+    run("adam_groups_lr_scale_clip",
+        lambda p: torch.optim.Adam([{"params": [p[0]], "weight_decay": 0.05},
+                                    {"params": [p[1]], "lr_scale": 0.25}], lr=0.1), 0.8, out)
+    run("sgd_groups_lr_scale",
+        lambda p: torch.optim.SGD([{"params": [p[0]], "lr_scale": 2.0},
+                                   {"params": [p[1]], "weight_decay": 0.3}],
+                                  lr=0.1, momentum=0.9), 0.0, out)
+    clip_grad_norm(out)
     out.write()
+
+
+def clip_grad_norm(out):
+    """clip_grad_norm_ on float64 and float32 gradients, clipped and not."""
+    torch.manual_seed(2)
+    for name, dtype, max_norm in (("clip_grad_norm_f64", torch.float64, 0.5),
+                                  ("clip_grad_norm_f32", torch.float32, 0.5),
+                                  ("clip_grad_norm_below_max", torch.float64, 100.0)):
+        g1 = torch.randn(4, 3, dtype=torch.float64).to(dtype)
+        g2 = torch.randn(6, dtype=torch.float64).to(dtype)
+        p1, p2 = torch.zeros_like(g1), torch.zeros_like(g2)
+        p1.grad, p2.grad = g1.clone(), g2.clone()
+        norm = torch.nn.utils.clip_grad_norm_([p1, p2], max_norm)
+        out.add(name, {"g1": g1, "g2": g2},
+                {"norm": norm.detach().double().reshape(()), "clipped_g1": p1.grad,
+                 "clipped_g2": p2.grad}, {"max_norm": max_norm})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,121 @@
+// GELU and its backward: shape inference, CPU kernels (float32 through the
+// ISA level's vectorised kernels, float64 through GeluFn), the gradient rule
+// and the OpDefs, then the builders.
+
+#include "ops/gelu.h"
+
+#include <type_traits>
+
+#include "engine/status_macros.h"
+#include "ops/cpu_isa.h"
+#include "ops/gelu_math.h"
+#include "ops/op_util.h"
+#include "ops/parallel.h"
+#include "ops/registry.h"
+
+namespace dagrad {
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+absl::Status CheckApproximate(const Attrs& attrs) {
+  const std::string form = attrs.GetStr("approximate");
+  if (form == "none" || form == "tanh") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "approximate must be \"none\" or \"tanh\", got \"", form, "\""));
+}
+
+absl::StatusOr<TensorType> InferGelu(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "input"));
+  DAGRAD_RETURN_IF_ERROR(CheckApproximate(ctx.attrs));
+  return ctx.in(0);
+}
+
+// gelu_grad(x, g): x and g alike.
+absl::StatusOr<TensorType> InferGeluGrad(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "x"));
+  DAGRAD_RETURN_IF_ERROR(RequireSameDType(ctx, 0, 1));
+  DAGRAD_RETURN_IF_ERROR(CheckApproximate(ctx.attrs));
+  if (ctx.in(0).shape != ctx.in(1).shape) {
+    return absl::InvalidArgumentError("x and g must have the same shape");
+  }
+  return ctx.in(1);
+}
+
+// GeluKernelOf runs gelu (g absent) or gelu_grad (g = input 1).
+absl::Status GeluKernelOf(const KernelContext& ctx, bool backward) {
+  const int64_t n = ctx.output.num_elements();
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    const T* x = ctx.in(0).as<T>();
+    const T* g = backward ? ctx.in(1).as<T>() : nullptr;
+    T* y = ctx.output.as<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* k, ActiveKernels());
+      const GeluArgs args = {GeluIsTanh(ctx.attrs()), x, g, y};
+      const auto kernel = backward ? k->gelu_grad_f32 : k->gelu_f32;
+      ParallelFor(n, kGrain, [&](int64_t b, int64_t e) { kernel(args, b, e); });
+    } else if (backward) {
+      const GeluBackwardFn fn(ctx.attrs());
+      ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = fn(x[i], g[i]);
+      });
+    } else {
+      const GeluFn fn(ctx.attrs());
+      ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = fn(x[i]);
+      });
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status GeluKernel(const KernelContext& ctx) {
+  return GeluKernelOf(ctx, false);
+}
+absl::Status GeluGradKernel(const KernelContext& ctx) {
+  return GeluKernelOf(ctx, true);
+}
+
+GeluApproximate FormOf(const Attrs& attrs) {
+  return GeluIsTanh(attrs) ? GeluApproximate::kTanh : GeluApproximate::kNone;
+}
+
+std::vector<Value> GeluGradRule(const GradContext& c) {
+  return {GeluGrad(c.inputs[0], c.grad, FormOf(c.attrs()))};
+}
+
+const OpDef kGelu = {.name = "gelu",
+                     .dot_label = "GELU",
+                     .infer = InferGelu,
+                     .cpu = GeluKernel,
+                     .grad = GeluGradRule,
+                     .inplace = true};
+// gelu_grad has no rule: a third derivative through GELU is out of scope.
+const OpDef kGeluGrad = {.name = "gelu_grad",
+                         .dot_label = "GELU'",
+                         .infer = InferGeluGrad,
+                         .cpu = GeluGradKernel};
+
+Attrs FormAttrs(GeluApproximate approximate) {
+  return Attrs().Str("approximate",
+                     std::string(GeluApproximateName(approximate)));
+}
+
+}  // namespace
+
+absl::string_view GeluApproximateName(GeluApproximate approximate) {
+  return approximate == GeluApproximate::kTanh ? "tanh" : "none";
+}
+
+Value Gelu(Value x) { return Gelu(x, GeluApproximate::kNone); }
+Value Gelu(Value x, GeluApproximate approximate) {
+  return BuildOp(kGelu, {x}, FormAttrs(approximate));
+}
+Value GeluGrad(Value x, Value g, GeluApproximate approximate) {
+  return BuildOp(kGeluGrad, {x, g}, FormAttrs(approximate));
+}
+
+std::vector<const OpDef*> GeluOps() { return {&kGelu, &kGeluGrad}; }
+
+}  // namespace dagrad
