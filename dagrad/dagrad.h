@@ -54,9 +54,8 @@
 #include "engine/autodiff/autodiff.h"
 #include "engine/autodiff/optimizer.h"
 
-// Layers and models.
-// (The dagrad::nn layer library, models/nn.h, joins here when it lands.)
-#include "models/multi_head_attention.h"
+// Layers (dagrad::nn) and models.
+#include "models/nn.h"
 #include "models/positional_encoding.h"
 #include "models/tasks.h"
 #include "models/toy_trainer.h"
