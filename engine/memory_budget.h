@@ -14,7 +14,7 @@
 //   MemoryBudget need;
 //   need.Add("parameters", "variable 'w' float32 (8192, 8192)", 268435456);
 //   need.Add("arena", arena_bytes);                       // an aggregate, not listed
-//   need.AddPart("arena", "matmul 'scores' float32 (...)", scores_bytes);
+//   need.AddPart("matmul 'scores' float32 (64, 4, 512, 512)", scores_bytes);  // in the arena
 //   DAGRAD_RETURN_IF_ERROR(need.CheckFits(limit, "compiling the plan"));
 
 #ifndef DAGRAD_ENGINE_MEMORY_BUDGET_H_

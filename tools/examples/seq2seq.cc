@@ -1,6 +1,6 @@
-// d2l's Transformer encoder-decoder: the decoder attends to its own prefix (causal
-// self-attention) and to the encoder's output (cross-attention), and learns to reverse
-// sequences. Greedy decoding of held-out sequences must get 90% of them exactly right.
+// d2l's Transformer encoder-decoder from dagrad::nn layers: the decoder attends to its own
+// prefix (causal self-attention) and to the encoder's output (cross-attention), and learns
+// to reverse sequences. Greedy decoding of held-out sequences must get 90% exactly right.
 #include <dagrad/dagrad.h>
 #include <algorithm>
 #include <cmath>
@@ -8,63 +8,45 @@
 #include <string>
 #include <vector>
 using namespace dagrad;
-using namespace dagrad::models;
-constexpr int64_t kVocab = 10, kLen = 6, kDim = 32, kHeads = 4, kFfn = 64, kBatch = 64;
+constexpr int64_t kVocab = 10, kLen = 6, kDim = 32, kHeads = 4, kBatch = 64, kLayers = 2;
 
-// Token embedding scaled by sqrt(dim) plus sinusoidal positions, as d2l's.
-Value Embed(Graph& g, const std::string& name, Value tokens) {
-  Graph::Scope scope(g, name);
-  Value table = g.Parameter("weight", {kVocab, kDim}, Initializer::Normal(0, 1));
-  return AddSinusoidal(Embedding(table, tokens) * std::sqrt(1.0 * kDim));
-}
-
-// d2l's TransformerDecoderBlock: masked self-attention, attention to the encoder's
-// output, a ReLU MLP, each added to its input and layer-normalised.
-struct DecoderBlock {
-  MultiHeadAttention self_attn, cross_attn;
-  LinearLayer linear1, linear2;
-  std::vector<LayerNormLayer> norms;
-
-  static absl::StatusOr<DecoderBlock> Create(Graph& g, const std::string& name) {
-    Graph::Scope scope(g, name);
-    const MultiHeadAttentionConfig config{.embed_dim = kDim, .num_heads = kHeads};
-    DAGRAD_ASSIGN_OR_RETURN(auto self_attn, MultiHeadAttention::Create(g, "self_attn", config));
-    DAGRAD_ASSIGN_OR_RETURN(auto cross_attn, MultiHeadAttention::Create(g, "cross_attn", config));
-    return DecoderBlock{self_attn, cross_attn, LinearLayer(g, "linear1", kDim, kFfn),
-                        LinearLayer(g, "linear2", kFfn, kDim),
-                        {LayerNormLayer(g, "norm1", kDim), LayerNormLayer(g, "norm2", kDim),
-                         LayerNormLayer(g, "norm3", kDim)}};
-  }
-  Value operator()(Value x, Value memory) const {
-    x = norms[0](x + self_attn(x, x, x, {.causal = true}).output);
-    x = norms[1](x + cross_attn(x, memory, memory).output);
-    return norms[2](x + linear2(Relu(linear1(x))));
-  }
-};
-
-struct Model {
-  Graph g;
-  Value source = g.Input("source", DType::kInt64, {kBatch, kLen});
-  Value decoder_in = g.Input("decoder_in", DType::kInt64, {kBatch, kLen});  // 0, then targets
-  Value target = g.Input("target", DType::kInt64, {kBatch, kLen});
-  Value logits, loss;
-
-  absl::Status Build(int layers) {
-    Value memory = Embed(g, "source_embedding", source);
-    Value x = Embed(g, "target_embedding", decoder_in);
-    for (int i = 0; i < layers; ++i) {
-      DAGRAD_ASSIGN_OR_RETURN(auto encoder, TransformerEncoderLayer::Create(
-          g, "encoder/" + std::to_string(i), {.dim = kDim, .heads = kHeads, .ffn = kFfn}));
-      memory = encoder(memory, {});
+// Token embeddings scaled by sqrt(dim) plus sinusoidal positions (as d2l's), post-norm
+// encoder blocks, decoder blocks with cross-attention, and a linear head.
+class Seq2Seq {
+ public:
+  absl::Status Init(Graph& g) {
+    const nn::EmbeddingOptions embedding{.num_embeddings = kVocab, .embedding_dim = kDim};
+    DAGRAD_ASSIGN_OR_RETURN(source_embedding_, nn::Embedding::Create(g, "src_emb", embedding));
+    DAGRAD_ASSIGN_OR_RETURN(target_embedding_, nn::Embedding::Create(g, "tgt_emb", embedding));
+    for (int i = 0; i < kLayers; ++i) {
+      nn::TransformerBlockOptions block{.d_model = kDim, .nhead = kHeads,
+                                        .dim_feedforward = 2 * kDim, .dropout = 0.0};
+      const std::string index = std::to_string(i);
+      DAGRAD_ASSIGN_OR_RETURN(encoder_[i], nn::TransformerBlock::Create(g, "enc/" + index, block));
+      block.causal = block.cross_attention = true;
+      DAGRAD_ASSIGN_OR_RETURN(decoder_[i], nn::TransformerBlock::Create(g, "dec/" + index, block));
     }
-    for (int i = 0; i < layers; ++i) {
-      DAGRAD_ASSIGN_OR_RETURN(auto block, DecoderBlock::Create(g, "decoder/" + std::to_string(i)));
-      x = block(x, memory);
-    }
-    logits = LinearLayer(g, "head", kDim, kVocab)(x);
-    loss = CrossEntropy(logits, target);
-    return g.status();
+    DAGRAD_ASSIGN_OR_RETURN(head_, nn::Linear::Create(g, "head", {.in_features = kDim,
+                                                                  .out_features = kVocab}));
+    return absl::OkStatus();
   }
+
+  // source, decoder_in: int64 (B, T) -> logits (B, T, vocab).
+  Value operator()(Value source, Value decoder_in) const {
+    Value memory = Embed(source_embedding_, source), x = Embed(target_embedding_, decoder_in);
+    for (const nn::TransformerBlock& block : encoder_) memory = block(memory);
+    for (const nn::TransformerBlock& block : decoder_) x = block(x, {.memory = memory});
+    return head_(x);
+  }
+
+ private:
+  static Value Embed(const nn::Embedding& embedding, Value tokens) {
+    return models::AddSinusoidal(embedding(tokens) * std::sqrt(1.0 * kDim));
+  }
+
+  nn::Embedding source_embedding_, target_embedding_;
+  nn::TransformerBlock encoder_[kLayers], decoder_[kLayers];
+  nn::Linear head_;
 };
 
 // ShiftRight returns the decoder's input for `targets`: 0 (begin), then targets[:-1].
@@ -77,28 +59,33 @@ absl::StatusOr<Tensor> ShiftRight(const Tensor& targets) {
 // Trains, then decodes a held-out batch greedily, one position per run; returns the
 // fraction of sequences reversed without a mistake.
 absl::StatusOr<double> TrainAndDecode(int steps) {
-  Model m;
-  DAGRAD_RETURN_IF_ERROR(m.Build(/*layers=*/2));
-  DAGRAD_ASSIGN_OR_RETURN(TrainingStep step, BuildTrainingStep(m.loss, m.g.Parameters(), {}));
-  Executor exec(m.g);
-  DAGRAD_ASSIGN_OR_RETURN(auto train, exec.Compile({m.loss}, step.updates));
-  DAGRAD_ASSIGN_OR_RETURN(auto decode, exec.Compile({m.logits}));
-  DAGRAD_ASSIGN_OR_RETURN(TaskGenerator task, TaskGenerator::Create(
-      {.task = Task::kReverse, .vocab = kVocab, .seq_len = kLen}, /*seed=*/1));
+  Graph g;
+  Value source = g.Input("source", DType::kInt64, {kBatch, kLen});
+  Value decoder_in = g.Input("decoder_in", DType::kInt64, {kBatch, kLen});
+  Value target = g.Input("target", DType::kInt64, {kBatch, kLen});
+  Seq2Seq model;
+  DAGRAD_RETURN_IF_ERROR(model.Init(g));
+  Value logits = model(source, decoder_in), loss = CrossEntropy(logits, target);
+  DAGRAD_ASSIGN_OR_RETURN(TrainingStep step, BuildTrainingStep(loss, g.Parameters(), {}));
+  Executor exec(g);
+  DAGRAD_ASSIGN_OR_RETURN(auto train, exec.Compile({loss}, step.updates));
+  DAGRAD_ASSIGN_OR_RETURN(auto decode, exec.Compile({logits}));
+  DAGRAD_ASSIGN_OR_RETURN(models::TaskGenerator task, models::TaskGenerator::Create(
+      {.task = models::Task::kReverse, .vocab = kVocab, .seq_len = kLen}, /*seed=*/1));
   for (int t = 1; t <= steps; ++t) {
-    TaskBatch b = task.Batch(t, kBatch);
-    DAGRAD_ASSIGN_OR_RETURN(Tensor decoder_in, ShiftRight(b.targets));
-    DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*train, {{m.source, b.tokens}, {m.target, b.targets},
-        {m.decoder_in, decoder_in}, {step.lr, Tensor::Scalar(3e-3)},
+    DAGRAD_ASSIGN_OR_RETURN(models::TaskBatch b, task.Batch(t, kBatch));
+    DAGRAD_ASSIGN_OR_RETURN(Tensor shifted, ShiftRight(b.targets));
+    DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*train, {{source, b.tokens}, {target, b.targets},
+        {decoder_in, shifted}, {step.lr, Tensor::Scalar(3e-3)},
         {step.step, Tensor::Scalar(1.0 * t)}}));
     if (t % 100 == 0) std::printf("step %d: loss %.4f\n", t, out[0].data<float>()[0]);
   }
-  TaskBatch held_out = task.Batch(/*index=*/0, kBatch);  // training used 1..steps
+  DAGRAD_ASSIGN_OR_RETURN(models::TaskBatch held_out, task.Batch(0, kBatch));  // trained on 1..
   std::vector<int64_t> predicted(kBatch * kLen);
   DAGRAD_ASSIGN_OR_RETURN(Tensor prefix, Tensor::FromVector<int64_t>({kBatch, kLen}, predicted));
   for (int64_t i = 0; i < kLen; ++i) {  // prefix holds 0, then the predictions before i
-    DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*decode, {{m.source, held_out.tokens},
-                                                         {m.decoder_in, prefix}}));
+    DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*decode, {{source, held_out.tokens},
+                                                         {decoder_in, prefix}}));
     for (int64_t b = 0; b < kBatch; ++b) {
       const float* row = out[0].data<float>() + (b * kLen + i) * kVocab;
       predicted[b * kLen + i] = std::max_element(row, row + kVocab) - row;

@@ -14,8 +14,8 @@ A block of such lines is an example when one of its lines, less a trailing
 with its value: "Max(a, b)  // 3"); the others are formulas and shapes.
 Lists in prose ("- ...", "1. ...") are not examples either.
 Every example must appear, line for line (leading and trailing blanks
-aside), in one of tests/header_examples_*_test.cc, which compile and run
-it; this check prints each one that does not, as
+aside), in one of tests/header_examples_*_test.cc (or, for models/nn*.h,
+tests/nn_layers_test.cc), which compile and run it; this check prints each one that does not, as
 
   ops/gather.h:45: example not in tests/header_examples_*_test.cc:
       Value table = ...
@@ -31,7 +31,10 @@ import sys
 
 HEADER_GLOBS = ["engine/*.h", "engine/autodiff/*.h", "engine/cuda/cuda_device.h",
                 "ops/*.h", "models/*.h", "dagrad/*.h"]
-TEST_GLOB = "tests/header_examples_*_test.cc"
+# The tests that hold the examples: the header examples tests, and the nn
+# layers' own (tests/nn_layers_test.cc copies the models/nn*.h examples).
+TEST_GLOBS = ["tests/header_examples_*_test.cc", "tests/nn_layers_test.cc"]
+TEST_GLOB = "tests/header_examples_*_test.cc"  # where a new example goes
 EXAMPLE_LINE = re.compile(r"^\s*//   (.*)$")
 TRAILING_COMMENT = re.compile(r"\s*//.*$")
 PROSE_LIST = re.compile(r"^(- |\d+\. )")  # a list in prose: "- ...", "1. ..."
@@ -41,10 +44,10 @@ PROSE_LIST = re.compile(r"^(- |\d+\. )")  # a list in prose: "- ...", "1. ..."
 NOT_EXAMPLES = {
     ("ops/dropout.h", "key     = (k0, k1) = (low, high 32 bits of RunContext::seed, the"),
     ("engine/safetensors.h", "8 bytes    N, the header length, little-endian unsigned"),
-    ("models/multi_head_attention.h", "{.embed_dim = 8, .num_heads = 2, .add_bias_kv = true}"),
-    ("models/multi_head_attention.h",
+    ("models/nn_attention.h", "{.embed_dim = 8, .num_heads = 2, .add_bias_kv = true}"),
+    ("models/nn_attention.h",
      "{.embed_dim = 8, .num_heads = 2, .add_bias_kv = true, .add_zero_attn = true}"),
-    ("models/multi_head_attention.h", "{.embed_dim = 8, .num_heads = 2, .batch_first = false}"),
+    ("models/nn_attention.h", "{.embed_dim = 8, .num_heads = 2, .batch_first = false}"),
 }
 
 
@@ -81,7 +84,7 @@ def contains(haystack, needle):
 def missing_examples(root):
     """Returns [(header, line, lines)] for each example no test holds."""
     tests = []
-    for path in sorted(glob.glob(os.path.join(root, TEST_GLOB))):
+    for path in sorted(p for g in TEST_GLOBS for p in glob.glob(os.path.join(root, g))):
         with open(path, encoding="utf-8") as f:
             tests.append([line.strip() for line in f.read().split("\n")])
     missing = []
