@@ -6,12 +6,12 @@
 // not an error (engine/op.h). Each runs on the CPU and on CUDA with the
 // same results, draws included.
 //
-//   Value probs = Softmax(logits);                         // (B, V)
-//   Value greedy = ArgMax(logits, -1);                     // (B,) int64
-//   TopKResult top = TopK(logits, 5, -1);                  // (B, 5) values,
-//   indices Value next = Multinomial(probs, /*seed=*/42);          // (B, 1)
-//   int64 exec.Run(*plan, feeds, {.step = t});                   // a fresh
-//   draw at each step t
+//   Value probs = Softmax(logits);                  // (B, V)
+//   Value greedy = ArgMax(logits, -1);              // (B,) int64
+//   TopKResult top = TopK(logits, 5, -1);           // (B, 5) values and indices
+//   Value next = Multinomial(probs, /*seed=*/42);   // (B, 1) int64
+//
+// Multinomial draws afresh at each run step (RunOptions::step).
 //
 // Errors (in the returned Value): a 0-d or bool input, an axis out of
 // range, ArgMax over an empty axis, k outside [0, n], non-float probs.

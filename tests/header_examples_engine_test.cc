@@ -93,6 +93,29 @@ HEADER_EXAMPLE(Optimizer) {
   return absl::OkStatus();
 }
 
+HEADER_EXAMPLE(OptimizerGroups) {
+  TinyModel m;
+  Graph& g = m.g;
+  Value loss = m.loss;
+  DAGRAD_ASSIGN_OR_RETURN(TrainingStep gpt_step, BuildTrainingStep(loss,
+      DecayMatrices(g.Parameters(), 0.1), {.kind = OptimizerKind::kAdamW}));
+  std::vector<ParamGroup> groups = DecayMatrices(g.Parameters(), 0.1);
+  EXPECT_EQ(groups.size(), 2u);
+  EXPECT_EQ(gpt_step.updates.size(), g.Parameters().size());
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(OptimizerClipGradNorm) {
+  TinyModel m;
+  Executor exec(m.g);
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(m.loss, m.g.Parameters()));
+  DAGRAD_ASSIGN_OR_RETURN(ClippedGrads c, ClipGradNorm(grads, 1.0));
+  DAGRAD_ASSIGN_OR_RETURN(auto clip_plan, exec.Compile({c.norm, c.grads[0]}));
+  DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*clip_plan, {{m.tokens, m.batch}}));
+  EXPECT_GT(out[0].data<double>()[0], 0.0);
+  return absl::OkStatus();
+}
+
 HEADER_EXAMPLE(UpdateSkipped) {
   TinyModel m;
   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts,

@@ -20,6 +20,8 @@
 #include "ops/elementwise.h"
 #include "ops/elementwise_math.h"
 #include "ops/fill.h"
+#include "ops/gelu.h"
+#include "ops/gelu_math.h"
 #include "ops/gather.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
@@ -29,6 +31,8 @@
 #include "ops/optim.h"
 #include "ops/parallel.h"
 #include "ops/reduce.h"
+#include "ops/sampling.h"
+#include "ops/sampling_math.h"
 #include "ops/registry.h"
 #include "ops/select.h"
 #include "ops/shape_ops.h"
@@ -152,6 +156,54 @@ HEADER_EXAMPLE(OpsElementwiseMath) {
   const TanhFn fn(ctx.attrs());
   for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
   EXPECT_FLOAT_EQ(y[1], std::tanh(1.0f));
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(OpsGelu) {
+  Values v;
+  Value x = v.x;
+  Value w = v.g.Parameter("w", {E, E}, Initializer::XavierUniform());
+  Value h = Gelu(MatMul(x, w));                            // exact
+  Value t = Gelu(MatMul(x, w), GeluApproximate::kTanh);    // tanh form
+  EXPECT_TRUE(h.ok() && t.ok());
+  EXPECT_EQ(t.shape(), Shape({B, T, E}));
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(OpsGeluMath) {
+  struct {
+    Attrs attrs() const { return Attrs(); }
+  } ctx;
+  const int64_t n = 2;
+  const double x[] = {0, 1};
+  double y[2];
+  const GeluFn fn(ctx.attrs());
+  for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
+  EXPECT_NEAR(y[1], 0.8413447460685429, 1e-12);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(OpsSampling) {
+  Values v;
+  Value logits = Reshape(v.logits, {B * T, V});
+  Value probs = Softmax(logits);                  // (B, V)
+  Value greedy = ArgMax(logits, -1);              // (B,) int64
+  TopKResult top = TopK(logits, 5, -1);           // (B, 5) values and indices
+  Value next = Multinomial(probs, /*seed=*/42);   // (B, 1) int64
+  EXPECT_EQ(greedy.dtype(), DType::kInt64);
+  EXPECT_EQ(top.indices.shape(), Shape({B * T, 5}));
+  EXPECT_EQ(next.shape(), Shape({B * T, 1}));
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(OpsSamplingMath) {
+  const Shape shape({2, 3});
+  const int axis = 1;
+  const float x[] = {1, 5, 2, 7, 0, 7};
+  const int64_t o = 1, j = 0;  // the second row
+  DAGRAD_ASSIGN_OR_RETURN(const AxisRows r, AxisRowsOf(shape, axis));
+  const int64_t i = ArgMaxRow(x + o * r.n * r.inner + j, r.n, r.inner);
+  EXPECT_EQ(i, 0);  // 7, 0, 7: the first maximum
   return absl::OkStatus();
 }
 

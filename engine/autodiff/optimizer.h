@@ -20,7 +20,8 @@
 //
 // The GPT recipe, AdamW with weight decay on matrices only:
 //
-//   BuildTrainingStep(loss, DecayMatrices(g.Parameters(), 0.1), {.kind = OptimizerKind::kAdamW});
+//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep gpt_step, BuildTrainingStep(loss,
+//       DecayMatrices(g.Parameters(), 0.1), {.kind = OptimizerKind::kAdamW}));
 
 #ifndef DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_
 #define DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_
@@ -103,7 +104,7 @@ struct ClippedGrads {
 // first gradient that holds an error.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(ClippedGrads c, ClipGradNorm(grads, 1.0));
-//   exec.Compile({c.norm}, ...);   // c.grads[i] is grads[i], clipped
+//   DAGRAD_ASSIGN_OR_RETURN(auto clip_plan, exec.Compile({c.norm, c.grads[0]}));
 absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, double max_norm);
 
 // ValidateOptimizerOptions returns InvalidArgument naming the first field
