@@ -72,9 +72,10 @@ absl::StatusOr<float> TrainAndSample(int steps) {
   Value prompt = g.Input("prompt", DType::kInt64, {1, kContext});
   Gpt gpt;
   DAGRAD_RETURN_IF_ERROR(gpt.Init(g, vocab));
-  Value loss = CrossEntropy(gpt(tokens), targets), next = gpt(prompt);  // shared weights
-  DAGRAD_ASSIGN_OR_RETURN(TrainingStep step, BuildTrainingStep(loss, g.Parameters(),
-      {.kind = OptimizerKind::kAdamW, .weight_decay = 0.01, .clip_norm = 1.0}));
+  Value loss = CrossEntropy(gpt(tokens), targets);
+  Value next = ArgMax(gpt(prompt), -1);  // the same weights; greedy, inside the graph
+  DAGRAD_ASSIGN_OR_RETURN(TrainingStep step, BuildTrainingStep(loss,  // decay matrices only
+      DecayMatrices(g.Parameters(), 0.01), {.kind = OptimizerKind::kAdamW, .clip_norm = 1.0}));
   Executor exec(g);
   DAGRAD_ASSIGN_OR_RETURN(auto train, exec.Compile({loss}, step.updates));
   DAGRAD_ASSIGN_OR_RETURN(auto sample, exec.Compile({next}));
@@ -102,8 +103,7 @@ absl::StatusOr<float> TrainAndSample(int steps) {
     window.resize(kContext, 0);  // positions after the context do not reach it (causal)
     DAGRAD_ASSIGN_OR_RETURN(Tensor w, Tensor::FromVector<int64_t>({1, kContext}, window));
     DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*sample, {{prompt, w}}));
-    const float* row = out[0].data<float>() + (context.size() - 1) * vocab;
-    context.push_back(std::max_element(row, row + vocab) - row);
+    context.push_back(out[0].data<int64_t>()[context.size() - 1]);
   }
   std::string continued;
   for (int64_t id : context) continued += chars[id];
