@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/file_io.h"
+#include "engine/status_macros.h"
 #include "models/toy_trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
@@ -201,6 +202,43 @@ struct TrainLoop {
   }
 };
 
+// StartOrResume loads the checkpoint for --resume, saying from where, or
+// starts a new metrics file. Resuming a complete run is not an error: its
+// final outputs are written again.
+absl::Status StartOrResume(models::ToyTrainer& t, TrainOutputs& outputs, int64_t steps) {
+  if (!absl::GetFlag(FLAGS_resume)) return outputs.StartMetrics();
+  std::string warning;
+  DAGRAD_ASSIGN_OR_RETURN(const std::string from, outputs.LoadCheckpoint(t, &warning));
+  if (!warning.empty()) std::cerr << "dagrad train: " << warning << "\n";
+  DAGRAD_RETURN_IF_ERROR(outputs.ResumeMetrics(t.step()));
+  std::cout << "resumed from " << from << " at step " << t.step() << "\n";
+  if (t.step() >= steps) {
+    std::cout << "checkpoint is at step " << t.step() << ", --steps=" << steps
+              << ": nothing to train (the run is complete); writing its outputs again\n";
+  }
+  return absl::OkStatus();
+}
+
+// FinishRun evaluates the trained model, writes the final outputs (a stop
+// signal meanwhile saves and stops) and prints the summary.
+int FinishRun(TrainLoop& loop, const models::TrainConfig& config) {
+  models::ToyTrainer& t = loop.t;
+  absl::StatusOr<models::EvalResult> final_eval = t.Evaluate();
+  if (!final_eval.ok()) return Failure(loop.cmd, final_eval.status());
+  if (StopSignal()) return loop.Stop();
+  absl::Status written = loop.outputs.WriteAll(t, [] {
+    MaybeRaiseForTest("outputs");
+    return StopSignal() != 0;
+  });
+  if (absl::IsCancelled(written)) return loop.Stop();
+  if (!written.ok()) return Failure(loop.cmd, written);
+  std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
+                               final_eval->accuracy, final_eval->loss, t.step());
+  loop.outputs.PrintSummary(std::cout);
+  if (config.profile) std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
+  return kExitOk;
+}
+
 int RunTrain() {
   const Command cmd = TrainCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
@@ -234,19 +272,7 @@ int RunTrain() {
   if (!trainer.ok()) return Failure(cmd, trainer.status());
   models::ToyTrainer& t = **trainer;
   TrainOutputs outputs(out);
-  if (absl::GetFlag(FLAGS_resume)) {
-    std::string warning;
-    absl::StatusOr<std::string> from = outputs.LoadCheckpoint(t, &warning);
-    if (!from.ok()) return Failure(cmd, from.status());
-    if (!warning.empty()) std::cerr << "dagrad train: " << warning << "\n";
-    if (absl::Status st = outputs.ResumeMetrics(t.step()); !st.ok()) return Failure(cmd, st);
-    std::cout << "resumed from " << *from << " at step " << t.step() << "\n";
-    // Exit 0: the run is complete, and its final outputs are written again.
-    if (t.step() >= config->steps) {
-      std::cout << "checkpoint is at step " << t.step() << ", --steps=" << config->steps
-                << ": nothing to train (the run is complete); writing its outputs again\n";
-    }
-  } else if (absl::Status st = outputs.StartMetrics(); !st.ok()) {
+  if (absl::Status st = StartOrResume(t, outputs, config->steps); !st.ok()) {
     return Failure(cmd, st);
   }
 
@@ -260,20 +286,7 @@ int RunTrain() {
     std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
     return kExitOk;
   }
-  absl::StatusOr<models::EvalResult> final_eval = t.Evaluate();
-  if (!final_eval.ok()) return Failure(cmd, final_eval.status());
-  if (StopSignal()) return loop.Stop();
-  absl::Status written = outputs.WriteAll(t, [] {
-    MaybeRaiseForTest("outputs");
-    return StopSignal() != 0;
-  });
-  if (absl::IsCancelled(written)) return loop.Stop();
-  if (!written.ok()) return Failure(cmd, written);
-  std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
-                               final_eval->accuracy, final_eval->loss, t.step());
-  outputs.PrintSummary(std::cout);
-  if (config->profile) std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
-  return kExitOk;
+  return FinishRun(loop, *config);
 }
 
 }  // namespace
