@@ -46,7 +46,7 @@ inline bool IsInteger(DType d) {
 // and Arange ops, Initializer::Constant — checks it here, so that the
 // conversion is defined and they all accept the same values.
 //
-//   CheckValueFits(3e9, DType::kInt32, "value");  // InvalidArgument: out of range
+//   absl::Status s = CheckValueFits(3e9, DType::kInt32, "value");  // InvalidArgument: out of range
 absl::Status CheckValueFits(double value, DType dtype, absl::string_view what);
 
 // DTypeOf<T>::value maps a C++ element type to its DType.

@@ -7,7 +7,7 @@
 //
 //   Executor exec(g);                              // CPU, seed 0
 //   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, {update}));
-//   for (int step = 0; step < n; ++step) {
+//   for (uint64_t step = 0; step < n; ++step) {
 //     DAGRAD_ASSIGN_OR_RETURN(auto out,
 //         exec.Run(*plan, {{tokens, batch}}, {.training = true, .step = step}));
 //     float l = out[0].data<float>()[0];

@@ -16,8 +16,22 @@
 //   Graph g;
 //   Value x = g.Input("x", DType::kFloat32, {B, T, E});
 //   Value w = g.Parameter("w", {E, E}, Initializer::XavierUniform());
-//   Value y = ops::MatMul(x, w);
+//   Value y = MatMul(x, w);
 //   if (!y.ok()) return y.status();   // or g.status(): the first error
+//
+// Names. A node's name is one non-empty word without '/'; its path is
+// "scope/name" under the Scopes open when it was built. Inputs, parameters
+// and variables keep the name given, and one whose name is empty, holds a
+// '/' or repeats a path already in the graph is an InvalidArgument error
+// Value. Nested names come from scopes, which checkpoints show with '.'
+// (engine/checkpoint.h):
+//
+//   Graph::Scope scope(g, "tok_emb");
+//   Value table = g.Parameter("weight", {V, E}, Initializer::Normal(0, 1));
+//   // table.path() == "tok_emb/weight", checkpoint name "tok_emb.weight"
+//
+// Ops and constants are named after their op (or the name given, with the
+// same rule) and made unique within their scope by a suffix: "add", "add_1".
 //
 // Node ids are assigned in creation order, so ids are a topological order.
 
@@ -159,7 +173,7 @@ class Graph {
   // Scope is an RAII name scope: nodes built while it lives get its path.
   // Empty parts of the name are ignored (Scope(g, "") changes nothing), so
   // a path never holds "//".
-  //   { Graph::Scope s(g, "encoder"); ... }  // nodes under "encoder/"
+  //   { Graph::Scope s(g, "encoder"); g.Input("x", DType::kFloat32, {2}); }  // "encoder/x"
   class Scope {
    public:
     Scope(Graph& g, absl::string_view name);

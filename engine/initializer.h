@@ -57,7 +57,7 @@ struct Initializer {
   // engine/dtype.h: 1.5 or 3e9 for int32, 2 for bool; float dtypes take inf
   // and NaN, as torch.nn.init.constant_ does).
   //
-  //   Initializer::Constant(3e9).Validate({2}, DType::kInt32);  // InvalidArgument
+  //   absl::Status s = Initializer::Constant(3e9).Validate({2}, DType::kInt32);  // InvalidArgument
   absl::Status Validate(const Shape& shape, DType dtype) const;
 
   // Fill writes the initial values into `out` (float32 or float64; the

@@ -7,7 +7,7 @@
 // or sharing state. This header compiles for both host and CUDA device code,
 // which is what makes dropout masks bit-identical across backends.
 //
-//   PhiloxBlock r = Philox4x32_10({c0, c1, c2, c3}, {k0, k1});
+//   PhiloxBlock r = Philox4x32_10({c0, c1, c2, c3}, k0, k1);
 //   float u = UniformFromBits(r.v[0]);   // in [0, 1)
 
 #ifndef DAGRAD_ENGINE_PHILOX_H_

@@ -9,7 +9,7 @@
 //   Shape s({2, 3, 4});
 //   s.num_elements();         // 24
 //   s.ToString();             // "(2, 3, 4)"
-//   BroadcastShapes(Shape({2, 1, 4}), Shape({3, 1}));  // (2, 3, 4)
+//   absl::StatusOr<Shape> b = BroadcastShapes(Shape({2, 1, 4}), Shape({3, 1}));  // (2, 3, 4)
 
 #ifndef DAGRAD_ENGINE_SHAPE_H_
 #define DAGRAD_ENGINE_SHAPE_H_

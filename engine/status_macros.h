@@ -3,8 +3,8 @@
 // Debian's Abseil (20220623) ships no status macros, so dagrad defines the two
 // it needs. Both evaluate their argument exactly once.
 //
-//   DAGRAD_RETURN_IF_ERROR(WriteFile(path));
-//   DAGRAD_ASSIGN_OR_RETURN(Tensor t, ReadTensor(path));
+//   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(path, text));
+//   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
 
 #ifndef DAGRAD_ENGINE_STATUS_MACROS_H_
 #define DAGRAD_ENGINE_STATUS_MACROS_H_

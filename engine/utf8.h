@@ -10,7 +10,7 @@
 //   size_t pos = 0;
 //   while (pos < s.size()) {
 //     const int32_t c = NextCodePoint(s, pos);  // -1: s[pos] starts no valid sequence
-//     ...
+//     if (c < 0) ++invalid_bytes;
 //   }
 
 #ifndef DAGRAD_ENGINE_UTF8_H_
@@ -83,7 +83,7 @@ inline bool IsValidUtf8(absl::string_view s) {
 // is, control characters become \n, \t, \r or \xNN, bytes that are not
 // UTF-8 become \xNN; with `quote`, also \ and ' are escaped and the result
 // is wrapped in '...', so a hostile name cannot forge or break a message.
-//   PrintableText("a\nb\xff", true)   // 'a\nb\xff' (backslashes literal)
+//   PrintableText("a\nb\xff", true);  // 'a\nb\xff' (backslashes literal)
 inline std::string PrintableText(absl::string_view s, bool quote = false) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -57,7 +57,7 @@ int MaxThreads();
 // count in force is then unchanged.
 //
 //   DAGRAD_RETURN_IF_ERROR(SetNumThreads(1));
-//   std::thread([&] { exec.Run(*plan, feeds); }).join();   // one thread
+//   std::thread([&] { out = exec.Run(*plan, feeds); }).join();   // one thread
 absl::Status SetNumThreads(int n);
 
 // NumThreads is the count in force: SetNumThreads's, else the environment's

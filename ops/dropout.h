@@ -6,8 +6,9 @@
 // same mask, and a CUDA kernel can reproduce it bit for bit.
 //
 //   Value h = Dropout(Relu(Linear(x, w1, b1)), 0.1);   // (B, T, F) -> (B, T, F)
-//   exec.Run(*plan, feeds, {.training = true, .step = step});  // active
-//   exec.Run(*plan, feeds);                                    // identity
+//   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({h}));
+//   DAGRAD_ASSIGN_OR_RETURN(auto train, exec.Run(*plan, feeds, {.training = true, .step = step}));
+//   DAGRAD_ASSIGN_OR_RETURN(auto eval, exec.Run(*plan, feeds));  // dropout is the identity
 //
 // The bit layout, which a GPU kernel must follow exactly:
 //   key     = (k0, k1) = (low, high 32 bits of RunContext::seed, the

@@ -42,7 +42,8 @@ Value Gather(Value params, Value indices, int64_t axis = 0);
 //
 // Errors: those of Gather (an id outside [0, V) when running).
 //
-//   Value table = g.Parameter("tok_emb/weight", {V, E}, Initializer::Normal(0, 1));
+//   Graph::Scope scope(g, "tok_emb");              // names hold no '/': scopes nest
+//   Value table = g.Parameter("weight", {V, E}, Initializer::Normal(0, 1));
 //   Value tokens = g.Input("tokens", DType::kInt64, {B, T});
 //   Value x = Embedding(table, tokens);            // (B, T, E)
 Value Embedding(Value table, Value ids);

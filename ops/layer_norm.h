@@ -29,8 +29,9 @@ namespace dagrad {
 // dtype; eps not a finite number > 0.
 //
 //   Value x = g.Input("x", DType::kFloat32, {B, T, E});
-//   Value gamma = g.Parameter("ln/weight", {E}, Initializer::Ones());
-//   Value beta = g.Parameter("ln/bias", {E}, Initializer::Zeros());
+//   Graph::Scope scope(g, "ln");                  // parameters ln/weight, ln/bias
+//   Value gamma = g.Parameter("weight", {E}, Initializer::Ones());
+//   Value beta = g.Parameter("bias", {E}, Initializer::Zeros());
 //   Value y = LayerNorm(x, gamma, beta, 1e-5);    // (B, T, E)
 Value LayerNorm(Value x, Value gamma, Value beta, double eps = 1e-5);
 

@@ -5,7 +5,7 @@
 //
 //   MatMul(a, b);                          // (..., M, K) x (..., K, N) -> (..., M, N)
 //   MatMul(q, k, {.transpose_b = true});   // (B, H, T, D) x (B, H, S, D) -> (B, H, T, S)
-//   Linear(x, w, b);                       // x (..., in), w (out, in), b (out) -> (..., out)
+//   Linear(x, w, bias);                    // x (..., in), w (out, in), bias (out) -> (..., out)
 //
 // Batch dims (all but the last two) broadcast numpy-style, so a rank-2
 // operand multiplies every matrix of a batched one.

@@ -7,9 +7,9 @@
 // data. For integers these are the ordinary max and min. Shared by the CPU
 // and CUDA kernels; the comparisons compile to vector compare-and-blend.
 //
-//   PropagatingMax(1.0f, NAN)  // NaN
-//   PropagatingMax(NAN, 1.0f)  // NaN
-//   PropagatingMin(2, 3)       // 2
+//   PropagatingMax(1.0f, NAN);  // NaN
+//   PropagatingMax(NAN, 1.0f);  // NaN
+//   PropagatingMin(2, 3);       // 2
 
 #ifndef DAGRAD_OPS_MINMAX_H_
 #define DAGRAD_OPS_MINMAX_H_

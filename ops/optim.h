@@ -8,7 +8,7 @@
 //   Value lr = g.Input("lr", DType::kFloat64, {});
 //   Value t = g.Input("step", DType::kFloat64, {});   // 1, 2, 3, ...
 //   Value update = AdamUpdate(w, dw, m, v, lr, t, {.weight_decay = 0.01, .decoupled = true});
-//   exec.Compile({loss}, {update});
+//   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, {update}));
 //
 // `grad_scale` (optional, a float64 scalar) multiplies the gradient first;
 // gradient clipping uses it so that clipping costs no extra pass.

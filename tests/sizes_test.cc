@@ -279,7 +279,7 @@ TEST(Names, EmptyScopesNeverMakeADoubleSlash) {
 
 models::TrainConfig SmallTrainConfig() {
   models::TrainConfig c;
-  c.model = {.vocab = 8, .max_len = 8, .dim = 16, .heads = 2, .layers = 1, .ffn = 32};
+  c.model = {.vocab = 8, .seq_len = 8, .dim = 16, .heads = 2, .layers = 1, .ffn = 32};
   c.batch = 4;
   c.steps = 2;
   return c;
@@ -309,7 +309,7 @@ TEST(TrainerMemory, HugeEvaluationSetOrSequencesAreCleanErrors) {
   EXPECT_STATUS(models::ToyTrainer::Create(c).status(), absl::StatusCode::kInvalidArgument,
                 "needs more than the 2^62 bytes");
   c = SmallTrainConfig();
-  c.model.max_len = 100'000'000;
+  c.model.seq_len = 100'000'000;
   EXPECT_FALSE(models::ToyTrainer::Create(c).ok());
   EXPECT_STATUS(models::TaskGenerator::Create({}, 0)->Batch(0, k2to(56)).status(),
                 absl::StatusCode::kInvalidArgument, "needs more than the 2^62 bytes");

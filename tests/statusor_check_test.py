@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from layers_check_test import run_check  # noqa: E402  writes a tree, runs a check on it
+from lint_check_cases import run_check  # noqa: E402  writes a tree, runs a check on it
 
 HEADER = (
     "engine/tensor.h",

@@ -6,7 +6,7 @@
 // marked as gradient nodes. The result can be compiled, run on any device,
 // drawn as DOT, and differentiated again (second derivatives).
 //
-//   Value loss = Mean(Square(Sub(MatMul(x, w), y)));
+//   Value loss = Mean(Pow(Sub(MatMul(x, w), y), 2));
 //   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, {w}));
 //   // grads[0] has w's shape; compile it like any other value.
 //

@@ -12,8 +12,9 @@
 //       BuildTrainingStep(loss, g.Parameters(), {.kind = OptimizerKind::kAdamW,
 //                                                .weight_decay = 0.01, .clip_norm = 1.0}));
 //   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, ts.updates));
-//   exec.Run(*plan, {{tokens, batch}, {ts.lr, Tensor::Scalar(LearningRate(sched, t))},
-//                    {ts.step, Tensor::Scalar<double>(t)}}, {.training = true, .step = t});
+//   DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{tokens, batch},
+//       {ts.lr, Tensor::Scalar(LearningRate(sched, t))}, {ts.step, Tensor::Scalar<double>(t)}},
+//       {.training = true, .step = t}));
 
 #ifndef DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_
 #define DAGRAD_ENGINE_AUTODIFF_OPTIMIZER_H_

@@ -11,9 +11,10 @@
 // Unavailable, which is also what it returns when no GPU is visible, so a
 // caller handles both the same way:
 //
-//   absl::StatusOr<std::unique_ptr<Device>> gpu = CudaDevice();
-//   if (absl::IsUnavailable(gpu.status())) { /* run on the CPU, or skip */ }
-//   Executor exec(g, *std::move(gpu));
+//   absl::StatusOr<std::unique_ptr<Device>> device = CudaDevice();
+//   if (absl::IsUnavailable(device.status())) device = CpuDevice();  // no GPU here
+//   if (!device.ok()) return device.status();
+//   Executor exec(g, *std::move(device));
 //
 // Numerics: float32 matrix products use full float32 arithmetic unless
 // CudaOptions::allow_tf32 is set; reductions accumulate in double; and the
