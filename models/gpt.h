@@ -34,7 +34,7 @@
 //
 // Incremental decoding (a KV cache) uses Forward with `past`: the keys and
 // values of earlier positions, and the positions of the new tokens.
-//   GptOutputs out = model.Forward(token, {.positions = pos, .past = cache});
+//   GptOutputs out = model.Forward(token, {.positions = pos, .past = &cache});
 //   // out.logits (B, 1, vocab); out.keys[l], out.values[l] (B, H, 1, Dh)
 
 #ifndef DAGRAD_MODELS_GPT_H_

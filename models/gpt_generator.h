@@ -5,13 +5,11 @@
 //
 // Train, then sample:
 //
-//   DAGRAD_ASSIGN_OR_RETURN(auto gen,
-//   GptGenerator::Load("run/model.safetensors")); const std::string prompt =
-//   "Copyright "; DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
+//   DAGRAD_ASSIGN_OR_RETURN(auto gen, GptGenerator::Load("run/model.safetensors"));
+//   const std::string prompt = "Copyright ";
+//   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
 //       gen->Generate(BytesToTokens(prompt),
-//                     {.tokens = 200, .sampling = {.temperature = 0.8, .top_k =
-//                     40,
-//                                                  .seed = 1}}));
+//                     {.tokens = 200, .sampling = {.temperature = 0.8, .top_k = 40, .seed = 1}}));
 //   std::cout << prompt << TokensToBytes(more);
 //
 // (GptGenerator::Create takes the weights as a SafetensorsFile, e.g. the

@@ -12,8 +12,7 @@
 //     DAGRAD_ASSIGN_OR_RETURN(TextStepResult r, trainer->Step());
 //   }
 //   DAGRAD_ASSIGN_OR_RETURN(double val_loss, trainer->Evaluate());
-//   DAGRAD_ASSIGN_OR_RETURN(std::string text, trainer->Sample("The ", 200,
-//   {.seed = 1}));
+//   DAGRAD_ASSIGN_OR_RETURN(std::string text, trainer->Sample("The ", 200, {.seed = 1}));
 
 #ifndef DAGRAD_MODELS_GPT_TRAINER_H_
 #define DAGRAD_MODELS_GPT_TRAINER_H_

@@ -13,9 +13,8 @@
 // batches an uninterrupted one would. The validation set is the split's
 // consecutive windows, up to max_windows of them.
 //
-//   DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt",
-//   /*seq_len=*/64)); DAGRAD_ASSIGN_OR_RETURN(TextBatch b,
-//   data.TrainBatch(/*seed=*/0, /*index=*/step, 32));
+//   DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt", 64));
+//   DAGRAD_ASSIGN_OR_RETURN(TextBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
 //   // b.tokens, b.targets int64 (32, 64)
 
 #ifndef DAGRAD_MODELS_TEXT_TASK_H_
@@ -103,9 +102,8 @@ inline bool IsDecayed(const Value& param) { return param.rank() >= 2; }
 // the others get none. Gradient clipping is over all parameters together.
 // BuildTrainingStep's errors.
 //
-//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildDecayMatricesStep(loss,
-//       model.parameters(), {.kind = OptimizerKind::kAdamW, .weight_decay =
-//       0.1}));
+//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildDecayMatricesStep(
+//       loss, model.parameters(), {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1}));
 absl::StatusOr<TrainingStep> BuildDecayMatricesStep(
     Value loss, const std::vector<Value>& params,
     const OptimizerOptions& options);
