@@ -42,9 +42,31 @@ absl::StatusOr<Linear> Linear::Create(Graph& g, absl::string_view prefix,
   m.scope_ = g.scope();
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
   const Initializer init = Initializer::Uniform(-bound, bound);
-  m.weight_ = g.Parameter("weight", {out, in}, init, options.dtype);
-  if (options.bias) m.bias_ = g.Parameter("bias", {out}, init, options.dtype);
+  m.weight_ = g.Parameter("weight", {out, in}, options.weight_init.value_or(init), options.dtype);
+  if (options.bias) {
+    m.bias_ = g.Parameter("bias", {out}, options.bias_init.value_or(init), options.dtype);
+  }
   DAGRAD_RETURN_IF_ERROR(FirstError(m.parameters()));
+  return m;
+}
+
+absl::StatusOr<Linear> Linear::Tied(Graph& g, absl::string_view prefix, Value weight,
+                                    Value bias) {
+  DAGRAD_RETURN_IF_ERROR(FirstError({weight, bias}));
+  if (weight.is_null() || weight.rank() != 2 || !IsFloating(weight.dtype()) ||
+      (!bias.is_null() && bias.shape() != Shape({weight.dim(0)}))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Linear '", prefix, "': a tied weight must be float (out, in) and its bias (out), got ",
+        weight.is_null() ? "none" : weight.shape().ToString(), " and ",
+        bias.is_null() ? "none" : bias.shape().ToString()));
+  }
+  DAGRAD_RETURN_IF_ERROR(ValidatePrefix("Linear", prefix));
+  Graph::Scope scope(g, prefix);
+  Linear m;
+  m.graph_ = &g;
+  m.scope_ = g.scope();
+  m.weight_ = weight;
+  m.bias_ = bias;
   return m;
 }
 

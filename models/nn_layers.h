@@ -14,6 +14,7 @@
 #define DAGRAD_MODELS_NN_LAYERS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct LinearOptions {
   int64_t out_features = 0;  // >= 1
   bool bias = true;
   DType dtype = DType::kFloat32;  // float32 or float64
+  // Override PyTorch's U(±1/sqrt(in)) (GPT-2's N(0, 0.02), say).
+  std::optional<Initializer> weight_init, bias_init;
 };
 
 // Linear is torch.nn.Linear: y = x·Wᵀ + b for x (..., in) -> (..., out).
@@ -40,6 +43,14 @@ struct LinearOptions {
 //   DAGRAD_ASSIGN_OR_RETURN(nn::Linear fc,
 //       nn::Linear::Create(g, "fc", {.in_features = 4, .out_features = 3}));
 //   Value y = fc(x);   // x (B, 4) -> y (B, 3); parameters "fc/weight", "fc/bias"
+//
+// Tied applies an existing weight (out, in), a Value declared elsewhere
+// (weight tying: a GPT's output head is its token embedding). It declares
+// no parameter; parameters() lists the Values it applies, which the layer
+// owning them lists too, so a model lists a shared parameter once. A
+// parameter used twice gets the sum of both uses' gradients (autodiff.h).
+//   DAGRAD_ASSIGN_OR_RETURN(nn::Linear head,
+//       nn::Linear::Tied(g, "lm_head", wte.weight()));   // (V, D): x (B, T, D) -> (B, T, V)
 class Linear {
  public:
   using Options = LinearOptions;
@@ -48,6 +59,10 @@ class Linear {
   // that is not float.
   static absl::StatusOr<Linear> Create(Graph& g, absl::string_view prefix,
                                        const LinearOptions& options);
+  // InvalidArgument for a bad prefix or a weight that is not a float
+  // (out, in) Value (or a bias that is not (out)); the error of an error Value.
+  static absl::StatusOr<Linear> Tied(Graph& g, absl::string_view prefix, Value weight,
+                                     Value bias = Value());
   // The ops are built under the layer's scope. Errors as dagrad::Linear's.
   Value operator()(Value x) const;
   Value Forward(Value x) const { return (*this)(x); }

@@ -314,6 +314,23 @@ std::vector<std::string> ExampleLines(const std::string& header) {
   return lines;
 }
 
+absl::Status TiedExample(Graph& g, Value x) {
+  DAGRAD_ASSIGN_OR_RETURN(nn::Embedding wte,
+      nn::Embedding::Create(g, "wte", {.num_embeddings = 5, .embedding_dim = 3}));
+  // example: models/nn_layers.h (Linear::Tied)
+  DAGRAD_ASSIGN_OR_RETURN(nn::Linear head,
+      nn::Linear::Tied(g, "lm_head", wte.weight()));   // (V, D): x (B, T, D) -> (B, T, V)
+  // end of example
+  ExpectShapes({{head(x), {2, 4, 5}}});
+  EXPECT_EQ(g.Parameters().size(), 1u);  // the head declares no parameter
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, LinearTied) {
+  Graph g;
+  ASSERT_OK(TiedExample(g, g.Input("x", DType::kFloat32, {2, 4, 3})));
+}
+
 TEST(NnExamples, EveryHeaderExampleIsCompiledHere) {
   const std::string test = ReadSource("tests/nn_layers_test.cc");
   ASSERT_FALSE(test.empty());

@@ -35,6 +35,7 @@ Command InfoCommand();
 Command DotCommand();
 Command TrainCommand();
 Command EvalCommand();
+Command GenerateCommand();
 
 // ParseFlags sets the command's flags from argv[first...]; on a usage error
 // returns InvalidArgument with the one-line message. Sets *help when --help

@@ -16,6 +16,7 @@
 #include "ops/loss.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
+#include "tools/cli/eval_gpt.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "model.safetensors written by dagrad train (or PyTorch)");
 ABSL_FLAG(std::string, input, "", "safetensors with tokens (int64 (B, T)), optional lengths "
@@ -89,6 +90,9 @@ absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
                       const std::string& output, std::unique_ptr<Device> device,
                       const ExecutorOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint(checkpoint));
+  if (IsGptCheckpoint(ckpt)) {
+    return EvaluateGpt(ckpt, checkpoint, input, output, std::move(device), options);
+  }
   absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromMetadata(ckpt.metadata);
   if (!config.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(checkpoint, ": ", config.status().message()));

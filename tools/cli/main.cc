@@ -15,7 +15,7 @@ namespace {
 
 std::vector<dagrad::cli::Command> Commands() {
   return {dagrad::cli::InfoCommand(), dagrad::cli::DotCommand(), dagrad::cli::TrainCommand(),
-          dagrad::cli::EvalCommand()};
+          dagrad::cli::EvalCommand(), dagrad::cli::GenerateCommand()};
 }
 
 int PrintUsage(std::ostream& out) {

@@ -21,8 +21,9 @@
 #include "tools/cli/out_dir.h"
 #include "tools/cli/stop_signals.h"
 #include "tools/cli/train_outputs.h"
+#include "tools/cli/train_text.h"
 
-ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort");
+ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort; text: a GPT on --data");
 ABSL_FLAG(int64_t, vocab, 16, "vocabulary size (token 0 is padding)");
 ABSL_FLAG(int64_t, seq_len, 32, "sequence length T");
 ABSL_FLAG(int64_t, min_len, 0, "shortest sequence; 0 means every sequence has seq_len tokens");
@@ -242,6 +243,7 @@ int FinishRun(TrainLoop& loop, const models::TrainConfig& config) {
 int RunTrain() {
   const Command cmd = TrainCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
+  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd);
   absl::StatusOr<models::TrainConfig> config = ConfigFromFlags();
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
   absl::StatusOr<ExecutorOptions> exec_options = ExecutorOptionsFromFlags();
@@ -294,7 +296,7 @@ int RunTrain() {
 Command TrainCommand() {
   return {"train",
           "train the toy attention model on a synthetic task",
-          {"task", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
+          {"task", "data", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "on_nonfinite",
            "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
           RunTrain};

@@ -1,0 +1,212 @@
+#include "models/gpt_trainer.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/checkpoint.h"
+#include "engine/safetensors.h"
+#include "engine/status_macros.h"
+#include "ops/loss.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad::models {
+namespace {
+
+constexpr char kFormatKey[] = "dagrad.format";
+constexpr char kFormat[] = "gpt-text-train-state/1";
+constexpr char kStepKey[] = "dagrad.step";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
+    const TextTrainConfig& config, std::unique_ptr<Device> device) {
+  DAGRAD_RETURN_IF_ERROR(config.Validate());
+  std::unique_ptr<GptTrainer> t(new GptTrainer());
+  t->config_ = config;
+  DAGRAD_ASSIGN_OR_RETURN(TextData data,
+                          TextData::Load(config.data, config.model.block_size));
+  t->data_ = std::make_unique<TextData>(std::move(data));
+  t->schedule_ = {.peak = config.lr,
+                  .warmup_steps = config.warmup,
+                  .total_steps = config.steps,
+                  .final_fraction = config.final_lr_fraction};
+  DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
+  return t;
+}
+
+absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
+  const TextTrainConfig& c = config_;
+  const int64_t T = c.model.block_size, B = c.batch;
+  DAGRAD_ASSIGN_OR_RETURN(validation_, data_->Validation(c.eval_windows));
+  graph_ = std::make_unique<Graph>();
+  Graph& g = *graph_;
+  DAGRAD_ASSIGN_OR_RETURN(model_, Gpt::Create(g, c.model));
+  tokens_ = g.Input("tokens", DType::kInt64, {B, T});
+  targets_ = g.Input("targets", DType::kInt64, {B, T});
+  logits_ = model_(tokens_);
+  {
+    Graph::Scope scope(g, "loss");
+    loss_ = CrossEntropy(logits_, targets_);
+  }
+  OptimizerOptions optimizer = c.optimizer;
+  optimizer.skip_nonfinite =
+      true;  // a non-finite step never changes a parameter
+  DAGRAD_ASSIGN_OR_RETURN(
+      ts_, BuildDecayMatricesStep(loss_, model_.parameters(), optimizer));
+  {
+    Graph::Scope scope(g, "eval");
+    eval_tokens_ = g.Input("tokens", DType::kInt64, validation_.tokens.shape());
+    eval_targets_ =
+        g.Input("targets", DType::kInt64, validation_.targets.shape());
+    eval_loss_ = CrossEntropy(model_(eval_tokens_), eval_targets_);
+    window_tokens_ = g.Input("window", DType::kInt64, {1, T});
+    attention_ =
+        model_.Forward(window_tokens_, {.keep_attention = true}).attention;
+  }
+  DAGRAD_RETURN_IF_ERROR(g.status());
+  exec_ = std::make_unique<Executor>(
+      g, std::move(device),
+      ExecutorOptions{.seed = c.seed,
+                      .check_numerics = c.check_numerics,
+                      .memory_limit_bytes = c.memory_limit_bytes});
+  DAGRAD_ASSIGN_OR_RETURN(train_plan_,
+                          exec_->Compile({loss_, ts_.grad_norm}, ts_.updates));
+  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_}));
+  DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TextStepResult> GptTrainer::Step() {
+  const int64_t s = step_ + 1;
+  DAGRAD_ASSIGN_OR_RETURN(
+      TextBatch batch,
+      data_->TrainBatch(config_.seed, static_cast<uint64_t>(s), config_.batch));
+  TextStepResult r{.step = s, .lr = LearningRate(schedule_, s)};
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*train_plan_,
+                 {{tokens_, batch.tokens},
+                  {targets_, batch.targets},
+                  {ts_.lr, Tensor::Scalar<double>(r.lr)},
+                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s))}},
+                 {.training = true, .step = static_cast<uint64_t>(s)}));
+  r.loss = out[0].data<float>()[0];
+  r.grad_norm = out[1].data<double>()[0];
+  if (UpdateSkipped(r.loss, r.grad_norm)) {
+    return absl::AbortedError(absl::StrCat(
+        "step ", s, ": ",
+        std::isfinite(r.loss) ? "the gradient norm is " : "the loss is ",
+        std::isfinite(r.loss) ? r.grad_norm : r.loss,
+        "; its update was not applied. Rerun with --check_numerics to find the "
+        "node that "
+        "produced it, or lower the learning rate"));
+  }
+  step_ = s;
+  return r;
+}
+
+absl::StatusOr<double> GptTrainer::Evaluate() {
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*eval_plan_, {{eval_tokens_, validation_.tokens},
+                               {eval_targets_, validation_.targets}}));
+  return static_cast<double>(out[0].data<float>()[0]);
+}
+
+absl::StatusOr<std::vector<Tensor>> GptTrainer::Attention(std::string* window) {
+  const int64_t T = config_.model.block_size;
+  DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::Zeros(DType::kInt64, {1, T}));
+  const int64_t* first = validation_.tokens.data<int64_t>();
+  std::copy(first, first + T, tokens.data<int64_t>());
+  *window = TokensToBytes(absl::MakeConstSpan(first, T));
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*attention_plan_, {{window_tokens_, tokens}}));
+  for (Tensor& w : out) {  // (1, H, T, T) -> (H, T, T)
+    DAGRAD_ASSIGN_OR_RETURN(w, w.Reshaped({config_.model.heads, T, T}));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> GptTrainer::Sample(
+    const std::string& prompt, int64_t tokens,
+    const SamplingOptions& sampling) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile weights,
+                          CollectVariables(*exec_, model_.parameters()));
+  DAGRAD_ASSIGN_OR_RETURN(auto gen,
+                          GptGenerator::Create(config_.model, weights));
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<int64_t> more,
+      gen->Generate(BytesToTokens(prompt),
+                    {.tokens = tokens, .sampling = sampling}));
+  return prompt + TokensToBytes(more);
+}
+
+absl::Status GptTrainer::SaveCheckpoint(const std::string& path,
+                                        const AtomicWriteOptions& options) {
+  std::map<std::string, std::string> meta = config_.ToMetadata();
+  meta[kFormatKey] = kFormat;
+  meta[kStepKey] = absl::StrCat(step_);
+  std::vector<Value> vars = model_.parameters();
+  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
+  return SaveFinite(vars, meta, path, options);
+}
+
+absl::Status GptTrainer::LoadCheckpoint(const std::string& path) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
+  auto format = file.metadata.find(kFormatKey);
+  if (format == file.metadata.end() || format->second != kFormat) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a dagrad text training checkpoint (no '",
+                     kFormatKey, "')"));
+  }
+  std::vector<std::string> differences;
+  for (const auto& [key, value] : config_.ToMetadata()) {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end() || it->second != value) {
+      differences.push_back(
+          absl::StrCat(key, ": checkpoint ",
+                       it == file.metadata.end() ? "(none)" : it->second,
+                       ", this run ", value));
+    }
+  }
+  if (!differences.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": the checkpoint was made with another config: ",
+                     absl::StrJoin(differences, "; ")));
+  }
+  int64_t step = 0;
+  auto s = file.metadata.find(kStepKey);
+  if (s == file.metadata.end() || !absl::SimpleAtoi(s->second, &step) ||
+      step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": bad or missing '", kStepKey, "'"));
+  }
+  std::vector<Value> vars = model_.parameters();
+  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, vars, file, path));
+  step_ = step;
+  return absl::OkStatus();
+}
+
+absl::Status GptTrainer::SaveModel(const std::string& path) {
+  return SaveFinite(model_.parameters(), config_.model.ToMetadata(), path, {});
+}
+
+absl::Status GptTrainer::SaveFinite(
+    const std::vector<Value>& vars,
+    const std::map<std::string, std::string>& metadata, const std::string& path,
+    const AtomicWriteOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(*exec_, vars));
+  if (absl::Status st = RequireFinite(file); !st.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("not writing ", path, ": ", st.message()));
+  }
+  file.metadata = metadata;
+  return WriteCheckpoint(path, std::move(file), options);
+}
+
+}  // namespace dagrad::models

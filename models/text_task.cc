@@ -1,0 +1,221 @@
+#include "models/text_task.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/autodiff/autodiff.h"
+#include "engine/file_io.h"
+#include "engine/philox.h"
+#include "engine/status_macros.h"
+#include "ops/elementwise.h"
+#include "ops/op_util.h"
+#include "ops/optim.h"
+#include "ops/reduce.h"
+
+namespace dagrad::models {
+
+absl::StatusOr<TextData> TextData::Load(const std::string& path,
+                                        int64_t seq_len) {
+  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return FromBytes(std::move(bytes), seq_len, path);
+}
+
+absl::StatusOr<TextData> TextData::FromBytes(std::string bytes, int64_t seq_len,
+                                             absl::string_view name) {
+  if (seq_len < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("seq_len must be >= 1, got ", seq_len));
+  }
+  const int64_t n = static_cast<int64_t>(bytes.size());
+  const int64_t train = n * 9 / 10, window = seq_len + 1;
+  if (n == 0 || train < window || n - train < window) {
+    // The validation split, n - n*9/10 = ceil(n/10) bytes, is the shorter:
+    // it holds a window from n = 10 * seq_len + 1 on.
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": ",
+        n == 0 ? "the file is empty" : absl::StrCat("only ", n, " bytes"),
+        "; training on windows of seq_len + 1 = ", window,
+        " bytes needs at least ", 10 * seq_len + 1,
+        " (90% training, 10% validation, a window each)"));
+  }
+  TextData d;
+  d.seq_len_ = seq_len;
+  d.validation_ = bytes.substr(train);
+  bytes.resize(train);
+  d.train_ = std::move(bytes);
+  return d;
+}
+
+absl::StatusOr<TextBatch> TextData::Windows(
+    const std::string& split, const std::vector<int64_t>& offsets) const {
+  const int64_t B = static_cast<int64_t>(offsets.size()), T = seq_len_;
+  TextBatch b;
+  DAGRAD_ASSIGN_OR_RETURN(b.tokens, Tensor::Zeros(DType::kInt64, {B, T}));
+  DAGRAD_ASSIGN_OR_RETURN(b.targets, Tensor::Zeros(DType::kInt64, {B, T}));
+  int64_t* tokens = b.tokens.data<int64_t>();
+  int64_t* targets = b.targets.data<int64_t>();
+  for (int64_t i = 0; i < B; ++i) {
+    for (int64_t t = 0; t < T; ++t) {
+      tokens[i * T + t] = static_cast<unsigned char>(split[offsets[i] + t]);
+      targets[i * T + t] =
+          static_cast<unsigned char>(split[offsets[i] + t + 1]);
+    }
+  }
+  return b;
+}
+
+absl::StatusOr<TextBatch> TextData::TrainBatch(uint64_t seed, uint64_t index,
+                                               int64_t batch) const {
+  if (batch < 1)
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch must be >= 1, got ", batch));
+  const uint64_t starts =
+      train_.size() - static_cast<uint64_t>(seq_len_);  // offsets 0..starts-1
+  std::vector<int64_t> offsets(batch);
+  for (int64_t i = 0; i < batch; ++i) {
+    const PhiloxBlock r = Philox4x32_10(
+        {{static_cast<uint32_t>(i), static_cast<uint32_t>(index),
+          static_cast<uint32_t>(index >> 32), 0x7e47u}},
+        static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+    const uint64_t bits = (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
+    offsets[i] = static_cast<int64_t>(bits % starts);
+  }
+  return Windows(train_, offsets);
+}
+
+absl::StatusOr<TextBatch> TextData::Validation(int64_t max_windows) const {
+  if (max_windows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validation windows must be >= 1, got ", max_windows));
+  }
+  const int64_t fit = (static_cast<int64_t>(validation_.size()) - 1) / seq_len_;
+  std::vector<int64_t> offsets(std::min(fit, max_windows));
+  for (size_t i = 0; i < offsets.size(); ++i)
+    offsets[i] = static_cast<int64_t>(i) * seq_len_;
+  return Windows(validation_, offsets);
+}
+
+absl::Status TextTrainConfig::Validate() const {
+  DAGRAD_RETURN_IF_ERROR(model.Validate());
+  auto bad = [](const std::string& what) {
+    return absl::InvalidArgumentError(what);
+  };
+  if (model.vocab != 256)
+    return bad(absl::StrCat("text models are byte-level: vocab 256, got ",
+                            model.vocab));
+  if (batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", batch));
+  if (steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", steps));
+  if (!(lr > 0) || !std::isfinite(lr))
+    return bad(absl::StrCat("lr must be finite and > 0, got ", lr));
+  if (warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", warmup));
+  if (!(final_lr_fraction >= 0 && final_lr_fraction <= 1)) {
+    return bad(absl::StrCat("final_lr_fraction must be in [0, 1], got ",
+                            final_lr_fraction));
+  }
+  if (eval_windows < 1)
+    return bad(absl::StrCat("eval_windows must be >= 1, got ", eval_windows));
+  if (!(optimizer.weight_decay >= 0) ||
+      !std::isfinite(optimizer.weight_decay)) {
+    return bad(absl::StrCat("weight_decay must be finite and >= 0, got ",
+                            optimizer.weight_decay));
+  }
+  if (!(optimizer.clip_norm >= 0) || !std::isfinite(optimizer.clip_norm)) {
+    return bad(absl::StrCat("clip must be finite and >= 0, got ",
+                            optimizer.clip_norm));
+  }
+  return ValidateOptimizerOptions(optimizer);
+}
+
+std::map<std::string, std::string> TextTrainConfig::ToMetadata() const {
+  std::map<std::string, std::string> m = model.ToMetadata();
+  const char* kinds[] = {"sgd", "adam", "adamw"};
+  m["task"] = "text";
+  m["data"] = data;
+  m["batch"] = absl::StrCat(batch);
+  m["steps"] = absl::StrCat(steps);
+  m["optimizer"] = kinds[static_cast<int>(optimizer.kind)];
+  m["weight_decay"] = absl::StrCat(optimizer.weight_decay);
+  m["clip"] = absl::StrCat(optimizer.clip_norm);
+  m["lr"] = absl::StrCat(lr);
+  m["warmup"] = absl::StrCat(warmup);
+  m["final_lr_fraction"] = absl::StrCat(final_lr_fraction);
+  m["seed"] = absl::StrCat(seed);
+  m["eval_windows"] = absl::StrCat(eval_windows);
+  return m;
+}
+
+namespace {
+
+// AddUpdate builds parameter i's state and update in `ts` with weight decay
+// `decay`, as BuildTrainingStep does with the options' one.
+void AddUpdate(Graph& g, TrainingStep& ts, size_t i, const OptimizerOptions& o,
+               double decay, Value scale, Value guard) {
+  const Value p = ts.params[i];
+  Graph::ScopePathGuard in_scope(g, absl::StrCat("optimizer/", p.path()));
+  if (o.kind == OptimizerKind::kSgd) {
+    Value vel = g.Variable("momentum", p.shape(), Initializer::Zeros(), p.dtype());
+    ts.state.push_back(vel);
+    ts.updates.push_back(SgdUpdate(
+        p, ts.grads[i], vel, ts.lr,
+        {.momentum = o.momentum, .weight_decay = decay, .nesterov = o.nesterov},
+        scale, guard));
+    return;
+  }
+  Value m = g.Variable("exp_avg", p.shape(), Initializer::Zeros(), p.dtype());
+  Value v = g.Variable("exp_avg_sq", p.shape(), Initializer::Zeros(), p.dtype());
+  ts.state.push_back(m);
+  ts.state.push_back(v);
+  ts.updates.push_back(AdamUpdate(p, ts.grads[i], m, v, ts.lr, ts.step,
+                                  {.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
+                                   .weight_decay = decay,
+                                   .decoupled = o.kind == OptimizerKind::kAdamW},
+                                  scale, guard));
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingStep> BuildDecayMatricesStep(
+    Value loss, const std::vector<Value>& params, const OptimizerOptions& o) {
+  if (!loss.ok()) return loss.status();
+  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
+  if (params.empty())
+    return absl::InvalidArgumentError("BuildDecayMatricesStep: no parameters");
+  TrainingStep ts;
+  DAGRAD_ASSIGN_OR_RETURN(ts.grads, Gradients(loss, params));
+  Graph& g = *loss.graph();
+  Graph::RoleScope role(g, NodeRole::kOptimizer);
+  Graph::ScopePathGuard in_optimizer(g, "optimizer");
+  ts.params = params;
+  ts.lr = g.Input("lr", DType::kFloat64, {});
+  ts.step = g.Input("step", DType::kFloat64, {});
+  Value scale, guard;
+  if (o.clip_norm > 0 || o.skip_nonfinite) {
+    for (const Value& grad : ts.grads) {  // the global L2 norm, in float64
+      Value s = Cast(Sum(Mul(grad, grad)), DType::kFloat64);
+      ts.grad_norm = ts.grad_norm.is_null() ? s : Add(ts.grad_norm, s);
+    }
+    ts.grad_norm = Sqrt(ts.grad_norm);
+  }
+  // Finite exactly when the loss and the norm are: 0 * loss is NaN otherwise.
+  if (o.skip_nonfinite)
+    guard = Add(ts.grad_norm, Scale(Sum(Cast(loss, DType::kFloat64)), 0.0));
+  if (o.clip_norm > 0) {
+    Value clip = ScalarLike(ts.grad_norm, o.clip_norm);
+    scale = Minimum(Div(clip, AddScalar(ts.grad_norm, 1e-6)),
+                    ScalarLike(clip, 1.0));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (ts.grads[i].is_null()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "BuildDecayMatricesStep: the loss does not depend on parameter '",
+          params[i].path(), "'"));
+    }
+    AddUpdate(g, ts, i, o, IsDecayed(params[i]) ? o.weight_decay : 0.0, scale,
+              guard);
+  }
+  for (const Value& u : ts.updates) DAGRAD_RETURN_IF_ERROR(u.status());
+  return ts;
+}
+
+}  // namespace dagrad::models

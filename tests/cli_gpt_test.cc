@@ -1,0 +1,197 @@
+// The CLI on GPT checkpoints: `dagrad eval` against the reference's goldens
+// (tools/goldens/gpt.py) and `dagrad generate`.
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "engine/safetensors.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+const std::string kGoldens =
+    std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/";
+
+double MaxRelativeError(const Tensor& got, const Tensor& want) {
+  const std::vector<double> a = AsDoubles(got), b = AsDoubles(want);
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0, scale = 1e-12;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return diff / scale;
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST(CliGpt, EvalMatchesReferenceLogitsLossAndGradients) {
+  const std::string out = FreshDir("gpt_eval") + "/out.safetensors";
+  const CliResult r = RunDagrad("eval --checkpoint=" + kGoldens +
+                                "model.safetensors --input=" + kGoldens +
+                                "input.safetensors --output=" + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile got, ReadSafetensors(out));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want,
+                       ReadSafetensors(kGoldens + "expected.safetensors"));
+  int compared = 0;
+  for (const auto& [name, tensor] : want.tensors) {
+    if (name == "greedy") continue;
+    const Tensor* mine = got.Find(name);
+    ASSERT_NE(mine, nullptr) << name;
+    EXPECT_LE(MaxRelativeError(*mine, tensor), 1e-4) << name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, static_cast<int>(got.tensors.size()));
+  EXPECT_NE(got.Find("grad.transformer.wte.weight"), nullptr);
+}
+
+TEST(CliGpt, EvalRejectsTokensBeyondTheBlock) {
+  const std::string dir = FreshDir("gpt_eval_bad");
+  SafetensorsFile in;
+  ASSERT_OK_AND_ASSIGN(Tensor tokens, Tensor::Zeros(DType::kInt64, {1, 9}));
+  in.tensors.push_back({"tokens", tokens});
+  ASSERT_OK(WriteSafetensors(dir + "/in.safetensors", in));
+  const CliResult r = RunDagrad(
+      "eval --checkpoint=" + kGoldens + "model.safetensors --input=" + dir +
+      "/in.safetensors --output=" + dir + "/out.safetensors");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("block_size 8"));
+}
+
+// Greedy generation prints the prompt and the reference's greedy
+// continuation, byte for byte, with and without the KV cache.
+TEST(CliGpt, GenerateGreedyEqualsReference) {
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile in,
+                       ReadSafetensors(kGoldens + "input.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want,
+                       ReadSafetensors(kGoldens + "expected.safetensors"));
+  const Tensor& tokens = *in.Find("tokens");
+  const Tensor& greedy = *want.Find("greedy");
+  const int64_t T = tokens.shape()[1], total = greedy.shape()[1];
+  std::string prompt, expected;
+  for (int64_t t = 0; t < T; ++t)
+    prompt += static_cast<char>(tokens.data<int64_t>()[t]);
+  for (int64_t t = 0; t < total; ++t)
+    expected += static_cast<char>(greedy.data<int64_t>()[t]);
+  const std::string file = FreshDir("gpt_generate") + "/prompt.bin";
+  WriteBytes(file, prompt);
+  for (const char* cache : {"true", "false"}) {
+    const CliResult r = RunDagrad("generate --checkpoint=" + kGoldens +
+                                  "model.safetensors --prompt_file=" + file +
+                                  " --tokens=" + std::to_string(total - T) +
+                                  " --temperature=0 --kv_cache=" + cache);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, expected) << "kv_cache " << cache;
+  }
+}
+
+TEST(CliGpt, GenerateSamplesReproducibly) {
+  const std::string args =
+      "generate --checkpoint=" + kGoldens +
+      "model.safetensors --prompt=Hello --tokens=20 --temperature=0.8 "
+      "--top_k=50 --seed=";
+  const CliResult a = RunDagrad(args + "3"), b = RunDagrad(args + "3"),
+                  c = RunDagrad(args + "4");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out.size(), 25u);
+  EXPECT_EQ(a.out.substr(0, 5), "Hello");
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(CliGpt, GenerateErrors) {
+  const std::string ckpt = " --checkpoint=" + kGoldens + "model.safetensors";
+  EXPECT_EQ(RunDagrad("generate --prompt=a").code, 2);  // no checkpoint
+  EXPECT_EQ(RunDagrad("generate" + ckpt).code, 2);      // no prompt
+  EXPECT_EQ(RunDagrad("generate --prompt=a --temperature=-1" + ckpt).code, 2);
+  EXPECT_EQ(RunDagrad("generate --prompt=a --checkpoint=" + kGoldens +
+                      "input.safetensors")
+                .code,
+            2);  // not a GPT
+  const CliResult missing =
+      RunDagrad("generate --prompt=a --checkpoint=/nonexistent.safetensors");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_EQ(missing.out, "");
+}
+
+std::string WriteCorpus(const std::string& dir) {
+  std::string text;
+  for (int i = 0; i < 60; ++i) {
+    text +=
+        "It is a truth universally acknowledged, that a single man in "
+        "possession ";
+    text += "of a good fortune, must be in want of a wife.\n";
+  }
+  WriteBytes(dir + "/corpus.txt", text);
+  return dir + "/corpus.txt";
+}
+
+constexpr char kTextTrain[] =
+    "train --task=text --seq_len=16 --dim=16 --heads=2 --layers=1 --dropout=0 "
+    "--batch=8 "
+    "--steps=6 --eval_every=3 --warmup=0 --optimizer=adamw --weight_decay=0.1 "
+    "--lr=3e-3 "
+    "--threads=1 ";
+
+TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
+  const std::string dir = FreshDir("gpt_text");
+  const std::string data = WriteCorpus(dir);
+  const CliResult r =
+      RunDagrad(std::string(kTextTrain) + "--data=" + data + " --out=" + dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("sample:\n"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("validation loss"));
+  for (const char* file :
+       {"model.safetensors", "checkpoint.safetensors", "metrics.csv",
+        "loss.svg", "attention.svg", "forward.dot", "train_step.dot"}) {
+    EXPECT_TRUE(std::ifstream(dir + "/" + file).good()) << file;
+  }
+  const std::string metrics = MetricsWithoutTime(dir);
+  EXPECT_THAT(metrics, ::testing::HasSubstr("step,train_loss,val_loss,lr"));
+  EXPECT_THAT(metrics, ::testing::HasSubstr("\n3,"));  // rows at steps 3 and 6
+  EXPECT_THAT(metrics, ::testing::HasSubstr("\n6,"));
+  // The model file is a GPT checkpoint: generate reads it.
+  const CliResult g =
+      RunDagrad("generate --checkpoint=" + dir +
+                "/model.safetensors --prompt=It --tokens=10 --temperature=0");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.out.size(), 12u);
+  // Stopped at step 3 and resumed: the metrics of the uninterrupted run.
+  const std::string part = FreshDir("gpt_text_resume");
+  std::string args =
+      std::string(kTextTrain) + "--data=" + data + " --out=" + part;
+  ASSERT_EQ(RunDagrad(args + " --steps=6 --eval_every=3 --stop_after=3").code,
+            0);
+  const CliResult resumed = RunDagrad(args + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(MetricsWithoutTime(part), metrics);
+}
+
+TEST(CliGpt, TrainOnTextRejectsMissingEmptyAndShortFiles) {
+  const std::string dir = FreshDir("gpt_text_bad");
+  WriteBytes(dir + "/empty.txt", "");
+  WriteBytes(dir + "/short.txt", std::string(100, 'a'));
+  const std::string args =
+      std::string(kTextTrain) + "--out=" + dir + "/run --data=";
+  const CliResult none = RunDagrad(std::string(kTextTrain));
+  EXPECT_EQ(none.code, 2);
+  EXPECT_THAT(none.err, ::testing::HasSubstr("--data"));
+  const CliResult missing = RunDagrad(args + dir + "/missing.txt");
+  EXPECT_EQ(missing.code, 2);
+  const CliResult empty = RunDagrad(args + dir + "/empty.txt");
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_THAT(empty.err, ::testing::HasSubstr("empty"));
+  const CliResult short_file = RunDagrad(args + dir + "/short.txt");
+  EXPECT_EQ(short_file.code, 2);
+  EXPECT_THAT(short_file.err, ::testing::HasSubstr("needs at least 161"));
+}
+
+}  // namespace
+}  // namespace dagrad::testing

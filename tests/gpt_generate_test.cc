@@ -1,0 +1,145 @@
+// Generation with models::Gpt (models/gpt_generator.h): greedy output equals
+// the reference's (tools/goldens/gpt.py), the KV cache changes nothing, also
+// after the window slides, and sampling is seeded.
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint.h"
+#include "engine/safetensors.h"
+#include "models/gpt.h"
+#include "models/gpt_generator.h"
+#include "ops/fill.h"
+#include "ops/shape_ops.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::models {
+namespace {
+
+using ::dagrad::testing::AsDoubles;
+
+const std::string kGoldens =
+    std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/";
+
+TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
+  ASSERT_OK_AND_ASSIGN(auto gen,
+                       GptGenerator::Load(kGoldens + "model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile in,
+                       ReadSafetensors(kGoldens + "input.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want,
+                       ReadSafetensors(kGoldens + "expected.safetensors"));
+  const Tensor& tokens = *in.Find("tokens");
+  const Tensor& greedy =
+      *want.Find("greedy");  // (3, 6 + 12): past block_size 8
+  const int64_t T = tokens.shape()[1], total = greedy.shape()[1];
+  for (int64_t b = 0; b < tokens.shape()[0]; ++b) {
+    const int64_t* row = tokens.data<int64_t>() + b * T;
+    const int64_t* expected = greedy.data<int64_t>() + b * total;
+    for (bool cache : {true, false}) {
+      ASSERT_OK_AND_ASSIGN(std::vector<int64_t> got,
+                           gen->Generate(std::vector<int64_t>(row, row + T),
+                                         {.tokens = total - T,
+                                          .sampling = {.temperature = 0},
+                                          .kv_cache = cache}));
+      EXPECT_EQ(got, std::vector<int64_t>(expected + T, expected + total))
+          << "row " << b << (cache ? " with" : " without") << " the cache";
+    }
+  }
+}
+
+TEST(GptGenerate, CacheEqualsRecomputingTheWindowWhenSampling) {
+  ASSERT_OK_AND_ASSIGN(auto gen,
+                       GptGenerator::Load(kGoldens + "model.safetensors"));
+  const std::vector<int64_t> prompt = {72, 105};
+  for (uint64_t seed : {1, 2}) {
+    GenerateOptions options{
+        .tokens = 30,
+        .sampling = {.temperature = 0.9, .top_k = 20, .seed = seed}};
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> cached,
+                         gen->Generate(prompt, options));
+    options.kv_cache = false;
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> recomputed,
+                         gen->Generate(prompt, options));
+    EXPECT_EQ(cached, recomputed) << "seed " << seed;
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> again,
+                         gen->Generate(prompt, options));
+    EXPECT_EQ(again, recomputed) << "a seed reproduces its sample";
+  }
+}
+
+// The invariant the cache rests on: the last T2 tokens attending to the
+// keys and values of the first T1 (a past) give the full forward's last T2
+// rows of logits.
+TEST(GptGenerate, ForwardWithPastContinuesTheSequence) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(
+      Gpt model,
+      Gpt::Create(
+          g,
+          {.vocab = 11, .block_size = 7, .dim = 8, .heads = 2, .layers = 2}));
+  const int64_t B = 2, T1 = 3, T2 = 4;
+  Value all = g.Input("tokens", DType::kInt64, {B, T1 + T2});
+  Value full = model(all);
+  GptOutputs first = model.Forward(Slice(all, 1, 0, T1));
+  GptPast past{first.keys, first.values, Fill(g, {T1}, 1, DType::kBool)};
+  Value rest =
+      model
+          .Forward(Slice(all, 1, T1, T1 + T2),
+                   {.positions = Arange(g, T1, T1 + T2, 1, DType::kInt64),
+                    .past = &past})
+          .logits;
+  Tensor ids = testing::RandomInts({B, T1 + T2}, 5, 0, 11);
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Tensor> out,
+      testing::RunOnce(g, {Slice(full, 1, T1, T1 + T2), rest}, {{all, ids}}));
+  testing::ExpectAllClose(out[1], AsDoubles(out[0]), 1e-5, 1e-6,
+                          "continued logits");
+}
+
+TEST(GptGenerate, SampleToken) {
+  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f),
+                                     std::log(0.2f), -10.0f};
+  EXPECT_EQ(*SampleToken(std::vector<float>{1, 3, 3, 2}, {.temperature = 0}, 0),
+            1);  // first max
+  EXPECT_EQ(*SampleToken(logits, {.top_k = 1, .seed = 4}, 7), 0);
+  std::vector<int> counts(4);
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    auto t = SampleToken(logits, {.temperature = 1, .top_k = 3, .seed = 9}, i);
+    ASSERT_TRUE(t.ok()) << t.status();
+    ++counts[*t];
+  }
+  // top_k = 3 drops token 3; 0, 1, 2 keep their probabilities 0.5, 0.3, 0.2.
+  EXPECT_EQ(counts[3], 0);
+  EXPECT_NEAR(counts[0] / double(n), 0.5, 0.02);
+  EXPECT_NEAR(counts[1] / double(n), 0.3, 0.02);
+  EXPECT_NEAR(counts[2] / double(n), 0.2, 0.02);
+  // A higher temperature flattens: token 3 appears.
+  int rare = 0;
+  for (int i = 0; i < 2000; ++i)
+    rare += *SampleToken(logits, {.temperature = 5, .seed = 9}, i) == 3;
+  EXPECT_GT(rare, 0);
+  EXPECT_EQ(*SampleToken(logits, {.seed = 4}, 7),
+            *SampleToken(logits, {.seed = 4}, 7));
+  EXPECT_STATUS(SampleToken(logits, {.temperature = -1}, 0).status(),
+                absl::StatusCode::kInvalidArgument, "temperature");
+  EXPECT_STATUS(SampleToken(logits, {.top_k = -1}, 0).status(),
+                absl::StatusCode::kInvalidArgument, "top_k");
+}
+
+TEST(GptGenerate, Errors) {
+  ASSERT_OK_AND_ASSIGN(auto gen,
+                       GptGenerator::Load(kGoldens + "model.safetensors"));
+  EXPECT_STATUS(gen->Generate({}, {}).status(),
+                absl::StatusCode::kInvalidArgument, "empty");
+  EXPECT_STATUS(gen->Generate({300}, {}).status(),
+                absl::StatusCode::kInvalidArgument, "outside [0, 256)");
+  EXPECT_STATUS(GptGenerator::Load(kGoldens + "input.safetensors").status(),
+                absl::StatusCode::kInvalidArgument, "'model' is missing");
+  EXPECT_EQ(TokensToBytes(BytesToTokens(std::string("a\xff\0b", 4))),
+            std::string("a\xff\0b", 4));
+}
+
+}  // namespace
+}  // namespace dagrad::models

@@ -1,0 +1,150 @@
+// Byte-level text training for models::Gpt: the data split and batches
+// (models/text_task.h), decay of matrices only, and GptTrainer (learning,
+// exact resume, checkpoints that `dagrad generate` reads).
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "models/gpt_trainer.h"
+#include "models/text_task.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::models {
+namespace {
+
+std::string Corpus(int repeats) {
+  std::string text;
+  for (int i = 0; i < repeats; ++i) {
+    text += "the quick brown fox jumps over the lazy dog. ";
+    text += "pack my box with five dozen liquor jugs!\n";
+  }
+  return text;
+}
+
+std::string WriteCorpus(const std::string& name, const std::string& text) {
+  const std::string path = testing::FreshDir(name) + "/corpus.txt";
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(TextData, SplitsNinetyTenAndTargetsAreTheNextBytes) {
+  ASSERT_OK_AND_ASSIGN(
+      TextData d,
+      TextData::FromBytes(std::string("abcdefghij", 10) + std::string(90, 'x'),
+                          4, "mem"));
+  EXPECT_EQ(d.train().size(), 90u);
+  EXPECT_EQ(d.validation(), std::string(10, 'x'));
+  ASSERT_OK_AND_ASSIGN(TextBatch b, d.TrainBatch(3, 1, 16));
+  for (int64_t i = 0; i < 16 * 4; ++i) {
+    if (i % 4 < 3)
+      EXPECT_EQ(b.targets.data<int64_t>()[i], b.tokens.data<int64_t>()[i + 1]);
+  }
+  ASSERT_OK_AND_ASSIGN(TextBatch again, d.TrainBatch(3, 1, 16));
+  ASSERT_OK_AND_ASSIGN(TextBatch other, d.TrainBatch(3, 2, 16));
+  EXPECT_EQ(testing::AsDoubles(again.tokens), testing::AsDoubles(b.tokens));
+  EXPECT_NE(testing::AsDoubles(other.tokens), testing::AsDoubles(b.tokens));
+  ASSERT_OK_AND_ASSIGN(TextBatch val, d.Validation(10));
+  EXPECT_EQ(val.tokens.shape(), Shape({2, 4}));  // (10 - 1) / 4 windows
+}
+
+TEST(TextData, BinaryBytesAreTokens) {
+  std::string bytes(200, '\0');
+  for (int i = 0; i < 200; ++i) bytes[i] = static_cast<char>(255 - i % 256);
+  ASSERT_OK_AND_ASSIGN(TextData d, TextData::FromBytes(bytes, 3, "bin"));
+  ASSERT_OK_AND_ASSIGN(TextBatch b, d.Validation(1));
+  EXPECT_EQ(b.tokens.data<int64_t>()[0], 255 - 180);
+}
+
+TEST(TextData, Errors) {
+  EXPECT_STATUS(TextData::FromBytes("", 4, "e.txt").status(),
+                absl::StatusCode::kInvalidArgument, "e.txt: the file is empty");
+  // 10 * seq_len + 1 bytes leave the validation split (the last 10%) a window.
+  EXPECT_STATUS(TextData::FromBytes(std::string(40, 'a'), 4, "s.txt").status(),
+                absl::StatusCode::kInvalidArgument, "s.txt: only 40 bytes");
+  EXPECT_STATUS(TextData::FromBytes(std::string(40, 'a'), 4, "s.txt").status(),
+                absl::StatusCode::kInvalidArgument, "needs at least 41");
+  EXPECT_TRUE(TextData::FromBytes(std::string(41, 'a'), 4, "ok").ok());
+  EXPECT_EQ(TextData::Load("/nonexistent/corpus.txt", 4).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(DecayMatrices, DecaysMatricesOnly) {
+  // With a zero gradient, AdamW's update is the decay alone: p *= 1 - lr*wd.
+  Graph g;
+  Value w = g.Parameter("w", {2, 2}, Initializer::Ones());
+  Value b = g.Parameter("b", {2}, Initializer::Ones());
+  Value loss = Scale(Sum(w) + Sum(b), 0.0);
+  ASSERT_OK_AND_ASSIGN(
+      TrainingStep ts,
+      BuildDecayMatricesStep(
+          loss, {w, b}, {.kind = OptimizerKind::kAdamW, .weight_decay = 0.5}));
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({loss}, ts.updates));
+  ASSERT_OK(exec.Run(*plan, {{ts.lr, Tensor::Scalar<double>(0.1)},
+                             {ts.step, Tensor::Scalar<double>(1)}})
+                .status());
+  ASSERT_OK_AND_ASSIGN(auto values, exec.Compile({w, b}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exec.Run(*values, {}));
+  testing::ExpectAllClose(out[0], {0.95, 0.95, 0.95, 0.95}, 1e-6, 1e-7,
+                          "matrix decayed");
+  testing::ExpectAllClose(out[1], {1, 1}, 0, 0, "bias not decayed");
+}
+
+TextTrainConfig SmallConfig(const std::string& data) {
+  return {.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
+          .data = data,
+          .batch = 8,
+          .steps = 12,
+          .lr = 3e-3,
+          .eval_windows = 8};
+}
+
+TEST(GptTrainer, LearnsAndResumesExactly) {
+  const std::string data = WriteCorpus("gpt_trainer", Corpus(40));
+  const TextTrainConfig c = SmallConfig(data);
+  ASSERT_OK_AND_ASSIGN(auto full, GptTrainer::Create(c));
+  ASSERT_OK_AND_ASSIGN(const double initial, full->Evaluate());
+  EXPECT_NEAR(initial, std::log(256.0), 0.2);  // GPT-2 init: near uniform
+  std::vector<double> losses;
+  while (full->step() < c.steps) {
+    ASSERT_OK_AND_ASSIGN(TextStepResult r, full->Step());
+    losses.push_back(r.loss);
+  }
+  ASSERT_OK_AND_ASSIGN(const double trained, full->Evaluate());
+  EXPECT_LT(trained, initial - 0.3);
+  // Stopped at step 5, saved, loaded into a fresh trainer: the same steps.
+  const std::string ckpt =
+      testing::FreshDir("gpt_trainer_ckpt") + "/ckpt.safetensors";
+  ASSERT_OK_AND_ASSIGN(auto first, GptTrainer::Create(c));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(first->Step().ok());
+  ASSERT_OK(first->SaveCheckpoint(ckpt));
+  ASSERT_OK_AND_ASSIGN(auto resumed, GptTrainer::Create(c));
+  ASSERT_OK(resumed->LoadCheckpoint(ckpt));
+  EXPECT_EQ(resumed->step(), 5);
+  for (int64_t s = 5; s < c.steps; ++s) {
+    ASSERT_OK_AND_ASSIGN(TextStepResult r, resumed->Step());
+    EXPECT_EQ(r.loss, losses[s]) << "step " << r.step;
+  }
+  TextTrainConfig other = c;
+  other.lr = 1e-3;
+  ASSERT_OK_AND_ASSIGN(auto mismatched, GptTrainer::Create(other));
+  EXPECT_STATUS(mismatched->LoadCheckpoint(ckpt),
+                absl::StatusCode::kFailedPrecondition,
+                "lr: checkpoint 0.003, this run 0.001");
+}
+
+TEST(GptTrainer, SampleStartsWithThePrompt) {
+  TextTrainConfig c = SmallConfig(WriteCorpus("gpt_sample", Corpus(20)));
+  c.steps = 2;
+  ASSERT_OK_AND_ASSIGN(auto t, GptTrainer::Create(c));
+  ASSERT_OK_AND_ASSIGN(std::string text, t->Sample("the ", 30, {.seed = 2}));
+  EXPECT_EQ(text.size(), 34u);
+  EXPECT_EQ(text.substr(0, 4), "the ");
+}
+
+}  // namespace
+}  // namespace dagrad::models

@@ -1,0 +1,117 @@
+// The examples of models/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h
+// and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "engine/checkpoint.h"
+#include "engine/executor.h"
+#include "engine/status_macros.h"
+#include "models/gpt.h"
+#include "models/gpt_generator.h"
+#include "models/gpt_trainer.h"
+#include "models/text_task.h"
+#include "ops/fill.h"
+#include "ops/loss.h"
+#include "tests/header_examples.h"
+
+namespace dagrad::models {
+namespace {
+
+// WriteCorpus writes `name` (a few KB of text) in the example's directory.
+void WriteCorpus(const std::string& name) {
+  std::ofstream out(name);
+  for (int i = 0; i < 80; ++i) out << "the quick brown fox jumps over the lazy dog.\n";
+}
+
+HEADER_EXAMPLE(ModelsGpt) {
+  Graph g;
+  Value targets = g.Input("targets", DType::kInt64, {8, 64});
+  GptConfig config{.block_size = 64, .dim = 128, .heads = 4, .layers = 4};
+  DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, config));
+  Value tokens = g.Input("tokens", DType::kInt64, {8, 64});
+  Value logits = model(tokens);                       // (8, 64, 256)
+  Value loss = CrossEntropy(logits, targets);         // targets -100 ignored
+  EXPECT_EQ(logits.shape(), Shape({8, 64, 256}));
+  Value token = g.Input("token", DType::kInt64, {8, 1});
+  Value pos = Fill(g, {1}, 3, DType::kInt64);
+  GptPast cache;
+  for (int l = 0; l < 4; ++l) {
+    cache.keys.push_back(g.Input(absl::StrCat("k", l), DType::kFloat32, {8, 4, 3, 32}));
+    cache.values.push_back(g.Input(absl::StrCat("v", l), DType::kFloat32, {8, 4, 3, 32}));
+  }
+  cache.keep = Fill(g, {3}, 1, DType::kBool);
+  GptOutputs out = model.Forward(token, {.positions = pos, .past = &cache});
+  // out.logits (B, 1, vocab); out.keys[l], out.values[l] (B, H, 1, Dh)
+  EXPECT_EQ(out.logits.shape(), Shape({8, 1, 256}));
+  EXPECT_EQ(out.keys[3].shape(), Shape({8, 4, 1, 32}));
+  EXPECT_TRUE(loss.ok());
+  return g.status();
+}
+
+HEADER_EXAMPLE(ModelsLinearTied) {
+  Graph g;
+  DAGRAD_ASSIGN_OR_RETURN(nn::Embedding wte,
+                          nn::Embedding::Create(g, "wte", {.num_embeddings = 5, .embedding_dim = 3}));
+  DAGRAD_ASSIGN_OR_RETURN(nn::Linear head,
+      nn::Linear::Tied(g, "lm_head", wte.weight()));   // (V, D): x (B, T, D) -> (B, T, V)
+  EXPECT_EQ(head(g.Input("x", DType::kFloat32, {2, 4, 3})).shape(), Shape({2, 4, 5}));
+  EXPECT_EQ(g.Parameters().size(), 1u);
+  return g.status();
+}
+
+HEADER_EXAMPLE(ModelsTextTaskAndTrainer) {
+  WriteCorpus("corpus.txt");
+  DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt", 64));
+  DAGRAD_ASSIGN_OR_RETURN(TextBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
+  // b.tokens, b.targets int64 (32, 64)
+  EXPECT_EQ(b.tokens.shape(), Shape({32, 64}));
+  TextTrainConfig config{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
+                         .data = "corpus.txt", .batch = 4, .steps = 2};
+  DAGRAD_ASSIGN_OR_RETURN(auto trainer, GptTrainer::Create(config));
+  while (trainer->step() < config.steps) {
+    DAGRAD_ASSIGN_OR_RETURN(TextStepResult r, trainer->Step());
+  }
+  DAGRAD_ASSIGN_OR_RETURN(double val_loss, trainer->Evaluate());
+  DAGRAD_ASSIGN_OR_RETURN(std::string text, trainer->Sample("The ", 200, {.seed = 1}));
+  EXPECT_EQ(text.size(), 204u);
+  EXPECT_GT(val_loss, 0);
+  DAGRAD_RETURN_IF_ERROR(trainer->SaveModel("model.safetensors"));
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsDecayMatrices) {
+  Graph g;
+  DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, {.block_size = 4, .dim = 8, .heads = 2,
+                                                     .layers = 1}));
+  Value loss = CrossEntropy(model(g.Input("x", DType::kInt64, {1, 4})),
+                            g.Input("y", DType::kInt64, {1, 4}));
+  DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildDecayMatricesStep(
+      loss, model.parameters(), {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1}));
+  EXPECT_EQ(ts.updates.size(), model.parameters().size());
+  return g.status();
+}
+
+HEADER_EXAMPLE(ModelsGptGenerator) {
+  Graph g;
+  DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(g, {.block_size = 8, .dim = 8, .heads = 2,
+                                                       .layers = 1}));
+  Executor exec(g);
+  DAGRAD_RETURN_IF_ERROR(std::system("mkdir -p run") == 0 ? absl::OkStatus()
+                                                          : absl::InternalError("mkdir"));
+  DAGRAD_RETURN_IF_ERROR(SaveVariables(exec, trained.parameters(),
+                                       trained.config().ToMetadata(), "run/model.safetensors"));
+  DAGRAD_ASSIGN_OR_RETURN(auto gen, GptGenerator::Load("run/model.safetensors"));
+  const std::string prompt = "Copyright ";
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
+      gen->Generate(BytesToTokens(prompt),
+                    {.tokens = 200, .sampling = {.temperature = 0.8, .top_k = 40, .seed = 1}}));
+  std::cout << prompt << TokensToBytes(more);
+  EXPECT_EQ(more.size(), 200u);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace dagrad::models

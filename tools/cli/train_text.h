@@ -1,0 +1,18 @@
+// tools/cli/train_text.h
+//
+// `dagrad train --task=text --data=FILE`: a GPT trained byte-level on a text
+// file (train_text.cc says what it writes).
+
+#ifndef DAGRAD_TOOLS_CLI_TRAIN_TEXT_H_
+#define DAGRAD_TOOLS_CLI_TRAIN_TEXT_H_
+
+#include "tools/cli/command.h"
+
+namespace dagrad::cli {
+
+// RunTextTrain runs `cmd` (the train command) with --task=text; the exit code.
+int RunTextTrain(const Command& cmd);
+
+}  // namespace dagrad::cli
+
+#endif  // DAGRAD_TOOLS_CLI_TRAIN_TEXT_H_
