@@ -55,7 +55,7 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   optimizer.skip_nonfinite =
       true;  // a non-finite step never changes a parameter
   DAGRAD_ASSIGN_OR_RETURN(
-      ts_, BuildDecayMatricesStep(loss_, model_.parameters(), optimizer));
+      ts_, BuildTrainingStep(loss_, DecayMatrices(model_.parameters(), optimizer.weight_decay), optimizer));
   {
     Graph::Scope scope(g, "eval");
     eval_tokens_ = g.Input("tokens", DType::kInt64, validation_.tokens.shape());

@@ -1,8 +1,8 @@
 // models/text_task.h
 //
 // Byte-level language modelling on a text file, for models::Gpt: the data
-// (TextData), the training config (TextTrainConfig) and the optimizer rule
-// GPT trainers use (BuildDecayMatricesStep).
+// (TextData) and the training config (TextTrainConfig). GPT trainers decay
+// matrices only: DecayMatrices (engine/autodiff/optimizer.h).
 //
 // The file's bytes are the tokens (vocabulary 256: ASCII, UTF-8 and binary
 // alike). The first 90% are training data, the last 10% validation. A
@@ -92,21 +92,6 @@ struct TextTrainConfig {
   // shapes the run's numbers, as strings.
   std::map<std::string, std::string> ToMetadata() const;
 };
-
-// IsDecayed is the GPT rule: weight decay applies to matrices (rank >= 2:
-// embeddings and linear weights), not to biases or LayerNorm parameters.
-inline bool IsDecayed(const Value& param) { return param.rank() >= 2; }
-
-// BuildDecayMatricesStep is BuildTrainingStep (engine/autodiff/optimizer.h)
-// with options.weight_decay applied only to the parameters IsDecayed picks:
-// the others get none. Gradient clipping is over all parameters together.
-// BuildTrainingStep's errors.
-//
-//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildDecayMatricesStep(
-//       loss, model.parameters(), {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1}));
-absl::StatusOr<TrainingStep> BuildDecayMatricesStep(
-    Value loss, const std::vector<Value>& params,
-    const OptimizerOptions& options);
 
 }  // namespace dagrad::models
 

@@ -80,8 +80,7 @@ TEST(DecayMatrices, DecaysMatricesOnly) {
   Value loss = Scale(Sum(w) + Sum(b), 0.0);
   ASSERT_OK_AND_ASSIGN(
       TrainingStep ts,
-      BuildDecayMatricesStep(
-          loss, {w, b}, {.kind = OptimizerKind::kAdamW, .weight_decay = 0.5}));
+      BuildTrainingStep(loss, DecayMatrices({w, b}, 0.5), {.kind = OptimizerKind::kAdamW}));
   Executor exec(g);
   ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({loss}, ts.updates));
   ASSERT_OK(exec.Run(*plan, {{ts.lr, Tensor::Scalar<double>(0.1)},

@@ -82,18 +82,6 @@ HEADER_EXAMPLE(ModelsTextTaskAndTrainer) {
   return absl::OkStatus();
 }
 
-HEADER_EXAMPLE(ModelsDecayMatrices) {
-  Graph g;
-  DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, {.block_size = 4, .dim = 8, .heads = 2,
-                                                     .layers = 1}));
-  Value loss = CrossEntropy(model(g.Input("x", DType::kInt64, {1, 4})),
-                            g.Input("y", DType::kInt64, {1, 4}));
-  DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildDecayMatricesStep(
-      loss, model.parameters(), {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1}));
-  EXPECT_EQ(ts.updates.size(), model.parameters().size());
-  return g.status();
-}
-
 HEADER_EXAMPLE(ModelsGptGenerator) {
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(g, {.block_size = 8, .dim = 8, .heads = 2,
