@@ -66,7 +66,8 @@ absl::StatusOr<double> TrainAndDecode(int steps) {
   Seq2Seq model;
   DAGRAD_RETURN_IF_ERROR(model.Init(g));
   Value logits = model(source, decoder_in), loss = CrossEntropy(logits, target);
-  DAGRAD_ASSIGN_OR_RETURN(TrainingStep step, BuildTrainingStep(loss, g.Parameters(), {}));
+  DAGRAD_ASSIGN_OR_RETURN(TrainingStep step,
+                          BuildTrainingStep(loss, g.Parameters(), {.clip_norm = 1.0}));
   Executor exec(g);
   DAGRAD_ASSIGN_OR_RETURN(auto train, exec.Compile({loss}, step.updates));
   DAGRAD_ASSIGN_OR_RETURN(auto decode, exec.Compile({logits}));
@@ -76,7 +77,7 @@ absl::StatusOr<double> TrainAndDecode(int steps) {
     DAGRAD_ASSIGN_OR_RETURN(models::TaskBatch b, task.Batch(t, kBatch));
     DAGRAD_ASSIGN_OR_RETURN(Tensor shifted, ShiftRight(b.targets));
     DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*train, {{source, b.tokens}, {target, b.targets},
-        {decoder_in, shifted}, {step.lr, Tensor::Scalar(3e-3)},
+        {decoder_in, shifted}, {step.lr, Tensor::Scalar(3e-3 * (steps - t + 1) / steps)},
         {step.step, Tensor::Scalar(1.0 * t)}}));
     if (t % 100 == 0) std::printf("step %d: loss %.4f\n", t, out[0].data<float>()[0]);
   }
