@@ -83,6 +83,12 @@ install(FILES
 # dagrad.pc finds the prefix from its own place (${pcfiledir}), so the
 # installed tree can be moved.
 file(RELATIVE_PATH DAGRAD_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+# A sanitizer build's library needs the sanitizer runtimes at link time, as
+# the CMake package's link options say too.
+set(DAGRAD_PC_EXTRA_LIBS "")
+if(DAGRAD_SANITIZE)
+  set(DAGRAD_PC_EXTRA_LIBS " -fsanitize=address,undefined")
+endif()
 configure_file("${PROJECT_SOURCE_DIR}/tools/cmake/dagrad.pc.in"
                "${PROJECT_BINARY_DIR}/dagrad.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/dagrad.pc" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
