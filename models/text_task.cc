@@ -129,12 +129,11 @@ absl::Status TextTrainConfig::Validate() const {
 
 std::map<std::string, std::string> TextTrainConfig::ToMetadata() const {
   std::map<std::string, std::string> m = model.ToMetadata();
-  const char* kinds[] = {"sgd", "adam", "adamw"};
   m["task"] = "text";
   m["data"] = data;
   m["batch"] = absl::StrCat(batch);
   m["steps"] = absl::StrCat(steps);
-  m["optimizer"] = kinds[static_cast<int>(optimizer.kind)];
+  m["optimizer"] = OptimizerName(optimizer.kind);
   m["weight_decay"] = absl::StrCat(optimizer.weight_decay);
   m["clip"] = absl::StrCat(optimizer.clip_norm);
   m["lr"] = absl::StrCat(lr);
