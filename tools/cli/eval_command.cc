@@ -127,17 +127,8 @@ absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
   if (targets) feeds.push_back({tgt, *targets});
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out, exec.Run(*plan, feeds));
 
-  SafetensorsFile result;
-  result.metadata = {{"checkpoint", checkpoint}, {"input", input}};
-  result.tensors.push_back({"logits", out[0]});
-  if (targets) {
-    result.tensors.push_back({"loss", out[1]});
-    for (size_t i = 0; i < grads.size(); ++i) {
-      result.tensors.push_back(
-          {absl::StrCat("grad.", CheckpointName(model.parameters()[i].node())), out[2 + i]});
-    }
-  }
-  return WriteSafetensors(output, result);
+  return WriteEvalResult(output, checkpoint, input, out, model.parameters(),
+                         targets != nullptr);
 }
 
 int RunEval() {

@@ -104,15 +104,21 @@ absl::Status EvaluateGpt(const SafetensorsFile& ckpt,
   Feeds feeds = {{tok, tokens}};
   if (targets) feeds.push_back({tgt, *targets});
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out, exec.Run(*plan, feeds));
+  return WriteEvalResult(output, checkpoint, input, out, model.parameters(),
+                         targets != nullptr);
+}
+
+absl::Status WriteEvalResult(const std::string& output, const std::string& checkpoint,
+                             const std::string& input, const std::vector<Tensor>& out,
+                             const std::vector<Value>& params, bool with_targets) {
   SafetensorsFile result;
   result.metadata = {{"checkpoint", checkpoint}, {"input", input}};
   result.tensors.push_back({"logits", out[0]});
-  if (targets) {
+  if (with_targets) {
     result.tensors.push_back({"loss", out[1]});
-    for (size_t i = 0; i < grads.size(); ++i) {
+    for (size_t i = 0; i < params.size(); ++i) {
       result.tensors.push_back(
-          {absl::StrCat("grad.", CheckpointName(model.parameters()[i].node())),
-           out[2 + i]});
+          {absl::StrCat("grad.", CheckpointName(params[i].node())), out[2 + i]});
     }
   }
   return WriteSafetensors(output, result);

@@ -9,13 +9,23 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "engine/device.h"
 #include "engine/executor.h"
+#include "engine/graph.h"
 #include "engine/safetensors.h"
 
 namespace dagrad::cli {
+
+// WriteEvalResult writes `output` for `dagrad eval` on either model: the
+// metadata names the checkpoint and input, then logits = out[0] and, with
+// targets, loss = out[1] and grad.<checkpoint name> = out[2 + i] for each of
+// `params`.
+absl::Status WriteEvalResult(const std::string& output, const std::string& checkpoint,
+                             const std::string& input, const std::vector<Tensor>& out,
+                             const std::vector<Value>& params, bool with_targets);
 
 // IsGptCheckpoint says whether the checkpoint's metadata names model=gpt.
 bool IsGptCheckpoint(const SafetensorsFile& checkpoint);
