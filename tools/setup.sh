@@ -6,10 +6,14 @@
 #   bash tools/setup.sh            # build + test dependencies
 #   bash tools/setup.sh --torch    # also python3-torch (goldens, benchmarks)
 #   bash tools/setup.sh --fuzz     # also clang and libFuzzer (the fuzz targets)
+# The optional parts' libraries (ONNX, Open MPI) are in the default set;
+# without them dagrad builds and passes with those parts left out.
 set -euo pipefail
 
 packages=(build-essential cmake libabsl-dev libblis-dev libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev graphviz python3)
+          libbenchmark-dev nlohmann-json3-dev graphviz python3
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
+          libopenmpi-dev openmpi-bin)
 for arg in "$@"; do
   case "$arg" in
     --torch) packages+=(python3-torch python3-numpy) ;;

@@ -91,6 +91,15 @@ dagrad_add_layer(autodiff ${autodiff_sources})
 dagrad_stage_headers(dagrad_autodiff engine/autodiff/*.h)
 target_link_libraries(dagrad_autodiff PUBLIC ${ops_layer})
 
+# ONNX import and export, over the ops (optional: tools/cmake/onnx.cmake).
+# The ONNX and protobuf libraries are private to it.
+file(GLOB onnx_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/onnx/*.cc)
+if(DAGRAD_HAVE_ONNX AND onnx_sources)
+  dagrad_add_layer(onnx ${onnx_sources})
+  dagrad_stage_headers(dagrad_onnx engine/onnx/*.h)
+  target_link_libraries(dagrad_onnx PUBLIC dagrad_autodiff PRIVATE onnx onnx_proto)
+endif()
+
 file(GLOB models_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/models/*.cc)
 dagrad_add_layer(models ${models_sources})
 dagrad_stage_headers(dagrad_models models/*.h)
@@ -99,9 +108,17 @@ target_link_libraries(dagrad_models PUBLIC dagrad_autodiff)
 add_library(dagrad INTERFACE)
 add_library(dagrad::dagrad ALIAS dagrad)
 target_link_libraries(dagrad INTERFACE dagrad_models)
+if(TARGET dagrad_onnx)
+  # tools/ and the tests test DAGRAD_HAVE_ONNX before they use engine/onnx/.
+  target_link_libraries(dagrad INTERFACE dagrad_onnx)
+  target_compile_definitions(dagrad INTERFACE DAGRAD_HAVE_ONNX=1)
+endif()
 # tools/ and the tests include their own headers from the source tree.
 target_include_directories(dagrad INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
 set(DAGRAD_LAYERS dagrad_engine dagrad_ops dagrad_autodiff dagrad_models)
 if(DAGRAD_HAVE_CUDA)
   list(APPEND DAGRAD_LAYERS dagrad_ops_cuda)
+endif()
+if(TARGET dagrad_onnx)
+  list(APPEND DAGRAD_LAYERS dagrad_onnx)
 endif()

@@ -27,6 +27,7 @@ LAYERS = [
     ("engine", ["engine/"]),  # graph IR, shapes, planner, executor, devices, formats
     ("ops", ["ops/"]),  # op definitions, CPU and CUDA kernels, gradient rules
     ("autodiff", ["engine/autodiff/"]),  # Gradients, optimizers, training steps
+    ("onnx", ["engine/onnx/"]),  # ONNX import and export
     ("models", ["models/"]),  # attention, transformer, toy tasks and trainer
     ("tools", ["tools/"]),  # the dagrad CLI, benchmarks
     ("tests", ["tests/"]),  # the test suite
@@ -38,9 +39,10 @@ ALLOWED = {
     "engine": {"engine"},
     "ops": {"engine", "ops"},
     "autodiff": {"engine", "ops", "autodiff"},
+    "onnx": {"engine", "ops", "autodiff", "onnx"},
     "models": {"engine", "ops", "autodiff", "models"},
-    "tools": {"engine", "ops", "autodiff", "models", "tools"},
-    "tests": {"engine", "ops", "autodiff", "models", "tools", "tests"},
+    "tools": {"engine", "ops", "autodiff", "onnx", "models", "tools"},
+    "tests": {"engine", "ops", "autodiff", "onnx", "models", "tools", "tests"},
 }
 
 SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
