@@ -10,15 +10,18 @@
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
 #include "engine/executor.h"
 #include "engine/file_io.h"
 #include "engine/onnx/export.h"
+#include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "gtest/gtest.h"
 #include "models/gpt.h"
@@ -102,29 +105,98 @@ TEST(OnnxExport, ToyTransformerKeepsNamesAndSymbolicSizes) {
   EXPECT_EQ(m.opset_import(0).version(), 17);
 }
 
-TEST(OnnxExport, MultiheadAttentionWithEveryMask) {
-  Graph g;
-  Value x = g.Input("x", DType::kFloat32, {3, 5, 8});
-  Value lens = g.Input("valid_lens", DType::kInt64, {3});
-  Value keep = g.Input("keep", DType::kBool, {5, 5});
+// BuildMha builds self-attention over x (B, T, 8) with valid lengths, a
+// keep mask (T, T), the causal mask, bias_kv, a zero key and dropout.
+nn::AttentionOutput BuildMha(Graph& g, int64_t B, int64_t T) {
+  Value x = g.Input("x", DType::kFloat32, {B, T, 8});
+  Value lens = g.Input("valid_lens", DType::kInt64, {B});
+  Value keep = g.Input("keep", DType::kBool, {T, T});
   auto mha = nn::MultiheadAttention::Create(
       g, "mha", {.embed_dim = 8, .num_heads = 2, .dropout = 0.1, .add_bias_kv = true,
                  .add_zero_attn = true});
-  ASSERT_TRUE(mha.ok()) << mha.status();
-  nn::AttentionOutput y = (*mha)(x, x, x, {.keep = keep, .valid_lens = lens, .causal = true},
-                                 nn::AttentionWeights::kAveraged);
+  EXPECT_TRUE(mha.ok()) << mha.status();
+  if (!mha.ok()) return {};
+  return (*mha)(x, x, x, {.keep = keep, .valid_lens = lens, .causal = true},
+                nn::AttentionWeights::kAveraged);
+}
+
+OnnxExportOptions MhaOptions(const SafetensorsFile* vars) {
+  return {.variables = vars,
+          .output_names = {"output", "weights"},
+          .dynamic_dims = {{"x", 0, "batch"}, {"x", 1, "sequence"}}};
+}
+
+TEST(OnnxExport, MultiheadAttentionWithEveryMask) {
+  Graph g;
+  nn::AttentionOutput y = BuildMha(g, 5, 7);
   SafetensorsFile vars = Variables(g);
-  OnnxExportOptions options{
-      .variables = &vars,
-      .output_names = {"output", "weights"},
-      .dynamic_dims = {{"x", 0, "batch"}, {"valid_lens", 0, "batch"}}};
-  onnx::ModelProto m = Exported(g, {y.output, y.weights}, options);
-  EXPECT_EQ(Dims(m.graph().input(0)), (std::vector<std::string>{"batch", "5", "8"}));
-  EXPECT_EQ(Dims(m.graph().output(0)), (std::vector<std::string>{"batch", "5", "8"}));
+  onnx::ModelProto m = Exported(g, {y.output, y.weights}, MhaOptions(&vars));
+  EXPECT_EQ(Dims(m.graph().input(0)), (std::vector<std::string>{"batch", "sequence", "8"}));
+  EXPECT_EQ(Dims(m.graph().input(2)), (std::vector<std::string>{"sequence", "sequence"}));
+  EXPECT_EQ(Dims(m.graph().output(0)), (std::vector<std::string>{"batch", "sequence", "8"}));
+  // T + 2 keys (bias_k and the zero key): computed, so not declared.
+  EXPECT_EQ(Dims(m.graph().output(1)), (std::vector<std::string>{"batch", "sequence", "0"}));
   EXPECT_TRUE(Initializers(m).count("mha.bias_k"));
   const std::set<std::string> ops = OpTypes(m);
   for (const char* op : {"Softmax", "Where", "Less", "And", "ConstantOfShape", "Expand"}) {
     EXPECT_TRUE(ops.count(op)) << op;
+  }
+}
+
+// MhaInputs returns random x, valid_lens in [1, T] and keep for (B, T).
+SafetensorsFile MhaInputs(int64_t B, int64_t T) {
+  absl::StatusOr<Tensor> keep = Tensor::Zeros(DType::kBool, Shape({T, T}));
+  EXPECT_TRUE(keep.ok());
+  const Tensor bits = testing::RandomInts({T, T}, 7, 0, 2);
+  for (int64_t i = 0; i < T * T; ++i) keep->data<bool>()[i] = bits.data<int64_t>()[i] != 0;
+  return {.tensors = {{"x", testing::Random(DType::kFloat32, {B, T, 8}, 5)},
+                      {"valid_lens", testing::RandomInts({B}, 6, 1, T + 1)},
+                      {"keep", *keep}}};
+}
+
+// OrtRunner is tools/onnx/ort_run.js, or "" when ONNX Runtime is not installed.
+std::string OrtRunner() {
+  const std::string dir = std::string(DAGRAD_TEST_DATA_DIR) + "/../../tools/onnx";
+  const std::string probe =
+      "cd '" + dir + "' && node -e \"require('onnxruntime-node')\" > /dev/null 2>&1";
+  return std::system(probe.c_str()) == 0 ? dir + "/ort_run.js" : "";
+}
+
+// The exported MHA, built at (5, 7), run by ONNX Runtime at two other batch
+// sizes and sequence lengths, gives the outputs of MHA built at those sizes.
+TEST(OnnxExport, MultiheadAttentionMatchesOnnxRuntime) {
+  const std::string runner = OrtRunner();
+  if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
+  const std::string dir = ::testing::TempDir() + "/onnx_export_mha";
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  Graph g;
+  nn::AttentionOutput exported = BuildMha(g, 5, 7);
+  SafetensorsFile vars = Variables(g);
+  ASSERT_TRUE(ExportOnnx(g, {exported.output, exported.weights}, dir + "/mha.onnx",
+                         MhaOptions(&vars)).ok());
+  for (auto [B, T] : {std::pair<int64_t, int64_t>{2, 4}, {3, 9}}) {
+    Graph gs;
+    nn::AttentionOutput y = BuildMha(gs, B, T);
+    Executor exec(gs);
+    ASSERT_TRUE(AssignVariables(exec, gs.Variables(), vars, "the exported MHA").ok());
+    auto plan = exec.Compile({y.output, y.weights});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const SafetensorsFile in = MhaInputs(B, T);
+    Feeds feeds;
+    for (const auto& [name, t] : in.tensors) feeds.push_back({gs.Find(name), t});
+    auto want = exec.Run(**plan, feeds);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(WriteSafetensors(dir + "/in.safetensors", in).ok());
+    const std::string run = "node '" + runner + "' --model=" + dir + "/mha.onnx --input=" + dir +
+                            "/in.safetensors --output=" + dir + "/out.safetensors";
+    ASSERT_EQ(std::system(run.c_str()), 0) << run;
+    auto got = ReadSafetensors(dir + "/out.safetensors");
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (auto [name, i] : {std::pair<const char*, int>{"output", 0}, {"weights", 1}}) {
+      ASSERT_NE(got->Find(name), nullptr) << name;
+      testing::ExpectAllClose(*got->Find(name), testing::AsDoubles((*want)[i]), 0, 1e-5,
+                              absl::StrCat(name, " at B=", B, ", T=", T));
+    }
   }
 }
 

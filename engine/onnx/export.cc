@@ -184,13 +184,37 @@ absl::Status CheckOutputs(const Graph& graph, absl::Span<const Value> outputs,
   return absl::OkStatus();
 }
 
-// Check runs ONNX's checker and strict shape inference on the model.
-absl::Status Check(const onnx::ModelProto& model) {
+// KeepInferredSizes leaves an output's static size declared only where ONNX's
+// shape inference (`inferred`, run without the outputs' shapes) finds the
+// same size; a size computed from a dynamic one (T + 2 keys) becomes unknown.
+void KeepInferredSizes(const onnx::ModelProto& inferred, onnx::ModelProto& model) {
+  for (int i = 0; i < model.graph().output_size(); ++i) {
+    onnx::TensorShapeProto* shape =
+        model.mutable_graph()->mutable_output(i)->mutable_type()->mutable_tensor_type()
+            ->mutable_shape();
+    const onnx::TensorShapeProto& found = inferred.graph().output(i).type().tensor_type().shape();
+    for (int d = 0; d < shape->dim_size(); ++d) {
+      onnx::TensorShapeProto::Dimension* dim = shape->mutable_dim(d);
+      const bool same = d < found.dim_size() && found.dim(d).has_dim_value() &&
+                        found.dim(d).dim_value() == dim->dim_value();
+      if (dim->has_dim_value() && !same) dim->clear_dim_value();
+    }
+  }
+}
+
+// Check runs ONNX's checker and strict shape inference (with data
+// propagation, for the shapes computed from Shape) on the model, and
+// declares the outputs' static sizes that inference confirms.
+absl::Status Check(onnx::ModelProto& model) {
   try {
     onnx::checker::check_model(model);
     onnx::ModelProto inferred = model;
+    for (onnx::ValueInfoProto& out : *inferred.mutable_graph()->mutable_output()) {
+      out.mutable_type()->mutable_tensor_type()->clear_shape();
+    }
     onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(true, 1));
+                                       onnx::ShapeInferenceOptions(true, 1, true));
+    KeepInferredSizes(inferred, model);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("ONNX export: the model fails ONNX's checker: ",
                                             e.what()));
