@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -252,6 +253,35 @@ TEST(OnnxExport, ErrorsNameTheVariableAndTheDynamicDim) {
   absl::Status no_input =
       SerializeOnnx(g, {y}, {.variables = &vars, .dynamic_dims = {{"z", 0, "batch"}}}).status();
   EXPECT_TRUE(absl::StrContains(no_input.message(), "no such input")) << no_input;
+}
+
+// The examples of engine/onnx/export.h, line for line.
+TEST(OnnxExport, HeaderExamples) {
+  const std::string dir = ::testing::TempDir() + "/onnx_export_examples";
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  Graph g;
+  auto model = models::Gpt::Create(g, {.vocab = 32, .block_size = 16, .dim = 16, .heads = 2,
+                                       .layers = 1});
+  ASSERT_TRUE(model.ok()) << model.status();
+  Value logits = (*model)(g.Input("tokens", DType::kInt64, {3, 5}));
+  SafetensorsFile checkpoint = Variables(g);
+  auto example = [&]() -> absl::Status {
+    OnnxExportOptions options;
+    options.variables = &checkpoint;        // values by checkpoint name
+    options.output_names = {"logits"};
+    options.dynamic_dims = {{"tokens", 0, "batch"}, {"tokens", 1, "sequence"}};
+    absl::Status st = ExportOnnx(g, {logits}, "model.onnx", options);
+    EXPECT_TRUE(st.ok()) << st;
+    absl::StatusOr<std::string> bytes = SerializeOnnx(g, {logits}, options);
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    DAGRAD_RETURN_IF_ERROR(ExportOnnx(g, {logits}, "model.onnx", options));
+    return absl::OkStatus();
+  };
+  EXPECT_TRUE(example().ok());
+  EXPECT_TRUE(std::filesystem::exists("model.onnx"));
+  std::filesystem::current_path(cwd);
 }
 
 }  // namespace

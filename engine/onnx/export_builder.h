@@ -7,7 +7,7 @@
 // tensor computed from the inputs' shapes at run time.
 //
 //   std::string y = b.Add("Mul", {b.In(node, 0), b.Scalar(2.0, node.dtype)});
-//   b.Add("Reshape", {y, b.ShapeOf(node.shape)}, b.Out(node));
+//   b.Add("Reshape", {y, b.ShapeOf(node.shape.dims())}, b.Out(node));
 
 #ifndef DAGRAD_ENGINE_ONNX_EXPORT_BUILDER_H_
 #define DAGRAD_ENGINE_ONNX_EXPORT_BUILDER_H_
