@@ -81,10 +81,21 @@ absl::Status AddInitializers(Importer& im) {
   return absl::OkStatus();
 }
 
-absl::Status AddInputs(Importer& im, const OnnxInputShapes& shapes) {
+absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
+                       const OnnxInputValues& fixed) {
+  for (const auto& [name, value] : fixed) shapes[name] = value.shape();
   for (const onnx::ValueInfoProto& info : im.proto.input()) {
     if (im.values.contains(info.name())) continue;  // an initializer's default
     DAGRAD_ASSIGN_OR_RETURN(InputSpec spec, InputSpecOf(info, shapes));
+    if (auto it = fixed.find(info.name()); it != fixed.end()) {
+      if (it->second.dtype() != spec.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", info.name(), "' is ", DTypeName(spec.dtype), ", given ",
+            it->second.TypeString()));
+      }
+      im.values[info.name()].known = it->second;
+      continue;
+    }
     std::string name = absl::StrReplaceAll(info.name(), {{"/", "_"}});
     Value v = im.g().Input(name.empty() ? "input" : name, spec.dtype, spec.shape);
     DAGRAD_RETURN_IF_ERROR(WithContext(v.status(), absl::StrCat("input '", info.name(), "'")));
@@ -161,25 +172,27 @@ absl::Status OnnxModel::LoadParameters(Executor& executor) const {
 
 absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
                                               const std::string& model_dir,
-                                              const OnnxInputShapes& input_shapes) {
+                                              const OnnxInputShapes& input_shapes,
+                                              const OnnxInputValues& input_values) {
   DAGRAD_ASSIGN_OR_RETURN(onnx::ModelProto proto, ParseOnnxModel(bytes));
   DAGRAD_RETURN_IF_ERROR(CheckOpsSupported(proto.graph()));
   DAGRAD_ASSIGN_OR_RETURN(int64_t opset, DefaultOpset(proto));
   Importer im{proto.graph(), model_dir, OnnxModel{std::make_unique<Graph>()}, {}};
   im.model.opset = opset;
   DAGRAD_RETURN_IF_ERROR(AddInitializers(im));
-  DAGRAD_RETURN_IF_ERROR(AddInputs(im, input_shapes));
+  DAGRAD_RETURN_IF_ERROR(AddInputs(im, input_shapes, input_values));
   DAGRAD_RETURN_IF_ERROR(ImportNodes(im));
   DAGRAD_RETURN_IF_ERROR(AddOutputs(im));
   return std::move(im.model);
 }
 
 absl::StatusOr<OnnxModel> ImportOnnx(const std::string& path,
-                                     const OnnxInputShapes& input_shapes) {
+                                     const OnnxInputShapes& input_shapes,
+                                     const OnnxInputValues& input_values) {
   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  absl::StatusOr<OnnxModel> model = ImportOnnxFromBytes(bytes, dir, input_shapes);
+  absl::StatusOr<OnnxModel> model = ImportOnnxFromBytes(bytes, dir, input_shapes, input_values);
   if (!model.ok()) return WithContext(model.status(), path);
   return model;
 }

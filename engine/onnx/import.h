@@ -86,6 +86,11 @@ struct OnnxModel {
 // file gives fixed shapes need no entry; one given must agree with them.
 using OnnxInputShapes = std::map<std::string, Shape>;
 
+// OnnxInputValues fixes graph inputs, by ONNX name, to values known at
+// import: they become constants, not Inputs, and fold like initializers
+// (a shape or an axes list a file takes as an input).
+using OnnxInputValues = std::map<std::string, Tensor>;
+
 // ImportOnnx reads the model at `path`; external data is read from its
 // folder.
 //
@@ -94,11 +99,13 @@ using OnnxInputShapes = std::map<std::string, Shape>;
 // tensor or input); Unimplemented for an opset newer than kMaxOnnxOpset,
 // ops outside the table (all listed), or a feature of a supported op
 // dagrad lacks; InvalidArgument when a symbolic dimension has no size in
-// `input_shapes`.
+// `input_shapes`, or a value in `input_values` whose dtype or shape the
+// file contradicts.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(OnnxModel mha, ImportOnnx("mha.onnx"));
 absl::StatusOr<OnnxModel> ImportOnnx(const std::string& path,
-                                     const OnnxInputShapes& input_shapes = {});
+                                     const OnnxInputShapes& input_shapes = {},
+                                     const OnnxInputValues& input_values = {});
 
 // ImportOnnxFromBytes imports a serialized ModelProto held in memory;
 // `model_dir` is where external data is read from ("" refuses it).
@@ -106,7 +113,8 @@ absl::StatusOr<OnnxModel> ImportOnnx(const std::string& path,
 //   DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnxFromBytes(bytes, "", {}));
 absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
                                               const std::string& model_dir,
-                                              const OnnxInputShapes& input_shapes);
+                                              const OnnxInputShapes& input_shapes,
+                                              const OnnxInputValues& input_values = {});
 
 }  // namespace dagrad
 

@@ -39,6 +39,15 @@ Outputs Unary(OnnxNodeContext& c) {
   return c.Outputs({F(c.input(0))});
 }
 
+// Neg also negates integers (shape arithmetic), as 0 - x.
+Outputs ImportNeg(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (IsFloating(x.dtype())) return c.Outputs({Neg(x)});
+  DAGRAD_RETURN_IF_ERROR(x.status());
+  if (!IsInteger(x.dtype())) return c.Unsupported("Neg of bool");
+  return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), 0), x)});
+}
+
 Value LessOrEqual(Value a, Value b) { return LogicalNot(Greater(a, b)); }
 Value GreaterOrEqual(Value a, Value b) { return LogicalNot(Less(a, b)); }
 Value Reciprocal(Value x) { return Pow(x, -1.0); }
@@ -153,7 +162,7 @@ std::vector<OnnxOpEntry> OnnxMathOps() {
       {"Or", Binary<LogicalOr>},
       {"Not", Unary<LogicalNot>},
       {"Identity", Unary<Identity>},
-      {"Neg", FloatUnary<Neg>},
+      {"Neg", ImportNeg},
       {"Exp", FloatUnary<Exp>},
       {"Log", FloatUnary<Log>},
       {"Sqrt", FloatUnary<Sqrt>},

@@ -121,8 +121,8 @@ absl::StatusOr<ExternalRef> ParseExternal(const TensorProto& proto) {
   return ref;
 }
 
-absl::Status ReadExternal(const TensorProto& proto, const std::string& model_dir,
-                          Tensor& out) {
+absl::StatusOr<Tensor> ReadExternal(const TensorProto& proto, const std::string& model_dir,
+                                    DType dtype, const Shape& shape) {
   DAGRAD_ASSIGN_OR_RETURN(ExternalRef ref, ParseExternal(proto));
   DAGRAD_ASSIGN_OR_RETURN(std::string path,
                           ExternalPath(proto, ref.location, model_dir));
@@ -139,14 +139,49 @@ absl::Status ReadExternal(const TensorProto& proto, const std::string& model_dir
                                          length, ") lies beyond ", path, " (",
                                          file_size, " bytes)"));
   }
-  if (length != static_cast<int64_t>(out.nbytes())) {
+  const int64_t want = shape.num_elements() * static_cast<int64_t>(SizeOf(dtype));
+  if (length != want) {
     return BadTensor(proto, absl::StrCat(length, " bytes of external data for ",
-                                         out.TypeString()));
+                                         DTypeName(dtype), " ", shape.ToString(),
+                                         ", which takes ", want));
   }
+  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(dtype, shape));
   file.seekg(ref.offset);
   file.read(static_cast<char*>(out.raw_data()), length);
   if (!file) return BadTensor(proto, absl::StrCat("cannot read ", path));
-  return absl::OkStatus();
+  return out;
+}
+
+int TypedFieldSize(const TensorProto& proto, DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return proto.float_data_size();
+    case DType::kFloat64:
+      return proto.double_data_size();
+    case DType::kInt64:
+      return proto.int64_data_size();
+    case DType::kInt32:
+    case DType::kBool:
+      return proto.int32_data_size();
+  }
+  return 0;
+}
+
+// CheckInlineSize compares the data held in the proto with its dims before
+// anything is allocated, so that dims declaring terabytes over a few bytes
+// of data fail at once.
+absl::Status CheckInlineSize(const TensorProto& proto, DType dtype, const Shape& shape) {
+  const int64_t elements = shape.num_elements();
+  if (proto.has_raw_data()) {
+    const int64_t want = elements * static_cast<int64_t>(SizeOf(dtype));
+    if (static_cast<int64_t>(proto.raw_data().size()) == want) return absl::OkStatus();
+    return BadTensor(proto, absl::StrCat(proto.raw_data().size(), " bytes of data for ",
+                                         DTypeName(dtype), " ", shape.ToString(),
+                                         ", which takes ", want));
+  }
+  if (TypedFieldSize(proto, dtype) == elements) return absl::OkStatus();
+  return BadTensor(proto, absl::StrCat(TypedFieldSize(proto, dtype), " values for ",
+                                       DTypeName(dtype), " ", shape.ToString()));
 }
 
 }  // namespace
@@ -214,10 +249,12 @@ absl::StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto,
   DAGRAD_ASSIGN_OR_RETURN(
       Shape shape, ShapeFromOnnxDims(proto.dims(), *dtype,
                                      absl::StrCat("ONNX tensor '", proto.name(), "'")));
-  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(*dtype, shape));
   if (proto.data_location() == TensorProto::EXTERNAL) {
-    DAGRAD_RETURN_IF_ERROR(ReadExternal(proto, model_dir, out));
-  } else if (proto.has_raw_data()) {
+    return ReadExternal(proto, model_dir, *dtype, shape);
+  }
+  DAGRAD_RETURN_IF_ERROR(CheckInlineSize(proto, *dtype, shape));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(*dtype, shape));
+  if (proto.has_raw_data()) {
     DAGRAD_RETURN_IF_ERROR(CopyBytes(proto, proto.raw_data(), out));
   } else {
     DAGRAD_RETURN_IF_ERROR(CopyTypedFields(proto, out));
