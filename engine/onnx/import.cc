@@ -18,6 +18,7 @@
 #include "engine/file_io.h"
 #include "engine/onnx/import_context.h"
 #include "engine/onnx/import_fold.h"
+#include "engine/onnx/import_gelu.h"
 #include "engine/onnx/import_graph.h"
 #include "engine/onnx/onnx_tensor.h"
 #include "engine/status_macros.h"
@@ -84,6 +85,7 @@ absl::Status AddInitializers(Importer& im) {
 absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
                        const OnnxInputValues& fixed) {
   for (const auto& [name, value] : fixed) shapes[name] = value.shape();
+  DAGRAD_RETURN_IF_ERROR(CheckShapesNameInputs(im.proto, shapes));
   for (const onnx::ValueInfoProto& info : im.proto.input()) {
     if (im.values.contains(info.name())) continue;  // an initializer's default
     DAGRAD_ASSIGN_OR_RETURN(InputSpec spec, InputSpecOf(info, shapes));
@@ -102,7 +104,7 @@ absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
     im.values[info.name()].value = v;
     im.model.inputs.push_back({info.name(), v});
   }
-  return CheckShapesNameInputs(im.proto, shapes);
+  return absl::OkStatus();
 }
 
 absl::Status RecordOutputs(Importer& im, const onnx::NodeProto& node,
@@ -175,6 +177,7 @@ absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
                                               const OnnxInputShapes& input_shapes,
                                               const OnnxInputValues& input_values) {
   DAGRAD_ASSIGN_OR_RETURN(onnx::ModelProto proto, ParseOnnxModel(bytes));
+  FuseGelu(*proto.mutable_graph());
   DAGRAD_RETURN_IF_ERROR(CheckOpsSupported(proto.graph()));
   DAGRAD_ASSIGN_OR_RETURN(int64_t opset, DefaultOpset(proto));
   Importer im{proto.graph(), model_dir, OnnxModel{std::make_unique<Graph>()}, {}};

@@ -8,6 +8,8 @@
 #include "engine/onnx/import_context.h"
 #include "engine/status_macros.h"
 #include "ops/dropout.h"
+#include "ops/gelu.h"
+#include "ops/select.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
@@ -113,6 +115,38 @@ Outputs ImportArgMax(OnnxNodeContext& c) {
   return c.Outputs({Reshape(y, dims)});
 }
 
+// Trilu keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the
+// last two axes: a Where with a mask made at import.
+Outputs ImportTrilu(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (x.rank() < 2) return c.Error("Trilu needs rank >= 2");
+  int64_t k = 0;
+  if (c.has_input(1)) {
+    DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> ks, c.KnownInts(1, "k"));
+    if (ks.size() != 1) return c.Error("k must hold one value");
+    k = ks[0];
+  }
+  const bool upper = c.Int("upper", 1) != 0;
+  const int64_t n = x.dim(-2), m = x.dim(-1);
+  DAGRAD_ASSIGN_OR_RETURN(Tensor keep, Tensor::Zeros(DType::kBool, Shape({n, m})));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < m; ++j) keep.data<bool>()[i * m + j] = upper ? j - i >= k : j - i <= k;
+  }
+  Value zero = ScalarConstant(c.graph(), x.dtype(), 0);
+  return c.Outputs({Where(c.graph().Constant(keep, "onnx_trilu"), x, zero)});
+}
+
+// Gelu is ONNX's (opset 20) and what import_gelu.cc fuses PyTorch's
+// erf-based GELU into.
+Outputs ImportGelu(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  const onnx::AttributeProto* a = c.attr("approximate");
+  if (a == nullptr || a->s() == "none") return c.Outputs({Gelu(x)});
+  if (a->s() == "tanh") return c.Outputs({Gelu(x, GeluApproximate::kTanh)});
+  return c.Error(absl::StrCat("approximate '", a->s(), "'"));
+}
+
 }  // namespace
 
 std::vector<OnnxOpEntry> OnnxNnOps() {
@@ -125,6 +159,8 @@ std::vector<OnnxOpEntry> OnnxNnOps() {
       {"LayerNormalization", ImportLayerNorm},
       {"Dropout", ImportDropout, /*foldable=*/false},
       {"ArgMax", ImportArgMax},
+      {"Trilu", ImportTrilu},
+      {"Gelu", ImportGelu},
   };
 }
 
