@@ -200,4 +200,21 @@ absl::StatusOr<OnnxModel> ImportOnnx(const std::string& path,
   return model;
 }
 
+absl::StatusOr<std::vector<OnnxInputInfo>> OnnxInputs(const std::string& path) {
+  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  absl::StatusOr<onnx::ModelProto> proto = ParseOnnxModel(bytes);
+  if (!proto.ok()) return WithContext(proto.status(), path);
+  std::vector<OnnxInputInfo> inputs;
+  for (const onnx::ValueInfoProto& info : proto->graph().input()) {
+    bool is_initializer = false;
+    for (const auto& init : proto->graph().initializer()) {
+      is_initializer = is_initializer || init.name() == info.name();
+    }
+    if (is_initializer) continue;
+    DAGRAD_ASSIGN_OR_RETURN(InputDecl decl, InputDeclOf(info));
+    inputs.push_back({info.name(), decl.dtype, decl.dims});
+  }
+  return inputs;
+}
+
 }  // namespace dagrad

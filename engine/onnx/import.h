@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/dtype.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
 #include "engine/shape.h"
@@ -115,6 +116,24 @@ absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
                                               const std::string& model_dir,
                                               const OnnxInputShapes& input_shapes,
                                               const OnnxInputValues& input_values = {});
+
+// OnnxInputInfo describes a graph input as the file declares it: its ONNX
+// name, dtype and dims, -1 for a symbolic one.
+struct OnnxInputInfo {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> dims;
+};
+
+// OnnxInputs lists the model's graph inputs that are not initializers, for
+// callers that choose shapes before importing.
+//
+// Errors: those of reading and parsing the file; Unimplemented for an input
+// that is not a tensor or of a type dagrad lacks.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(std::vector<OnnxInputInfo> ins, OnnxInputs("encoder.onnx"));
+//   // ins[0]: "src", float32, {-1, -1, 8}
+absl::StatusOr<std::vector<OnnxInputInfo>> OnnxInputs(const std::string& path);
 
 }  // namespace dagrad
 

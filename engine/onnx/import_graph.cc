@@ -73,8 +73,7 @@ absl::Status InputError(const onnx::ValueInfoProto& info, absl::string_view why)
 
 }  // namespace
 
-absl::StatusOr<InputSpec> InputSpecOf(const onnx::ValueInfoProto& info,
-                                      const OnnxInputShapes& shapes) {
+absl::StatusOr<InputDecl> InputDeclOf(const onnx::ValueInfoProto& info) {
   if (!info.type().has_tensor_type()) {
     return absl::UnimplementedError(absl::StrCat(
         "input '", info.name(), "' is not a tensor (a sequence, map or optional)"));
@@ -85,38 +84,44 @@ absl::StatusOr<InputSpec> InputSpecOf(const onnx::ValueInfoProto& info,
     return absl::UnimplementedError(
         absl::StrCat("input '", info.name(), "': ", dtype.status().message()));
   }
-  auto given = shapes.find(info.name());
-  if (!type.has_shape()) {
-    if (given == shapes.end()) return InputError(info, "the file gives no shape; pass one");
-    return InputSpec{*dtype, given->second};
+  InputDecl decl{*dtype, type.has_shape(), {}};
+  for (const onnx::TensorShapeProto::Dimension& d : type.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() < 0) {
+      return InputError(info, absl::StrCat("negative dim ", d.dim_value()));
+    }
+    decl.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
   }
-  std::vector<int64_t> dims;
-  const int rank = type.shape().dim_size();
-  if (given != shapes.end() && given->second.rank() != rank) {
+  return decl;
+}
+
+absl::StatusOr<InputSpec> InputSpecOf(const onnx::ValueInfoProto& info,
+                                      const OnnxInputShapes& shapes) {
+  DAGRAD_ASSIGN_OR_RETURN(InputDecl decl, InputDeclOf(info));
+  auto given = shapes.find(info.name());
+  if (given == shapes.end() && !decl.has_shape) {
+    return InputError(info, "the file gives no shape; pass one");
+  }
+  const int rank = static_cast<int>(decl.dims.size());
+  if (given != shapes.end() && decl.has_shape && given->second.rank() != rank) {
     return InputError(info, absl::StrCat("shape ", given->second.ToString(),
                                          " given for an input of rank ", rank));
   }
+  Shape shape = given != shapes.end() ? given->second : Shape(decl.dims);
   for (int i = 0; i < rank; ++i) {
-    const onnx::TensorShapeProto::Dimension& d = type.shape().dim(i);
-    const bool fixed = d.has_dim_value();
-    if (given != shapes.end()) {
-      if (fixed && d.dim_value() != given->second.dim(i)) {
-        return InputError(info, absl::StrCat("shape ", given->second.ToString(),
-                                             " given, but the file fixes dim ", i,
-                                             " at ", d.dim_value()));
-      }
-      dims.push_back(given->second.dim(i));
-    } else if (fixed) {
-      dims.push_back(d.dim_value());
-    } else {
-      return InputError(info, absl::StrCat("dim ", i, " ('", d.dim_param(),
+    if (decl.dims[i] >= 0 && decl.dims[i] != shape.dim(i)) {
+      return InputError(info, absl::StrCat("shape ", shape.ToString(),
+                                           " given, but the file fixes dim ", i, " at ",
+                                           decl.dims[i]));
+    }
+    if (shape.dim(i) < 0) {
+      return InputError(info, absl::StrCat("dim ", i, " ('",
+                                           info.type().tensor_type().shape().dim(i).dim_param(),
                                            "') is symbolic: give the input's shape"));
     }
   }
-  Shape shape(dims);
-  absl::StatusOr<int64_t> bytes = ValidateBytes(shape, *dtype);
+  absl::StatusOr<int64_t> bytes = ValidateBytes(shape, decl.dtype);
   if (!bytes.ok()) return InputError(info, bytes.status().message());
-  return InputSpec{*dtype, shape};
+  return InputSpec{decl.dtype, shape};
 }
 
 absl::Status CheckShapesNameInputs(const onnx::GraphProto& graph,

@@ -43,6 +43,17 @@ absl::Status CheckOpsSupported(const onnx::GraphProto& graph);
 // OnnxOpTypeSupported is true for an op of the import table.
 bool OnnxOpTypeSupported(absl::string_view domain, absl::string_view op_type);
 
+struct InputDecl {
+  DType dtype;
+  bool has_shape;
+  std::vector<int64_t> dims;  // -1 for a symbolic dim
+};
+
+// InputDeclOf returns a graph input's declared type: Unimplemented for one
+// that is not a tensor or of a type dagrad lacks, InvalidArgument for a
+// negative dim.
+absl::StatusOr<InputDecl> InputDeclOf(const onnx::ValueInfoProto& info);
+
 struct InputSpec {
   DType dtype;
   Shape shape;
