@@ -1,7 +1,9 @@
-// `dagrad dot`: writes the DOT of a built-in graph and renders it.
+// `dagrad dot`: writes the DOT of a built-in graph, or of an ONNX model
+// (--model=file.onnx, onnx_model.h), and renders it.
 
 #include <iostream>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -9,11 +11,15 @@
 #include "absl/strings/str_split.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/dot.h"
+#include "engine/status_macros.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/example_graphs.h"
+#include "tools/cli/onnx_model.h"
 
-ABSL_FLAG(std::string, model, "mlp", "built-in graph: mlp, mha, positional_encoding, toy");
+ABSL_FLAG(std::string, model, "mlp",
+          "built-in graph: mlp, mha, positional_encoding, toy; or an ONNX file (*.onnx)");
+ABSL_DECLARE_FLAG(std::string, input);  // eval_command.cc
 ABSL_FLAG(std::string, render, "", "also render next to the .dot: svg or png");
 ABSL_FLAG(bool, backward, false, "draw the gradient graph of the model's loss too");
 ABSL_FLAG(std::string, collapse, "",
@@ -21,6 +27,39 @@ ABSL_FLAG(std::string, collapse, "",
 
 namespace dagrad::cli {
 namespace {
+
+// DrawnGraph is what dot draws: a graph, the values to draw back from,
+// and the loss (null for an ONNX model drawn forward only).
+struct DrawnGraph {
+  std::unique_ptr<Graph> graph;
+  std::vector<Value> roots;
+  Value loss;
+};
+
+absl::StatusOr<DrawnGraph> BuildDrawnGraph() {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  const bool backward = absl::GetFlag(FLAGS_backward);
+  if (IsOnnxPath(model)) {
+    DAGRAD_ASSIGN_OR_RETURN(OnnxDotGraph onnx,
+                            ImportOnnxForDot(model, absl::GetFlag(FLAGS_input), backward));
+    return DrawnGraph{std::move(onnx.graph), std::move(onnx.roots), onnx.loss};
+  }
+  if (!absl::GetFlag(FLAGS_input).empty()) {
+    return absl::InvalidArgumentError("--input is for --model=file.onnx");
+  }
+  DrawnGraph drawn{std::make_unique<Graph>(), {}, Value()};
+  DAGRAD_ASSIGN_OR_RETURN(ExampleGraph example, BuildExample(model, *drawn.graph));
+  drawn.roots = example.outputs;
+  drawn.roots.push_back(example.loss);
+  drawn.loss = example.loss;
+  if (!backward) return drawn;
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads,
+                          Gradients(example.loss, drawn.graph->Parameters()));
+  for (const Value& v : grads) {
+    if (!v.is_null()) drawn.roots.push_back(v);
+  }
+  return drawn;
+}
 
 int RunDot() {
   const Command cmd = DotCommand();
@@ -30,22 +69,14 @@ int RunDot() {
   if (!render.empty() && render != "svg" && render != "png") {
     return UsageError(cmd, absl::StrCat("--render must be svg or png, got '", render, "'"));
   }
-  Graph g;
-  absl::StatusOr<ExampleGraph> example = BuildExample(absl::GetFlag(FLAGS_model), g);
-  if (!example.ok()) return Failure(cmd, example.status());
-  std::vector<Value> roots = example->outputs;
-  roots.push_back(example->loss);
-  if (absl::GetFlag(FLAGS_backward)) {
-    auto grads = Gradients(example->loss, g.Parameters());
-    if (!grads.ok()) return Failure(cmd, grads.status());
-    for (const Value& v : *grads) {
-      if (!v.is_null()) roots.push_back(v);
-    }
-  }
+  absl::StatusOr<DrawnGraph> drawn = BuildDrawnGraph();
+  if (!drawn.ok()) return Failure(cmd, drawn.status());
+  const Graph& g = *drawn->graph;
+  const std::vector<Value>& roots = drawn->roots;
   DotOptions options;
   options.title = absl::StrCat(absl::GetFlag(FLAGS_model),
                                absl::GetFlag(FLAGS_backward) ? ": forward and backward" : "");
-  options.losses = {example->loss};
+  if (!drawn->loss.is_null()) options.losses = {drawn->loss};
   for (absl::string_view scope :
        absl::StrSplit(absl::GetFlag(FLAGS_collapse), ',', absl::SkipEmpty())) {
     options.collapse.emplace_back(scope);
@@ -72,8 +103,8 @@ int RunDot() {
 }  // namespace
 
 Command DotCommand() {
-  return {"dot", "write the DOT (and SVG/PNG) of a built-in graph",
-          {"model", "out", "render", "backward", "collapse"}, RunDot};
+  return {"dot", "write the DOT (and SVG/PNG) of a built-in graph or an ONNX model",
+          {"model", "input", "out", "render", "backward", "collapse"}, RunDot};
 }
 
 }  // namespace dagrad::cli

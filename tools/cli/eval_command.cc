@@ -1,10 +1,13 @@
 // `dagrad eval`: runs a trained toy model on token sequences from a
 // safetensors file, in eval mode, and writes logits (and, given targets,
 // the loss and every parameter's gradient) to another safetensors file.
+// With --model=file.onnx it runs an ONNX model instead (onnx_model.h).
 
 #include <iostream>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/checkpoint.h"
@@ -17,6 +20,9 @@
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_gpt.h"
+#include "tools/cli/onnx_model.h"
+
+ABSL_DECLARE_FLAG(std::string, model);  // dot_command.cc
 
 ABSL_FLAG(std::string, checkpoint, "", "model.safetensors written by dagrad train (or PyTorch)");
 ABSL_FLAG(std::string, input, "", "safetensors with tokens (int64 (B, T)), optional lengths "
@@ -131,11 +137,23 @@ absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
                          targets != nullptr);
 }
 
+// OnnxModelFlag returns --model when it names an ONNX file, "" when it is
+// not given, and an error for anything else.
+absl::StatusOr<std::string> OnnxModelFlag() {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (IsOnnxPath(model)) return model;
+  if (model == absl::GetFlagReflectionHandle(FLAGS_model).DefaultValue()) return std::string();
+  return absl::InvalidArgumentError(
+      absl::StrCat("eval's --model takes an .onnx file, got '", model, "'"));
+}
+
 int RunEval() {
   const Command cmd = EvalCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
+  absl::StatusOr<std::string> onnx = OnnxModelFlag();
+  if (!onnx.ok()) return UsageError(cmd, std::string(onnx.status().message()));
   for (const auto& [flag, value] :
-       {std::pair{"checkpoint", absl::GetFlag(FLAGS_checkpoint)},
+       {std::pair{"checkpoint", onnx->empty() ? absl::GetFlag(FLAGS_checkpoint) : *onnx},
         std::pair{"input", absl::GetFlag(FLAGS_input)},
         std::pair{"output", absl::GetFlag(FLAGS_output)}}) {
     if (value.empty()) return UsageError(cmd, absl::StrCat("--", flag, " is required"));
@@ -144,8 +162,12 @@ int RunEval() {
   if (!options.ok()) return UsageError(cmd, std::string(options.status().message()));
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
-  absl::Status st = Evaluate(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_input),
-                             absl::GetFlag(FLAGS_output), *std::move(device), *options);
+  absl::Status st =
+      onnx->empty()
+          ? Evaluate(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_input),
+                     absl::GetFlag(FLAGS_output), *std::move(device), *options)
+          : EvaluateOnnx(*onnx, absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_output),
+                         *std::move(device), *options);
   if (!st.ok()) return Failure(cmd, st);
   std::cout << "wrote " << absl::GetFlag(FLAGS_output) << "\n";
   return kExitOk;
@@ -154,8 +176,10 @@ int RunEval() {
 }  // namespace
 
 Command EvalCommand() {
-  return {"eval", "run a trained model on tokens from a safetensors file (eval mode)",
-          {"checkpoint", "input", "output", "threads", "check_numerics", "memory_limit_mb",
+  return {"eval",
+          "run a trained model (or --model=file.onnx) on inputs from a safetensors file "
+          "(eval mode)",
+          {"checkpoint", "model", "input", "output", "threads", "check_numerics", "memory_limit_mb",
            "device", "tf32"},
           RunEval};
 }

@@ -1,0 +1,134 @@
+// engine/onnx/import_context.h
+//
+// What the ONNX importer's per-op functions see (internal to engine/onnx/).
+// The importer is a table keyed by ONNX op type (import_ops_*.cc); each
+// entry is one small function that reads its node's inputs and attributes
+// through an OnnxNodeContext and returns the node's outputs built from
+// dagrad builders. Adding an op is adding one entry.
+//
+//   absl::StatusOr<std::vector<Value>> ImportRelu(OnnxNodeContext& c) {
+//     return c.Outputs({Relu(c.input(0))});
+//   }
+//
+// An input is a Value, a tensor known at import time, or both. Known
+// tensors come from Constant nodes, integer initializers and folded shape
+// arithmetic (import_fold.cc); an op that needs a value to build (Reshape's
+// shape, Slice's starts) reads it with KnownInts, and `input` turns a known
+// tensor into a graph constant the first time an op consumes it as data.
+
+#ifndef DAGRAD_ENGINE_ONNX_IMPORT_CONTEXT_H_
+#define DAGRAD_ENGINE_ONNX_IMPORT_CONTEXT_H_
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/graph.h"
+#include "engine/tensor.h"
+
+namespace dagrad {
+
+// OnnxOperand is one named ONNX value during import.
+struct OnnxOperand {
+  Value value;                 // null until a graph node holds it
+  std::optional<Tensor> known;  // its value, when known at import
+};
+
+// OnnxValues holds every named value during import; a node hash map, so
+// that pointers to its operands stay valid as it grows.
+using OnnxValues = absl::node_hash_map<std::string, OnnxOperand>;
+
+class OnnxNodeContext {
+ public:
+  // `inputs` holds one pointer per node input, null for an absent optional
+  // one (an empty name).
+  OnnxNodeContext(Graph& g, const onnx::NodeProto& node, int64_t opset,
+                  std::vector<OnnxOperand*> inputs)
+      : g_(g), node_(node), opset_(opset), inputs_(std::move(inputs)) {}
+
+  Graph& graph() { return g_; }
+  const onnx::NodeProto& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs_[i] != nullptr; }
+
+  // input returns input i as a Value (a constant for a known tensor), or
+  // an error Value when it is absent.
+  Value input(int i);
+  // known returns input i's tensor when it is known at import, else null.
+  const Tensor* known(int i) const;
+  // KnownInput returns input i's value; Unimplemented when it is computed
+  // at run time (dagrad needs it to build the graph).
+  absl::StatusOr<Tensor> KnownInput(int i, absl::string_view what) const;
+  // KnownInts returns a known integer input as int64 values.
+  absl::StatusOr<std::vector<int64_t>> KnownInts(int i, absl::string_view what) const;
+
+  // Attributes, with defaults when absent.
+  const onnx::AttributeProto* attr(absl::string_view name) const;
+  int64_t Int(absl::string_view name, int64_t fallback) const;
+  float Float(absl::string_view name, float fallback) const;
+  std::vector<int64_t> Ints(absl::string_view name) const;
+
+  // Error returns InvalidArgument; Unsupported returns Unimplemented: a
+  // valid node that uses a feature dagrad lacks.
+  absl::Status Error(absl::string_view message) const;
+  absl::Status Unsupported(absl::string_view message) const;
+
+  // Axis returns `axis` for a tensor of `rank`, counting a negative one
+  // from the end; InvalidArgument when out of range.
+  absl::StatusOr<int64_t> Axis(int64_t axis, int rank) const;
+
+  // Outputs checks that every value is a node (returning the first error)
+  // and returns them.
+  absl::StatusOr<std::vector<Value>> Outputs(std::vector<Value> values) const;
+
+ private:
+  Graph& g_;
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+  std::vector<OnnxOperand*> inputs_;
+};
+
+using OnnxOpImporter = absl::StatusOr<std::vector<Value>> (*)(OnnxNodeContext&);
+
+// OnnxOpEntry is one row of the import table.
+struct OnnxOpEntry {
+  const char* op_type;
+  OnnxOpImporter import;
+  // foldable: evaluated at import when every input is known. False for
+  // ops whose result depends on the run (Dropout).
+  bool foldable = true;
+};
+
+// The table, by family (import_ops_*.cc).
+std::vector<OnnxOpEntry> OnnxMathOps();
+std::vector<OnnxOpEntry> OnnxShapeOps();
+std::vector<OnnxOpEntry> OnnxNnOps();
+std::vector<OnnxOpEntry> OnnxConstantOps();
+
+// FindOnnxOp returns the entry for an op of the default domain, or null.
+const OnnxOpEntry* FindOnnxOp(absl::string_view op_type);
+
+// RequireFloatInput returns Unimplemented for a value that is not float32
+// or float64 (dagrad's math ops are float-only), naming its dtype.
+absl::Status RequireFloatInput(const OnnxNodeContext& c, const Value& x);
+
+// ScalarConstant returns a rank-0 constant of `dtype` holding `value`.
+Value ScalarConstant(Graph& g, DType dtype, double value);
+
+// TensorAsDoubles returns a numeric tensor's elements as doubles.
+absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t);
+
+// IsDefaultDomain is true for "" and "ai.onnx".
+bool IsDefaultDomain(absl::string_view domain);
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_ENGINE_ONNX_IMPORT_CONTEXT_H_

@@ -1,0 +1,153 @@
+// engine/onnx/import_gelu.cc
+
+#include "engine/onnx/import_gelu.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "engine/onnx/onnx_tensor.h"
+
+namespace dagrad {
+namespace {
+
+// GraphIndex answers who produces and who reads each value of a graph.
+class GraphIndex {
+ public:
+  explicit GraphIndex(const onnx::GraphProto& g) : g_(g) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      for (const std::string& out : g.node(i).output()) producer_[out] = i;
+      for (const std::string& in : g.node(i).input()) readers_[in].push_back(i);
+    }
+    for (const onnx::ValueInfoProto& out : g.output()) graph_outputs_.insert(out.name());
+    for (const onnx::TensorProto& t : g.initializer()) initializers_[t.name()] = &t;
+  }
+
+  const onnx::NodeProto& node(int i) const { return g_.node(i); }
+
+  // Producer returns the node making `name` when its op type is `op`.
+  std::optional<int> Producer(const std::string& name, const char* op) const {
+    auto it = producer_.find(name);
+    if (it == producer_.end() || g_.node(it->second).op_type() != op) return std::nullopt;
+    return it->second;
+  }
+
+  // SoleReader returns the one node reading `name` (once) when its op
+  // type is `op` and `name` is not a graph output.
+  std::optional<int> SoleReader(const std::string& name, const char* op) const {
+    auto it = readers_.find(name);
+    if (it == readers_.end() || it->second.size() != 1 || graph_outputs_.contains(name) ||
+        g_.node(it->second[0]).op_type() != op) {
+      return std::nullopt;
+    }
+    return it->second[0];
+  }
+
+  // Scalar returns the value of a one-element float constant or initializer.
+  std::optional<double> Scalar(const std::string& name) const {
+    const onnx::TensorProto* t = nullptr;
+    if (auto p = Producer(name, "Constant"); p && node(*p).attribute_size() == 1 &&
+                                            node(*p).attribute(0).name() == "value") {
+      t = &node(*p).attribute(0).t();
+    } else if (auto it = initializers_.find(name); it != initializers_.end()) {
+      t = it->second;
+    }
+    if (t == nullptr) return std::nullopt;
+    absl::StatusOr<Tensor> v = TensorFromOnnx(*t, "");
+    if (!v.ok() || v->num_elements() != 1) return std::nullopt;
+    if (v->dtype() == DType::kFloat32) return *v->data<float>();
+    if (v->dtype() == DType::kFloat64) return *v->data<double>();
+    return std::nullopt;
+  }
+
+ private:
+  const onnx::GraphProto& g_;
+  absl::flat_hash_map<std::string, int> producer_;
+  absl::flat_hash_map<std::string, std::vector<int>> readers_;
+  absl::flat_hash_set<std::string> graph_outputs_;
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers_;
+};
+
+// OtherInput returns the input of a two-input node that is not `name`.
+std::optional<std::string> OtherInput(const onnx::NodeProto& n, const std::string& name) {
+  if (n.input_size() != 2) return std::nullopt;
+  if (n.input(0) == name) return n.input(1);
+  if (n.input(1) == name) return n.input(0);
+  return std::nullopt;
+}
+
+bool Near(std::optional<double> v, double want) {
+  return v && std::fabs(*v - want) <= 1e-6 * want;
+}
+
+// OtherIsNear is true when node n reads `name` and a constant near `want`.
+bool OtherIsNear(const GraphIndex& index, int n, const std::string& name, double want) {
+  std::optional<std::string> other = OtherInput(index.node(n), name);
+  return other && Near(index.Scalar(*other), want);
+}
+
+struct GeluChain {
+  std::string x;
+  std::vector<int> removed;  // Div, Erf, Add, first Mul
+  int last;                  // the Mul by 0.5, which becomes the Gelu
+};
+
+std::optional<GeluChain> MatchGelu(const GraphIndex& index, int erf) {
+  const onnx::NodeProto& e = index.node(erf);
+  if (e.input_size() != 1 || e.output_size() != 1) return std::nullopt;
+  auto div = index.Producer(e.input(0), "Div");
+  if (!div || index.node(*div).input_size() != 2 ||
+      !index.SoleReader(e.input(0), "Erf") ||
+      !Near(index.Scalar(index.node(*div).input(1)), std::sqrt(2.0))) {
+    return std::nullopt;
+  }
+  const std::string x = index.node(*div).input(0);
+  auto add = index.SoleReader(e.output(0), "Add");
+  if (!add || !OtherIsNear(index, *add, e.output(0), 1.0)) {
+    return std::nullopt;
+  }
+  auto mul = index.SoleReader(index.node(*add).output(0), "Mul");
+  if (!mul || OtherInput(index.node(*mul), index.node(*add).output(0)) != x) return std::nullopt;
+  auto half = index.SoleReader(index.node(*mul).output(0), "Mul");
+  if (!half || !OtherIsNear(index, *half, index.node(*mul).output(0), 0.5)) {
+    return std::nullopt;
+  }
+  return GeluChain{x, {*div, erf, *add, *mul}, *half};
+}
+
+}  // namespace
+
+int FuseGelu(onnx::GraphProto& graph) {
+  std::vector<GeluChain> chains;
+  {
+    GraphIndex index(graph);
+    for (int i = 0; i < graph.node_size(); ++i) {
+      if (graph.node(i).op_type() != "Erf") continue;
+      if (auto chain = MatchGelu(index, i)) chains.push_back(*chain);
+    }
+  }
+  std::vector<bool> removed(graph.node_size(), false);
+  for (const GeluChain& chain : chains) {
+    for (int i : chain.removed) removed[i] = true;
+    onnx::NodeProto& gelu = *graph.mutable_node(chain.last);
+    gelu.set_op_type("Gelu");
+    gelu.clear_input();
+    gelu.add_input(chain.x);
+    gelu.clear_attribute();
+    onnx::AttributeProto* a = gelu.add_attribute();
+    a->set_name("approximate");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s("none");
+  }
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (!removed[i]) kept.Add()->Swap(graph.mutable_node(i));
+  }
+  graph.mutable_node()->Swap(&kept);
+  return static_cast<int>(chains.size());
+}
+
+}  // namespace dagrad

@@ -1,0 +1,191 @@
+// engine/onnx/import_ops_math.cc
+//
+// The ONNX importer's elementwise, comparison and matrix-product ops.
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/onnx/import_context.h"
+#include "engine/onnx/onnx_tensor.h"
+#include "engine/status_macros.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/select.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad {
+namespace {
+
+using Outputs = absl::StatusOr<std::vector<Value>>;
+
+template <Value (*F)(Value, Value)>
+Outputs Binary(OnnxNodeContext& c) {
+  return c.Outputs({F(c.input(0), c.input(1))});
+}
+
+// FloatUnary applies a math op that dagrad defines for floats only.
+template <Value (*F)(Value)>
+Outputs FloatUnary(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  return c.Outputs({F(x)});
+}
+
+Value Identity(Value x) { return x; }
+
+template <Value (*F)(Value)>
+Outputs Unary(OnnxNodeContext& c) {
+  return c.Outputs({F(c.input(0))});
+}
+
+// Neg also negates integers (shape arithmetic), as 0 - x.
+Outputs ImportNeg(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (IsFloating(x.dtype())) return c.Outputs({Neg(x)});
+  DAGRAD_RETURN_IF_ERROR(x.status());
+  if (!IsInteger(x.dtype())) return c.Unsupported("Neg of bool");
+  return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), 0), x)});
+}
+
+Value LessOrEqual(Value a, Value b) { return LogicalNot(Greater(a, b)); }
+Value GreaterOrEqual(Value a, Value b) { return LogicalNot(Less(a, b)); }
+Value Reciprocal(Value x) { return Pow(x, -1.0); }
+
+// Variadic folds Sum, Max and Min over any number of inputs.
+template <Value (*F)(Value, Value)>
+Outputs Variadic(OnnxNodeContext& c) {
+  Value out = c.input(0);
+  for (int i = 1; i < c.num_inputs(); ++i) out = F(out, c.input(i));
+  return c.Outputs({out});
+}
+
+Outputs ImportMean(OnnxNodeContext& c) {
+  Value sum = c.input(0);
+  for (int i = 1; i < c.num_inputs(); ++i) sum = Add(sum, c.input(i));
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, sum));
+  return c.Outputs({Scale(sum, 1.0 / c.num_inputs())});
+}
+
+// Pow takes a known exponent with one value throughout (x ** 2, x ** 0.5:
+// what exports hold); an exponent computed at run time is unsupported.
+Outputs ImportPow(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor y, c.KnownInput(1, "exponent"));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<double> e, TensorAsDoubles(y));
+  for (double v : e) {
+    if (v != e.front()) return c.Unsupported("Pow with exponents that differ by element");
+  }
+  if (e.empty()) return c.Outputs({x});
+  return c.Outputs({Pow(x, e.front())});
+}
+
+Outputs ImportLeakyRelu(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  Value zero = ScalarConstant(c.graph(), x.dtype(), 0.0);
+  return c.Outputs({Where(Greater(x, zero), x, Scale(x, c.Float("alpha", 0.01f)))});
+}
+
+Outputs ImportCast(OnnxNodeContext& c) {
+  absl::StatusOr<DType> to = DTypeFromOnnx(c.Int("to", 0));
+  if (!to.ok()) return c.Unsupported(to.status().message());
+  return c.Outputs({Cast(c.input(0), *to)});
+}
+
+Outputs ImportCastLike(OnnxNodeContext& c) {
+  return c.Outputs({Cast(c.input(0), c.input(1).dtype())});
+}
+
+// Clip's bounds are inputs from opset 11, attributes before.
+Outputs ImportClip(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (c.opset() < 11) {
+    Value lo = ScalarConstant(c.graph(), x.dtype(), c.Float("min", -INFINITY));
+    Value hi = ScalarConstant(c.graph(), x.dtype(), c.Float("max", INFINITY));
+    return c.Outputs({Minimum(Maximum(x, lo), hi)});
+  }
+  if (c.has_input(1)) x = Maximum(x, c.input(1));
+  if (c.has_input(2)) x = Minimum(x, c.input(2));
+  return c.Outputs({x});
+}
+
+// MatMul follows numpy: a 1-D operand is a row (a) or a column (b) whose
+// axis leaves the result.
+Outputs ImportMatMul(OnnxNodeContext& c) {
+  Value a = c.input(0), b = c.input(1);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, a));
+  const bool row = a.rank() == 1, column = b.rank() == 1;
+  if (row) a = Reshape(a, {1, a.dim(0)});
+  if (column) b = Reshape(b, {b.dim(0), 1});
+  Value y = MatMul(a, b);
+  if (row || column) {
+    std::vector<int64_t> dims(y.shape().dims().begin(), y.shape().dims().end());
+    if (column) dims.pop_back();
+    if (row) dims.erase(dims.end() - (column ? 1 : 2));
+    y = Reshape(y, dims);
+  }
+  return c.Outputs({y});
+}
+
+// Gemm: alpha * A' B' + beta * C, A' and B' transposed when asked.
+Outputs ImportGemm(OnnxNodeContext& c) {
+  Value a = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, a));
+  Value y = MatMul(a, c.input(1), {.transpose_a = c.Int("transA", 0) != 0,
+                                   .transpose_b = c.Int("transB", 0) != 0});
+  const float alpha = c.Float("alpha", 1.0f), beta = c.Float("beta", 1.0f);
+  if (alpha != 1.0f) y = Scale(y, alpha);
+  if (c.has_input(2) && beta != 0.0f) {
+    Value bias = c.input(2);
+    y = Add(y, beta == 1.0f ? bias : Scale(bias, beta));
+  }
+  return c.Outputs({y});
+}
+
+}  // namespace
+
+std::vector<OnnxOpEntry> OnnxMathOps() {
+  return {
+      {"Add", Binary<Add>},
+      {"Sub", Binary<Sub>},
+      {"Mul", Binary<Mul>},
+      {"Div", Binary<Div>},
+      {"Pow", ImportPow},
+      {"Equal", Binary<Equal>},
+      {"Less", Binary<Less>},
+      {"Greater", Binary<Greater>},
+      {"LessOrEqual", Binary<LessOrEqual>},
+      {"GreaterOrEqual", Binary<GreaterOrEqual>},
+      {"And", Binary<LogicalAnd>},
+      {"Or", Binary<LogicalOr>},
+      {"Not", Unary<LogicalNot>},
+      {"Identity", Unary<Identity>},
+      {"Neg", ImportNeg},
+      {"Exp", FloatUnary<Exp>},
+      {"Log", FloatUnary<Log>},
+      {"Sqrt", FloatUnary<Sqrt>},
+      {"Reciprocal", FloatUnary<Reciprocal>},
+      {"Relu", FloatUnary<Relu>},
+      {"Tanh", FloatUnary<Tanh>},
+      {"Sigmoid", FloatUnary<Sigmoid>},
+      {"Sin", FloatUnary<Sin>},
+      {"Cos", FloatUnary<Cos>},
+      {"LeakyRelu", ImportLeakyRelu},
+      {"Sum", Variadic<Add>},
+      {"Max", Variadic<Maximum>},
+      {"Min", Variadic<Minimum>},
+      {"Mean", ImportMean},
+      {"Where", [](OnnxNodeContext& c) -> Outputs {
+         return c.Outputs({Where(c.input(0), c.input(1), c.input(2))});
+       }},
+      {"Cast", ImportCast},
+      {"CastLike", ImportCastLike},
+      {"Clip", ImportClip},
+      {"MatMul", ImportMatMul},
+      {"Gemm", ImportGemm},
+  };
+}
+
+}  // namespace dagrad

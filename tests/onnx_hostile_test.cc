@@ -1,0 +1,226 @@
+// Hostile ONNX files: each gives a clear error (its code and words
+// checked), never a crash, a hang or a huge allocation. Truncations of a
+// real export, cycles, inputs no node makes, initializers whose data
+// disagrees with their dims, external data outside the model's folder,
+// huge declared dimensions, unknown opsets, names defined twice.
+
+#ifdef DAGRAD_HAVE_ONNX
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/file_io.h"
+#include "engine/onnx/import.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// ReluModel is x float (2, 3) -> Relu -> y, opset 17.
+onnx::ModelProto ReluModel() {
+  onnx::ModelProto m;
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {2, 3}) x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  onnx::NodeProto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->set_name("relu");
+  relu->add_input("x");
+  relu->add_output("y");
+  g->add_output()->set_name("y");
+  return m;
+}
+
+// AddWeight makes the Relu read x + w for an initializer w.
+onnx::TensorProto* AddWeight(onnx::ModelProto& m) {
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::NodeProto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("x");
+  add->add_input("w");
+  add->add_output("xw");
+  g->mutable_node(0)->set_input(0, "xw");
+  onnx::TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->add_dims(3);
+  return w;
+}
+
+absl::Status Import(const onnx::ModelProto& m, const std::string& dir = "") {
+  return ImportOnnxFromBytes(m.SerializeAsString(), dir, {}).status();
+}
+
+TEST(OnnxHostile, TheValidModelImports) {
+  onnx::ModelProto m = ReluModel();
+  AddWeight(m)->set_raw_data(std::string(24, '\0'));
+  ASSERT_OK(Import(m));
+}
+
+TEST(OnnxHostile, EveryTruncationOfAnExportFailsCleanly) {
+  ASSERT_OK_AND_ASSIGN(std::string bytes,
+                       ReadFile(absl::StrCat(DAGRAD_TEST_DATA_DIR, "/onnx/mha.onnx")));
+  int errors = 0;
+  for (size_t n = 0; n < bytes.size(); n += 13) {
+    absl::StatusOr<OnnxModel> m = ImportOnnxFromBytes(bytes.substr(0, n), "", {});
+    errors += !m.ok();
+  }
+  EXPECT_EQ(errors, (bytes.size() + 12) / 13);
+  EXPECT_STATUS(ImportOnnxFromBytes("\xff\xff\xff garbage", "", {}).status(),
+                absl::StatusCode::kInvalidArgument, "do not parse as a ModelProto");
+}
+
+TEST(OnnxHostile, CyclesAndDanglingInputs) {
+  onnx::ModelProto cycle = ReluModel();
+  cycle.mutable_graph()->mutable_node(0)->set_input(0, "z");
+  onnx::NodeProto* back = cycle.mutable_graph()->add_node();
+  back->set_op_type("Relu");
+  back->add_input("y");
+  back->add_output("z");
+  EXPECT_STATUS(Import(cycle), absl::StatusCode::kInvalidArgument, "has a cycle through 2 nodes");
+
+  onnx::ModelProto dangling = ReluModel();
+  dangling.mutable_graph()->mutable_node(0)->set_input(0, "nowhere");
+  EXPECT_STATUS(Import(dangling), absl::StatusCode::kInvalidArgument,
+                "'relu' (Relu) reads 'nowhere', which no node");
+
+  onnx::ModelProto twice = ReluModel();
+  *twice.mutable_graph()->add_node() = twice.graph().node(0);
+  EXPECT_STATUS(Import(twice), absl::StatusCode::kInvalidArgument, "produces 'y', which is already");
+
+  onnx::ModelProto no_output = ReluModel();
+  no_output.mutable_graph()->mutable_output(0)->set_name("q");
+  EXPECT_STATUS(Import(no_output), absl::StatusCode::kInvalidArgument,
+                "graph output 'q' is produced by no node");
+}
+
+TEST(OnnxHostile, InitializersWhoseDataDisagreesWithTheirDims) {
+  onnx::ModelProto m = ReluModel();
+  AddWeight(m)->set_raw_data(std::string(8, '\0'));
+  EXPECT_STATUS(Import(m), absl::StatusCode::kInvalidArgument,
+                "'w': 8 bytes of data for float32 (2, 3), which takes 24");
+  onnx::ModelProto typed = ReluModel();
+  AddWeight(typed)->add_float_data(1.0f);
+  EXPECT_STATUS(Import(typed), absl::StatusCode::kInvalidArgument, "1 values for float32 (2, 3)");
+  onnx::ModelProto half = ReluModel();
+  AddWeight(half)->set_data_type(onnx::TensorProto::FLOAT16);
+  EXPECT_STATUS(Import(half), absl::StatusCode::kUnimplemented, "ONNX element type FLOAT16");
+}
+
+TEST(OnnxHostile, HugeDeclaredDimensionsAllocateNothing) {
+  onnx::ModelProto m = ReluModel();
+  onnx::TensorProto* w = AddWeight(m);
+  w->set_dims(0, int64_t{1} << 20);
+  w->set_dims(1, int64_t{1} << 20);  // 4 TiB declared over 4 bytes of data
+  w->set_raw_data(std::string(4, '\0'));
+  EXPECT_STATUS(Import(m), absl::StatusCode::kInvalidArgument, "4 bytes of data for float32");
+  w->set_dims(0, int64_t{1} << 40);
+  w->set_dims(1, int64_t{1} << 40);
+  EXPECT_STATUS(Import(m), absl::StatusCode::kInvalidArgument, "overflows int64");
+
+  onnx::ModelProto input = ReluModel();
+  auto* dims = input.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
+                   ->mutable_shape();
+  dims->mutable_dim(0)->set_dim_value(int64_t{1} << 61);
+  EXPECT_STATUS(Import(input), absl::StatusCode::kInvalidArgument, "input 'x'");
+  dims->mutable_dim(0)->set_dim_value(-5);
+  EXPECT_STATUS(Import(input), absl::StatusCode::kInvalidArgument, "negative dim -5");
+}
+
+TEST(OnnxHostile, OpsetsDagradDoesNotKnow) {
+  onnx::ModelProto m = ReluModel();
+  m.mutable_opset_import(0)->set_version(99);
+  EXPECT_STATUS(Import(m), absl::StatusCode::kUnimplemented,
+                "uses ONNX opset 99; dagrad knows opsets up to 17");
+  m.mutable_opset_import(0)->set_domain("com.example");
+  EXPECT_STATUS(Import(m), absl::StatusCode::kInvalidArgument, "imports no default-domain opset");
+}
+
+// ExternalWeight makes w's data external, at `location`.
+onnx::ModelProto ExternalWeight(const std::string& location, int64_t offset = 0,
+                                int64_t length = 24) {
+  onnx::ModelProto m = ReluModel();
+  onnx::TensorProto* w = AddWeight(m);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* entry = w->add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
+  entry = w->add_external_data();
+  entry->set_key("offset");
+  entry->set_value(absl::StrCat(offset));
+  entry = w->add_external_data();
+  entry->set_key("length");
+  entry->set_value(absl::StrCat(length));
+  return m;
+}
+
+TEST(OnnxHostile, ExternalDataStaysInTheModelsFolder) {
+  const std::string dir = FreshDir("onnx_external");
+  std::ofstream(dir + "/weights.bin", std::ios::binary) << std::string(24, '\0');
+  ASSERT_OK(Import(ExternalWeight("weights.bin"), dir));
+  EXPECT_STATUS(Import(ExternalWeight("../weights.bin"), dir),
+                absl::StatusCode::kInvalidArgument, "leaves the model's folder");
+  EXPECT_STATUS(Import(ExternalWeight("sub/../../x"), dir), absl::StatusCode::kInvalidArgument,
+                "leaves the model's folder");
+  EXPECT_STATUS(Import(ExternalWeight("/etc/passwd"), dir), absl::StatusCode::kInvalidArgument,
+                "is not relative to the model's folder");
+  EXPECT_STATUS(Import(ExternalWeight("weights.bin", 8), dir),
+                absl::StatusCode::kInvalidArgument, "external data [8, +24) lies beyond");
+  EXPECT_STATUS(Import(ExternalWeight("weights.bin", 0, 16), dir),
+                absl::StatusCode::kInvalidArgument, "16 bytes of external data for float32 (2, 3)");
+  EXPECT_STATUS(Import(ExternalWeight("missing.bin"), dir), absl::StatusCode::kNotFound,
+                "cannot open external data");
+  EXPECT_STATUS(Import(ExternalWeight("weights.bin")), absl::StatusCode::kInvalidArgument,
+                "external data in a model read from memory");
+}
+
+TEST(OnnxHostile, NodesWithBadArguments) {
+  onnx::ModelProto m = ReluModel();
+  m.mutable_graph()->mutable_node(0)->set_op_type("Add");
+  EXPECT_STATUS(Import(m), absl::StatusCode::kInvalidArgument, "input 1 is missing");
+  onnx::ModelProto reshape = ReluModel();
+  onnx::NodeProto* node = reshape.mutable_graph()->mutable_node(0);
+  node->set_op_type("Reshape");
+  node->add_input("shape");
+  onnx::TensorProto* shape = reshape.mutable_graph()->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(1);
+  shape->add_int64_data(7);
+  EXPECT_STATUS(Import(reshape), absl::StatusCode::kInvalidArgument, "ONNX node 0 'relu' (Reshape)");
+}
+
+TEST(OnnxHostile, HugeFoldedShapesFailWhenCompiled) {
+  onnx::ModelProto m = ReluModel();
+  onnx::NodeProto* node = m.mutable_graph()->mutable_node(0);
+  node->set_op_type("ConstantOfShape");
+  node->set_input(0, "shape");
+  onnx::TensorProto* shape = m.mutable_graph()->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(int64_t{1} << 20);  // 4 TiB: not folded, refused when compiled
+  shape->add_int64_data(int64_t{1} << 20);
+  ASSERT_OK_AND_ASSIGN(OnnxModel model, ImportOnnxFromBytes(m.SerializeAsString(), "", {}));
+  Executor exec(*model.graph, ExecutorOptions{.memory_limit_bytes = int64_t{1} << 30});
+  EXPECT_STATUS(exec.Compile({model.outputs[0].value}).status(),
+                absl::StatusCode::kResourceExhausted, "");
+}
+
+}  // namespace
+}  // namespace dagrad::testing
+
+#endif  // DAGRAD_HAVE_ONNX
