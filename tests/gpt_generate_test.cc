@@ -12,6 +12,7 @@
 #include "models/gpt_generator.h"
 #include "ops/fill.h"
 #include "ops/shape_ops.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
@@ -19,8 +20,7 @@ namespace {
 
 using ::dagrad::testing::AsDoubles;
 
-const std::string kGoldens =
-    std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/";
+const std::string kGoldens = testing::GptGoldens();
 
 TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
   ASSERT_OK_AND_ASSIGN(auto gen,
