@@ -1,5 +1,5 @@
 // The examples of models/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h,
-// trainer.h and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
+// token_sampler.h, trainer.h and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
 
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +17,7 @@
 #include "models/gpt_generator.h"
 #include "models/gpt_trainer.h"
 #include "models/text_task.h"
+#include "models/token_sampler.h"
 #include "models/toy_trainer.h"
 #include "models/trainer.h"
 #include "ops/fill.h"
@@ -135,6 +136,16 @@ HEADER_EXAMPLE(ModelsRunSettings) {
   DAGRAD_RETURN_IF_ERROR(ValidateRun(config));
   std::map<std::string, std::string> m = RunMetadata(config);  // "lr" -> "0.001", ...
   EXPECT_EQ(m["lr"], "0.001");
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsTokenSampler) {
+  std::vector<float> logits(256, 0.0f);
+  logits[42] = 20;
+  DAGRAD_ASSIGN_OR_RETURN(auto sampler,
+      TokenSampler::Create(256, {.temperature = 0.8, .top_k = 40, .seed = 1}));
+  DAGRAD_ASSIGN_OR_RETURN(int64_t next, sampler->Sample(logits, /*draw=*/0));
+  EXPECT_EQ(next, 42);
   return absl::OkStatus();
 }
 
