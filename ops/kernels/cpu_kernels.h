@@ -125,6 +125,18 @@ struct CpuKernels {
   void (*layer_norm_grad_f32)(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
   void (*layer_norm_grad_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
 
+  // sum_columns_f32 adds rows [0, rows) of in (row stride `stride`) to
+  // acc[j] for each column j < len, in double: four rows at a time as
+  // acc[j] + ((r0 + r1) + (r2 + r3)), then the rest one by one. Exact
+  // conversions and a fixed order per column: bit-identical on every level.
+  void (*sum_columns_f32)(const float* in, int64_t rows, int64_t stride, int64_t len,
+                          double* acc);
+
+  // softmax_grad_f32: for `rows` rows of n elements, dx = y * (g - dot),
+  // dot = the row's sum of g * y in double (SumLanes<16>'s order, then
+  // rounded to float). dx may be g. Bit-identical on every level.
+  void (*softmax_grad_f32)(const float* g, const float* y, float* dx, int64_t rows, int64_t n);
+
   // gelu_f32 / gelu_grad_f32: elements [begin, end) of GeluArgs, y =
   // gelu(x) and y = g * gelu'(x) (ops/gelu.h), vectorised: Phi from a
   // polynomial (|x| < sqrt(2)) or exp(-x^2 / 2) times a polynomial in
