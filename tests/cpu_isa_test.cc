@@ -58,7 +58,8 @@ struct GemmCase {
 };
 
 // Every row remainder of every level's block height (up to 8) and column
-// remainders of 1, 2, 4, 8 and 16 lanes, transposed operands, alpha and beta.
+// remainders of 1, 2, 4, 8 and 16 lanes, transposed operands, alpha and beta,
+// B packed and B read in place.
 std::vector<GemmCase> GemmCases() {
   std::vector<GemmCase> cases;
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 32}) {
@@ -67,6 +68,8 @@ std::vector<GemmCase> GemmCases() {
   for (int64_t n : {1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 47, 64, 100, 256}) {
     cases.push_back({7, n, 5, false, true, 1.0, 0.0});
   }
+  // B by rows: read in place when n is a multiple of the level's lanes.
+  for (int64_t n : {4, 8, 12, 16, 24, 48}) cases.push_back({7, n, 5, false, false, 1.0, 0.5});
   cases.push_back({64, 64, 32, true, false, 0.5, 0.0});
   // 64^3 as q·kᵀ; 2^22 multiply-adds, the avx2 and avx512 levels'
   // small_gemm_max_madds, as q·kᵀ and as p·v.

@@ -27,7 +27,8 @@ namespace dagrad {
 // SmallGemmArgs: C = alpha * A·B + beta * C, A (m x k) and B (k x n) given
 // by (row, column) strides, C row-major with row stride ldc. `panel` is
 // scratch for B packed into rows padded to 64 bytes: k * ceil(n * sizeof(T)
-// / 64) * 64 bytes, 64-byte aligned.
+// / 64) * 64 bytes, 64-byte aligned (left unused when B's rows already are
+// whole vectors of the level: csb == 1 and n a multiple of its lanes).
 template <typename T>
 struct SmallGemmArgs {
   int64_t m, n, k;
