@@ -127,8 +127,7 @@ int RunExport() {
 
 Command ExportCommand() {
   return {"export",
-          "write a trained model as an ONNX model for inference (opset 17; inputs tokens and, "
-          "for the toy model, lengths; output logits)",
+          "write a trained model as an ONNX model for inference (opset 17)",
           {"checkpoint", "out"},
           RunExport};
 }
