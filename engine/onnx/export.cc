@@ -44,9 +44,9 @@ std::vector<NodeId> Reachable(const Graph& g, absl::Span<const Value> outputs) {
   return ids;
 }
 
-// FindSymbol returns the symbol that `d` names, appending it to `symbols`
-// the first time; errors for an input the graph does not read, a bad axis,
-// a size of 1 or a size another symbol has.
+// AddSymbol appends the symbol `d` names to `symbols` unless it is there;
+// errors for an input the graph does not read, a bad axis, a size of 1, or
+// a size or name another symbol has with another name or size.
 absl::Status AddSymbol(const Graph& g, const std::vector<NodeId>& nodes, const OnnxDynamicDim& d,
                        std::vector<OnnxSymbol>& symbols) {
   const Node* input = nullptr;
@@ -104,7 +104,7 @@ absl::StatusOr<std::vector<OnnxSymbol>> Symbols(const Graph& g, const std::vecto
   return symbols;
 }
 
-// ValueInfo describes a graph input or output; sizes of symbols are
+// SetValueInfo describes a graph input or output; sizes of symbols are
 // dim_params.
 void SetValueInfo(onnx::ValueInfoProto* info, const std::string& name, const Node& node,
                   const OnnxBuilder& b) {

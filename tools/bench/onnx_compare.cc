@@ -2,14 +2,15 @@
 // to set against ONNX Runtime on the same model exported by `dagrad export`.
 //
 //   ./build/tools/onnx_compare --out_dir=DIR [--batch=32] [--seq=32]
-//       [--threads=1] [--repeat=50]
+//       [--threads=1] [--repeat=50] [--profile=1]
 //
 // Builds the toy transformer at its default size (vocab 16, seq_len 32,
 // dim 128, 4 heads, 2 layers, ffn 512) with its random initial values,
 // writes them as DIR/model.safetensors (a checkpoint `dagrad export` reads)
 // and random tokens and lengths (batch, seq) as DIR/input.safetensors, runs
 // the logits once to warm up and `repeat` times more, writes the logits as
-// DIR/dagrad_logits.safetensors and prints "dagrad_ms_median=<ms>".
+// DIR/dagrad_logits.safetensors and prints "dagrad_ms_median=<ms>";
+// --profile=1 also prints the time by op (ExecutorOptions::profile).
 
 #include <algorithm>
 #include <chrono>
@@ -64,7 +65,7 @@ absl::Status Run(const std::map<std::string, std::string>& flags) {
   Value lengths = g.Input("lengths", DType::kInt64, {batch});
   Value logits = model(tokens, lengths).logits;
   DAGRAD_RETURN_IF_ERROR(g.status());
-  Executor exec(g);
+  Executor exec(g, ExecutorOptions{.profile = flag("profile", 0) != 0});
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, CollectVariables(exec, model.parameters()));
   ckpt.metadata = config.ToMetadata();
   DAGRAD_RETURN_IF_ERROR(WriteCheckpoint(dir + "/model.safetensors", ckpt));
@@ -83,6 +84,7 @@ absl::Status Run(const std::map<std::string, std::string>& flags) {
   std::sort(ms.begin(), ms.end());
   std::printf("dagrad_ms_median=%.4f runs=%lld threads=%d\n", ms.empty() ? 0 : ms[ms.size() / 2],
               static_cast<long long>(repeat), NumThreads());
+  if (flag("profile", 0) != 0) std::printf("%s", plan->profile().ToString().c_str());
   SafetensorsFile result;
   result.tensors.push_back({"logits", out[0]});
   return WriteSafetensors(dir + "/dagrad_logits.safetensors", result);

@@ -17,7 +17,7 @@ ABSL_FLAG(int, threads, 0,
           "hardware threads)");
 ABSL_FLAG(std::string, out, "",
           "dot: the .dot file to write (required); train: the output directory "
-          "(empty: runs/train)");
+          "(empty: runs/train); export: the .onnx file to write (required)");
 
 ABSL_FLAG(bool, check_numerics, false,
           "stop at the first node (forward or backward) that produces NaN or Inf, and name it");

@@ -33,8 +33,9 @@ namespace {
 
 // ExportSizes picks the batch and sequence sizes to build the graph at:
 // distinct, >= 2, the sequence <= max_sequence, and neither a dim of a
-// parameter nor one of `model_sizes` (heads, head size, ...), since the
-// export takes every size equal to one of them for that symbol.
+// parameter nor one of `model_sizes` (heads, head size, the 2 of pairs and
+// the 3 of q, k, v, ...), since the export takes every size equal to one
+// of them for that symbol.
 absl::StatusOr<std::pair<int64_t, int64_t>> ExportSizes(const std::vector<Value>& parameters,
                                                         std::vector<int64_t> model_sizes,
                                                         int64_t max_sequence) {
@@ -64,7 +65,7 @@ absl::StatusOr<Value> ToyGraph(Graph& g, const SafetensorsFile& ckpt, const std:
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, *c));
   const int64_t head = c->dim / c->heads;
   DAGRAD_ASSIGN_OR_RETURN(
-      auto sizes, ExportSizes(model.parameters(), {3, c->heads, head, head / 2, c->dim / 2},
+      auto sizes, ExportSizes(model.parameters(), {2, 3, c->heads, head, head / 2, c->dim / 2},
                               c->seq_len));
   Value tokens = g.Input("tokens", DType::kInt64, {sizes.first, sizes.second});
   Value lengths = g.Input("lengths", DType::kInt64, {sizes.first});
@@ -79,7 +80,7 @@ absl::StatusOr<Value> GptGraph(Graph& g, const SafetensorsFile& ckpt, const std:
   const int64_t head = c->dim / c->heads;
   DAGRAD_ASSIGN_OR_RETURN(
       auto sizes,
-      ExportSizes(model.parameters(), {3, c->heads, head}, c->block_size));
+      ExportSizes(model.parameters(), {2, 3, c->heads, head}, c->block_size));
   return model(g.Input("tokens", DType::kInt64, {sizes.first, sizes.second}));
 }
 
@@ -126,8 +127,7 @@ int RunExport() {
 
 Command ExportCommand() {
   return {"export",
-          "write a trained model as an ONNX model for inference (opset 17; inputs tokens and, "
-          "for the toy model, lengths; output logits)",
+          "write a trained model as an ONNX model for inference (opset 17)",
           {"checkpoint", "out"},
           RunExport};
 }

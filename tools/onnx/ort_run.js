@@ -89,7 +89,7 @@ function median(xs) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const threads = Number(args.threads);
-  const options = {executionMode: 'sequential', interOpNumThreads: 1};
+  const options = {executionMode: 'sequential', interOpNumThreads: 1, graphOptimizationLevel: 'all'};
   if (threads > 0) options.intraOpNumThreads = threads;
   const session = await ort.InferenceSession.create(args.model, options);
   const all = readSafetensors(args.input);
