@@ -7,64 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
-#include "engine/philox.h"
 #include "engine/status_macros.h"
 
 namespace dagrad::models {
-namespace {
-
-absl::Status CheckSampling(const SamplingOptions& o) {
-  if (!(o.temperature >= 0) || !std::isfinite(o.temperature)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sampling: temperature must be finite and >= 0, got ", o.temperature));
-  }
-  if (o.top_k < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sampling: top_k must be >= 0, got ", o.top_k));
-  }
-  return absl::OkStatus();
-}
-
-// Argmax returns the index of the first maximum.
-int64_t Argmax(absl::Span<const float> logits) {
-  return std::max_element(logits.begin(), logits.end()) - logits.begin();
-}
-
-}  // namespace
-
-absl::StatusOr<int64_t> SampleToken(absl::Span<const float> logits,
-                                    const SamplingOptions& options,
-                                    uint64_t draw) {
-  DAGRAD_RETURN_IF_ERROR(CheckSampling(options));
-  if (logits.empty()) return absl::InvalidArgumentError("sampling: no logits");
-  if (options.temperature == 0) return Argmax(logits);
-  const int64_t V = static_cast<int64_t>(logits.size());
-  const int64_t k = options.top_k == 0 ? V : std::min(options.top_k, V);
-  // Candidates by descending logit (ties: lower index first), the top k kept.
-  std::vector<int64_t> order(V);
-  for (int64_t i = 0; i < V; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
-  order.resize(k);
-  std::vector<double> weights(k);
-  double total = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    weights[i] =
-        std::exp((logits[order[i]] - logits[order[0]]) / options.temperature);
-    total += weights[i];
-  }
-  const PhiloxBlock bits = Philox4x32_10(
-      {{static_cast<uint32_t>(draw), static_cast<uint32_t>(draw >> 32), 0, 0}},
-      static_cast<uint32_t>(options.seed),
-      static_cast<uint32_t>(options.seed >> 32));
-  double target = UniformFromBits(bits.v[0]) * total;
-  for (int64_t i = 0; i < k; ++i) {
-    target -= weights[i];
-    if (target < 0) return order[i];
-  }
-  return order[k - 1];  // rounding left a sliver past the last weight
-}
-
 std::vector<int64_t> BytesToTokens(absl::string_view bytes) {
   std::vector<int64_t> tokens(bytes.size());
   for (size_t i = 0; i < bytes.size(); ++i)
@@ -230,6 +175,8 @@ absl::StatusOr<std::vector<int64_t>> GptGenerator::Generate(
                        ", outside [0, ", config_.vocab, ")"));
     }
   }
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<TokenSampler> sampler,
+                          TokenSampler::Create(config_.vocab, options.sampling));
   const int64_t block = config_.block_size;
   const bool cache = options.kv_cache && step_plan_ != nullptr;
   std::vector<int64_t> seq(prompt.begin(), prompt.end());
@@ -249,7 +196,7 @@ absl::StatusOr<std::vector<int64_t>> GptGenerator::Generate(
     }
     DAGRAD_ASSIGN_OR_RETURN(
         const int64_t next,
-        SampleToken(logits, options.sampling, static_cast<uint64_t>(i)));
+        sampler->Sample(logits, static_cast<uint64_t>(i)));
     seq.push_back(next);
   }
   return std::vector<int64_t>(seq.begin() + prompt.size(), seq.end());

@@ -21,17 +21,22 @@
 // The KV cache. While the sequence fits the window, every token, of the
 // prompt too, runs through the model once, as one position: its keys and
 // values are kept (per layer (1, H, block_size - 1, Dh)) and the new token
-// attends to them. Positions are learned and absolute, so once the window
-// slides every kept key belongs to another position: from then on each
-// token recomputes the window (block_size positions), exactly what the
-// model computes on it, as without the cache. Greedy output with and without
-// the cache is the same (gpt_generate_test.cc).
+// attends to them: token n costs one position's projections and MLP and an
+// attention over n keys. Positions are learned and absolute, so once the
+// window slides every kept key belongs to another position (token t moves
+// from position p to p - 1), and the cache would have to be rebuilt for
+// every new token: from then on each token recomputes the whole window
+// (block_size positions, attention over block_size^2 pairs), exactly what
+// the model computes on it and what generation without the cache costs.
+// The cache pays for the first block_size tokens of prompt and output
+// only. Greedy output with and without the cache is the same, before and
+// after the window slides (gpt_generate_test.cc).
 //
-// Sampling. Temperature 0 is greedy (argmax, the first of equal maxima).
-// Otherwise token i of a run is drawn from softmax(logits / temperature),
-// restricted to the top_k largest logits when top_k > 0, with the uniform
-// number Philox4x32_10(counter (i, 0, 0, 0), key (seed)): a seed reproduces
-// a sample.
+// Sampling (models/token_sampler.h, with the library's ArgMax, TopK and
+// Multinomial ops). Temperature 0 is greedy (argmax, the first of equal
+// maxima). Otherwise token i of a run is drawn from softmax(logits /
+// temperature), restricted to the top_k largest logits when top_k > 0, with
+// Multinomial's Philox draw at step i: a seed reproduces a sample.
 
 #ifndef DAGRAD_MODELS_GPT_GENERATOR_H_
 #define DAGRAD_MODELS_GPT_GENERATOR_H_
@@ -48,27 +53,15 @@
 #include "engine/executor.h"
 #include "engine/safetensors.h"
 #include "models/gpt.h"
+#include "models/token_sampler.h"
 
 namespace dagrad::models {
-
-struct SamplingOptions {
-  double temperature = 1.0;  // 0: greedy; else finite and > 0
-  int64_t top_k = 0;         // 0: every token; else >= 1
-  uint64_t seed = 0;
-};
 
 struct GenerateOptions {
   int64_t tokens = 100;  // how many to generate, >= 0
   SamplingOptions sampling;
   bool kv_cache = true;  // false: recompute the window for every token
 };
-
-// SampleToken picks the next token from one row of logits, draw number
-// `draw` of a run (see the file comment). InvalidArgument for bad options or
-// empty logits.
-absl::StatusOr<int64_t> SampleToken(absl::Span<const float> logits,
-                                    const SamplingOptions& options,
-                                    uint64_t draw);
 
 // Bytes as tokens (0..255) and back (each token taken modulo 256).
 std::vector<int64_t> BytesToTokens(absl::string_view bytes);

@@ -3,9 +3,7 @@
 #include <cmath>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "engine/checkpoint.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
@@ -15,9 +13,7 @@
 namespace dagrad::models {
 namespace {
 
-constexpr char kFormatKey[] = "dagrad.format";
 constexpr char kFormat[] = "gpt-text-train-state/1";
-constexpr char kStepKey[] = "dagrad.step";
 
 }  // namespace
 
@@ -26,6 +22,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
   DAGRAD_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<GptTrainer> t(new GptTrainer());
   t->config_ = config;
+  t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
   DAGRAD_ASSIGN_OR_RETURN(TextData data,
                           TextData::Load(config.data, config.model.block_size));
   t->data_ = std::make_unique<TextData>(std::move(data));
@@ -52,16 +49,17 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
     loss_ = CrossEntropy(logits_, targets_);
   }
   OptimizerOptions optimizer = c.optimizer;
-  optimizer.skip_nonfinite =
-      true;  // a non-finite step never changes a parameter
+  optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   DAGRAD_ASSIGN_OR_RETURN(
-      ts_, BuildTrainingStep(loss_, DecayMatrices(model_.parameters(), optimizer.weight_decay), optimizer));
+      ts_, BuildTrainingStep(loss_, DecayMatrices(model_.parameters(), optimizer.weight_decay),
+                             optimizer));
   {
     Graph::Scope scope(g, "eval");
     eval_tokens_ = g.Input("tokens", DType::kInt64, validation_.tokens.shape());
     eval_targets_ =
         g.Input("targets", DType::kInt64, validation_.targets.shape());
-    eval_loss_ = CrossEntropy(model_(eval_tokens_), eval_targets_);
+    eval_logits_ = model_(eval_tokens_);
+    eval_loss_ = CrossEntropy(eval_logits_, eval_targets_);
     window_tokens_ = g.Input("window", DType::kInt64, {1, T});
     attention_ =
         model_.Forward(window_tokens_, {.keep_attention = true}).attention;
@@ -71,49 +69,49 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
       g, std::move(device),
       ExecutorOptions{.seed = c.seed,
                       .check_numerics = c.check_numerics,
-                      .memory_limit_bytes = c.memory_limit_bytes});
+                      .memory_limit_bytes = c.memory_limit_bytes,
+                      .profile = c.profile});
   DAGRAD_ASSIGN_OR_RETURN(train_plan_,
-                          exec_->Compile({loss_, ts_.grad_norm}, ts_.updates));
-  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_}));
+                          exec_->Compile({loss_, ts_.grad_norm, logits_}, ts_.updates));
+  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
   return absl::OkStatus();
 }
 
-absl::StatusOr<TextStepResult> GptTrainer::Step() {
+absl::StatusOr<StepResult> GptTrainer::Step() {
   const int64_t s = step_ + 1;
   DAGRAD_ASSIGN_OR_RETURN(
       TextBatch batch,
       data_->TrainBatch(config_.seed, static_cast<uint64_t>(s), config_.batch));
-  TextStepResult r{.step = s, .lr = LearningRate(schedule_, s)};
+  StepResult r{.step = s, .lr = LearningRate(schedule_, s)};
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
       exec_->Run(*train_plan_,
                  {{tokens_, batch.tokens},
                   {targets_, batch.targets},
                   {ts_.lr, Tensor::Scalar<double>(r.lr)},
-                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s))}},
+                  // Adam's step counts applied updates only.
+                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skips_.total()))}},
                  {.training = true, .step = static_cast<uint64_t>(s)}));
   r.loss = out[0].data<float>()[0];
   r.grad_norm = out[1].data<double>()[0];
+  r.accuracy = TokenAccuracy(out[2], batch.targets);
   if (UpdateSkipped(r.loss, r.grad_norm)) {
-    return absl::AbortedError(absl::StrCat(
-        "step ", s, ": ",
-        std::isfinite(r.loss) ? "the gradient norm is " : "the loss is ",
-        std::isfinite(r.loss) ? r.grad_norm : r.loss,
-        "; its update was not applied. Rerun with --check_numerics to find the "
-        "node that "
-        "produced it, or lower the learning rate"));
+    DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(s, r.loss, r.grad_norm));
+    r.skipped = true;
+  } else {
+    skips_.Finite();
   }
   step_ = s;
   return r;
 }
 
-absl::StatusOr<double> GptTrainer::Evaluate() {
+absl::StatusOr<EvalResult> GptTrainer::Evaluate() {
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
       exec_->Run(*eval_plan_, {{eval_tokens_, validation_.tokens},
                                {eval_targets_, validation_.targets}}));
-  return static_cast<double>(out[0].data<float>()[0]);
+  return EvalResult{out[0].data<float>()[0], TokenAccuracy(out[1], validation_.targets)};
 }
 
 absl::StatusOr<std::vector<Tensor>> GptTrainer::Attention(std::string* window) {
@@ -145,68 +143,26 @@ absl::StatusOr<std::string> GptTrainer::Sample(
   return prompt + TokensToBytes(more);
 }
 
-absl::Status GptTrainer::SaveCheckpoint(const std::string& path,
-                                        const AtomicWriteOptions& options) {
-  std::map<std::string, std::string> meta = config_.ToMetadata();
-  meta[kFormatKey] = kFormat;
-  meta[kStepKey] = absl::StrCat(step_);
+std::vector<Value> GptTrainer::StateVariables() const {
   std::vector<Value> vars = model_.parameters();
   vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  return SaveFinite(vars, meta, path, options);
+  return vars;
+}
+
+TrainingState GptTrainer::State() const { return {kFormat, config_.ToMetadata()}; }
+
+absl::Status GptTrainer::SaveCheckpoint(const std::string& path,
+                                        const AtomicWriteOptions& options) {
+  return State().Save(*exec_, StateVariables(), step_, skips_, path, options);
 }
 
 absl::Status GptTrainer::LoadCheckpoint(const std::string& path) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
-  auto format = file.metadata.find(kFormatKey);
-  if (format == file.metadata.end() || format->second != kFormat) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is not a dagrad text training checkpoint (no '",
-                     kFormatKey, "')"));
-  }
-  std::vector<std::string> differences;
-  for (const auto& [key, value] : config_.ToMetadata()) {
-    auto it = file.metadata.find(key);
-    if (it == file.metadata.end() || it->second != value) {
-      differences.push_back(
-          absl::StrCat(key, ": checkpoint ",
-                       it == file.metadata.end() ? "(none)" : it->second,
-                       ", this run ", value));
-    }
-  }
-  if (!differences.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": the checkpoint was made with another config: ",
-                     absl::StrJoin(differences, "; ")));
-  }
-  int64_t step = 0;
-  auto s = file.metadata.find(kStepKey);
-  if (s == file.metadata.end() || !absl::SimpleAtoi(s->second, &step) ||
-      step < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": bad or missing '", kStepKey, "'"));
-  }
-  std::vector<Value> vars = model_.parameters();
-  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, vars, file, path));
-  step_ = step;
+  DAGRAD_ASSIGN_OR_RETURN(step_, State().Load(*exec_, StateVariables(), skips_, path));
   return absl::OkStatus();
 }
 
 absl::Status GptTrainer::SaveModel(const std::string& path) {
-  return SaveFinite(model_.parameters(), config_.model.ToMetadata(), path, {});
-}
-
-absl::Status GptTrainer::SaveFinite(
-    const std::vector<Value>& vars,
-    const std::map<std::string, std::string>& metadata, const std::string& path,
-    const AtomicWriteOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(*exec_, vars));
-  if (absl::Status st = RequireFinite(file); !st.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("not writing ", path, ": ", st.message()));
-  }
-  file.metadata = metadata;
-  return WriteCheckpoint(path, std::move(file), options);
+  return SaveFiniteVariables(*exec_, model_.parameters(), config_.model.ToMetadata(), path);
 }
 
 }  // namespace dagrad::models

@@ -6,12 +6,15 @@
 // keeps the attention weights of the first validation window; each is
 // compiled once. Data, dropout and the learning rate are functions of
 // (seed, step), so a run resumed from a checkpoint continues exactly.
+// Non-finite steps and checkpoints follow the policies every trainer shares
+// (models/trainer.h), so `dagrad train --task=text` runs the reverse task's
+// loop: stop signals, --on_nonfinite, the previous checkpoint kept.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, GptTrainer::Create(config));
 //   while (trainer->step() < config.steps) {
-//     DAGRAD_ASSIGN_OR_RETURN(TextStepResult r, trainer->Step());
+//     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());  // r.loss: nats per byte
 //   }
-//   DAGRAD_ASSIGN_OR_RETURN(double val_loss, trainer->Evaluate());
+//   DAGRAD_ASSIGN_OR_RETURN(EvalResult val, trainer->Evaluate());
 //   DAGRAD_ASSIGN_OR_RETURN(std::string text, trainer->Sample("The ", 200, {.seed = 1}));
 
 #ifndef DAGRAD_MODELS_GPT_TRAINER_H_
@@ -29,17 +32,11 @@
 #include "models/gpt.h"
 #include "models/gpt_generator.h"
 #include "models/text_task.h"
+#include "models/trainer.h"
 
 namespace dagrad::models {
 
-struct TextStepResult {
-  int64_t step = 0;
-  double loss = 0;  // mean cross-entropy of the batch, nats per byte
-  double lr = 0;
-  double grad_norm = 0;
-};
-
-class GptTrainer {
+class GptTrainer : public Trainer {
  public:
   // Create reads the data (TextData::Load's errors) and builds and
   // compiles the model (TextTrainConfig::Validate's errors and the
@@ -48,11 +45,12 @@ class GptTrainer {
       const TextTrainConfig& config,
       std::unique_ptr<Device> device = CpuDevice());
 
-  // Step runs step step()+1. Aborted, with nothing changed, when its loss or
-  // gradient norm is not finite (the message names the step and value).
-  absl::StatusOr<TextStepResult> Step();
-  // Evaluate returns the mean validation loss (eval mode).
-  absl::StatusOr<double> Evaluate();
+  // Step runs step step()+1 (Trainer::Step); accuracy is the fraction of
+  // next bytes the logits' argmax predicts.
+  absl::StatusOr<StepResult> Step() override;
+  // Evaluate returns the mean loss and accuracy over the validation windows
+  // (eval mode).
+  absl::StatusOr<EvalResult> Evaluate() override;
   // Attention returns, per layer, the weights (H, T, T) of the first
   // validation window, and that window's bytes.
   absl::StatusOr<std::vector<Tensor>> Attention(std::string* window);
@@ -61,32 +59,33 @@ class GptTrainer {
   absl::StatusOr<std::string> Sample(const std::string& prompt, int64_t tokens,
                                      const SamplingOptions& sampling);
 
-  // SaveCheckpoint writes parameters, optimizer state, the step and the
-  // config (atomically, with checksums). LoadCheckpoint restores them:
-  // InvalidArgument for a file that is not a text training checkpoint,
-  // FailedPrecondition listing the config fields that differ.
+  // SaveCheckpoint and LoadCheckpoint: the training state, as
+  // TrainingState::Save and Load (format gpt-text-train-state/1).
   absl::Status SaveCheckpoint(const std::string& path,
-                              const AtomicWriteOptions& options = {});
-  absl::Status LoadCheckpoint(const std::string& path);
+                              const AtomicWriteOptions& options = {}) override;
+  absl::Status LoadCheckpoint(const std::string& path) override;
   // SaveModel writes the parameters with the model's metadata (model=gpt):
   // what `dagrad eval`, `dagrad generate` and tools/reference/gpt.py load.
   absl::Status SaveModel(const std::string& path);
 
-  int64_t step() const { return step_; }
+  int64_t step() const override { return step_; }
+  // Updates skipped so far (on_nonfinite = kSkip), in all and in a row.
+  int64_t skipped_updates() const { return skips_.total(); }
+  int64_t consecutive_skips() const { return skips_.in_a_row(); }
   const TextTrainConfig& config() const { return config_; }
   const TextData& data() const { return *data_; }
   Graph& graph() { return *graph_; }
   Value logits() const { return logits_; }
   Value loss() const { return loss_; }
   const TrainingStep& training_step() const { return ts_; }
+  const Plan& train_plan() const { return *train_plan_; }
 
  private:
   GptTrainer() = default;
   absl::Status Build(std::unique_ptr<Device> device);
-  absl::Status SaveFinite(const std::vector<Value>& vars,
-                          const std::map<std::string, std::string>& metadata,
-                          const std::string& path,
-                          const AtomicWriteOptions& options);
+  // The parameters and the optimizer state: what a checkpoint holds.
+  std::vector<Value> StateVariables() const;
+  TrainingState State() const;
 
   TextTrainConfig config_;
   std::unique_ptr<TextData> data_;
@@ -95,12 +94,13 @@ class GptTrainer {
   std::unique_ptr<Executor> exec_;
   std::unique_ptr<Plan> train_plan_, eval_plan_, attention_plan_;
   Value tokens_, targets_, logits_, loss_;
-  Value eval_tokens_, eval_targets_, eval_loss_, window_tokens_;
+  Value eval_tokens_, eval_targets_, eval_logits_, eval_loss_, window_tokens_;
   std::vector<Value> attention_;
   TextBatch validation_;
   TrainingStep ts_;
   LrSchedule schedule_;
   int64_t step_ = 0;
+  NonFiniteSteps skips_;
 };
 
 }  // namespace dagrad::models

@@ -98,48 +98,22 @@ absl::StatusOr<TextBatch> TextData::Validation(int64_t max_windows) const {
 
 absl::Status TextTrainConfig::Validate() const {
   DAGRAD_RETURN_IF_ERROR(model.Validate());
-  auto bad = [](const std::string& what) {
-    return absl::InvalidArgumentError(what);
-  };
-  if (model.vocab != 256)
-    return bad(absl::StrCat("text models are byte-level: vocab 256, got ",
-                            model.vocab));
-  if (batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", batch));
-  if (steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", steps));
-  if (!(lr > 0) || !std::isfinite(lr))
-    return bad(absl::StrCat("lr must be finite and > 0, got ", lr));
-  if (warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", warmup));
-  if (!(final_lr_fraction >= 0 && final_lr_fraction <= 1)) {
-    return bad(absl::StrCat("final_lr_fraction must be in [0, 1], got ",
-                            final_lr_fraction));
+  if (model.vocab != 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text models are byte-level: vocab 256, got ", model.vocab));
   }
-  if (eval_windows < 1)
-    return bad(absl::StrCat("eval_windows must be >= 1, got ", eval_windows));
-  if (!(optimizer.weight_decay >= 0) ||
-      !std::isfinite(optimizer.weight_decay)) {
-    return bad(absl::StrCat("weight_decay must be finite and >= 0, got ",
-                            optimizer.weight_decay));
+  if (eval_windows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eval_windows must be >= 1, got ", eval_windows));
   }
-  if (!(optimizer.clip_norm >= 0) || !std::isfinite(optimizer.clip_norm)) {
-    return bad(absl::StrCat("clip must be finite and >= 0, got ",
-                            optimizer.clip_norm));
-  }
-  return ValidateOptimizerOptions(optimizer);
+  return ValidateRun(*this);
 }
 
 std::map<std::string, std::string> TextTrainConfig::ToMetadata() const {
   std::map<std::string, std::string> m = model.ToMetadata();
+  m.merge(RunMetadata(*this));
   m["task"] = "text";
   m["data"] = data;
-  m["batch"] = absl::StrCat(batch);
-  m["steps"] = absl::StrCat(steps);
-  m["optimizer"] = OptimizerName(optimizer.kind);
-  m["weight_decay"] = absl::StrCat(optimizer.weight_decay);
-  m["clip"] = absl::StrCat(optimizer.clip_norm);
-  m["lr"] = absl::StrCat(lr);
-  m["warmup"] = absl::StrCat(warmup);
-  m["final_lr_fraction"] = absl::StrCat(final_lr_fraction);
-  m["seed"] = absl::StrCat(seed);
   m["eval_windows"] = absl::StrCat(eval_windows);
   return m;
 }

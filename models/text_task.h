@@ -30,6 +30,7 @@
 #include "engine/autodiff/optimizer.h"
 #include "engine/tensor.h"
 #include "models/gpt.h"
+#include "models/trainer.h"
 
 namespace dagrad::models {
 
@@ -85,11 +86,18 @@ struct TextTrainConfig {
   // Debugging and limits; they do not change the numbers of a run.
   bool check_numerics = false;
   int64_t memory_limit_bytes = 0;
+  bool profile = false;  // time every kernel (GptTrainer::train_plan().profile())
+  // A step with a non-finite loss or gradient norm: stop, or skip its update
+  // and stop after max_consecutive_skips (>= 1) skipped in a row
+  // (models/trainer.h).
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::kStop;
+  int64_t max_consecutive_skips = 8;
 
-  // Validate returns InvalidArgument naming the first bad field.
+  // Validate returns InvalidArgument naming the first bad field
+  // (ValidateRun's, then the text task's).
   absl::Status Validate() const;
-  // ToMetadata: the model's (GptConfig::ToMetadata) and every field that
-  // shapes the run's numbers, as strings.
+  // ToMetadata: the model's (GptConfig::ToMetadata), RunMetadata and the
+  // text task's fields: every field that shapes the run's numbers.
   std::map<std::string, std::string> ToMetadata() const;
 };
 

@@ -2,12 +2,9 @@
 
 #include <cmath>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "engine/checkpoint.h"
 #include "engine/memory_budget.h"
-#include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "ops/loss.h"
 #include "ops/shape_ops.h"
@@ -15,51 +12,7 @@
 namespace dagrad::models {
 namespace {
 
-// Keys identifying a checkpoint as a training state, beside the config.
-constexpr char kFormatKey[] = "dagrad.format";
 constexpr char kFormat[] = "toy-train-state/1";
-constexpr char kStepKey[] = "dagrad.step";
-// Skipped updates so far, in all and in a row (absent: none).
-constexpr char kSkippedKey[] = "dagrad.skipped_updates";
-constexpr char kConsecutiveKey[] = "dagrad.consecutive_skips";
-
-struct SkipCounts {
-  int64_t total = 0, in_a_row = 0;
-};
-
-// ReadSkipCounts reads a checkpoint's skip counts (none when absent: the
-// file predates them) and checks them against its step.
-absl::StatusOr<SkipCounts> ReadSkipCounts(const std::map<std::string, std::string>& metadata,
-                                          int64_t step, const std::string& path) {
-  SkipCounts c;
-  for (auto [key, count] : {std::pair{kSkippedKey, &c.total}, {kConsecutiveKey, &c.in_a_row}}) {
-    auto it = metadata.find(key);
-    if (it == metadata.end()) continue;
-    if (!absl::SimpleAtoi(it->second, count) || *count < 0 || *count > step) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": bad '", key, "' (", it->second, ") at step ", step));
-    }
-  }
-  if (c.in_a_row > c.total) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": more skips in a row (", c.in_a_row, ") than in all (", c.total, ")"));
-  }
-  return c;
-}
-
-absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
-
-// The optimizer fields in the CLI's words (--weight_decay, --clip), then
-// the rest in the library's (ValidateOptimizerOptions).
-absl::Status ValidateOptimizer(const OptimizerOptions& o) {
-  if (!(o.weight_decay >= 0) || !std::isfinite(o.weight_decay)) {
-    return Bad(absl::StrCat("weight_decay must be finite and >= 0, got ", o.weight_decay));
-  }
-  if (!(o.clip_norm >= 0) || !std::isfinite(o.clip_norm)) {
-    return Bad(absl::StrCat("clip must be finite and >= 0, got ", o.clip_norm));
-  }
-  return ValidateOptimizerOptions(o);
-}
 
 // DataBudget is what the training batch and the evaluation set will take:
 // ToyTrainer draws them after Compile, which counts them in its budget.
@@ -78,74 +31,25 @@ absl::StatusOr<MemoryBudget> DataBudget(const TaskGenerator& train, const TaskGe
 
 }  // namespace
 
-absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name) {
-  if (name == "stop") return NonFinitePolicy::kStop;
-  if (name == "skip") return NonFinitePolicy::kSkip;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown non-finite policy '", name, "' (stop, skip)"));
-}
-
 absl::Status TrainConfig::Validate() const {
   DAGRAD_RETURN_IF_ERROR(model.Validate());
-  const auto& bad = Bad;
   if (min_len < 0 || min_len > model.seq_len) {
-    return bad(absl::StrCat("min_len must be in [0, seq_len=", model.seq_len, "], got ", min_len));
+    return absl::InvalidArgumentError(absl::StrCat("min_len must be in [0, seq_len=",
+                                                   model.seq_len, "], got ", min_len));
   }
-  if (batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", batch));
-  if (steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", steps));
-  if (!(lr > 0) || !std::isfinite(lr)) {
-    return bad(absl::StrCat("lr must be finite and > 0, got ", lr));
+  if (eval_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("eval_size must be >= 1, got ", eval_size));
   }
-  if (warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", warmup));
-  if (!(final_lr_fraction >= 0 && final_lr_fraction <= 1)) {
-    return bad(absl::StrCat("final_lr_fraction must be in [0, 1], got ", final_lr_fraction));
-  }
-  if (eval_size < 1) return bad(absl::StrCat("eval_size must be >= 1, got ", eval_size));
-  if (memory_limit_bytes < 0) {
-    return bad(absl::StrCat("memory limit must be >= 0, got ", memory_limit_bytes));
-  }
-  DAGRAD_RETURN_IF_ERROR(ValidateOptimizer(optimizer));
-  if (max_consecutive_skips < 1) {
-    return bad(absl::StrCat("max_consecutive_skips must be >= 1, got ", max_consecutive_skips));
-  }
-  return absl::OkStatus();
+  return ValidateRun(*this);
 }
 
 std::map<std::string, std::string> TrainConfig::ToMetadata() const {
   std::map<std::string, std::string> m = model.ToMetadata();
+  m.merge(RunMetadata(*this));
   m["task"] = TaskName(task);
   m["min_len"] = absl::StrCat(min_len);
-  m["batch"] = absl::StrCat(batch);
-  m["steps"] = absl::StrCat(steps);
-  m["optimizer"] = OptimizerName(optimizer.kind);
-  m["weight_decay"] = absl::StrCat(optimizer.weight_decay);
-  m["clip"] = absl::StrCat(optimizer.clip_norm);
-  m["lr"] = absl::StrCat(lr);
-  m["warmup"] = absl::StrCat(warmup);
-  m["final_lr_fraction"] = absl::StrCat(final_lr_fraction);
-  m["seed"] = absl::StrCat(seed);
   m["eval_size"] = absl::StrCat(eval_size);
   return m;
-}
-
-double TokenAccuracy(const Tensor& logits, const Tensor& targets) {
-  const int64_t V = logits.shape()[logits.shape().rank() - 1];
-  const float* l = logits.data<float>();
-  const int64_t* t = targets.data<int64_t>();
-  int64_t correct = 0, total = 0;
-  for (int64_t i = 0; i < targets.num_elements(); ++i) {
-    if (t[i] == kIgnoreIndex) continue;
-    const float* row = l + i * V;
-    // torch.argmax: NaN counts as the largest value, and the first one wins
-    // (whatever its position, a row holding NaN predicts the NaN).
-    int64_t best = 0;
-    for (int64_t v = 1; v < V && !std::isnan(row[best]); ++v) {
-      if (row[v] > row[best] || std::isnan(row[v])) best = v;
-    }
-    correct += best == t[i];
-    ++total;
-  }
-  return total ? static_cast<double>(correct) / total : 0.0;
 }
 
 absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(const TrainConfig& config,
@@ -153,6 +57,7 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(const TrainConfig
   DAGRAD_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<ToyTrainer> t(new ToyTrainer());
   t->config_ = config;
+  t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
   t->schedule_ = {.peak = config.lr, .warmup_steps = config.warmup, .total_steps = config.steps,
                   .final_fraction = config.final_lr_fraction};
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
@@ -231,36 +136,19 @@ absl::StatusOr<StepResult> ToyTrainer::Step() {
                  {{tokens_, batch.tokens}, {lengths_, batch.lengths}, {targets_, batch.targets},
                   {ts_.lr, Tensor::Scalar<double>(r.lr)},
                   // Adam's step counts applied updates only.
-                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skipped_))}},
+                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skips_.total()))}},
                  {.training = true, .step = static_cast<uint64_t>(s)}));
   r.loss = out[0].data<float>()[0];
   r.accuracy = TokenAccuracy(out[1], batch.targets);
   r.grad_norm = out[2].data<double>()[0];
-  if (UpdateSkipped(r.loss, r.grad_norm)) return NonFinite(r);
-  consecutive_skips_ = 0;
+  if (UpdateSkipped(r.loss, r.grad_norm)) {
+    DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(s, r.loss, r.grad_norm));
+    r.skipped = true;
+  } else {
+    skips_.Finite();
+  }
   step_ = s;
   return r;
-}
-
-absl::StatusOr<StepResult> ToyTrainer::NonFinite(StepResult r) {
-  const bool skip = config_.on_nonfinite == NonFinitePolicy::kSkip;
-  if (skip && consecutive_skips_ + 1 < config_.max_consecutive_skips) {
-    ++skipped_;
-    ++consecutive_skips_;
-    step_ = r.step;
-    r.skipped = true;
-    return r;
-  }
-  const std::string value = std::isfinite(r.loss)
-                                ? absl::StrCat("the gradient norm is ", r.grad_norm)
-                                : absl::StrCat("the loss is ", r.loss);
-  return absl::AbortedError(absl::StrCat(
-      "step ", r.step, ": ", value, "; its update was not applied",
-      skip ? absl::StrCat(" (", config_.max_consecutive_skips,
-                          " steps in a row were not finite: max_consecutive_skips)")
-           : "",
-      ". Rerun with --check_numerics (TrainConfig::check_numerics) to find the node that "
-      "produced it, or lower the learning rate"));
 }
 
 absl::StatusOr<EvalResult> ToyTrainer::Evaluate() {
@@ -299,73 +187,26 @@ absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
   return sample;
 }
 
-absl::Status ToyTrainer::SaveCheckpoint(const std::string& path,
-                                        const AtomicWriteOptions& options) {
-  std::map<std::string, std::string> meta = config_.ToMetadata();
-  meta[kFormatKey] = kFormat;
-  meta[kStepKey] = absl::StrCat(step_);
-  meta.merge(SkipMetadata());
+std::vector<Value> ToyTrainer::StateVariables() const {
   std::vector<Value> vars = model_->parameters();
   vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  return SaveFinite(vars, meta, path, options);
+  return vars;
+}
+
+TrainingState ToyTrainer::State() const { return {kFormat, config_.ToMetadata()}; }
+
+absl::Status ToyTrainer::SaveCheckpoint(const std::string& path,
+                                        const AtomicWriteOptions& options) {
+  return State().Save(*exec_, StateVariables(), step_, skips_, path, options);
 }
 
 absl::Status ToyTrainer::LoadCheckpoint(const std::string& path) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
-  auto format = file.metadata.find(kFormatKey);
-  if (format == file.metadata.end() || format->second != kFormat) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is not a dagrad training checkpoint (no '", kFormatKey, "')"));
-  }
-  std::vector<std::string> differences;
-  for (const auto& [key, value] : config_.ToMetadata()) {
-    auto it = file.metadata.find(key);
-    if (it == file.metadata.end() || it->second != value) {
-      differences.push_back(absl::StrCat(key, ": checkpoint ",
-                                         it == file.metadata.end() ? "(none)" : it->second,
-                                         ", this run ", value));
-    }
-  }
-  if (!differences.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": the checkpoint was made with another config (", differences.size(),
-        differences.size() == 1 ? " difference): " : " differences): ",
-        absl::StrJoin(differences, "; ")));
-  }
-  int64_t step = 0;
-  auto s = file.metadata.find(kStepKey);
-  if (s == file.metadata.end() || !absl::SimpleAtoi(s->second, &step) || step < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": bad or missing '", kStepKey, "'"));
-  }
-  std::vector<Value> vars = model_->parameters();
-  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  DAGRAD_ASSIGN_OR_RETURN(SkipCounts skips, ReadSkipCounts(file.metadata, step, path));
-  DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, vars, file, path));
-  step_ = step;
-  skipped_ = skips.total;
-  consecutive_skips_ = skips.in_a_row;
+  DAGRAD_ASSIGN_OR_RETURN(step_, State().Load(*exec_, StateVariables(), skips_, path));
   return absl::OkStatus();
 }
 
 absl::Status ToyTrainer::SaveModel(const std::string& path) {
-  return SaveFinite(model_->parameters(), config_.model.ToMetadata(), path);
-}
-
-absl::Status ToyTrainer::SaveFinite(const std::vector<Value>& vars,
-                                    const std::map<std::string, std::string>& metadata,
-                                    const std::string& path,
-                                    const AtomicWriteOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(*exec_, vars));
-  if (absl::Status st = RequireFinite(file); !st.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat("not writing ", path, ": ", st.message()));
-  }
-  file.metadata = metadata;
-  return WriteCheckpoint(path, std::move(file), options);
-}
-
-std::map<std::string, std::string> ToyTrainer::SkipMetadata() const {
-  return {{kSkippedKey, absl::StrCat(skipped_)},
-          {kConsecutiveKey, absl::StrCat(consecutive_skips_)}};
+  return SaveFiniteVariables(*exec_, model_->parameters(), config_.model.ToMetadata(), path);
 }
 
 }  // namespace dagrad::models

@@ -14,17 +14,11 @@
 //   }
 //   DAGRAD_ASSIGN_OR_RETURN(EvalResult e, trainer->Evaluate());
 //
-// Non-finite values. Every step checks its loss and its global gradient
-// norm. When either is NaN or +-Inf the update is not applied: the update
-// ops are guarded on them (OptimizerOptions::skip_nonfinite), so parameters
-// and optimizer state keep their values. TrainConfig::on_nonfinite says
-// what happens next: kStop (the default) makes Step return Aborted naming
-// the step and the value, with step() unchanged; kSkip counts the update
-// as skipped (StepResult::skipped, Adam's step count does not advance, as
-// torch.cuda.amp.GradScaler skips optimizer.step()) and goes on, until
-// max_consecutive_skips steps in a row were skipped: then Step returns
-// Aborted as kStop does. SaveCheckpoint and SaveModel refuse to write a
-// NaN or Inf (FailedPrecondition naming the tensor).
+// Non-finite steps, checkpoints and the run's settings follow the policies
+// every trainer shares (models/trainer.h): TrainConfig::on_nonfinite says
+// whether a step whose loss or gradient norm is NaN or Inf stops the run
+// or is skipped. SaveCheckpoint and SaveModel refuse to write a NaN or Inf
+// (FailedPrecondition naming the tensor).
 
 #ifndef DAGRAD_MODELS_TOY_TRAINER_H_
 #define DAGRAD_MODELS_TOY_TRAINER_H_
@@ -42,16 +36,10 @@
 #include "engine/file_io.h"
 #include "engine/graph.h"
 #include "models/tasks.h"
+#include "models/trainer.h"
 #include "models/transformer.h"
 
 namespace dagrad::models {
-
-// NonFinitePolicy: what a step whose loss or gradient norm is not finite
-// does (see the file comment).
-enum class NonFinitePolicy { kStop, kSkip };
-
-// ParseNonFinitePolicy accepts "stop" and "skip"; InvalidArgument else.
-absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name);
 
 // TrainConfig: Validate checks every field, NaN and +-Inf included.
 struct TrainConfig {
@@ -84,26 +72,12 @@ struct TrainConfig {
   std::map<std::string, std::string> ToMetadata() const;
 };
 
-struct StepResult {
-  int64_t step = 0;
-  double loss = 0;      // mean cross-entropy of the batch
-  double accuracy = 0;  // token accuracy of the batch (non-ignored targets)
-  double lr = 0;
-  double grad_norm = 0;  // the global gradient norm, before clipping
-  bool skipped = false;  // the update was skipped (on_nonfinite = kSkip)
-};
-
-struct EvalResult {
-  double loss = 0;
-  double accuracy = 0;
-};
-
 struct AttentionSample {
   std::vector<int64_t> tokens;   // the sequence's valid tokens
   std::vector<Tensor> weights;   // per layer, float32 (H, L, L) over valid positions
 };
 
-class ToyTrainer {
+class ToyTrainer : public Trainer {
  public:
   // Create builds and compiles the model. Before allocating anything large
   // it adds up, with checked arithmetic, the parameters, optimizer state,
@@ -116,9 +90,9 @@ class ToyTrainer {
   // gradient norm is not finite and the policy says stop (the message names
   // the step and the value; nothing changed, step() included); the
   // executor's errors otherwise.
-  absl::StatusOr<StepResult> Step();
+  absl::StatusOr<StepResult> Step() override;
   // Evaluate runs the held-out set in eval mode (no dropout).
-  absl::StatusOr<EvalResult> Evaluate();
+  absl::StatusOr<EvalResult> Evaluate() override;
   // SampleAttention returns attention weights for held-out sequence `index`.
   absl::StatusOr<AttentionSample> SampleAttention(int64_t index);
 
@@ -137,16 +111,17 @@ class ToyTrainer {
   //   DAGRAD_RETURN_IF_ERROR(trainer->SaveCheckpoint(
   //       "run/ckpt.safetensors", {.keep_previous_as = "run/ckpt.prev.safetensors"}));
   //   DAGRAD_RETURN_IF_ERROR(trainer->LoadCheckpoint("run/ckpt.safetensors"));
-  absl::Status SaveCheckpoint(const std::string& path, const AtomicWriteOptions& options = {});
-  absl::Status LoadCheckpoint(const std::string& path);
+  absl::Status SaveCheckpoint(const std::string& path,
+                              const AtomicWriteOptions& options = {}) override;
+  absl::Status LoadCheckpoint(const std::string& path) override;
   // SaveModel writes the parameters under PyTorch's state_dict names with
   // the model config as metadata (loadable by the reference's from_metadata).
   absl::Status SaveModel(const std::string& path);
 
-  int64_t step() const { return step_; }
+  int64_t step() const override { return step_; }
   // Updates skipped so far (on_nonfinite = kSkip), in all and in a row.
-  int64_t skipped_updates() const { return skipped_; }
-  int64_t consecutive_skips() const { return consecutive_skips_; }
+  int64_t skipped_updates() const { return skips_.total(); }
+  int64_t consecutive_skips() const { return skips_.in_a_row(); }
   const TrainConfig& config() const { return config_; }
   Graph& graph() { return *graph_; }
   const Plan& train_plan() const { return *train_plan_; }
@@ -158,13 +133,9 @@ class ToyTrainer {
  private:
   ToyTrainer() = default;
   absl::Status Build(std::unique_ptr<Device> device);
-  // NonFinite handles a step whose loss or gradient norm is not finite.
-  absl::StatusOr<StepResult> NonFinite(StepResult r);
-  std::map<std::string, std::string> SkipMetadata() const;
-  // SaveFinite writes `vars` unless one holds a NaN or Inf.
-  absl::Status SaveFinite(const std::vector<Value>& vars,
-                          const std::map<std::string, std::string>& metadata,
-                          const std::string& path, const AtomicWriteOptions& options = {});
+  // The parameters and the optimizer state: what a checkpoint holds.
+  std::vector<Value> StateVariables() const;
+  TrainingState State() const;
 
   TrainConfig config_;
   std::unique_ptr<Graph> graph_;
@@ -181,13 +152,8 @@ class ToyTrainer {
   TrainingStep ts_;
   LrSchedule schedule_;
   int64_t step_ = 0;
-  int64_t skipped_ = 0, consecutive_skips_ = 0;
+  NonFiniteSteps skips_;
 };
-
-// TokenAccuracy returns the fraction of targets (ignoring -100) that equal
-// the argmax of logits (B, T, V), as torch.argmax picks it: the first
-// maximum, and the first NaN in a row that holds one.
-double TokenAccuracy(const Tensor& logits, const Tensor& targets);
 
 }  // namespace dagrad::models
 

@@ -304,6 +304,7 @@ absl::StatusOr<TensorType> InferSoftmaxGrad(const InferContext& ctx) {
 }
 
 // softmax_grad: dx = y * (g - sum(g * y)); the output may alias g (input 0).
+// float runs the active ISA level's kernel, double the same sums here.
 absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -312,16 +313,20 @@ absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
     const T* g = ctx.in(0).as<T>();
     const T* y = ctx.in(1).as<T>();
     T* dx = ctx.output.as<T>();
+    DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
     ParallelFor(LeadingRows(s), RowGrain(kk), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const T* gr = g + row * kk;
-        const T* yr = y + row * kk;
-        T* d = dx + row * kk;
-        double acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t k = 0; k < kk; ++k) acc += static_cast<double>(gr[k]) * yr[k];
-        const T dot = static_cast<T>(acc);
-        for (int64_t k = 0; k < kk; ++k) d[k] = yr[k] * (gr[k] - dot);
+      if constexpr (std::is_same_v<T, float>) {
+        const int64_t at = begin * kk;
+        kernels->softmax_grad_f32(g + at, y + at, dx + at, end - begin, kk);
+      } else {
+        for (int64_t row = begin; row < end; ++row) {
+          const T* gr = g + row * kk;
+          const T* yr = y + row * kk;
+          T* d = dx + row * kk;
+          const T dot = static_cast<T>(
+              SumLanes<16>(kk, [&](int64_t k) { return static_cast<double>(gr[k]) * yr[k]; }));
+          for (int64_t k = 0; k < kk; ++k) d[k] = yr[k] * (gr[k] - dot);
+        }
       }
     });
     return absl::OkStatus();

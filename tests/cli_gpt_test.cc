@@ -6,30 +6,18 @@
 #include <fstream>
 #include <string>
 
+#include "engine/checkpoint.h"
+#include "engine/file_io.h"
 #include "engine/safetensors.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
 
-const std::string kGoldens =
-    std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/";
-
-double MaxRelativeError(const Tensor& got, const Tensor& want) {
-  const std::vector<double> a = AsDoubles(got), b = AsDoubles(want);
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, scale = 1e-12;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return diff / scale;
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+const std::string kGoldens = GptGoldens();
+using ::testing::HasSubstr;
 
 TEST(CliGpt, EvalMatchesReferenceLogitsLossAndGradients) {
   const std::string out = FreshDir("gpt_eval") + "/out.safetensors";
@@ -62,7 +50,7 @@ TEST(CliGpt, EvalRejectsTokensBeyondTheBlock) {
       "eval --checkpoint=" + kGoldens + "model.safetensors --input=" + dir +
       "/in.safetensors --output=" + dir + "/out.safetensors");
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, ::testing::HasSubstr("block_size 8"));
+  EXPECT_THAT(r.err, HasSubstr("block_size 8"));
 }
 
 // Greedy generation prints the prompt and the reference's greedy
@@ -121,18 +109,6 @@ TEST(CliGpt, GenerateErrors) {
   EXPECT_EQ(missing.out, "");
 }
 
-std::string WriteCorpus(const std::string& dir) {
-  std::string text;
-  for (int i = 0; i < 60; ++i) {
-    text +=
-        "It is a truth universally acknowledged, that a single man in "
-        "possession ";
-    text += "of a good fortune, must be in want of a wife.\n";
-  }
-  WriteBytes(dir + "/corpus.txt", text);
-  return dir + "/corpus.txt";
-}
-
 constexpr char kTextTrain[] =
     "train --task=text --seq_len=16 --dim=16 --heads=2 --layers=1 --dropout=0 "
     "--batch=8 "
@@ -142,21 +118,21 @@ constexpr char kTextTrain[] =
 
 TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
   const std::string dir = FreshDir("gpt_text");
-  const std::string data = WriteCorpus(dir);
+  const std::string data = WriteCorpus("gpt_text_data", 60);
   const CliResult r =
       RunDagrad(std::string(kTextTrain) + "--data=" + data + " --out=" + dir);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, ::testing::HasSubstr("sample:\n"));
-  EXPECT_THAT(r.out, ::testing::HasSubstr("validation loss"));
+  EXPECT_THAT(r.out, HasSubstr("sample:\n"));
+  EXPECT_THAT(r.out, HasSubstr("validation loss"));
   for (const char* file :
        {"model.safetensors", "checkpoint.safetensors", "metrics.csv",
         "loss.svg", "attention.svg", "forward.dot", "train_step.dot"}) {
     EXPECT_TRUE(std::ifstream(dir + "/" + file).good()) << file;
   }
   const std::string metrics = MetricsWithoutTime(dir);
-  EXPECT_THAT(metrics, ::testing::HasSubstr("step,train_loss,val_loss,lr"));
-  EXPECT_THAT(metrics, ::testing::HasSubstr("\n3,"));  // rows at steps 3 and 6
-  EXPECT_THAT(metrics, ::testing::HasSubstr("\n6,"));
+  EXPECT_THAT(metrics, HasSubstr("step,loss,train_accuracy,eval_loss,eval_accuracy,lr"));
+  EXPECT_THAT(metrics, HasSubstr("\n3,"));  // rows at steps 3 and 6
+  EXPECT_THAT(metrics, HasSubstr("\n6,"));
   // The model file is a GPT checkpoint: generate reads it.
   const CliResult g =
       RunDagrad("generate --checkpoint=" + dir +
@@ -174,6 +150,50 @@ TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
   EXPECT_EQ(MetricsWithoutTime(part), metrics);
 }
 
+// --task=text trains in the loop every task shares (tools/cli/train_run.h):
+// a stop signal saves and exits 128+signal, --resume continues exactly, the
+// previous checkpoint is kept, and a non-finite step is never saved.
+TEST(CliGpt, TrainOnTextStopsOnASignalAndResumesBitIdentical) {
+  const std::string data = WriteCorpus("gpt_signal_data", 60);
+  const std::string full = FreshDir("gpt_signal_full");
+  ASSERT_EQ(RunDagrad(std::string(kTextTrain) + "--data=" + data + " --out=" + full).code, 0);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile previous,
+                       ReadSafetensors(full + "/checkpoint.prev.safetensors"));
+  EXPECT_EQ(previous.metadata["dagrad.step"], "3");  // saved at 3 and 6
+  const std::string dir = FreshDir("gpt_signal");
+  const std::string args = std::string(kTextTrain) + "--data=" + data + " --out=" + dir;
+  const CliResult r = RunDagrad(args, "env DAGRAD_TEST_RAISE=INT@step:4");
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("SIGINT: stopped at step 4; resume with --resume"));
+  const CliResult resumed = RunDagrad(args + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("at step 4"));
+  EXPECT_EQ(MetricsWithoutTime(dir), MetricsWithoutTime(full));
+  EXPECT_EQ(*ReadFile(dir + "/model.safetensors"), *ReadFile(full + "/model.safetensors"));
+}
+
+TEST(CliGpt, TrainOnTextNeverSavesANonFiniteStep) {
+  const std::string data = WriteCorpus("gpt_nonfinite_data", 60);
+  for (const char* policy : {"stop", "skip --max_consecutive_skips=3"}) {
+    const std::string dir = FreshDir("gpt_nonfinite");
+    const CliResult r = RunDagrad(std::string(kTextTrain) + "--data=" + data + " --out=" + dir +
+                                  " --eval_every=1 --lr=1e30 --on_nonfinite=" + policy);
+    EXPECT_EQ(r.code, 1) << policy << "\n" << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr("its update was not applied")) << policy;
+    EXPECT_FALSE(std::ifstream(dir + "/model.safetensors").good()) << policy;
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile checkpoint,
+                         ReadSafetensors(dir + "/checkpoint.safetensors"));
+    EXPECT_TRUE(RequireFinite(checkpoint).ok()) << policy;
+    if (std::string(policy) == "stop") continue;
+    // Steps 2 and 3 were skipped (a row each, skipped = 1); step 4, the
+    // third in a row, stopped the run.
+    EXPECT_THAT(r.err, HasSubstr("3 steps in a row were not finite"));
+    const std::string metrics = MetricsWithoutTime(dir);
+    EXPECT_THAT(metrics, ::testing::ContainsRegex("\n2,nan,[^\n]*,1\n3,nan,[^\n]*,1\n"))
+        << metrics;
+  }
+}
+
 TEST(CliGpt, TrainOnTextRejectsMissingEmptyAndShortFiles) {
   const std::string dir = FreshDir("gpt_text_bad");
   WriteBytes(dir + "/empty.txt", "");
@@ -182,15 +202,15 @@ TEST(CliGpt, TrainOnTextRejectsMissingEmptyAndShortFiles) {
       std::string(kTextTrain) + "--out=" + dir + "/run --data=";
   const CliResult none = RunDagrad(std::string(kTextTrain));
   EXPECT_EQ(none.code, 2);
-  EXPECT_THAT(none.err, ::testing::HasSubstr("--data"));
+  EXPECT_THAT(none.err, HasSubstr("--data"));
   const CliResult missing = RunDagrad(args + dir + "/missing.txt");
   EXPECT_EQ(missing.code, 2);
   const CliResult empty = RunDagrad(args + dir + "/empty.txt");
   EXPECT_EQ(empty.code, 2);
-  EXPECT_THAT(empty.err, ::testing::HasSubstr("empty"));
+  EXPECT_THAT(empty.err, HasSubstr("empty"));
   const CliResult short_file = RunDagrad(args + dir + "/short.txt");
   EXPECT_EQ(short_file.code, 2);
-  EXPECT_THAT(short_file.err, ::testing::HasSubstr("needs at least 161"));
+  EXPECT_THAT(short_file.err, HasSubstr("needs at least 161"));
 }
 
 }  // namespace

@@ -181,14 +181,14 @@ TEST(CliNonFinite, SkipModeCountsSkipsAndStopsAfterARunOfThem) {
   const std::string metrics = *ReadFile(dir + "/metrics.csv");
   std::vector<std::string> lines = absl::StrSplit(metrics, '\n', absl::SkipEmpty());
   ASSERT_GE(lines.size(), 4u);
-  EXPECT_EQ(lines[0], "step,loss,train_accuracy,eval_accuracy,lr,skipped,elapsed_s");
+  EXPECT_EQ(lines[0], "step,loss,train_accuracy,eval_loss,eval_accuracy,lr,skipped,elapsed_s");
   int skipped = 0;
   for (size_t i = lines.size() - 3; i < lines.size(); ++i) {
     std::vector<std::string> f = absl::StrSplit(lines[i], ',');
-    ASSERT_EQ(f.size(), 7u) << lines[i];
-    EXPECT_EQ(f[5], "1") << lines[i];
+    ASSERT_EQ(f.size(), 8u) << lines[i];
+    EXPECT_EQ(f[6], "1") << lines[i];
     EXPECT_EQ(f[1], "nan") << lines[i];
-    skipped += f[5] == "1";
+    skipped += f[6] == "1";
   }
   EXPECT_EQ(skipped, 3);
 }

@@ -58,7 +58,8 @@ struct GemmCase {
 };
 
 // Every row remainder of every level's block height (up to 8) and column
-// remainders of 1, 2, 4, 8 and 16 lanes, transposed operands, alpha and beta.
+// remainders of 1, 2, 4, 8 and 16 lanes, transposed operands, alpha and beta,
+// B packed and B read in place.
 std::vector<GemmCase> GemmCases() {
   std::vector<GemmCase> cases;
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 32}) {
@@ -67,6 +68,8 @@ std::vector<GemmCase> GemmCases() {
   for (int64_t n : {1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 47, 64, 100, 256}) {
     cases.push_back({7, n, 5, false, true, 1.0, 0.0});
   }
+  // B by rows: read in place when n is a multiple of the level's lanes.
+  for (int64_t n : {4, 8, 12, 16, 24, 48}) cases.push_back({7, n, 5, false, false, 1.0, 0.5});
   cases.push_back({64, 64, 32, true, false, 0.5, 0.0});
   // 64^3 as q·kᵀ; 2^22 multiply-adds, the avx2 and avx512 levels'
   // small_gemm_max_madds, as q·kᵀ and as p·v.
@@ -336,6 +339,64 @@ TEST(CpuIsa, LayerNormFloatOfEveryLevelIsBitIdenticalToTheBaseline) {
 }
 TEST(CpuIsa, LayerNormDoubleOfEveryLevelIsBitIdenticalToTheBaseline) {
   CheckLayerNormLevels<double>();
+}
+
+// ---- Sums in double: column sums, softmax's backward rows --------------------
+
+TEST(CpuIsa, SumColumnsOfEveryLevelIsBitIdenticalToTheBaseline) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1e3f, 1e3f);
+  for (int64_t rows : {0, 1, 3, 4, 5, 2048}) {
+    for (int64_t len : {1, 7, 16, 37, 384}) {
+      const int64_t stride = len + 3;  // a tile of wider rows, as ReduceColumns reads
+      std::vector<float> in(rows * stride);
+      for (float& v : in) v = u(rng);
+      std::vector<double> want(len, 0.5);
+      KernelsFor(CpuIsa::kBaseline).sum_columns_f32(in.data(), rows, stride, len, want.data());
+      // The baseline against a long double sum: float terms add exactly in
+      // double, so the error is a few roundings of the running sum.
+      for (int64_t j = 0; j < len; ++j) {
+        long double exact = 0.5L;
+        for (int64_t r = 0; r < rows; ++r) exact += in[r * stride + j];
+        ASSERT_NEAR(want[j], static_cast<double>(exact), 1e-12 * (1 + rows * 1e3)) << j;
+      }
+      for (CpuIsa isa : CpuIsaRunnable()) {
+        std::vector<double> got(len, 0.5);
+        KernelsFor(isa).sum_columns_f32(in.data(), rows, stride, len, got.data());
+        EXPECT_EQ(got, want) << CpuIsaName(isa) << " rows = " << rows << " len = " << len;
+      }
+    }
+  }
+}
+
+TEST(CpuIsa, SoftmaxGradOfEveryLevelIsBitIdenticalToTheBaseline) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (int64_t n : {1, 15, 16, 17, 32, 257}) {
+    const int64_t rows = 3;
+    std::vector<float> g(rows * n), y(rows * n);
+    for (float& v : g) v = u(rng);
+    for (float& v : y) v = std::fabs(u(rng)) / n;
+    std::vector<float> want(rows * n);
+    KernelsFor(CpuIsa::kBaseline).softmax_grad_f32(g.data(), y.data(), want.data(), rows, n);
+    for (int64_t r = 0; r < rows; ++r) {  // the baseline against long double
+      long double dot = 0;
+      for (int64_t k = 0; k < n; ++k) dot += static_cast<long double>(g[r * n + k]) * y[r * n + k];
+      for (int64_t k = 0; k < n; ++k) {
+        const long double d = y[r * n + k] * (g[r * n + k] - dot);
+        // dot and g - dot are each rounded to float, then the product.
+        const long double bound = 2 * std::numeric_limits<float>::epsilon() *
+                                  (y[r * n + k] * (std::fabs(g[r * n + k]) + std::fabs(dot)) +
+                                   std::fabs(d));
+        ASSERT_NEAR(want[r * n + k], static_cast<double>(d), static_cast<double>(bound)) << k;
+      }
+    }
+    for (CpuIsa isa : CpuIsaRunnable()) {
+      std::vector<float> got = g;  // in place: dx may be g
+      KernelsFor(isa).softmax_grad_f32(got.data(), y.data(), got.data(), rows, n);
+      EXPECT_EQ(got, want) << CpuIsaName(isa) << " n = " << n;
+    }
+  }
 }
 
 }  // namespace

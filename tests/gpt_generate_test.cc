@@ -12,6 +12,7 @@
 #include "models/gpt_generator.h"
 #include "ops/fill.h"
 #include "ops/shape_ops.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
@@ -19,8 +20,7 @@ namespace {
 
 using ::dagrad::testing::AsDoubles;
 
-const std::string kGoldens =
-    std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/";
+const std::string kGoldens = testing::GptGoldens();
 
 TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
   ASSERT_OK_AND_ASSIGN(auto gen,
@@ -33,6 +33,10 @@ TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
   const Tensor& greedy =
       *want.Find("greedy");  // (3, 6 + 12): past block_size 8
   const int64_t T = tokens.shape()[1], total = greedy.shape()[1];
+  // Prompt and output overflow the window: the last total - block_size
+  // tokens come after it slid, where the cache is rebuilt for every token.
+  ASSERT_LT(T, gen->config().block_size);
+  ASSERT_GT(total, gen->config().block_size + 4);
   for (int64_t b = 0; b < tokens.shape()[0]; ++b) {
     const int64_t* row = tokens.data<int64_t>() + b * T;
     const int64_t* expected = greedy.data<int64_t>() + b * total;
@@ -97,35 +101,56 @@ TEST(GptGenerate, ForwardWithPastContinuesTheSequence) {
                           "continued logits");
 }
 
-TEST(GptGenerate, SampleToken) {
-  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f),
-                                     std::log(0.2f), -10.0f};
-  EXPECT_EQ(*SampleToken(std::vector<float>{1, 3, 3, 2}, {.temperature = 0}, 0),
-            1);  // first max
-  EXPECT_EQ(*SampleToken(logits, {.top_k = 1, .seed = 4}, 7), 0);
-  std::vector<int> counts(4);
-  const int n = 20000;
-  for (int i = 0; i < n; ++i) {
-    auto t = SampleToken(logits, {.temperature = 1, .top_k = 3, .seed = 9}, i);
-    ASSERT_TRUE(t.ok()) << t.status();
-    ++counts[*t];
+// Draws `n` tokens (draws 0..n-1) from `logits`, counted per token.
+std::vector<int> Counts(const std::vector<float>& logits, const SamplingOptions& options, int n) {
+  std::vector<int> counts(logits.size());
+  auto sampler = TokenSampler::Create(static_cast<int64_t>(logits.size()), options);
+  EXPECT_TRUE(sampler.ok()) << sampler.status();
+  for (int i = 0; sampler.ok() && i < n; ++i) {
+    absl::StatusOr<int64_t> t = (*sampler)->Sample(logits, i);
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (t.ok()) ++counts[*t];
   }
+  return counts;
+}
+
+TEST(TokenSampler, GreedyTopKAndTemperature) {
+  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f), -10.0f};
+  EXPECT_EQ(Counts({1, 3, 3, 2}, {.temperature = 0}, 1), (std::vector<int>{0, 1, 0, 0}))
+      << "greedy: the first maximum";
+  EXPECT_EQ(Counts(logits, {.top_k = 1, .seed = 4}, 20)[0], 20) << "top_k 1 is greedy";
+  const int n = 20000;
+  const std::vector<int> counts = Counts(logits, {.temperature = 1, .top_k = 3, .seed = 9}, n);
   // top_k = 3 drops token 3; 0, 1, 2 keep their probabilities 0.5, 0.3, 0.2.
   EXPECT_EQ(counts[3], 0);
   EXPECT_NEAR(counts[0] / double(n), 0.5, 0.02);
   EXPECT_NEAR(counts[1] / double(n), 0.3, 0.02);
   EXPECT_NEAR(counts[2] / double(n), 0.2, 0.02);
   // A higher temperature flattens: token 3 appears.
-  int rare = 0;
-  for (int i = 0; i < 2000; ++i)
-    rare += *SampleToken(logits, {.temperature = 5, .seed = 9}, i) == 3;
-  EXPECT_GT(rare, 0);
-  EXPECT_EQ(*SampleToken(logits, {.seed = 4}, 7),
-            *SampleToken(logits, {.seed = 4}, 7));
-  EXPECT_STATUS(SampleToken(logits, {.temperature = -1}, 0).status(),
+  EXPECT_GT(Counts(logits, {.temperature = 5, .seed = 9}, 2000)[3], 0);
+  EXPECT_STATUS(TokenSampler::Create(4, {.temperature = -1}).status(),
                 absl::StatusCode::kInvalidArgument, "temperature");
-  EXPECT_STATUS(SampleToken(logits, {.top_k = -1}, 0).status(),
+  EXPECT_STATUS(TokenSampler::Create(4, {.top_k = -1}).status(),
                 absl::StatusCode::kInvalidArgument, "top_k");
+  ASSERT_OK_AND_ASSIGN(auto sampler, TokenSampler::Create(4, {}));
+  EXPECT_STATUS(sampler->Sample({1, 2}, 0).status(), absl::StatusCode::kInvalidArgument,
+                "expected 4 logits, got 2");
+}
+
+// A seed reproduces a sample byte for byte, and another seed draws another.
+TEST(TokenSampler, ASeedReproducesItsSample) {
+  ASSERT_OK_AND_ASSIGN(auto gen, GptGenerator::Load(kGoldens + "model.safetensors"));
+  auto sample = [&](uint64_t seed) {
+    absl::StatusOr<std::vector<int64_t>> out = gen->Generate(
+        BytesToTokens("Hi"),
+        {.tokens = 40, .sampling = {.temperature = 1.0, .top_k = 50, .seed = seed}});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? TokensToBytes(*out) : std::string();
+  };
+  const std::string a = sample(7);
+  EXPECT_EQ(a.size(), 40u);
+  EXPECT_EQ(sample(7), a);
+  EXPECT_NE(sample(8), a);
 }
 
 TEST(GptGenerate, Errors) {

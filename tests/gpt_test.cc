@@ -18,6 +18,7 @@
 #include "engine/status_macros.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test_util.h"
 
@@ -26,20 +27,8 @@ namespace {
 
 using ::dagrad::testing::AsDoubles;
 
-const std::string kGoldens =
-    std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/";
-
-// MaxRelativeError is max |got - want| / max |want| over the elements.
-double MaxRelativeError(const Tensor& got, const Tensor& want) {
-  const std::vector<double> a = AsDoubles(got), b = AsDoubles(want);
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, scale = 1e-12;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return diff / scale;
-}
+const std::string kGoldens = testing::GptGoldens();
+using ::dagrad::testing::MaxRelativeError;
 
 const Tensor& Find(const SafetensorsFile& f, const std::string& name) {
   static const Tensor kEmpty;

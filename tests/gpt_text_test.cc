@@ -11,25 +11,13 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
 namespace {
 
-std::string Corpus(int repeats) {
-  std::string text;
-  for (int i = 0; i < repeats; ++i) {
-    text += "the quick brown fox jumps over the lazy dog. ";
-    text += "pack my box with five dozen liquor jugs!\n";
-  }
-  return text;
-}
-
-std::string WriteCorpus(const std::string& name, const std::string& text) {
-  const std::string path = testing::FreshDir(name) + "/corpus.txt";
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+using ::dagrad::testing::WriteCorpus;
 
 TEST(TextData, SplitsNinetyTenAndTargetsAreTheNextBytes) {
   ASSERT_OK_AND_ASSIGN(
@@ -103,18 +91,19 @@ TextTrainConfig SmallConfig(const std::string& data) {
 }
 
 TEST(GptTrainer, LearnsAndResumesExactly) {
-  const std::string data = WriteCorpus("gpt_trainer", Corpus(40));
+  const std::string data = WriteCorpus("gpt_trainer", 40);
   const TextTrainConfig c = SmallConfig(data);
   ASSERT_OK_AND_ASSIGN(auto full, GptTrainer::Create(c));
-  ASSERT_OK_AND_ASSIGN(const double initial, full->Evaluate());
-  EXPECT_NEAR(initial, std::log(256.0), 0.2);  // GPT-2 init: near uniform
+  ASSERT_OK_AND_ASSIGN(const EvalResult initial, full->Evaluate());
+  EXPECT_NEAR(initial.loss, std::log(256.0), 0.2);  // GPT-2 init: near uniform
   std::vector<double> losses;
   while (full->step() < c.steps) {
-    ASSERT_OK_AND_ASSIGN(TextStepResult r, full->Step());
+    ASSERT_OK_AND_ASSIGN(StepResult r, full->Step());
     losses.push_back(r.loss);
   }
-  ASSERT_OK_AND_ASSIGN(const double trained, full->Evaluate());
-  EXPECT_LT(trained, initial - 0.3);
+  ASSERT_OK_AND_ASSIGN(const EvalResult trained, full->Evaluate());
+  EXPECT_LT(trained.loss, initial.loss - 0.3);
+  EXPECT_GT(trained.accuracy, initial.accuracy);
   // Stopped at step 5, saved, loaded into a fresh trainer: the same steps.
   const std::string ckpt =
       testing::FreshDir("gpt_trainer_ckpt") + "/ckpt.safetensors";
@@ -125,7 +114,7 @@ TEST(GptTrainer, LearnsAndResumesExactly) {
   ASSERT_OK(resumed->LoadCheckpoint(ckpt));
   EXPECT_EQ(resumed->step(), 5);
   for (int64_t s = 5; s < c.steps; ++s) {
-    ASSERT_OK_AND_ASSIGN(TextStepResult r, resumed->Step());
+    ASSERT_OK_AND_ASSIGN(StepResult r, resumed->Step());
     EXPECT_EQ(r.loss, losses[s]) << "step " << r.step;
   }
   TextTrainConfig other = c;
@@ -137,7 +126,7 @@ TEST(GptTrainer, LearnsAndResumesExactly) {
 }
 
 TEST(GptTrainer, SampleStartsWithThePrompt) {
-  TextTrainConfig c = SmallConfig(WriteCorpus("gpt_sample", Corpus(20)));
+  TextTrainConfig c = SmallConfig(WriteCorpus("gpt_sample", 20));
   c.steps = 2;
   ASSERT_OK_AND_ASSIGN(auto t, GptTrainer::Create(c));
   ASSERT_OK_AND_ASSIGN(std::string text, t->Sample("the ", 30, {.seed = 2}));

@@ -1,11 +1,15 @@
-// The examples of models/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h
-// and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
+// The examples of models/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h,
+// token_sampler.h, trainer.h and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "engine/autodiff/optimizer.h"
 #include "engine/checkpoint.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
@@ -13,6 +17,9 @@
 #include "models/gpt_generator.h"
 #include "models/gpt_trainer.h"
 #include "models/text_task.h"
+#include "models/token_sampler.h"
+#include "models/toy_trainer.h"
+#include "models/trainer.h"
 #include "ops/fill.h"
 #include "ops/loss.h"
 #include "tests/header_examples.h"
@@ -72,13 +79,73 @@ HEADER_EXAMPLE(ModelsTextTaskAndTrainer) {
                          .data = "corpus.txt", .batch = 4, .steps = 2};
   DAGRAD_ASSIGN_OR_RETURN(auto trainer, GptTrainer::Create(config));
   while (trainer->step() < config.steps) {
-    DAGRAD_ASSIGN_OR_RETURN(TextStepResult r, trainer->Step());
+    DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());  // r.loss: nats per byte
   }
-  DAGRAD_ASSIGN_OR_RETURN(double val_loss, trainer->Evaluate());
+  DAGRAD_ASSIGN_OR_RETURN(EvalResult val, trainer->Evaluate());
   DAGRAD_ASSIGN_OR_RETURN(std::string text, trainer->Sample("The ", 200, {.seed = 1}));
   EXPECT_EQ(text.size(), 204u);
-  EXPECT_GT(val_loss, 0);
+  EXPECT_GT(val.loss, 0);
   DAGRAD_RETURN_IF_ERROR(trainer->SaveModel("model.safetensors"));
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsTrainer) {
+  WriteCorpus("corpus.txt");
+  TextTrainConfig config{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
+                         .data = "corpus.txt", .batch = 4, .steps = 2};
+  const int64_t steps = config.steps;
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<GptTrainer> gpt, GptTrainer::Create(config));
+  std::unique_ptr<Trainer> t = std::move(gpt);
+  while (t->step() < steps) {
+    DAGRAD_ASSIGN_OR_RETURN(StepResult r, t->Step());
+  }
+  DAGRAD_ASSIGN_OR_RETURN(EvalResult e, t->Evaluate());
+  EXPECT_GT(e.loss, 0);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsTrainerNonFiniteSteps) {
+  const double loss = std::nan(""), norm = 1;
+  const int64_t step = 3;
+  NonFiniteSteps skips(NonFinitePolicy::kSkip, 8);
+  if (UpdateSkipped(loss, norm)) {
+    DAGRAD_RETURN_IF_ERROR(skips.NonFinite(step, loss, norm));  // skipped
+  } else {
+    skips.Finite();
+  }
+  EXPECT_EQ(skips.total(), 1);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsTrainingState) {
+  Graph g;
+  std::vector<Value> vars = {g.Parameter("w", {2}, Initializer::Ones())};
+  Executor exec(g);
+  NonFiniteSteps skips;
+  const std::string path = "state.safetensors";
+  TrainConfig config;
+  TrainingState state{"toy-train-state/1", config.ToMetadata()};
+  DAGRAD_RETURN_IF_ERROR(state.Save(exec, vars, 5, skips, path, {}));
+  DAGRAD_ASSIGN_OR_RETURN(int64_t step, state.Load(exec, vars, skips, path));
+  EXPECT_EQ(step, 5);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsRunSettings) {
+  TextTrainConfig config;
+  DAGRAD_RETURN_IF_ERROR(ValidateRun(config));
+  std::map<std::string, std::string> m = RunMetadata(config);  // "lr" -> "0.001", ...
+  EXPECT_EQ(m["lr"], "0.001");
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsTokenSampler) {
+  std::vector<float> logits(256, 0.0f);
+  logits[42] = 20;
+  DAGRAD_ASSIGN_OR_RETURN(auto sampler,
+      TokenSampler::Create(256, {.temperature = 0.8, .top_k = 40, .seed = 1}));
+  DAGRAD_ASSIGN_OR_RETURN(int64_t next, sampler->Sample(logits, /*draw=*/0));
+  EXPECT_EQ(next, 42);
   return absl::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/autodiff/optimizer.h"
@@ -14,10 +15,12 @@
 #include "engine/file_io.h"
 #include "engine/safetensors.h"
 #include "gmock/gmock.h"
+#include "models/gpt_trainer.h"
 #include "models/toy_trainer.h"
 #include "ops/elementwise.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -238,7 +241,7 @@ TEST(TrainConfigValidate, NamesTheFieldAndTheValue) {
                 absl::StatusCode::kInvalidArgument, "unknown non-finite policy 'ignore'");
 }
 
-// ---- ToyTrainer's policies ----------------------------------------------------
+// ---- the trainers' policies (models/trainer.h) --------------------------------
 
 // A learning rate this large diverges within a few steps.
 models::TrainConfig Diverging(models::NonFinitePolicy policy) {
@@ -249,8 +252,36 @@ models::TrainConfig Diverging(models::NonFinitePolicy policy) {
   return c;
 }
 
-std::vector<Tensor> CheckpointTensors(models::ToyTrainer& t, const std::string& path) {
-  const absl::Status saved = t.SaveCheckpoint(path);
+// The policies hold for every trainer: the toy transformer's and the GPT's.
+struct ToyCase {
+  static absl::StatusOr<std::unique_ptr<models::ToyTrainer>> Create(
+      models::NonFinitePolicy policy) {
+    return models::ToyTrainer::Create(Diverging(policy));
+  }
+};
+
+struct GptCase {
+  static absl::StatusOr<std::unique_ptr<models::GptTrainer>> Create(
+      models::NonFinitePolicy policy) {
+    models::TextTrainConfig c{.model = {.block_size = 8, .dim = 8, .heads = 2, .layers = 1},
+                              .data = WriteCorpus("nonfinite_text", 10),
+                              .batch = 4,
+                              .steps = 20,
+                              .lr = 1e30,
+                              .eval_windows = 2};
+    c.on_nonfinite = policy;
+    c.max_consecutive_skips = 3;
+    return models::GptTrainer::Create(c);
+  }
+};
+
+template <typename Case>
+class TrainerNonFinite : public ::testing::Test {};
+using TrainerCases = ::testing::Types<ToyCase, GptCase>;
+TYPED_TEST_SUITE(TrainerNonFinite, TrainerCases);
+
+std::vector<Tensor> CheckpointTensors(models::Trainer& t, const std::string& path) {
+  const absl::Status saved = t.SaveCheckpoint(path, {});
   EXPECT_TRUE(saved.ok()) << saved;
   absl::StatusOr<SafetensorsFile> f = ReadSafetensors(path);
   EXPECT_TRUE(f.ok()) << f.status();
@@ -261,9 +292,8 @@ std::vector<Tensor> CheckpointTensors(models::ToyTrainer& t, const std::string& 
   return out;
 }
 
-TEST(ToyTrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
-  ASSERT_OK_AND_ASSIGN(auto t,
-                       models::ToyTrainer::Create(Diverging(models::NonFinitePolicy::kStop)));
+TYPED_TEST(TrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
+  ASSERT_OK_AND_ASSIGN(auto t, TypeParam::Create(models::NonFinitePolicy::kStop));
   const std::string path = ::testing::TempDir() + "/nonfinite_stop.safetensors";
   std::vector<Tensor> good;
   absl::Status failed;
@@ -281,9 +311,8 @@ TEST(ToyTrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
   ExpectSameVariables(CheckpointTensors(*t, path), good, "after the non-finite step");
 }
 
-TEST(ToyTrainerNonFinite, SkipPolicySkipsAndStopsAfterARunOfSkips) {
-  ASSERT_OK_AND_ASSIGN(auto t,
-                       models::ToyTrainer::Create(Diverging(models::NonFinitePolicy::kSkip)));
+TYPED_TEST(TrainerNonFinite, SkipPolicySkipsAndStopsAfterARunOfSkips) {
+  ASSERT_OK_AND_ASSIGN(auto t, TypeParam::Create(models::NonFinitePolicy::kSkip));
   const std::string path = ::testing::TempDir() + "/nonfinite_skip.safetensors";
   int64_t skipped = 0;
   absl::Status failed;
@@ -305,8 +334,7 @@ TEST(ToyTrainerNonFinite, SkipPolicySkipsAndStopsAfterARunOfSkips) {
 
   // The counts travel with the checkpoint.
   ASSERT_OK(t->SaveCheckpoint(path));
-  ASSERT_OK_AND_ASSIGN(auto resumed,
-                       models::ToyTrainer::Create(Diverging(models::NonFinitePolicy::kSkip)));
+  ASSERT_OK_AND_ASSIGN(auto resumed, TypeParam::Create(models::NonFinitePolicy::kSkip));
   ASSERT_OK(resumed->LoadCheckpoint(path));
   EXPECT_EQ(resumed->step(), t->step());
   EXPECT_EQ(resumed->skipped_updates(), 2);

@@ -6,6 +6,7 @@
 #   bash tools/setup.sh            # build + test dependencies
 #   bash tools/setup.sh --torch    # also python3-torch (goldens, benchmarks)
 #   bash tools/setup.sh --fuzz     # also clang and libFuzzer (the fuzz targets)
+#   bash tools/setup.sh --onnx     # also node and ONNX Runtime (tools/onnx/, npm)
 # The optional parts' libraries (ONNX, Open MPI) are in the default set;
 # without them dagrad builds and passes with those parts left out.
 set -euo pipefail
@@ -18,9 +19,24 @@ for arg in "$@"; do
   case "$arg" in
     --torch) packages+=(python3-torch python3-numpy) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
+    --onnx)  # node from Debian unless one (NodeSource's, say, with its npm) is on the PATH
+      onnx_runtime=1
+      command -v node >/dev/null || packages+=(nodejs)
+      command -v npm >/dev/null || packages+=(npm) ;;
     *) echo "tools/setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
+
+# ONNX Runtime for Node, into tools/onnx/node_modules (git-ignored). Its
+# install script fetches a CUDA provider from the network: skipped, the CPU
+# runtime needs none.
+install_onnx_runtime() {
+  local dir
+  dir="$(dirname "$0")/onnx"
+  if [[ -n "${onnx_runtime:-}" && ! -d "$dir/node_modules/onnxruntime-node" ]]; then
+    (cd "$dir" && npm install --ignore-scripts --no-audit --no-fund --silent)
+  fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -29,6 +45,7 @@ for p in "${packages[@]}"; do
   fi
 done
 if ((${#missing[@]} == 0)); then
+  install_onnx_runtime
   exit 0
 fi
 
@@ -45,3 +62,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_onnx_runtime

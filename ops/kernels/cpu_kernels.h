@@ -27,7 +27,8 @@ namespace dagrad {
 // SmallGemmArgs: C = alpha * A·B + beta * C, A (m x k) and B (k x n) given
 // by (row, column) strides, C row-major with row stride ldc. `panel` is
 // scratch for B packed into rows padded to 64 bytes: k * ceil(n * sizeof(T)
-// / 64) * 64 bytes, 64-byte aligned.
+// / 64) * 64 bytes, 64-byte aligned (left unused when B's rows already are
+// whole vectors of the level: csb == 1 and n a multiple of its lanes).
 template <typename T>
 struct SmallGemmArgs {
   int64_t m, n, k;
@@ -124,6 +125,18 @@ struct CpuKernels {
   void (*layer_norm_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
   void (*layer_norm_grad_f32)(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
   void (*layer_norm_grad_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
+
+  // sum_columns_f32 adds rows [0, rows) of in (row stride `stride`) to
+  // acc[j] for each column j < len, in double: four rows at a time as
+  // acc[j] + ((r0 + r1) + (r2 + r3)), then the rest one by one. Exact
+  // conversions and a fixed order per column: bit-identical on every level.
+  void (*sum_columns_f32)(const float* in, int64_t rows, int64_t stride, int64_t len,
+                          double* acc);
+
+  // softmax_grad_f32: for `rows` rows of n elements, dx = y * (g - dot),
+  // dot = the row's sum of g * y in double (SumLanes<16>'s order, then
+  // rounded to float). dx may be g. Bit-identical on every level.
+  void (*softmax_grad_f32)(const float* g, const float* y, float* dx, int64_t rows, int64_t n);
 
   // gelu_f32 / gelu_grad_f32: elements [begin, end) of GeluArgs, y =
   // gelu(x) and y = g * gelu'(x) (ops/gelu.h), vectorised: Phi from a

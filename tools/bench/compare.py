@@ -2,7 +2,7 @@
 prints the comparison the performance targets are judged on.
 
     /usr/bin/python3 tools/bench/compare.py [--build build] [--threads 1 2] [--rounds 3]
-                                            [--isa avx512|avx2|baseline]
+                                            [--isa avx512|avx2|baseline] [--cpu_time]
 
 Both sides run under the same BLIS kernel set (BLIS_ARCH_TYPE, set to the
 one dagrad selects unless given) and thread count, in alternating rounds;
@@ -11,7 +11,15 @@ the sgemm roofline MHA forward+backward at (8, 256, 512, 8) reaches
 (counted FLOPs / time / the sgemm rate of matmul_1024 in the same run), the
 rate of batched small products (kernel_bench's matmul_batched) against the
 same sgemm rate, and the training step's planned peak activation memory
-against the sum of its intermediates.
+against the sum of its intermediates. Beside each ratio, its floor: the
+ratio dagrad would reach if the case's matrix products (counted FLOPs) ran
+at the same run's sgemm rate at 1024^3 and nothing else took any time; a
+target below the floor cannot be met with BLIS's products.
+
+--cpu_time compares the CPU time of one thread (Google Benchmark's
+cpu_time, Python's process_time) instead of the wall clock: on cores shared
+with other work, the wall clock counts the time the benchmark waited for a
+core, and the two sides wait differently.
 
 --isa runs both sides at one ISA level, so that a machine with AVX-512
 measures all three: dagrad with DAGRAD_CPU_ISA, PyTorch with
@@ -49,7 +57,7 @@ ISA_ENV = {  # --isa -> (DAGRAD_CPU_ISA, ATEN_CPU_CAPABILITY, BLIS kernel set)
 }
 
 
-def run_dagrad(build, threads, env):
+def run_dagrad(build, threads, env, cpu_time=False):
     out = subprocess.run(
         [os.path.join(build, "tools", "dagrad_bench"), f"--threads={threads}",
          "--benchmark_format=json", "--benchmark_min_time=1"],
@@ -57,7 +65,7 @@ def run_dagrad(build, threads, env):
     results = {}
     for b in json.loads(out)["benchmarks"]:
         name = b["name"].split("/")[0]
-        results[name] = {"ms": b["real_time"], **{k: b[k] for k in
+        results[name] = {"ms": b["cpu_time" if cpu_time else "real_time"], **{k: b[k] for k in
                          ("flops", "peak_bytes", "intermediate_bytes") if k in b}}
     return results
 
@@ -72,9 +80,10 @@ def run_batched(build, threads, env):
             for b in json.loads(out)["benchmarks"]}
 
 
-def run_torch(threads, reps, env):
+def run_torch(threads, reps, env, cpu_time=False):
     out = subprocess.run(["/usr/bin/python3", ANCHOR, "--threads", str(threads), "--reps",
-                          str(reps)], env=env, check=True, capture_output=True, text=True).stdout
+                          str(reps)] + (["--cpu_time"] if cpu_time else []),
+                         env=env, check=True, capture_output=True, text=True).stdout
     return {j["case"]: j["ms"] for j in map(json.loads, out.strip().splitlines())}
 
 
@@ -93,7 +102,13 @@ def main():
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--isa", choices=sorted(ISA_ENV), default="",
                    help="run dagrad, PyTorch and BLIS at this ISA level")
+    p.add_argument("--cpu_time", action="store_true",
+                   help="compare CPU time, not wall time (one thread only): steadier when "
+                        "other processes share the cores")
     args = p.parse_args()
+    if args.cpu_time and args.threads != [1]:
+        p.error("--cpu_time compares one thread only (--threads 1): with more, CPU time "
+                "adds up the threads")
     env = dict(os.environ)
     if args.isa:
         ours_isa, aten, blis = ISA_ENV[args.isa]
@@ -108,7 +123,8 @@ def main():
     kernels = re.search(r"^kernels: (.*)$", info, re.M).group(1)
     print(f"BLIS kernel set: {name} (BLIS_ARCH_TYPE={env['BLIS_ARCH_TYPE']}), dagrad kernels: "
           f"{kernels}, ATEN_CPU_CAPABILITY={env.get('ATEN_CPU_CAPABILITY', '(unset)')}, "
-          f"rounds: {args.rounds}, machine: {os.cpu_count()} cores")
+          f"rounds: {args.rounds}, machine: {os.cpu_count()} cores, clock: "
+          f"{'CPU time' if args.cpu_time else 'wall'}")
     targets = TARGETS_BY_ISA[args.isa]
     all_ok = True
     for threads in args.threads:
@@ -118,27 +134,31 @@ def main():
             order = [("d", None), ("t", None)] if r % 2 == 0 else [("t", None), ("d", None)]
             for side, _ in order:
                 if side == "d":
-                    for k, v in run_dagrad(args.build, threads, env).items():
+                    for k, v in run_dagrad(args.build, threads, env, args.cpu_time).items():
                         ours.setdefault(k, []).append(v)
                     for k, v in run_batched(args.build, threads, env).items():
                         batched.setdefault(k, []).append(v)
                 else:
-                    for k, v in run_torch(threads, args.reps, env).items():
+                    for k, v in run_torch(threads, args.reps, env, args.cpu_time).items():
                         theirs.setdefault(k, []).append(v)
         print(f"\nthreads = {threads}")
-        print(f"{'case':32} {'dagrad ms':>10} {'torch ms':>10} {'ratio':>7}  target")
+        print(f"{'case':32} {'dagrad ms':>10} {'torch ms':>10} {'ratio':>7} {'floor':>6}  target")
         med = {k: statistics.median(x["ms"] for x in v) for k, v in ours.items()}
+        sgemm = ours["matmul_1024"][0]["flops"] / (med["matmul_1024"] / 1e3) / 1e9
         for case in ours:
             t = statistics.median(theirs[case]) if case in theirs else float("nan")
             ratio = med[case] / t
+            # floor: the ratio if the case's products ran at sgemm's 1024^3
+            # rate of this run and everything else took no time.
+            flops = ours[case][0].get("flops")
+            floor = f"{flops / (sgemm * 1e9) * 1e3 / t:6.3f}" if flops else " " * 6
             target = next((v for k, v in targets.items() if case.startswith(k)), None)
             verdict = ""
             if target is not None:
                 ok = ratio <= target
                 all_ok &= ok
                 verdict = f"<= {target}: {'met' if ok else 'MISSED'}"
-            print(f"{case:32} {med[case]:10.2f} {t:10.2f} {ratio:7.3f}  {verdict}")
-        sgemm = ours["matmul_1024"][0]["flops"] / (med["matmul_1024"] / 1e3) / 1e9
+            print(f"{case:32} {med[case]:10.2f} {t:10.2f} {ratio:7.3f} {floor}  {verdict}")
         key = "mha_fwdbwd_B8_T256_D512_H8"
         achieved = ours[key][0]["flops"] / (med[key] / 1e3) / 1e9
         frac = achieved / sgemm

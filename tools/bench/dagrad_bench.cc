@@ -108,6 +108,16 @@ void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
   state.counters["intermediate_bytes"] = static_cast<double>((*plan)->intermediate_bytes());
 }
 
+// FLOPs of a toy training step's matrix products, forward x 3 (each has
+// two gradient products): per layer the packed QKV, output and two
+// feed-forward projections over B*T rows and attention's two products,
+// then the vocabulary head.
+double ToyStepFlops(const models::ToyConfig& m, int64_t batch) {
+  const double rows = static_cast<double>(batch) * m.seq_len, E = m.dim;
+  const double layer = rows * E * (4 * E + 2 * m.ffn) + 2.0 * batch * m.seq_len * m.seq_len * E;
+  return 3 * 2 * (m.layers * layer + rows * E * m.vocab);
+}
+
 void BM_ToyTrainStep(benchmark::State& state) {
   models::TrainConfig config;
   config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
@@ -119,6 +129,7 @@ void BM_ToyTrainStep(benchmark::State& state) {
   for (auto _ : state) {
     if (auto r = (*trainer)->Step(); !r.ok()) return Fail(state, r.status());
   }
+  state.counters["flops"] = ToyStepFlops(config.model, config.batch);
   state.counters["peak_bytes"] = static_cast<double>((*trainer)->train_plan().peak_bytes());
   state.counters["intermediate_bytes"] =
       static_cast<double>((*trainer)->train_plan().intermediate_bytes());

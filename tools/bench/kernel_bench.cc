@@ -7,6 +7,9 @@
 //
 // Cases:
 //   small_gemm_f32/<level>/<n>     one n^3 product, B transposed (q·kᵀ)
+//   small_gemm_f32/<level>/{qk,pv,dsT_q}/T<t>_D<d>
+//                                  attention's products for t tokens and head
+//                                  size d: q·kᵀ, p·v, and dSᵀ·q (A transposed)
 //   philox/<level>                 kPhiloxBlocks blocks (256 words)
 //   dropout_f32/<level>            2^18 elements, p = 0.1 (the toy step's size)
 //   exp_shift_sum/<level>/<n>      rows of n floats, exp and sum (softmax's core)
@@ -45,16 +48,21 @@ std::vector<float> Random(int64_t n) {
   return v;
 }
 
-void SmallGemmCase(benchmark::State& state, CpuIsa isa, int64_t n) {
+// SmallGemmCase times one m x n x k product; a_t / b_t store A / B
+// transposed (by columns), as attention's backward and q·kᵀ read them.
+void SmallGemmCase(benchmark::State& state, CpuIsa isa, int64_t m, int64_t n, int64_t k,
+                   bool a_t, bool b_t) {
   const CpuKernels& kernels = KernelsFor(isa);
-  const std::vector<float> a = Random(n * n), b = Random(n * n);
-  std::vector<float> c(n * n);
+  const std::vector<float> a = Random(m * k), b = Random(k * n);
+  std::vector<float> c(m * n);
+  const int64_t rsa = a_t ? 1 : k, csa = a_t ? m : 1, rsb = b_t ? 1 : n, csb = b_t ? k : 1;
   for (auto _ : state) {
-    SmallGemm<float>(kernels, n, n, n, 1.0f, a.data(), n, 1, b.data(), 1, n, 0.0f, c.data(), n);
+    SmallGemm<float>(kernels, m, n, k, 1.0f, a.data(), rsa, csa, b.data(), rsb, csb, 0.0f,
+                     c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["flops"] =
-      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void PhiloxCase(benchmark::State& state, CpuIsa isa) {
@@ -170,7 +178,19 @@ void Register() {
     const std::string level(CpuIsaName(isa));
     for (int64_t n : {32, 48, 64}) {
       benchmark::RegisterBenchmark(absl::StrCat("small_gemm_f32/", level, "/", n).c_str(),
-                                   SmallGemmCase, isa, n);
+                                   SmallGemmCase, isa, n, n, n, false, true);
+    }
+    for (const auto& [t, d] : {std::pair<int64_t, int64_t>{128, 32}, {256, 64}}) {
+      // Attention's products for T tokens, head size d: forward q·kᵀ and
+      // p·v, backward dS·k (like p·v) and dSᵀ·q (A by columns).
+      const std::string td = absl::StrCat("/T", t, "_D", d);
+      auto add = [&](const char* name, int64_t m, int64_t n, int64_t k, bool a_t, bool b_t) {
+        benchmark::RegisterBenchmark(absl::StrCat("small_gemm_f32/", level, "/", name, td).c_str(),
+                                     SmallGemmCase, isa, m, n, k, a_t, b_t);
+      };
+      add("qk", t, t, d, false, true);
+      add("pv", t, d, t, false, false);
+      add("dsT_q", t, d, t, true, false);
     }
     benchmark::RegisterBenchmark(absl::StrCat("philox/", level).c_str(), PhiloxCase, isa);
     benchmark::RegisterBenchmark(absl::StrCat("dropout_f32/", level).c_str(), DropoutCase, isa);

@@ -36,6 +36,7 @@ Command DotCommand();
 Command TrainCommand();
 Command EvalCommand();
 Command GenerateCommand();
+Command ExportCommand();
 
 // ParseFlags sets the command's flags from argv[first...]; on a usage error
 // returns InvalidArgument with the one-line message. Sets *help when --help

@@ -15,7 +15,8 @@ namespace {
 
 std::vector<dagrad::cli::Command> Commands() {
   return {dagrad::cli::InfoCommand(), dagrad::cli::DotCommand(), dagrad::cli::TrainCommand(),
-          dagrad::cli::EvalCommand(), dagrad::cli::GenerateCommand()};
+          dagrad::cli::EvalCommand(), dagrad::cli::GenerateCommand(),
+          dagrad::cli::ExportCommand()};
 }
 
 int PrintUsage(std::ostream& out) {

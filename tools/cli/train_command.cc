@@ -1,5 +1,6 @@
-// `dagrad train`: trains the toy transformer on a synthetic task and writes
-// its checkpoint, metrics and pictures to --out.
+// `dagrad train`: trains the toy transformer on a synthetic task (or, with
+// --task=text, a GPT: train_text.cc) and writes its checkpoint, metrics and
+// pictures to --out. RunTraining (train_run.h) is the part every task shares.
 
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "tools/cli/out_dir.h"
 #include "tools/cli/stop_signals.h"
 #include "tools/cli/train_outputs.h"
+#include "tools/cli/train_run.h"
 #include "tools/cli/train_text.h"
 
 ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort; text: a GPT on --data");
@@ -64,39 +66,18 @@ ABSL_FLAG(int64_t, stop_after, 0,
 namespace dagrad::cli {
 namespace {
 
-absl::StatusOr<models::TrainConfig> ConfigFromFlags() {
+absl::StatusOr<models::TrainConfig> ConfigFromFlags(const RunFlags& flags) {
   models::TrainConfig c;
   auto task = models::ParseTask(absl::GetFlag(FLAGS_task));
   if (!task.ok()) return absl::InvalidArgumentError(absl::StrCat("--task: ", task.status().message()));
-  auto opt = ParseOptimizerKind(absl::GetFlag(FLAGS_optimizer));
-  if (!opt.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", opt.status().message()));
-  }
   c.task = *task;
   c.model = {.vocab = absl::GetFlag(FLAGS_vocab), .seq_len = absl::GetFlag(FLAGS_seq_len),
              .dim = absl::GetFlag(FLAGS_dim), .heads = absl::GetFlag(FLAGS_heads),
              .layers = absl::GetFlag(FLAGS_layers), .ffn = absl::GetFlag(FLAGS_ffn),
              .dropout = absl::GetFlag(FLAGS_dropout)};
   c.min_len = absl::GetFlag(FLAGS_min_len);
-  c.batch = absl::GetFlag(FLAGS_batch);
-  c.steps = absl::GetFlag(FLAGS_steps);
-  c.lr = absl::GetFlag(FLAGS_lr);
-  c.warmup = absl::GetFlag(FLAGS_warmup);
-  c.optimizer.kind = *opt;
-  c.optimizer.weight_decay = absl::GetFlag(FLAGS_weight_decay);
-  c.optimizer.clip_norm = absl::GetFlag(FLAGS_clip);
-  c.seed = absl::GetFlag(FLAGS_seed);
-  auto policy = models::ParseNonFinitePolicy(absl::GetFlag(FLAGS_on_nonfinite));
-  if (!policy.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--on_nonfinite: ", policy.status().message()));
-  }
-  c.on_nonfinite = *policy;
-  c.max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips);
+  ApplyRunFlags(flags, c);
   if (absl::Status st = c.Validate(); !st.ok()) return st;
-  if (absl::GetFlag(FLAGS_eval_every) < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--eval_every must be >= 1, got ", absl::GetFlag(FLAGS_eval_every)));
-  }
   return c;
 }
 
@@ -133,14 +114,14 @@ class Progress {
 // checkpointing every eval_every steps, and stops cleanly on a stop signal.
 struct TrainLoop {
   const Command& cmd;
-  models::ToyTrainer& t;
+  models::Trainer& t;
   TrainOutputs& outputs;
-  int64_t eval_every, last;
+  int64_t steps, eval_every, last;
   int64_t saved_step;  // the checkpoint's step; -1 when there is none yet
 
   // Run returns an exit code when the run must end, nullopt at `last`.
   std::optional<int> Run() {
-    Progress progress(t.config().steps);
+    Progress progress(steps);
     const auto start = std::chrono::steady_clock::now();
     const int64_t first = t.step();
     while (t.step() < last) {
@@ -160,8 +141,8 @@ struct TrainLoop {
       MaybeRaiseForTest("eval", r->step);
       absl::StatusOr<models::EvalResult> e = t.Evaluate();
       if (!e.ok()) return Failure(cmd, e.status());
-      absl::Status st = outputs.AppendRow(r->step, e->accuracy, r->lr,
-                                          outputs.elapsed_before() + seconds);
+      absl::Status st =
+          outputs.AppendRow(r->step, *e, r->lr, outputs.elapsed_before() + seconds);
       if (st.ok()) st = outputs.SaveCheckpoint(t);
       if (!st.ok()) return Failure(cmd, st);
       outputs.DropSavedWindow();
@@ -206,7 +187,7 @@ struct TrainLoop {
 // StartOrResume loads the checkpoint for --resume, saying from where, or
 // starts a new metrics file. Resuming a complete run is not an error: its
 // final outputs are written again.
-absl::Status StartOrResume(models::ToyTrainer& t, TrainOutputs& outputs, int64_t steps) {
+absl::Status StartOrResume(models::Trainer& t, TrainOutputs& outputs, int64_t steps) {
   if (!absl::GetFlag(FLAGS_resume)) return outputs.StartMetrics();
   std::string warning;
   DAGRAD_ASSIGN_OR_RETURN(const std::string from, outputs.LoadCheckpoint(t, &warning));
@@ -222,37 +203,96 @@ absl::Status StartOrResume(models::ToyTrainer& t, TrainOutputs& outputs, int64_t
 
 // FinishRun evaluates the trained model, writes the final outputs (a stop
 // signal meanwhile saves and stops) and prints the summary.
-int FinishRun(TrainLoop& loop, const models::TrainConfig& config) {
-  models::ToyTrainer& t = loop.t;
-  absl::StatusOr<models::EvalResult> final_eval = t.Evaluate();
+int FinishRun(TrainLoop& loop, const TrainingRun& run) {
+  absl::StatusOr<models::EvalResult> final_eval = loop.t.Evaluate();
   if (!final_eval.ok()) return Failure(loop.cmd, final_eval.status());
   if (StopSignal()) return loop.Stop();
-  absl::Status written = loop.outputs.WriteAll(t, [] {
+  absl::Status written = run.finish(*final_eval, loop.outputs, [] {
     MaybeRaiseForTest("outputs");
     return StopSignal() != 0;
   });
   if (absl::IsCancelled(written)) return loop.Stop();
   if (!written.ok()) return Failure(loop.cmd, written);
-  std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
-                               final_eval->accuracy, final_eval->loss, t.step());
-  loop.outputs.PrintSummary(std::cout);
-  if (config.profile) std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
   return kExitOk;
+}
+
+// FinishToy writes the toy model's outputs (TrainingRun::finish).
+absl::Status FinishToy(models::ToyTrainer& t, const models::EvalResult& final_eval,
+                       TrainOutputs& outputs, const std::function<bool()>& stop) {
+  DAGRAD_RETURN_IF_ERROR(outputs.WriteAll(t, stop));
+  std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
+                               final_eval.accuracy, final_eval.loss, t.step());
+  outputs.PrintSummary(std::cout);
+  if (t.config().profile) {
+    std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
+  }
+  return absl::OkStatus();
+}
+
+int RunToyTrain(const Command& cmd, const RunFlags& flags) {
+  absl::StatusOr<models::TrainConfig> config = ConfigFromFlags(flags);
+  if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
+  models::ToyTrainer* toy = nullptr;  // owned by RunTraining
+  TrainingRun run{
+      .steps = config->steps,
+      .default_out = "runs/train",
+      .create = [&](std::unique_ptr<Device> device)
+          -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
+        DAGRAD_ASSIGN_OR_RETURN(auto t, models::ToyTrainer::Create(*config, std::move(device)));
+        toy = t.get();
+        return t;
+      },
+      .finish = [&](const models::EvalResult& final_eval, TrainOutputs& outputs,
+                    const std::function<bool()>& stop) {
+        return FinishToy(*toy, final_eval, outputs, stop);
+      }};
+  return RunTraining(cmd, run);
 }
 
 int RunTrain() {
   const Command cmd = TrainCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
-  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd);
-  absl::StatusOr<models::TrainConfig> config = ConfigFromFlags();
-  if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
-  absl::StatusOr<ExecutorOptions> exec_options = ExecutorOptionsFromFlags();
-  if (!exec_options.ok()) return UsageError(cmd, std::string(exec_options.status().message()));
-  config->check_numerics = exec_options->check_numerics;
-  config->memory_limit_bytes = exec_options->memory_limit_bytes;
-  config->profile = exec_options->profile;
-  const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/train" : absl::GetFlag(FLAGS_out);
-  const int64_t eval_every = absl::GetFlag(FLAGS_eval_every);
+  absl::StatusOr<RunFlags> flags = RunFlagsFromFlags();
+  if (!flags.ok()) return UsageError(cmd, std::string(flags.status().message()));
+  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *flags);
+  return RunToyTrain(cmd, *flags);
+}
+
+}  // namespace
+
+absl::StatusOr<RunFlags> RunFlagsFromFlags() {
+  auto kind = ParseOptimizerKind(absl::GetFlag(FLAGS_optimizer));
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", kind.status().message()));
+  }
+  auto policy = models::ParseNonFinitePolicy(absl::GetFlag(FLAGS_on_nonfinite));
+  if (!policy.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--on_nonfinite: ", policy.status().message()));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(const ExecutorOptions exec, ExecutorOptionsFromFlags());
+  if (absl::GetFlag(FLAGS_eval_every) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--eval_every must be >= 1, got ", absl::GetFlag(FLAGS_eval_every)));
+  }
+  return RunFlags{.batch = absl::GetFlag(FLAGS_batch),
+                  .steps = absl::GetFlag(FLAGS_steps),
+                  .warmup = absl::GetFlag(FLAGS_warmup),
+                  .optimizer = {.kind = *kind,
+                                .weight_decay = absl::GetFlag(FLAGS_weight_decay),
+                                .clip_norm = absl::GetFlag(FLAGS_clip)},
+                  .lr = absl::GetFlag(FLAGS_lr),
+                  .seed = absl::GetFlag(FLAGS_seed),
+                  .on_nonfinite = *policy,
+                  .max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips),
+                  .check_numerics = exec.check_numerics,
+                  .profile = exec.profile,
+                  .memory_limit_bytes = exec.memory_limit_bytes};
+}
+
+int RunTraining(const Command& cmd, const TrainingRun& run) {
+  const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
+  const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
+  if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec) return UsageError(cmd, absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
@@ -263,39 +303,31 @@ int RunTrain() {
     std::cout << "removed what a killed run left in " << out << ": " << absl::StrJoin(stale, " ")
               << "\n";
   }
-
   // From here on a stop signal is handled: one during the set-up stops
   // the run before its first step.
   InstallStopSignals();
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
   std::cout << "training on " << (*device)->name() << "\n";
-  auto trainer = models::ToyTrainer::Create(*config, *std::move(device));
+  absl::StatusOr<std::unique_ptr<models::Trainer>> trainer = run.create(*std::move(device));
   if (!trainer.ok()) return Failure(cmd, trainer.status());
-  models::ToyTrainer& t = **trainer;
+  models::Trainer& t = **trainer;
   TrainOutputs outputs(out);
-  if (absl::Status st = StartOrResume(t, outputs, config->steps); !st.ok()) {
-    return Failure(cmd, st);
-  }
-
-  const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
-  if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
-  TrainLoop loop{cmd, t, outputs, eval_every,
-                 stop_after > 0 ? std::min(stop_after, config->steps) : config->steps,
+  if (absl::Status st = StartOrResume(t, outputs, run.steps); !st.ok()) return Failure(cmd, st);
+  TrainLoop loop{cmd, t, outputs, run.steps, absl::GetFlag(FLAGS_eval_every),
+                 stop_after > 0 ? std::min(stop_after, run.steps) : run.steps,
                  absl::GetFlag(FLAGS_resume) ? t.step() : -1};
   if (std::optional<int> code = loop.Run()) return *code;
-  if (t.step() < config->steps) {
+  if (t.step() < run.steps) {
     std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
     return kExitOk;
   }
-  return FinishRun(loop, *config);
+  return FinishRun(loop, run);
 }
-
-}  // namespace
 
 Command TrainCommand() {
   return {"train",
-          "train the toy attention model on a synthetic task",
+          "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "on_nonfinite",
            "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},

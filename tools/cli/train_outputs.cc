@@ -22,22 +22,26 @@
 namespace dagrad::cli {
 namespace {
 
-constexpr char kHeader[] = "step,loss,train_accuracy,eval_accuracy,lr,skipped,elapsed_s";
-// The header before the skipped column; such files read with skipped = 0.
+constexpr char kHeader[] =
+    "step,loss,train_accuracy,eval_loss,eval_accuracy,lr,skipped,elapsed_s";
+// The headers before the eval_loss column, and before the skipped column;
+// such files read with eval_loss = NaN and skipped = 0.
+constexpr char kHeaderNoEvalLoss[] = "step,loss,train_accuracy,eval_accuracy,lr,skipped,elapsed_s";
 constexpr char kHeaderNoSkipped[] = "step,loss,train_accuracy,eval_accuracy,lr,elapsed_s";
 constexpr char kWindowFile[] = "metrics_window.csv";
 constexpr char kWindowHeader[] = "step,steps,loss_sum,accuracy_sum,skipped";
 
 absl::Status LossSvg(const std::vector<MetricsRow>& rows, const std::string& path) {
-  Series loss{"train loss"}, train_acc{"train"}, eval_acc{"held-out"};
+  Series loss{"train"}, eval_loss{"held-out"}, train_acc{"train"}, eval_acc{"held-out"};
   for (const MetricsRow& r : rows) {
     loss.x.push_back(r.step), loss.y.push_back(r.loss);
+    eval_loss.x.push_back(r.step), eval_loss.y.push_back(r.eval_loss);
     train_acc.x.push_back(r.step), train_acc.y.push_back(r.train_accuracy);
     eval_acc.x.push_back(r.step), eval_acc.y.push_back(r.eval_accuracy);
   }
   const std::string svg = RenderSvg(
       900, 340,
-      {Panel::Line({"loss", "step", "cross-entropy", {loss}}, 0, 20, 450, 320),
+      {Panel::Line({"loss", "step", "cross-entropy", {loss, eval_loss}}, 0, 20, 450, 320),
        Panel::Line({"token accuracy", "step", "accuracy", {train_acc, eval_acc}}, 450, 20, 450,
                    320)},
       "training");
@@ -101,8 +105,9 @@ absl::Status PositionalEncodingSvg(int64_t max_len, int64_t dim, const std::stri
 std::string FormatMetrics(const std::vector<MetricsRow>& rows) {
   std::string out = absl::StrCat(kHeader, "\n");
   for (const MetricsRow& r : rows) {
-    absl::StrAppendFormat(&out, "%d,%.6f,%.6f,%.6f,%.8g,%d,%.3f\n", r.step, r.loss,
-                          r.train_accuracy, r.eval_accuracy, r.lr, r.skipped, r.elapsed);
+    absl::StrAppendFormat(&out, "%d,%.6f,%.6f,%.6f,%.6f,%.8g,%d,%.3f\n", r.step, r.loss,
+                          r.train_accuracy, r.eval_loss, r.eval_accuracy, r.lr, r.skipped,
+                          r.elapsed);
   }
   return out;
 }
@@ -110,23 +115,24 @@ std::string FormatMetrics(const std::vector<MetricsRow>& rows) {
 absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text) {
   std::vector<MetricsRow> rows;
   int line_no = 0;
-  bool has_skipped = true;
+  absl::string_view header;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     ++line_no;
     if (line_no == 1) {
-      has_skipped = line == kHeader;
-      if (!has_skipped && line != kHeaderNoSkipped) {
+      header = line;
+      if (line != kHeader && line != kHeaderNoEvalLoss && line != kHeaderNoSkipped) {
         return absl::DataLossError("metrics.csv: unexpected header");
       }
       continue;
     }
     std::vector<absl::string_view> f = absl::StrSplit(line, ',');
-    if (!has_skipped && f.size() == 6) f.insert(f.begin() + 5, "0");
+    if (header == kHeaderNoSkipped && f.size() == 6) f.insert(f.begin() + 5, "0");
+    if (header != kHeader && f.size() == 7) f.insert(f.begin() + 3, "nan");
     MetricsRow r;
-    if (f.size() != 7 || !absl::SimpleAtoi(f[0], &r.step) || !absl::SimpleAtod(f[1], &r.loss) ||
-        !absl::SimpleAtod(f[2], &r.train_accuracy) ||
-        !absl::SimpleAtod(f[3], &r.eval_accuracy) || !absl::SimpleAtod(f[4], &r.lr) ||
-        !absl::SimpleAtoi(f[5], &r.skipped) || !absl::SimpleAtod(f[6], &r.elapsed)) {
+    if (f.size() != 8 || !absl::SimpleAtoi(f[0], &r.step) || !absl::SimpleAtod(f[1], &r.loss) ||
+        !absl::SimpleAtod(f[2], &r.train_accuracy) || !absl::SimpleAtod(f[3], &r.eval_loss) ||
+        !absl::SimpleAtod(f[4], &r.eval_accuracy) || !absl::SimpleAtod(f[5], &r.lr) ||
+        !absl::SimpleAtoi(f[6], &r.skipped) || !absl::SimpleAtod(f[7], &r.elapsed)) {
       return absl::DataLossError(absl::StrCat("metrics.csv line ", line_no, " is malformed"));
     }
     rows.push_back(r);
@@ -134,7 +140,7 @@ absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text) {
   return rows;
 }
 
-absl::StatusOr<std::string> TrainOutputs::LoadCheckpoint(models::ToyTrainer& trainer,
+absl::StatusOr<std::string> TrainOutputs::LoadCheckpoint(models::Trainer& trainer,
                                                           std::string* warning) {
   warning->clear();
   const absl::Status latest = trainer.LoadCheckpoint(checkpoint_path());
@@ -156,7 +162,7 @@ absl::StatusOr<std::string> TrainOutputs::LoadCheckpoint(models::ToyTrainer& tra
   return previous_checkpoint_path();
 }
 
-absl::Status TrainOutputs::SaveCheckpoint(models::ToyTrainer& trainer) {
+absl::Status TrainOutputs::SaveCheckpoint(models::Trainer& trainer) {
   AtomicWriteOptions options;
   if (next_save_ == NextSave::kRotate) options.keep_previous_as = previous_checkpoint_path();
   if (next_save_ == NextSave::kStartOver) {
@@ -228,14 +234,15 @@ absl::Status TrainOutputs::ResumeMetrics(int64_t step) {
   return WriteMetrics();
 }
 
-absl::Status TrainOutputs::AppendRow(int64_t step, double eval_accuracy, double lr,
+absl::Status TrainOutputs::AppendRow(int64_t step, const models::EvalResult& eval, double lr,
                                      double elapsed) {
   const MetricsWindow& w = window_;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   rows_.push_back({.step = step,
                    .loss = w.steps ? w.loss_sum / w.steps : nan,
                    .train_accuracy = w.steps ? w.accuracy_sum / w.steps : nan,
-                   .eval_accuracy = eval_accuracy,
+                   .eval_loss = eval.loss,
+                   .eval_accuracy = eval.accuracy,
                    .lr = lr,
                    .skipped = w.skipped,
                    .elapsed = elapsed});
@@ -252,6 +259,8 @@ void TrainOutputs::DropSavedWindow() const {
   std::filesystem::remove(path(kWindowFile), ec);  // absent is fine
 }
 
+absl::Status TrainOutputs::WriteLossSvg() const { return LossSvg(rows_, path("loss.svg")); }
+
 absl::Status TrainOutputs::WriteMetrics() const {
   return WriteFileAtomically(path("metrics.csv"), FormatMetrics(rows_));
 }
@@ -265,7 +274,7 @@ absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer,
   const models::TrainConfig& c = trainer.config();
   DAGRAD_RETURN_IF_ERROR(trainer.SaveModel(path("model.safetensors")));
   DAGRAD_RETURN_IF_ERROR(stopped());
-  DAGRAD_RETURN_IF_ERROR(LossSvg(rows_, path("loss.svg")));
+  DAGRAD_RETURN_IF_ERROR(WriteLossSvg());
   DAGRAD_ASSIGN_OR_RETURN(models::AttentionSample sample, trainer.SampleAttention(0));
   DAGRAD_RETURN_IF_ERROR(AttentionSvg(sample, c.model.heads, path("attention.svg")));
   DAGRAD_RETURN_IF_ERROR(stopped());

@@ -23,11 +23,13 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "models/toy_trainer.h"
+#include "models/trainer.h"
 
 namespace dagrad::cli {
 
@@ -35,6 +37,7 @@ struct MetricsRow {
   int64_t step = 0;
   double loss = 0;            // mean training loss since the previous row
   double train_accuracy = 0;  // mean training token accuracy since then
+  double eval_loss = 0;       // held-out loss at this step
   double eval_accuracy = 0;   // held-out token accuracy at this step
   double lr = 0;
   int64_t skipped = 0;        // updates skipped since then (--on_nonfinite=skip)
@@ -70,13 +73,13 @@ class TrainOutputs {
   // Errors: the latest's FailedPrecondition; when both fail, the
   // previous one's code with both messages (the latest's alone when there
   // is no previous one).
-  absl::StatusOr<std::string> LoadCheckpoint(models::ToyTrainer& trainer, std::string* warning);
+  absl::StatusOr<std::string> LoadCheckpoint(models::Trainer& trainer, std::string* warning);
   // SaveCheckpoint writes the trainer's checkpoint. The one it replaces
   // becomes the previous one if it is this run's and sound; after a
   // fallback the damaged latest is overwritten instead, and a fresh run
   // first removes the previous checkpoint of an earlier run, so that a
   // fallback never crosses into another run.
-  absl::Status SaveCheckpoint(models::ToyTrainer& trainer);
+  absl::Status SaveCheckpoint(models::Trainer& trainer);
 
   // StartMetrics begins a fresh metrics.csv.
   absl::Status StartMetrics();
@@ -86,10 +89,11 @@ class TrainOutputs {
   absl::Status ResumeMetrics(int64_t step);
   // AddStep adds a training step to the open window.
   void AddStep(const models::StepResult& r) { window_.Add(r); }
-  // AppendRow closes the window into a row at `step` and rewrites
-  // metrics.csv. The row's loss and accuracy are NaN when every step of the
-  // window was skipped.
-  absl::Status AppendRow(int64_t step, double eval_accuracy, double lr, double elapsed);
+  // AppendRow closes the window into a row at `step`, with the held-out
+  // `eval`, and rewrites metrics.csv. The row's loss and accuracy are NaN
+  // when every step of the window was skipped.
+  absl::Status AppendRow(int64_t step, const models::EvalResult& eval, double lr,
+                         double elapsed);
   // SaveWindow writes the open window, for a run stopped at its last step.
   absl::Status SaveWindow() const;
   // DropSavedWindow removes a saved window once a checkpoint past it is
@@ -99,11 +103,16 @@ class TrainOutputs {
   // elapsed_before is the elapsed time of the last kept row on resume.
   double elapsed_before() const { return elapsed_before_; }
 
+  // WriteLossSvg writes loss.svg: the training and held-out loss and
+  // accuracy of the rows so far.
+  absl::Status WriteLossSvg() const;
   // WriteAll writes the model and every picture and graph. Between files it
   // asks `stop` (when given) and returns Cancelled once it says true; the
   // files written so far are whole.
   absl::Status WriteAll(models::ToyTrainer& trainer, const std::function<bool()>& stop = {});
   void PrintSummary(std::ostream& out) const;
+  // SetWritten names the files PrintSummary lists (WriteAll sets them).
+  void SetWritten(std::vector<std::string> names) { written_ = std::move(names); }
 
  private:
   absl::Status WriteMetrics() const;
@@ -127,7 +136,8 @@ class TrainOutputs {
 // FormatMetrics renders rows as metrics.csv text (header included).
 std::string FormatMetrics(const std::vector<MetricsRow>& rows);
 // ParseMetrics reads metrics.csv text, as FormatMetrics writes it or as
-// versions before the skipped column did; DataLoss naming the line when bad.
+// versions before the eval_loss or the skipped column did (those read as NaN
+// and 0); DataLoss naming the line when bad.
 absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text);
 
 }  // namespace dagrad::cli

@@ -7,11 +7,13 @@
 #define DAGRAD_TOOLS_CLI_TRAIN_TEXT_H_
 
 #include "tools/cli/command.h"
+#include "tools/cli/train_run.h"
 
 namespace dagrad::cli {
 
-// RunTextTrain runs `cmd` (the train command) with --task=text; the exit code.
-int RunTextTrain(const Command& cmd);
+// RunTextTrain runs `cmd` (the train command) with --task=text and the
+// shared training flags (RunTraining); the exit code.
+int RunTextTrain(const Command& cmd, const RunFlags& flags);
 
 }  // namespace dagrad::cli
 

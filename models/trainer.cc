@@ -1,0 +1,171 @@
+#include "models/trainer.h"
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "engine/checkpoint.h"
+#include "engine/status_macros.h"
+#include "models/tasks.h"
+
+namespace dagrad::models {
+namespace {
+
+// Keys identifying a checkpoint as a training state, beside the config.
+constexpr char kFormatKey[] = "dagrad.format";
+constexpr char kStepKey[] = "dagrad.step";
+// Skipped updates so far, in all and in a row (absent: none).
+constexpr char kSkippedKey[] = "dagrad.skipped_updates";
+constexpr char kConsecutiveKey[] = "dagrad.consecutive_skips";
+
+// ConfigDifferences lists the fields of `config` that `metadata` lacks or
+// holds with another value.
+std::vector<std::string> ConfigDifferences(const std::map<std::string, std::string>& config,
+                                           const std::map<std::string, std::string>& metadata) {
+  std::vector<std::string> differences;
+  for (const auto& [key, value] : config) {
+    auto it = metadata.find(key);
+    if (it == metadata.end() || it->second != value) {
+      differences.push_back(absl::StrCat(key, ": checkpoint ",
+                                         it == metadata.end() ? "(none)" : it->second,
+                                         ", this run ", value));
+    }
+  }
+  return differences;
+}
+
+}  // namespace
+
+absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name) {
+  if (name == "stop") return NonFinitePolicy::kStop;
+  if (name == "skip") return NonFinitePolicy::kSkip;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown non-finite policy '", name, "' (stop, skip)"));
+}
+
+absl::Status NonFiniteSteps::NonFinite(int64_t step, double loss, double grad_norm) {
+  const bool skip = policy_ == NonFinitePolicy::kSkip;
+  if (skip && in_a_row_ + 1 < max_in_a_row_) {
+    ++total_;
+    ++in_a_row_;
+    return absl::OkStatus();
+  }
+  const std::string value = std::isfinite(loss)
+                                ? absl::StrCat("the gradient norm is ", grad_norm)
+                                : absl::StrCat("the loss is ", loss);
+  return absl::AbortedError(absl::StrCat(
+      "step ", step, ": ", value, "; its update was not applied",
+      skip ? absl::StrCat(" (", max_in_a_row_,
+                          " steps in a row were not finite: max_consecutive_skips)")
+           : "",
+      ". Rerun with --check_numerics (the config's check_numerics) to find the node that "
+      "produced it, or lower the learning rate"));
+}
+
+std::map<std::string, std::string> NonFiniteSteps::Metadata() const {
+  return {{kSkippedKey, absl::StrCat(total_)}, {kConsecutiveKey, absl::StrCat(in_a_row_)}};
+}
+
+absl::Status NonFiniteSteps::Restore(const std::map<std::string, std::string>& metadata,
+                                     int64_t step, const std::string& path) {
+  int64_t total = 0, in_a_row = 0;
+  for (auto [key, count] : {std::pair{kSkippedKey, &total}, {kConsecutiveKey, &in_a_row}}) {
+    auto it = metadata.find(key);
+    if (it == metadata.end()) continue;
+    if (!absl::SimpleAtoi(it->second, count) || *count < 0 || *count > step) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": bad '", key, "' (", it->second, ") at step ", step));
+    }
+  }
+  if (in_a_row > total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": more skips in a row (", in_a_row, ") than in all (", total, ")"));
+  }
+  total_ = total;
+  in_a_row_ = in_a_row;
+  return absl::OkStatus();
+}
+
+absl::Status TrainingState::Save(Executor& exec, const std::vector<Value>& vars, int64_t step,
+                                 const NonFiniteSteps& skips, const std::string& path,
+                                 const AtomicWriteOptions& options) const {
+  std::map<std::string, std::string> meta = config;
+  meta[kFormatKey] = format;
+  meta[kStepKey] = absl::StrCat(step);
+  meta.merge(skips.Metadata());
+  return SaveFiniteVariables(exec, vars, std::move(meta), path, options);
+}
+
+absl::StatusOr<int64_t> TrainingState::Load(Executor& exec, const std::vector<Value>& vars,
+                                            NonFiniteSteps& skips,
+                                            const std::string& path) const {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
+  auto found = file.metadata.find(kFormatKey);
+  if (found == file.metadata.end() || found->second != format) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " is not a dagrad training checkpoint of this model (no '", kFormatKey, "' ",
+        format, ")"));
+  }
+  const std::vector<std::string> differences = ConfigDifferences(config, file.metadata);
+  if (!differences.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": the checkpoint was made with another config (", differences.size(),
+        differences.size() == 1 ? " difference): " : " differences): ",
+        absl::StrJoin(differences, "; ")));
+  }
+  int64_t step = 0;
+  auto s = file.metadata.find(kStepKey);
+  if (s == file.metadata.end() || !absl::SimpleAtoi(s->second, &step) || step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": bad or missing '", kStepKey, "'"));
+  }
+  NonFiniteSteps restored = skips;
+  DAGRAD_RETURN_IF_ERROR(restored.Restore(file.metadata, step, path));
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, vars, file, path));
+  skips = restored;
+  return step;
+}
+
+absl::Status SaveFiniteVariables(Executor& exec, const std::vector<Value>& vars,
+                                 std::map<std::string, std::string> metadata,
+                                 const std::string& path, const AtomicWriteOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(exec, vars));
+  if (absl::Status st = RequireFinite(file); !st.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("not writing ", path, ": ", st.message()));
+  }
+  file.metadata = std::move(metadata);
+  return WriteCheckpoint(path, std::move(file), options);
+}
+
+double TokenAccuracy(const Tensor& logits, const Tensor& targets) {
+  const int64_t V = logits.shape()[logits.shape().rank() - 1];
+  const float* l = logits.data<float>();
+  const int64_t* t = targets.data<int64_t>();
+  int64_t correct = 0, total = 0;
+  for (int64_t i = 0; i < targets.num_elements(); ++i) {
+    if (t[i] == kIgnoreIndex) continue;
+    const float* row = l + i * V;
+    // torch.argmax: NaN counts as the largest value, and the first one wins
+    // (whatever its position, a row holding NaN predicts the NaN).
+    int64_t best = 0;
+    for (int64_t v = 1; v < V && !std::isnan(row[best]); ++v) {
+      if (row[v] > row[best] || std::isnan(row[v])) best = v;
+    }
+    correct += best == t[i];
+    ++total;
+  }
+  return total ? static_cast<double>(correct) / total : 0.0;
+}
+
+absl::Status ValidateOptimizer(const OptimizerOptions& o) {
+  if (!(o.weight_decay >= 0) || !std::isfinite(o.weight_decay)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight_decay must be finite and >= 0, got ", o.weight_decay));
+  }
+  if (!(o.clip_norm >= 0) || !std::isfinite(o.clip_norm)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("clip must be finite and >= 0, got ", o.clip_norm));
+  }
+  return ValidateOptimizerOptions(o);
+}
+
+}  // namespace dagrad::models

@@ -1,0 +1,210 @@
+// models/trainer.h
+//
+// What every trainer shares: the Trainer interface that one training loop
+// (`dagrad train`, tools/cli/train_command.cc) drives for every model —
+// ToyTrainer (synthetic tasks) and GptTrainer (text) — and the policies
+// behind it, written once:
+//
+//  - Non-finite steps (NonFiniteSteps). A step whose loss or global
+//    gradient norm is NaN or +-Inf never changes a parameter (the update
+//    ops are guarded: OptimizerOptions::skip_nonfinite). The policy says
+//    what happens next: kStop makes Step return Aborted naming the step and
+//    the value, with step() unchanged; kSkip counts the update as skipped
+//    (StepResult::skipped; Adam's step count does not advance, as
+//    torch.cuda.amp.GradScaler skips optimizer.step()) and goes on, until
+//    max_consecutive_skips steps in a row were skipped: then Aborted.
+//  - Training checkpoints (TrainingState): parameters, optimizer state, the
+//    step, the skip counts and the config, written atomically with
+//    checksums, never holding a NaN or Inf; loading one made with another
+//    config is FailedPrecondition listing every differing field.
+//  - The settings of a run that both configs (TrainConfig, TextTrainConfig)
+//    hold under the same names: RunMetadata and ValidateRun.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<GptTrainer> gpt, GptTrainer::Create(config));
+//   std::unique_ptr<Trainer> t = std::move(gpt);
+//   while (t->step() < steps) {
+//     DAGRAD_ASSIGN_OR_RETURN(StepResult r, t->Step());
+//   }
+//   DAGRAD_ASSIGN_OR_RETURN(EvalResult e, t->Evaluate());
+
+#ifndef DAGRAD_MODELS_TRAINER_H_
+#define DAGRAD_MODELS_TRAINER_H_
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "engine/autodiff/optimizer.h"
+#include "engine/executor.h"
+#include "engine/file_io.h"
+#include "engine/safetensors.h"
+
+namespace dagrad::models {
+
+struct StepResult {
+  int64_t step = 0;
+  double loss = 0;       // mean cross-entropy of the batch
+  double accuracy = 0;   // token accuracy of the batch (non-ignored targets)
+  double lr = 0;
+  double grad_norm = 0;  // the global gradient norm, before clipping
+  bool skipped = false;  // the update was skipped (NonFinitePolicy::kSkip)
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+};
+
+// Trainer is a model's training: steps, evaluation and checkpoints.
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  // Step runs step step()+1: Aborted for a non-finite step the policy stops
+  // at (nothing changed); the executor's errors otherwise.
+  virtual absl::StatusOr<StepResult> Step() = 0;
+  // Evaluate runs the held-out data in eval mode (no dropout).
+  virtual absl::StatusOr<EvalResult> Evaluate() = 0;
+  // SaveCheckpoint and LoadCheckpoint: the training state (file comment).
+  virtual absl::Status SaveCheckpoint(const std::string& path,
+                                      const AtomicWriteOptions& options) = 0;
+  virtual absl::Status LoadCheckpoint(const std::string& path) = 0;
+  virtual int64_t step() const = 0;
+};
+
+// NonFinitePolicy: what a step whose loss or gradient norm is not finite
+// does (see the file comment).
+enum class NonFinitePolicy { kStop, kSkip };
+
+// ParseNonFinitePolicy accepts "stop" and "skip"; InvalidArgument else.
+absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name);
+
+// NonFiniteSteps applies a NonFinitePolicy and counts skipped updates.
+//
+//   NonFiniteSteps skips(NonFinitePolicy::kSkip, 8);
+//   if (UpdateSkipped(loss, norm)) {
+//     DAGRAD_RETURN_IF_ERROR(skips.NonFinite(step, loss, norm));  // skipped
+//   } else {
+//     skips.Finite();
+//   }
+class NonFiniteSteps {
+ public:
+  NonFiniteSteps() = default;
+  NonFiniteSteps(NonFinitePolicy policy, int64_t max_in_a_row)
+      : policy_(policy), max_in_a_row_(max_in_a_row) {}
+
+  // Finite records a step whose update was applied.
+  void Finite() { in_a_row_ = 0; }
+  // NonFinite records step `step` whose loss or gradient norm is not
+  // finite: OK when the policy skips it (counted), else Aborted naming the
+  // step and the value.
+  absl::Status NonFinite(int64_t step, double loss, double grad_norm);
+
+  int64_t total() const { return total_; }
+  int64_t in_a_row() const { return in_a_row_; }
+  // Metadata holds the counts for a checkpoint; Restore reads them back
+  // (absent: none), InvalidArgument naming `path` for counts that do not
+  // fit `step`.
+  std::map<std::string, std::string> Metadata() const;
+  absl::Status Restore(const std::map<std::string, std::string>& metadata,
+                       int64_t step, const std::string& path);
+
+ private:
+  NonFinitePolicy policy_ = NonFinitePolicy::kStop;
+  int64_t max_in_a_row_ = 1;
+  int64_t total_ = 0, in_a_row_ = 0;
+};
+
+// TrainingState reads and writes the training checkpoints of a trainer
+// whose checkpoints are marked `format` (e.g. "toy-train-state/1") and
+// whose config is `config` (its ToMetadata).
+//
+//   TrainingState state{"toy-train-state/1", config.ToMetadata()};
+//   DAGRAD_RETURN_IF_ERROR(state.Save(exec, vars, 5, skips, path, {}));
+//   DAGRAD_ASSIGN_OR_RETURN(int64_t step, state.Load(exec, vars, skips, path));
+struct TrainingState {
+  std::string format;
+  std::map<std::string, std::string> config;
+
+  // Save writes `vars` with the config, the step and the skip counts:
+  // FailedPrecondition naming the tensor, and nothing written, when one
+  // holds a NaN or Inf.
+  absl::Status Save(Executor& exec, const std::vector<Value>& vars,
+                    int64_t step, const NonFiniteSteps& skips,
+                    const std::string& path,
+                    const AtomicWriteOptions& options) const;
+  // Load restores `vars` and `skips` and returns the step, all or nothing:
+  // ReadCheckpoint's errors; InvalidArgument for a file of another format
+  // or one that does not fit; FailedPrecondition listing every config
+  // field that differs ("lr: checkpoint 0.001, this run 0.5").
+  absl::StatusOr<int64_t> Load(Executor& exec, const std::vector<Value>& vars,
+                               NonFiniteSteps& skips,
+                               const std::string& path) const;
+};
+
+// SaveFiniteVariables writes `vars` with `metadata` unless one holds a NaN
+// or Inf (FailedPrecondition naming it; nothing written).
+absl::Status SaveFiniteVariables(
+    Executor& exec, const std::vector<Value>& vars,
+    std::map<std::string, std::string> metadata, const std::string& path,
+    const AtomicWriteOptions& options = {});
+
+// TokenAccuracy returns the fraction of targets (ignoring -100) that equal
+// the argmax of logits (B, T, V), as torch.argmax picks it: the first
+// maximum, and the first NaN in a row that holds one.
+double TokenAccuracy(const Tensor& logits, const Tensor& targets);
+
+// ValidateOptimizer checks weight decay and clipping in the CLI's words
+// (--weight_decay, --clip), then the rest as ValidateOptimizerOptions.
+absl::Status ValidateOptimizer(const OptimizerOptions& o);
+
+// ValidateRun and RunMetadata cover the settings every training config
+// holds under these names: batch, steps, optimizer, lr, warmup,
+// final_lr_fraction, seed, memory_limit_bytes, max_consecutive_skips.
+// ValidateRun returns InvalidArgument naming the first bad one.
+//
+//   DAGRAD_RETURN_IF_ERROR(ValidateRun(config));
+//   std::map<std::string, std::string> m = RunMetadata(config);  // "lr" -> "0.001", ...
+template <typename Config>
+absl::Status ValidateRun(const Config& c) {
+  auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
+  if (c.batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", c.batch));
+  if (c.steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", c.steps));
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) {
+    return bad(absl::StrCat("lr must be finite and > 0, got ", c.lr));
+  }
+  if (c.warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", c.warmup));
+  if (!(c.final_lr_fraction >= 0 && c.final_lr_fraction <= 1)) {
+    return bad(absl::StrCat("final_lr_fraction must be in [0, 1], got ", c.final_lr_fraction));
+  }
+  if (c.memory_limit_bytes < 0) {
+    return bad(absl::StrCat("memory limit must be >= 0, got ", c.memory_limit_bytes));
+  }
+  if (c.max_consecutive_skips < 1) {
+    return bad(
+        absl::StrCat("max_consecutive_skips must be >= 1, got ", c.max_consecutive_skips));
+  }
+  return ValidateOptimizer(c.optimizer);
+}
+
+// RunMetadata: the settings of ValidateRun that shape a run's numbers.
+template <typename Config>
+std::map<std::string, std::string> RunMetadata(const Config& c) {
+  return {{"batch", absl::StrCat(c.batch)},
+          {"steps", absl::StrCat(c.steps)},
+          {"optimizer", OptimizerName(c.optimizer.kind)},
+          {"weight_decay", absl::StrCat(c.optimizer.weight_decay)},
+          {"clip", absl::StrCat(c.optimizer.clip_norm)},
+          {"lr", absl::StrCat(c.lr)},
+          {"warmup", absl::StrCat(c.warmup)},
+          {"final_lr_fraction", absl::StrCat(c.final_lr_fraction)},
+          {"seed", absl::StrCat(c.seed)}};
+}
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_TRAINER_H_

@@ -1,0 +1,45 @@
+#include "tests/support/gpt_fixtures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <vector>
+
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+
+std::string GptGoldens() { return std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/"; }
+
+double MaxRelativeError(const Tensor& got, const Tensor& want) {
+  const std::vector<double> a = AsDoubles(got), b = AsDoubles(want);
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0, scale = 1e-12;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return diff / scale;
+}
+
+std::string TextCorpus(int repeats) {
+  std::string text;
+  for (int i = 0; i < repeats; ++i) {
+    text += "the quick brown fox jumps over the lazy dog. ";
+    text += "pack my box with five dozen liquor jugs!\n";
+  }
+  return text;
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string WriteCorpus(const std::string& name, int repeats) {
+  const std::string path = FreshDir(name) + "/corpus.txt";
+  WriteBytes(path, TextCorpus(repeats));
+  return path;
+}
+
+}  // namespace dagrad::testing

@@ -1,0 +1,87 @@
+// tools/cli/train_run.h
+//
+// The part of `dagrad train` every task shares (train_command.cc): the
+// output directory and its lock, stop signals (SIGTERM, SIGINT, SIGUSR1 save
+// a checkpoint and exit 128+signal), --resume with the fallback to the
+// previous checkpoint, non-finite steps (--on_nonfinite), evaluation,
+// metrics and checkpoints every --eval_every steps, --stop_after. A task
+// supplies its trainer and its final outputs: the toy tasks
+// (train_command.cc) and text (train_text.cc).
+//
+//   RunFlags flags = ...;                         // RunFlagsFromFlags()
+//   models::TextTrainConfig config;
+//   ApplyRunFlags(flags, config);
+//   return RunTraining(cmd, {.steps = config.steps, .default_out = "runs/text",
+//                            .create = ..., .finish = ...});
+
+#ifndef DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
+#define DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/autodiff/optimizer.h"
+#include "engine/device.h"
+#include "models/trainer.h"
+#include "tools/cli/command.h"
+#include "tools/cli/train_outputs.h"
+
+namespace dagrad::cli {
+
+// RunFlags: the flags of the settings every training config holds
+// (models::ValidateRun), and the executor's debugging flags.
+struct RunFlags {
+  int64_t batch = 0, steps = 0, warmup = 0;
+  OptimizerOptions optimizer;
+  double lr = 0;
+  uint64_t seed = 0;
+  models::NonFinitePolicy on_nonfinite = models::NonFinitePolicy::kStop;
+  int64_t max_consecutive_skips = 0;
+  bool check_numerics = false, profile = false;
+  int64_t memory_limit_bytes = 0;
+};
+
+// RunFlagsFromFlags reads them: InvalidArgument naming the flag for an
+// unknown --optimizer or --on_nonfinite, a negative --memory_limit_mb, or
+// --eval_every < 1. (The values' ranges are the config's Validate's.)
+absl::StatusOr<RunFlags> RunFlagsFromFlags();
+
+// ApplyRunFlags copies them into a training config.
+template <typename Config>
+void ApplyRunFlags(const RunFlags& f, Config& c) {
+  c.batch = f.batch;
+  c.steps = f.steps;
+  c.warmup = f.warmup;
+  c.optimizer = f.optimizer;
+  c.lr = f.lr;
+  c.seed = f.seed;
+  c.on_nonfinite = f.on_nonfinite;
+  c.max_consecutive_skips = f.max_consecutive_skips;
+  c.check_numerics = f.check_numerics;
+  c.profile = f.profile;
+  c.memory_limit_bytes = f.memory_limit_bytes;
+}
+
+// TrainingRun: what a task gives RunTraining.
+struct TrainingRun {
+  int64_t steps = 0;        // the config's
+  std::string default_out;  // --out when it is not given
+  // create builds the trainer on `device`.
+  std::function<absl::StatusOr<std::unique_ptr<models::Trainer>>(std::unique_ptr<Device>)>
+      create;
+  // finish writes a completed run's final outputs (the trainer's model
+  // first) and prints its summary, given the final evaluation; it asks
+  // `stop` between files and returns Cancelled once that says true.
+  std::function<absl::Status(const models::EvalResult& final_eval, TrainOutputs& outputs,
+                             const std::function<bool()>& stop)>
+      finish;
+};
+
+// RunTraining trains as the file comment says and returns the exit code.
+int RunTraining(const Command& cmd, const TrainingRun& run);
+
+}  // namespace dagrad::cli
+
+#endif  // DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
