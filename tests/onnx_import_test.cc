@@ -12,6 +12,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -62,6 +65,13 @@ absl::StatusOr<Imported> ImportGolden(const std::string& name) {
   return im;
 }
 
+double MaxAbsDiff(const Tensor& got, const Tensor& want) {
+  std::vector<double> g = AsDoubles(got), w = AsDoubles(want);
+  double worst = 0;
+  for (size_t i = 0; i < g.size() && i < w.size(); ++i) worst = std::max(worst, std::fabs(g[i] - w[i]));
+  return worst;
+}
+
 class OnnxParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxParity, OutputAndGradientsEqualPyTorchs) {
@@ -82,10 +92,15 @@ TEST_P(OnnxParity, OutputAndGradientsEqualPyTorchs) {
   const auto& want = im.golden.outputs;
   ExpectAllClose(got[0], AsDoubles(want.at("output")), 1e-4, 1e-4, "output");
   ASSERT_EQ(want.size(), names.size() + 1) << "a gradient PyTorch has is not a parameter here";
+  double worst_grad = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     const Tensor& torch_grad = want.at("grad." + names[i]);
     ExpectAllClose(got[i + 1], AsDoubles(torch_grad), 1e-4, 1e-4, "grad." + names[i]);
+    worst_grad = std::max(worst_grad, MaxAbsDiff(got[i + 1], torch_grad));
   }
+  std::cout << "onnx parity " << GetParam() << ": output max |dagrad - torch| "
+            << MaxAbsDiff(got[0], want.at("output")) << ", gradients (" << names.size()
+            << " tensors) max |dagrad - torch| " << worst_grad << "\n";
 }
 
 // One SGD step of BuildTrainingStep moves each parameter by -lr times

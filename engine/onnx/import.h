@@ -20,7 +20,7 @@
 //     (engine/onnx/import_ops_*.cc). A file with ops outside the table is
 //     an Unimplemented error that lists every such op type, with counts.
 //
-//   DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnx("encoder.onnx", {{"src", {2, 16, 64}}}));
+//   DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnx("encoder.onnx", {{"src", {2, 16, 8}}}));
 //   Executor exec(*m.graph);
 //   DAGRAD_RETURN_IF_ERROR(m.LoadParameters(exec));
 //   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({m.outputs[0].value}));
@@ -103,7 +103,8 @@ using OnnxInputValues = std::map<std::string, Tensor>;
 // `input_shapes`, or a value in `input_values` whose dtype or shape the
 // file contradicts.
 //
-//   DAGRAD_ASSIGN_OR_RETURN(OnnxModel mha, ImportOnnx("mha.onnx"));
+//   DAGRAD_ASSIGN_OR_RETURN(OnnxModel mha, ImportOnnx("mha.onnx", {{"query", {2, 5, 8}},
+//       {"key", {2, 4, 8}}, {"value", {2, 4, 8}}}));
 absl::StatusOr<OnnxModel> ImportOnnx(const std::string& path,
                                      const OnnxInputShapes& input_shapes = {},
                                      const OnnxInputValues& input_values = {});

@@ -120,6 +120,7 @@ Outputs ImportMatMul(OnnxNodeContext& c) {
   if (row) a = Reshape(a, {1, a.dim(0)});
   if (column) b = Reshape(b, {b.dim(0), 1});
   Value y = MatMul(a, b);
+  DAGRAD_RETURN_IF_ERROR(y.status());
   if (row || column) {
     std::vector<int64_t> dims(y.shape().dims().begin(), y.shape().dims().end());
     if (column) dims.pop_back();

@@ -12,10 +12,9 @@
 // allocated, and a tensor whose bytes disagree with its dims is an error,
 // never a short read.
 //
-//   onnx::TensorProto proto = ...;   // e.g. model.graph().initializer(0)
-//   DAGRAD_ASSIGN_OR_RETURN(Tensor w, TensorFromOnnx(proto, "/models/gpt"));
-//   onnx::TensorProto back;
-//   DAGRAD_RETURN_IF_ERROR(TensorToOnnx(w, "w", back));
+//   onnx::TensorProto proto;
+//   DAGRAD_RETURN_IF_ERROR(TensorToOnnx(Tensor::Scalar<float>(2.0f), "w", proto));
+//   DAGRAD_ASSIGN_OR_RETURN(Tensor w, TensorFromOnnx(proto, "/models/gpt"));  // float32 ()
 
 #ifndef DAGRAD_ENGINE_ONNX_ONNX_TENSOR_H_
 #define DAGRAD_ENGINE_ONNX_ONNX_TENSOR_H_

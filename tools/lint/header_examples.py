@@ -30,6 +30,7 @@ import re
 import sys
 
 HEADER_GLOBS = ["engine/*.h", "engine/autodiff/*.h", "engine/cuda/cuda_device.h",
+                "engine/onnx/import.h", "engine/onnx/onnx_tensor.h",
                 "ops/*.h", "models/*.h", "dagrad/*.h"]
 # The tests that hold the examples: the header examples tests, and the nn
 # layers' own (tests/nn_layers_test.cc copies the models/nn*.h examples).
