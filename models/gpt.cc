@@ -9,7 +9,6 @@
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
-#include "ops/matmul.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
 
@@ -120,8 +119,6 @@ absl::StatusOr<Gpt::Block> Gpt::CreateBlock(Graph& g, const GptConfig& c,
   DAGRAD_ASSIGN_OR_RETURN(b.mlp_proj,
                           linear("mlp/c_proj", 4 * c.dim, c.dim, proj));
   DAGRAD_ASSIGN_OR_RETURN(
-      b.attn_dropout, nn::Dropout::Create(g, "attn/attn_dropout", c.dropout));
-  DAGRAD_ASSIGN_OR_RETURN(
       b.resid_dropout, nn::Dropout::Create(g, "attn/resid_dropout", c.dropout));
   DAGRAD_ASSIGN_OR_RETURN(b.mlp_dropout,
                           nn::Dropout::Create(g, "mlp/dropout", c.dropout));
@@ -175,16 +172,10 @@ absl::StatusOr<Gpt> Gpt::Create(Graph& g, const GptConfig& c) {
 
 Value Gpt::Attention(const Block& b, Value x, int64_t l,
                      const GptForwardOptions& options, GptOutputs& out) const {
-  const int64_t B = x.dim(0), T = x.dim(1), E = config_.dim, H = config_.heads,
-                Dh = E / H;
-  Value qkv = b.c_attn(x);  // (B, T, 3E): q, k, v side by side
-  Value heads = Permute(Reshape(qkv, {B, T, 3, H, Dh}),
-                        {2, 0, 3, 1, 4});  // (3, B, H, T, Dh)
-  Value q = Reshape(Slice(heads, 0, 0, 1), {B, H, T, Dh});
-  Value k = Reshape(Slice(heads, 0, 1, 2), {B, H, T, Dh});
-  Value v = Reshape(Slice(heads, 0, 2, 3), {B, H, T, Dh});
-  out.keys.push_back(k);
-  out.values.push_back(v);
+  const int64_t T = x.dim(1), Dh = config_.dim / config_.heads;
+  nn::HeadsQkv heads = nn::SplitPackedHeads(b.c_attn(x), config_.heads);  // (B, H, T, Dh)
+  out.keys.push_back(heads.k);
+  out.values.push_back(heads.v);
   SoftmaxMask mask{.causal = true};
   if (options.past != nullptr) {
     // Cached positions first: each new query sees every kept cached key,
@@ -192,8 +183,8 @@ Value Gpt::Attention(const Block& b, Value x, int64_t l,
     // also admit unkept slots, so the mask is written out).
     const GptPast& past = *options.past;
     const int64_t P = past.keys[l].dim(2);
-    k = Concat({past.keys[l], k}, 2);
-    v = Concat({past.values[l], v}, 2);
+    heads.k = Concat({past.keys[l], heads.k}, 2);
+    heads.v = Concat({past.values[l], heads.v}, 2);
     Graph& g = *graph_;
     Value cached = BroadcastTo(Reshape(past.keep, {1, P}), Shape({T, P}));
     Value new_keys =
@@ -201,13 +192,11 @@ Value Gpt::Attention(const Block& b, Value x, int64_t l,
              Reshape(Arange(g, 1, T + 1, 1, DType::kInt64), {T, 1}));
     mask = {.keep = Concat({cached, new_keys}, 1)};
   }
-  Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, P + T)
-  Value attn =
-      MaskedSoftmax(scores, mask, 1.0 / std::sqrt(static_cast<double>(Dh)));
-  if (options.keep_attention) out.attention.push_back(attn);
-  Value context = MatMul(b.attn_dropout(attn), v);  // (B, H, T, Dh)
-  Value merged = Reshape(Permute(context, {0, 2, 1, 3}), {B, T, E});
-  return b.resid_dropout(b.attn_proj(merged));
+  nn::HeadsAttention attended =
+      nn::AttendHeads(heads.q, heads.k, heads.v, mask,
+                      1.0 / std::sqrt(static_cast<double>(Dh)), config_.dropout);
+  if (options.keep_attention) out.attention.push_back(attended.weights);
+  return b.resid_dropout(b.attn_proj(attended.merged));
 }
 
 Value Gpt::ApplyBlock(const Block& b, Value x, int64_t l,

@@ -21,8 +21,9 @@
 //   dim), transformer.h.<l>.ln_1.{weight,bias}, .attn.c_attn.{weight (3 dim,
 //   dim), bias}, .attn.c_proj.{weight,bias}, .ln_2.*, .mlp.c_fc.{weight (4 dim,
 //   dim), bias}, .mlp.c_proj.{weight,bias}, transformer.ln_f.{weight,bias}.
-// The attention is written here rather than with nn::MultiheadAttention
-// because the names are GPT's (c_attn, c_proj), not torch.nn's.
+// The attention is nn::MultiheadAttention's core (nn::SplitPackedHeads,
+// nn::AttendHeads) around GPT's own projections, whose names are GPT's
+// (c_attn, c_proj), not torch.nn's.
 // Initialisation (GPT-2's): matrices N(0, 0.02), each c_proj.weight
 // N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm weights 1.
 //
@@ -115,7 +116,7 @@ class Gpt {
   struct Block {
     nn::LayerNorm ln_1, ln_2;
     nn::Linear c_attn, attn_proj, c_fc, mlp_proj;
-    nn::Dropout attn_dropout, resid_dropout, mlp_dropout;
+    nn::Dropout resid_dropout, mlp_dropout;  // the weights' dropout: AttendHeads
   };
   static absl::StatusOr<Block> CreateBlock(Graph& g, const GptConfig& c,
                                            int64_t l);

@@ -187,18 +187,17 @@ void MultiheadAttention::Project(Value query, Value key, Value value, Value* q, 
   auto rows = [&](Value packed, int64_t part) {
     return packed.is_null() ? Value() : Slice(packed, 0, part * E, (part + 1) * E);
   };
-  const int64_t B = query.dim(0), H = options_.num_heads, Dh = head_dim();
+  const int64_t H = options_.num_heads;
   if (!in_proj_weight_.is_null() && query == key && key == value) {
     // Self-attention: one product with the packed weight gives q, k and v
     // side by side; one permute splits them into heads, (3, B, H, T, Dh),
     // and q, k, v are views of its three blocks (their gradients are
     // concatenated back, not summed).
-    const int64_t T = query.dim(1);
-    Value qkv = dagrad::Linear(query, in_proj_weight_, in_proj_bias_);  // (B, T, 3E)
-    Value heads = Permute(Reshape(qkv, {B, T, 3, H, Dh}), {2, 0, 3, 1, 4});
-    *q = Reshape(Slice(heads, 0, 0, 1), {B, H, T, Dh});
-    *k = Reshape(Slice(heads, 0, 1, 2), {B, H, T, Dh});
-    *v = Reshape(Slice(heads, 0, 2, 3), {B, H, T, Dh});
+    HeadsQkv heads =
+        SplitPackedHeads(dagrad::Linear(query, in_proj_weight_, in_proj_bias_), H);
+    *q = heads.q;
+    *k = heads.k;
+    *v = heads.v;
   } else {
     Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
     Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
@@ -228,7 +227,7 @@ AttentionOutput MultiheadAttention::operator()(Value query, Value key, Value val
   }
   Value q, k, v;
   Project(query, key, value, &q, &k, &v);
-  const int64_t E = options_.embed_dim, B = query.dim(0);
+  const int64_t B = query.dim(0);
   const int64_t T = query.dim(1), S = key.dim(1);
   if (options_.rotary) {
     // Queries are the last T positions of the keys' sequence (header).
@@ -244,17 +243,40 @@ AttentionOutput MultiheadAttention::operator()(Value query, Value key, Value val
     v = AppendKeys(v, bias_v_);
     softmax_mask = ExtendMask(g, mask, B, T, S, extra);
   }
-  Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S')
-  Value attn = MaskedSoftmax(scores, softmax_mask,
-                             scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))));
-  Value dropped = options_.dropout > 0 ? dagrad::Dropout(attn, options_.dropout) : attn;
-  Value context = MatMul(dropped, v);  // (B, H, T, Dh)
-  Value merged = Reshape(Permute(context, {0, 2, 1, 3}), {B, T, E});
-  Value output = dagrad::Linear(merged, out_weight_, out_bias_);
+  HeadsAttention attended = AttendHeads(
+      q, k, v, softmax_mask,
+      scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))), options_.dropout);
+  Value attn = attended.weights;  // (B, H, T, S')
+  Value output = dagrad::Linear(attended.merged, out_weight_, out_bias_);
   AttentionOutput out{options_.batch_first ? output : Transpose(output, 0, 1), Value()};
   if (weights == AttentionWeights::kPerHead) out.weights = attn;
   if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
   return out;
+}
+
+HeadsQkv SplitPackedHeads(Value qkv, int64_t heads) {
+  if (!qkv.ok()) return {qkv, qkv, qkv};
+  if (qkv.rank() != 3 || heads < 1 || qkv.dim(2) % (3 * heads) != 0) {
+    Value error = qkv.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "split_packed_heads: qkv must be (B, T, 3 * heads * Dh) for ", heads, " heads, got ",
+        qkv.shape().ToString())));
+    return {error, error, error};
+  }
+  const int64_t B = qkv.dim(0), T = qkv.dim(1), H = heads, Dh = qkv.dim(2) / (3 * heads);
+  Value split = Permute(Reshape(qkv, {B, T, 3, H, Dh}), {2, 0, 3, 1, 4});  // (3, B, H, T, Dh)
+  auto part = [&](int64_t i) { return Reshape(Slice(split, 0, i, i + 1), {B, H, T, Dh}); };
+  return {part(0), part(1), part(2)};
+}
+
+HeadsAttention AttendHeads(Value q, Value k, Value v, const SoftmaxMask& mask, double scale,
+                           double dropout) {
+  Value scores = MatMul(q, k, {.transpose_b = true});  // (B, H, T, S)
+  Value weights = MaskedSoftmax(scores, mask, scale);
+  Value dropped = dropout > 0 ? dagrad::Dropout(weights, dropout) : weights;
+  Value context = MatMul(dropped, v);  // (B, H, T, Dh)
+  if (!context.ok()) return {context, weights};
+  const int64_t B = context.dim(0), H = context.dim(1), T = context.dim(2), Dh = context.dim(3);
+  return {Reshape(Permute(context, {0, 2, 1, 3}), {B, T, H * Dh}), weights};
 }
 
 Value KeepFromKeyPaddingMask(Value key_padding_mask) {

@@ -62,6 +62,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/graph.h"
 #include "models/nn_module.h"
+#include "ops/softmax.h"
 
 namespace dagrad::nn {
 
@@ -159,6 +160,34 @@ class MultiheadAttention {
   Value in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_;
   Value in_proj_bias_, bias_k_, bias_v_, out_weight_, out_bias_;
 };
+
+// The core MultiheadAttention shares with attention written around it
+// (models::Gpt's, under GPT's parameter names).
+//
+// HeadsQkv is q, k, v split into heads, (B, H, L, Dh) each.
+struct HeadsQkv {
+  Value q, k, v;
+};
+// SplitPackedHeads splits a packed projection qkv (B, T, 3E), q, k and v
+// side by side, into `heads` heads: one permute, (3, B, H, T, Dh), whose
+// three blocks are q, k and v (their gradients are concatenated back).
+// An error Value for a qkv whose last axis is not a multiple of 3 * heads.
+//   HeadsQkv h = SplitPackedHeads(qkv, 2);      // qkv (B, T, 24): h.q (B, 2, T, 4)
+HeadsQkv SplitPackedHeads(Value qkv, int64_t heads);
+
+// HeadsAttention: the heads' outputs merged, and the weights.
+struct HeadsAttention {
+  Value merged;   // (B, T, H * Dh)
+  Value weights;  // (B, H, T, S), before dropout
+};
+// AttendHeads returns merge_heads(dropout(masked_softmax(q·kᵀ, mask,
+// scale)) · v) for q (B, H, T, Dh) and k, v (B, H, S, Dh); dropout p is
+// applied in training runs only (ops/dropout.h). MatMul's and
+// MaskedSoftmax's errors, in the Values.
+//   HeadsAttention a = AttendHeads(h.q, h.k, h.v, {.causal = true}, 0.5, 0.0);
+//   // a.merged (B, T, 8), a.weights (B, 2, T, T)
+HeadsAttention AttendHeads(Value q, Value k, Value v, const SoftmaxMask& mask, double scale,
+                           double dropout);
 
 // Converters from PyTorch's mask conventions, broadcastable to (B, H, T, S).
 // Each returns an error Value, naming the mask, its dtype and shape, for a

@@ -120,6 +120,22 @@ absl::Status AttentionMaskExamples(Graph& g, Value q, Value k, Value v) {
   return absl::OkStatus();
 }
 
+// SplitPackedHeads and AttendHeads, with B = 2, T = 5, E = 8, 2 heads.
+TEST(NnExamples, AttentionCore) {
+  using nn::HeadsQkv, nn::HeadsAttention, nn::SplitPackedHeads, nn::AttendHeads;
+  Graph g;
+  Value qkv = g.Input("qkv", DType::kFloat32, {2, 5, 24});
+  // example: models/nn_attention.h, SplitPackedHeads
+  HeadsQkv h = SplitPackedHeads(qkv, 2);      // qkv (B, T, 24): h.q (B, 2, T, 4)
+  // example: models/nn_attention.h, AttendHeads
+  HeadsAttention a = AttendHeads(h.q, h.k, h.v, {.causal = true}, 0.5, 0.0);
+  // a.merged (B, T, 8), a.weights (B, 2, T, T)
+  // end of examples
+  ExpectShapes({{h.q, {2, 2, 5, 4}}, {h.k, {2, 2, 5, 4}}, {h.v, {2, 2, 5, 4}},
+                {a.merged, {2, 5, 8}}, {a.weights, {2, 2, 5, 5}}});
+  EXPECT_FALSE(SplitPackedHeads(g.Input("bad", DType::kFloat32, {2, 5, 20}), 2).q.ok());
+}
+
 TEST(NnExamples, AttentionMasks) {
   Graph g;
   ASSERT_OK(AttentionMaskExamples(g, g.Input("q", DType::kFloat32, {2, 5, 8}),

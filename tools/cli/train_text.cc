@@ -146,7 +146,7 @@ int RunTextTrain(const Command& cmd, const RunFlags& flags) {
       .default_out = dir,
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        std::cout << "a GPT on " << config->data << "\n";
+        std::cout << "task text: a byte-level GPT on " << config->data << "\n";
         DAGRAD_ASSIGN_OR_RETURN(auto t, models::GptTrainer::Create(*config, std::move(device)));
         gpt = t.get();
         return t;
