@@ -1,12 +1,11 @@
 // Unary elementwise ops. Each op is a functor (the math for one element, in
-// ops/elementwise_math.h, shared with the CUDA kernels) run by one templated
+// ops/elementwise.h, shared with the CUDA kernels) run by one templated
 // kernel, then its gradient rule, OpDef and builder, together.
 
 #include <cmath>
 #include <limits>
 
 #include "ops/elementwise.h"
-#include "ops/elementwise_math.h"
 #include "ops/fill.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
