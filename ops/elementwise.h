@@ -72,6 +72,13 @@ Value Sigmoid(Value x);
 Value Sin(Value x);
 Value Cos(Value x);
 
+// Softplus returns log(1 + e^x), as torch.nn.functional.softplus with its
+// defaults (beta 1, threshold 20): x itself where x > 20, as log(1 + e^x)
+// rounds to x there. Its gradient is sigmoid(x).
+//
+//   Value y = Softplus(x);
+Value Softplus(Value x);
+
 // Cast converts to `dtype` (float <-> float differentiable; from or to
 // integers and bool not differentiable). Float to int truncates toward 0.
 Value Cast(Value x, DType dtype);
@@ -122,6 +129,7 @@ namespace math {
 #endif
 DAGRAD_MATH_FN(Exp, expf, exp)
 DAGRAD_MATH_FN(Log, logf, log)
+DAGRAD_MATH_FN(Log1p, log1pf, log1p)
 DAGRAD_MATH_FN(Sqrt, sqrtf, sqrt)
 DAGRAD_MATH_FN(Erf, erff, erf)
 DAGRAD_MATH_FN(Tanh, tanhf, tanh)
@@ -164,6 +172,8 @@ DAGRAD_STATELESS_FN(TanhFn, math::Tanh(x));
 DAGRAD_STATELESS_FN(SigmoidFn, T(1) / (T(1) + math::Exp(-x)));
 DAGRAD_STATELESS_FN(SinFn, math::Sin(x));
 DAGRAD_STATELESS_FN(CosFn, math::Cos(x));
+// torch's formula: x above the threshold 20, log1p(exp(x)) below it.
+DAGRAD_STATELESS_FN(SoftplusFn, x > T(20) ? x : math::Log1p(math::Exp(x)));
 #undef DAGRAD_STATELESS_FN
 
 // The exponents torch computes by multiplication, sqrt and reciprocal are
@@ -211,7 +221,8 @@ struct ScaleFn {
   X("tanh", TanhFn)              \
   X("sigmoid", SigmoidFn)        \
   X("sin", SinFn)                \
-  X("cos", CosFn)
+  X("cos", CosFn)                \
+  X("softplus", SoftplusFn)
 
 // ---- activation gradients: dx = g * f'(x) --------------------------------------
 
