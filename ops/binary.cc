@@ -3,7 +3,6 @@
 
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
-#include "ops/elementwise_math.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
 
@@ -60,9 +59,11 @@ void BinaryLoop(const KernelContext& ctx, Fn fn) {
   });
 }
 
+// ArithKernel runs Fn on every numeric dtype, or on the floats alone for a
+// float-only Fn (kFloatOnly).
 template <typename Fn>
 absl::Status ArithKernel(const KernelContext& ctx) {
-  return DispatchNumeric(ctx.output.dtype, "arithmetic on bool", [&](auto tag) {
+  const auto run = [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
       // Integer division by zero would kill the process (SIGFPE).
@@ -76,7 +77,12 @@ absl::Status ArithKernel(const KernelContext& ctx) {
     }
     BinaryLoop<T, T>(ctx, Fn());
     return absl::OkStatus();
-  });
+  };
+  if constexpr (kFloatOnly<Fn>) {
+    return DispatchFloat(ctx.output.dtype, run);
+  } else {
+    return DispatchNumeric(ctx.output.dtype, "arithmetic on bool", run);
+  }
 }
 
 template <typename Fn>

@@ -9,12 +9,26 @@
 //
 // Errors (in the returned Value): shapes that do not broadcast, differing
 // dtypes, a non-floating input to a math op.
+//
+// The second half of this header is the math of these ops for one element,
+// a functor per op, written once for the CPU kernels (ops/unary.cc,
+// ops/binary.cc) and the CUDA kernels (ops/cuda/unary.cu,
+// ops/cuda/binary.cu). A new elementwise op adds here its declaration, its
+// functor and its line in its family's list (DAGRAD_UNARY_MATH_OPS, ...),
+// which gives it a CUDA kernel; CONTRIBUTING.md has the checklist.
 
 #ifndef DAGRAD_OPS_ELEMENTWISE_H_
 #define DAGRAD_OPS_ELEMENTWISE_H_
 
+#include <cmath>
+#include <type_traits>
+
+#include "engine/attrs.h"
 #include "engine/graph.h"
+#include "engine/host_device.h"
 #include "ops/gelu.h"  // Gelu, GeluGrad
+#include "ops/int_math.h"
+#include "ops/minmax.h"
 
 namespace dagrad {
 
@@ -58,6 +72,13 @@ Value Sigmoid(Value x);
 Value Sin(Value x);
 Value Cos(Value x);
 
+// Softplus returns log(1 + e^x), as torch.nn.functional.softplus with its
+// defaults (beta 1, threshold 20): x itself where x > 20, as log(1 + e^x)
+// rounds to x there. Its gradient is sigmoid(x).
+//
+//   Value y = Softplus(x);
+Value Softplus(Value x);
+
 // Cast converts to `dtype` (float <-> float differentiable; from or to
 // integers and bool not differentiable). Float to int truncates toward 0.
 Value Cast(Value x, DType dtype);
@@ -79,6 +100,200 @@ inline Value operator-(double s, Value a) { return AddScalar(Neg(a), s); }
 inline Value operator*(Value a, double s) { return Scale(a, s); }
 inline Value operator*(double s, Value a) { return Scale(a, s); }
 inline Value operator/(Value a, double s) { return Scale(a, 1.0 / s); }
+
+// ==== The math, for one element ===============================================
+//
+// What the kernels of the ops above compute per element, shared by the CPU
+// and CUDA kernels, so the two backends cannot drift apart: relu(NaN) is
+// NaN on both, pow(-0, 0.5) is -0 on both. A functor is built from the
+// node's attributes (most ignore them) and applied per element:
+//
+//   const TanhFn fn(ctx.attrs());
+//   for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
+//
+// The math functions in namespace `math` take float or double and call the
+// C library on the host and CUDA's device functions on the GPU (other
+// families' kernels use them too). Integer arithmetic wraps around
+// (ops/int_math.h); maximum and minimum propagate NaN (ops/minmax.h).
+
+namespace math {
+
+#if defined(__CUDA_ARCH__)
+#define DAGRAD_MATH_FN(Name, f_float, f_double)                  \
+  __device__ inline float Name(float x) { return ::f_float(x); } \
+  __device__ inline double Name(double x) { return ::f_double(x); }
+#else
+#define DAGRAD_MATH_FN(Name, f_float, f_double)                 \
+  inline float Name(float x) { return std::f_double(x); }      \
+  inline double Name(double x) { return std::f_double(x); }
+#endif
+DAGRAD_MATH_FN(Exp, expf, exp)
+DAGRAD_MATH_FN(Log, logf, log)
+DAGRAD_MATH_FN(Log1p, log1pf, log1p)
+DAGRAD_MATH_FN(Sqrt, sqrtf, sqrt)
+DAGRAD_MATH_FN(Erf, erff, erf)
+DAGRAD_MATH_FN(Tanh, tanhf, tanh)
+DAGRAD_MATH_FN(Sin, sinf, sin)
+DAGRAD_MATH_FN(Cos, cosf, cos)
+#undef DAGRAD_MATH_FN
+
+#if defined(__CUDA_ARCH__)
+__device__ inline float Pow(float x, float p) { return ::powf(x, p); }
+__device__ inline double Pow(double x, double p) { return ::pow(x, p); }
+#else
+inline float Pow(float x, float p) { return std::pow(x, p); }
+inline double Pow(double x, double p) { return std::pow(x, p); }
+#endif
+
+inline constexpr double kSqrtHalf = 0.70710678118654752440;   // 1 / sqrt(2)
+inline constexpr double kInvSqrt2Pi = 0.3989422804014327;     // 1 / sqrt(2 pi)
+
+}  // namespace math
+
+// ---- unary: y = f(x) ---------------------------------------------------------
+
+#define DAGRAD_STATELESS_FN(Name, expr)          \
+  struct Name {                                  \
+    explicit Name(const Attrs&) {}               \
+    template <typename T>                        \
+    DAGRAD_HOST_DEVICE T operator()(T x) const { \
+      return expr;                               \
+    }                                            \
+  }
+
+DAGRAD_STATELESS_FN(NegFn, -x);
+DAGRAD_STATELESS_FN(ExpFn, math::Exp(x));
+DAGRAD_STATELESS_FN(LogFn, math::Log(x));
+DAGRAD_STATELESS_FN(SqrtFn, math::Sqrt(x));
+DAGRAD_STATELESS_FN(RsqrtFn, T(1) / math::Sqrt(x));
+// x <= 0 is false for NaN, so relu(NaN) = NaN, as torch.relu.
+DAGRAD_STATELESS_FN(ReluFn, x <= T(0) ? T(0) : x);
+DAGRAD_STATELESS_FN(TanhFn, math::Tanh(x));
+DAGRAD_STATELESS_FN(SigmoidFn, T(1) / (T(1) + math::Exp(-x)));
+DAGRAD_STATELESS_FN(SinFn, math::Sin(x));
+DAGRAD_STATELESS_FN(CosFn, math::Cos(x));
+// torch's formula: x above the threshold 20, log1p(exp(x)) below it.
+DAGRAD_STATELESS_FN(SoftplusFn, x > T(20) ? x : math::Log1p(math::Exp(x)));
+#undef DAGRAD_STATELESS_FN
+
+// The exponents torch computes by multiplication, sqrt and reciprocal are
+// computed the same way here, for speed and so that the results agree with
+// torch's at the edges: pow(-0, 0.5) = sqrt(-0) = -0, where std::pow gives +0
+// (and so the gradient 0.5 * pow(-0, -0.5) = -inf, as torch's).
+struct PowFn {
+  explicit PowFn(const Attrs& a) : p(a.GetFloat("exponent")) {}
+  template <typename T>
+  DAGRAD_HOST_DEVICE T operator()(T x) const {
+    if (p == 2.0) return x * x;
+    if (p == 3.0) return x * x * x;
+    if (p == 0.5) return math::Sqrt(x);
+    if (p == -0.5) return T(1) / math::Sqrt(x);
+    if (p == -1.0) return T(1) / x;
+    if (p == -2.0) return T(1) / (x * x);
+    return math::Pow(x, static_cast<T>(p));
+  }
+  double p;
+};
+
+// scale(x) = alpha * x + beta.
+struct ScaleFn {
+  explicit ScaleFn(const Attrs& a)
+      : alpha(a.GetFloat("alpha", 1.0)), beta(a.GetFloat("beta", 0.0)) {}
+  template <typename T>
+  DAGRAD_HOST_DEVICE T operator()(T x) const {
+    return static_cast<T>(alpha) * x + static_cast<T>(beta);
+  }
+  double alpha, beta;
+};
+
+// The unary math ops, by OpDef name and functor, each run by the family's
+// one kernel template on float32 and float64: ops/cuda/unary.cu registers a
+// CUDA kernel for every line, so a new op's line here is its CUDA kernel.
+#define DAGRAD_UNARY_MATH_OPS(X) \
+  X("neg", NegFn)                \
+  X("exp", ExpFn)                \
+  X("log", LogFn)                \
+  X("sqrt", SqrtFn)              \
+  X("rsqrt", RsqrtFn)            \
+  X("pow", PowFn)                \
+  X("scale", ScaleFn)            \
+  X("relu", ReluFn)              \
+  X("tanh", TanhFn)              \
+  X("sigmoid", SigmoidFn)        \
+  X("sin", SinFn)                \
+  X("cos", CosFn)                \
+  X("softplus", SoftplusFn)
+
+// ---- activation gradients: dx = g * f'(x) --------------------------------------
+
+// relu_grad: g where x > 0. x <= 0 is false for NaN, so the gradient passes
+// there, as torch's threshold_backward (relu(NaN) = NaN is not <= 0). g is
+// read unconditionally so the CPU loop vectorises into a select.
+struct ReluBackwardFn {
+  template <typename T>
+  DAGRAD_HOST_DEVICE T operator()(T x, T g) const {
+    return x <= T(0) ? T(0) : g;
+  }
+};
+
+// ---- binary: y = f(a, b) --------------------------------------------------------
+
+#define DAGRAD_BINARY_FN(Name, Result, expr)                \
+  struct Name {                                             \
+    template <typename T>                                   \
+    DAGRAD_HOST_DEVICE Result operator()(T a, T b) const { \
+      return expr;                                          \
+    }                                                       \
+  }
+
+DAGRAD_BINARY_FN(AddFn, T, WrapAdd(a, b));
+DAGRAD_BINARY_FN(SubFn, T, WrapSub(a, b));
+DAGRAD_BINARY_FN(MulFn, T, WrapMul(a, b));
+DAGRAD_BINARY_FN(MaxFn, T, PropagatingMax(a, b));
+DAGRAD_BINARY_FN(MinFn, T, PropagatingMin(a, b));
+DAGRAD_BINARY_FN(EqFn, bool, a == b);
+DAGRAD_BINARY_FN(LtFn, bool, a < b);
+DAGRAD_BINARY_FN(GtFn, bool, a > b);
+DAGRAD_BINARY_FN(AndFn, bool, a && b);
+DAGRAD_BINARY_FN(OrFn, bool, a || b);
+#undef DAGRAD_BINARY_FN
+
+// An integer division by zero fails the run (each backend checks the divisor
+// first); 0 is written rather than divide, which would trap.
+struct DivFn {
+  template <typename T>
+  DAGRAD_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == T(0)) return T(0);
+    }
+    return WrapDiv(a, b);
+  }
+};
+
+// The binary ops of each kind, by OpDef name and functor: ops/cuda/binary.cu
+// registers a CUDA kernel for every line. Arithmetic runs on every numeric
+// dtype, or on float32 and float64 for a functor over std::floating_point
+// only; comparisons on every dtype; logic on bool.
+#define DAGRAD_BINARY_ARITH_OPS(X) \
+  X("add", AddFn)                  \
+  X("sub", SubFn)                  \
+  X("mul", MulFn)                  \
+  X("div", DivFn)                  \
+  X("maximum", MaxFn)              \
+  X("minimum", MinFn)
+#define DAGRAD_BINARY_COMPARE_OPS(X) \
+  X("equal", EqFn)                   \
+  X("less", LtFn)                    \
+  X("greater", GtFn)
+#define DAGRAD_BINARY_LOGIC_OPS(X) \
+  X("logical_and", AndFn)          \
+  X("logical_or", OrFn)
+
+// kFloatOnly<Fn>: Fn is written for float and double only (over
+// std::floating_point); the kernels run it on those dtypes alone, and the
+// op's shape inference rejects the others.
+template <typename Fn>
+inline constexpr bool kFloatOnly = !std::is_invocable_v<const Fn&, int32_t, int32_t>;
 
 }  // namespace dagrad
 

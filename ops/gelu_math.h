@@ -12,7 +12,7 @@
 
 #include "engine/attrs.h"
 #include "engine/host_device.h"
-#include "ops/elementwise_math.h"
+#include "ops/elementwise.h"
 
 namespace dagrad {
 

@@ -1,12 +1,11 @@
 // Unary elementwise ops. Each op is a functor (the math for one element, in
-// ops/elementwise_math.h, shared with the CUDA kernels) run by one templated
+// ops/elementwise.h, shared with the CUDA kernels) run by one templated
 // kernel, then its gradient rule, OpDef and builder, together.
 
 #include <cmath>
 #include <limits>
 
 #include "ops/elementwise.h"
-#include "ops/elementwise_math.h"
 #include "ops/fill.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
@@ -225,6 +224,21 @@ DAGRAD_UNARY_OP(kCos, "cos", "Cos", CosFn, CosBackward);
 Value Sin(Value x) { return Unary(kSin, x); }
 Value Cos(Value x) { return Unary(kCos, x); }
 
+// ---- softplus: y = log(1 + e^x), dy/dx = sigmoid(x) -------------------------
+
+// An OpDef, not Log(1 + Exp(x)): that is 0 for x below about -17 (float32),
+// where softplus is e^x, and inf above 88, where it is x.
+namespace {
+// sigmoid(x) above the threshold too, where torch's gradient is 1: they
+// differ by less than e^-20 = 2e-9 there.
+std::vector<Value> SoftplusBackward(const GradContext& c) {
+  return {c.grad * Sigmoid(c.inputs[0])};
+}
+DAGRAD_UNARY_OP(kSoftplus, "softplus", "Softplus", SoftplusFn, SoftplusBackward);
+}  // namespace
+
+Value Softplus(Value x) { return Unary(kSoftplus, x); }
+
 #undef DAGRAD_UNARY_OP
 
 // ---- cast: float <-> int <-> bool -------------------------------------------
@@ -291,7 +305,7 @@ Value Cast(Value x, DType dtype) {
 
 std::vector<const OpDef*> UnaryOps() {
   return {&kNeg,  &kExp, &kLog, &kSqrt,     &kRsqrt, &kPow,     &kScale,
-          &kRelu, &kTanh, &kSigmoid, &kSin, &kCos, &kReluGrad, &kCast};
+          &kRelu, &kTanh, &kSigmoid, &kSin, &kCos, &kSoftplus, &kReluGrad, &kCast};
 }
 
 }  // namespace dagrad

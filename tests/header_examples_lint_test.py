@@ -7,7 +7,8 @@ Builds a small tree in a temporary folder, with a header whose doc comment
 has an example, a formula and a list in prose, and runs the check: it must
 fail naming the header, the line and the example while no test copies it,
 fail again when the copy differs in one line, and pass once a test holds
-it line for line (indented as the test likes). Exits 0 when it does.
+it line for line (indented as the test likes), or once an op's case
+(tests/*_cases.cc) does. Exits 0 when it does.
 """
 
 import os
@@ -55,6 +56,14 @@ def main(argv):
             if want_rc == 1 and ("ops/gather.h:8:" not in out or "Gather(x, idx, 0)" not in out
                                  or "out[i]" in out or "a list in prose" in out):
                 failures.append(f"report does not name just the example:\n{out}")
+        # An op's case (tests/*_cases.cc) may hold its example instead.
+        with open(test, "w") as f:
+            f.write("")
+        with open(os.path.join(root, "tests/gather_cases.cc"), "w") as f:
+            f.write(COPY)
+        rc, out = run_check(check, root)
+        if rc != 0:
+            failures.append(f"exit {rc}, want 0, with the example in tests/gather_cases.cc:\n{out}")
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0

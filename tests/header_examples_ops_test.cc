@@ -18,7 +18,6 @@
 #include "ops/dropout.h"
 #include "ops/dropout_math.h"
 #include "ops/elementwise.h"
-#include "ops/elementwise_math.h"
 #include "ops/fill.h"
 #include "ops/gelu.h"
 #include "ops/gelu_math.h"

@@ -22,6 +22,15 @@ DAGRAD_OP_CASE(rsqrt, UnaryCase(Rsqrt, 0.5, 2.0));
 DAGRAD_OP_CASE(sigmoid, UnaryCase(Sigmoid, -3.0, 3.0));
 DAGRAD_OP_CASE(sin, UnaryCase(Sin, -3.0, 3.0));
 DAGRAD_OP_CASE(cos, UnaryCase(Cos, -3.0, 3.0));
+DAGRAD_OP_CASE(softplus,
+               With(UnaryCase(Softplus, -3.0, 3.0),
+                    {{.name = "tails",
+                      .build = [](CaseBuilder& b, DType d) {
+                        // Both tails: e^x below -17, x itself above the threshold 20.
+                        const Value x = b.Input("x", d, {6, 50}, -40.0, 40.0);
+                        Value y = Softplus(x);
+                        b.Out(y);
+                      }}}));
 
 DAGRAD_OP_CASE(
     tanh,

@@ -1,13 +1,14 @@
 // CUDA kernels of the binary family (ops/binary.cc): arithmetic,
 // comparisons and logic with numpy broadcasting. Equal shapes take a flat
 // loop; otherwise each output element finds its inputs through merged
-// strides (kernel_util.cuh). The functors are the CPU's own
-// (ops/elementwise_math.h); results match the CPU bit for bit.
+// strides (kernel_util.cuh). The functors are the CPU's own, one kernel
+// for every line of the lists in ops/elementwise.h (DAGRAD_BINARY_ARITH_OPS,
+// ...), so a new op needs no line here; results match the CPU bit for bit.
 
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
-#include "ops/elementwise_math.h"
+#include "ops/elementwise.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -59,7 +60,7 @@ struct IsZero {
 
 template <typename Fn>
 absl::Status ArithKernel(const KernelContext& ctx) {
-  return DispatchNumeric(ctx.output.dtype, "arithmetic on bool", [&](auto tag) {
+  const auto launch = [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
       DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
@@ -69,7 +70,12 @@ absl::Status ArithKernel(const KernelContext& ctx) {
           }));
     }
     return LaunchBinary<T, T>(ctx, Fn());
-  });
+  };
+  if constexpr (kFloatOnly<Fn>) {
+    return DispatchFloat(ctx.output.dtype, launch);
+  } else {
+    return DispatchNumeric(ctx.output.dtype, "arithmetic on bool", launch);
+  }
 }
 
 template <typename Fn>
@@ -99,20 +105,16 @@ absl::Status NotKernel(const KernelContext& ctx) {
 }  // namespace
 
 std::vector<CudaKernelEntry> CudaBinaryKernels() {
-  return {
-      {"add", ArithKernel<AddFn>},
-      {"sub", ArithKernel<SubFn>},
-      {"mul", ArithKernel<MulFn>},
-      {"div", ArithKernel<DivFn>},
-      {"maximum", ArithKernel<MaxFn>},
-      {"minimum", ArithKernel<MinFn>},
-      {"equal", CompareKernel<EqFn>},
-      {"less", CompareKernel<LtFn>},
-      {"greater", CompareKernel<GtFn>},
-      {"logical_and", LogicKernel<AndFn>},
-      {"logical_or", LogicKernel<OrFn>},
-      {"logical_not", NotKernel},
-  };
+#define DAGRAD_ARITH_CUDA_KERNEL(name, Fn) {name, ArithKernel<Fn>},
+#define DAGRAD_COMPARE_CUDA_KERNEL(name, Fn) {name, CompareKernel<Fn>},
+#define DAGRAD_LOGIC_CUDA_KERNEL(name, Fn) {name, LogicKernel<Fn>},
+  return {DAGRAD_BINARY_ARITH_OPS(DAGRAD_ARITH_CUDA_KERNEL)      //
+          DAGRAD_BINARY_COMPARE_OPS(DAGRAD_COMPARE_CUDA_KERNEL)  //
+          DAGRAD_BINARY_LOGIC_OPS(DAGRAD_LOGIC_CUDA_KERNEL)      //
+          {"logical_not", NotKernel}};
+#undef DAGRAD_ARITH_CUDA_KERNEL
+#undef DAGRAD_COMPARE_CUDA_KERNEL
+#undef DAGRAD_LOGIC_CUDA_KERNEL
 }
 
 }  // namespace dagrad

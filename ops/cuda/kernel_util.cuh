@@ -33,7 +33,7 @@
 #include "engine/op.h"
 #include "engine/shape.h"
 #include "engine/status_macros.h"
-#include "ops/elementwise_math.h"
+#include "ops/elementwise.h"
 #include "ops/minmax.h"
 
 namespace dagrad::cuda {
@@ -217,7 +217,7 @@ absl::Status CheckElements(const KernelContext& ctx, const V* values, int64_t n,
 }
 
 // The math functions on either float type are math::Exp, ... in
-// ops/elementwise_math.h, shared with the CPU.
+// ops/elementwise.h, shared with the CPU.
 
 template <typename T>
 __device__ inline T Infinity() {

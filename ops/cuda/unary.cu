@@ -1,6 +1,7 @@
 // CUDA kernels of the unary family (ops/unary.cc): the unary math ops,
-// relu_grad and cast. The functors are the CPU's own
-// (ops/elementwise_math.h). Arithmetic-only ones (neg, scale, rsqrt, relu,
+// relu_grad and cast. The math ops are the CPU's own functors, one kernel
+// each for every line of DAGRAD_UNARY_MATH_OPS (ops/elementwise.h), so a
+// new one needs no line here. Arithmetic-only ones (neg, scale, rsqrt, relu,
 // relu_grad, pow with exponents 2, 3, -1, -2, +-0.5) match the CPU's
 // reference (baseline) kernels bit for bit, since neither side contracts
 // into fused multiply-adds (tools/cmake/cuda.cmake); the others agree within
@@ -11,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
-#include "ops/elementwise_math.h"
+#include "ops/elementwise.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -120,22 +121,11 @@ absl::Status CastKernel(const KernelContext& ctx) {
 }  // namespace
 
 std::vector<CudaKernelEntry> CudaUnaryKernels() {
-  return {
-      {"neg", UnaryKernel<NegFn>},
-      {"exp", UnaryKernel<ExpFn>},
-      {"log", UnaryKernel<LogFn>},
-      {"sqrt", UnaryKernel<SqrtFn>},
-      {"rsqrt", UnaryKernel<RsqrtFn>},
-      {"pow", UnaryKernel<PowFn>},
-      {"scale", UnaryKernel<ScaleFn>},
-      {"relu", UnaryKernel<ReluFn>},
-      {"tanh", UnaryKernel<TanhFn>},
-      {"sigmoid", UnaryKernel<SigmoidFn>},
-      {"sin", UnaryKernel<SinFn>},
-      {"cos", UnaryKernel<CosFn>},
-      {"relu_grad", ActivationGradKernel<ReluBackwardFn>},
-      {"cast", CastKernel},
-  };
+#define DAGRAD_UNARY_CUDA_KERNEL(name, Fn) {name, UnaryKernel<Fn>},
+  return {DAGRAD_UNARY_MATH_OPS(DAGRAD_UNARY_CUDA_KERNEL)  //
+          {"relu_grad", ActivationGradKernel<ReluBackwardFn>},
+          {"cast", CastKernel}};
+#undef DAGRAD_UNARY_CUDA_KERNEL
 }
 
 }  // namespace dagrad

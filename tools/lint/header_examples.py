@@ -14,8 +14,10 @@ A block of such lines is an example when one of its lines, less a trailing
 with its value: "Max(a, b)  // 3"); the others are formulas and shapes.
 Lists in prose ("- ...", "1. ...") are not examples either.
 Every example must appear, line for line (leading and trailing blanks
-aside), in one of tests/header_examples_*_test.cc (or, for models/nn*.h,
-tests/nn_layers_test.cc), which compile and run it; this check prints each one that does not, as
+aside), in one of tests/header_examples_*_test.cc, in an op's case
+(tests/*_cases.cc: an op's example may be a line of the config that runs
+it), or, for models/nn*.h, in tests/nn_layers_test.cc; all of them compile
+and run it. This check prints each example that none holds, as
 
   ops/gather.h:45: example not in tests/header_examples_*_test.cc:
       Value table = ...
@@ -32,9 +34,11 @@ import sys
 HEADER_GLOBS = ["engine/*.h", "engine/autodiff/*.h", "engine/cuda/cuda_device.h",
                 "engine/onnx/import.h", "engine/onnx/onnx_tensor.h",
                 "ops/*.h", "models/*.h", "dagrad/*.h"]
-# The tests that hold the examples: the header examples tests, and the nn
-# layers' own (tests/nn_layers_test.cc copies the models/nn*.h examples).
-TEST_GLOBS = ["tests/header_examples_*_test.cc", "tests/nn_layers_test.cc"]
+# The tests that hold the examples: the header examples tests, the op cases
+# (an op added to a family writes its example in the config of its case),
+# and the nn layers' own (tests/nn_layers_test.cc copies the models/nn*.h
+# examples).
+TEST_GLOBS = ["tests/header_examples_*_test.cc", "tests/*_cases.cc", "tests/nn_layers_test.cc"]
 TEST_GLOB = "tests/header_examples_*_test.cc"  # where a new example goes
 EXAMPLE_LINE = re.compile(r"^\s*//   (.*)$")
 TRAILING_COMMENT = re.compile(r"\s*//.*$")
@@ -112,7 +116,8 @@ def main(argv):
             print(f"    {line}")
     if missing:
         print(f"{len(missing)} header example(s) are compiled by no test: copy each "
-              f"into a HEADER_EXAMPLE of {TEST_GLOB} (tests/header_examples.h)")
+              f"into a HEADER_EXAMPLE of {TEST_GLOB} (tests/header_examples.h), "
+              f"or an op's into a config of its case (tests/*_cases.cc)")
         return 1
     return 0
 
