@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <queue>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -130,15 +131,20 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
       }
     }
   }
-  using Key = std::pair<bool, NodeId>;  // (writes a variable, id): writers last
+  // (writes a variable, not early, id): writers last, early ops first.
+  using Key = std::tuple<bool, bool, NodeId>;
   std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
-  auto push = [&](NodeId id) { ready.push({WritesVariable(graph.node(id)), id}); };
+  auto push = [&](NodeId id) {
+    const Node& node = graph.node(id);
+    const bool early = node.kind == NodeKind::kOp && node.op->early;
+    ready.push({WritesVariable(node), !early, id});
+  };
   for (NodeId id = 0; id < n; ++id) {
     if (needed[id] && indegree[id] == 0) push(id);
   }
   std::vector<NodeId> order;
   while (!ready.empty()) {
-    const NodeId id = ready.top().second;
+    const NodeId id = std::get<2>(ready.top());
     ready.pop();
     order.push_back(id);
     for (NodeId s : succ[id]) {
@@ -175,7 +181,7 @@ absl::Status CheckNothingFollowsUpdates(const Graph& graph, const std::vector<bo
 }
 
 bool Foldable(const Node& node, const std::vector<bool>& is_const) {
-  if (node.kind != NodeKind::kOp || node.op->random || node.op->mutates != 0 ||
+  if (node.kind != NodeKind::kOp || node.op->random || node.op->collective || node.op->mutates != 0 ||
       node.op->cpu == nullptr) {
     return false;
   }
