@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +22,7 @@
 #include "tools/cli/out_dir.h"
 #include "tools/cli/stop_signals.h"
 #include "tools/cli/train_outputs.h"
+#include "tools/cli/train_parallel.h"
 #include "tools/cli/train_text.h"
 
 ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort; text: a GPT on --data");
@@ -32,7 +34,14 @@ ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
 ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
 ABSL_FLAG(int64_t, ffn, 512, "feed-forward width F");
 ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1 - 2^-10]");
-ABSL_FLAG(int64_t, batch, 64, "sequences per step");
+ABSL_FLAG(int64_t, batch, 64,
+          "sequences per step; under mpirun the global batch, split evenly over the ranks");
+ABSL_FLAG(double, bucket_mb, 4,
+          "under mpirun: MiB of gradients per all-reduce bucket (> 0), each summed as soon as "
+          "backward has produced it");
+ABSL_FLAG(bool, overlap, true,
+          "under mpirun: overlap each bucket's all-reduce with the rest of backward (false: "
+          "sum every bucket after backward)");
 ABSL_FLAG(int64_t, steps, 300, "training steps");
 ABSL_FLAG(double, lr, 1e-3,
           "peak learning rate, finite and > 0 (linear warmup, then cosine decay to 10%); one "
@@ -133,6 +142,7 @@ class Progress {
 // checkpointing every eval_every steps, and stops cleanly on a stop signal.
 struct TrainLoop {
   const Command& cmd;
+  Job& job;
   models::ToyTrainer& t;
   TrainOutputs& outputs;
   int64_t eval_every, last;
@@ -144,14 +154,15 @@ struct TrainLoop {
     const auto start = std::chrono::steady_clock::now();
     const int64_t first = t.step();
     while (t.step() < last) {
-      if (StopSignal()) break;
+      if (AgreedStopSignal(job, StopSignal())) break;
       absl::StatusOr<models::StepResult> r = t.Step();
       if (!r.ok()) {
         progress.Finish();
         return StepFailed(r.status());
       }
-      outputs.AddStep(*r);
       MaybeRaiseForTest("step", r->step);
+      if (!job.writer()) continue;
+      outputs.AddStep(*r);
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double rate = seconds > 0 ? (r->step - first) / seconds : 0;
@@ -170,7 +181,7 @@ struct TrainLoop {
       progress.Update(r->step, row.loss, row.train_accuracy, rate, true);
     }
     progress.Finish();
-    if (StopSignal()) return Stop();
+    if (AgreedStopSignal(job, StopSignal())) return Stop();
     return std::nullopt;
   }
 
@@ -178,8 +189,9 @@ struct TrainLoop {
   // first (it is used only beside a checkpoint of its step), and returns
   // 128 + the signal.
   int Stop() {
-    const int sig = StopSignal();
+    const int sig = AgreedStopSignal(job, StopSignal());
     MaybeRaiseForTest("stopping", t.step());
+    if (!job.writer()) return 128 + sig;
     if (t.step() != saved_step) {
       absl::Status st = outputs.SaveWindow();
       if (st.ok()) st = outputs.SaveCheckpoint(t);
@@ -194,6 +206,7 @@ struct TrainLoop {
   // checkpoint is kept.
   int StepFailed(const absl::Status& st) {
     if (!absl::IsAborted(st)) return Failure(cmd, st);
+    job.agreed_stop = true;  // the loss and norm are global: every rank stops here
     std::cerr << "dagrad train: " << st.message() << "\n"
               << (saved_step >= 0 ? absl::StrCat(outputs.checkpoint_path(), " keeps step ",
                                                  saved_step, "; nothing after it was saved")
@@ -224,6 +237,7 @@ absl::Status StartOrResume(models::ToyTrainer& t, TrainOutputs& outputs, int64_t
 // signal meanwhile saves and stops) and prints the summary.
 int FinishRun(TrainLoop& loop, const models::TrainConfig& config) {
   models::ToyTrainer& t = loop.t;
+  if (!loop.job.writer()) return kExitOk;
   absl::StatusOr<models::EvalResult> final_eval = t.Evaluate();
   if (!final_eval.ok()) return Failure(loop.cmd, final_eval.status());
   if (StopSignal()) return loop.Stop();
@@ -236,32 +250,73 @@ int FinishRun(TrainLoop& loop, const models::TrainConfig& config) {
   std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
                                final_eval->accuracy, final_eval->loss, t.step());
   loop.outputs.PrintSummary(std::cout);
-  if (config.profile) std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
+  if (config.profile) {
+    std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
+    if (loop.job.parallel()) std::cout << CommunicationProfile(t.train_plan().profile());
+  }
   return kExitOk;
 }
 
-int RunTrain() {
-  const Command cmd = TrainCommand();
-  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
-  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd);
+// OpenOutDir makes --out and claims it (the writer only), removing what a
+// killed run left there.
+absl::Status OpenOutDir(const std::string& out, std::optional<OutDirLock>& lock) {
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
+  std::vector<std::string> stale;
+  absl::StatusOr<OutDirLock> claimed = ClaimOutDir(out, &stale);
+  if (!claimed.ok()) return claimed.status();
+  lock.emplace(*std::move(claimed));
+  if (!stale.empty()) {
+    std::cout << "removed what a killed run left in " << out << ": " << absl::StrJoin(stale, " ")
+              << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// ParallelFlags are what every rank must agree on, and the buckets.
+absl::StatusOr<DataParallelOptions> ParallelOptions(const Job& job) {
+  const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  if (!(bucket_mb > 0 && bucket_mb <= 1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bucket_mb must be in (0, 1048576], got ", bucket_mb));
+  }
+  return DataParallelOptions{.communicator = job.comm,
+                             .bucket_bytes = std::max<int64_t>(1, bucket_mb * (1 << 20)),
+                             .overlap = absl::GetFlag(FLAGS_overlap)};
+}
+
+// AgreedConfig is the config every rank checks against rank 0's.
+std::map<std::string, std::string> AgreedConfig(const models::TrainConfig& c) {
+  std::map<std::string, std::string> m = c.ToMetadata();
+  for (const char* flag : {"out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap",
+                           "on_nonfinite", "max_consecutive_skips", "device"}) {
+    if (const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag)) m[flag] = f->CurrentValue();
+  }
+  return m;
+}
+
+// TrainIn runs `dagrad train` as a rank of `job`; the exit code.
+int TrainIn(const Command& cmd, Job& job) {
   absl::StatusOr<models::TrainConfig> config = ConfigFromFlags();
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
   absl::StatusOr<ExecutorOptions> exec_options = ExecutorOptionsFromFlags();
   if (!exec_options.ok()) return UsageError(cmd, std::string(exec_options.status().message()));
+  absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
+  if (!parallel.ok()) return UsageError(cmd, std::string(parallel.status().message()));
   config->check_numerics = exec_options->check_numerics;
   config->memory_limit_bytes = exec_options->memory_limit_bytes;
   config->profile = exec_options->profile;
+  if (absl::Status st = CheckSameConfig(job, AgreedConfig(*config)); !st.ok()) {
+    return UsageError(cmd, std::string(st.message()));
+  }
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/train" : absl::GetFlag(FLAGS_out);
-  const int64_t eval_every = absl::GetFlag(FLAGS_eval_every);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) return UsageError(cmd, absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
-  std::vector<std::string> stale;
-  absl::StatusOr<OutDirLock> lock = ClaimOutDir(out, &stale);
-  if (!lock.ok()) return Failure(cmd, lock.status());
-  if (!stale.empty()) {
-    std::cout << "removed what a killed run left in " << out << ": " << absl::StrJoin(stale, " ")
-              << "\n";
+  std::optional<OutDirLock> lock;
+  if (job.writer()) {
+    if (absl::Status st = OpenOutDir(out, lock); !st.ok()) {
+      return absl::IsInvalidArgument(st) ? UsageError(cmd, std::string(st.message()))
+                                         : Failure(cmd, st);
+    }
   }
 
   // From here on a stop signal is handled: one during the set-up stops
@@ -269,26 +324,45 @@ int RunTrain() {
   InstallStopSignals();
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
-  std::cout << "training on " << (*device)->name() << "\n";
-  auto trainer = models::ToyTrainer::Create(*config, *std::move(device));
+  if (job.writer()) {
+    std::cout << "training on " << (*device)->name()
+              << (job.parallel() ? absl::StrCat(", ", job.comm->name()) : "") << "\n";
+  }
+  auto trainer = models::ToyTrainer::Create(*config, *std::move(device), *parallel);
   if (!trainer.ok()) return Failure(cmd, trainer.status());
   models::ToyTrainer& t = **trainer;
   TrainOutputs outputs(out);
-  if (absl::Status st = StartOrResume(t, outputs, config->steps); !st.ok()) {
-    return Failure(cmd, st);
-  }
+  absl::Status started = job.writer() ? StartOrResume(t, outputs, config->steps) : absl::OkStatus();
+  if (started.ok()) started = t.BroadcastState();
+  if (!started.ok()) return Failure(cmd, started);
 
   const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
   if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
-  TrainLoop loop{cmd, t, outputs, eval_every,
+  TrainLoop loop{cmd, job, t, outputs, absl::GetFlag(FLAGS_eval_every),
                  stop_after > 0 ? std::min(stop_after, config->steps) : config->steps,
                  absl::GetFlag(FLAGS_resume) ? t.step() : -1};
   if (std::optional<int> code = loop.Run()) return *code;
   if (t.step() < config->steps) {
-    std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
+    if (job.writer()) std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
     return kExitOk;
   }
   return FinishRun(loop, *config);
+}
+
+int RunTrain() {
+  Command cmd = TrainCommand();
+  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
+  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd);
+  absl::StatusOr<Job> job = JoinJob();
+  if (!job.ok()) return Failure(cmd, job.status());
+  if (!job->parallel()) return TrainIn(cmd, *job);
+  // A rank's messages name it; a rank that fails ends the job, except for
+  // a stop every rank agreed on (a signal, a non-finite step).
+  static const std::string name = absl::StrCat("train: rank ", job->rank, " of ", job->size);
+  cmd.name = name.c_str();
+  const int code = TrainIn(cmd, *job);
+  if (code != kExitOk && code < 128 && !job->agreed_stop) job->comm->Abort(code);
+  return code;
 }
 
 }  // namespace
@@ -298,7 +372,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task",
           {"task", "data", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
+           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
           RunTrain};
 }
 
