@@ -88,12 +88,20 @@ bool Writes(const Node& node, NodeId var) {
   return false;
 }
 
+// ReadyKey orders ready nodes: writers of variables last, early ops
+// (OpDef::early) first, then by id.
+using ReadyKey = std::tuple<bool, bool, NodeId>;
+ReadyKey KeyOf(const Node& node) {
+  const bool early = node.kind == NodeKind::kOp && node.op->early;
+  return {WritesVariable(node), !early, node.id};
+}
+
 // Order returns the needed nodes in a deterministic topological order where
 // each op that writes a variable follows every other reader of it (readers
 // through views included), and every op that writes a variable follows
 // every other node: the updates come last, so that a kernel that fails (an
 // index out of range) fails before any variable is written, whatever the
-// ids. Among the ready nodes, the lowest id goes first.
+// ids. Among the ready nodes, early ops go first, then the lowest id.
 absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<bool>& needed) {
   const int n = graph.num_nodes();
   std::vector<std::vector<NodeId>> succ(n);
@@ -131,14 +139,9 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
       }
     }
   }
-  // (writes a variable, not early, id): writers last, early ops first.
-  using Key = std::tuple<bool, bool, NodeId>;
-  std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
-  auto push = [&](NodeId id) {
-    const Node& node = graph.node(id);
-    const bool early = node.kind == NodeKind::kOp && node.op->early;
-    ready.push({WritesVariable(node), !early, id});
-  };
+  // Keys (writes a variable, not early, id): writers last, early ops first.
+  std::priority_queue<ReadyKey, std::vector<ReadyKey>, std::greater<>> ready;
+  auto push = [&](NodeId id) { ready.push(KeyOf(graph.node(id))); };
   for (NodeId id = 0; id < n; ++id) {
     if (needed[id] && indegree[id] == 0) push(id);
   }
