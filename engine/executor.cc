@@ -105,6 +105,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
           node.op->name, " '", node.path(), "' has no kernel on ", device_->name()));
     }
     plan->kernels_.push_back(k);
+    // A collective waits for other processes from the host: not recordable.
+    if (node.op->collective) plan->device_records_ = false;
   }
   DAGRAD_ASSIGN_OR_RETURN(plan->arena_,
                           AllocateCounted(info.arena_bytes, "the plan's arena"));

@@ -42,7 +42,9 @@
 // more, before queuing them, so that such an error leaves the variables as
 // they were. The second run of a plan (per RunOptions::training) is
 // recorded as a CUDA graph (two: the updates apart) and later runs replay
-// it: one launch per step, or two, instead of one per kernel.
+// it: one launch per step, or two, instead of one per kernel. A plan
+// holding a collective op (OpDef::collective), which waits for other
+// processes from the host, is never recorded.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
 //   Executor exec(g, std::move(gpu));
