@@ -17,7 +17,9 @@
 // share of the job's loss (its sum over its targets divided by the job's
 // count of targets, AllReduce of the local count), as ToyTrainer builds it.
 //
-//   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> global, ReduceGradients(grads, {.bucket_bytes = 1 << 20}));
+//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildTrainingStep(loss, g.Parameters(),
+//       {.data_parallel = {.communicator = comm, .bucket_bytes = 1 << 20}}));
+//   Executor exec(g, {.communicator = comm});
 
 #ifndef DAGRAD_ENGINE_AUTODIFF_DATA_PARALLEL_H_
 #define DAGRAD_ENGINE_AUTODIFF_DATA_PARALLEL_H_
@@ -53,7 +55,7 @@ struct DataParallelOptions {
 // gradient that is not float32/float64 or holds an error.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> global,
-//                           ReduceGradients(grads, {.bucket_bytes = 1 << 20}));
+//       ReduceGradients(grads, {.communicator = comm, .bucket_bytes = 1 << 20}));
 absl::StatusOr<std::vector<Value>> ReduceGradients(const std::vector<Value>& grads,
                                                    const DataParallelOptions& options,
                                                    int* num_buckets = nullptr);
