@@ -22,6 +22,7 @@ enum Style {
   kForward,
   kGradient,
   kOptimizer,
+  kCommunication,
   kLoss,
   kCollapsed,
   kNumStyles
@@ -42,6 +43,8 @@ constexpr StyleDef kStyles[kNumStyles] = {
     {"forward op", "shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\""},
     {"gradient op", "shape=ellipse, style=filled, fillcolor=\"#f8d7da\", color=\"#b02a37\""},
     {"optimizer op", "shape=hexagon, style=filled, fillcolor=\"#d1e7dd\", color=\"#146c43\""},
+    {"collective (all-reduce)",
+     "shape=parallelogram, style=\"filled,bold\", fillcolor=\"#ffd8a8\", color=\"#d9480f\""},
     {"loss", "shape=doubleoctagon, style=filled, fillcolor=\"#ff8787\", penwidth=2"},
     {"collapsed scope", "shape=box3d, style=filled, fillcolor=\"#e2d9f3\""},
 };
@@ -56,6 +59,7 @@ Style StyleOf(const Node& n) {
   switch (n.role) {
     case NodeRole::kGradient: return kGradient;
     case NodeRole::kOptimizer: return kOptimizer;
+    case NodeRole::kCommunication: return kCommunication;
     case NodeRole::kForward: break;
   }
   return kForward;
@@ -245,6 +249,7 @@ class DotWriter {
         std::string attrs;
         if (!boxed && n.role == NodeRole::kGradient) attrs = " [color=\"#b02a37\"]";
         if (!boxed && n.role == NodeRole::kOptimizer) attrs = " [color=\"#146c43\"]";
+        if (!boxed && n.role == NodeRole::kCommunication) attrs = " [color=\"#d9480f\"]";
         Line(1, absl::StrCat(from, " -> ", to, attrs, ";"));
       }
     }

@@ -16,7 +16,8 @@
 //   - kinds and roles in distinct shapes and colours: inputs, parameters
 //     (trainable variables), other variables (optimizer state), constants,
 //     forward ops, gradient ops (NodeRole::kGradient), optimizer ops
-//     (NodeRole::kOptimizer), the losses, collapsed scopes; a legend shows
+//     (NodeRole::kOptimizer), collectives (NodeRole::kCommunication), the
+//     losses, collapsed scopes; a legend shows
 //     each style;
 //   - name scopes as nested clusters labelled with the scope's own name, so
 //     a subgraph builder (multi-head attention, positional encoding) is a

@@ -23,6 +23,7 @@ const char* RoleName(NodeRole role) {
     case NodeRole::kForward: return "forward";
     case NodeRole::kGradient: return "backward";
     case NodeRole::kOptimizer: return "optimizer";
+    case NodeRole::kCommunication: return "communication";
   }
   return "?";
 }
@@ -54,7 +55,9 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
 
 Executor::Executor(const Graph& graph, std::unique_ptr<Device> device,
                    ExecutorOptions options)
-    : graph_(graph), device_(std::move(device)), options_(options) {}
+    : graph_(graph), device_(std::move(device)), options_(options) {
+  if (options_.communicator == nullptr) options_.communicator = SingleProcessCommunicator();
+}
 
 Executor::~Executor() = default;
 
@@ -102,6 +105,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
           node.op->name, " '", node.path(), "' has no kernel on ", device_->name()));
     }
     plan->kernels_.push_back(k);
+    // A collective waits for other processes from the host: not recordable.
+    if (node.op->collective) plan->device_records_ = false;
   }
   DAGRAD_ASSIGN_OR_RETURN(plan->arena_,
                           AllocateCounted(info.arena_bytes, "the plan's arena"));
@@ -421,7 +426,10 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
   if (options_.poison_arena && info.arena_bytes > 0) {
     DAGRAD_RETURN_IF_ERROR(device_->Fill(plan.arena_.get(), 0xFF, info.arena_bytes));
   }
-  plan.run_ = RunContext{options.training, options_.seed, options.step, device_->kernel_state()};
+  plan.run_ = RunContext{options.training,          options_.seed,
+                         options.step,              device_->kernel_state(),
+                         options_.communicator.get(), options.batch_begin,
+                         options.batch_rows};
   DAGRAD_RETURN_IF_ERROR(device_->PrepareRun(plan.run_));
   // Each phase ends with Synchronize, whose error (a data error a device
   // kernel found) fails the run before the next phase, the updates, is

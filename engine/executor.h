@@ -42,7 +42,9 @@
 // more, before queuing them, so that such an error leaves the variables as
 // they were. The second run of a plan (per RunOptions::training) is
 // recorded as a CUDA graph (two: the updates apart) and later runs replay
-// it: one launch per step, or two, instead of one per kernel.
+// it: one launch per step, or two, instead of one per kernel. A plan
+// holding a collective op (OpDef::collective), which waits for other
+// processes from the host, is never recorded.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> gpu, CudaDevice());
 //   Executor exec(g, std::move(gpu));
@@ -61,6 +63,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "engine/communicator.h"
 #include "engine/device.h"
 #include "engine/graph.h"
 #include "engine/memory_budget.h"
@@ -108,6 +111,9 @@ struct ExecutorOptions {
   // reserved: what the caller will allocate beside the executor (a data
   // set), counted in every Compile's budget and named in its message.
   MemoryBudget reserved;
+  // communicator: what the collective ops (ops/collective.h) reduce over;
+  // null: SingleProcessCommunicator(), for which they are the identity.
+  std::shared_ptr<Communicator> communicator;
 };
 
 // OpProfile is where a plan's runs spent their time, per op name.
@@ -126,6 +132,10 @@ struct OpProfile {
 struct RunOptions {
   bool training = false;  // dropout active
   uint64_t step = 0;      // dropout counter
+  // Data parallelism: the fed batch is rows [batch_begin, batch_begin +
+  // batch_rows) of the global batch (RunContext); 0 rows: all of it.
+  int64_t batch_begin = 0;
+  int64_t batch_rows = 0;
 };
 
 // Feeds pairs each input Value with its tensor for one run.

@@ -111,8 +111,9 @@ class Value {
 enum class NodeKind { kInput, kVariable, kConstant, kOp };
 
 // What a node is for; DOT styles by it. Autodiff builds kGradient nodes,
-// optimizers kOptimizer nodes.
-enum class NodeRole { kForward, kGradient, kOptimizer };
+// optimizers kOptimizer nodes, data parallelism kCommunication nodes (the
+// gradient all-reduce).
+enum class NodeRole { kForward, kGradient, kOptimizer, kCommunication };
 
 struct Node {
   NodeId id = kNoNode;

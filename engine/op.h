@@ -36,6 +36,8 @@
 
 namespace dagrad {
 
+class Communicator;
+
 struct TensorType {
   DType dtype = DType::kFloat32;
   Shape shape;
@@ -80,6 +82,15 @@ struct RunContext {
   // kernel_state(): engine/cuda's CudaContext, with the stream, the cuBLAS
   // handle and the error record); null on the CPU.
   void* device_state = nullptr;
+  // communicator carries the collective ops' reductions between processes
+  // (engine/communicator.h); never null in a run.
+  Communicator* communicator = nullptr;
+  // Data parallelism: this process runs rows [batch_begin, batch_begin +
+  // batch_rows) of the global batch. Dropout offsets its element counter
+  // by batch_begin rows, so that its masks are those of one process
+  // running the whole batch. batch_rows 0: the whole batch.
+  int64_t batch_begin = 0;
+  int64_t batch_rows = 0;
 };
 
 // KernelContext is what a kernel sees. Absent optional inputs have null data.
@@ -143,6 +154,14 @@ struct OpDef {
   ViewFn view = nullptr;        // the output may alias input 0 (see ViewFn)
   PlacementFn placement = nullptr;  // the output is input 0 placed in zeros
   bool random = false;          // reads the run's RNG: never folded or merged
+  // collective: talks to the other processes of the job
+  // (RunContext::communicator), so it is never folded: every rank must run
+  // it.
+  bool collective = false;
+  // early: the planner runs it as soon as its inputs are ready, before
+  // ready nodes of lower ids (a collective's start, so that its transfer
+  // overlaps the work that follows).
+  bool early = false;
   uint32_t mutates = 0;         // bit i: the op writes input i (a variable)
   // check validates what of the inputs' values the kernel would reject
   // (Adam's step), writing nothing. The executor calls it before any kernel

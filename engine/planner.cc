@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <queue>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -87,12 +88,20 @@ bool Writes(const Node& node, NodeId var) {
   return false;
 }
 
+// ReadyKey orders ready nodes: writers of variables last, early ops
+// (OpDef::early) first, then by id.
+using ReadyKey = std::tuple<bool, bool, NodeId>;
+ReadyKey KeyOf(const Node& node) {
+  const bool early = node.kind == NodeKind::kOp && node.op->early;
+  return {WritesVariable(node), !early, node.id};
+}
+
 // Order returns the needed nodes in a deterministic topological order where
 // each op that writes a variable follows every other reader of it (readers
 // through views included), and every op that writes a variable follows
 // every other node: the updates come last, so that a kernel that fails (an
 // index out of range) fails before any variable is written, whatever the
-// ids. Among the ready nodes, the lowest id goes first.
+// ids. Among the ready nodes, early ops go first, then the lowest id.
 absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<bool>& needed) {
   const int n = graph.num_nodes();
   std::vector<std::vector<NodeId>> succ(n);
@@ -130,15 +139,15 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
       }
     }
   }
-  using Key = std::pair<bool, NodeId>;  // (writes a variable, id): writers last
-  std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
-  auto push = [&](NodeId id) { ready.push({WritesVariable(graph.node(id)), id}); };
+  // Keys (writes a variable, not early, id): writers last, early ops first.
+  std::priority_queue<ReadyKey, std::vector<ReadyKey>, std::greater<>> ready;
+  auto push = [&](NodeId id) { ready.push(KeyOf(graph.node(id))); };
   for (NodeId id = 0; id < n; ++id) {
     if (needed[id] && indegree[id] == 0) push(id);
   }
   std::vector<NodeId> order;
   while (!ready.empty()) {
-    const NodeId id = ready.top().second;
+    const NodeId id = std::get<2>(ready.top());
     ready.pop();
     order.push_back(id);
     for (NodeId s : succ[id]) {
@@ -175,7 +184,7 @@ absl::Status CheckNothingFollowsUpdates(const Graph& graph, const std::vector<bo
 }
 
 bool Foldable(const Node& node, const std::vector<bool>& is_const) {
-  if (node.kind != NodeKind::kOp || node.op->random || node.op->mutates != 0 ||
+  if (node.kind != NodeKind::kOp || node.op->random || node.op->collective || node.op->mutates != 0 ||
       node.op->cpu == nullptr) {
     return false;
   }

@@ -14,6 +14,16 @@
 //   }
 //   DAGRAD_ASSIGN_OR_RETURN(EvalResult e, trainer->Evaluate());
 //
+// Data parallelism (DataParallelOptions with a communicator of N ranks):
+// config.batch is the global batch; every rank draws it whole from the
+// task's generator and trains on rows [r B/N, (r+1) B/N), with dropout
+// counters offset by its first row, and a loss that is its sum over its
+// targets divided by the global batch's count of targets, so that the
+// summed gradients, the loss, the accuracy and every parameter are those
+// of one process training on the whole batch (within float summation
+// order). BroadcastState makes every rank start from rank 0's state.
+// Evaluate and the files are the caller's to do on rank 0 only.
+//
 // Non-finite steps, checkpoints and the run's settings follow the policies
 // every trainer shares (models/trainer.h): TrainConfig::on_nonfinite says
 // whether a step whose loss or gradient norm is NaN or Inf stops the run
@@ -27,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -83,8 +94,15 @@ class ToyTrainer : public Trainer {
   // it adds up, with checked arithmetic, the parameters, optimizer state,
   // arenas and data sets, and returns ResourceExhausted naming the biggest
   // when they do not fit the memory limit (ExecutorOptions).
+  // Errors also: a global batch that the ranks do not divide.
   static absl::StatusOr<std::unique_ptr<ToyTrainer>> Create(
-      const TrainConfig& config, std::unique_ptr<Device> device = CpuDevice());
+      const TrainConfig& config, std::unique_ptr<Device> device = CpuDevice(),
+      const DataParallelOptions& data_parallel = {});
+
+  // BroadcastState copies rank 0's parameters, optimizer state and step
+  // counts to every rank (data parallel; nothing to do alone). Every rank
+  // must call it, after rank 0 has initialised or loaded its state.
+  absl::Status BroadcastState() override;
 
   // Step runs training step step()+1. Aborted when the step's loss or
   // gradient norm is not finite and the policy says stop (the message names
@@ -136,8 +154,20 @@ class ToyTrainer : public Trainer {
   // The parameters and the optimizer state: what a checkpoint holds.
   std::vector<Value> StateVariables() const;
   TrainingState State() const;
+  // BuildLoss is the training loss: the batch's mean, or data parallel,
+  // this rank's share of the global batch's mean.
+  absl::Status BuildLoss();
+  // Slice returns this rank's rows of the global batch.
+  absl::StatusOr<TaskBatch> Slice(const TaskBatch& global) const;
+  // GlobalAccuracy is the global batch's token accuracy from this rank's
+  // logits (summing the ranks' counts).
+  absl::StatusOr<double> GlobalAccuracy(const Tensor& logits, const TaskBatch& local,
+                                        const TaskBatch& global);
 
   TrainConfig config_;
+  DataParallelOptions parallel_;
+  int64_t rows_ = 0, first_row_ = 0;  // this rank's slice of the batch
+  Value token_weight_;                // data parallel: 1 / the global target count
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<ToyTransformer> model_;
   std::unique_ptr<TaskGenerator> train_data_;

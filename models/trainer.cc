@@ -137,6 +137,11 @@ absl::Status SaveFiniteVariables(Executor& exec, const std::vector<Value>& vars,
 }
 
 double TokenAccuracy(const Tensor& logits, const Tensor& targets) {
+  const auto [correct, total] = CorrectTokens(logits, targets);
+  return total ? static_cast<double>(correct) / total : 0.0;
+}
+
+std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& targets) {
   const int64_t V = logits.shape()[logits.shape().rank() - 1];
   const float* l = logits.data<float>();
   const int64_t* t = targets.data<int64_t>();
@@ -153,7 +158,7 @@ double TokenAccuracy(const Tensor& logits, const Tensor& targets) {
     correct += best == t[i];
     ++total;
   }
-  return total ? static_cast<double>(correct) / total : 0.0;
+  return {correct, total};
 }
 
 absl::Status ValidateOptimizer(const OptimizerOptions& o) {

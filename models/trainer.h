@@ -74,6 +74,9 @@ class Trainer {
                                       const AtomicWriteOptions& options) = 0;
   virtual absl::Status LoadCheckpoint(const std::string& path) = 0;
   virtual int64_t step() const = 0;
+  // BroadcastState gives every rank of a data-parallel trainer rank 0's
+  // state (every rank calls it); a trainer of one process has nothing to do.
+  virtual absl::Status BroadcastState() { return absl::OkStatus(); }
 };
 
 // NonFinitePolicy: what a step whose loss or gradient norm is not finite
@@ -106,6 +109,12 @@ class NonFiniteSteps {
 
   int64_t total() const { return total_; }
   int64_t in_a_row() const { return in_a_row_; }
+  // SetCounts makes the counts another process's (data parallel ranks
+  // start from rank 0's).
+  void SetCounts(int64_t total, int64_t in_a_row) {
+    total_ = total;
+    in_a_row_ = in_a_row;
+  }
   // Metadata holds the counts for a checkpoint; Restore reads them back
   // (absent: none), InvalidArgument naming `path` for counts that do not
   // fit `step`.
@@ -157,6 +166,10 @@ absl::Status SaveFiniteVariables(
 // the argmax of logits (B, T, V), as torch.argmax picks it: the first
 // maximum, and the first NaN in a row that holds one.
 double TokenAccuracy(const Tensor& logits, const Tensor& targets);
+
+// CorrectTokens returns how many targets (ignoring -100) TokenAccuracy
+// counts as right, and how many it counts.
+std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& targets);
 
 // ValidateOptimizer checks weight decay and clipping in the CLI's words
 // (--weight_decay, --clip), then the rest as ValidateOptimizerOptions.

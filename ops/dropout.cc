@@ -4,6 +4,7 @@
 
 #include "ops/dropout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -46,6 +47,40 @@ uint32_t StreamOf(const Node& node) {
   return static_cast<uint32_t>(node.attrs.GetInt("stream", node.id));
 }
 
+// ElementOffset is where this process's first element sits in the global
+// batch's tensor (RunContext::batch_begin): batch_begin rows of n /
+// batch_rows elements each, for an input whose rows are its batch's.
+absl::StatusOr<uint64_t> ElementOffset(const KernelContext& ctx, int64_t n) {
+  const int64_t first = DropoutFirstElement(ctx.run.batch_begin, ctx.run.batch_rows, n);
+  if (first < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data-parallel dropout needs an input whose elements split into the batch's ",
+        ctx.run.batch_rows, " rows, got ", n, " elements"));
+  }
+  return static_cast<uint64_t>(first);
+}
+
+// DropoutFrom is the kernel for elements that start at global element
+// `first`, not at 0: each chunk of the output draws the words of the
+// Philox blocks that cover its global range.
+template <typename T>
+void DropoutFrom(const CpuKernels& kernels, const DropoutArgs<T>& d, uint64_t first) {
+  constexpr int64_t kChunk = 4 * (kPhiloxBlocks - 1);  // + up to 3 words of misalignment
+  ParallelFor((d.n + kChunk - 1) / kChunk, 64, [&](int64_t begin, int64_t end) {
+    alignas(64) uint32_t bits[4 * kPhiloxBlocks];
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t base = c * kChunk;
+      const uint64_t global = first + static_cast<uint64_t>(base);
+      kernels.philox_bits(d.seed, d.stream, d.step, global / 4, bits);
+      const uint32_t* word = bits + global % 4;
+      const int64_t len = std::min(kChunk, d.n - base);
+      for (int64_t j = 0; j < len; ++j) {
+        d.y[base + j] = DropoutElement(d.x[base + j], word[j], d.threshold, d.scale);
+      }
+    }
+  });
+}
+
 absl::Status DropoutKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -66,6 +101,11 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
                                  T(1) / (T(1) - static_cast<T>(p)),
                                  x,
                                  y};
+    DAGRAD_ASSIGN_OR_RETURN(const uint64_t first, ElementOffset(ctx, n));
+    if (first != 0) {
+      DropoutFrom(*kernels, args, first);
+      return absl::OkStatus();
+    }
     constexpr int64_t kChunk = 4 * kPhiloxBlocks;  // elements per kernel chunk
     ParallelFor((n + kChunk - 1) / kChunk, 64, [&](int64_t begin, int64_t end) {
       if constexpr (std::is_same_v<T, float>) {

@@ -36,6 +36,16 @@ DAGRAD_HOST_DEVICE static inline T DropoutElement(T x, uint32_t bits, uint32_t t
   return x * ((bits >> 8) >= threshold ? scale : T(0));
 }
 
+// DropoutFirstElement returns the global index of element 0 of a
+// data-parallel process's slice (RunContext::batch_begin, batch_rows): its
+// n elements are batch_rows rows, and batch_begin rows precede them. -1
+// when n does not split into batch_rows rows.
+static inline int64_t DropoutFirstElement(int64_t batch_begin, int64_t batch_rows, int64_t n) {
+  if (batch_begin == 0) return 0;
+  if (batch_rows <= 0 || n % batch_rows != 0) return -1;
+  return batch_begin * (n / batch_rows);
+}
+
 }  // namespace dagrad
 
 #endif  // DAGRAD_OPS_DROPOUT_MATH_H_

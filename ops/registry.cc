@@ -21,6 +21,7 @@ const std::vector<const OpDef*>& AllOps() {
              LossOps,
              GeluOps,
              SamplingOps,
+             CollectiveOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

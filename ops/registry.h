@@ -50,6 +50,7 @@ std::vector<const OpDef*> DropoutOps();
 std::vector<const OpDef*> LossOps();
 std::vector<const OpDef*> GeluOps();
 std::vector<const OpDef*> SamplingOps();
+std::vector<const OpDef*> CollectiveOps();
 
 }  // namespace dagrad
 

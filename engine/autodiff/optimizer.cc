@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/status_macros.h"
+#include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/optim.h"
@@ -246,9 +247,16 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   DAGRAD_RETURN_IF_ERROR(CheckGroups(groups));
   DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(loss, groups, o.allow_unused));
   Graph& g = *loss.graph();
+  TrainingStep ts;
+  if (o.data_parallel.communicator != nullptr) {
+    DAGRAD_ASSIGN_OR_RETURN(trained.grads,
+                            ReduceGradients(trained.grads, o.data_parallel, &ts.num_buckets));
+    Graph::RoleScope role(g, NodeRole::kCommunication);
+    Graph::ScopePathGuard in_scope(g, "data_parallel");
+    ts.global_loss = AllReduce(Sum(Cast(loss, DType::kFloat64)));
+  }
   Graph::RoleScope role(g, NodeRole::kOptimizer);
   Graph::ScopePathGuard in_optimizer(g, "optimizer");
-  TrainingStep ts;
   ts.params = trained.params;
   ts.grads = trained.grads;
   ts.unused_params = trained.unused;
@@ -260,7 +268,9 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   ts.step = g.Input("step", DType::kFloat64, {});
   Value scale, guard;
   if (o.clip_norm > 0 || o.skip_nonfinite) ts.grad_norm = GlobalNorm(ts.grads);
-  if (o.skip_nonfinite) guard = SkipGuard(loss, ts.grad_norm);
+  if (o.skip_nonfinite) {
+    guard = SkipGuard(ts.global_loss.is_null() ? loss : ts.global_loss, ts.grad_norm);
+  }
   // ClipGradNorm's scale, fused into the updates rather than a pass over
   // every gradient.
   if (o.clip_norm > 0) scale = ClipScale(ts.grad_norm, o.clip_norm);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/autodiff/data_parallel.h"
 #include "engine/graph.h"
 
 namespace dagrad {
@@ -70,6 +71,10 @@ struct OptimizerOptions {
   // TrainingStep::unused_params and its warning. false: they are an error
   // that names them all.
   bool allow_unused = false;
+  // data_parallel: with a communicator, the gradients are summed over the
+  // ranks, in buckets overlapped with backward, before the norm, the
+  // clipping and the updates (engine/autodiff/data_parallel.h).
+  DataParallelOptions data_parallel;
 };
 
 // ParamGroup: parameters that share a weight decay and a learning-rate
@@ -119,7 +124,12 @@ struct TrainingStep {
   // clip_norm > 0 or skip_nonfinite.
   Value grad_norm;
   std::vector<Value> params;   // the parameters updated, group by group
-  std::vector<Value> grads;    // their gradients, unclipped
+  std::vector<Value> grads;    // their gradients, unclipped (summed over the ranks)
+  // Data parallel: the loss summed over the ranks, float64 (each rank's
+  // loss being its share, the job's loss); the skip guard reads it. Null
+  // without a communicator.
+  Value global_loss;
+  int num_buckets = 0;         // data parallel: the gradient buckets
   std::vector<Value> updates;  // plan targets
   std::vector<Value> state;    // the optimizer's variables (momenta, moments)
   // With allow_unused: the paths of the parameters the loss does not reach,

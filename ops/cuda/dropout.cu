@@ -21,16 +21,21 @@ namespace {
 using cuda::GridFor;
 using cuda::kThreads;
 
+// `first` is the global index of element 0 (a data-parallel slice's,
+// DropoutFirstElement); a group that is not aligned to Philox's four words
+// draws each word on its own.
 template <typename T>
-__global__ void DropoutImpl(const T* x, T* y, int64_t n, uint64_t seed, uint32_t stream,
-                            const uint64_t* step, uint32_t threshold, T scale) {
+__global__ void DropoutImpl(const T* x, T* y, int64_t n, uint64_t first, uint64_t seed,
+                            uint32_t stream, const uint64_t* step, uint32_t threshold, T scale) {
   const RandomStream rs{seed, stream, static_cast<uint32_t>(*step)};
   DAGRAD_CUDA_LOOP(group, (n + 3) / 4) {
-    const PhiloxBlock bits = rs.Block(static_cast<uint64_t>(group));
     const int64_t base = group * 4;
+    const uint64_t global = first + static_cast<uint64_t>(base);
+    const PhiloxBlock bits = rs.Block(global / 4);
     const int lanes = static_cast<int>(n - base < 4 ? n - base : 4);
     for (int j = 0; j < lanes; ++j) {
-      y[base + j] = DropoutElement(x[base + j], bits.v[j], threshold, scale);
+      const uint32_t word = global % 4 == 0 ? bits.v[j] : rs.Bits(global + j);
+      y[base + j] = DropoutElement(x[base + j], word, threshold, scale);
     }
   }
 }
@@ -58,9 +63,15 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
       }
       return absl::OkStatus();
     }
+    const int64_t first = DropoutFirstElement(ctx.run.batch_begin, ctx.run.batch_rows, n);
+    if (first < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data-parallel dropout needs an input whose elements split into the batch's ",
+          ctx.run.batch_rows, " rows, got ", n, " elements"));
+    }
     const T scale = T(1) / (T(1) - static_cast<T>(p));
     DropoutImpl<<<GridFor((n + 3) / 4), kThreads, 0, stream>>>(
-        x, y, n, ctx.run.seed, StreamOf(ctx.node), cuda.run_step(), DropoutThreshold(p), scale);
+        x, y, n, static_cast<uint64_t>(first), ctx.run.seed, StreamOf(ctx.node), cuda.run_step(), DropoutThreshold(p), scale);
     return CheckLaunch("DropoutImpl");
   });
 }

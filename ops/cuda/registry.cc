@@ -24,6 +24,7 @@ bool RegisterAll() {
            CudaLossKernels,
            CudaGeluKernels,
            CudaSamplingKernels,
+           CudaCollectiveKernels,
        }) {
     RegisterCudaKernels(family());
   }

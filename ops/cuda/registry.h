@@ -34,6 +34,7 @@ std::vector<CudaKernelEntry> CudaDropoutKernels();
 std::vector<CudaKernelEntry> CudaLossKernels();
 std::vector<CudaKernelEntry> CudaGeluKernels();
 std::vector<CudaKernelEntry> CudaSamplingKernels();
+std::vector<CudaKernelEntry> CudaCollectiveKernels();
 
 }  // namespace dagrad
 

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +24,7 @@
 #include "tools/cli/out_dir.h"
 #include "tools/cli/stop_signals.h"
 #include "tools/cli/train_outputs.h"
+#include "tools/cli/train_parallel.h"
 #include "tools/cli/train_run.h"
 #include "tools/cli/train_text.h"
 
@@ -34,7 +37,14 @@ ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
 ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
 ABSL_FLAG(int64_t, ffn, 512, "feed-forward width F");
 ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1 - 2^-10]");
-ABSL_FLAG(int64_t, batch, 64, "sequences per step");
+ABSL_FLAG(int64_t, batch, 64,
+          "sequences per step; under mpirun the global batch, split evenly over the ranks");
+ABSL_FLAG(double, bucket_mb, 4,
+          "under mpirun: MiB of gradients per all-reduce bucket (> 0), each summed as soon as "
+          "backward has produced it");
+ABSL_FLAG(bool, overlap, true,
+          "under mpirun: overlap each bucket's all-reduce with the rest of backward (false: "
+          "sum every bucket after backward)");
 ABSL_FLAG(int64_t, steps, 300, "training steps");
 ABSL_FLAG(double, lr, 1e-3,
           "peak learning rate, finite and > 0 (linear warmup, then cosine decay to 10%); one "
@@ -114,6 +124,7 @@ class Progress {
 // checkpointing every eval_every steps, and stops cleanly on a stop signal.
 struct TrainLoop {
   const Command& cmd;
+  Job& job;
   models::Trainer& t;
   TrainOutputs& outputs;
   int64_t steps, eval_every, last;
@@ -125,14 +136,15 @@ struct TrainLoop {
     const auto start = std::chrono::steady_clock::now();
     const int64_t first = t.step();
     while (t.step() < last) {
-      if (StopSignal()) break;
+      if (AgreedStopSignal(job, StopSignal())) break;
       absl::StatusOr<models::StepResult> r = t.Step();
       if (!r.ok()) {
         progress.Finish();
         return StepFailed(r.status());
       }
-      outputs.AddStep(*r);
       MaybeRaiseForTest("step", r->step);
+      if (!job.writer()) continue;
+      outputs.AddStep(*r);
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double rate = seconds > 0 ? (r->step - first) / seconds : 0;
@@ -151,7 +163,7 @@ struct TrainLoop {
       progress.Update(r->step, row.loss, row.train_accuracy, rate, true);
     }
     progress.Finish();
-    if (StopSignal()) return Stop();
+    if (AgreedStopSignal(job, StopSignal())) return Stop();
     return std::nullopt;
   }
 
@@ -159,8 +171,9 @@ struct TrainLoop {
   // first (it is used only beside a checkpoint of its step), and returns
   // 128 + the signal.
   int Stop() {
-    const int sig = StopSignal();
+    const int sig = AgreedStopSignal(job, StopSignal());
     MaybeRaiseForTest("stopping", t.step());
+    if (!job.writer()) return 128 + sig;
     if (t.step() != saved_step) {
       absl::Status st = outputs.SaveWindow();
       if (st.ok()) st = outputs.SaveCheckpoint(t);
@@ -175,6 +188,7 @@ struct TrainLoop {
   // checkpoint is kept.
   int StepFailed(const absl::Status& st) {
     if (!absl::IsAborted(st)) return Failure(cmd, st);
+    job.agreed_stop = true;  // the loss and norm are global: every rank stops here
     std::cerr << "dagrad train: " << st.message() << "\n"
               << (saved_step >= 0 ? absl::StrCat(outputs.checkpoint_path(), " keeps step ",
                                                  saved_step, "; nothing after it was saved")
@@ -204,6 +218,7 @@ absl::Status StartOrResume(models::Trainer& t, TrainOutputs& outputs, int64_t st
 // FinishRun evaluates the trained model, writes the final outputs (a stop
 // signal meanwhile saves and stops) and prints the summary.
 int FinishRun(TrainLoop& loop, const TrainingRun& run) {
+  if (!loop.job.writer()) return kExitOk;
   absl::StatusOr<models::EvalResult> final_eval = loop.t.Evaluate();
   if (!final_eval.ok()) return Failure(loop.cmd, final_eval.status());
   if (StopSignal()) return loop.Stop();
@@ -217,45 +232,79 @@ int FinishRun(TrainLoop& loop, const TrainingRun& run) {
 }
 
 // FinishToy writes the toy model's outputs (TrainingRun::finish).
-absl::Status FinishToy(models::ToyTrainer& t, const models::EvalResult& final_eval,
-                       TrainOutputs& outputs, const std::function<bool()>& stop) {
+absl::Status FinishToy(models::ToyTrainer& t, const Job& job,
+                       const models::EvalResult& final_eval, TrainOutputs& outputs,
+                       const std::function<bool()>& stop) {
   DAGRAD_RETURN_IF_ERROR(outputs.WriteAll(t, stop));
   std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
                                final_eval.accuracy, final_eval.loss, t.step());
   outputs.PrintSummary(std::cout);
   if (t.config().profile) {
     std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
+    if (job.parallel()) std::cout << CommunicationProfile(t.train_plan().profile());
   }
   return absl::OkStatus();
 }
 
-int RunToyTrain(const Command& cmd, const RunFlags& flags) {
+// ParallelFlags are what every rank must agree on, and the buckets.
+absl::StatusOr<DataParallelOptions> ParallelOptions(const Job& job) {
+  const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  if (!(bucket_mb > 0 && bucket_mb <= 1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bucket_mb must be in (0, 1048576], got ", bucket_mb));
+  }
+  return DataParallelOptions{.communicator = job.comm,
+                             .bucket_bytes = std::max<int64_t>(1, bucket_mb * (1 << 20)),
+                             .overlap = absl::GetFlag(FLAGS_overlap)};
+}
+
+int RunToyTrain(const Command& cmd, const RunFlags& flags, Job& job) {
   absl::StatusOr<models::TrainConfig> config = ConfigFromFlags(flags);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
+  absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
+  if (!parallel.ok()) return UsageError(cmd, std::string(parallel.status().message()));
   models::ToyTrainer* toy = nullptr;  // owned by RunTraining
   TrainingRun run{
       .steps = config->steps,
       .default_out = "runs/train",
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        DAGRAD_ASSIGN_OR_RETURN(auto t, models::ToyTrainer::Create(*config, std::move(device)));
+        DAGRAD_ASSIGN_OR_RETURN(auto t, models::ToyTrainer::Create(*config, std::move(device), *parallel));
         toy = t.get();
         return t;
       },
       .finish = [&](const models::EvalResult& final_eval, TrainOutputs& outputs,
                     const std::function<bool()>& stop) {
-        return FinishToy(*toy, final_eval, outputs, stop);
+        return FinishToy(*toy, job, final_eval, outputs, stop);
       }};
-  return RunTraining(cmd, run);
+  return RunTraining(cmd, run, job);
+}
+
+// RunTask runs the training of --task as a rank of `job`; the exit code.
+int RunTask(const Command& cmd, Job& job) {
+  absl::StatusOr<RunFlags> flags = RunFlagsFromFlags();
+  if (!flags.ok()) return UsageError(cmd, std::string(flags.status().message()));
+  if (absl::GetFlag(FLAGS_task) != "text") return RunToyTrain(cmd, *flags, job);
+  if (job.parallel()) {
+    return UsageError(cmd, "--task=text trains in one process; data parallelism (mpirun) "
+                           "is for the synthetic tasks");
+  }
+  return RunTextTrain(cmd, *flags, job);
 }
 
 int RunTrain() {
-  const Command cmd = TrainCommand();
+  Command cmd = TrainCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
-  absl::StatusOr<RunFlags> flags = RunFlagsFromFlags();
-  if (!flags.ok()) return UsageError(cmd, std::string(flags.status().message()));
-  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *flags);
-  return RunToyTrain(cmd, *flags);
+  absl::StatusOr<Job> job = JoinJob();
+  if (!job.ok()) return Failure(cmd, job.status());
+  if (!job->parallel()) return RunTask(cmd, *job);
+  // A rank's messages name it; a rank that fails ends the job, except for
+  // a stop every rank agreed on (a signal, a non-finite step).
+  static const std::string name = absl::StrCat("train: rank ", job->rank, " of ", job->size);
+  cmd.name = name.c_str();
+  const int code = RunTask(cmd, *job);
+  if (code != kExitOk && code < 128 && !job->agreed_stop) job->comm->Abort(code);
+  return code;
 }
 
 }  // namespace
@@ -289,37 +338,69 @@ absl::StatusOr<RunFlags> RunFlagsFromFlags() {
                   .memory_limit_bytes = exec.memory_limit_bytes};
 }
 
-int RunTraining(const Command& cmd, const TrainingRun& run) {
-  const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
-  const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
-  if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
+// AgreedConfig is what every rank checks against rank 0's: the value of
+// each of the command's flags.
+std::map<std::string, std::string> AgreedConfig(const Command& cmd) {
+  std::map<std::string, std::string> m;
+  for (const std::string& flag : cmd.flags) {
+    if (const absl::CommandLineFlag* f = absl::FindCommandLineFlag(flag)) m[flag] = f->CurrentValue();
+  }
+  return m;
+}
+
+// OpenOutDir makes --out and claims it (the writer only), removing what a
+// killed run left there.
+absl::Status OpenOutDir(const std::string& out, std::optional<OutDirLock>& lock) {
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
-  if (ec) return UsageError(cmd, absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
   std::vector<std::string> stale;
-  absl::StatusOr<OutDirLock> lock = ClaimOutDir(out, &stale);
-  if (!lock.ok()) return Failure(cmd, lock.status());
+  absl::StatusOr<OutDirLock> claimed = ClaimOutDir(out, &stale);
+  if (!claimed.ok()) return claimed.status();
+  lock.emplace(*std::move(claimed));
   if (!stale.empty()) {
     std::cout << "removed what a killed run left in " << out << ": " << absl::StrJoin(stale, " ")
               << "\n";
+  }
+  return absl::OkStatus();
+}
+
+int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
+  const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
+  const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
+  if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
+  if (absl::Status st = CheckSameConfig(job, AgreedConfig(cmd)); !st.ok()) {
+    return UsageError(cmd, std::string(st.message()));
+  }
+  std::optional<OutDirLock> lock;
+  if (job.writer()) {
+    if (absl::Status st = OpenOutDir(out, lock); !st.ok()) {
+      return absl::IsInvalidArgument(st) ? UsageError(cmd, std::string(st.message()))
+                                         : Failure(cmd, st);
+    }
   }
   // From here on a stop signal is handled: one during the set-up stops
   // the run before its first step.
   InstallStopSignals();
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
-  std::cout << "training on " << (*device)->name() << "\n";
+  if (job.writer()) {
+    std::cout << "training on " << (*device)->name()
+              << (job.parallel() ? absl::StrCat(", ", job.comm->name()) : "") << "\n";
+  }
   absl::StatusOr<std::unique_ptr<models::Trainer>> trainer = run.create(*std::move(device));
   if (!trainer.ok()) return Failure(cmd, trainer.status());
   models::Trainer& t = **trainer;
   TrainOutputs outputs(out);
-  if (absl::Status st = StartOrResume(t, outputs, run.steps); !st.ok()) return Failure(cmd, st);
-  TrainLoop loop{cmd, t, outputs, run.steps, absl::GetFlag(FLAGS_eval_every),
+  absl::Status started = job.writer() ? StartOrResume(t, outputs, run.steps) : absl::OkStatus();
+  if (started.ok()) started = t.BroadcastState();
+  if (!started.ok()) return Failure(cmd, started);
+  TrainLoop loop{cmd, job, t, outputs, run.steps, absl::GetFlag(FLAGS_eval_every),
                  stop_after > 0 ? std::min(stop_after, run.steps) : run.steps,
                  absl::GetFlag(FLAGS_resume) ? t.step() : -1};
   if (std::optional<int> code = loop.Run()) return *code;
   if (t.step() < run.steps) {
-    std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
+    if (job.writer()) std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
     return kExitOk;
   }
   return FinishRun(loop, run);
@@ -330,7 +411,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
+           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
           RunTrain};
 }
 

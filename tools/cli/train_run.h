@@ -12,7 +12,7 @@
 //   models::TextTrainConfig config;
 //   ApplyRunFlags(flags, config);
 //   return RunTraining(cmd, {.steps = config.steps, .default_out = "runs/text",
-//                            .create = ..., .finish = ...});
+//                            .create = ..., .finish = ...}, job);
 
 #ifndef DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
 #define DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
@@ -27,6 +27,7 @@
 #include "models/trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/train_outputs.h"
+#include "tools/cli/train_parallel.h"
 
 namespace dagrad::cli {
 
@@ -79,8 +80,10 @@ struct TrainingRun {
       finish;
 };
 
-// RunTraining trains as the file comment says and returns the exit code.
-int RunTraining(const Command& cmd, const TrainingRun& run);
+// RunTraining trains as the file comment says, as a rank of `job`
+// (train_parallel.h: a process on its own, or one of an MPI job's ranks,
+// of which rank 0 alone prints and writes files), and returns the exit code.
+int RunTraining(const Command& cmd, const TrainingRun& run, Job& job);
 
 }  // namespace dagrad::cli
 

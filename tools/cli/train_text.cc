@@ -136,7 +136,7 @@ absl::Status Finish(models::GptTrainer& t, const std::string& dir,
 
 }  // namespace
 
-int RunTextTrain(const Command& cmd, const RunFlags& flags) {
+int RunTextTrain(const Command& cmd, const RunFlags& flags, Job& job) {
   absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(flags);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
   const std::string dir = absl::GetFlag(FLAGS_out).empty() ? "runs/text" : absl::GetFlag(FLAGS_out);
@@ -155,7 +155,7 @@ int RunTextTrain(const Command& cmd, const RunFlags& flags) {
                     const std::function<bool()>& stop) {
         return Finish(*gpt, dir, final_eval, outputs, stop);
       }};
-  return RunTraining(cmd, run);
+  return RunTraining(cmd, run, job);
 }
 
 }  // namespace dagrad::cli

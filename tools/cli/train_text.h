@@ -13,7 +13,7 @@ namespace dagrad::cli {
 
 // RunTextTrain runs `cmd` (the train command) with --task=text and the
 // shared training flags (RunTraining); the exit code.
-int RunTextTrain(const Command& cmd, const RunFlags& flags);
+int RunTextTrain(const Command& cmd, const RunFlags& flags, Job& job);
 
 }  // namespace dagrad::cli
 

@@ -51,10 +51,19 @@ set(layer_archives "")
 foreach(layer dagrad_engine dagrad_ops dagrad_autodiff dagrad_models)
   list(APPEND layer_archives $<TARGET_FILE:${layer}>)
 endforeach()
+# The MPI communicator goes in too, MPI linked privately (after it, below):
+# its users load Open MPI's library with dagrad's but build against no MPI
+# header.
+if(TARGET dagrad_mpi)
+  list(APPEND layer_archives $<TARGET_FILE:dagrad_mpi>)
+endif()
 target_link_libraries(dagrad_shared
   PRIVATE -Wl,--whole-archive ${layer_archives} -Wl,--no-whole-archive dagrad_models
   PUBLIC absl::status absl::statusor absl::strings absl::str_format
          absl::flat_hash_map absl::inlined_vector absl::span absl::base)
+if(TARGET dagrad_mpi)
+  target_link_libraries(dagrad_shared PRIVATE MPI::MPI_CXX)
+endif()
 target_include_directories(dagrad_shared INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(dagrad_shared INTERFACE cxx_std_20)
 add_dependencies(dagrad_shared dagrad_install_headers)

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""`mpirun -np 2 dagrad train` against `dagrad train`, and its failures.
+
+  train_test.py MPIRUN DAGRAD WORKDIR
+
+1. Equality: a dozen Adam steps with dropout, clipping and variable lengths
+   (ignored targets differ per rank) on 2 ranks give the parameters of one
+   process within float summation order (and the check can fail: dropping
+   dropout moves them 100x further).
+2. --resume on 2 ranks continues bit-identically.
+3. A global batch the ranks do not divide, and ranks given different
+   configs, are clear errors.
+4. SIGKILL of one rank mid-training ends the job, non-zero, within 60 s,
+   and its checkpoint loads and resumes.
+"""
+
+import array
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+MPIRUN, DAGRAD, WORK = sys.argv[1:4]
+FLAGS = ["--dim=32", "--ffn=64", "--heads=2", "--layers=1", "--seq_len=8", "--min_len=3",
+         "--batch=8", "--steps=12", "--eval_every=6", "--clip=0.5", "--dropout=0.2",
+         "--threads=1"]
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok:   " if ok else "FAIL: ") + what, flush=True)
+    if not ok:
+        FAILURES.append(what)
+
+
+def mpirun(n, args, **kw):
+    return [MPIRUN, "-np", str(n), "--oversubscribe", DAGRAD, "train"] + args
+
+
+def run(cmd, timeout=120):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def tensors(path):
+    """The float tensors of a safetensors file, by name."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = t["data_offsets"]
+        values = array.array("f" if t["dtype"] == "F32" else "d")
+        values.frombytes(data[8 + n + begin:8 + n + end])
+        out[name] = values
+    return out
+
+
+def metadata(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n))["__metadata__"]
+
+
+def max_diff(a, b):
+    ta, tb = tensors(a), tensors(b)
+    assert ta.keys() == tb.keys(), (ta.keys(), tb.keys())
+    return max(max(abs(x - y) for x, y in zip(ta[k], tb[k])) for k in ta)
+
+
+def out(name):
+    path = os.path.join(WORK, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def equality():
+    one, two, plain = out("one"), out("two"), out("no_dropout")
+    r1 = run([DAGRAD, "train"] + FLAGS + ["--out=" + one])
+    r2 = run(mpirun(2, FLAGS + ["--out=" + two, "--bucket_mb=0.004"]))
+    r3 = run([DAGRAD, "train"] + FLAGS + ["--out=" + plain, "--dropout=0"])
+    for r in (r1, r2, r3):
+        check(r.returncode == 0, "train exits 0: " + r.stderr[-500:])
+    if FAILURES:
+        return
+    diff = max_diff(one + "/model.safetensors", two + "/model.safetensors")
+    moved = max_diff(one + "/model.safetensors", plain + "/model.safetensors")
+    print(f"2 ranks vs 1: max |diff| {diff:.3g}; without dropout: {moved:.3g}")
+    check(diff < 1e-4, "2 ranks train the model of 1 process")
+    check(moved > 100 * diff, "the check tells dropout masks apart")
+    with open(one + "/metrics.csv") as a, open(two + "/metrics.csv") as b:
+        rows_a = [line.split(",")[:4] for line in a.read().splitlines()[1:]]
+        rows_b = [line.split(",")[:4] for line in b.read().splitlines()[1:]]
+    check(len(rows_a) == len(rows_b) == 2, "rank 0 alone wrote metrics.csv's rows")
+    same = all(abs(float(x) - float(y)) < 1e-3 for ra, rb in zip(rows_a, rows_b)
+               for x, y in zip(ra, rb))
+    check(same, "the metrics (loss, accuracies) are the job's, not a rank's")
+    return two
+
+
+def resume(full):
+    split = out("split")
+    r1 = run(mpirun(2, FLAGS + ["--out=" + split, "--bucket_mb=0.004", "--stop_after=6"]))
+    r2 = run(mpirun(2, FLAGS + ["--out=" + split, "--bucket_mb=0.004", "--resume"]))
+    check(r1.returncode == 0 and r2.returncode == 0, "stop and --resume exit 0: " + r2.stderr[-500:])
+    with open(full + "/model.safetensors", "rb") as a, open(split + "/model.safetensors", "rb") as b:
+        check(a.read() == b.read(), "--resume on 2 ranks ends bit-identical to the run never stopped")
+
+
+def errors():
+    r = run(mpirun(2, FLAGS + ["--out=" + out("odd"), "--batch=7"]))
+    check(r.returncode == 2 and "does not split evenly over 2 ranks" in r.stderr,
+          "an odd global batch is a clear error: " + r.stderr[-300:])
+    mixed = out("mixed")
+    r = run([MPIRUN, "-np", "1", "--oversubscribe", DAGRAD, "train"] + FLAGS + ["--out=" + mixed]
+            + [":", "-np", "1", DAGRAD, "train"] + FLAGS + ["--out=" + mixed, "--dim=16"])
+    check(r.returncode != 0 and "dim: rank 0 32, rank 1 16" in r.stderr,
+          "ranks given different configs are reported: " + r.stderr[-300:])
+
+
+def rank_pid(mpirun_pid, rank):
+    """The pid of `rank`, a child of mpirun (OMPI_COMM_WORLD_RANK)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if ppid == mpirun_pid and f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return int(pid)
+    return None
+
+
+def kill():
+    killed = out("killed")
+    long_run = [f for f in FLAGS if not f.startswith("--steps")] + [
+        "--steps=100000", "--eval_every=5", "--out=" + killed]
+    job = subprocess.Popen(mpirun(2, long_run), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    ckpt = killed + "/checkpoint.prev.safetensors"
+    deadline = time.time() + 60
+    while not os.path.exists(ckpt) and time.time() < deadline and job.poll() is None:
+        time.sleep(0.05)
+    victim = rank_pid(job.pid, 1)
+    check(victim is not None, "found rank 1 of the running job")
+    if victim is None:
+        job.kill()
+        return
+    os.kill(victim, signal.SIGKILL)
+    started = time.time()
+    try:
+        job.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+    ended = time.time() - started
+    print(f"the job ended {ended:.1f} s after SIGKILL of rank 1, exit {job.returncode}")
+    check(job.returncode not in (0, None), "a killed rank ends the job with an error")
+    check(ended < 60, "within 60 s")
+    step = int(metadata(killed + "/checkpoint.safetensors")["dagrad.step"])
+    r = run(mpirun(2, long_run + ["--resume", f"--stop_after={step + 2}"]))
+    resumed = "resumed from" in r.stdout and f"stopped after step {step + 2}" in r.stdout
+    check(r.returncode == 0 and resumed, "its checkpoint loads and resumes: " + r.stderr[-500:])
+
+
+os.makedirs(WORK, exist_ok=True)
+full = equality()
+if full:
+    resume(full)
+errors()
+kill()
+sys.exit(1 if FAILURES else 0)
