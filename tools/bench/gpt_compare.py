@@ -22,7 +22,10 @@ evaluation closing the round, without start-up and compilation. PyTorch's is
 its steps' wall time (batch drawing included, as on dagrad's side). Both use
 --threads threads and the same BLIS kernel set (BLIS_ARCH_TYPE, from `dagrad
 info`). The load average is printed beside each round: two-thread numbers
-mean something only on a quiet machine (load under about 1.5).
+mean something only on a quiet machine (load under about 1.5). The CPU time
+of each side (dagrad's whole process, start-up and final outputs included;
+PyTorch's steps) is printed too: on a loaded machine it moves far less than
+the wall time.
 
 Generation: a model with block_size --gen_block (256), dim 128, 4 heads, 4
 layers (PyTorch's initialisation: the speed does not depend on the weights)
@@ -34,6 +37,7 @@ import glob
 import math
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -101,9 +105,9 @@ class TorchRun:
             np.frombuffer(data[:len(data) * 9 // 10], np.uint8).astype(np.int64))
 
     def run_to(self, last):
-        """Trains up to step `last`; returns the seconds it took."""
+        """Trains up to step `last`; returns the wall and CPU seconds it took."""
         torch, args, T, F = self.torch, self.args, self.args.seq_len, self.torch.nn.functional
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         self.model.train()
         while self.step < last:
             self.step += 1
@@ -117,11 +121,18 @@ class TorchRun:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
             self.opt.step()
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def dagrad_round(path, args, out, last, env):
-    """Runs dagrad's training up to step `last`; returns the seconds it took."""
+    """Runs dagrad's training up to step `last`; returns the wall and CPU
+    seconds it took (the CPU time of the whole process, start-up and writing
+    the outputs included)."""
     every = args.steps // args.rounds
     cmd = [args.dagrad, "train", "--task=text", f"--data={path}", f"--seq_len={args.seq_len}",
            f"--dim={args.dim}", f"--heads={args.heads}", f"--layers={args.layers}", "--dropout=0",
@@ -131,11 +142,13 @@ def dagrad_round(path, args, out, last, env):
            f"--stop_after={last}"]
     if last > every:
         cmd.append("--resume")
+    cpu = children_cpu()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    cpu = children_cpu() - cpu
     with open(os.path.join(out, "metrics.csv")) as f:
         rows = [line.split(",") for line in f.read().strip().splitlines()[1:]]
     elapsed = {int(r[0]): float(r[-1]) for r in rows}
-    return elapsed[last] - elapsed.get(last - every, 0.0)
+    return elapsed[last] - elapsed.get(last - every, 0.0), cpu
 
 
 def generation_rate(args, checkpoint, cache, env):
@@ -143,8 +156,8 @@ def generation_rate(args, checkpoint, cache, env):
         [args.dagrad, "generate", f"--checkpoint={checkpoint}", "--prompt=T",
          f"--tokens={args.gen_block - 1}", "--temperature=0", f"--kv_cache={cache}",
          f"--threads={args.threads}", "--timing"],
-        check=True, capture_output=True, text=True, env=env)
-    return float(re.search(r"([0-9.]+) tokens/s", result.stderr).group(1))
+        check=True, capture_output=True, env=env)  # stdout: any bytes
+    return float(re.search(r"([0-9.]+) tokens/s", result.stderr.decode()).group(1))
 
 
 def parse_args():
@@ -168,18 +181,21 @@ def parse_args():
     return args
 
 
-def train_both(args, data, path, out, env, torch_run):
+def train_both(args, path, out, env, torch_run):
+    """Alternates the rounds; returns ms per step, wall and CPU, of each side."""
     every = args.steps // args.rounds
-    dagrad_s = torch_s = 0.0
-    print(f"{'round':>5} {'steps':>11} {'dagrad ms':>10} {'torch ms':>9} {'ratio':>6} {'load':>5}")
+    totals = np.zeros(4)  # dagrad wall, dagrad CPU, torch wall, torch CPU
+    print(f"{'round':>5} {'steps':>11} {'dagrad ms':>10} {'torch ms':>9} {'ratio':>6} "
+          f"{'CPU ratio':>9} {'load':>5}")
     for r in range(1, args.rounds + 1):
         load = load_average()
-        d = dagrad_round(path, args, out, r * every, env)
-        t = torch_run.run_to(r * every)
-        dagrad_s, torch_s = dagrad_s + d, torch_s + t
-        print(f"{r:5d} {(r - 1) * every + 1:5d}-{r * every:<5d} {1000 * d / every:10.1f} "
-              f"{1000 * t / every:9.1f} {d / t:6.2f} {load:5.2f}", flush=True)
-    return 1000 * dagrad_s / args.steps, 1000 * torch_s / args.steps
+        times = np.array(dagrad_round(path, args, out, r * every, env) +
+                         torch_run.run_to(r * every))
+        totals += times
+        d, dc, t, tc = 1000 * times / every
+        print(f"{r:5d} {(r - 1) * every + 1:5d}-{r * every:<5d} {d:10.1f} {t:9.1f} {d / t:6.2f} "
+              f"{dc / tc:9.2f} {load:5.2f}", flush=True)
+    return 1000 * totals / args.steps
 
 
 def main():
@@ -204,7 +220,7 @@ def main():
         with open(path, "wb") as f:
             f.write(data)
         out = os.path.join(tmp, "run")
-        dagrad_ms, torch_ms = train_both(args, data, path, out, env, torch_run)
+        dagrad_ms, dagrad_cpu, torch_ms, torch_cpu = train_both(args, path, out, env, torch_run)
         dagrad_model = reference.load_checkpoint(os.path.join(out, "model.safetensors"))
         torch.manual_seed(args.seed)
         checkpoint = os.path.join(tmp, "gen.safetensors")
@@ -219,7 +235,8 @@ def main():
     print(f"{'dagrad':8} {losses['dagrad']:9.4f} {dagrad_ms:9.1f}")
     print(f"dagrad - pytorch validation loss: {losses['dagrad'] - losses['pytorch']:+.4f} nats "
           f"(target <= +0.05); dagrad / pytorch ms per step: {dagrad_ms / torch_ms:.2f} "
-          f"(target <= 0.5)")
+          f"(target <= 0.5); CPU time per step: {dagrad_cpu:.1f} / {torch_cpu:.1f} ms = "
+          f"{dagrad_cpu / torch_cpu:.2f}")
     print(f"dagrad generate, block_size {args.gen_block}, {args.gen_block - 1} greedy tokens: "
           f"{rates['true']:.1f} tokens/s with the KV cache, {rates['false']:.1f} without "
           f"({rates['true'] / rates['false']:.1f}x)")
