@@ -167,6 +167,28 @@ const OpDef kMinimum = {.name = "minimum", .dot_label = "Minimum", .infer = Infe
 Value Maximum(Value a, Value b) { return Binary(kMaximum, a, b); }
 Value Minimum(Value a, Value b) { return Binary(kMinimum, a, b); }
 
+// ---- atan2: dL/dy = g x / (x^2 + y^2), dL/dx = -g y / (x^2 + y^2) --------------
+
+// An OpDef: no composition of dagrad's ops computes it (there is no atan).
+namespace {
+absl::StatusOr<TensorType> InferFloatArith(const InferContext& c) {
+  if (absl::Status st = RequireFloat(c, 0, "y"); !st.ok()) return st;
+  return InferArith(c);
+}
+
+// As torch's atan2_backward: g x r and -g y r, with r = 1 / (x^2 + y^2).
+std::vector<Value> Atan2Backward(const GradContext& c) {
+  const Value y = c.inputs[0], x = c.inputs[1];
+  const Value r = Pow(y * y + x * x, -1.0);
+  return {c.needs[0] ? c.grad * x * r : Value(), c.needs[1] ? c.grad * -y * r : Value()};
+}
+
+const OpDef kAtan2 = {.name = "atan2", .dot_label = "Atan2", .infer = InferFloatArith,
+                      .cpu = ArithKernel<Atan2Fn>, .grad = Atan2Backward, .inplace = true};
+}  // namespace
+
+Value Atan2(Value y, Value x) { return Binary(kAtan2, y, x); }
+
 // ---- comparisons: ==, <, > --------------------------------------------------
 
 namespace {
@@ -225,8 +247,8 @@ Value LogicalOr(Value a, Value b) { return Binary(kOr, a, b); }
 Value LogicalNot(Value a) { return BuildOp(kNot, {a}); }
 
 std::vector<const OpDef*> BinaryOps() {
-  return {&kAdd,  &kSub,     &kMul,  &kDiv, &kMaximum, &kMinimum,
-          &kEqual, &kLess, &kGreater, &kAnd, &kOr,   &kNot};
+  return {&kAdd,  &kSub,  &kMul,     &kDiv, &kMaximum, &kMinimum, &kAtan2,
+          &kEqual, &kLess, &kGreater, &kAnd, &kOr,      &kNot};
 }
 
 }  // namespace dagrad

@@ -21,6 +21,7 @@
 #define DAGRAD_OPS_ELEMENTWISE_H_
 
 #include <cmath>
+#include <concepts>
 #include <type_traits>
 
 #include "engine/attrs.h"
@@ -43,6 +44,13 @@ Value Div(Value a, Value b);
 // where torch splits them in half.
 Value Maximum(Value a, Value b);
 Value Minimum(Value a, Value b);
+// Atan2 returns the angle of the point (x, y) in [-pi, pi], atan(y / x) in
+// the quadrant of (x, y), as torch.atan2(y, x), with C's atan2 at the edges
+// (atan2(0, -1) = pi, atan2(-0, -1) = -pi). Floats only. Its gradients are
+// x / (x^2 + y^2) for y and -y / (x^2 + y^2) for x.
+//
+//   Value angle = Atan2(y, x);
+Value Atan2(Value y, Value x);
 
 // Comparisons and logic, broadcasting; bool results, not differentiable.
 Value Equal(Value a, Value b);
@@ -140,9 +148,13 @@ DAGRAD_MATH_FN(Cos, cosf, cos)
 #if defined(__CUDA_ARCH__)
 __device__ inline float Pow(float x, float p) { return ::powf(x, p); }
 __device__ inline double Pow(double x, double p) { return ::pow(x, p); }
+__device__ inline float Atan2(float y, float x) { return ::atan2f(y, x); }
+__device__ inline double Atan2(double y, double x) { return ::atan2(y, x); }
 #else
 inline float Pow(float x, float p) { return std::pow(x, p); }
 inline double Pow(double x, double p) { return std::pow(x, p); }
+inline float Atan2(float y, float x) { return std::atan2(y, x); }
+inline double Atan2(double y, double x) { return std::atan2(y, x); }
 #endif
 
 inline constexpr double kSqrtHalf = 0.70710678118654752440;   // 1 / sqrt(2)
@@ -270,6 +282,13 @@ struct DivFn {
   }
 };
 
+struct Atan2Fn {
+  template <std::floating_point T>
+  DAGRAD_HOST_DEVICE T operator()(T y, T x) const {
+    return math::Atan2(y, x);
+  }
+};
+
 // The binary ops of each kind, by OpDef name and functor: ops/cuda/binary.cu
 // registers a CUDA kernel for every line. Arithmetic runs on every numeric
 // dtype, or on float32 and float64 for a functor over std::floating_point
@@ -280,7 +299,8 @@ struct DivFn {
   X("mul", MulFn)                  \
   X("div", DivFn)                  \
   X("maximum", MaxFn)              \
-  X("minimum", MinFn)
+  X("minimum", MinFn)                \
+  X("atan2", Atan2Fn)
 #define DAGRAD_BINARY_COMPARE_OPS(X) \
   X("equal", EqFn)                   \
   X("less", LtFn)                    \

@@ -110,6 +110,34 @@ DAGRAD_OP_CASE(minimum,
                      NaNs(Minimum)}));
 
 DAGRAD_OP_CASE(
+    atan2,
+    .configs = {{.name = "quadrants",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       Value y = b.Input("y", d, {3, 40}, -2.0, 2.0);
+                       Value x = b.Input("x", d, {40}, -2.0, 2.0);
+                       Value angle = Atan2(y, x);
+                       b.Out(angle);
+                     }},
+                {.name = "same_shape",
+                 .build = Over({{"y", {33, 65}}, {"x", {33, 65}}},
+                               [](Graph&, const In& in) { return Atan2(in[0], in[1]); }),
+                 .modes = kBackendModes},
+                // The signed zeros and infinities of C's atan2, on every backend.
+                {.name = "edges",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       const Value y = b.Fixed("y", FloatsOf(d, {6}, {0.0, -0.0, 0.0, -0.0, 1.0, INFINITY}));
+                       const Value x = b.Fixed("x", FloatsOf(d, {6}, {-0.0, -0.0, 0.0, -1.0, -INFINITY, INFINITY}));
+                       b.Out(Atan2(y, x));
+                     },
+                 .modes = kBackendModes,
+                 .gradients = false}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(Atan2(b.Input("y", d, {1024, 1024}), b.Input("x", d, {1024})));
+    });
+
+DAGRAD_OP_CASE(
     div,
     .configs =
         {{.name = "broadcast",

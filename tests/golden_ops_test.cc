@@ -106,6 +106,7 @@ const std::map<std::string, Golden>& BasicOps() {
       {"logical_and_broadcast", G(LogicalAnd(in.at("a"), in.at("b")))},
       {"logical_or_broadcast", G(LogicalOr(in.at("a"), in.at("b")))},
       {"logical_not", G(LogicalNot(in.at("a")))},
+      {"atan2_quadrants", G(Atan2(in.at("y"), in.at("x")))},
       // ops/unary.cc
       {"neg", G(Neg(in.at("x")))},
       {"exp", G(Exp(in.at("x")))},
@@ -124,6 +125,7 @@ const std::map<std::string, Golden>& BasicOps() {
       {"sin", G(Sin(in.at("x")))},
       {"cos", G(Cos(in.at("x")))},
       {"sin_float64", G(Sin(in.at("x")))},
+      {"softplus_tails", G(Softplus(in.at("x")))},
       {"relu_grad", G(ReluGrad(in.at("x"), in.at("g")))},
       {"gelu_grad", G(GeluGrad(in.at("x"), in.at("g")))},
       {"cast_float32_to_int64", G(Cast(in.at("x"), DTypeAttr(attrs)))},

@@ -13,19 +13,21 @@
 // op of AllOps() (ops/registry.h) has no case or more than one, or when its
 // case never runs it; `dagrad_bench --op_coverage` prints the table.
 //
-// Adding an op to an existing family (the checklist):
-//   1. ops/<family>.cc: the op in one place — shape inference, CPU kernel,
+// Adding an op to an existing family (the checklist; CONTRIBUTING.md has
+// it in full):
+//   1. ops/elementwise.h (an elementwise op): its declaration and example,
+//      its functor and its line of the family's list, which gives it its
+//      CUDA kernel; another family's op declares itself in its header and
+//      adds its CUDA kernel to ops/cuda/<family>.cu.
+//   2. ops/<family>.cc: the op in one place — shape inference, CPU kernel,
 //      gradient rule, OpDef (appended to the family's list, e.g.
-//      UnaryOps()), builder. (Today an elementwise op also writes its
-//      functor in ops/elementwise_math.h, shared with CUDA, and declares
-//      its builder in ops/elementwise.h.)
-//   2. ops/cuda/<family>.cu: its CUDA kernel, registered with the device
-//      (one line of the family's table for an elementwise op).
+//      UnaryOps()), builder.
 //   3. tests/<family>_cases.cc: its case, one macro; for a unary op
 //        DAGRAD_OP_CASE(softplus, UnaryCase(Softplus, -3, 3));
 //      for a binary one
 //        DAGRAD_OP_CASE(minimum, BinaryCase(Minimum));
-//      and for anything else a list of configs (below).
+//      and for anything else a list of configs (below); a config may hold
+//      the header's example line for line (softplus's and atan2's do).
 //   That is all on the test side: no central list of cases, no hand-kept
 //   list of backward-only or view ops (the case's `flags` say so), and the
 //   coverage test names any op left without a case. `ctest -R OpCase` runs

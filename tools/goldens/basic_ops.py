@@ -34,6 +34,9 @@ def binary(c):
     c.case("logical_and_broadcast", torch.logical_and, bools)
     c.case("logical_or_broadcast", torch.logical_or, bools)
     c.case("logical_not", torch.logical_not, {"a": randint(2, 3, hi=2).bool()})
+    # Every quadrant, the axes and the signed zeros (atan2(0, -0) = pi).
+    edges = torch.tensor([-2.0, -0.5, -0.0, 0.0, 0.5, 2.0])
+    c.case("atan2_quadrants", torch.atan2, {"y": edges.reshape(6, 1), "x": edges})
 
 
 def unary(c):
@@ -58,6 +61,8 @@ def unary(c):
     c.case("sin", torch.sin, {"x": x}, grads=("x",))
     c.case("cos", torch.cos, {"x": x}, grads=("x",))
     c.case("sin_float64", torch.sin, {"x": rand(5, lo=-3, hi=3, dtype=torch.float64)})
+    # Both tails and the threshold 20 (softplus is x above it).
+    c.case("softplus_tails", F.softplus, {"x": torch.linspace(-40, 40, 17)})
 
     # The backward kernels, against torch's own vector-Jacobian products.
     def vjp(f):
