@@ -8,6 +8,7 @@
 #include "engine/onnx/import_context.h"
 #include "engine/status_macros.h"
 #include "ops/dropout.h"
+#include "ops/gather.h"
 #include "ops/gelu.h"
 #include "ops/select.h"
 #include "ops/elementwise.h"
@@ -104,11 +105,40 @@ Outputs ImportDropout(OnnxNodeContext& c) {
   return c.Outputs({Dropout(x, ratio)});
 }
 
-Outputs ImportArgMax(OnnxNodeContext& c) {
+// ReduceMin is -ReduceMax(-x); an integer's lowest value has no negation,
+// so integers are left to a min op dagrad does not have yet.
+Outputs ImportReduceMin(OnnxNodeContext& c) {
   Value x = c.input(0);
-  if (c.Int("select_last_index", 0) != 0) return c.Unsupported("select_last_index");
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  if (c.opset() >= 18 && c.has_input(1)) return c.Unsupported("axes as an input");
+  std::vector<int64_t> axes = c.Ints("axes");
+  return c.Outputs({Neg(Max(Neg(x), axes, c.Int("keepdims", 1) != 0))});
+}
+
+// LastArgMax returns the index of the last maximum along `axis`:
+// n - 1 - ArgMax of x reversed along it.
+Value LastArgMax(Graph& g, Value x, int64_t axis) {
+  const int64_t n = x.dim(axis);
+  std::vector<int64_t> reversed(n);
+  for (int64_t i = 0; i < n; ++i) reversed[i] = n - 1 - i;
+  absl::StatusOr<Tensor> indices = Tensor::FromVector<int64_t>(Shape({n}), reversed);
+  if (!indices.ok()) return g.Error(indices.status());
+  Value flipped = Gather(x, g.Constant(*indices, "onnx_reversed"), axis);
+  return Sub(ScalarConstant(g, DType::kInt64, n - 1), ArgMax(flipped, axis));
+}
+
+// ArgExtreme is ArgMax, or ArgMin as the ArgMax of -x (floats), the first
+// or (select_last_index) the last on ties, as ONNX.
+template <bool kMin>
+Outputs ArgExtreme(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (kMin) {
+    DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+    x = Neg(x);
+  }
   DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", 0), x.rank()));
-  Value y = ArgMax(x, axis);
+  Value y = c.Int("select_last_index", 0) != 0 ? LastArgMax(c.graph(), x, axis)
+                                               : ArgMax(x, axis);
   if (c.Int("keepdims", 1) == 0) return c.Outputs({y});
   std::vector<int64_t> dims = DimsOf(x);
   dims[axis] = 1;
@@ -158,7 +188,9 @@ std::vector<OnnxOpEntry> OnnxNnOps() {
       {"ReduceMax", Reduction<Max, 18>},
       {"LayerNormalization", ImportLayerNorm},
       {"Dropout", ImportDropout, /*foldable=*/false},
-      {"ArgMax", ImportArgMax},
+      {"ArgMax", ArgExtreme<false>},
+      {"ArgMin", ArgExtreme<true>},
+      {"ReduceMin", ImportReduceMin},
       {"Trilu", ImportTrilu},
       {"Gelu", ImportGelu},
   };
