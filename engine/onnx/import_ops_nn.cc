@@ -12,6 +12,7 @@
 #include "ops/gelu.h"
 #include "ops/select.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
 #include "ops/sampling.h"
@@ -116,15 +117,13 @@ Outputs ImportReduceMin(OnnxNodeContext& c) {
 }
 
 // LastArgMax returns the index of the last maximum along `axis`:
-// n - 1 - ArgMax of x reversed along it.
+// n - 1 - ArgMax of x reversed along it. The reversed indices are an
+// Arange, made when the plan is compiled (under its memory limit), not
+// here, whatever n the file declares.
 Value LastArgMax(Graph& g, Value x, int64_t axis) {
   const int64_t n = x.dim(axis);
-  std::vector<int64_t> reversed(n);
-  for (int64_t i = 0; i < n; ++i) reversed[i] = n - 1 - i;
-  absl::StatusOr<Tensor> indices = Tensor::FromVector<int64_t>(Shape({n}), reversed);
-  if (!indices.ok()) return g.Error(indices.status());
-  Value flipped = Gather(x, g.Constant(*indices, "onnx_reversed"), axis);
-  return Sub(ScalarConstant(g, DType::kInt64, n - 1), ArgMax(flipped, axis));
+  Value reversed = Arange(g, static_cast<double>(n - 1), -1, -1, DType::kInt64);
+  return Sub(ScalarConstant(g, DType::kInt64, n - 1), ArgMax(Gather(x, reversed, axis), axis));
 }
 
 // ArgExtreme is ArgMax, or ArgMin as the ArgMax of -x (floats), the first
@@ -156,14 +155,15 @@ Outputs ImportTrilu(OnnxNodeContext& c) {
     if (ks.size() != 1) return c.Error("k must hold one value");
     k = ks[0];
   }
-  const bool upper = c.Int("upper", 1) != 0;
+  // keep[i, j] = (j - i >= k) for upper, (j - i <= k) for lower, from
+  // Aranges folded when the plan is compiled.
+  Graph& g = c.graph();
   const int64_t n = x.dim(-2), m = x.dim(-1);
-  DAGRAD_ASSIGN_OR_RETURN(Tensor keep, Tensor::Zeros(DType::kBool, Shape({n, m})));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < m; ++j) keep.data<bool>()[i * m + j] = upper ? j - i >= k : j - i <= k;
-  }
-  Value zero = ScalarConstant(c.graph(), x.dtype(), 0);
-  return c.Outputs({Where(c.graph().Constant(keep, "onnx_trilu"), x, zero)});
+  Value rows = Reshape(Arange(g, 0, static_cast<double>(n), 1, DType::kInt64), {n, 1});
+  Value diff = Sub(Reshape(Arange(g, 0, static_cast<double>(m), 1, DType::kInt64), {1, m}), rows);
+  Value bound = ScalarConstant(g, DType::kInt64, static_cast<double>(k));
+  Value keep = c.Int("upper", 1) != 0 ? LogicalNot(Less(diff, bound)) : LogicalNot(Greater(diff, bound));
+  return c.Outputs({Where(keep, x, ScalarConstant(g, x.dtype(), 0))});
 }
 
 // Gelu is ONNX's (opset 20) and what import_gelu.cc fuses PyTorch's
