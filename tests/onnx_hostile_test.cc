@@ -140,6 +140,44 @@ TEST(OnnxHostile, HugeDeclaredDimensionsAllocateNothing) {
   EXPECT_STATUS(Import(input), absl::StatusCode::kInvalidArgument, "negative dim -5");
 }
 
+// Ops whose import makes index tensors (Trilu's mask, a reversed Slice,
+// ArgMax's last index) make them as graph nodes, not at import, so a
+// declared 4 TiB input imports at once and is refused when compiled.
+TEST(OnnxHostile, HugeInputsImportWithoutAllocating) {
+  for (const char* op : {"Trilu", "ArgMaxLast", "ReversedSlice"}) {
+    onnx::ModelProto m = ReluModel();
+    auto* dims = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
+                     ->mutable_shape();
+    dims->mutable_dim(0)->set_dim_value(int64_t{1} << 20);
+    dims->mutable_dim(1)->set_dim_value(int64_t{1} << 20);
+    onnx::NodeProto* node = m.mutable_graph()->mutable_node(0);
+    node->set_op_type(op);
+    if (std::string(op) == "ArgMaxLast") {
+      node->set_op_type("ArgMax");
+      onnx::AttributeProto* a = node->add_attribute();
+      a->set_name("select_last_index");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(1);
+    } else if (std::string(op) == "ReversedSlice") {
+      node->set_op_type("Slice");
+      const std::pair<const char*, int64_t> args[] = {
+          {"starts", -1}, {"ends", INT64_MIN}, {"axes", 0}, {"steps", -1}};  // x[::-1]
+      for (const auto& [name, value] : args) {
+        node->add_input(name);
+        onnx::TensorProto* t = m.mutable_graph()->add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::INT64);
+        t->add_dims(1);
+        t->add_int64_data(value);
+      }
+    }
+    ASSERT_OK_AND_ASSIGN(OnnxModel model, ImportOnnxFromBytes(m.SerializeAsString(), "", {}));
+    Executor exec(*model.graph, ExecutorOptions{.memory_limit_bytes = int64_t{1} << 30});
+    EXPECT_STATUS(exec.Compile({model.outputs[0].value}).status(),
+                  absl::StatusCode::kResourceExhausted, "");
+  }
+}
+
 TEST(OnnxHostile, OpsetsDagradDoesNotKnow) {
   onnx::ModelProto m = ReluModel();
   m.mutable_opset_import(0)->set_version(99);

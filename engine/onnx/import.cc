@@ -55,10 +55,18 @@ std::pair<std::string, std::string> ParameterPath(const std::string& name) {
   return {absl::StrJoin(parts, "/"), last};
 }
 
+// IsParameter: float initializers are trainable parameters, except those
+// named by a node path ("scale/const_0"): dagrad's exporter writes its
+// constants so, while a variable's checkpoint name, like a PyTorch
+// state_dict name, never holds '/'.
+bool IsParameter(const onnx::TensorProto& proto, const Tensor& value) {
+  return IsFloating(value.dtype()) && proto.name().find('/') == std::string::npos;
+}
+
 absl::Status AddInitializer(Importer& im, const onnx::TensorProto& proto) {
   DAGRAD_ASSIGN_OR_RETURN(Tensor value, TensorFromOnnx(proto, im.model_dir));
   OnnxOperand& operand = im.values[proto.name()];
-  if (!IsFloating(value.dtype())) {
+  if (!IsParameter(proto, value)) {
     operand.known = value;
     return absl::OkStatus();
   }

@@ -11,7 +11,9 @@
 //     "layers/0/self_attn/in_proj_weight", whose checkpoint name
 //     (engine/checkpoint.h) is the ONNX name again. Their values are in
 //     OnnxModel::parameters; LoadParameters assigns them to an Executor.
-//     Integer initializers are constants.
+//     Integer initializers are constants, and so are float ones named by a
+//     node path with '/' (as dagrad's exporter writes constants; no
+//     state_dict or checkpoint name holds one).
 //   - Shape arithmetic (Shape, Gather of shapes, Unsqueeze, Concat,
 //     ConstantOfShape, Slice, ...) is folded while importing: every node
 //     whose inputs are all known for the given input shapes is evaluated

@@ -95,27 +95,50 @@ struct GeluChain {
   int last;                  // the Mul by 0.5, which becomes the Gelu
 };
 
+// ScaledInput returns x for Div(x, sqrt(2)) or Mul(x, 1 / sqrt(2)) making
+// `name`, the erf's argument.
+std::optional<int> ErfArgument(const GraphIndex& index, const std::string& name,
+                               std::string& x) {
+  for (const char* op : {"Div", "Mul"}) {
+    auto n = index.Producer(name, op);
+    if (!n || index.node(*n).input_size() != 2) continue;
+    const double want = op[0] == 'D' ? std::sqrt(2.0) : std::sqrt(0.5);
+    for (int i = 0; i < 2; ++i) {
+      if ((op[0] == 'D' && i == 1) || !Near(index.Scalar(index.node(*n).input(1 - i)), want)) {
+        continue;
+      }
+      x = index.node(*n).input(i);
+      return n;
+    }
+  }
+  return std::nullopt;
+}
+
+// MatchGelu matches the erf at `erf` with what surrounds it: PyTorch's
+// Mul(Mul(x, 1 + erf), 0.5), or dagrad's own export, Mul(Mul(x, 0.5), 1 + erf).
 std::optional<GeluChain> MatchGelu(const GraphIndex& index, int erf) {
   const onnx::NodeProto& e = index.node(erf);
-  if (e.input_size() != 1 || e.output_size() != 1) return std::nullopt;
-  auto div = index.Producer(e.input(0), "Div");
-  if (!div || index.node(*div).input_size() != 2 ||
-      !index.SoleReader(e.input(0), "Erf") ||
-      !Near(index.Scalar(index.node(*div).input(1)), std::sqrt(2.0))) {
+  std::string x;
+  if (e.input_size() != 1 || e.output_size() != 1 || !index.SoleReader(e.input(0), "Erf")) {
     return std::nullopt;
   }
-  const std::string x = index.node(*div).input(0);
+  auto scaled = ErfArgument(index, e.input(0), x);
   auto add = index.SoleReader(e.output(0), "Add");
-  if (!add || !OtherIsNear(index, *add, e.output(0), 1.0)) {
+  if (!scaled || !add || !OtherIsNear(index, *add, e.output(0), 1.0)) return std::nullopt;
+  const std::string& one_plus_erf = index.node(*add).output(0);
+  auto mul = index.SoleReader(one_plus_erf, "Mul");
+  if (!mul) return std::nullopt;
+  const std::optional<std::string> other = OtherInput(index.node(*mul), one_plus_erf);
+  if (other == x) {  // PyTorch: the half comes last
+    auto half = index.SoleReader(index.node(*mul).output(0), "Mul");
+    if (!half || !OtherIsNear(index, *half, index.node(*mul).output(0), 0.5)) return std::nullopt;
+    return GeluChain{x, {*scaled, erf, *add, *mul}, *half};
+  }
+  auto half = other ? index.Producer(*other, "Mul") : std::nullopt;  // dagrad: x * 0.5 first
+  if (!half || !index.SoleReader(*other, "Mul") || !OtherIsNear(index, *half, x, 0.5)) {
     return std::nullopt;
   }
-  auto mul = index.SoleReader(index.node(*add).output(0), "Mul");
-  if (!mul || OtherInput(index.node(*mul), index.node(*add).output(0)) != x) return std::nullopt;
-  auto half = index.SoleReader(index.node(*mul).output(0), "Mul");
-  if (!half || !OtherIsNear(index, *half, index.node(*mul).output(0), 0.5)) {
-    return std::nullopt;
-  }
-  return GeluChain{x, {*div, erf, *add, *mul}, *half};
+  return GeluChain{x, {*scaled, erf, *add, *half}, *mul};
 }
 
 }  // namespace

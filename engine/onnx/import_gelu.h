@@ -5,6 +5,7 @@
 //
 //   Div(x, sqrt(2)) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5)
 //
+// (and dagrad's export writes: Mul(Mul(x, 0.5), 1 + Erf(Mul(x, 1/sqrt(2)))))
 // into one Gelu node (ONNX's, opset 20), so that the import runs dagrad's
 // fused GELU kernel and its exact gradient instead of five elementwise ops
 // around an erf. Only a chain whose intermediate values nothing else reads

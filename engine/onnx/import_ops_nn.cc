@@ -8,9 +8,11 @@
 #include "engine/onnx/import_context.h"
 #include "engine/status_macros.h"
 #include "ops/dropout.h"
+#include "ops/gather.h"
 #include "ops/gelu.h"
 #include "ops/select.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
 #include "ops/sampling.h"
@@ -104,11 +106,38 @@ Outputs ImportDropout(OnnxNodeContext& c) {
   return c.Outputs({Dropout(x, ratio)});
 }
 
-Outputs ImportArgMax(OnnxNodeContext& c) {
+// ReduceMin is -ReduceMax(-x); an integer's lowest value has no negation,
+// so integers are left to a min op dagrad does not have yet.
+Outputs ImportReduceMin(OnnxNodeContext& c) {
   Value x = c.input(0);
-  if (c.Int("select_last_index", 0) != 0) return c.Unsupported("select_last_index");
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  if (c.opset() >= 18 && c.has_input(1)) return c.Unsupported("axes as an input");
+  std::vector<int64_t> axes = c.Ints("axes");
+  return c.Outputs({Neg(Max(Neg(x), axes, c.Int("keepdims", 1) != 0))});
+}
+
+// LastArgMax returns the index of the last maximum along `axis`:
+// n - 1 - ArgMax of x reversed along it. The reversed indices are an
+// Arange, made when the plan is compiled (under its memory limit), not
+// here, whatever n the file declares.
+Value LastArgMax(Graph& g, Value x, int64_t axis) {
+  const int64_t n = x.dim(axis);
+  Value reversed = Arange(g, static_cast<double>(n - 1), -1, -1, DType::kInt64);
+  return Sub(ScalarConstant(g, DType::kInt64, n - 1), ArgMax(Gather(x, reversed, axis), axis));
+}
+
+// ArgExtreme is ArgMax, or ArgMin as the ArgMax of -x (floats), the first
+// or (select_last_index) the last on ties, as ONNX.
+template <bool kMin>
+Outputs ArgExtreme(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (kMin) {
+    DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+    x = Neg(x);
+  }
   DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", 0), x.rank()));
-  Value y = ArgMax(x, axis);
+  Value y = c.Int("select_last_index", 0) != 0 ? LastArgMax(c.graph(), x, axis)
+                                               : ArgMax(x, axis);
   if (c.Int("keepdims", 1) == 0) return c.Outputs({y});
   std::vector<int64_t> dims = DimsOf(x);
   dims[axis] = 1;
@@ -126,14 +155,15 @@ Outputs ImportTrilu(OnnxNodeContext& c) {
     if (ks.size() != 1) return c.Error("k must hold one value");
     k = ks[0];
   }
-  const bool upper = c.Int("upper", 1) != 0;
+  // keep[i, j] = (j - i >= k) for upper, (j - i <= k) for lower, from
+  // Aranges folded when the plan is compiled.
+  Graph& g = c.graph();
   const int64_t n = x.dim(-2), m = x.dim(-1);
-  DAGRAD_ASSIGN_OR_RETURN(Tensor keep, Tensor::Zeros(DType::kBool, Shape({n, m})));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < m; ++j) keep.data<bool>()[i * m + j] = upper ? j - i >= k : j - i <= k;
-  }
-  Value zero = ScalarConstant(c.graph(), x.dtype(), 0);
-  return c.Outputs({Where(c.graph().Constant(keep, "onnx_trilu"), x, zero)});
+  Value rows = Reshape(Arange(g, 0, static_cast<double>(n), 1, DType::kInt64), {n, 1});
+  Value diff = Sub(Reshape(Arange(g, 0, static_cast<double>(m), 1, DType::kInt64), {1, m}), rows);
+  Value bound = ScalarConstant(g, DType::kInt64, static_cast<double>(k));
+  Value keep = c.Int("upper", 1) != 0 ? LogicalNot(Less(diff, bound)) : LogicalNot(Greater(diff, bound));
+  return c.Outputs({Where(keep, x, ScalarConstant(g, x.dtype(), 0))});
 }
 
 // Gelu is ONNX's (opset 20) and what import_gelu.cc fuses PyTorch's
@@ -158,7 +188,9 @@ std::vector<OnnxOpEntry> OnnxNnOps() {
       {"ReduceMax", Reduction<Max, 18>},
       {"LayerNormalization", ImportLayerNorm},
       {"Dropout", ImportDropout, /*foldable=*/false},
-      {"ArgMax", ImportArgMax},
+      {"ArgMax", ArgExtreme<false>},
+      {"ArgMin", ArgExtreme<true>},
+      {"ReduceMin", ImportReduceMin},
       {"Trilu", ImportTrilu},
       {"Gelu", ImportGelu},
   };

@@ -153,14 +153,17 @@ Outputs ImportSplit(OnnxNodeContext& c) {
 }
 
 // ReversedSlice is Slice with a negative step, as ONNX clamps it, built as
-// a Gather of the indices it visits.
+// a Gather of the indices it visits: an Arange, made when the plan is
+// compiled, whatever size the file declares.
 Value ReversedSlice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step) {
   const int64_t n = x.dim(axis);
+  if (n == 0) return Slice(x, axis, 0, 0);
   start = std::clamp(start < 0 ? start + n : start, int64_t{0}, n - 1);
   end = std::clamp(end < 0 ? end + n : end, int64_t{-1}, n - 1);
-  std::vector<int64_t> indices;
-  for (int64_t i = start; i > end; i += step) indices.push_back(i);
-  return Gather(x, Int64Constant(*x.graph(), indices, false), axis);
+  if (start <= end) return Slice(x, axis, 0, 0);
+  Value indices = Arange(*x.graph(), static_cast<double>(start), static_cast<double>(end),
+                         static_cast<double>(step), DType::kInt64);
+  return Gather(x, indices, axis);
 }
 
 absl::Status SliceArgs(OnnxNodeContext& c, std::vector<int64_t> (&args)[4]) {

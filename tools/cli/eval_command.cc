@@ -26,9 +26,11 @@ ABSL_DECLARE_FLAG(std::string, model);  // dot_command.cc
 
 ABSL_FLAG(std::string, checkpoint, "", "model.safetensors written by dagrad train (or PyTorch)");
 ABSL_FLAG(std::string, input, "", "safetensors with tokens (int64 (B, T)), optional lengths "
-                                  "(int64 (B)) and targets (int64 (B, T), -100 = ignore)");
+                                  "(int64 (B)) and targets (int64 (B, T), -100 = ignore); with "
+                                  "--model=F.onnx, each graph input by its ONNX name");
 ABSL_FLAG(std::string, output, "", "safetensors to write: logits, and with targets loss and "
-                                   "grad.<parameter>");
+                                   "grad.<parameter>; with --model=F.onnx, each graph output by "
+                                   "its ONNX name");
 
 namespace dagrad::cli {
 namespace {
