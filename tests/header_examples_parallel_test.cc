@@ -9,6 +9,7 @@
 #include "engine/autodiff/optimizer.h"
 #include "engine/communicator.h"
 #include "engine/executor.h"
+#include "engine/status_macros.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
