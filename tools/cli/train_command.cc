@@ -352,9 +352,14 @@ int TrainIn(const Command& cmd, Job& job) {
 int RunTrain() {
   Command cmd = TrainCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
-  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd);
   absl::StatusOr<Job> job = JoinJob();
   if (!job.ok()) return Failure(cmd, job.status());
+  if (absl::GetFlag(FLAGS_task) == "text") {
+    if (job->parallel()) {
+      return UsageError(cmd, "--task=text trains on one process; mpirun runs the toy tasks");
+    }
+    return RunTextTrain(cmd);
+  }
   if (!job->parallel()) return TrainIn(cmd, *job);
   // A rank's messages name it; a rank that fails ends the job, except for
   // a stop every rank agreed on (a signal, a non-finite step).
