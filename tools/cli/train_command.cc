@@ -308,6 +308,8 @@ int TrainIn(const Command& cmd, Job& job) {
   config->memory_limit_bytes = exec_options->memory_limit_bytes;
   config->profile = exec_options->profile;
   if (absl::Status st = CheckSameConfig(job, AgreedConfig(*config)); !st.ok()) {
+    // Every rank learnt of a mismatch: none aborts, so each prints its own.
+    job.agreed_stop = absl::IsInvalidArgument(st);
     return UsageError(cmd, std::string(st.message()));
   }
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/train" : absl::GetFlag(FLAGS_out);
