@@ -10,7 +10,9 @@
 2. --resume on 2 ranks continues bit-identically.
 3. A global batch the ranks do not divide, and ranks given different
    configs, are clear errors.
-4. SIGKILL of one rank mid-training ends the job, non-zero, within 60 s,
+4. SIGTERM to mpirun stops every rank after the same step; rank 0 saves
+   it, and --resume continues from it.
+5. SIGKILL of one rank mid-training ends the job, non-zero, within 60 s,
    and its checkpoint loads and resumes.
 """
 
@@ -141,16 +143,40 @@ def rank_pid(mpirun_pid, rank):
     return None
 
 
-def kill():
-    killed = out("killed")
+def start_long_run(name):
+    """A 2-rank job of 100000 steps, once it has written two checkpoints."""
+    path = out(name)
     long_run = [f for f in FLAGS if not f.startswith("--steps")] + [
-        "--steps=100000", "--eval_every=5", "--out=" + killed]
-    job = subprocess.Popen(mpirun(2, long_run), stdout=subprocess.DEVNULL,
+        "--steps=100000", "--eval_every=5", "--out=" + path]
+    job = subprocess.Popen(mpirun(2, long_run), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
-    ckpt = killed + "/checkpoint.prev.safetensors"
+    ckpt = path + "/checkpoint.prev.safetensors"
     deadline = time.time() + 60
     while not os.path.exists(ckpt) and time.time() < deadline and job.poll() is None:
         time.sleep(0.05)
+    return job, path, long_run
+
+
+def stop():
+    job, path, long_run = start_long_run("stopped")
+    job.send_signal(signal.SIGTERM)  # mpirun forwards it to every rank
+    try:
+        _, err = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        err = ""
+    # The ranks exit 143; mpirun, signalled itself, reports its own 1.
+    check(job.returncode not in (0, None), f"SIGTERM stops the job, non-zero ({job.returncode})")
+    step = int(metadata(path + "/checkpoint.safetensors")["dagrad.step"])
+    check(f"stopped at step {step}; resume with --resume" in err,
+          "rank 0 saved the step every rank stopped after: " + err[-300:])
+    r = run(mpirun(2, long_run + ["--resume", f"--stop_after={step + 2}"]))
+    check(r.returncode == 0 and f"resumed from {path}/checkpoint.safetensors at step {step}"
+          in r.stdout, "and --resume continues from it: " + r.stdout[-300:] + r.stderr[-300:])
+
+
+def kill():
+    job, killed, long_run = start_long_run("killed")
     victim = rank_pid(job.pid, 1)
     check(victim is not None, "found rank 1 of the running job")
     if victim is None:
@@ -177,5 +203,6 @@ full = equality()
 if full:
     resume(full)
 errors()
+stop()
 kill()
 sys.exit(1 if FAILURES else 0)

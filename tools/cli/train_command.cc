@@ -370,6 +370,8 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
   if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
   if (absl::Status st = CheckSameConfig(job, AgreedConfig(cmd)); !st.ok()) {
+    // Every rank learnt of a mismatch: none aborts, so each prints its own.
+    job.agreed_stop = absl::IsInvalidArgument(st);
     return UsageError(cmd, std::string(st.message()));
   }
   std::optional<OutDirLock> lock;

@@ -24,8 +24,8 @@ struct Job {
   std::shared_ptr<Communicator> comm;  // null: a process on its own
   int rank = 0, size = 1;
   // agreed_stop: the run ended where every rank ends it (a non-finite
-  // step: its loss and gradient norm are the job's), so no rank need
-  // abort the others.
+  // step: its loss and gradient norm are the job's; configs that differ),
+  // so no rank need abort the others.
   bool agreed_stop = false;
 
   // writer: this rank prints and writes files (rank 0).
