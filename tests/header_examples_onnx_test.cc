@@ -48,8 +48,7 @@ HEADER_EXAMPLE(OnnxImportMha) {
 HEADER_EXAMPLE(OnnxImportFromBytes) {
   onnx::ModelProto model;
   model.add_opset_import()->set_version(17);
-  onnx::TensorProto* c = model.mutable_graph()->add_initializer();
-  DAGRAD_RETURN_IF_ERROR(TensorToOnnx(Tensor::Scalar<float>(1.0f), "c", *c));
+  *model.mutable_graph()->add_initializer() = TensorToOnnx(Tensor::Scalar<float>(1.0f), "c");
   model.mutable_graph()->add_output()->set_name("c");
   std::string bytes = model.SerializeAsString();
   DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnxFromBytes(bytes, "", {}));
@@ -66,8 +65,7 @@ HEADER_EXAMPLE(OnnxInputs) {
 }
 
 HEADER_EXAMPLE(OnnxTensor) {
-  onnx::TensorProto proto;
-  DAGRAD_RETURN_IF_ERROR(TensorToOnnx(Tensor::Scalar<float>(2.0f), "w", proto));
+  onnx::TensorProto proto = TensorToOnnx(Tensor::Scalar<float>(2.0f), "w");
   DAGRAD_ASSIGN_OR_RETURN(Tensor w, TensorFromOnnx(proto, "/models/gpt"));  // float32 ()
   EXPECT_EQ(w.data<float>()[0], 2.0f);
   absl::StatusOr<DType> d = DTypeFromOnnx(onnx::TensorProto::INT64);   // kInt64

@@ -110,7 +110,7 @@ void SetValueInfo(onnx::ValueInfoProto* info, const std::string& name, const Nod
                   const OnnxBuilder& b) {
   info->set_name(name);
   onnx::TypeProto::Tensor* t = info->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx_export::OnnxType(node.dtype));
+  t->set_elem_type(OnnxTypeOf(node.dtype));
   onnx::TensorShapeProto* shape = t->mutable_shape();
   for (int64_t d : node.shape.dims()) {
     std::optional<int> s = b.SymbolFor(d);

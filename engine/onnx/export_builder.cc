@@ -8,32 +8,6 @@
 
 namespace dagrad::onnx_export {
 
-int32_t OnnxType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return onnx::TensorProto::FLOAT;
-    case DType::kFloat64:
-      return onnx::TensorProto::DOUBLE;
-    case DType::kInt32:
-      return onnx::TensorProto::INT32;
-    case DType::kInt64:
-      return onnx::TensorProto::INT64;
-    case DType::kBool:
-      return onnx::TensorProto::BOOL;
-  }
-  return onnx::TensorProto::UNDEFINED;
-}
-
-onnx::TensorProto ToTensorProto(const Tensor& t, const std::string& name) {
-  onnx::TensorProto proto;
-  proto.set_name(name);
-  proto.set_data_type(OnnxType(t.dtype()));
-  for (int64_t d : t.shape().dims()) proto.add_dims(d);
-  // raw_data is little-endian, one byte per bool: dagrad's own layout.
-  proto.set_raw_data(static_cast<const char*>(t.raw_data()), t.nbytes());
-  return proto;
-}
-
 OnnxBuilder::OnnxBuilder(const Graph& graph, onnx::GraphProto* proto,
                          std::vector<OnnxSymbol> symbols)
     : graph_(graph), proto_(proto), symbols_(std::move(symbols)) {}
@@ -74,7 +48,7 @@ std::string OnnxBuilder::Add(absl::string_view op_type, std::vector<std::string>
 }
 
 std::string OnnxBuilder::Initializer(const Tensor& t, std::string name) {
-  *proto_->add_initializer() = ToTensorProto(t, name);
+  *proto_->add_initializer() = TensorToOnnx(t, name);
   return name;
 }
 

@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/dtype.h"
 #include "engine/graph.h"
+#include "engine/onnx/onnx_tensor.h"
 #include "engine/tensor.h"
 
 namespace dagrad::onnx_export {
@@ -37,14 +38,9 @@ struct OnnxSymbol {
   int axis = 0;
 };
 
-// OnnxType returns the TensorProto element type of `dtype`.
-int32_t OnnxType(DType dtype);
-
 // FilledTensor returns a tensor of `shape` holding `value` everywhere.
 absl::StatusOr<Tensor> FilledTensor(double value, DType dtype, const Shape& shape);
 
-// ToTensorProto copies `t` into an initializer called `name`.
-onnx::TensorProto ToTensorProto(const Tensor& t, const std::string& name);
 
 class OnnxBuilder {
  public:

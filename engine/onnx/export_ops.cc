@@ -62,7 +62,7 @@ absl::Status ExportScale(OnnxBuilder& b, const Node& node) {
 
 absl::Status ExportCast(OnnxBuilder& b, const Node& node) {
   onnx::NodeProto* cast = b.AddNode("Cast", {b.In(node, 0)}, b.Out(node));
-  SetAttr(cast, "to", int64_t{OnnxType(node.dtype)});
+  SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
   return absl::OkStatus();
 }
 

@@ -81,7 +81,7 @@ std::string ValidLensKeep(OnnxBuilder& b, const Node& node, const std::string& k
   std::string l = b.In(node, kValidLens);
   if (lens.dtype != DType::kInt64) {
     onnx::NodeProto* cast = b.AddNode("Cast", {l}, "");
-    SetAttr(cast, "to", int64_t{OnnxType(DType::kInt64)});
+    SetAttr(cast, "to", int64_t{OnnxTypeOf(DType::kInt64)});
     l = cast->output(0);
   }
   std::vector<int64_t> axes;  // (B) -> (B, 1, ..., 1); (B, Q) -> (B, 1, ..., Q, 1)

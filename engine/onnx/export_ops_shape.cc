@@ -62,7 +62,7 @@ absl::Status ExportFill(OnnxBuilder& b, const Node& node) {
                           FilledTensor(node.attrs.GetFloat("value"), node.dtype, Shape({1})));
   onnx::NodeProto* fill =
       b.AddNode("ConstantOfShape", {b.ShapeOf(node.shape.dims())}, b.Out(node));
-  SetAttr(fill, "value", ToTensorProto(value, "value"));
+  SetAttr(fill, "value", TensorToOnnx(value, "value"));
   return absl::OkStatus();
 }
 
@@ -73,7 +73,7 @@ absl::Status ExportArange(OnnxBuilder& b, const Node& node) {
   std::string limit;
   if (std::optional<int> s = b.SymbolFor(node.shape[0])) {
     onnx::NodeProto* cast = b.AddNode("Cast", {b.Add("Squeeze", {b.SymbolSize(*s)})}, "");
-    SetAttr(cast, "to", int64_t{OnnxType(node.dtype)});
+    SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
     limit = b.Add("Add", {b.Add("Mul", {cast->output(0), b.Scalar(step, node.dtype)}),
                           b.Scalar(start, node.dtype)});
   } else {

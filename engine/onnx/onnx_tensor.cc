@@ -262,14 +262,13 @@ absl::StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto,
   return out;
 }
 
-absl::Status TensorToOnnx(const Tensor& tensor, const std::string& name,
-                          onnx::TensorProto& proto) {
-  proto.Clear();
+onnx::TensorProto TensorToOnnx(const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
   proto.set_name(name);
   proto.set_data_type(OnnxTypeOf(tensor.dtype()));
   for (int64_t d : tensor.shape().dims()) proto.add_dims(d);
   proto.set_raw_data(tensor.raw_data(), tensor.nbytes());
-  return absl::OkStatus();
+  return proto;
 }
 
 }  // namespace dagrad

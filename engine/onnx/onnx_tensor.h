@@ -12,8 +12,7 @@
 // allocated, and a tensor whose bytes disagree with its dims is an error,
 // never a short read.
 //
-//   onnx::TensorProto proto;
-//   DAGRAD_RETURN_IF_ERROR(TensorToOnnx(Tensor::Scalar<float>(2.0f), "w", proto));
+//   onnx::TensorProto proto = TensorToOnnx(Tensor::Scalar<float>(2.0f), "w");
 //   DAGRAD_ASSIGN_OR_RETURN(Tensor w, TensorFromOnnx(proto, "/models/gpt"));  // float32 ()
 
 #ifndef DAGRAD_ENGINE_ONNX_ONNX_TENSOR_H_
@@ -67,11 +66,9 @@ absl::StatusOr<Shape> ShapeFromOnnxDims(
 absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
                                       const std::string& model_dir);
 
-// TensorToOnnx writes `tensor` into `proto` as `name`, dims and raw_data
-// (little-endian, as ONNX specifies). Never fails for a dagrad dtype; the
-// Status is for symmetry with TensorFromOnnx.
-absl::Status TensorToOnnx(const Tensor& tensor, const std::string& name,
-                          onnx::TensorProto& proto);
+// TensorToOnnx returns `tensor` as a TensorProto called `name`: dims and
+// raw_data (little-endian, one byte per bool, as ONNX specifies).
+onnx::TensorProto TensorToOnnx(const Tensor& tensor, const std::string& name);
 
 }  // namespace dagrad
 

@@ -173,14 +173,18 @@ struct TrainLoop {
   int Stop() {
     const int sig = AgreedStopSignal(job, StopSignal());
     MaybeRaiseForTest("stopping", t.step());
-    if (!job.writer()) return 128 + sig;
-    if (t.step() != saved_step) {
+    if (job.writer() && t.step() != saved_step) {
       absl::Status st = outputs.SaveWindow();
       if (st.ok()) st = outputs.SaveCheckpoint(t);
       if (!st.ok()) return Failure(cmd, st);
     }
-    std::cerr << "dagrad train: " << StopSignalName(sig) << ": stopped at step " << t.step()
-              << "; resume with --resume\n";
+    if (job.writer()) {
+      std::cerr << "dagrad train: " << StopSignalName(sig) << ": stopped at step " << t.step()
+                << "; resume with --resume" << std::endl;
+    }
+    // No rank exits before rank 0 has saved and said so: the launcher ends
+    // a job at its first rank to exit non-zero, rank 0 mid-save included.
+    AgreedStopSignal(job, sig);
     return 128 + sig;
   }
 
