@@ -32,6 +32,21 @@
 
 namespace dagrad {
 
+// ExpOfReduced returns e^r by the degree-6 polynomial of Cephes' expf, for
+// the reduced argument r = x - n ln2 (|r| <= ln2 / 2). T is float here and
+// a register of floats in ops/kernels/vec_exp.h: the same operations in the
+// same order, so both give the same bits.
+template <typename T>
+static inline T ExpOfReduced(T r) {
+  T p = T{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * (r * r) + r + 1.0f;
+}
+
 // static: each translation unit keeps its own copy. The ISA-level kernels
 // (ops/kernels/) compile this header once per level; a shared inline copy
 // could be the AVX-512 one for everyone.
@@ -48,13 +63,7 @@ static inline float VectorExp(float x) {
   const float n = (xc * 1.44269504088896341f + kRound) - kRound;
   // Cody-Waite: r = x - n ln2 in two parts, exact for |n| < 2^8.
   const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  const float p = ExpOfReduced(r);
   // 2^n from its exponent bits (n + 127 lies in [1, 254] after the clamp,
   // but 2^128 is needed at the top: scale by 2^(n-1) twice there).
   const int32_t e = static_cast<int32_t>(n);

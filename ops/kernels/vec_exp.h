@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "ops/kernels/simd.h"
+#include "ops/vector_math.h"
 
 namespace dagrad::kernels::DAGRAD_ISA {
 
@@ -38,13 +39,7 @@ inline VecF ExpVec(VecF x) {
   const VecF round = VecF{} + 12582912.0f;
   const VecF n = (xc * 1.44269504088896341f + round) - round;
   const VecF r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-  VecF p = VecF{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
+  const VecF p = ExpOfReduced(r);
   const VecI e = __builtin_convertvector(n, VecI);
   const VecI half = e >> 1;
   const VecF sa = reinterpret_cast<VecF>((half + 127) << 23);
