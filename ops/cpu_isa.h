@@ -22,11 +22,13 @@
 #define DAGRAD_OPS_CPU_ISA_H_
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ops/kernels/cpu_kernels.h"
+#include "ops/vector_math.h"
 
 namespace dagrad {
 
@@ -66,6 +68,30 @@ absl::StatusOr<CpuIsaChoice> ChooseCpuIsa();
 
 // ActiveKernels returns the table of ChooseCpuIsa's level, or its error.
 absl::StatusOr<const CpuKernels*> ActiveKernels();
+
+// ExpShiftSum returns the sum, in double, of exp(x[k] - m) for k < n, and
+// stores each term to y[k] unless y is null (y may be x): the shifted
+// exponentials of softmax and cross_entropy. float runs the active level's
+// exp_shift_sum_f32 (bit-identical on every level); double a scalar loop,
+// since std::exp does not vectorise.
+//
+//   const float row[] = {1, 2, 3};
+//   float e[3];
+//   const double sum = ExpShiftSum<float>(*kernels, row, e, 3, 3.0f);  // e[2] == 1
+template <typename T>
+double ExpShiftSum(const CpuKernels& kernels, const T* x, T* y, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return kernels.exp_shift_sum_f32(x, y, n, m);
+  } else {
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const T e = VectorExp(x[k] - m);
+      if (y != nullptr) y[k] = e;
+      sum += e;
+    }
+    return sum;
+  }
+}
 
 }  // namespace dagrad
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
+#include "ops/cpu_isa.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
@@ -91,12 +92,9 @@ absl::StatusOr<Rows> ReadTargets(const KernelContext& ctx) {
 // LogSumExp of one row, shifted by its max (NaN if the row holds a NaN),
 // the sum in double.
 template <typename T>
-T LogSumExp(const T* x, int64_t n) {
+T LogSumExp(const CpuKernels& kernels, const T* x, int64_t n) {
   const T m = RowMax(x, n);
-  double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t k = 0; k < n; ++k) sum += VectorExp(x[k] - m);
-  return static_cast<T>(m + std::log(sum));
+  return static_cast<T>(m + std::log(ExpShiftSum<T>(kernels, x, nullptr, n, m)));
 }
 
 int64_t RowGrain(int64_t classes) {
@@ -125,6 +123,7 @@ absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
 absl::Status CrossEntropyKernel(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(const Rows rows, ReadTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
+  DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* x = ctx.in(0).as<T>();
@@ -137,7 +136,7 @@ absl::Status CrossEntropyKernel(const KernelContext& ctx) {
       for (int64_t r = begin; r < end; ++r) {
         if (rows.target[r] < 0) continue;
         const T* xr = x + r * classes;
-        loss[r] = static_cast<double>(LogSumExp(xr, classes) - xr[rows.target[r]]);
+        loss[r] = static_cast<double>(LogSumExp(*kernels, xr, classes) - xr[rows.target[r]]);
       }
     });
     T* y = ctx.output.as<T>();
@@ -201,6 +200,7 @@ absl::StatusOr<TensorType> InferCrossEntropyGrad(const InferContext& ctx) {
 absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(const Rows rows, ReadTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
+  DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* x = ctx.in(0).as<T>();
@@ -221,8 +221,10 @@ absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
         }
         const T* xr = x + r * classes;
         const T w = reduction == CrossEntropyOptions::kNone ? g[r] : w_all;
-        const T lse = LogSumExp(xr, classes);
-        for (int64_t k = 0; k < classes; ++k) d[k] = VectorExp(xr[k] - lse) * w;
+        // d = exp(x - max), then scaled by w / sum: one exp per class.
+        const double sum = ExpShiftSum(*kernels, xr, d, classes, RowMax(xr, classes));
+        const T scale = static_cast<T>(w / sum);
+        for (int64_t k = 0; k < classes; ++k) d[k] *= scale;
         d[rows.target[r]] -= w;
       }
     });

@@ -46,24 +46,6 @@ int64_t LeadingRows(const Shape& s) {
 // RowGrain keeps about 16k elements per chunk of rows.
 int64_t RowGrain(int64_t k) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)); }
 
-// ExpShiftSum returns the sum, in double, of exp(x[k] - m) for k < n, and
-// stores each term to y[k] unless y is null (y may be x). float runs the
-// active ISA level's kernel; double's std::exp does not vectorise.
-template <typename T>
-double ExpShiftSum(const CpuKernels& kernels, const T* x, T* y, int64_t n, T m) {
-  if constexpr (std::is_same_v<T, float>) {
-    return kernels.exp_shift_sum_f32(x, y, n, m);
-  } else {
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      const T e = VectorExp(x[k] - m);
-      if (y != nullptr) y[k] = e;
-      sum += e;
-    }
-    return sum;
-  }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------

@@ -441,6 +441,16 @@ HEADER_EXAMPLE(OpsSmallGemm) {
   return absl::OkStatus();
 }
 
+HEADER_EXAMPLE(OpsExpShiftSum) {
+  DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
+  const float row[] = {1, 2, 3};
+  float e[3];
+  const double sum = ExpShiftSum<float>(*kernels, row, e, 3, 3.0f);  // e[2] == 1
+  EXPECT_EQ(e[2], 1.0f);
+  EXPECT_NEAR(sum, 1 + std::exp(-1.0) + std::exp(-2.0), 1e-6);
+  return absl::OkStatus();
+}
+
 HEADER_EXAMPLE(OpsSoftmax) {
   Values v;
   Graph& g = v.g;
