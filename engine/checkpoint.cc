@@ -310,7 +310,7 @@ namespace {
 template <typename T>
 int64_t FirstNonFinite(const Tensor& t) {
   const T* p = t.data<T>();
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
+  for (int64_t i = 0, count = t.num_elements(); i < count; ++i) {
     if (!std::isfinite(p[i])) return i;
   }
   return -1;

@@ -51,7 +51,7 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
 template <typename T>
 void FillConstant(double value, Tensor& out) {
   T* p = out.data<T>();
-  for (int64_t i = 0; i < out.num_elements(); ++i) p[i] = static_cast<T>(value);
+  for (int64_t i = 0, count = out.num_elements(); i < count; ++i) p[i] = static_cast<T>(value);
 }
 
 }  // namespace

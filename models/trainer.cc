@@ -146,7 +146,7 @@ std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& ta
   const float* l = logits.data<float>();
   const int64_t* t = targets.data<int64_t>();
   int64_t correct = 0, total = 0;
-  for (int64_t i = 0; i < targets.num_elements(); ++i) {
+  for (int64_t i = 0, count = targets.num_elements(); i < count; ++i) {
     if (t[i] == kIgnoreIndex) continue;
     const float* row = l + i * V;
     // torch.argmax: NaN counts as the largest value, and the first one wins

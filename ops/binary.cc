@@ -233,7 +233,7 @@ absl::StatusOr<TensorType> InferNot(const InferContext& ctx) {
 absl::Status NotKernel(const KernelContext& ctx) {
   const bool* x = ctx.in(0).as<bool>();
   bool* y = ctx.output.as<bool>();
-  for (int64_t i = 0; i < ctx.output.num_elements(); ++i) y[i] = !x[i];
+  for (int64_t i = 0, count = ctx.output.num_elements(); i < count; ++i) y[i] = !x[i];
   return absl::OkStatus();
 }
 

@@ -265,7 +265,7 @@ absl::Status CastKernel(const KernelContext& ctx) {
                     !std::is_same_v<Out, bool>) {
         // A NaN or out-of-range float has no integer value (and converting
         // one is undefined behaviour): report it.
-        for (int64_t i = 0; i < ctx.output.num_elements(); ++i) {
+        for (int64_t i = 0, count = ctx.output.num_elements(); i < count; ++i) {
           const double v = std::trunc(static_cast<double>(x[i]));
           if (!(v >= static_cast<double>(std::numeric_limits<Out>::lowest()) &&
                 v < -static_cast<double>(std::numeric_limits<Out>::lowest()))) {

@@ -54,7 +54,7 @@ std::string OnnxBuilder::Initializer(const Tensor& t, std::string name) {
 
 absl::StatusOr<Tensor> FilledTensor(double value, DType dtype, const Shape& shape) {
   DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(dtype, shape));
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
+  for (int64_t i = 0, count = t.num_elements(); i < count; ++i) {
     switch (dtype) {
       case DType::kFloat32: t.data<float>()[i] = static_cast<float>(value); break;
       case DType::kFloat64: t.data<double>()[i] = value; break;

@@ -70,7 +70,7 @@ absl::Status CopyBytes(const TensorProto& proto, absl::string_view bytes,
   if (!bytes.empty()) std::memcpy(out.raw_data(), bytes.data(), bytes.size());
   if (out.dtype() == DType::kBool) {
     const auto* b = static_cast<const uint8_t*>(out.raw_data());
-    for (int64_t i = 0; i < out.num_elements(); ++i) {
+    for (int64_t i = 0, count = out.num_elements(); i < count; ++i) {
       if (b[i] > 1) return BadTensor(proto, absl::StrCat("bool byte ", b[i]));
     }
   }

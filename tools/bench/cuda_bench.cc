@@ -83,7 +83,7 @@ absl::StatusOr<Tensor> RandomNormal(const Shape& shape, uint64_t seed) {
   DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(DType::kFloat32, shape));
   std::mt19937_64 gen(seed);
   std::normal_distribution<float> normal;
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = normal(gen);
+  for (int64_t i = 0, count = t.num_elements(); i < count; ++i) t.data<float>()[i] = normal(gen);
   return t;
 }
 

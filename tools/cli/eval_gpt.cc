@@ -16,7 +16,7 @@ namespace {
 absl::Status CheckIds(const Tensor& t, const std::string& name, int64_t vocab,
                       bool ignore, const std::string& path) {
   const int64_t T = t.shape()[1];
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
+  for (int64_t i = 0, count = t.num_elements(); i < count; ++i) {
     const int64_t v = t.data<int64_t>()[i];
     if ((v < 0 || v >= vocab) && !(ignore && v == models::kIgnoreIndex)) {
       return absl::InvalidArgumentError(
