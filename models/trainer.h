@@ -187,6 +187,8 @@ std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& ta
 //
 //   DAGRAD_ASSIGN_OR_RETURN(BatchShare share, BatchShare::Create(8, {.communicator = comm}));
 //   Value loss = share.MeanLoss(g, logits, targets);  // in the scope "loss"
+//   Executor exec(g, {.communicator = comm});
+//   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}));
 //   DAGRAD_ASSIGN_OR_RETURN(Tensor my_targets, share.Rows(global_targets));
 //   Feeds feeds = {{targets, my_targets}};
 //   share.FeedWeight(global_targets, feeds);
