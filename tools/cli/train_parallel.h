@@ -2,7 +2,7 @@
 //
 // `dagrad train` as one rank of a data-parallel job: launched by `mpirun -np
 // N dagrad train ...` (or srun), every rank trains on its slice of the
-// global batch (models/toy_trainer.h); rank 0 alone prints progress and
+// global batch (models/toy_trainer.h, gpt_trainer.h); rank 0 alone prints progress and
 // writes the files. A rank that fails prints its error with its rank and
 // ends the whole job (Communicator::Abort), so none waits forever.
 
