@@ -153,8 +153,8 @@ TEST(BatchShare, RankTrainsItsRowsOfTheGlobalBatch) {
 }
 
 TEST(BatchShare, BatchTheRanksDoNotDivideIsAnError) {
-  EXPECT_STATUS(models::BatchShare::Create(5, {.communicator = std::make_shared<SecondOfTwoRanks>()})
-                    .status(),
+  auto comm = std::make_shared<SecondOfTwoRanks>();
+  EXPECT_STATUS(models::BatchShare::Create(5, {.communicator = comm}).status(),
                 absl::StatusCode::kInvalidArgument, "5 does not split evenly over 2 ranks");
   ASSERT_OK_AND_ASSIGN(models::BatchShare alone, models::BatchShare::Create(5, {}));
   EXPECT_EQ(alone.rows(), 5);

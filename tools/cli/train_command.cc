@@ -272,7 +272,8 @@ int RunToyTrain(const Command& cmd, const RunFlags& flags, const DataParallelOpt
       .default_out = "runs/train",
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        DAGRAD_ASSIGN_OR_RETURN(auto t, models::ToyTrainer::Create(*config, std::move(device), parallel));
+        DAGRAD_ASSIGN_OR_RETURN(auto t,
+                                models::ToyTrainer::Create(*config, std::move(device), parallel));
         toy = t.get();
         return t;
       },
