@@ -49,7 +49,9 @@ class GptTrainer : public Trainer {
  public:
   // Create reads the data (TextData::Load's errors) and builds and
   // compiles the model (TextTrainConfig::Validate's errors and the
-  // executor's). Errors also: a global batch that the ranks do not divide.
+  // executor's). Data parallel, errors also: a global batch that the ranks
+  // do not divide; FailedPrecondition on a rank whose config.data holds
+  // other bytes than rank 0's.
   static absl::StatusOr<std::unique_ptr<GptTrainer>> Create(
       const TextTrainConfig& config, std::unique_ptr<Device> device = CpuDevice(),
       const DataParallelOptions& data_parallel = {});

@@ -9,8 +9,9 @@
    dropout moves them 100x further). The same for --task=text: a dozen
    AdamW steps of a byte-level GPT with dropout and clipping.
 2. --resume on 2 ranks continues bit-identically (both tasks).
-3. A global batch the ranks do not divide (both tasks), and ranks given
-   different configs, are clear errors.
+3. A global batch the ranks do not divide (both tasks), ranks given
+   different configs, and --data holding other bytes on another rank are
+   clear errors.
 4. SIGTERM to mpirun stops every rank after the same step; rank 0 saves
    it, and --resume continues from it.
 5. SIGKILL of one rank mid-training ends the job, non-zero, within 60 s,
@@ -138,6 +139,22 @@ def errors(text):
         r = run(mpirun(2, flags + ["--out=" + out(task + "_odd"), odd]))
         check(r.returncode == 2 and "does not split evenly over 2 ranks" in r.stderr,
               f"{task}: an odd global batch is a clear error: " + r.stderr[-300:])
+    # The same --data path holding other bytes on rank 1 (run in another
+    # directory, as on another machine) is refused.
+    dirs = [out("text_data_0"), out("text_data_1")]
+    corpus = [f[len("--data="):] for f in text if f.startswith("--data=")][0]
+    with open(corpus) as f:
+        lines = f.read().splitlines(True)
+    for d, changed in zip(dirs, (lines, lines[:-1] + ["the end\n"])):
+        os.makedirs(d)
+        with open(d + "/corpus.txt", "w") as f:
+            f.write("".join(changed))
+    flags = [f for f in text if not f.startswith("--data=")] + [
+        "--data=corpus.txt", "--out=" + out("text_other_data")]
+    r = run([MPIRUN, "-np", "1", "--oversubscribe", "--wdir", dirs[0], DAGRAD, "train"] + flags
+            + [":", "-np", "1", "--wdir", dirs[1], DAGRAD, "train"] + flags)
+    check(r.returncode != 0 and "corpus.txt holds other bytes on rank 1 than on rank 0" in r.stderr,
+          "text: ranks reading different --data bytes are refused: " + r.stderr[-300:])
     mixed = out("mixed")
     r = run([MPIRUN, "-np", "1", "--oversubscribe", DAGRAD, "train"] + FLAGS + ["--out=" + mixed]
             + [":", "-np", "1", DAGRAD, "train"] + FLAGS + ["--out=" + mixed, "--dim=16"])
