@@ -116,6 +116,9 @@ def equality(task, flags):
     with open(one + "/metrics.csv") as a, open(two + "/metrics.csv") as b:
         rows_a = [line.split(",")[:4] for line in a.read().splitlines()[1:]]
         rows_b = [line.split(",")[:4] for line in b.read().splitlines()[1:]]
+    headings = [line for line in r2.stdout.splitlines()
+                if line.startswith(("training on", "task text", "sample:"))]
+    check(len(headings) == (3 if task == "text" else 1), f"{task}: rank 0 alone prints")
     check(len(rows_a) == len(rows_b) == 2, f"{task}: rank 0 alone wrote metrics.csv's rows")
     same = all(abs(float(x) - float(y)) < 1e-3 for ra, rb in zip(rows_a, rows_b)
                for x, y in zip(ra, rb))
