@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/checkpoint.h"
+#include "engine/crc32c.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "ops/loss.h"
@@ -15,16 +17,38 @@ namespace {
 
 constexpr char kFormat[] = "gpt-text-train-state/1";
 
+// SameDataAsRankZero checks that this rank read the bytes rank 0 read:
+// every rank reads the file itself, and another copy of it (another
+// machine's) would silently train on other batches.
+absl::Status SameDataAsRankZero(Communicator& comm, const TextData& data,
+                                const std::string& path) {
+  const uint64_t mine[2] = {data.train().size() + data.validation().size(),
+                            ExtendCrc32c(Crc32c(data.train()), data.validation())};
+  uint64_t root[2] = {mine[0], mine[1]};
+  DAGRAD_RETURN_IF_ERROR(comm.Broadcast(root, sizeof(root), 0));
+  if (root[0] == mine[0] && root[1] == mine[1]) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s holds other bytes on rank %d than on rank 0 (%d bytes, crc32c %08x; rank 0: %d "
+      "bytes, crc32c %08x): every rank must read the same file",
+      path, comm.rank(), mine[0], mine[1], root[0], root[1]));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
-    const TextTrainConfig& config, std::unique_ptr<Device> device) {
+    const TextTrainConfig& config, std::unique_ptr<Device> device,
+    const DataParallelOptions& data_parallel) {
   DAGRAD_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<GptTrainer> t(new GptTrainer());
   t->config_ = config;
+  t->parallel_ = data_parallel;
+  DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.batch, data_parallel));
   t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
   DAGRAD_ASSIGN_OR_RETURN(TextData data,
                           TextData::Load(config.data, config.model.block_size));
+  if (Communicator* comm = data_parallel.communicator.get()) {
+    DAGRAD_RETURN_IF_ERROR(SameDataAsRankZero(*comm, data, config.data));
+  }
   t->data_ = std::make_unique<TextData>(std::move(data));
   t->schedule_ = {.peak = config.lr,
                   .warmup_steps = config.warmup,
@@ -36,7 +60,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
 
 absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   const TextTrainConfig& c = config_;
-  const int64_t T = c.model.block_size, B = c.batch;
+  const int64_t T = c.model.block_size, B = share_.rows();
   DAGRAD_ASSIGN_OR_RETURN(validation_, data_->Validation(c.eval_windows));
   graph_ = std::make_unique<Graph>();
   Graph& g = *graph_;
@@ -44,12 +68,10 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   tokens_ = g.Input("tokens", DType::kInt64, {B, T});
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = model_(tokens_);
-  {
-    Graph::Scope scope(g, "loss");
-    loss_ = CrossEntropy(logits_, targets_);
-  }
+  loss_ = share_.MeanLoss(g, logits_, targets_);
   OptimizerOptions optimizer = c.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
+  optimizer.data_parallel = parallel_;
   DAGRAD_ASSIGN_OR_RETURN(
       ts_, BuildTrainingStep(loss_, DecayMatrices(model_.parameters(), optimizer.weight_decay),
                              optimizer));
@@ -70,9 +92,10 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
       ExecutorOptions{.seed = c.seed,
                       .check_numerics = c.check_numerics,
                       .memory_limit_bytes = c.memory_limit_bytes,
-                      .profile = c.profile});
-  DAGRAD_ASSIGN_OR_RETURN(train_plan_,
-                          exec_->Compile({loss_, ts_.grad_norm, logits_}, ts_.updates));
+                      .profile = c.profile,
+                      .communicator = parallel_.communicator});
+  DAGRAD_ASSIGN_OR_RETURN(
+      train_plan_, exec_->Compile({share_.JobLoss(ts_), ts_.grad_norm, logits_}, ts_.updates));
   DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
   return absl::OkStatus();
@@ -81,21 +104,24 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
 absl::StatusOr<StepResult> GptTrainer::Step() {
   const int64_t s = step_ + 1;
   DAGRAD_ASSIGN_OR_RETURN(
-      TextBatch batch,
+      const TextBatch global,
       data_->TrainBatch(config_.seed, static_cast<uint64_t>(s), config_.batch));
+  TextBatch batch;
+  DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
+  DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));
   StepResult r{.step = s, .lr = LearningRate(schedule_, s)};
+  Feeds feeds = {{tokens_, batch.tokens},
+                 {targets_, batch.targets},
+                 {ts_.lr, Tensor::Scalar<double>(r.lr)},
+                 // Adam's step counts applied updates only.
+                 {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skips_.total()))}};
+  share_.FeedWeight(global.targets, feeds);
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
-      exec_->Run(*train_plan_,
-                 {{tokens_, batch.tokens},
-                  {targets_, batch.targets},
-                  {ts_.lr, Tensor::Scalar<double>(r.lr)},
-                  // Adam's step counts applied updates only.
-                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skips_.total()))}},
-                 {.training = true, .step = static_cast<uint64_t>(s)}));
-  r.loss = out[0].data<float>()[0];
+      exec_->Run(*train_plan_, feeds, share_.Training(static_cast<uint64_t>(s))));
+  r.loss = BatchShare::LossValue(out[0]);
   r.grad_norm = out[1].data<double>()[0];
-  r.accuracy = TokenAccuracy(out[2], batch.targets);
+  DAGRAD_ASSIGN_OR_RETURN(r.accuracy, share_.Accuracy(out[2], batch.targets, global.targets));
   if (UpdateSkipped(r.loss, r.grad_norm)) {
     DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(s, r.loss, r.grad_norm));
     r.skipped = true;
@@ -159,6 +185,10 @@ absl::Status GptTrainer::SaveCheckpoint(const std::string& path,
 absl::Status GptTrainer::LoadCheckpoint(const std::string& path) {
   DAGRAD_ASSIGN_OR_RETURN(step_, State().Load(*exec_, StateVariables(), skips_, path));
   return absl::OkStatus();
+}
+
+absl::Status GptTrainer::BroadcastState() {
+  return share_.BroadcastState(*exec_, StateVariables(), step_, skips_);
 }
 
 absl::Status GptTrainer::SaveModel(const std::string& path) {

@@ -10,6 +10,15 @@
 // (models/trainer.h), so `dagrad train --task=text` runs the reverse task's
 // loop: stop signals, --on_nonfinite, the previous checkpoint kept.
 //
+// Data parallelism (DataParallelOptions with a communicator of N ranks), as
+// ToyTrainer's (models/trainer.h, BatchShare): config.batch is the global
+// batch, every rank draws it whole (TextData::TrainBatch) and trains on
+// rows [r B/N, (r+1) B/N) with its share of the global mean loss and
+// dropout counters offset by its first row, so that every parameter is
+// that of one process (within float summation order). BroadcastState
+// makes every rank start from rank 0's state; Evaluate, Attention, Sample
+// and the files are the caller's to do on rank 0 only.
+//
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, GptTrainer::Create(config));
 //   while (trainer->step() < config.steps) {
 //     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());  // r.loss: nats per byte
@@ -40,10 +49,17 @@ class GptTrainer : public Trainer {
  public:
   // Create reads the data (TextData::Load's errors) and builds and
   // compiles the model (TextTrainConfig::Validate's errors and the
-  // executor's).
+  // executor's). Data parallel, errors also: a global batch that the ranks
+  // do not divide; FailedPrecondition on a rank whose config.data holds
+  // other bytes than rank 0's.
   static absl::StatusOr<std::unique_ptr<GptTrainer>> Create(
-      const TextTrainConfig& config,
-      std::unique_ptr<Device> device = CpuDevice());
+      const TextTrainConfig& config, std::unique_ptr<Device> device = CpuDevice(),
+      const DataParallelOptions& data_parallel = {});
+
+  // BroadcastState copies rank 0's parameters, optimizer state and step
+  // counts to every rank (data parallel; nothing to do alone). Every rank
+  // must call it, after rank 0 has initialised or loaded its state.
+  absl::Status BroadcastState() override;
 
   // Step runs step step()+1 (Trainer::Step); accuracy is the fraction of
   // next bytes the logits' argmax predicts.
@@ -88,6 +104,8 @@ class GptTrainer : public Trainer {
   TrainingState State() const;
 
   TextTrainConfig config_;
+  DataParallelOptions parallel_;
+  BatchShare share_;  // this rank's rows of the batch and share of its loss
   std::unique_ptr<TextData> data_;
   std::unique_ptr<Graph> graph_;
   Gpt model_;

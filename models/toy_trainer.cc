@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
@@ -16,23 +15,6 @@ namespace dagrad::models {
 namespace {
 
 constexpr char kFormat[] = "toy-train-state/1";
-
-// CountTargets is the number of targets that are not ignored.
-int64_t CountTargets(const Tensor& targets) {
-  const int64_t* t = targets.data<int64_t>();
-  return std::count_if(t, t + targets.num_elements(), [](int64_t v) { return v != kIgnoreIndex; });
-}
-
-// SliceRows returns rows [begin, begin + rows) of a tensor's first axis.
-absl::StatusOr<Tensor> SliceRows(const Tensor& t, int64_t begin, int64_t rows) {
-  Dims dims = t.shape().dims();
-  const int64_t row_bytes = static_cast<int64_t>(t.nbytes()) / dims[0];
-  dims[0] = rows;
-  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(t.dtype(), Shape(dims)));
-  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + begin * row_bytes,
-              rows * row_bytes);
-  return out;
-}
 
 // DataBudget is what the training batch and the evaluation set will take:
 // ToyTrainer draws them after Compile, which counts them in its budget.
@@ -80,16 +62,7 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(
   t->config_ = config;
   t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
   t->parallel_ = data_parallel;
-  t->rows_ = config.batch;
-  if (const Communicator* comm = data_parallel.communicator.get()) {
-    if (config.batch % comm->size() != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "batch (the global batch) ", config.batch, " does not split evenly over ",
-          comm->size(), " ranks: give a multiple of ", comm->size()));
-    }
-    t->rows_ = config.batch / comm->size();
-    t->first_row_ = comm->rank() * t->rows_;
-  }
+  DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.batch, data_parallel));
   t->schedule_ = {.peak = config.lr, .warmup_steps = config.warmup, .total_steps = config.steps,
                   .final_fraction = config.final_lr_fraction};
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
@@ -98,7 +71,7 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(
 
 absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   const TrainConfig& c = config_;
-  const int64_t T = c.model.seq_len, B = rows_;
+  const int64_t T = c.model.seq_len, B = share_.rows();
   const TaskConfig task{.task = c.task, .vocab = c.model.vocab, .seq_len = T,
                         .min_len = c.min_len};
   DAGRAD_ASSIGN_OR_RETURN(TaskGenerator train, TaskGenerator::Create(task, c.seed));
@@ -116,7 +89,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   lengths_ = g.Input("lengths", DType::kInt64, {B});
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = (*model_)(tokens_, lengths_).logits;
-  DAGRAD_RETURN_IF_ERROR(BuildLoss());
+  loss_ = share_.MeanLoss(g, logits_, targets_);
   OptimizerOptions optimizer = c.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   optimizer.data_parallel = parallel_;
@@ -146,8 +119,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                                      .profile = c.profile,
                                                      .reserved = data,
                                                      .communicator = parallel_.communicator});
-  std::vector<Value> train_fetches = {ts_.global_loss.is_null() ? loss_ : ts_.global_loss,
-                                      logits_};
+  std::vector<Value> train_fetches = {share_.JobLoss(ts_), logits_};
   if (!ts_.grad_norm.is_null()) train_fetches.push_back(ts_.grad_norm);
   DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile(train_fetches, ts_.updates));
   DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
@@ -166,16 +138,12 @@ absl::StatusOr<StepResult> ToyTrainer::Step() {
                  {ts_.lr, Tensor::Scalar<double>(r.lr)},
                  // Adam's step counts applied updates only.
                  {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skips_.total()))}};
-  if (!token_weight_.is_null()) {
-    const int64_t targets = CountTargets(global.targets);
-    feeds.push_back({token_weight_, Tensor::Scalar<float>(1.0f / std::max<int64_t>(targets, 1))});
-  }
+  share_.FeedWeight(global.targets, feeds);
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                           exec_->Run(*train_plan_, feeds,
-                                     {.training = true, .step = static_cast<uint64_t>(s),
-                                      .batch_begin = first_row_, .batch_rows = rows_}));
-  r.loss = token_weight_.is_null() ? out[0].data<float>()[0] : out[0].data<double>()[0];
-  DAGRAD_ASSIGN_OR_RETURN(r.accuracy, GlobalAccuracy(out[1], batch, global));
+                                     share_.Training(static_cast<uint64_t>(s))));
+  r.loss = BatchShare::LossValue(out[0]);
+  DAGRAD_ASSIGN_OR_RETURN(r.accuracy, share_.Accuracy(out[1], batch.targets, global.targets));
   r.grad_norm = out[2].data<double>()[0];
   if (UpdateSkipped(r.loss, r.grad_norm)) {
     DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(s, r.loss, r.grad_norm));
@@ -245,53 +213,16 @@ absl::Status ToyTrainer::SaveModel(const std::string& path) {
   return SaveFiniteVariables(*exec_, model_->parameters(), config_.model.ToMetadata(), path);
 }
 
-absl::Status ToyTrainer::BuildLoss() {
-  Graph& g = *graph_;
-  Graph::Scope scope(g, "loss");
-  if (parallel_.communicator == nullptr) {
-    loss_ = CrossEntropy(logits_, targets_);
-    return loss_.status();
-  }
-  // This rank's share of the global mean: its sum over its targets over
-  // the global batch's count of targets, fed as a weight.
-  token_weight_ = g.Input("token_weight", DType::kFloat32, {});
-  loss_ = CrossEntropy(logits_, targets_, {.reduction = CrossEntropyOptions::kSum}) *
-          token_weight_;
-  return loss_.status();
-}
-
 absl::StatusOr<TaskBatch> ToyTrainer::Slice(const TaskBatch& global) const {
-  if (parallel_.communicator == nullptr) return global;
   TaskBatch b;
-  DAGRAD_ASSIGN_OR_RETURN(b.tokens, SliceRows(global.tokens, first_row_, rows_));
-  DAGRAD_ASSIGN_OR_RETURN(b.lengths, SliceRows(global.lengths, first_row_, rows_));
-  DAGRAD_ASSIGN_OR_RETURN(b.targets, SliceRows(global.targets, first_row_, rows_));
+  DAGRAD_ASSIGN_OR_RETURN(b.tokens, share_.Rows(global.tokens));
+  DAGRAD_ASSIGN_OR_RETURN(b.lengths, share_.Rows(global.lengths));
+  DAGRAD_ASSIGN_OR_RETURN(b.targets, share_.Rows(global.targets));
   return b;
 }
 
-absl::StatusOr<double> ToyTrainer::GlobalAccuracy(const Tensor& logits, const TaskBatch& local,
-                                                  const TaskBatch& global) {
-  if (parallel_.communicator == nullptr) return TokenAccuracy(logits, local.targets);
-  double correct = static_cast<double>(CorrectTokens(logits, local.targets).first);
-  DAGRAD_RETURN_IF_ERROR(parallel_.communicator->AllReduceSum(
-      {.data = &correct, .count = 1, .dtype = DType::kFloat64}));
-  const int64_t total = CountTargets(global.targets);
-  return total ? correct / static_cast<double>(total) : 0.0;
-}
-
 absl::Status ToyTrainer::BroadcastState() {
-  Communicator* comm = parallel_.communicator.get();
-  if (comm == nullptr || comm->size() == 1) return absl::OkStatus();
-  for (const Value& v : StateVariables()) {
-    DAGRAD_ASSIGN_OR_RETURN(Tensor value, exec_->Read(v));
-    DAGRAD_RETURN_IF_ERROR(comm->Broadcast(value.raw_data(), value.nbytes(), 0));
-    DAGRAD_RETURN_IF_ERROR(exec_->Assign(v, value));
-  }
-  int64_t counts[3] = {step_, skips_.total(), skips_.in_a_row()};
-  DAGRAD_RETURN_IF_ERROR(comm->Broadcast(counts, sizeof(counts), 0));
-  step_ = counts[0];
-  skips_.SetCounts(counts[1], counts[2]);
-  return absl::OkStatus();
+  return share_.BroadcastState(*exec_, StateVariables(), step_, skips_);
 }
 
 }  // namespace dagrad::models

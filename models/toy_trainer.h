@@ -154,20 +154,12 @@ class ToyTrainer : public Trainer {
   // The parameters and the optimizer state: what a checkpoint holds.
   std::vector<Value> StateVariables() const;
   TrainingState State() const;
-  // BuildLoss is the training loss: the batch's mean, or data parallel,
-  // this rank's share of the global batch's mean.
-  absl::Status BuildLoss();
   // Slice returns this rank's rows of the global batch.
   absl::StatusOr<TaskBatch> Slice(const TaskBatch& global) const;
-  // GlobalAccuracy is the global batch's token accuracy from this rank's
-  // logits (summing the ranks' counts).
-  absl::StatusOr<double> GlobalAccuracy(const Tensor& logits, const TaskBatch& local,
-                                        const TaskBatch& global);
 
   TrainConfig config_;
   DataParallelOptions parallel_;
-  int64_t rows_ = 0, first_row_ = 0;  // this rank's slice of the batch
-  Value token_weight_;                // data parallel: 1 / the global target count
+  BatchShare share_;  // this rank's rows of the batch and share of its loss
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<ToyTransformer> model_;
   std::unique_ptr<TaskGenerator> train_data_;

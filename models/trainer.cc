@@ -1,5 +1,7 @@
 #include "models/trainer.h"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -7,6 +9,8 @@
 #include "engine/checkpoint.h"
 #include "engine/status_macros.h"
 #include "models/tasks.h"
+#include "ops/elementwise.h"
+#include "ops/loss.h"
 
 namespace dagrad::models {
 namespace {
@@ -32,6 +36,12 @@ std::vector<std::string> ConfigDifferences(const std::map<std::string, std::stri
     }
   }
   return differences;
+}
+
+// CountTargets is the number of targets that are not ignored.
+int64_t CountTargets(const Tensor& targets) {
+  const int64_t* t = targets.data<int64_t>();
+  return std::count_if(t, t + targets.num_elements(), [](int64_t v) { return v != kIgnoreIndex; });
 }
 
 }  // namespace
@@ -159,6 +169,90 @@ std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& ta
     ++total;
   }
   return {correct, total};
+}
+
+absl::StatusOr<BatchShare> BatchShare::Create(int64_t batch,
+                                              const DataParallelOptions& parallel) {
+  BatchShare share;
+  share.rows_ = batch;
+  const Communicator* comm = parallel.communicator.get();
+  if (comm == nullptr) return share;
+  if (batch % comm->size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch (the global batch) ", batch, " does not split evenly over ", comm->size(),
+        " ranks: give a multiple of ", comm->size()));
+  }
+  share.comm_ = parallel.communicator;
+  share.rows_ = batch / comm->size();
+  share.first_row_ = comm->rank() * share.rows_;
+  return share;
+}
+
+Value BatchShare::MeanLoss(Graph& g, Value logits, Value targets) {
+  Graph::Scope scope(g, "loss");
+  if (comm_ == nullptr) {
+    loss_ = CrossEntropy(logits, targets);
+    return loss_;
+  }
+  weight_ = g.Input("token_weight", DType::kFloat32, {});
+  loss_ = CrossEntropy(logits, targets, {.reduction = CrossEntropyOptions::kSum}) * weight_;
+  return loss_;
+}
+
+Value BatchShare::JobLoss(const TrainingStep& ts) const {
+  return ts.global_loss.is_null() ? loss_ : ts.global_loss;
+}
+
+double BatchShare::LossValue(const Tensor& fetched) {
+  return fetched.dtype() == DType::kFloat64 ? fetched.data<double>()[0]
+                                            : fetched.data<float>()[0];
+}
+
+absl::StatusOr<Tensor> BatchShare::Rows(const Tensor& global) const {
+  if (comm_ == nullptr) return global;
+  Dims dims = global.shape().dims();
+  const int64_t row_bytes = static_cast<int64_t>(global.nbytes()) / dims[0];
+  dims[0] = rows_;
+  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(global.dtype(), Shape(dims)));
+  std::memcpy(out.raw_data(),
+              static_cast<const char*>(global.raw_data()) + first_row_ * row_bytes,
+              rows_ * row_bytes);
+  return out;
+}
+
+void BatchShare::FeedWeight(const Tensor& global_targets, Feeds& feeds) const {
+  if (weight_.is_null()) return;
+  const int64_t targets = CountTargets(global_targets);
+  feeds.push_back({weight_, Tensor::Scalar<float>(1.0f / std::max<int64_t>(targets, 1))});
+}
+
+RunOptions BatchShare::Training(uint64_t step) const {
+  return {.training = true, .step = step, .batch_begin = first_row_, .batch_rows = rows_};
+}
+
+absl::StatusOr<double> BatchShare::Accuracy(const Tensor& logits, const Tensor& local_targets,
+                                            const Tensor& global_targets) const {
+  if (comm_ == nullptr) return TokenAccuracy(logits, local_targets);
+  double correct = static_cast<double>(CorrectTokens(logits, local_targets).first);
+  DAGRAD_RETURN_IF_ERROR(
+      comm_->AllReduceSum({.data = &correct, .count = 1, .dtype = DType::kFloat64}));
+  const int64_t total = CountTargets(global_targets);
+  return total ? correct / static_cast<double>(total) : 0.0;
+}
+
+absl::Status BatchShare::BroadcastState(Executor& exec, const std::vector<Value>& vars,
+                                        int64_t& step, NonFiniteSteps& skips) const {
+  if (comm_ == nullptr || comm_->size() == 1) return absl::OkStatus();
+  for (const Value& v : vars) {
+    DAGRAD_ASSIGN_OR_RETURN(Tensor value, exec.Read(v));
+    DAGRAD_RETURN_IF_ERROR(comm_->Broadcast(value.raw_data(), value.nbytes(), 0));
+    DAGRAD_RETURN_IF_ERROR(exec.Assign(v, value));
+  }
+  int64_t counts[3] = {step, skips.total(), skips.in_a_row()};
+  DAGRAD_RETURN_IF_ERROR(comm_->Broadcast(counts, sizeof(counts), 0));
+  step = counts[0];
+  skips.SetCounts(counts[1], counts[2]);
+  return absl::OkStatus();
 }
 
 absl::Status ValidateOptimizer(const OptimizerOptions& o) {

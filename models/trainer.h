@@ -17,6 +17,8 @@
 //    step, the skip counts and the config, written atomically with
 //    checksums, never holding a NaN or Inf; loading one made with another
 //    config is FailedPrecondition listing every differing field.
+//  - Data parallelism (BatchShare): a rank's rows of the global batch, its
+//    share of the loss, the job's accuracy and rank 0's state at the start.
 //  - The settings of a run that both configs (TrainConfig, TextTrainConfig)
 //    hold under the same names: RunMetadata and ValidateRun.
 //
@@ -33,6 +35,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +43,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/autodiff/optimizer.h"
+#include "engine/communicator.h"
 #include "engine/executor.h"
 #include "engine/file_io.h"
 #include "engine/safetensors.h"
@@ -170,6 +174,69 @@ double TokenAccuracy(const Tensor& logits, const Tensor& targets);
 // CorrectTokens returns how many targets (ignoring -100) TokenAccuracy
 // counts as right, and how many it counts.
 std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& targets);
+
+// BatchShare is a trainer's share of each step's batch of `batch` rows
+// (models/toy_trainer.h and gpt_trainer.h use it alike). In one process it
+// is the whole batch. Data parallel (a communicator of N ranks), `batch` is
+// the global batch, which every rank draws whole, and rank r trains on
+// rows [r B/N, (r+1) B/N) with dropout counters offset by its first row
+// and a loss that is its sum over its targets divided by the global
+// batch's count of targets: summed over the ranks, the loss, its gradients
+// and the accuracy are those of one process training on the whole batch
+// (within float summation order).
+//
+//   DAGRAD_ASSIGN_OR_RETURN(BatchShare share, BatchShare::Create(8, {.communicator = comm}));
+//   Value loss = share.MeanLoss(g, logits, targets);  // in the scope "loss"
+//   Executor exec(g, {.communicator = comm});
+//   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}));
+//   DAGRAD_ASSIGN_OR_RETURN(Tensor my_targets, share.Rows(global_targets));
+//   Feeds feeds = {{targets, my_targets}};
+//   share.FeedWeight(global_targets, feeds);
+//   DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, feeds, share.Training(/*step=*/1)));
+class BatchShare {
+ public:
+  BatchShare() = default;
+  // Create returns the share of this process (of parallel.communicator's
+  // rank): InvalidArgument when the ranks do not divide `batch`.
+  static absl::StatusOr<BatchShare> Create(int64_t batch, const DataParallelOptions& parallel);
+
+  // MeanLoss builds in `g`, under the scope "loss", the training loss of
+  // logits (rows, ..., V) for targets (rows, ...): their CrossEntropy mean
+  // in one process, this rank's share of the global batch's mean data
+  // parallel (FeedWeight feeds its weight).
+  Value MeanLoss(Graph& g, Value logits, Value targets);
+  // JobLoss is what a step fetches for the loss of the whole batch: the
+  // loss, or data parallel the training step's sum of it over the ranks.
+  // LossValue reads that fetched tensor.
+  Value JobLoss(const TrainingStep& ts) const;
+  static double LossValue(const Tensor& fetched);
+
+  // Rows returns this rank's rows of a tensor of the global batch (its
+  // first axis); the tensor itself in one process.
+  absl::StatusOr<Tensor> Rows(const Tensor& global) const;
+  // FeedWeight adds MeanLoss's weight, 1 / the count of the global batch's
+  // targets that are not ignored, to `feeds` (nothing in one process).
+  void FeedWeight(const Tensor& global_targets, Feeds& feeds) const;
+  // Training returns the RunOptions of training step `step` on this
+  // rank's rows.
+  RunOptions Training(uint64_t step) const;
+  // Accuracy returns the global batch's token accuracy (TokenAccuracy)
+  // from this rank's logits for its targets, summing the ranks' counts.
+  absl::StatusOr<double> Accuracy(const Tensor& logits, const Tensor& local_targets,
+                                  const Tensor& global_targets) const;
+  // BroadcastState gives every rank rank 0's values of `vars`, `step` and
+  // `skips` (Trainer::BroadcastState; every rank calls it).
+  absl::Status BroadcastState(Executor& exec, const std::vector<Value>& vars, int64_t& step,
+                              NonFiniteSteps& skips) const;
+
+  int64_t rows() const { return rows_; }
+  int64_t first_row() const { return first_row_; }
+
+ private:
+  std::shared_ptr<Communicator> comm_;  // null: one process
+  int64_t rows_ = 0, first_row_ = 0;
+  Value loss_, weight_;  // weight_: data parallel, MeanLoss's fed weight
+};
 
 // ValidateOptimizer checks weight decay and clipping in the CLI's words
 // (--weight_decay, --clip), then the rest as ValidateOptimizerOptions.

@@ -139,6 +139,25 @@ HEADER_EXAMPLE(ModelsRunSettings) {
   return absl::OkStatus();
 }
 
+HEADER_EXAMPLE(ModelsBatchShare) {
+  Graph g;
+  std::shared_ptr<Communicator> comm = SingleProcessCommunicator();  // one rank: all 8 rows
+  Value logits = Fill(g, {8, 3, 5}, 0, DType::kFloat32);  // uniform over 5 classes
+  Value targets = g.Input("targets", DType::kInt64, {8, 3});
+  DAGRAD_ASSIGN_OR_RETURN(Tensor global_targets, Tensor::Zeros(DType::kInt64, {8, 3}));
+  DAGRAD_ASSIGN_OR_RETURN(BatchShare share, BatchShare::Create(8, {.communicator = comm}));
+  Value loss = share.MeanLoss(g, logits, targets);  // in the scope "loss"
+  Executor exec(g, {.communicator = comm});
+  DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor my_targets, share.Rows(global_targets));
+  Feeds feeds = {{targets, my_targets}};
+  share.FeedWeight(global_targets, feeds);
+  DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, feeds, share.Training(/*step=*/1)));
+  EXPECT_EQ(share.rows(), 8);
+  EXPECT_NEAR(out[0].data<float>()[0], std::log(5.0), 1e-6);
+  return g.status();
+}
+
 HEADER_EXAMPLE(ModelsTokenSampler) {
   std::vector<float> logits(256, 0.0f);
   logits[42] = 20;

@@ -1,8 +1,11 @@
 // Synthetic task generators: each task's target rule, padding, lengths,
-// determinism, and held-out sets disjoint in seed.
+// determinism, and held-out sets disjoint in seed; a data-parallel rank's
+// share of a batch (models::BatchShare).
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 
 #include "models/tasks.h"
 #include "models/toy_trainer.h"
@@ -98,6 +101,64 @@ TEST(TokenAccuracy, ArgmaxPropagatesNaNAsTorch) {
   const Tensor logits = T<float>({1, 4, 3}, {nan, 5, 1, 1, nan, 5, 2, 2, 0, 9, 0, 0});
   EXPECT_DOUBLE_EQ(models::TokenAccuracy(logits, T<int64_t>({1, 4}, {0, 1, 0, -100})), 1.0);
   EXPECT_DOUBLE_EQ(models::TokenAccuracy(logits, T<int64_t>({1, 4}, {1, 2, 1, -100})), 0.0);
+}
+
+// Rank 1 of a job of 2 whose other rank holds the same values: a sum over
+// the ranks doubles a float64 buffer (all BatchShare sums).
+class SecondOfTwoRanks final : public Communicator {
+ public:
+  int rank() const override { return 1; }
+  int size() const override { return 2; }
+  std::string name() const override { return "rank 1 of 2 (test)"; }
+  absl::Status AllReduceSum(const ReduceBuffer& b) override {
+    double* d = static_cast<double*>(b.data);
+    for (int64_t i = 0; i < b.count; ++i) d[i] *= 2;
+    return absl::OkStatus();
+  }
+  absl::Status StartAllReduceSum(const ReduceBuffer& b) override { return AllReduceSum(b); }
+  absl::Status WaitAllReduce(void*) override { return absl::OkStatus(); }
+  absl::Status Broadcast(void*, int64_t, int) override { return absl::OkStatus(); }
+  [[noreturn]] void Abort(int code) override { std::exit(code); }
+};
+
+// Rank 1 of 2 on a global batch of 4 rows trains rows 2 and 3: its dropout
+// counters start 2 rows in, its loss weight and accuracy count the global
+// batch's 7 targets (one is ignored).
+TEST(BatchShare, RankTrainsItsRowsOfTheGlobalBatch) {
+  auto comm = std::make_shared<SecondOfTwoRanks>();
+  ASSERT_OK_AND_ASSIGN(models::BatchShare share,
+                       models::BatchShare::Create(4, {.communicator = comm}));
+  const Tensor global = T<int64_t>({4, 2}, {0, 1, 1, 0, 1, 0, 1, -100});
+  ASSERT_OK_AND_ASSIGN(Tensor mine, share.Rows(global));
+  EXPECT_EQ(mine.shape(), Shape({2, 2}));
+  EXPECT_EQ(AsDoubles(mine), std::vector<double>({1, 0, 1, -100}));
+  const RunOptions run = share.Training(7);
+  EXPECT_TRUE(run.training);
+  EXPECT_EQ(run.step, 7u);
+  EXPECT_EQ(run.batch_begin, 2);
+  EXPECT_EQ(run.batch_rows, 2);
+  // Every row predicts class 1: right for 2 of this rank's 3 targets, so 4
+  // of the job's 7 when the other rank is right as often.
+  const Tensor logits = T<float>({2, 2, 2}, {0, 1, 0, 1, 0, 1, 0, 1});
+  ASSERT_OK_AND_ASSIGN(double accuracy, share.Accuracy(logits, mine, global));
+  EXPECT_DOUBLE_EQ(accuracy, 4.0 / 7);
+  Graph g;
+  Value loss = share.MeanLoss(g, g.Input("logits", DType::kFloat32, {2, 2, 2}),
+                              g.Input("targets", DType::kInt64, {2, 2}));
+  ASSERT_OK(loss.status());
+  Feeds feeds;
+  share.FeedWeight(global, feeds);
+  ASSERT_EQ(feeds.size(), 1u);
+  EXPECT_FLOAT_EQ(feeds[0].second.data<float>()[0], 1.0f / 7);
+}
+
+TEST(BatchShare, BatchTheRanksDoNotDivideIsAnError) {
+  auto comm = std::make_shared<SecondOfTwoRanks>();
+  EXPECT_STATUS(models::BatchShare::Create(5, {.communicator = comm}).status(),
+                absl::StatusCode::kInvalidArgument, "5 does not split evenly over 2 ranks");
+  ASSERT_OK_AND_ASSIGN(models::BatchShare alone, models::BatchShare::Create(5, {}));
+  EXPECT_EQ(alone.rows(), 5);
+  EXPECT_EQ(alone.Training(1).batch_begin, 0);
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 1. Equality: a dozen Adam steps with dropout, clipping and variable lengths
    (ignored targets differ per rank) on 2 ranks give the parameters of one
    process within float summation order (and the check can fail: dropping
-   dropout moves them 100x further).
-2. --resume on 2 ranks continues bit-identically.
-3. A global batch the ranks do not divide, and ranks given different
-   configs, are clear errors.
+   dropout moves them 100x further). The same for --task=text: a dozen
+   AdamW steps of a byte-level GPT with dropout and clipping.
+2. --resume on 2 ranks continues bit-identically (both tasks).
+3. A global batch the ranks do not divide (both tasks), ranks given
+   different configs, and --data holding other bytes on another rank are
+   clear errors.
 4. SIGTERM to mpirun stops every rank after the same step; rank 0 saves
    it, and --resume continues from it.
 5. SIGKILL of one rank mid-training ends the job, non-zero, within 60 s,
@@ -30,6 +32,9 @@ MPIRUN, DAGRAD, WORK = sys.argv[1:4]
 FLAGS = ["--dim=32", "--ffn=64", "--heads=2", "--layers=1", "--seq_len=8", "--min_len=3",
          "--batch=8", "--steps=12", "--eval_every=6", "--clip=0.5", "--dropout=0.2",
          "--threads=1"]
+TEXT_FLAGS = ["--task=text", "--dim=32", "--heads=2", "--layers=1", "--seq_len=16", "--batch=4",
+              "--steps=12", "--eval_every=6", "--optimizer=adamw", "--weight_decay=0.1",
+              "--warmup=0", "--clip=0.5", "--dropout=0.2", "--threads=1"]
 FAILURES = []
 
 
@@ -44,7 +49,8 @@ def mpirun(n, args, **kw):
 
 
 def run(cmd, timeout=120):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    # errors="replace": a GPT's sample may be any bytes.
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
 
 
 def tensors(path):
@@ -82,43 +88,76 @@ def out(name):
     return path
 
 
-def equality():
-    one, two, plain = out("one"), out("two"), out("no_dropout")
-    r1 = run([DAGRAD, "train"] + FLAGS + ["--out=" + one])
-    r2 = run(mpirun(2, FLAGS + ["--out=" + two, "--bucket_mb=0.004"]))
-    r3 = run([DAGRAD, "train"] + FLAGS + ["--out=" + plain, "--dropout=0"])
+def text_flags():
+    """TEXT_FLAGS with --data: a few KB of text (the training split needs
+    10 windows)."""
+    corpus = os.path.join(WORK, "corpus.txt")
+    with open(corpus, "w") as f:
+        for i in range(120):
+            f.write(f"{i}: the quick brown fox jumps over the lazy dog, {i * i % 97} times.\n")
+    return TEXT_FLAGS + ["--data=" + corpus]
+
+
+def equality(task, flags):
+    """1 process against 2 ranks for `flags`; the 2 ranks' --out, or None."""
+    one, two, plain = out(task + "_one"), out(task + "_two"), out(task + "_no_dropout")
+    r1 = run([DAGRAD, "train"] + flags + ["--out=" + one])
+    r2 = run(mpirun(2, flags + ["--out=" + two, "--bucket_mb=0.004"]))
+    r3 = run([DAGRAD, "train"] + flags + ["--out=" + plain, "--dropout=0"])
     for r in (r1, r2, r3):
-        check(r.returncode == 0, "train exits 0: " + r.stderr[-500:])
-    if FAILURES:
-        return
+        check(r.returncode == 0, f"{task}: train exits 0: " + r.stderr[-500:])
+    if any(r.returncode != 0 for r in (r1, r2, r3)):
+        return None
     diff = max_diff(one + "/model.safetensors", two + "/model.safetensors")
     moved = max_diff(one + "/model.safetensors", plain + "/model.safetensors")
-    print(f"2 ranks vs 1: max |diff| {diff:.3g}; without dropout: {moved:.3g}")
-    check(diff < 1e-4, "2 ranks train the model of 1 process")
-    check(moved > 100 * diff, "the check tells dropout masks apart")
+    print(f"{task}: 2 ranks vs 1: max |diff| {diff:.3g}; without dropout: {moved:.3g}")
+    check(diff < 1e-4, f"{task}: 2 ranks train the model of 1 process")
+    check(moved > 100 * diff, f"{task}: the check tells dropout masks apart")
     with open(one + "/metrics.csv") as a, open(two + "/metrics.csv") as b:
         rows_a = [line.split(",")[:4] for line in a.read().splitlines()[1:]]
         rows_b = [line.split(",")[:4] for line in b.read().splitlines()[1:]]
-    check(len(rows_a) == len(rows_b) == 2, "rank 0 alone wrote metrics.csv's rows")
+    headings = [line for line in r2.stdout.splitlines()
+                if line.startswith(("training on", "task text", "sample:"))]
+    check(len(headings) == (3 if task == "text" else 1), f"{task}: rank 0 alone prints")
+    check(len(rows_a) == len(rows_b) == 2, f"{task}: rank 0 alone wrote metrics.csv's rows")
     same = all(abs(float(x) - float(y)) < 1e-3 for ra, rb in zip(rows_a, rows_b)
                for x, y in zip(ra, rb))
-    check(same, "the metrics (loss, accuracies) are the job's, not a rank's")
+    check(same, f"{task}: the metrics (loss, accuracies) are the job's, not a rank's")
     return two
 
 
-def resume(full):
-    split = out("split")
-    r1 = run(mpirun(2, FLAGS + ["--out=" + split, "--bucket_mb=0.004", "--stop_after=6"]))
-    r2 = run(mpirun(2, FLAGS + ["--out=" + split, "--bucket_mb=0.004", "--resume"]))
-    check(r1.returncode == 0 and r2.returncode == 0, "stop and --resume exit 0: " + r2.stderr[-500:])
+def resume(task, flags, full):
+    split = out(task + "_split")
+    r1 = run(mpirun(2, flags + ["--out=" + split, "--bucket_mb=0.004", "--stop_after=6"]))
+    r2 = run(mpirun(2, flags + ["--out=" + split, "--bucket_mb=0.004", "--resume"]))
+    check(r1.returncode == 0 and r2.returncode == 0,
+          f"{task}: stop and --resume exit 0: " + r2.stderr[-500:])
     with open(full + "/model.safetensors", "rb") as a, open(split + "/model.safetensors", "rb") as b:
-        check(a.read() == b.read(), "--resume on 2 ranks ends bit-identical to the run never stopped")
+        check(a.read() == b.read(),
+              f"{task}: --resume on 2 ranks ends bit-identical to the run never stopped")
 
 
-def errors():
-    r = run(mpirun(2, FLAGS + ["--out=" + out("odd"), "--batch=7"]))
-    check(r.returncode == 2 and "does not split evenly over 2 ranks" in r.stderr,
-          "an odd global batch is a clear error: " + r.stderr[-300:])
+def errors(text):
+    for task, flags, odd in (("toy", FLAGS, "--batch=7"), ("text", text, "--batch=5")):
+        r = run(mpirun(2, flags + ["--out=" + out(task + "_odd"), odd]))
+        check(r.returncode == 2 and "does not split evenly over 2 ranks" in r.stderr,
+              f"{task}: an odd global batch is a clear error: " + r.stderr[-300:])
+    # The same --data path holding other bytes on rank 1 (run in another
+    # directory, as on another machine) is refused.
+    dirs = [out("text_data_0"), out("text_data_1")]
+    corpus = [f[len("--data="):] for f in text if f.startswith("--data=")][0]
+    with open(corpus) as f:
+        lines = f.read().splitlines(True)
+    for d, changed in zip(dirs, (lines, lines[:-1] + ["the end\n"])):
+        os.makedirs(d)
+        with open(d + "/corpus.txt", "w") as f:
+            f.write("".join(changed))
+    flags = [f for f in text if not f.startswith("--data=")] + [
+        "--data=corpus.txt", "--out=" + out("text_other_data")]
+    r = run([MPIRUN, "-np", "1", "--oversubscribe", "--wdir", dirs[0], DAGRAD, "train"] + flags
+            + [":", "-np", "1", "--wdir", dirs[1], DAGRAD, "train"] + flags)
+    check(r.returncode != 0 and "corpus.txt holds other bytes on rank 1 than on rank 0" in r.stderr,
+          "text: ranks reading different --data bytes are refused: " + r.stderr[-300:])
     mixed = out("mixed")
     r = run([MPIRUN, "-np", "1", "--oversubscribe", DAGRAD, "train"] + FLAGS + ["--out=" + mixed]
             + [":", "-np", "1", DAGRAD, "train"] + FLAGS + ["--out=" + mixed, "--dim=16"])
@@ -202,10 +241,12 @@ def kill():
 
 
 os.makedirs(WORK, exist_ok=True)
-full = equality()
-if full:
-    resume(full)
-errors()
+text = text_flags()
+for task, flags in (("toy", FLAGS), ("text", text)):
+    full = equality(task, flags)
+    if full:
+        resume(task, flags, full)
+errors(text)
 stop()
 kill()
 sys.exit(1 if FAILURES else 0)

@@ -262,18 +262,18 @@ absl::StatusOr<DataParallelOptions> ParallelOptions(const Job& job) {
                              .overlap = absl::GetFlag(FLAGS_overlap)};
 }
 
-int RunToyTrain(const Command& cmd, const RunFlags& flags, Job& job) {
+int RunToyTrain(const Command& cmd, const RunFlags& flags, const DataParallelOptions& parallel,
+                Job& job) {
   absl::StatusOr<models::TrainConfig> config = ConfigFromFlags(flags);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
-  absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
-  if (!parallel.ok()) return UsageError(cmd, std::string(parallel.status().message()));
   models::ToyTrainer* toy = nullptr;  // owned by RunTraining
   TrainingRun run{
       .steps = config->steps,
       .default_out = "runs/train",
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        DAGRAD_ASSIGN_OR_RETURN(auto t, models::ToyTrainer::Create(*config, std::move(device), *parallel));
+        DAGRAD_ASSIGN_OR_RETURN(auto t,
+                                models::ToyTrainer::Create(*config, std::move(device), parallel));
         toy = t.get();
         return t;
       },
@@ -288,12 +288,10 @@ int RunToyTrain(const Command& cmd, const RunFlags& flags, Job& job) {
 int RunTask(const Command& cmd, Job& job) {
   absl::StatusOr<RunFlags> flags = RunFlagsFromFlags();
   if (!flags.ok()) return UsageError(cmd, std::string(flags.status().message()));
-  if (absl::GetFlag(FLAGS_task) != "text") return RunToyTrain(cmd, *flags, job);
-  if (job.parallel()) {
-    return UsageError(cmd, "--task=text trains in one process; data parallelism (mpirun) "
-                           "is for the synthetic tasks");
-  }
-  return RunTextTrain(cmd, *flags, job);
+  absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
+  if (!parallel.ok()) return UsageError(cmd, std::string(parallel.status().message()));
+  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *flags, *parallel, job);
+  return RunToyTrain(cmd, *flags, *parallel, job);
 }
 
 int RunTrain() {

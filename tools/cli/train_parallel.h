@@ -2,8 +2,8 @@
 //
 // `dagrad train` as one rank of a data-parallel job: launched by `mpirun -np
 // N dagrad train ...` (or srun), every rank trains on its slice of the
-// global batch (models/toy_trainer.h); rank 0 alone prints progress and
-// writes the files. A rank that fails prints its error with its rank and
+// global batch (models/toy_trainer.h, gpt_trainer.h); rank 0 alone prints
+// progress and writes the files. A rank that fails prints its error with its rank and
 // ends the whole job (Communicator::Abort), so none waits forever.
 
 #ifndef DAGRAD_TOOLS_CLI_TRAIN_PARALLEL_H_

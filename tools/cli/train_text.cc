@@ -5,7 +5,9 @@
 // --eval_every steps), metrics.csv (validation loss in eval_loss),
 // model.safetensors (model=gpt: `dagrad eval`, `dagrad generate`,
 // tools/reference/gpt.py), loss.svg, attention.svg, forward.dot and
-// train_step.dot; it prints a generated sample at the end.
+// train_step.dot; it prints a generated sample at the end. Under mpirun the
+// ranks train data parallel (models/gpt_trainer.h); rank 0 alone prints,
+// validates, samples and writes.
 
 #include "tools/cli/train_text.h"
 
@@ -97,7 +99,7 @@ absl::Status GraphDots(models::GptTrainer& t, const std::string& dir) {
 // Finish writes the model, the pictures and the graphs, asking `stop`
 // between files, and prints the validation loss and a sample continuing
 // the validation text's first bytes (TrainingRun::finish).
-absl::Status Finish(models::GptTrainer& t, const std::string& dir,
+absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& dir,
                     const models::EvalResult& final_eval, TrainOutputs& outputs,
                     const std::function<bool()>& stop) {
   auto stopped = [&stop] {
@@ -130,13 +132,15 @@ absl::Status Finish(models::GptTrainer& t, const std::string& dir,
   std::cout << "sample:\n" << sample << "\n";
   if (t.config().profile) {
     std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
+    if (job.parallel()) std::cout << CommunicationProfile(t.train_plan().profile());
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-int RunTextTrain(const Command& cmd, const RunFlags& flags, Job& job) {
+int RunTextTrain(const Command& cmd, const RunFlags& flags, const DataParallelOptions& parallel,
+                 Job& job) {
   absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(flags);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
   const std::string dir = absl::GetFlag(FLAGS_out).empty() ? "runs/text" : absl::GetFlag(FLAGS_out);
@@ -146,14 +150,15 @@ int RunTextTrain(const Command& cmd, const RunFlags& flags, Job& job) {
       .default_out = dir,
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        std::cout << "task text: a byte-level GPT on " << config->data << "\n";
-        DAGRAD_ASSIGN_OR_RETURN(auto t, models::GptTrainer::Create(*config, std::move(device)));
+        if (job.writer()) std::cout << "task text: a byte-level GPT on " << config->data << "\n";
+        DAGRAD_ASSIGN_OR_RETURN(
+            auto t, models::GptTrainer::Create(*config, std::move(device), parallel));
         gpt = t.get();
         return t;
       },
       .finish = [&](const models::EvalResult& final_eval, TrainOutputs& outputs,
                     const std::function<bool()>& stop) {
-        return Finish(*gpt, dir, final_eval, outputs, stop);
+        return Finish(*gpt, job, dir, final_eval, outputs, stop);
       }};
   return RunTraining(cmd, run, job);
 }

@@ -12,8 +12,10 @@
 namespace dagrad::cli {
 
 // RunTextTrain runs `cmd` (the train command) with --task=text and the
-// shared training flags (RunTraining); the exit code.
-int RunTextTrain(const Command& cmd, const RunFlags& flags, Job& job);
+// shared training flags (RunTraining) as a rank of `job`, data parallel
+// with `parallel` when the job has several ranks; the exit code.
+int RunTextTrain(const Command& cmd, const RunFlags& flags, const DataParallelOptions& parallel,
+                 Job& job);
 
 }  // namespace dagrad::cli
 
