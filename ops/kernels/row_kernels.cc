@@ -91,6 +91,25 @@ void LayerNormGradRows(const LayerNormArgs<T>& a, int64_t begin, int64_t end) {
   }
 }
 
+// The column sums of dgamma and dbeta: acc[i] += g * xhat, acc[d + i] += g.
+template <typename T>
+void LayerNormParamGradRows(const LayerNormArgs<T>& a, int64_t begin, int64_t end,
+                            double* __restrict acc) {
+  const int64_t d = a.d;
+  double* __restrict dgamma = acc;
+  double* __restrict dbeta = acc + d;
+  for (int64_t r = begin; r < end; ++r) {
+    const T* x = a.x + r * d;
+    const T* g = a.g + r * d;
+    const Moments m = RowMoments(x, d, a.eps);
+    for (int64_t i = 0; i < d; ++i) {
+      const double gi = g[i];
+      dgamma[i] += gi * ((x[i] - m.mean) * m.rstd);
+      dbeta[i] += gi;
+    }
+  }
+}
+
 }  // namespace
 
 double ExpShiftSumF32(const float* x, float* y, int64_t n, float m) {
@@ -119,6 +138,15 @@ void LayerNormGradF32(const LayerNormArgs<float>& args, int64_t begin, int64_t e
 }
 void LayerNormGradF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end) {
   LayerNormGradRows(args, begin, end);
+}
+
+void LayerNormParamGradF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end,
+                           double* acc) {
+  LayerNormParamGradRows(args, begin, end, acc);
+}
+void LayerNormParamGradF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end,
+                           double* acc) {
+  LayerNormParamGradRows(args, begin, end, acc);
 }
 
 }  // namespace dagrad::kernels::DAGRAD_ISA
