@@ -95,25 +95,30 @@ __global__ void RowMomentsKernel(const T* x, int64_t rows, int64_t d, double eps
 // every kRowLanes-th row; the lanes are then added in order.
 constexpr int kColumns = 32, kRowLanes = 8;
 
-// out[j] = sum over rows of g * xhat, out[d + j] = sum over rows of g.
+// out[j] = sum over rows of g * xhat, out[d + j] = sum over rows of g; a
+// block takes tiles of kColumns columns with a grid stride.
 template <typename T>
 __global__ void ParamGradColumnsKernel(const T* x, const T* g, const Moments* moments,
                                        int64_t rows, int64_t d, T* out) {
   __shared__ double sums[2][kRowLanes][kColumns];
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
-  double s_gxhat = 0, s_g = 0;
-  for (int64_t r = threadIdx.y; j < d && r < rows; r += kRowLanes) {
-    const double gi = g[r * d + j];
-    s_gxhat += gi * ((x[r * d + j] - moments[r].mean) * moments[r].rstd);
-    s_g += gi;
+  for (int64_t tile = blockIdx.x; tile * kColumns < d; tile += gridDim.x) {
+    const int64_t j = tile * kColumns + threadIdx.x;
+    double s_gxhat = 0, s_g = 0;
+    for (int64_t r = threadIdx.y; j < d && r < rows; r += kRowLanes) {
+      const double gi = g[r * d + j];
+      s_gxhat += gi * ((x[r * d + j] - moments[r].mean) * moments[r].rstd);
+      s_g += gi;
+    }
+    __syncthreads();  // the previous tile's sums are read
+    sums[0][threadIdx.y][threadIdx.x] = s_gxhat;
+    sums[1][threadIdx.y][threadIdx.x] = s_g;
+    __syncthreads();
+    if (threadIdx.y < 2 && j < d) {
+      double total = 0;
+      for (int lane = 0; lane < kRowLanes; ++lane) total += sums[threadIdx.y][lane][threadIdx.x];
+      out[threadIdx.y * d + j] = static_cast<T>(total);
+    }
   }
-  sums[0][threadIdx.y][threadIdx.x] = s_gxhat;
-  sums[1][threadIdx.y][threadIdx.x] = s_g;
-  __syncthreads();
-  if (threadIdx.y > 1 || j >= d) return;
-  double total = 0;
-  for (int lane = 0; lane < kRowLanes; ++lane) total += sums[threadIdx.y][lane][threadIdx.x];
-  out[threadIdx.y * d + j] = static_cast<T>(total);
 }
 
 absl::Status LayerNormKernel(const KernelContext& ctx) {
