@@ -12,6 +12,7 @@
 #include "ops/vector_math.h"
 
 #include <cmath>
+#include <type_traits>
 
 namespace dagrad::kernels::DAGRAD_ISA {
 namespace {
@@ -75,24 +76,29 @@ void MomentsOfRows(const T* x, int64_t n, double eps, Moments* m) {
   for (int r = 0; r < kRows; ++r) m[r] = {mean[r], 1.0 / std::sqrt(var[r] / n + eps)};
 }
 
+// InGroups calls group(rows, r) for rows [begin, end): rows is
+// std::integral_constant<int, 4> for each group of four rows from r, then
+// <int, 1> for each row left.
+template <typename Group>
+void InGroups(int64_t begin, int64_t end, Group&& group) {
+  constexpr int kGroup = 4;
+  int64_t r = begin;
+  for (; r + kGroup <= end; r += kGroup) group(std::integral_constant<int, kGroup>(), r);
+  for (; r < end; ++r) group(std::integral_constant<int, 1>(), r);
+}
+
 // ForEachRow calls row(r, moments of row r) for rows [begin, end) of x (d
-// elements each), taking the moments of kGroup rows before calling row for
-// any of them. row(r) may overwrite row r of x: it is read for its
+// elements each), taking the moments of a group of rows before calling row
+// for any of them. row(r) may overwrite row r of x: it is read for its
 // moments first, and again only by row(r).
 template <typename T, typename Row>
 void ForEachRow(const T* x, int64_t d, double eps, int64_t begin, int64_t end, Row&& row) {
-  constexpr int kGroup = 4;
-  int64_t r = begin;
-  for (; r + kGroup <= end; r += kGroup) {
-    Moments m[kGroup];
-    MomentsOfRows<kGroup>(x + r * d, d, eps, m);
-    for (int k = 0; k < kGroup; ++k) row(r + k, m[k]);
-  }
-  for (; r < end; ++r) {
-    Moments m[1];
-    MomentsOfRows<1>(x + r * d, d, eps, m);
-    row(r, m[0]);
-  }
+  InGroups(begin, end, [&](auto rows, int64_t r) {
+    constexpr int kRows = decltype(rows)::value;
+    Moments m[kRows];
+    MomentsOfRows<kRows>(x + r * d, d, eps, m);
+    for (int k = 0; k < kRows; ++k) row(r + k, m[k]);
+  });
 }
 
 template <typename T>
@@ -115,25 +121,34 @@ void LayerNormRows(const LayerNormArgs<T>& a, int64_t begin, int64_t end) {
   });
 }
 
-// dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)), gy = g * gamma.
+// dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)), gy = g * gamma, a
+// group of rows at a time (InGroups), their sums side by side.
 template <typename T>
 void LayerNormGradRows(const LayerNormArgs<T>& a, int64_t begin, int64_t end) {
   const int64_t d = a.d;
   const T* gamma = a.gamma;
-  ForEachRow(a.x, d, a.eps, begin, end, [&](int64_t r, const Moments& m) {
-    const T* x = a.x + r * d;
-    const T* g = a.g + r * d;
-    T* dx = a.y + r * d;
-    auto gy = [&](int64_t i) -> double {
-      return gamma ? static_cast<double>(g[i]) * gamma[i] : static_cast<double>(g[i]);
+  InGroups(begin, end, [&](auto rows, int64_t r0) {
+    constexpr int kRows = decltype(rows)::value;
+    const T* x = a.x + r0 * d;
+    const T* g = a.g + r0 * d;
+    T* dx = a.y + r0 * d;
+    Moments m[kRows];
+    MomentsOfRows<kRows>(x, d, a.eps, m);
+    auto gy = [&](int r, int64_t i) -> double {
+      const double gi = g[r * d + i];
+      return gamma ? gi * gamma[i] : gi;
     };
-    const double mean_gy = SumLanes<kLanes>(d, gy) / d;
-    const double mean_gy_xhat =
-        SumLanes<kLanes>(d, [&](int64_t i) { return gy(i) * ((x[i] - m.mean) * m.rstd); }) / d;
-    // Read x[i] and g[i] before writing dx[i]: dx may be x's buffer.
-    for (int64_t i = 0; i < d; ++i) {
-      const double xhat = (x[i] - m.mean) * m.rstd;
-      dx[i] = static_cast<T>(m.rstd * (gy(i) - mean_gy - xhat * mean_gy_xhat));
+    auto xhat = [&](int r, int64_t i) { return (x[r * d + i] - m[r].mean) * m[r].rstd; };
+    double sum_gy[kRows], sum_gy_xhat[kRows];
+    SumsOfRows<kRows>(d, gy, sum_gy);
+    SumsOfRows<kRows>(d, [&](int r, int64_t i) { return gy(r, i) * xhat(r, i); }, sum_gy_xhat);
+    // Row r's x and g are read before its dx is written: dx may be x's buffer.
+    for (int r = 0; r < kRows; ++r) {
+      const double mean_gy = sum_gy[r] / d, mean_gy_xhat = sum_gy_xhat[r] / d;
+      for (int64_t i = 0; i < d; ++i) {
+        dx[r * d + i] =
+            static_cast<T>(m[r].rstd * (gy(r, i) - mean_gy - xhat(r, i) * mean_gy_xhat));
+      }
     }
   });
 }
