@@ -4,7 +4,7 @@
 //
 // Each row's mean and variance are accumulated in double with two passes
 // (mean, then squared deviations), which avoids the cancellation of
-// E[x^2] - E[x]^2 on rows with a large mean. The backward kernel recomputes
+// E[x^2] - E[x]^2 on rows with a large mean. The backward kernels recompute
 // them rather than saving them from the forward pass: a row is re-read from
 // cache for a few flops per element, and the graph needs no second output.
 // The row loops are ISA-level kernels (ops/kernels/row_kernels.cc).
@@ -68,7 +68,7 @@ absl::Status CheckGradient(const InferContext& ctx, int i) {
   return absl::OkStatus();
 }
 
-// The row kernels run the active ISA level's row kernels
+// layer_norm and layer_norm_grad run the active ISA level's row kernels
 // (ops/kernels/row_kernels.cc), over chunks of rows split across threads.
 template <typename T>
 absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
@@ -115,9 +115,9 @@ Value RowOf(Value pair, int64_t i) {
 }
 
 // y = xhat * gamma + beta, xhat = LayerNorm(x) without gamma and beta:
-//   dx (..., D)          = layer_norm_grad(x, gamma, g), fused;
-//   (dgamma, dbeta) (2, D) = layer_norm_param_grad(x, g): the sums over rows
-//                          of g * xhat and of g, fused.
+//   dx (..., D)            = layer_norm_grad(x, gamma, g), fused;
+//   (dgamma, dbeta) (2, D) = layer_norm_param_grad(x, g): the sums over
+//                            rows of g * xhat and of g, fused.
 std::vector<Value> LayerNormBackward(const GradContext& c) {
   const double eps = c.attrs().GetFloat("eps");
   const Value x = c.inputs[0], gamma = c.inputs[1], g = c.grad;
@@ -192,9 +192,10 @@ template <typename T>
 absl::Status ParamGradRows(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   const auto [rows, d] = RowsOf(*ctx.in(0).shape);
-  const LayerNormArgs<T> args = {d,       ctx.attrs().GetFloat("eps"), ctx.in(0).as<T>(),
-                                 nullptr, nullptr,                     ctx.in(1).as<T>(),
-                                 nullptr};
+  const LayerNormArgs<T> args = {.d = d,
+                                 .eps = ctx.attrs().GetFloat("eps"),
+                                 .x = ctx.in(0).as<T>(),
+                                 .g = ctx.in(1).as<T>()};
   const int64_t block = std::max<int64_t>(1, kGrain / std::max<int64_t>(d, 1));
   const int64_t blocks = (rows + block - 1) / block;
   std::vector<double> partial(blocks * 2 * d, 0.0);
