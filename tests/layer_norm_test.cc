@@ -166,6 +166,16 @@ TEST(LayerNorm, InPlaceOverGroupsOfRows) {
   EXPECT_EQ(AsDoubles(out[1]), AsDoubles(out[3]));
 }
 
+// No rows: dgamma and dbeta are empty sums, zeros.
+TEST(LayerNorm, ParamGradOfNoRowsIsZero) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {0, 3});
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {LayerNormParamGrad(x, x)},
+                                         {{x, T<float>({0, 3}, std::vector<float>{})}}));
+  EXPECT_EQ(out[0].shape(), Shape({2, 3}));
+  ExpectAllClose(out[0], std::vector<double>(6, 0.0), 0, 0, "dparams");
+}
+
 // A constant row has variance 0: its output is beta, and eps keeps 1/std
 // finite (1/sqrt(eps)), as in PyTorch.
 TEST(LayerNorm, ConstantRowGivesBeta) {
