@@ -1,10 +1,10 @@
-// Layer normalisation over the last axis and its fused backward op for dx,
-// each read top to bottom: shape inference, CPU kernel, gradient rule,
-// OpDef, builder.
+// Layer normalisation over the last axis and its fused backward ops, for
+// dx and for dgamma with dbeta, each read top to bottom: shape inference,
+// CPU kernel, gradient rule, OpDef, builder.
 //
 // Each row's mean and variance are accumulated in double with two passes
 // (mean, then squared deviations), which avoids the cancellation of
-// E[x^2] - E[x]^2 on rows with a large mean. The backward kernel recomputes
+// E[x^2] - E[x]^2 on rows with a large mean. The backward kernels recompute
 // them rather than saving them from the forward pass: a row is re-read from
 // cache for a few flops per element, and the graph needs no second output.
 // The row loops are ISA-level kernels (ops/kernels/row_kernels.cc).
@@ -14,14 +14,14 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "engine/status_macros.h"
 #include "ops/cpu_isa.h"
-#include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
-#include "ops/reduce.h"
 #include "ops/registry.h"
+#include "ops/shape_ops.h"
 #include "ops/vector_math.h"
 
 namespace dagrad {
@@ -58,7 +58,17 @@ absl::Status CheckRows(const InferContext& ctx, std::initializer_list<int> affin
   return absl::OkStatus();
 }
 
-// Both kernels run the active ISA level's row kernels
+// CheckGradient validates input `i`, g = dL/dy, against x (input 0).
+absl::Status CheckGradient(const InferContext& ctx, int i) {
+  if (ctx.in(i).dtype != ctx.in(0).dtype || ctx.in(i).shape != ctx.in(0).shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "g must match x (", DTypeName(ctx.in(0).dtype), " ", ctx.in(0).shape.ToString(),
+        "), got ", DTypeName(ctx.in(i).dtype), " ", ctx.in(i).shape.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// layer_norm and layer_norm_grad run the active ISA level's row kernels
 // (ops/kernels/row_kernels.cc), over chunks of rows split across threads.
 template <typename T>
 absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
@@ -99,18 +109,23 @@ absl::Status LayerNormKernel(const KernelContext& ctx) {
                        [&](auto tag) { return LayerNormRows<decltype(tag)>(ctx, false); });
 }
 
+// RowOf returns row `i` of a (2, D) value as a (D,) one.
+Value RowOf(Value pair, int64_t i) {
+  return Reshape(Slice(pair, 0, i, i + 1), {pair.shape()[1]});
+}
+
 // y = xhat * gamma + beta, xhat = LayerNorm(x) without gamma and beta:
-//   dx (..., D)     = layer_norm_grad(x, gamma, g), fused;
-//   dgamma (D,)     = sum over rows of g * xhat;
-//   dbeta (D,)      = sum over rows of g.
+//   dx (..., D)            = layer_norm_grad(x, gamma, g), fused;
+//   (dgamma, dbeta) (2, D) = layer_norm_param_grad(x, g): the sums over
+//                            rows of g * xhat and of g, fused.
 std::vector<Value> LayerNormBackward(const GradContext& c) {
   const double eps = c.attrs().GetFloat("eps");
-  const Value x = c.inputs[0], gamma = c.inputs[1], beta = c.inputs[2], g = c.grad;
+  const Value x = c.inputs[0], gamma = c.inputs[1], g = c.grad;
   Value dx = c.needs[0] ? LayerNormGrad(x, gamma, g, eps) : Value();
-  Value dgamma =
-      c.needs[1] ? SumTo(g * LayerNorm(x, Value(), Value(), eps), gamma.shape()) : Value();
-  Value dbeta = c.needs[2] ? SumTo(g, beta.shape()) : Value();
-  return {dx, dgamma, dbeta};
+  if (!c.needs[1] && !c.needs[2]) return {dx, Value(), Value()};
+  const Value dparams = LayerNormParamGrad(x, g, eps);
+  return {dx, c.needs[1] ? RowOf(dparams, 0) : Value(),
+          c.needs[2] ? RowOf(dparams, 1) : Value()};
 }
 
 const OpDef kLayerNorm = {.name = "layer_norm",
@@ -134,11 +149,7 @@ namespace {
 // layer_norm_grad(x, gamma?, g).
 absl::StatusOr<TensorType> InferLayerNormGrad(const InferContext& ctx) {
   if (absl::Status st = CheckRows(ctx, {1}); !st.ok()) return st;
-  if (ctx.in(2).dtype != ctx.in(0).dtype || ctx.in(2).shape != ctx.in(0).shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "g must match x (", DTypeName(ctx.in(0).dtype), " ", ctx.in(0).shape.ToString(),
-        "), got ", DTypeName(ctx.in(2).dtype), " ", ctx.in(2).shape.ToString()));
-  }
+  if (absl::Status st = CheckGradient(ctx, 2); !st.ok()) return st;
   return ctx.in(0);
 }
 
@@ -162,6 +173,84 @@ Value LayerNormGrad(Value x, Value gamma, Value g, double eps) {
                  /*optional=*/0b010);
 }
 
-std::vector<const OpDef*> LayerNormOps() { return {&kLayerNorm, &kLayerNormGrad}; }
+// ---- layer_norm_param_grad: dgamma and dbeta, fused --------------------------
+
+namespace {
+
+// layer_norm_param_grad(x, g) -> (2, D).
+absl::StatusOr<TensorType> InferLayerNormParamGrad(const InferContext& ctx) {
+  if (absl::Status st = CheckRows(ctx, {}); !st.ok()) return st;
+  if (absl::Status st = CheckGradient(ctx, 1); !st.ok()) return st;
+  const Shape& x = ctx.in(0).shape;
+  return TensorType{ctx.in(0).dtype, Shape({2, x[x.rank() - 1]})};
+}
+
+// Rows go in blocks fixed by D alone, each block's sums into its own slot,
+// and the slots are added in block order: the result does not depend on
+// how many threads share the blocks.
+template <typename T>
+absl::Status ParamGradRows(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
+  const auto [rows, d] = RowsOf(*ctx.in(0).shape);
+  const LayerNormArgs<T> args = {.d = d,
+                                 .eps = ctx.attrs().GetFloat("eps"),
+                                 .x = ctx.in(0).as<T>(),
+                                 .g = ctx.in(1).as<T>()};
+  const int64_t block = std::max<int64_t>(1, kGrain / std::max<int64_t>(d, 1));
+  const int64_t blocks = (rows + block - 1) / block;
+  std::vector<double> partial(blocks * 2 * d, 0.0);
+  ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      double* acc = partial.data() + k * 2 * d;
+      const int64_t first = k * block, last = std::min(rows, first + block);
+      if constexpr (std::is_same_v<T, float>) {
+        kernels->layer_norm_param_grad_f32(args, first, last, acc);
+      } else {
+        kernels->layer_norm_param_grad_f64(args, first, last, acc);
+      }
+    }
+  });
+  std::vector<double> total(2 * d, 0.0);
+  for (int64_t k = 0; k < blocks; ++k) {
+    for (int64_t j = 0; j < 2 * d; ++j) total[j] += partial[k * 2 * d + j];
+  }
+  T* out = ctx.output.as<T>();
+  for (int64_t j = 0; j < 2 * d; ++j) out[j] = static_cast<T>(total[j]);
+  return absl::OkStatus();
+}
+
+absl::Status LayerNormParamGradKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype,
+                       [&](auto tag) { return ParamGradRows<decltype(tag)>(ctx); });
+}
+
+// p = (sum over rows of g * xhat, sum over rows of g); with G = dL/dp:
+//   dx (..., D) = layer_norm_grad(x, G[0], g): d/dx of sum(g * G[0] * xhat);
+//   dg (..., D) = xhat * G[0] + G[1] = layer_norm(x, G[0], G[1]).
+// So LayerNorm's dgamma and dbeta have second derivatives, as they had when
+// they were built from mul and sum.
+std::vector<Value> LayerNormParamGradBackward(const GradContext& c) {
+  const double eps = c.attrs().GetFloat("eps");
+  const Value x = c.inputs[0], g = c.inputs[1];
+  const Value dgamma = RowOf(c.grad, 0);
+  return {c.needs[0] ? LayerNormGrad(x, dgamma, g, eps) : Value(),
+          c.needs[1] ? LayerNorm(x, dgamma, RowOf(c.grad, 1), eps) : Value()};
+}
+
+const OpDef kLayerNormParamGrad = {.name = "layer_norm_param_grad",
+                                   .dot_label = "LayerNormParams'",
+                                   .infer = InferLayerNormParamGrad,
+                                   .cpu = LayerNormParamGradKernel,
+                                   .grad = LayerNormParamGradBackward};
+
+}  // namespace
+
+Value LayerNormParamGrad(Value x, Value g, double eps) {
+  return BuildOp(kLayerNormParamGrad, {x, g}, Attrs().Float("eps", eps));
+}
+
+std::vector<const OpDef*> LayerNormOps() {
+  return {&kLayerNorm, &kLayerNormGrad, &kLayerNormParamGrad};
+}
 
 }  // namespace dagrad

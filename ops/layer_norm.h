@@ -8,9 +8,10 @@
 //   Value h = LayerNorm(x, gamma, beta);          // x (B, T, E), gamma/beta (E,)
 //   Value n = LayerNorm(x, Value(), Value());     // no affine part
 //
-// The forward pass is one fused kernel. Its backward is a fused kernel for
-// dx (layer_norm_grad, which recomputes each row's mean and 1/std instead of
-// storing them) and ordinary ops for dgamma and dbeta.
+// The forward pass is one fused kernel. Its backward is two: dx
+// (layer_norm_grad) and dgamma with dbeta (layer_norm_param_grad, one pass
+// over the rows); each recomputes a row's mean and 1/std instead of storing
+// them.
 
 #ifndef DAGRAD_OPS_LAYER_NORM_H_
 #define DAGRAD_OPS_LAYER_NORM_H_
@@ -46,6 +47,19 @@ Value LayerNorm(Value x, Value gamma, Value beta, double eps = 1e-5);
 //
 //   Value dx = LayerNormGrad(x, gamma, dy, 1e-5);  // x, dy (B, T, E)
 Value LayerNormGrad(Value x, Value gamma, Value g, double eps = 1e-5);
+
+// LayerNormParamGrad returns dL/dgamma and dL/dbeta of LayerNorm(x, gamma,
+// beta, eps) given g = dL/dy, as the rows of one (2, D) value: row 0 is the
+// sum over x's rows of g * xhat (xhat = (x - mean) * rstd), row 1 the sum
+// of g. Sums run in double in an order that does not depend on the thread
+// count. It is LayerNorm's backward kernel for its parameters; its own
+// gradient is layer_norm_grad in x and layer_norm in g.
+//   x: (..., D); g: x's shape  ->  (2, D)
+//
+// Errors (InvalidArgument): as LayerNormGrad.
+//
+//   Value dparams = LayerNormParamGrad(x, dy, 1e-5);  // (2, E): dgamma, dbeta
+Value LayerNormParamGrad(Value x, Value g, double eps = 1e-5);
 
 }  // namespace dagrad
 

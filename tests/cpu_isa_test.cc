@@ -341,6 +341,67 @@ TEST(CpuIsa, LayerNormDoubleOfEveryLevelIsBitIdenticalToTheBaseline) {
   CheckLayerNormLevels<double>();
 }
 
+// layer_norm_param_grad's column sums: rows [0, 1) then [1, rows) into an
+// accumulator that starts at `acc0`, the way the op adds a block's rows.
+template <typename T>
+std::vector<double> RunParamGrad(const CpuKernels& k, const LayerNormArgs<T>& args, int64_t rows,
+                                 double acc0) {
+  std::vector<double> acc(2 * args.d, acc0);
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 1}, {1, rows}}) {
+    if constexpr (std::is_same_v<T, float>) {
+      k.layer_norm_param_grad_f32(args, b, e, acc.data());
+    } else {
+      k.layer_norm_param_grad_f64(args, b, e, acc.data());
+    }
+  }
+  return acc;
+}
+
+template <typename T>
+void CheckParamGradLevels() {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  for (int64_t d : {1, 7, 16, 33, 128, 515}) {
+    const int64_t rows = 5;
+    std::vector<T> x(rows * d), g(rows * d);
+    for (T& v : x) v = static_cast<T>(100 + u(rng));  // a large mean
+    for (T& v : g) v = static_cast<T>(u(rng));
+    const LayerNormArgs<T> args = {d, 1e-5, x.data(), nullptr, nullptr, g.data(), nullptr};
+    const std::vector<double> want = RunParamGrad(KernelsFor(CpuIsa::kBaseline), args, rows, 0.5);
+    // The baseline against long double: xhat is good to a few ulps of x
+    // times rstd, each product and sum rounds once in double.
+    for (int64_t i = 0; i < d; ++i) {
+      long double dgamma = 0.5L, dbeta = 0.5L, scale = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = x.data() + r * d;
+        long double mean = 0, var = 0;
+        for (int64_t j = 0; j < d; ++j) mean += row[j];
+        mean /= d;
+        for (int64_t j = 0; j < d; ++j) var += (row[j] - mean) * (row[j] - mean);
+        const long double rstd = 1 / std::sqrt(var / d + 1e-5L);
+        dgamma += g[r * d + i] * (row[i] - mean) * rstd;
+        dbeta += g[r * d + i];
+        scale += std::fabs(g[r * d + i] * row[i] * rstd);
+      }
+      const double bound = static_cast<double>(8 * std::numeric_limits<double>::epsilon() *
+                                               (1 + scale));
+      ASSERT_NEAR(want[i], static_cast<double>(dgamma), bound) << "dgamma d = " << d;
+      ASSERT_NEAR(want[d + i], static_cast<double>(dbeta), 1e-14) << "dbeta d = " << d;
+    }
+    for (CpuIsa isa : CpuIsaRunnable()) {
+      EXPECT_EQ(RunParamGrad(KernelsFor(isa), args, rows, 0.5), want)
+          << CpuIsaName(isa) << " d = " << d;
+    }
+  }
+}
+
+TEST(CpuIsa, LayerNormParamGradFloatOfEveryLevelIsBitIdenticalToTheBaseline) {
+  CheckParamGradLevels<float>();
+}
+TEST(CpuIsa, LayerNormParamGradDoubleOfEveryLevelIsBitIdenticalToTheBaseline) {
+  CheckParamGradLevels<double>();
+}
+
 // ---- Sums in double: column sums, softmax's backward rows --------------------
 
 TEST(CpuIsa, SumColumnsOfEveryLevelIsBitIdenticalToTheBaseline) {

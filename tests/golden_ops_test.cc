@@ -202,8 +202,9 @@ Value GeluOf(const Inputs& in, const Json& a) {
 
 const std::map<std::string, Golden>& NnOps() {
   static const auto* const cases = new std::map<std::string, Golden>{
-      // ops/layer_norm.cc (layer_norm_grad through the gradients). dx scales
-      // with 1/std: the constant row's is 1/sqrt(eps) ~ 316 times gy.
+      // ops/layer_norm.cc (layer_norm_grad and layer_norm_param_grad through
+      // the gradients). dx scales with 1/std: the constant row's is
+      // 1/sqrt(eps) ~ 316 times gy.
       {"layer_norm_affine_3d", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},
       {"layer_norm_plain", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},
       {"layer_norm_gamma_only", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},

@@ -1,5 +1,5 @@
 // The op cases (tests/support/op_case.h) of layer_norm and its fused
-// backward, ops/layer_norm.cc.
+// backward ops, ops/layer_norm.cc.
 
 #include <vector>
 
@@ -23,6 +23,32 @@ CaseBuild LayerNormDx(Shape shape) {
     auto dx = Gradients(Sum(Mul(y, b.Input("w", d, shape))), {x});
     b.Out(dx.ok() ? (*dx)[0] : b.graph().Error(dx.status()));
   };
+}
+
+// LayerNormDParams outputs d/d(gamma, beta) of sum(layer_norm(x, gamma,
+// beta) * w), x of `shape`: layer_norm_param_grad, called as autodiff calls it.
+CaseBuild LayerNormDParams(Shape shape) {
+  return [shape](CaseBuilder& b, DType d) {
+    const Value x = b.Input("x", d, shape, -2, 5);
+    const Value gamma = b.Input("gamma", d, {shape.dims().back()});
+    const Value beta = b.Input("beta", d, {shape.dims().back()});
+    const Value y = LayerNorm(x, gamma, beta);
+    auto grads = Gradients(Sum(Mul(y, b.Input("w", d, shape))), {gamma, beta});
+    if (!grads.ok()) {
+      b.Out(b.graph().Error(grads.status()));
+      return;
+    }
+    b.Out((*grads)[0]);
+    b.Out((*grads)[1]);
+  };
+}
+
+// The example of ops/layer_norm.h, gradchecked: the rule's two ops.
+void LayerNormParamGradExample(CaseBuilder& b, DType d) {
+  const Value x = b.Input("x", d, {2, 3, 5}, -2, 5);
+  const Value dy = b.Input("dy", d, {2, 3, 5});
+  Value dparams = LayerNormParamGrad(x, dy, 1e-5);  // (2, E): dgamma, dbeta
+  b.Out(dparams);
 }
 
 }  // namespace
@@ -77,5 +103,15 @@ DAGRAD_OP_CASE(layer_norm_grad,
                             .modes = kBackendModes,
                             .gradients = false}},
                .bench = LayerNormDx({2048, 512}), .flags = kBackwardOnly);
+
+// layer_norm_param_grad, LayerNorm's fused dgamma and dbeta, has a rule
+// (layer_norm_grad and layer_norm), gradchecked in "header_example". Rows
+// go in blocks of 16384 / D: "blocks" has 3 (54 rows each at D = 300).
+DAGRAD_OP_CASE(layer_norm_param_grad,
+               .configs = {{.name = "header_example", .build = LayerNormParamGradExample},
+                           {.name = "blocks",
+                            .build = LayerNormDParams({2, 70, 300}),
+                            .modes = kBackendModes}},
+               .bench = LayerNormDParams({2048, 512}));
 
 }  // namespace dagrad::testing

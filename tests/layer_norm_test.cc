@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "ops/cpu_runtime.h"
@@ -79,6 +81,38 @@ TEST(LayerNorm, ManyRowsAcrossThreads) {
   EXPECT_TRUE(SetNumThreads(threads).ok());
 }
 
+// layer_norm_param_grad sums rows in blocks fixed by D (1024 rows at D =
+// 16, so 5 here) and adds the blocks in order: the same bits at 1, 2 and 4
+// threads, and the sums of g * layer_norm(x) and of g in float64.
+TEST(LayerNorm, ParamGradIsTheSameAtEveryThreadCount) {
+  const Shape shape({5000, 16});
+  const Tensor xv = ToFloat32(Random(DType::kFloat64, shape, 3, -2, 5));
+  const Tensor gv = ToFloat32(Random(DType::kFloat64, shape, 4));
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, shape), dy = g.Input("dy", DType::kFloat32, shape);
+  Value x64 = g.Input("x64", DType::kFloat64, shape);
+  Value dy64 = g.Input("dy64", DType::kFloat64, shape);
+  Value composed = Concat({Sum(Mul(dy64, LayerNorm(x64, Value(), Value())), {0}, true),
+                           Sum(dy64, {0}, true)},
+                          0);
+  const Feeds feeds = {{x, xv},
+                       {dy, gv},
+                       {x64, T<double>(shape, AsDoubles(xv))},
+                       {dy64, T<double>(shape, AsDoubles(gv))}};
+  const int threads = NumThreads();
+  std::vector<std::vector<double>> got;
+  for (int n : {1, 2, 4}) {
+    ASSERT_TRUE(SetNumThreads(n).ok());
+    auto out = RunOnce(g, {LayerNormParamGrad(x, dy), composed}, feeds);
+    ASSERT_TRUE(SetNumThreads(threads).ok());
+    ASSERT_OK(out.status());
+    got.push_back(AsDoubles((*out)[0]));
+    ExpectAllClose((*out)[0], AsDoubles((*out)[1]), 1e-6, 1e-6, absl::StrCat(n, " threads"));
+  }
+  EXPECT_EQ(got[1], got[0]);
+  EXPECT_EQ(got[2], got[0]);
+}
+
 // layer_norm and layer_norm_grad may write over x: each row is read whole
 // before any of it is written. Where x is an intermediate that dies there,
 // the planner lets them, and the values are those of HandWorkedValues.
@@ -109,6 +143,37 @@ TEST(LayerNorm, InPlaceOverADyingInput) {
   }
   ExpectAllClose(out[0], want_y, 1e-14, 1e-15, "y");
   ExpectAllClose(out[1], want_dx, 1e-12, 1e-14, "dx");
+}
+
+// The row kernels take moments four rows at a time before writing any of
+// them: in place over 9 rows (two groups and a rest) they give the bits
+// they give into a buffer of their own.
+TEST(LayerNorm, InPlaceOverGroupsOfRows) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {9, 6});
+  Value dy = g.Input("dy", DType::kFloat32, {9, 6});
+  Value gamma = g.Input("gamma", DType::kFloat32, {6});
+  const std::vector<Value> fetches = {LayerNorm(x + 0.0, gamma, Value()),
+                                      LayerNormGrad(x * 1.0, gamma, dy),
+                                      LayerNorm(x, gamma, Value()), LayerNormGrad(x, gamma, dy)};
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile(fetches));
+  EXPECT_EQ(plan->info().num_in_place, 2);
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{x, Random(DType::kFloat32, {9, 6}, 8, -3, 9)},
+                                                  {dy, Random(DType::kFloat32, {9, 6}, 9)},
+                                                  {gamma, Random(DType::kFloat32, {6}, 10)}}));
+  EXPECT_EQ(AsDoubles(out[0]), AsDoubles(out[2]));
+  EXPECT_EQ(AsDoubles(out[1]), AsDoubles(out[3]));
+}
+
+// No rows: dgamma and dbeta are empty sums, zeros.
+TEST(LayerNorm, ParamGradOfNoRowsIsZero) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {0, 3});
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {LayerNormParamGrad(x, x)},
+                                         {{x, T<float>({0, 3}, std::vector<float>{})}}));
+  EXPECT_EQ(out[0].shape(), Shape({2, 3}));
+  ExpectAllClose(out[0], std::vector<double>(6, 0.0), 0, 0, "dparams");
 }
 
 // A constant row has variance 0: its output is beta, and eps keeps 1/std
@@ -177,6 +242,12 @@ TEST(LayerNorm, Errors) {
                 absl::StatusCode::kInvalidArgument,
                 "layer_norm_grad 'layer_norm_grad': g must match x (float32 (2, 3, 4)), got "
                 "float32 (6, 4)");
+  EXPECT_STATUS(LayerNormParamGrad(x, Reshape(x, {6, 4})).status(),
+                absl::StatusCode::kInvalidArgument,
+                "layer_norm_param_grad 'layer_norm_param_grad': g must match x (float32 (2, 3, "
+                "4)), got float32 (6, 4)");
+  EXPECT_STATUS(LayerNormParamGrad(scalar, scalar).status(), absl::StatusCode::kInvalidArgument,
+                "x must have rank >= 1");
   {
     Graph::Scope s(g, "encoder/ln1");
     EXPECT_STATUS(LayerNorm(x, bad_gamma, Value()).status(), absl::StatusCode::kInvalidArgument,

@@ -1,12 +1,13 @@
 // CUDA kernels of the layer_norm family (ops/layer_norm.cc): layer_norm and
-// layer_norm_grad, one block per row of the last axis. Like the CPU
-// kernels they take each row's mean and variance in double with two passes
-// and recompute them in the backward kernel; the sums are combined in
-// another order, so results agree to float32 rounding.
+// layer_norm_grad, one block per row of the last axis, and
+// layer_norm_param_grad, which stores each row's moments and then sums
+// columns. Like the CPU kernels they take each row's mean and variance in
+// double with two passes and recompute them in the backward kernels; the
+// sums are combined in another order, so results agree to float32 rounding.
 //
-// Both ops may run in place (the output over x): every read of x for a
-// row's sums precedes the block reductions, and the final pass reads x[i]
-// before the same thread writes y[i].
+// layer_norm and layer_norm_grad may run in place (the output over x):
+// every read of x for a row's sums precedes the block reductions, and the
+// final pass reads x[i] before the same thread writes y[i].
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
@@ -79,6 +80,46 @@ __global__ void LayerNormGradKernelImpl(const T* x, const T* gamma, const T* g, 
   }
 }
 
+// RowMomentsKernel stores each row's mean and rstd.
+template <typename T>
+__global__ void RowMomentsKernel(const T* x, int64_t rows, int64_t d, double eps,
+                                 Moments* moments) {
+  __shared__ double shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Moments m = RowMoments(x + r * d, d, eps, shared);
+    if (threadIdx.x == 0) moments[r] = m;
+  }
+}
+
+// A block sums kColumns columns, kRowLanes threads per column each taking
+// every kRowLanes-th row; the lanes are then added in order.
+constexpr int kColumns = 32, kRowLanes = 8;
+
+// out[j] = sum over rows of g * xhat, out[d + j] = sum over rows of g; a
+// block takes tiles of kColumns columns with a grid stride.
+template <typename T>
+__global__ void ParamGradColumnsKernel(const T* x, const T* g, const Moments* moments,
+                                       int64_t rows, int64_t d, T* out) {
+  __shared__ double sums[2][kRowLanes][kColumns];
+  for (int64_t tile = blockIdx.x; tile * kColumns < d; tile += gridDim.x) {
+    const int64_t j = tile * kColumns + threadIdx.x;
+    double s_gxhat = 0, s_g = 0;
+    for (int64_t r = threadIdx.y; j < d && r < rows; r += kRowLanes) {
+      const double gi = g[r * d + j];
+      s_gxhat += gi * ((x[r * d + j] - moments[r].mean) * moments[r].rstd);
+      s_g += gi;
+    }
+    __syncthreads();  // the previous tile's sums are read
+    sums[0][threadIdx.y][threadIdx.x] = s_gxhat;
+    sums[1][threadIdx.y][threadIdx.x] = s_g;
+    __syncthreads();
+    if (threadIdx.y < 2 && j < d) {
+      double total = 0;
+      for (int lane = 0; lane < kRowLanes; ++lane) total += sums[threadIdx.y][lane][threadIdx.x];
+      out[threadIdx.y * d + j] = static_cast<T>(total);
+    }
+  }
+}
 
 absl::Status LayerNormKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
@@ -107,10 +148,33 @@ absl::Status LayerNormGradKernel(const KernelContext& ctx) {
   });
 }
 
+absl::Status LayerNormParamGradKernel(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    const auto [rows, d] = RowsOf(*ctx.in(0).shape);
+    if (d == 0) return absl::OkStatus();
+    CudaContext& cuda = CudaContextOf(ctx);
+    const T* x = ctx.in(0).as<T>();
+    DAGRAD_ASSIGN_OR_RETURN(CudaBuffer moments,
+                            cuda.Scratch(std::max<int64_t>(rows, 1) * sizeof(Moments)));
+    if (rows > 0) {
+      RowMomentsKernel<<<cuda::GridFor(rows, 1), cuda::RowThreads(d), 0, cuda.stream()>>>(
+          x, rows, d, ctx.attrs().GetFloat("eps"), moments.as<Moments>());
+      DAGRAD_RETURN_IF_ERROR(CheckLaunch("RowMomentsKernel"));
+    }
+    ParamGradColumnsKernel<<<cuda::GridFor(d, kColumns), dim3(kColumns, kRowLanes), 0,
+                             cuda.stream()>>>(x, ctx.in(1).as<T>(), moments.as<Moments>(), rows,
+                                              d, ctx.output.as<T>());
+    return CheckLaunch("ParamGradColumnsKernel");
+  });
+}
+
 }  // namespace
 
 std::vector<CudaKernelEntry> CudaLayerNormKernels() {
-  return {{"layer_norm", LayerNormKernel}, {"layer_norm_grad", LayerNormGradKernel}};
+  return {{"layer_norm", LayerNormKernel},
+          {"layer_norm_grad", LayerNormGradKernel},
+          {"layer_norm_param_grad", LayerNormParamGradKernel}};
 }
 
 }  // namespace dagrad

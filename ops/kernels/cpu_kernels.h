@@ -63,7 +63,8 @@ struct DropoutArgs {
 
 // LayerNormArgs: rows of d elements of x (row-major) and their outputs y;
 // gamma, beta: (d,) or null. layer_norm_grad reads g (like x) and writes dx
-// to y, using gamma only. y may be x's buffer.
+// to y, using gamma only. y may be x's buffer. layer_norm_param_grad reads
+// x and g only (its sums go to an accumulator of its own).
 template <typename T>
 struct LayerNormArgs {
   int64_t d;
@@ -125,6 +126,14 @@ struct CpuKernels {
   void (*layer_norm_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
   void (*layer_norm_grad_f32)(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
   void (*layer_norm_grad_f64)(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
+  // layer_norm_param_grad_*: for rows [begin, end) in order, acc[j] +=
+  // g[j] * xhat[j] and acc[d + j] += g[j], in double (xhat in double from
+  // the forward pass's moments). No fused multiply-add: bit-identical on
+  // every level.
+  void (*layer_norm_param_grad_f32)(const LayerNormArgs<float>& args, int64_t begin, int64_t end,
+                                    double* acc);
+  void (*layer_norm_param_grad_f64)(const LayerNormArgs<double>& args, int64_t begin,
+                                    int64_t end, double* acc);
 
   // sum_columns_f32 adds rows [0, rows) of in (row stride `stride`) to
   // acc[j] for each column j < len, in double: four rows at a time as

@@ -22,6 +22,8 @@ const CpuKernels& Table() {
       .layer_norm_f64 = LayerNormF64,
       .layer_norm_grad_f32 = LayerNormGradF32,
       .layer_norm_grad_f64 = LayerNormGradF64,
+      .layer_norm_param_grad_f32 = LayerNormParamGradF32,
+      .layer_norm_param_grad_f64 = LayerNormParamGradF64,
       .sum_columns_f32 = SumColumnsF32,
       .softmax_grad_f32 = SoftmaxGradF32,
       .gelu_f32 = GeluF32,

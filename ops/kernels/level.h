@@ -39,6 +39,10 @@ void LayerNormF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
 void LayerNormF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
 void LayerNormGradF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end);
 void LayerNormGradF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end);
+void LayerNormParamGradF32(const LayerNormArgs<float>& args, int64_t begin, int64_t end,
+                           double* acc);
+void LayerNormParamGradF64(const LayerNormArgs<double>& args, int64_t begin, int64_t end,
+                           double* acc);
 void SumColumnsF32(const float* in, int64_t rows, int64_t stride, int64_t len, double* acc);
 void SoftmaxGradF32(const float* g, const float* y, float* dx, int64_t rows, int64_t n);
 void GeluF32(const GeluArgs& args, int64_t begin, int64_t end);

@@ -130,6 +130,20 @@ void LayerNormCase(benchmark::State& state, CpuIsa isa) {
   ElementsRate(state, kRows * kD);
 }
 
+// LayerNormParamGradCase times dgamma and dbeta's column sums at the same size.
+void LayerNormParamGradCase(benchmark::State& state, CpuIsa isa) {
+  const CpuKernels& kernels = KernelsFor(isa);
+  constexpr int64_t kRows = 2048, kD = 128;
+  const std::vector<float> x = Random(kRows * kD), g = Random(kRows * kD);
+  std::vector<double> acc(2 * kD);
+  const LayerNormArgs<float> args{.d = kD, .eps = 1e-5, .x = x.data(), .g = g.data()};
+  for (auto _ : state) {
+    kernels.layer_norm_param_grad_f32(args, 0, kRows, acc.data());
+    benchmark::DoNotOptimize(acc.data());
+  }
+  ElementsRate(state, kRows * kD);
+}
+
 // OpCase times one op on a random input of `shape` at the active level.
 void OpCase(benchmark::State& state, Shape shape, Value (*op)(Value)) {
   Graph g;
@@ -200,6 +214,8 @@ void Register() {
     }
     benchmark::RegisterBenchmark(absl::StrCat("layer_norm_f32/", level).c_str(), LayerNormCase,
                                  isa);
+    benchmark::RegisterBenchmark(absl::StrCat("layer_norm_param_grad_f32/", level).c_str(),
+                                 LayerNormParamGradCase, isa);
   }
   for (int64_t n : {32, 128}) {
     benchmark::RegisterBenchmark(absl::StrCat("softmax/", n).c_str(), OpCase,
