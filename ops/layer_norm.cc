@@ -191,7 +191,10 @@ absl::StatusOr<TensorType> InferLayerNormParamGrad(const InferContext& ctx) {
 template <typename T>
 absl::Status ParamGradRows(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
-  const auto [rows, d] = RowsOf(*ctx.in(0).shape);
+  // Plain locals, not a structured binding: the lambda below captures them
+  // (C++17 forbids capturing bindings; clang rejects it).
+  const Rows shape = RowsOf(*ctx.in(0).shape);
+  const int64_t rows = shape.rows, d = shape.d;
   const LayerNormArgs<T> args = {.d = d,
                                  .eps = ctx.attrs().GetFloat("eps"),
                                  .x = ctx.in(0).as<T>(),
