@@ -21,7 +21,6 @@
 namespace dagrad {
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements per thread, at least
 
 int64_t Product(const Shape& s, int begin, int end) {
   int64_t n = 1;
@@ -82,7 +81,7 @@ absl::Status GatherKernel(const KernelContext& ctx) {
       const T* src = ctx.in(0).as<T>();
       T* y = ctx.output.as<T>();
       // One output row per (outer, index) pair.
-      ParallelFor(outer * k, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)),
+      ParallelFor(outer * k, RowGrain(inner),
                   [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           const T* row = src + (r / k * n + idx[r % k]) * inner;
@@ -178,7 +177,7 @@ void ScatterAddRows(const I* idx, const T* upd, T* y, int64_t outer, int64_t n, 
   const int64_t runs = static_cast<int64_t>(groups.starts.size()) - 1;
   const int64_t tiles = (inner + kTile - 1) / kTile;
   const int64_t task_size = std::max<int64_t>(1, k / std::max<int64_t>(runs, 1) * kTile);
-  ParallelFor(outer * runs * tiles, std::max<int64_t>(1, kGrain / task_size),
+  ParallelFor(outer * runs * tiles, RowGrain(task_size),
               [&](int64_t b, int64_t e) {
     double acc[kTile];
     for (int64_t task = b; task < e; ++task) {

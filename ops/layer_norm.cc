@@ -27,7 +27,6 @@
 namespace dagrad {
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements per thread, at least
 
 // CheckRows validates x (input 0), the attribute eps and the optional (D,)
 // inputs listed in `affine` (gamma, beta).
@@ -82,7 +81,7 @@ absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
                                  !grad && ctx.has(2) ? ctx.in(2).as<T>() : nullptr,
                                  grad ? ctx.in(2).as<T>() : nullptr,
                                  ctx.output.as<T>()};
-  ParallelFor(shape.rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(shape.d, 1)),
+  ParallelFor(shape.rows, RowGrain(shape.d),
               [&](int64_t begin, int64_t end) {
                 if constexpr (std::is_same_v<T, float>) {
                   (grad ? kernels->layer_norm_grad_f32 : kernels->layer_norm_f32)(args, begin, end);
@@ -199,7 +198,7 @@ absl::Status ParamGradRows(const KernelContext& ctx) {
                                  .eps = ctx.attrs().GetFloat("eps"),
                                  .x = ctx.in(0).as<T>(),
                                  .g = ctx.in(1).as<T>()};
-  const int64_t block = std::max<int64_t>(1, kGrain / std::max<int64_t>(d, 1));
+  const int64_t block = RowGrain(d);
   const int64_t blocks = (rows + block - 1) / block;
   std::vector<double> partial(blocks * 2 * d, 0.0);
   ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {

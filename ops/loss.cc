@@ -97,10 +97,6 @@ T LogSumExp(const CpuKernels& kernels, const T* x, int64_t n) {
   return static_cast<T>(m + std::log(ExpShiftSum<T>(kernels, x, nullptr, n, m)));
 }
 
-int64_t RowGrain(int64_t classes) {
-  return std::max<int64_t>(1, 16384 / std::max<int64_t>(classes, 1));
-}
-
 // CrossEntropyGrad builds cross_entropy_grad(logits, targets, g) with the
 // forward op's attributes.
 Value CrossEntropyGrad(Value logits, Value targets, Value g, const Attrs& attrs);

@@ -5,9 +5,10 @@
 // cores: BLIS runs between our parallel regions, not inside them). The count
 // is passed explicitly, so it holds in every calling thread (OpenMP's own
 // setting is per thread). Chunks are at least `grain` long; small loops stay
-// on the calling thread.
+// on the calling thread. RowGrain(n) is the grain for rows of n elements:
+// about 16k elements per chunk, and at least one row.
 //
-//   ParallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+//   ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
 //     for (int64_t r = begin; r < end; ++r) SoftmaxRow(r);
 //   });
 
@@ -22,6 +23,10 @@
 #include "ops/cpu_runtime.h"
 
 namespace dagrad {
+
+inline int64_t RowGrain(int64_t row_elements) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(row_elements, 1));
+}
 
 template <typename F>
 void ParallelFor(int64_t n, int64_t grain, F&& f) {

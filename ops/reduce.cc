@@ -128,13 +128,12 @@ void ReduceColumns(const CpuKernels& kernels, Reduction r, const T* in, T* out, 
 }
 
 // ReduceContiguous reduces x, seen as (outer, mid, inner), over mid. Threads
-// split the outputs, each chunk about kGrain input elements.
-constexpr int64_t kGrain = 16384;
+// split the outputs, each chunk about RowGrain's count of input elements.
 
 template <typename T>
 void ReduceContiguous(const CpuKernels& kernels, Reduction r, const T* x, T* y, int64_t outer,
                       int64_t mid, int64_t inner) {
-  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(mid, 1));
+  const int64_t grain = RowGrain(mid);
   if (inner == 1) {
     ParallelFor(outer, grain, [&](int64_t b, int64_t e) {
       for (int64_t o = b; o < e; ++o) y[o] = ReduceRow(r, x + o * mid, mid);
@@ -165,7 +164,7 @@ void ReduceGeneral(Reduction r, const T* x, T* y, const Shape& in,
   for (int a : axes) count *= in[a];
   int64_t outputs = 1;
   for (int k : kept) outputs *= in[k];
-  ParallelFor(outputs, std::max<int64_t>(1, kGrain / std::max<int64_t>(count, 1)),
+  ParallelFor(outputs, RowGrain(count),
               [&](int64_t b, int64_t e) {
     std::vector<int64_t> idx(axes.size());
     for (int64_t o = b; o < e; ++o) {

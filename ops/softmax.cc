@@ -43,9 +43,6 @@ int64_t LeadingRows(const Shape& s) {
   return rows;
 }
 
-// RowGrain keeps about 16k elements per chunk of rows.
-int64_t RowGrain(int64_t k) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)); }
-
 }  // namespace
 
 // ---------------------------------------------------------------------------

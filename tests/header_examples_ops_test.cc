@@ -370,11 +370,15 @@ HEADER_EXAMPLE(OpsOptim) {
 HEADER_EXAMPLE(OpsParallel) {
   const int64_t rows = 200;
   std::vector<int> done(rows, 0);
+  const int64_t n = 128;
   auto SoftmaxRow = [&](int64_t r) { done[r] += 1; };
-  ParallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+  ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) SoftmaxRow(r);
   });
   EXPECT_EQ(done, std::vector<int>(rows, 1));
+  EXPECT_EQ(RowGrain(n), 128);
+  EXPECT_EQ(RowGrain(0), 16384);
+  EXPECT_EQ(RowGrain(100000), 1);
   return absl::OkStatus();
 }
 
