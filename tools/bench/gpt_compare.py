@@ -20,7 +20,8 @@ then `--resume`, which continues exactly) and then PyTorch's. dagrad's time of
 a round is the growth of metrics.csv's elapsed_s over it: its steps and the one
 evaluation closing the round, without start-up and compilation. PyTorch's is
 its steps' wall time (batch drawing included, as on dagrad's side). Both use
---threads threads and the same BLIS kernel set (BLIS_ARCH_TYPE, from `dagrad
+--threads threads, in their own kernels and in BLIS (BLIS_NUM_THREADS for
+PyTorch's), and the same BLIS kernel set (BLIS_ARCH_TYPE, from `dagrad
 info`). The load average is printed beside each round: two-thread numbers
 mean something only on a quiet machine (load under about 1.5). The CPU time
 of each side (dagrad's whole process, start-up and final outputs included;
@@ -205,7 +206,13 @@ def main():
                           env=env).stdout
     if "BLIS_ARCH_TYPE" not in env:  # dagrad's BLIS kernel set, for both sides
         env["BLIS_ARCH_TYPE"] = str(BLIS_IDS[re.search(r"kernel set '(\w+)'", info).group(1)])
-    os.environ["BLIS_ARCH_TYPE"] = env["BLIS_ARCH_TYPE"]  # before PyTorch loads BLIS
+    # PyTorch's products run in BLIS, which takes its thread count from the
+    # environment (one thread when unset), not from torch.set_num_threads.
+    env["BLIS_NUM_THREADS"] = str(args.threads)
+    if any(os.environ.get(k) != env[k] for k in ("BLIS_ARCH_TYPE", "BLIS_NUM_THREADS")):
+        # numpy, imported above, has already loaded BLIS (Debian's libblas),
+        # which reads these once: start again with them set.
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
     import torch
     import gpt as reference
     print("\n".join(line for line in info.splitlines() if line.startswith(("cpu", "kernels"))))
