@@ -169,30 +169,12 @@ absl::StatusOr<std::string> GptTrainer::Sample(
   return prompt + TokensToBytes(more);
 }
 
-std::vector<Value> GptTrainer::StateVariables() const {
-  std::vector<Value> vars = model_.parameters();
-  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  return vars;
-}
+std::vector<Value> GptTrainer::Parameters() const { return model_.parameters(); }
 
 TrainingState GptTrainer::State() const { return {kFormat, config_.ToMetadata()}; }
 
-absl::Status GptTrainer::SaveCheckpoint(const std::string& path,
-                                        const AtomicWriteOptions& options) {
-  return State().Save(*exec_, StateVariables(), step_, skips_, path, options);
-}
-
-absl::Status GptTrainer::LoadCheckpoint(const std::string& path) {
-  DAGRAD_ASSIGN_OR_RETURN(step_, State().Load(*exec_, StateVariables(), skips_, path));
-  return absl::OkStatus();
-}
-
-absl::Status GptTrainer::BroadcastState() {
-  return share_.BroadcastState(*exec_, StateVariables(), step_, skips_);
-}
-
-absl::Status GptTrainer::SaveModel(const std::string& path) {
-  return SaveFiniteVariables(*exec_, model_.parameters(), config_.model.ToMetadata(), path);
+std::map<std::string, std::string> GptTrainer::ModelMetadata() const {
+  return config_.model.ToMetadata();
 }
 
 }  // namespace dagrad::models

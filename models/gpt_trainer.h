@@ -56,11 +56,6 @@ class GptTrainer : public Trainer {
       const TextTrainConfig& config, std::unique_ptr<Device> device = CpuDevice(),
       const DataParallelOptions& data_parallel = {});
 
-  // BroadcastState copies rank 0's parameters, optimizer state and step
-  // counts to every rank (data parallel; nothing to do alone). Every rank
-  // must call it, after rank 0 has initialised or loaded its state.
-  absl::Status BroadcastState() override;
-
   // Step runs step step()+1 (Trainer::Step); accuracy is the fraction of
   // next bytes the logits' argmax predicts.
   absl::StatusOr<StepResult> Step() override;
@@ -75,50 +70,33 @@ class GptTrainer : public Trainer {
   absl::StatusOr<std::string> Sample(const std::string& prompt, int64_t tokens,
                                      const SamplingOptions& sampling);
 
-  // SaveCheckpoint and LoadCheckpoint: the training state, as
-  // TrainingState::Save and Load (format gpt-text-train-state/1).
-  absl::Status SaveCheckpoint(const std::string& path,
-                              const AtomicWriteOptions& options = {}) override;
-  absl::Status LoadCheckpoint(const std::string& path) override;
-  // SaveModel writes the parameters with the model's metadata (model=gpt):
-  // what `dagrad eval`, `dagrad generate` and tools/reference/gpt.py load.
-  absl::Status SaveModel(const std::string& path);
-
-  int64_t step() const override { return step_; }
-  // Updates skipped so far (on_nonfinite = kSkip), in all and in a row.
-  int64_t skipped_updates() const { return skips_.total(); }
-  int64_t consecutive_skips() const { return skips_.in_a_row(); }
+  // Checkpoints (Trainer::SaveCheckpoint) are of format
+  // gpt-text-train-state/1; SaveModel writes the parameters with the
+  // model's metadata (model=gpt): what `dagrad eval`, `dagrad generate` and
+  // tools/reference/gpt.py load.
   const TextTrainConfig& config() const { return config_; }
   const TextData& data() const { return *data_; }
-  Graph& graph() { return *graph_; }
   Value logits() const { return logits_; }
   Value loss() const { return loss_; }
-  const TrainingStep& training_step() const { return ts_; }
   const Plan& train_plan() const { return *train_plan_; }
 
  private:
   GptTrainer() = default;
   absl::Status Build(std::unique_ptr<Device> device);
-  // The parameters and the optimizer state: what a checkpoint holds.
-  std::vector<Value> StateVariables() const;
-  TrainingState State() const;
+  std::vector<Value> Parameters() const override;
+  TrainingState State() const override;
+  std::map<std::string, std::string> ModelMetadata() const override;
 
   TextTrainConfig config_;
   DataParallelOptions parallel_;
-  BatchShare share_;  // this rank's rows of the batch and share of its loss
   std::unique_ptr<TextData> data_;
-  std::unique_ptr<Graph> graph_;
   Gpt model_;
-  std::unique_ptr<Executor> exec_;
   std::unique_ptr<Plan> train_plan_, eval_plan_, attention_plan_;
   Value tokens_, targets_, logits_, loss_;
   Value eval_tokens_, eval_targets_, eval_logits_, eval_loss_, window_tokens_;
   std::vector<Value> attention_;
   TextBatch validation_;
-  TrainingStep ts_;
   LrSchedule schedule_;
-  int64_t step_ = 0;
-  NonFiniteSteps skips_;
 };
 
 }  // namespace dagrad::models

@@ -191,26 +191,12 @@ absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
   return sample;
 }
 
-std::vector<Value> ToyTrainer::StateVariables() const {
-  std::vector<Value> vars = model_->parameters();
-  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
-  return vars;
-}
+std::vector<Value> ToyTrainer::Parameters() const { return model_->parameters(); }
 
 TrainingState ToyTrainer::State() const { return {kFormat, config_.ToMetadata()}; }
 
-absl::Status ToyTrainer::SaveCheckpoint(const std::string& path,
-                                        const AtomicWriteOptions& options) {
-  return State().Save(*exec_, StateVariables(), step_, skips_, path, options);
-}
-
-absl::Status ToyTrainer::LoadCheckpoint(const std::string& path) {
-  DAGRAD_ASSIGN_OR_RETURN(step_, State().Load(*exec_, StateVariables(), skips_, path));
-  return absl::OkStatus();
-}
-
-absl::Status ToyTrainer::SaveModel(const std::string& path) {
-  return SaveFiniteVariables(*exec_, model_->parameters(), config_.model.ToMetadata(), path);
+std::map<std::string, std::string> ToyTrainer::ModelMetadata() const {
+  return config_.model.ToMetadata();
 }
 
 absl::StatusOr<TaskBatch> ToyTrainer::Slice(const TaskBatch& global) const {
@@ -219,10 +205,6 @@ absl::StatusOr<TaskBatch> ToyTrainer::Slice(const TaskBatch& global) const {
   DAGRAD_ASSIGN_OR_RETURN(b.lengths, share_.Rows(global.lengths));
   DAGRAD_ASSIGN_OR_RETURN(b.targets, share_.Rows(global.targets));
   return b;
-}
-
-absl::Status ToyTrainer::BroadcastState() {
-  return share_.BroadcastState(*exec_, StateVariables(), step_, skips_);
 }
 
 }  // namespace dagrad::models

@@ -99,11 +99,6 @@ class ToyTrainer : public Trainer {
       const TrainConfig& config, std::unique_ptr<Device> device = CpuDevice(),
       const DataParallelOptions& data_parallel = {});
 
-  // BroadcastState copies rank 0's parameters, optimizer state and step
-  // counts to every rank (data parallel; nothing to do alone). Every rank
-  // must call it, after rank 0 has initialised or loaded its state.
-  absl::Status BroadcastState() override;
-
   // Step runs training step step()+1. Aborted when the step's loss or
   // gradient norm is not finite and the policy says stop (the message names
   // the step and the value; nothing changed, step() included); the
@@ -114,67 +109,37 @@ class ToyTrainer : public Trainer {
   // SampleAttention returns attention weights for held-out sequence `index`.
   absl::StatusOr<AttentionSample> SampleAttention(int64_t index);
 
-  // SaveCheckpoint writes parameters, optimizer state, the step (with the
-  // counts of skipped updates) and the config atomically, with checksums
-  // (engine/checkpoint.h), keeping the file it replaces as
-  // options.keep_previous_as if that is set. FailedPrecondition naming the
-  // tensor, and nothing written, when a value is NaN or Inf.
-  // LoadCheckpoint restores them, all or nothing. Errors: those of
-  // ReadCheckpoint (NotFound; DataLoss for a damaged file); InvalidArgument
-  // for a file that is not a training checkpoint or does not fit the model;
-  // FailedPrecondition when the checkpoint's config differs from this
-  // trainer's, listing every differing field ("dim: checkpoint 16, this run
-  // 32; lr: checkpoint 0.001, this run 0.5").
-  //
-  //   DAGRAD_RETURN_IF_ERROR(trainer->SaveCheckpoint(
-  //       "run/ckpt.safetensors", {.keep_previous_as = "run/ckpt.prev.safetensors"}));
-  //   DAGRAD_RETURN_IF_ERROR(trainer->LoadCheckpoint("run/ckpt.safetensors"));
-  absl::Status SaveCheckpoint(const std::string& path,
-                              const AtomicWriteOptions& options = {}) override;
-  absl::Status LoadCheckpoint(const std::string& path) override;
+  // Checkpoints (Trainer::SaveCheckpoint) are of format toy-train-state/1;
   // SaveModel writes the parameters under PyTorch's state_dict names with
-  // the model config as metadata (loadable by the reference's from_metadata).
-  absl::Status SaveModel(const std::string& path);
-
-  int64_t step() const override { return step_; }
-  // Updates skipped so far (on_nonfinite = kSkip), in all and in a row.
-  int64_t skipped_updates() const { return skips_.total(); }
-  int64_t consecutive_skips() const { return skips_.in_a_row(); }
+  // the model config as metadata (loadable by the reference's
+  // from_metadata).
   const TrainConfig& config() const { return config_; }
-  Graph& graph() { return *graph_; }
   const Plan& train_plan() const { return *train_plan_; }
-  // The forward logits and loss of the training step, and its updates.
+  // The forward logits and loss of the training step.
   Value logits() const { return logits_; }
   Value loss() const { return loss_; }
-  const TrainingStep& training_step() const { return ts_; }
 
  private:
   ToyTrainer() = default;
   absl::Status Build(std::unique_ptr<Device> device);
-  // The parameters and the optimizer state: what a checkpoint holds.
-  std::vector<Value> StateVariables() const;
-  TrainingState State() const;
+  std::vector<Value> Parameters() const override;
+  TrainingState State() const override;
+  std::map<std::string, std::string> ModelMetadata() const override;
   // Slice returns this rank's rows of the global batch.
   absl::StatusOr<TaskBatch> Slice(const TaskBatch& global) const;
 
   TrainConfig config_;
   DataParallelOptions parallel_;
-  BatchShare share_;  // this rank's rows of the batch and share of its loss
-  std::unique_ptr<Graph> graph_;
   std::unique_ptr<ToyTransformer> model_;
   std::unique_ptr<TaskGenerator> train_data_;
   TaskBatch eval_set_;
-  std::unique_ptr<Executor> exec_;
   std::unique_ptr<Plan> train_plan_, eval_plan_, attention_plan_;
   Value tokens_, lengths_, targets_;
   Value eval_tokens_, eval_lengths_, eval_targets_, eval_logits_, eval_loss_;
   Value sample_tokens_, sample_lengths_;
   std::vector<Value> sample_attention_;
   Value logits_, loss_;
-  TrainingStep ts_;
   LrSchedule schedule_;
-  int64_t step_ = 0;
-  NonFiniteSteps skips_;
 };
 
 }  // namespace dagrad::models

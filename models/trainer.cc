@@ -267,4 +267,27 @@ absl::Status ValidateOptimizer(const OptimizerOptions& o) {
   return ValidateOptimizerOptions(o);
 }
 
+std::vector<Value> Trainer::StateVariables() const {
+  std::vector<Value> vars = Parameters();
+  vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());
+  return vars;
+}
+
+absl::Status Trainer::SaveCheckpoint(const std::string& path, const AtomicWriteOptions& options) {
+  return State().Save(*exec_, StateVariables(), step_, skips_, path, options);
+}
+
+absl::Status Trainer::LoadCheckpoint(const std::string& path) {
+  DAGRAD_ASSIGN_OR_RETURN(step_, State().Load(*exec_, StateVariables(), skips_, path));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::BroadcastState() {
+  return share_.BroadcastState(*exec_, StateVariables(), step_, skips_);
+}
+
+absl::Status Trainer::SaveModel(const std::string& path) {
+  return SaveFiniteVariables(*exec_, Parameters(), ModelMetadata(), path);
+}
+
 }  // namespace dagrad::models

@@ -46,6 +46,7 @@
 #include "engine/communicator.h"
 #include "engine/executor.h"
 #include "engine/file_io.h"
+#include "engine/graph.h"
 #include "engine/safetensors.h"
 
 namespace dagrad::models {
@@ -62,25 +63,6 @@ struct StepResult {
 struct EvalResult {
   double loss = 0;
   double accuracy = 0;
-};
-
-// Trainer is a model's training: steps, evaluation and checkpoints.
-class Trainer {
- public:
-  virtual ~Trainer() = default;
-  // Step runs step step()+1: Aborted for a non-finite step the policy stops
-  // at (nothing changed); the executor's errors otherwise.
-  virtual absl::StatusOr<StepResult> Step() = 0;
-  // Evaluate runs the held-out data in eval mode (no dropout).
-  virtual absl::StatusOr<EvalResult> Evaluate() = 0;
-  // SaveCheckpoint and LoadCheckpoint: the training state (file comment).
-  virtual absl::Status SaveCheckpoint(const std::string& path,
-                                      const AtomicWriteOptions& options) = 0;
-  virtual absl::Status LoadCheckpoint(const std::string& path) = 0;
-  virtual int64_t step() const = 0;
-  // BroadcastState gives every rank of a data-parallel trainer rank 0's
-  // state (every rank calls it); a trainer of one process has nothing to do.
-  virtual absl::Status BroadcastState() { return absl::OkStatus(); }
 };
 
 // NonFinitePolicy: what a step whose loss or gradient norm is not finite
@@ -236,6 +218,79 @@ class BatchShare {
   std::shared_ptr<Communicator> comm_;  // null: one process
   int64_t rows_ = 0, first_row_ = 0;
   Value loss_, weight_;  // weight_: data parallel, MeanLoss's fed weight
+};
+
+// Trainer is a model's training, what `dagrad train` drives. Steps and
+// evaluation are the model's own (ToyTrainer, GptTrainer); the state a run
+// carries from step to step is held here, and with it what every trainer
+// does alike: checkpoints, the data-parallel start and the model file. A
+// trainer builds graph_, exec_ and ts_ (its compiled training step), sets
+// share_ and skips_, advances step_, and names its parameters, its
+// checkpoint format and config (State) and its model's metadata.
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  // Step runs step step()+1: Aborted for a non-finite step the policy stops
+  // at (nothing changed, step() included); the executor's errors otherwise.
+  virtual absl::StatusOr<StepResult> Step() = 0;
+  // Evaluate runs the held-out data in eval mode (no dropout).
+  virtual absl::StatusOr<EvalResult> Evaluate() = 0;
+
+  // SaveCheckpoint writes parameters, optimizer state, the step (with the
+  // counts of skipped updates) and the config atomically, with checksums
+  // (engine/checkpoint.h), keeping the file it replaces as
+  // options.keep_previous_as if that is set. FailedPrecondition naming the
+  // tensor, and nothing written, when a value is NaN or Inf.
+  // LoadCheckpoint restores them, all or nothing. Errors: those of
+  // ReadCheckpoint (NotFound; DataLoss for a damaged file); InvalidArgument
+  // for a file that is not this trainer's checkpoint or does not fit the
+  // model; FailedPrecondition when the checkpoint's config differs from
+  // this trainer's, listing every differing field ("dim: checkpoint 16,
+  // this run 32; lr: checkpoint 0.001, this run 0.5").
+  //
+  //   DAGRAD_RETURN_IF_ERROR(trainer->SaveCheckpoint(
+  //       "run/ckpt.safetensors", {.keep_previous_as = "run/ckpt.prev.safetensors"}));
+  //   DAGRAD_RETURN_IF_ERROR(trainer->LoadCheckpoint("run/ckpt.safetensors"));
+  absl::Status SaveCheckpoint(const std::string& path, const AtomicWriteOptions& options = {});
+  absl::Status LoadCheckpoint(const std::string& path);
+  // BroadcastState copies rank 0's parameters, optimizer state and step
+  // counts to every rank (data parallel; nothing to do alone). Every rank
+  // must call it, after rank 0 has initialised or loaded its state.
+  absl::Status BroadcastState();
+  // SaveModel writes the parameters with the model's metadata: what `dagrad
+  // eval` and `dagrad generate` load, and the PyTorch references too.
+  // FailedPrecondition naming the tensor, and nothing written, when one
+  // holds a NaN or Inf.
+  absl::Status SaveModel(const std::string& path);
+
+  int64_t step() const { return step_; }
+  // Updates skipped so far (on_nonfinite = kSkip), in all and in a row.
+  int64_t skipped_updates() const { return skips_.total(); }
+  int64_t consecutive_skips() const { return skips_.in_a_row(); }
+  // The compiled training step: its updates, gradients and norm.
+  const TrainingStep& training_step() const { return ts_; }
+  Graph& graph() { return *graph_; }
+
+ protected:
+  // Parameters: the model's, in the order checkpoints hold them.
+  virtual std::vector<Value> Parameters() const = 0;
+  // State: the checkpoint format and the run's config (its ToMetadata).
+  virtual TrainingState State() const = 0;
+  // ModelMetadata: what SaveModel writes beside the parameters.
+  virtual std::map<std::string, std::string> ModelMetadata() const = 0;
+
+  // Declared first, so destroyed last: every Value and plan of a trainer
+  // refers to its graph.
+  std::unique_ptr<Graph> graph_;
+  std::unique_ptr<Executor> exec_;
+  TrainingStep ts_;
+  BatchShare share_;  // this rank's rows of the batch and share of its loss
+  NonFiniteSteps skips_;
+  int64_t step_ = 0;
+
+ private:
+  // The parameters and the optimizer state: what a checkpoint holds.
+  std::vector<Value> StateVariables() const;
 };
 
 // ValidateOptimizer checks weight decay and clipping in the CLI's words
