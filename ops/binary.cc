@@ -4,6 +4,7 @@
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
+#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {
@@ -46,7 +47,7 @@ void BinaryLoop(const KernelContext& ctx, Fn fn) {
   Out* y = ctx.output.as<Out>();
   const Shape& out = *ctx.output.shape;
   if (*ctx.in(0).shape == out && *ctx.in(1).shape == out) {
-    ParallelFor(out.num_elements(), 16384, [=](int64_t s, int64_t e) {
+    ParallelFor(out.num_elements(), kElementGrain, [=](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) y[i] = fn(a[i], b[i]);
     });
     return;

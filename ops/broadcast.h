@@ -42,7 +42,7 @@ class StridedLoop {
     const int64_t rows = total / inner;
     std::array<int64_t, N> step;
     for (int k = 0; k < N; ++k) step[k] = rank == 0 ? 0 : strides_[k][rank - 1];
-    ParallelFor(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t begin, int64_t end) {
+    ParallelFor(rows, RowGrain(inner), [&](int64_t begin, int64_t end) {
       // The multi-index of the first row by division, then an odometer.
       Dims idx(std::max(rank - 1, 0), 0);
       std::array<int64_t, N> off{};

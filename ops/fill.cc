@@ -15,8 +15,6 @@
 namespace dagrad {
 namespace {
 
-constexpr int64_t kGrain = 16384;
-
 absl::StatusOr<DType> DTypeAttr(const Attrs& attrs) {
   const std::string name = attrs.GetStr("dtype");
   const auto dtype = DTypeFromName(name);
@@ -63,7 +61,7 @@ absl::Status FillKernel(const KernelContext& ctx) {
     using T = decltype(tag);
     const T v = static_cast<T>(value);
     T* y = ctx.output.as<T>();
-    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+    ParallelFor(ctx.output.num_elements(), kElementGrain, [&](int64_t b, int64_t e) {
       std::fill(y + b, y + e, v);
     });
     return absl::OkStatus();
@@ -143,7 +141,7 @@ absl::Status ArangeKernel(const KernelContext& ctx) {
   return DispatchAny(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* y = ctx.output.as<T>();
-    ParallelFor(ctx.output.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+    ParallelFor(ctx.output.num_elements(), kElementGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = static_cast<T>(start + static_cast<double>(i) * step);
     });
     return absl::OkStatus();

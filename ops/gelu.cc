@@ -16,8 +16,6 @@
 namespace dagrad {
 namespace {
 
-constexpr int64_t kGrain = 16384;
-
 absl::Status CheckApproximate(const Attrs& attrs) {
   const std::string form = attrs.GetStr("approximate");
   if (form == "none" || form == "tanh") return absl::OkStatus();
@@ -54,15 +52,15 @@ absl::Status GeluKernelOf(const KernelContext& ctx, bool backward) {
       DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* k, ActiveKernels());
       const GeluArgs args = {GeluIsTanh(ctx.attrs()), x, g, y};
       const auto kernel = backward ? k->gelu_grad_f32 : k->gelu_f32;
-      ParallelFor(n, kGrain, [&](int64_t b, int64_t e) { kernel(args, b, e); });
+      ParallelFor(n, kElementGrain, [&](int64_t b, int64_t e) { kernel(args, b, e); });
     } else if (backward) {
       const GeluBackwardFn fn(ctx.attrs());
-      ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+      ParallelFor(n, kElementGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) y[i] = fn(x[i], g[i]);
       });
     } else {
       const GeluFn fn(ctx.attrs());
-      ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+      ParallelFor(n, kElementGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) y[i] = fn(x[i]);
       });
     }

@@ -13,8 +13,6 @@
 namespace dagrad {
 namespace {
 
-constexpr int64_t kGrain = 16384;
-
 absl::Status CheckScalar(const InferContext& ctx, int i, const char* what) {
   if (!ctx.has(i)) return absl::OkStatus();
   if (ctx.in(i).dtype != DType::kFloat64 || ctx.in(i).shape.rank() != 0) {
@@ -81,7 +79,7 @@ absl::Status SgdKernel(const KernelContext& ctx) {
     const T mu = static_cast<T>(ctx.attrs().GetFloat("momentum"));
     const T wd = static_cast<T>(ctx.attrs().GetFloat("weight_decay"));
     const bool nesterov = ctx.attrs().GetBool("nesterov");
-    ParallelFor(ctx.in(0).num_elements(), kGrain, [=](int64_t b, int64_t e) {
+    ParallelFor(ctx.in(0).num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const T gi = scale * g[i] + wd * p[i];
         vel[i] = mu * vel[i] + gi;
@@ -158,7 +156,7 @@ absl::Status AdamKernel(const KernelContext& ctx) {
     const T l2 = static_cast<T>(decoupled ? 0 : wd);
     const T shrink = static_cast<T>(decoupled ? 1 - lr * wd : 1);
     const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2);
-    ParallelFor(ctx.in(0).num_elements(), kGrain, [=](int64_t b, int64_t e) {
+    ParallelFor(ctx.in(0).num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const T gi = scale * g[i] + l2 * p[i];
         m[i] = tb1 * m[i] + (1 - tb1) * gi;

@@ -5,8 +5,10 @@
 // cores: BLIS runs between our parallel regions, not inside them). The count
 // is passed explicitly, so it holds in every calling thread (OpenMP's own
 // setting is per thread). Chunks are at least `grain` long; small loops stay
-// on the calling thread. RowGrain(n) is the grain for rows of n elements:
-// about 16k elements per chunk, and at least one row.
+// on the calling thread. kElementGrain is the grain of a loop over
+// elements (16k: below that a thread's start costs more than it saves);
+// RowGrain(n) is the grain for rows of n elements: kElementGrain elements
+// per chunk, and at least one row.
 //
 //   ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
 //     for (int64_t r = begin; r < end; ++r) SoftmaxRow(r);
@@ -24,8 +26,10 @@
 
 namespace dagrad {
 
+inline constexpr int64_t kElementGrain = 16384;
+
 inline int64_t RowGrain(int64_t row_elements) {
-  return std::max<int64_t>(1, 16384 / std::max<int64_t>(row_elements, 1));
+  return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(row_elements, 1));
 }
 
 template <typename F>

@@ -5,6 +5,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/op_util.h"
+#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {
@@ -31,7 +32,7 @@ absl::Status WhereKernel(const KernelContext& ctx) {
     T* y = ctx.output.as<T>();
     const Shape& out = *ctx.output.shape;
     if (*ctx.in(0).shape == out && *ctx.in(1).shape == out && *ctx.in(2).shape == out) {
-      ParallelFor(out.num_elements(), 16384, [&](int64_t s, int64_t e) {
+      ParallelFor(out.num_elements(), kElementGrain, [&](int64_t s, int64_t e) {
         for (int64_t i = s; i < e; ++i) y[i] = cond[i] ? a[i] : b[i];
       });
       return absl::OkStatus();

@@ -14,8 +14,6 @@
 namespace dagrad {
 namespace {
 
-constexpr int64_t kGrain = 16384;
-
 absl::StatusOr<TensorType> InferFloatUnary(const InferContext& ctx) {
   if (absl::Status st = RequireFloat(ctx, 0, "input"); !st.ok()) return st;
   return ctx.in(0);
@@ -29,7 +27,7 @@ absl::Status UnaryKernel(const KernelContext& ctx) {
     const T* x = ctx.in(0).as<T>();
     T* y = ctx.output.as<T>();
     const Fn fn(ctx.attrs());
-    ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
+    ParallelFor(ctx.output.num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = fn(x[i]);
     });
     return absl::OkStatus();
@@ -53,7 +51,7 @@ absl::Status ActivationGradKernel(const KernelContext& ctx) {
     const T* x = ctx.in(0).as<T>();
     const T* g = ctx.in(1).as<T>();
     T* dx = ctx.output.as<T>();
-    ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
+    ParallelFor(ctx.output.num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) dx[i] = Fn()(x[i], g[i]);
     });
     return absl::OkStatus();
@@ -275,7 +273,7 @@ absl::Status CastKernel(const KernelContext& ctx) {
           }
         }
       }
-      ParallelFor(ctx.output.num_elements(), kGrain, [=](int64_t b, int64_t e) {
+      ParallelFor(ctx.output.num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) y[i] = static_cast<Out>(x[i]);
       });
       return absl::OkStatus();
