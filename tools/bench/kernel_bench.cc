@@ -18,6 +18,8 @@
 //                                  scores; (64, 32, 512) activations
 //   matmul_batched/<n>             (64, n, n) x (64, n, n)ᵀ, the matmul op
 //   matmul_1024                    1024^3, the matmul op (BLIS)
+//   fma_peak/<level>               the core's peak float rate at the level
+//                                  (tools/bench/fma_peak.h): no product passes it
 // Counter "flops" (rate: FLOP/s), "words" (rate: words/s) or "elements".
 
 #include <benchmark/benchmark.h>
@@ -36,6 +38,7 @@
 #include "ops/softmax.h"
 #include "ops/small_gemm.h"
 #include "tools/bench/bench_main.h"
+#include "tools/bench/fma_peak.h"
 
 namespace dagrad {
 namespace {
@@ -144,6 +147,15 @@ void LayerNormParamGradCase(benchmark::State& state, CpuIsa isa) {
   ElementsRate(state, kRows * kD);
 }
 
+void FmaPeakCase(benchmark::State& state, CpuIsa isa) {
+  constexpr int64_t kRounds = int64_t{1} << 20;
+  float sink = 0;
+  double flops = 0;
+  for (auto _ : state) flops = PeakMultiplyAdds(isa, kRounds, &sink);
+  benchmark::DoNotOptimize(sink);
+  state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // OpCase times one op on a random input of `shape` at the active level.
 void OpCase(benchmark::State& state, Shape shape, Value (*op)(Value)) {
   Graph g;
@@ -216,6 +228,7 @@ void Register() {
                                  isa);
     benchmark::RegisterBenchmark(absl::StrCat("layer_norm_param_grad_f32/", level).c_str(),
                                  LayerNormParamGradCase, isa);
+    benchmark::RegisterBenchmark(absl::StrCat("fma_peak/", level).c_str(), FmaPeakCase, isa);
   }
   for (int64_t n : {32, 128}) {
     benchmark::RegisterBenchmark(absl::StrCat("softmax/", n).c_str(), OpCase,
