@@ -5,10 +5,14 @@
 // cores: BLIS runs between our parallel regions, not inside them). The count
 // is passed explicitly, so it holds in every calling thread (OpenMP's own
 // setting is per thread). Chunks are at least `grain` long; small loops stay
-// on the calling thread. kElementGrain is the grain of a loop over
-// elements (16k: below that a thread's start costs more than it saves);
-// RowGrain(n) is the grain for rows of n elements: kElementGrain elements
-// per chunk, and at least one row.
+// on the calling thread, and so does a loop inside another's chunk. The
+// parallel region lives in the library (ops/parallel.cc), so a ParallelFor
+// compiled anywhere else (a tool, a user's own op built without -fopenmp)
+// runs in parallel too: f is called once per chunk, through a reference.
+//
+// kElementGrain is the grain of a loop over elements (16k: below that a
+// thread's start costs more than it saves); RowGrain(n) is the grain for
+// rows of n elements: kElementGrain elements per chunk, and at least one row.
 //
 //   ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
 //     for (int64_t r = begin; r < end; ++r) SoftmaxRow(r);
@@ -17,12 +21,10 @@
 #ifndef DAGRAD_OPS_PARALLEL_H_
 #define DAGRAD_OPS_PARALLEL_H_
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 
-#include "ops/cpu_runtime.h"
+#include "absl/functional/function_ref.h"
 
 namespace dagrad {
 
@@ -32,19 +34,23 @@ inline int64_t RowGrain(int64_t row_elements) {
   return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(row_elements, 1));
 }
 
+// ParallelChunks runs f over `chunks` (>= 2) equal chunks of [0, n) on as
+// many OpenMP threads; ParallelFor's work, compiled with OpenMP.
+void ParallelChunks(int64_t n, int64_t chunks, absl::FunctionRef<void(int64_t, int64_t)> f);
+
+// MaxParallelChunks is NumThreads(), or 1 inside a parallel region.
+int64_t MaxParallelChunks();
+
 template <typename F>
 void ParallelFor(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
-  const int64_t max_chunks = omp_in_parallel() ? 1 : NumThreads();
-  const int64_t chunks = std::min<int64_t>(max_chunks, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
+  const int64_t chunks =
+      std::min<int64_t>(MaxParallelChunks(), std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
   if (chunks <= 1) {
     f(int64_t{0}, n);
     return;
   }
-#pragma omp parallel for num_threads(chunks) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    f(n * c / chunks, n * (c + 1) / chunks);
-  }
+  ParallelChunks(n, chunks, f);
 }
 
 }  // namespace dagrad

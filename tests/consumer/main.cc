@@ -1,8 +1,28 @@
-// Builds y = sum(relu(x · wᵀ + b)) with the installed dagrad and checks it.
+// Builds y = sum(relu(x · wᵀ + b)) with the installed dagrad and checks it;
+// then checks that ParallelFor, a template compiled here (this project does
+// not use OpenMP), still spreads its chunks over two threads.
 #include <cmath>
 #include <cstdio>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include <dagrad/dagrad.h>
+#include <dagrad/ops/parallel.h>
+
+// ThreadsOfParallelFor returns how many threads ran a ParallelFor split in
+// two (dagrad::SetNumThreads(2)): two, one chunk each (OpenMP's static
+// schedule), unless the loop ran serially.
+size_t ThreadsOfParallelFor() {
+  if (!dagrad::SetNumThreads(2).ok()) return 0;
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  dagrad::ParallelFor(2, 1, [&](int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(mu);
+    ids.insert(std::this_thread::get_id());
+  });
+  return ids.size();
+}
 
 int main() {
   using namespace dagrad;
@@ -24,5 +44,8 @@ int main() {
   const bool ok = std::abs(value - 2) < 1e-6 && dw[0] == 2 && dw[1] == 3 && dw[2] == 2 && dw[3] == 3;
   std::printf("consumer: y = %g, dw = [%g %g %g %g] %s\n", value, dw[0], dw[1], dw[2], dw[3],
               ok ? "ok" : "WRONG");
-  return ok ? 0 : 1;
+  const size_t threads = ThreadsOfParallelFor();
+  std::printf("consumer: ParallelFor over 2 threads ran on %zu %s\n", threads,
+              threads == 2 ? "ok" : "WRONG");
+  return ok && threads == 2 ? 0 : 1;
 }

@@ -11,10 +11,13 @@ the sgemm roofline MHA forward+backward at (8, 256, 512, 8) reaches
 (counted FLOPs / time / the sgemm rate of matmul_1024 in the same run), the
 rate of batched small products (kernel_bench's matmul_batched) against the
 same sgemm rate, and the training step's planned peak activation memory
-against the sum of its intermediates. Beside each ratio, its floor: the
+against the sum of its intermediates. Beside each ratio, two floors: the
 ratio dagrad would reach if the case's matrix products (counted FLOPs) ran
-at the same run's sgemm rate at 1024^3 and nothing else took any time; a
-target below the floor cannot be met with BLIS's products.
+at the same run's sgemm rate at 1024^3 and nothing else took any time (a
+target below it cannot be met with BLIS's products), and the ratio at the
+cores' peak multiply-add rate at the run's level (kernel_bench's
+fma_peak/<level> on as many threads; a target below it cannot be met by any
+kernel on this machine).
 
 --cpu_time compares the CPU time of one thread (Google Benchmark's
 cpu_time, Python's process_time) instead of the wall clock: on cores shared
@@ -70,11 +73,12 @@ def run_dagrad(build, threads, env, cpu_time=False):
     return results
 
 
-def run_batched(build, threads, env):
-    """kernel_bench's matmul cases: GFLOP/s by name."""
+def run_batched(build, threads, env, level):
+    """kernel_bench's matmul cases and the peak at `level`: GFLOP/s by name."""
     out = subprocess.run(
         [os.path.join(build, "tools", "kernel_bench"), f"--threads={threads}",
-         "--benchmark_filter=^matmul_", "--benchmark_format=json", "--benchmark_min_time=1"],
+         f"--benchmark_filter=^(matmul_|fma_peak/{level}/)", "--benchmark_format=json",
+         "--benchmark_min_time=1"],
         env=env, check=True, capture_output=True, text=True).stdout
     return {b["name"].split("/real_time")[0]: b["flops"] / 1e9
             for b in json.loads(out)["benchmarks"]}
@@ -121,6 +125,7 @@ def main():
     info = subprocess.run([os.path.join(args.build, "tools", "dagrad"), "info"], env=env,
                           check=True, capture_output=True, text=True).stdout
     kernels = re.search(r"^kernels: (.*)$", info, re.M).group(1)
+    level = kernels.split()[0]
     print(f"BLIS kernel set: {name} (BLIS_ARCH_TYPE={env['BLIS_ARCH_TYPE']}), dagrad kernels: "
           f"{kernels}, ATEN_CPU_CAPABILITY={env.get('ATEN_CPU_CAPABILITY', '(unset)')}, "
           f"rounds: {args.rounds}, machine: {os.cpu_count()} cores, clock: "
@@ -136,36 +141,43 @@ def main():
                 if side == "d":
                     for k, v in run_dagrad(args.build, threads, env, args.cpu_time).items():
                         ours.setdefault(k, []).append(v)
-                    for k, v in run_batched(args.build, threads, env).items():
+                    for k, v in run_batched(args.build, threads, env, level).items():
                         batched.setdefault(k, []).append(v)
                 else:
                     for k, v in run_torch(threads, args.reps, env, args.cpu_time).items():
                         theirs.setdefault(k, []).append(v)
         print(f"\nthreads = {threads}")
-        print(f"{'case':32} {'dagrad ms':>10} {'torch ms':>10} {'ratio':>7} {'floor':>6}  target")
+        print(f"{'case':32} {'dagrad ms':>10} {'torch ms':>10} {'ratio':>7} {'floor':>6} "
+              f"{'peak':>6}  target")
         med = {k: statistics.median(x["ms"] for x in v) for k, v in ours.items()}
         sgemm = ours["matmul_1024"][0]["flops"] / (med["matmul_1024"] / 1e3) / 1e9
+        rates = {k: statistics.median(v) for k, v in batched.items()}
+        peak = rates[f"fma_peak/{level}"]
         for case in ours:
             t = statistics.median(theirs[case]) if case in theirs else float("nan")
             ratio = med[case] / t
             # floor: the ratio if the case's products ran at sgemm's 1024^3
-            # rate of this run and everything else took no time.
+            # rate of this run and everything else took no time; peak: the
+            # same at the cores' peak multiply-add rate.
             flops = ours[case][0].get("flops")
             floor = f"{flops / (sgemm * 1e9) * 1e3 / t:6.3f}" if flops else " " * 6
+            at_peak = f"{flops / (peak * 1e9) * 1e3 / t:6.3f}" if flops else " " * 6
             target = next((v for k, v in targets.items() if case.startswith(k)), None)
             verdict = ""
             if target is not None:
                 ok = ratio <= target
                 all_ok &= ok
                 verdict = f"<= {target}: {'met' if ok else 'MISSED'}"
-            print(f"{case:32} {med[case]:10.2f} {t:10.2f} {ratio:7.3f} {floor}  {verdict}")
+            print(f"{case:32} {med[case]:10.2f} {t:10.2f} {ratio:7.3f} {floor} {at_peak}  "
+                  f"{verdict}")
         key = "mha_fwdbwd_B8_T256_D512_H8"
         achieved = ours[key][0]["flops"] / (med[key] / 1e3) / 1e9
         frac = achieved / sgemm
         all_ok &= frac >= 0.6
         print(f"roofline: {key} {achieved:.1f} GFLOP/s of sgemm's {sgemm:.1f} = {frac:.1%} "
               f"(target >= 60%: {'met' if frac >= 0.6 else 'MISSED'})")
-        rates = {k: statistics.median(v) for k, v in batched.items()}
+        print(f"peak: {peak:.1f} GFLOP/s ({threads} x fma_peak/{level}); sgemm at 1024^3 "
+              f"{sgemm / peak:.1%} of it")
         for case in sorted(k for k in rates if k.startswith("matmul_batched")):
             frac = rates[case] / rates["matmul_1024"]
             ok = args.isa != "avx2" or frac >= 0.6

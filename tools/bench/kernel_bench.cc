@@ -18,8 +18,9 @@
 //                                  scores; (64, 32, 512) activations
 //   matmul_batched/<n>             (64, n, n) x (64, n, n)ᵀ, the matmul op
 //   matmul_1024                    1024^3, the matmul op (BLIS)
-//   fma_peak/<level>               the core's peak float rate at the level
-//                                  (tools/bench/fma_peak.h): no product passes it
+//   fma_peak/<level>               the peak float rate of --threads cores at
+//                                  the level (tools/bench/fma_peak.h): no
+//                                  product passes it
 // Counter "flops" (rate: FLOP/s), "words" (rate: words/s) or "elements".
 
 #include <benchmark/benchmark.h>
@@ -35,6 +36,7 @@
 #include "ops/dropout.h"
 #include "ops/dropout_math.h"
 #include "ops/matmul.h"
+#include "ops/parallel.h"
 #include "ops/softmax.h"
 #include "ops/small_gemm.h"
 #include "tools/bench/bench_main.h"
@@ -147,13 +149,25 @@ void LayerNormParamGradCase(benchmark::State& state, CpuIsa isa) {
   ElementsRate(state, kRows * kD);
 }
 
+// FmaPeakCase runs PeakMultiplyAdds on every thread at once (--threads), so
+// that its rate is the cores' joint peak (two hardware threads of one core
+// share its multiply-add units).
 void FmaPeakCase(benchmark::State& state, CpuIsa isa) {
   constexpr int64_t kRounds = int64_t{1} << 20;
-  float sink = 0;
-  double flops = 0;
-  for (auto _ : state) flops = PeakMultiplyAdds(isa, kRounds, &sink);
-  benchmark::DoNotOptimize(sink);
-  state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  const int64_t threads = NumThreads();
+  std::vector<float> sinks(threads * 16);  // a cache line per thread
+  std::vector<double> flops(threads);
+  for (auto _ : state) {
+    ParallelFor(threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        flops[t] = PeakMultiplyAdds(isa, kRounds, &sinks[t * 16]);
+      }
+    });
+  }
+  benchmark::DoNotOptimize(sinks.data());
+  double total = 0;
+  for (double f : flops) total += f;
+  state.counters["flops"] = benchmark::Counter(total, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // OpCase times one op on a random input of `shape` at the active level.
@@ -228,7 +242,8 @@ void Register() {
                                  isa);
     benchmark::RegisterBenchmark(absl::StrCat("layer_norm_param_grad_f32/", level).c_str(),
                                  LayerNormParamGradCase, isa);
-    benchmark::RegisterBenchmark(absl::StrCat("fma_peak/", level).c_str(), FmaPeakCase, isa);
+    benchmark::RegisterBenchmark(absl::StrCat("fma_peak/", level).c_str(), FmaPeakCase, isa)
+        ->UseRealTime();
   }
   for (int64_t n : {32, 128}) {
     benchmark::RegisterBenchmark(absl::StrCat("softmax/", n).c_str(), OpCase,
