@@ -1,9 +1,9 @@
 // models/trainer.h
 //
-// What every trainer shares: the Trainer interface that one training loop
+// What every trainer shares: the Trainer base class that one training loop
 // (`dagrad train`, tools/cli/train_command.cc) drives for every model —
-// ToyTrainer (synthetic tasks) and GptTrainer (text) — and the policies
-// behind it, written once:
+// ToyTrainer (synthetic tasks) and GptTrainer (text) — holding the state a
+// run carries between steps, and the policies behind it, written once:
 //
 //  - Non-finite steps (NonFiniteSteps). A step whose loss or global
 //    gradient norm is NaN or +-Inf never changes a parameter (the update
