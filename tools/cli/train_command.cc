@@ -243,10 +243,7 @@ absl::Status FinishToy(models::ToyTrainer& t, const Job& job,
   std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
                                final_eval.accuracy, final_eval.loss, t.step());
   outputs.PrintSummary(std::cout);
-  if (t.config().profile) {
-    std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
-    if (job.parallel()) std::cout << CommunicationProfile(t.train_plan().profile());
-  }
+  if (t.config().profile) std::cout << StepProfile(t.train_plan().profile(), job);
   return absl::OkStatus();
 }
 

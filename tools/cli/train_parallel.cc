@@ -95,16 +95,19 @@ int AgreedStopSignal(const Job& job, int local_signal) {
   return signals[0] > 0 ? static_cast<int>(signals[1] / signals[0]) : 0;
 }
 
-std::string CommunicationProfile(const OpProfile& profile) {
+std::string StepProfile(const OpProfile& profile, const Job& job) {
+  std::string out = "\ntraining step, by op:\n" + profile.ToString();
+  if (!job.parallel()) return out;
   double total = 0, waiting = 0;
   for (const auto& [op, entry] : profile.by_op) {
     total += entry.seconds;
     if (op == "all_reduce_wait" || op == "all_reduce") waiting += entry.seconds;
   }
   const double runs = static_cast<double>(std::max<int64_t>(profile.runs, 1));
-  return absl::StrFormat(
-      "waiting on communication: %.3f ms per step, %.1f%% of the step's %.3f ms\n",
-      1e3 * waiting / runs, total > 0 ? 100 * waiting / total : 0.0, 1e3 * total / runs);
+  return out + absl::StrFormat(
+                   "waiting on communication: %.3f ms per step, %.1f%% of the step's %.3f ms\n",
+                   1e3 * waiting / runs, total > 0 ? 100 * waiting / total : 0.0,
+                   1e3 * total / runs);
 }
 
 }  // namespace dagrad::cli

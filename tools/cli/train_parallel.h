@@ -47,9 +47,11 @@ absl::Status CheckSameConfig(const Job& job, const std::map<std::string, std::st
 // same on every rank, so that all stop after the same step.
 int AgreedStopSignal(const Job& job, int local_signal);
 
-// CommunicationProfile says how much of a profiled step waited on the
-// gradient all-reduce (the all_reduce_wait and all_reduce ops' time).
-std::string CommunicationProfile(const OpProfile& profile);
+// StepProfile is what `--profile` prints after training: the profiled
+// training step by op and, in a data-parallel job, how much of the step
+// waited on the gradient all-reduce (the all_reduce_wait and all_reduce
+// ops' time).
+std::string StepProfile(const OpProfile& profile, const Job& job);
 
 }  // namespace dagrad::cli
 

@@ -27,6 +27,7 @@
 #include "models/gpt_trainer.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/svg_plot.h"
+#include "tools/cli/train_parallel.h"
 
 ABSL_FLAG(std::string, data, "", "--task=text: the text file to train on (bytes are tokens)");
 ABSL_DECLARE_FLAG(int64_t, seq_len);
@@ -130,10 +131,7 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
                                final_eval.loss, t.step());
   outputs.PrintSummary(std::cout);
   std::cout << "sample:\n" << sample << "\n";
-  if (t.config().profile) {
-    std::cout << "\ntraining step, by op:\n" << t.train_plan().profile().ToString();
-    if (job.parallel()) std::cout << CommunicationProfile(t.train_plan().profile());
-  }
+  if (t.config().profile) std::cout << StepProfile(t.train_plan().profile(), job);
   return absl::OkStatus();
 }
 
