@@ -21,7 +21,6 @@
 namespace dagrad {
 namespace {
 
-
 int64_t Product(const Shape& s, int begin, int end) {
   int64_t n = 1;
   for (int i = begin; i < end; ++i) n *= s[i];

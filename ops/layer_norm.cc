@@ -27,7 +27,6 @@
 namespace dagrad {
 namespace {
 
-
 // CheckRows validates x (input 0), the attribute eps and the optional (D,)
 // inputs listed in `affine` (gamma, beta).
 absl::Status CheckRows(const InferContext& ctx, std::initializer_list<int> affine) {

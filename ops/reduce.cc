@@ -129,7 +129,6 @@ void ReduceColumns(const CpuKernels& kernels, Reduction r, const T* in, T* out, 
 
 // ReduceContiguous reduces x, seen as (outer, mid, inner), over mid. Threads
 // split the outputs, each chunk about RowGrain's count of input elements.
-
 template <typename T>
 void ReduceContiguous(const CpuKernels& kernels, Reduction r, const T* x, T* y, int64_t outer,
                       int64_t mid, int64_t inner) {
