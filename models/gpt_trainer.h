@@ -88,7 +88,6 @@ class GptTrainer : public Trainer {
   std::map<std::string, std::string> ModelMetadata() const override;
 
   TextTrainConfig config_;
-  DataParallelOptions parallel_;
   std::unique_ptr<TextData> data_;
   Gpt model_;
   std::unique_ptr<Plan> train_plan_, eval_plan_, attention_plan_;

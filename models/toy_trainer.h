@@ -129,7 +129,6 @@ class ToyTrainer : public Trainer {
   absl::StatusOr<TaskBatch> Slice(const TaskBatch& global) const;
 
   TrainConfig config_;
-  DataParallelOptions parallel_;
   std::unique_ptr<ToyTransformer> model_;
   std::unique_ptr<TaskGenerator> train_data_;
   TaskBatch eval_set_;

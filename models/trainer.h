@@ -225,7 +225,7 @@ class BatchShare {
 // carries from step to step is held here, and with it what every trainer
 // does alike: checkpoints, the data-parallel start and the model file. A
 // trainer builds graph_, exec_ and ts_ (its compiled training step), sets
-// share_ and skips_, advances step_, and names its parameters, its
+// parallel_, share_ and skips_, advances step_, and names its parameters, its
 // checkpoint format and config (State) and its model's metadata.
 class Trainer {
  public:
@@ -284,6 +284,7 @@ class Trainer {
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<Executor> exec_;
   TrainingStep ts_;
+  DataParallelOptions parallel_;  // the communicator (none: one process), buckets
   BatchShare share_;  // this rank's rows of the batch and share of its loss
   NonFiniteSteps skips_;
   int64_t step_ = 0;
