@@ -11,10 +11,15 @@ vocab 16, T 32, D 128, H 4, L 2, ffn 512, dropout 0.1, Adam, global batch
     PyTorch 1 process x 1 thread and DistributedDataParallel, 2 processes x
     1 thread (gloo backend), each process on half the global batch.
 It prints the throughput ratios (ideal 2.0) and dagrad's 2-rank step time
-over DDP's. Benchmarks print, never assert; the machine's ISA is printed
-first (`dagrad info`).
+over DDP's, and beside it two floors: the ratio a 2-rank step would reach
+if its matrix products were all it did, at one core's peak multiply-add
+rate (kernel_bench's fma_peak/<level>) and at the rate BLIS ran them in
+this run (the matmul and linear rows of rank 0's --profile). A goal below
+a floor cannot be met by any code around those products. Benchmarks
+print, never assert; the machine's ISA is printed first (`dagrad info`).
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -29,7 +34,9 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
 def dagrad_rate(cli, ranks, threads, steps, extra=()):
-    """Steps per second of the training loop (the last progress line)."""
+    """Steps per second of the training loop (the last progress line) and,
+    with --profile, (ms per step waiting on the all-reduce, its share in %)
+    and the ms per step of the matrix products (matmul and linear)."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [cli, "train"] + TOY + [f"--steps={steps}", f"--eval_every={steps}",
                                       f"--threads={threads}", f"--out={out}"] + list(extra)
@@ -39,7 +46,24 @@ def dagrad_rate(cli, ranks, threads, steps, extra=()):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     rates = re.findall(r"([0-9.]+) steps/s", r.stdout)
     wait = re.search(r"waiting on communication: ([0-9.]+) ms per step, ([0-9.]+)%", r.stdout)
-    return float(rates[-1]), (float(wait.group(1)), float(wait.group(2))) if wait else None
+    products = sum(float(ms) for ms in re.findall(r"^(?:matmul|linear) +([0-9.]+) ", r.stdout,
+                                                  re.MULTILINE))
+    return (float(rates[-1]), (float(wait.group(1)), float(wait.group(2))) if wait else None,
+            products)
+
+
+def peak_floor(build, level, ranks):
+    """(GFLOP of one rank's step products, one core's peak GFLOP/s at `level`):
+    dagrad_bench's toy_train_step counts the products of the global batch,
+    and a rank runs 1 / ranks of them."""
+    def bench(tool, pattern):
+        out = subprocess.run([os.path.join(build, "tools", tool), "--threads=1",
+                              f"--benchmark_filter={pattern}", "--benchmark_format=json",
+                              "--benchmark_min_time=0.2"],
+                             check=True, capture_output=True, text=True).stdout
+        return json.loads(out)["benchmarks"][0]["flops"] / 1e9
+    return bench("dagrad_bench", "^toy_train_step") / ranks, bench("kernel_bench",
+                                                                   f"^fma_peak/{level}/")
 
 
 def torch_worker(rank, world, steps, port, results):
@@ -94,12 +118,14 @@ def main():
     cli = os.path.join(args.build, "tools", "dagrad")
     info = subprocess.run([cli, "info"], capture_output=True, text=True).stdout
     print("\n".join(l for l in info.splitlines() if "kernels" in l or "cpu" in l.lower()))
-    one, _ = dagrad_rate(cli, 1, 1, args.steps)
-    one_two_threads, _ = dagrad_rate(cli, 1, 2, args.steps)
-    two, _ = dagrad_rate(cli, 2, 1, args.steps)
-    two_serial, _ = dagrad_rate(cli, 2, 1, args.steps, ["--overlap=false"])
-    _, wait = dagrad_rate(cli, 2, 1, args.steps, ["--profile"])
-    _, wait_serial = dagrad_rate(cli, 2, 1, args.steps, ["--profile", "--overlap=false"])
+    level = re.search(r"kernels: (\w+)", info).group(1)
+    one, _, _ = dagrad_rate(cli, 1, 1, args.steps)
+    one_two_threads, _, _ = dagrad_rate(cli, 1, 2, args.steps)
+    two, _, _ = dagrad_rate(cli, 2, 1, args.steps)
+    two_serial, _, _ = dagrad_rate(cli, 2, 1, args.steps, ["--overlap=false"])
+    _, wait, products_ms = dagrad_rate(cli, 2, 1, args.steps, ["--profile"])
+    _, wait_serial, _ = dagrad_rate(cli, 2, 1, args.steps, ["--profile", "--overlap=false"])
+    gflop, peak = peak_floor(args.build, level, 2)
     torch_one = torch_rate(1, args.steps)
     torch_two = torch_rate(2, args.steps)
     print(f"{'':34}{'steps/s':>9}{'ms/step':>9}")
@@ -114,6 +140,11 @@ def main():
     print(f"dagrad 2 ranks / no overlap:          {two / two_serial:.2f}")
     print(f"torch DDP 2 / torch 1:                {torch_two / torch_one:.2f}")
     print(f"dagrad 2-rank step / DDP 2-process step: {torch_two / two:.2f} (goal <= 0.5)")
+    ddp_ms = 1e3 / torch_two
+    print(f"floor: a rank's products, {gflop:.2f} GFLOP, take {gflop / peak * 1e3:.1f} ms at one "
+          f"core's peak ({peak:.1f} GFLOP/s, fma_peak/{level}) = {gflop / peak * 1e3 / ddp_ms:.2f} "
+          f"of DDP's step, and took {products_ms:.1f} ms at BLIS's rate here "
+          f"({gflop / products_ms * 1e3:.1f} GFLOP/s) = {products_ms / ddp_ms:.2f}")
     if wait and wait_serial:
         print(f"waiting on the all-reduce per step: overlapped {wait[0]:.3f} ms ({wait[1]:.1f}%), "
               f"not overlapped {wait_serial[0]:.3f} ms ({wait_serial[1]:.1f}%)")
