@@ -94,8 +94,7 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
                       .memory_limit_bytes = c.memory_limit_bytes,
                       .profile = c.profile,
                       .communicator = parallel_.communicator});
-  DAGRAD_ASSIGN_OR_RETURN(
-      train_plan_, exec_->Compile({share_.JobLoss(ts_), ts_.grad_norm, logits_}, ts_.updates));
+  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep(logits_));
   DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
   return absl::OkStatus();
@@ -109,27 +108,9 @@ absl::StatusOr<StepResult> GptTrainer::Step() {
   TextBatch batch;
   DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
   DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));
-  StepResult r{.step = s, .lr = LearningRate(schedule_, s)};
-  Feeds feeds = {{tokens_, batch.tokens},
-                 {targets_, batch.targets},
-                 {ts_.lr, Tensor::Scalar<double>(r.lr)},
-                 // Adam's step counts applied updates only.
-                 {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skips_.total()))}};
-  share_.FeedWeight(global.targets, feeds);
-  DAGRAD_ASSIGN_OR_RETURN(
-      std::vector<Tensor> out,
-      exec_->Run(*train_plan_, feeds, share_.Training(static_cast<uint64_t>(s))));
-  r.loss = BatchShare::LossValue(out[0]);
-  r.grad_norm = out[1].data<double>()[0];
-  DAGRAD_ASSIGN_OR_RETURN(r.accuracy, share_.Accuracy(out[2], batch.targets, global.targets));
-  if (UpdateSkipped(r.loss, r.grad_norm)) {
-    DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(s, r.loss, r.grad_norm));
-    r.skipped = true;
-  } else {
-    skips_.Finite();
-  }
-  step_ = s;
-  return r;
+  return RunTrainingStep(s, LearningRate(schedule_, s),
+                         {{tokens_, batch.tokens}, {targets_, batch.targets}}, batch.targets,
+                         global.targets);
 }
 
 absl::StatusOr<EvalResult> GptTrainer::Evaluate() {

@@ -78,7 +78,6 @@ class GptTrainer : public Trainer {
   const TextData& data() const { return *data_; }
   Value logits() const { return logits_; }
   Value loss() const { return loss_; }
-  const Plan& train_plan() const { return *train_plan_; }
 
  private:
   GptTrainer() = default;
@@ -90,7 +89,7 @@ class GptTrainer : public Trainer {
   TextTrainConfig config_;
   std::unique_ptr<TextData> data_;
   Gpt model_;
-  std::unique_ptr<Plan> train_plan_, eval_plan_, attention_plan_;
+  std::unique_ptr<Plan> eval_plan_, attention_plan_;
   Value tokens_, targets_, logits_, loss_;
   Value eval_tokens_, eval_targets_, eval_logits_, eval_loss_, window_tokens_;
   std::vector<Value> attention_;

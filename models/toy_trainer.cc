@@ -119,9 +119,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                                      .profile = c.profile,
                                                      .reserved = data,
                                                      .communicator = parallel_.communicator});
-  std::vector<Value> train_fetches = {share_.JobLoss(ts_), logits_};
-  if (!ts_.grad_norm.is_null()) train_fetches.push_back(ts_.grad_norm);
-  DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile(train_fetches, ts_.updates));
+  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep(logits_));
   DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(sample_attention_));
   DAGRAD_ASSIGN_OR_RETURN(eval_set_, eval.Batch(0, c.eval_size));
@@ -133,26 +131,10 @@ absl::StatusOr<StepResult> ToyTrainer::Step() {
   DAGRAD_ASSIGN_OR_RETURN(const TaskBatch global,
                           train_data_->Batch(static_cast<uint64_t>(s), config_.batch));
   DAGRAD_ASSIGN_OR_RETURN(const TaskBatch batch, Slice(global));
-  StepResult r{.step = s, .lr = LearningRate(schedule_, s)};
-  Feeds feeds = {{tokens_, batch.tokens}, {lengths_, batch.lengths}, {targets_, batch.targets},
-                 {ts_.lr, Tensor::Scalar<double>(r.lr)},
-                 // Adam's step counts applied updates only.
-                 {ts_.step, Tensor::Scalar<double>(static_cast<double>(s - skips_.total()))}};
-  share_.FeedWeight(global.targets, feeds);
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                          exec_->Run(*train_plan_, feeds,
-                                     share_.Training(static_cast<uint64_t>(s))));
-  r.loss = BatchShare::LossValue(out[0]);
-  DAGRAD_ASSIGN_OR_RETURN(r.accuracy, share_.Accuracy(out[1], batch.targets, global.targets));
-  r.grad_norm = out[2].data<double>()[0];
-  if (UpdateSkipped(r.loss, r.grad_norm)) {
-    DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(s, r.loss, r.grad_norm));
-    r.skipped = true;
-  } else {
-    skips_.Finite();
-  }
-  step_ = s;
-  return r;
+  return RunTrainingStep(
+      s, LearningRate(schedule_, s),
+      {{tokens_, batch.tokens}, {lengths_, batch.lengths}, {targets_, batch.targets}},
+      batch.targets, global.targets);
 }
 
 absl::StatusOr<EvalResult> ToyTrainer::Evaluate() {

@@ -114,7 +114,6 @@ class ToyTrainer : public Trainer {
   // the model config as metadata (loadable by the reference's
   // from_metadata).
   const TrainConfig& config() const { return config_; }
-  const Plan& train_plan() const { return *train_plan_; }
   // The forward logits and loss of the training step.
   Value logits() const { return logits_; }
   Value loss() const { return loss_; }
@@ -132,7 +131,7 @@ class ToyTrainer : public Trainer {
   std::unique_ptr<ToyTransformer> model_;
   std::unique_ptr<TaskGenerator> train_data_;
   TaskBatch eval_set_;
-  std::unique_ptr<Plan> train_plan_, eval_plan_, attention_plan_;
+  std::unique_ptr<Plan> eval_plan_, attention_plan_;
   Value tokens_, lengths_, targets_;
   Value eval_tokens_, eval_lengths_, eval_targets_, eval_logits_, eval_loss_;
   Value sample_tokens_, sample_lengths_;

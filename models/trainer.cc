@@ -267,6 +267,36 @@ absl::Status ValidateOptimizer(const OptimizerOptions& o) {
   return ValidateOptimizerOptions(o);
 }
 
+absl::Status Trainer::CompileTrainingStep(Value logits) {
+  DAGRAD_ASSIGN_OR_RETURN(
+      train_plan_, exec_->Compile({share_.JobLoss(ts_), ts_.grad_norm, logits}, ts_.updates));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepResult> Trainer::RunTrainingStep(int64_t step, double lr, Feeds data,
+                                                    const Tensor& targets,
+                                                    const Tensor& global_targets) {
+  StepResult r{.step = step, .lr = lr};
+  data.push_back({ts_.lr, Tensor::Scalar<double>(lr)});
+  // Adam's step counts applied updates only.
+  data.push_back({ts_.step, Tensor::Scalar<double>(static_cast<double>(step - skips_.total()))});
+  share_.FeedWeight(global_targets, data);
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*train_plan_, data, share_.Training(static_cast<uint64_t>(step))));
+  r.loss = BatchShare::LossValue(out[0]);
+  r.grad_norm = out[1].data<double>()[0];
+  DAGRAD_ASSIGN_OR_RETURN(r.accuracy, share_.Accuracy(out[2], targets, global_targets));
+  if (UpdateSkipped(r.loss, r.grad_norm)) {
+    DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(step, r.loss, r.grad_norm));
+    r.skipped = true;
+  } else {
+    skips_.Finite();
+  }
+  step_ = step;
+  return r;
+}
+
 std::vector<Value> Trainer::StateVariables() const {
   std::vector<Value> vars = Parameters();
   vars.insert(vars.end(), ts_.state.begin(), ts_.state.end());

@@ -269,6 +269,8 @@ class Trainer {
   int64_t consecutive_skips() const { return skips_.in_a_row(); }
   // The compiled training step: its updates, gradients and norm.
   const TrainingStep& training_step() const { return ts_; }
+  // The compiled training step (after Create).
+  const Plan& train_plan() const { return *train_plan_; }
   Graph& graph() { return *graph_; }
 
  protected:
@@ -279,11 +281,23 @@ class Trainer {
   // ModelMetadata: what SaveModel writes beside the parameters.
   virtual std::map<std::string, std::string> ModelMetadata() const = 0;
 
+  // CompileTrainingStep compiles train_plan_ from ts_ (built on exec_'s
+  // graph), fetching the job's loss, the gradient norm and `logits`.
+  absl::Status CompileTrainingStep(Value logits);
+  // RunTrainingStep runs step `step` (step_ + 1) of train_plan_ on this
+  // rank's `data` feeds at learning rate `lr`: the loss, gradient norm and
+  // accuracy (of `targets`, this rank's rows of `global_targets`), with the
+  // skip policy applied, and step_ advanced.
+  absl::StatusOr<StepResult> RunTrainingStep(int64_t step, double lr, Feeds data,
+                                             const Tensor& targets,
+                                             const Tensor& global_targets);
+
   // Declared first, so destroyed last: every Value and plan of a trainer
   // refers to its graph.
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<Executor> exec_;
   TrainingStep ts_;
+  std::unique_ptr<Plan> train_plan_;
   DataParallelOptions parallel_;  // the communicator (none: one process), buckets
   BatchShare share_;  // this rank's rows of the batch and share of its loss
   NonFiniteSteps skips_;
