@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Builds dagrad for a GPU, checks it and times it against PyTorch, in stages
-# that each fit one call of the lent machine (at most 10 minutes a command;
-# each stage here stops itself within DAGRAD_GPU_CHECK_BUDGET seconds,
-# default 420).
+# that fit the lent machine's calls (at most 10 minutes a command, about
+# 15 minutes of device time a session). One call's stages together stop
+# within DAGRAD_GPU_CHECK_BUDGET seconds (default 420), each stage leaving
+# the time the stages after it in the same call reserve (bench: 150 s).
 #
 # The GPU machine reaches no package registry, so the Debian packages the
 # build needs travel with each call as .deb files (about 9 MB, gitignored).
 # Here, once:
 #   bash tools/bench/gpu_check.sh fetch        # downloads them into .debs/
-# Then through the device tool, from the repository root, three calls back
+# Then through the device tool, from the repository root, two calls back
 # to back (tools/bench/PERFORMANCE.md gives the exact calls):
-#   bash tools/bench/gpu_check.sh build test   # configure, build, CUDA tests
-#   bash tools/bench/gpu_check.sh sanitize     # compute-sanitizer
-#   bash tools/bench/gpu_check.sh bench        # timings and the table
+#   bash tools/bench/gpu_check.sh build test bench   # build, CUDA tests, timings
+#   bash tools/bench/gpu_check.sh sanitize           # compute-sanitizer
 # The build folder (build-gpu/, ignored by git) stays on the machine while
 # it is warm (30 s after a call); a stage that finds no build builds first.
 # On a machine of one's own with no time limit: gpu_check.sh all.
@@ -66,10 +66,24 @@ fail() {
   exit 1
 }
 
-# left prints the seconds of this call's budget still unspent (at least 1).
+# reserve: the seconds the stages after the running one keep for
+# themselves (set by the loop at the end).
+reserve=0
+
+# left prints the seconds of this call's budget that the running stage may
+# spend: the unspent budget less `reserve`, at least 1.
 left() {
-  local s=$((budget - (SECONDS - start)))
+  local s=$((budget - (SECONDS - start) - reserve))
   echo $((s > 1 ? s : 1))
+}
+
+# reserved_after I prints the seconds that stages I+1.. of this call keep.
+reserved_after() {
+  local i s=0
+  for ((i = $1 + 1; i < ${#phases[@]}; ++i)); do
+    [[ ${phases[i]} == bench ]] && s=$((s + 150))
+  done
+  echo $s
 }
 
 fetch() {
@@ -199,7 +213,9 @@ fi
 [[ ${phases[*]} == fetch ]] || check_debs
 
 status=0
-for phase in "${phases[@]}"; do
+for i in "${!phases[@]}"; do
+  phase=${phases[i]}
+  reserve=$(reserved_after "$i")
   begun=$SECONDS
   echo "== $phase"
   case "$phase" in
