@@ -1,7 +1,7 @@
 // The dagrad program, run as a user runs it: usage errors (exit 2, one
 // line), training determinism and resume identity, corrupt checkpoints,
 // crash safety of checkpoint writes, `dagrad eval` against the PyTorch
-// reference's outputs, and `dagrad dot`.
+// reference's outputs and, on a GPU, against the CPU's, and `dagrad dot`.
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +18,7 @@
 #include "engine/file_io.h"
 #include "engine/safetensors.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpu_skip.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -233,6 +234,35 @@ TEST(Cli, EvalMatchesThePyTorchReference) {
   ASSERT_OK_AND_ASSIGN(want, ReadSafetensors(data + "expected_no_lengths.safetensors"));
   EXPECT_EQ(got.tensors.size(), 1u);
   ExpectTensorsClose(got, want, 1e-4);
+}
+
+// The CUDA half of the GPU issue's CLI checks: the default run reaches the
+// CPU's accuracy, and `dagrad eval` on the GPU gives the CPU's logits, loss
+// and gradients (float32, TF32 off).
+TEST(CudaCli, DefaultTrainingReachesHeldOutAccuracy) {
+  SKIP_WITHOUT_GPU();
+  const Result r = Dagrad("train --device=cuda --out=" + FreshDir("train_cuda"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string key = "held-out token accuracy ";
+  const size_t at = r.out.rfind(key);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GE(std::strtod(r.out.c_str() + at + key.size(), nullptr), 0.99) << r.out;
+}
+
+TEST(CudaCli, EvalMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string data = absl::StrCat(DAGRAD_TEST_DATA_DIR, "/toy_eval/");
+  const std::string dir = FreshDir("eval_cuda");
+  for (const char* device : {"cpu", "cuda"}) {
+    const Result r = Dagrad(absl::StrCat("eval --checkpoint=", data, "model.safetensors --input=",
+                                         data, "input.safetensors --output=", dir, "/", device,
+                                         ".safetensors --device=", device));
+    ASSERT_EQ(r.code, 0) << device << ": " << r.err;
+  }
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile gpu, ReadSafetensors(dir + "/cuda.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile cpu, ReadSafetensors(dir + "/cpu.safetensors"));
+  EXPECT_EQ(gpu.tensors.size(), cpu.tensors.size());
+  ExpectTensorsClose(gpu, cpu, 1e-5);
 }
 
 TEST(Cli, EvalRejectsBadInputs) {

@@ -22,12 +22,13 @@
 #   build     unpack .debs/ into /tmp/dagrad-deps (never into /), configure
 #             for sm_90 (plus compute_90 PTX) with device line tables
 #             (DAGRAD_CUDA_LINEINFO, so the sanitizer names file:line),
-#             build into build-gpu/
+#             build the tests, cuda_bench and the CLI into build-gpu/
 #   test      the CUDA tests and the recorded-run tests in one dagrad_tests
 #             process (one CUDA context, not one per test): each op and
 #             gradient against the CPU on poisoned outputs, dropout bit for
 #             bit, 100 trainer steps against the CPU, CUDA-graph replays
-#             against kernel-by-kernel runs
+#             against kernel-by-kernel runs, `dagrad train` and `dagrad
+#             eval` on the GPU (CudaCli.*)
 #   sanitize  compute-sanitizer memcheck over the same tests less the
 #             largest and longest, until 90 s before the budget; then
 #             racecheck over the kernels with shared-memory trees in the
@@ -52,8 +53,9 @@ debs=(libabsl-dev libabsl20220623 libblis-openmp-dev libblis4-openmp libgtest-de
       libbenchmark-dev libbenchmark1debian nlohmann-json3-dev)
 test_filter=${DAGRAD_GPU_TEST_FILTER:-'*Cuda*:RecordedRuns.*'}
 # Under memcheck every kernel runs 10-100 times slower: leave out the
-# cases over tens of millions of elements and the 100-step training run.
-memcheck_filter=${DAGRAD_MEMCHECK_FILTER:-'*Cuda*:RecordedRuns.*:-*past_grid_limit*:*sum_large_f32*:CudaTraining.HundredTrainerSteps*'}
+# cases over tens of millions of elements and the training runs (100 and
+# 300 steps).
+memcheck_filter=${DAGRAD_MEMCHECK_FILTER:-'*Cuda*:RecordedRuns.*:-*past_grid_limit*:*sum_large_f32*:CudaTraining.HundredTrainerSteps*:CudaCli.DefaultTraining*'}
 # Kernels whose blocks combine through shared memory (BlockReduce and
 # column tiles): reductions, softmax, layer norm, cross-entropy.
 racecheck_filter='*MatchesCpu/*_paths_*:*MatchesCpu/*long_rows*:*MatchesCpu/*softmax*:*MatchesCpu/layer_norm*:*MatchesCpu/cross_entropy*'
@@ -123,7 +125,9 @@ build() {
   cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDAGRAD_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DDAGRAD_CUDA_LINEINFO=ON -DCMAKE_PREFIX_PATH="$deps/usr" \
     >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; fail "configure failed"; }
-  timeout "$(left)" cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 ||
+  # Only what the stages run: the tests, the benchmark and the CLI.
+  timeout "$(left)" cmake --build "$build" -j"$(nproc)" --target dagrad_tests cuda_bench dagrad_cli \
+    >"$out/build.log" 2>&1 ||
     { grep -m20 -A5 "error" "$out/build.log"; tail -5 "$out/build.log"; fail "build failed or ran past the budget (log: build.log)"; }
   echo "built: $("$build/tools/dagrad" info | grep '^cuda')"
 }
