@@ -147,8 +147,10 @@ __device__ T BlockReduce(T v, Op op, T* shared) {
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    T w = lane < warps ? shared[lane] : shared[0];
-    // Lanes past `warps` repeat shared[0]; only lanes < warps are combined.
+    T w = lane < warps ? shared[lane] : v;
+    // Lanes past `warps` keep their own value, which is never combined
+    // (only lanes < warps are); reading shared[0] there instead would race
+    // with lane 0's write below, which no barrier separates from it.
     for (int offset = 16; offset > 0; offset /= 2) {
       const T other = __shfl_down_sync(0xffffffffu, w, offset);
       if (lane + offset < warps) w = op(w, other);

@@ -75,13 +75,15 @@ __device__ Partial<T, R> Combine(Partial<T, R> a, Partial<T, R> b) {
 }
 
 // Finish turns a row's partial into the output value; `scale` is 1/mid
-// for means (as the CPU multiplies by it), 1 otherwise.
+// for means, 1 otherwise. The mean of no elements is NaN, as the CPU's
+// (torch.mean).
 template <typename T, Reduction R>
 __device__ T Finish(Partial<T, R> p, int64_t mid, double scale) {
   if constexpr (R == Reduction::kMax) {
     return mid == 0 ? MaxIdentity<T>() : p;
   } else if constexpr (R == Reduction::kMean) {
-    return static_cast<T>(static_cast<double>(p) * scale);
+    return static_cast<T>(mid == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                   : static_cast<double>(p) * scale);
   } else {
     return static_cast<T>(p);
   }
@@ -215,7 +217,8 @@ struct GeneralShape {
 };
 
 // Exactly the CPU's ReduceGeneral per output: max from MaxIdentity, sums in
-// Acc<T> in the same order (wrapping for integers), mean as sum / count.
+// Acc<T> in the same order (wrapping for integers), mean as sum / count
+// (NaN for no elements).
 template <typename T, Reduction R>
 __global__ void ReduceGeneralKernel(const T* x, T* y, int64_t outputs, GeneralShape s) {
   DAGRAD_CUDA_LOOP(o, outputs) {
@@ -243,7 +246,8 @@ __global__ void ReduceGeneralKernel(const T* x, T* y, int64_t outputs, GeneralSh
     if constexpr (R == Reduction::kMax) {
       y[o] = m;
     } else if constexpr (R == Reduction::kMean) {
-      y[o] = static_cast<T>(s.count ? sum / static_cast<double>(s.count) : 0);
+      y[o] = static_cast<T>(s.count ? sum / static_cast<double>(s.count)
+                                    : std::numeric_limits<double>::quiet_NaN());
     } else {
       y[o] = static_cast<T>(sum);
     }
