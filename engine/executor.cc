@@ -388,7 +388,9 @@ absl::Status Executor::QueueRun(Plan& plan, int phase) {
                           !options_.synchronize_each_kernel && !options_.check_numerics;
   if (!may_record) return QueueKernels(plan, phase);
   Plan::Recorded& recorded = plan.recorded_[plan.run_.training ? 1 : 0][phase];
-  if (recorded.recording != nullptr && recorded.bases == plan.bases_) {
+  if (recorded.recording != nullptr && recorded.bases == plan.bases_ &&
+      recorded.batch_begin == plan.run_.batch_begin &&
+      recorded.batch_rows == plan.run_.batch_rows) {
     if (phase == 0) ++plan.replays_;  // a run, not each phase
     return recorded.recording->Replay();
   }
@@ -409,6 +411,8 @@ absl::Status Executor::QueueRun(Plan& plan, int phase) {
     plan.recording_failure_ = why_not;
   } else {
     recorded.bases = plan.bases_;
+    recorded.batch_begin = plan.run_.batch_begin;
+    recorded.batch_rows = plan.run_.batch_rows;
   }
   return absl::OkStatus();
 }

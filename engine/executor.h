@@ -159,11 +159,14 @@ class Plan {
 
  private:
   friend class Executor;
-  // A recorded run, valid while every storage root is where it was.
+  // A recorded run, valid while every storage root is where it was and
+  // the batch rows are those it was recorded with (dropout's element
+  // offset is a kernel argument, baked into a recording).
   struct Recorded {
     bool warmed_up = false;  // one run was queued unrecorded
     std::unique_ptr<Recording> recording;
     std::vector<void*> bases;
+    int64_t batch_begin = 0, batch_rows = 0;
   };
 
   OpProfile profile_;

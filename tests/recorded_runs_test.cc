@@ -146,6 +146,26 @@ TEST(RecordedRuns, ReplaysSeeAssignedVariables) {
   ExpectAllClose(got[0], AsDoubles(want[0]), 0, 0, "loss after Assign");
 }
 
+// Dropout's element offset (the batch rows of a data-parallel run) is a
+// kernel argument that a CUDA graph bakes in: other rows need a new
+// recording, not a replay.
+TEST(RecordedRuns, OtherBatchRowsAreRecordedAgain) {
+  TwoExecutors t;
+  ASSERT_OK_AND_ASSIGN(auto cpu_plan, t.cpu->Compile({t.step->loss}));
+  ASSERT_OK_AND_ASSIGN(auto plan, t.replaying->Compile({t.step->loss}));
+  const Feeds feeds = t.FeedsFor(1);
+  const int64_t rows = feeds.front().second.shape()[0];
+  for (int64_t begin : {0, 0, 0, 1, 1}) {
+    const RunOptions ro{.training = true, .step = 1, .batch_begin = begin * rows,
+                        .batch_rows = rows};
+    ASSERT_OK_AND_ASSIGN(auto want, t.cpu->Run(*cpu_plan, feeds, ro));
+    ASSERT_OK_AND_ASSIGN(auto got, t.replaying->Run(*plan, feeds, ro));
+    ExpectAllClose(got[0], AsDoubles(want[0]), 0, 0, absl::StrCat("loss, rows from ", begin));
+  }
+  EXPECT_EQ(*t.records, 2);  // rows from 0, then from `rows`
+  EXPECT_EQ(plan->replays(), 2);
+}
+
 TEST(RecordedRuns, PoisonedArenaIsRewrittenByEveryReplay) {
   ExecutorOptions options;
   options.poison_arena = true;
