@@ -101,6 +101,16 @@ DAGRAD_OP_CASE(
                      },
                  .modes = kBackendModes,
                  .gradients = false},
+                // Logits near 1000: exp(x - logsumexp) rounded to float32
+                // would be off by 6e-5; exp(x - max) * (w / sum) is not.
+                {.name = "dx_large_logits",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       b.Out(CrossEntropyDx(b, b.Input("x", d, {4, 1000}, 996, 1004),
+                                            b.Input("t", DType::kInt64, {4}, 0, 1000)));
+                     },
+                 .modes = kBackendModes,
+                 .gradients = false},
                 // A plan of the gradient alone: the backward op checks the
                 // targets itself.
                 {.name = "target_error",

@@ -235,20 +235,34 @@ __device__ inline T Infinity() {
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
-// RowLogSumExp returns log(sum(exp(x[0, n)))), max-shifted, to every thread
-// of the block; the sum accumulates in Acc<T> (double). `shared` holds 32
-// T. Contains __syncthreads: call it from every thread.
+// ShiftedExpSum is a row's maximum m and the sum of exp(x[k] - m).
 template <typename T>
-__device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
+struct ShiftedExpSum {
+  T m;
+  Acc<T> sum;
+};
+
+// RowShiftedExpSum returns the ShiftedExpSum of x[0, n) to every thread of
+// the block; the sum accumulates in Acc<T> (double). `shared` holds 32 T.
+// Contains __syncthreads: call it from every thread.
+template <typename T>
+__device__ ShiftedExpSum<T> RowShiftedExpSum(const T* x, int64_t n, T* shared) {
   __shared__ Acc<T> shared_sum[32];
   T m = -Infinity<T>();
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp()(m, x[k]);
   m = BlockReduce(m, MaxOp(), shared);
   Acc<T> sum = 0;
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += math::Exp(x[k] - m);
-  sum = BlockReduce(sum, SumOp(), shared_sum);
+  return {m, BlockReduce(sum, SumOp(), shared_sum)};
+}
+
+// RowLogSumExp returns log(sum(exp(x[0, n)))), max-shifted, to every thread
+// of the block, as RowShiftedExpSum.
+template <typename T>
+__device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
+  const ShiftedExpSum<T> s = RowShiftedExpSum(x, n, shared);
   // In double, as the CPU: rounding log(sum) to T first would add an error.
-  return static_cast<T>(static_cast<Acc<T>>(m) + math::Log(sum));
+  return static_cast<T>(static_cast<Acc<T>>(s.m) + math::Log(s.sum));
 }
 
 }  // namespace dagrad::cuda

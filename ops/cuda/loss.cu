@@ -179,10 +179,13 @@ __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T*
     }
     const T* xr = x + r * classes;
     const T w = reduction == Reduction::kNone ? g[r] : w_all;
-    const T lse = cuda::RowLogSumExp(xr, classes, shared);
+    // As the CPU: exp(x - max) scaled by w / sum, so that the error does
+    // not grow with the log-sum-exp, as exp(x - lse) rounded to T would.
+    const cuda::ShiftedExpSum<T> s = cuda::RowShiftedExpSum(xr, classes, shared);
+    const T scale = static_cast<T>(w / s.sum);
     // d may be x's buffer: each element is read, then written, by one thread.
     for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) {
-      T v = math::Exp(xr[k] - lse) * w;
+      T v = math::Exp(xr[k] - s.m) * scale;
       if (k == t) v -= w;
       d[k] = v;
     }
