@@ -41,5 +41,15 @@ TEST(CliHostile, AnOutputThatIsAFifoIsRefusedAndKept) {
   EXPECT_TRUE(fs::is_fifo(fifo));
 }
 
+// A name that is no kernel set ran BLIS's skx (id 0, where a failed
+// SimpleAtoi leaves its int) as if chosen.
+TEST(CliHostile, AnUnknownBlisKernelSetIsAUsageError) {
+  for (const char* value : {"garbage", "''"}) {
+    const CliResult r = RunDagrad("info", absl::StrCat("env BLIS_ARCH_TYPE=", value));
+    EXPECT_EQ(r.code, 2) << value << ": " << r.out;
+    EXPECT_THAT(r.err, HasSubstr("is not a BLIS kernel set this CPU can run; valid: ")) << value;
+  }
+}
+
 }  // namespace
 }  // namespace dagrad::testing
