@@ -63,9 +63,10 @@ int TemporaryFileWriter(absl::string_view name) {
   return pid;
 }
 
-// DeviceKind names a device or other special file ("a character device"),
-// or returns "" for a regular file, a directory or a symlink.
-const char* DeviceKind(mode_t mode) {
+// NotAFile names what a path that is no regular file or symlink is ("a
+// character device"), or returns "" for a regular file or a symlink.
+const char* NotAFile(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -93,7 +94,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   if (has_stat && (S_ISBLK(st.st_mode) || (S_ISCHR(st.st_mode) && !::isatty(fd)))) {
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(
-        "cannot read '", path, "': it is ", DeviceKind(st.st_mode), ", not a file"));
+        "cannot read '", path, "': it is ", NotAFile(st.st_mode), ", not a file"));
   }
   char buf[1 << 16];
   while (true) {
@@ -124,10 +125,9 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
                                  const AtomicWriteOptions& options) {
   // Renaming over a device or a FIFO would replace it (/dev/full, as root).
   struct stat target;
-  if (::lstat(path.c_str(), &target) == 0 && *DeviceKind(target.st_mode) != '\0') {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot write '", path, "': it is ", DeviceKind(target.st_mode),
-        ", which a file written here would replace"));
+  if (::lstat(path.c_str(), &target) == 0 && *NotAFile(target.st_mode) != '\0') {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write '", path, "': it is ", NotAFile(target.st_mode), ", not a file"));
   }
   // O_EXCL guards against a name another writer took since TemporaryPathFor
   // looked; mode 0666 lets the umask give the file its usual permissions.

@@ -57,9 +57,9 @@ struct AtomicWriteOptions {
 //
 // Errors: the errno's code with a message naming the path and the step that
 // failed (NotFound for a missing directory, ResourceExhausted for a full
-// disk, FailedPrecondition when `path` is a directory, ...);
-// FailedPrecondition, before anything is written, when `path` is a device,
-// a FIFO or a socket, which the rename would replace (/dev/full, as root).
+// disk, ...); FailedPrecondition, before anything is written, when `path`
+// is a directory, a device, a FIFO or a socket, which the rename would
+// replace (/dev/full, as root).
 //
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("/tmp/graph.dot", dot));
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(

@@ -45,14 +45,16 @@ TEST(ReadFile, AFifoIsReadToItsEnd) {
   waitpid(writer, &status, 0);
 }
 
-TEST(WriteFileAtomically, AFifoIsRefusedAndKept) {
+TEST(WriteFileAtomically, AFifoOrDirectoryIsRefusedAndKept) {
   const std::string dir = TempDir();
   const std::string fifo = dir + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_STATUS(WriteFileAtomically(fifo, "x"), absl::StatusCode::kFailedPrecondition,
-                "cannot write '" + fifo + "': it is a FIFO");
+                "cannot write '" + fifo + "': it is a FIFO, not a file");
   EXPECT_TRUE(std::filesystem::is_fifo(fifo));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);  // no temporary
+  EXPECT_STATUS(WriteFileAtomically(dir, "x"), absl::StatusCode::kFailedPrecondition,
+                "cannot write '" + dir + "': it is a directory, not a file");
 }
 
 }  // namespace
