@@ -63,6 +63,17 @@ int TemporaryFileWriter(absl::string_view name) {
   return pid;
 }
 
+// NotAFile names what a path that is no regular file or symlink is ("a
+// character device"), or returns "" for a regular file or a symlink.
+const char* NotAFile(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "";
+}
+
 // ProcessIsRunning: kill(pid, 0) checks existence without sending a
 // signal; EPERM means it exists but belongs to another user.
 bool ProcessIsRunning(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -74,8 +85,16 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   if (fd < 0) return SysError("cannot open", path);
   std::string out;
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+  const bool has_stat = ::fstat(fd, &st) == 0;
+  if (has_stat && S_ISREG(st.st_mode) && st.st_size > 0) {
     out.reserve(static_cast<size_t>(st.st_size));
+  }
+  // A device never ends (/dev/zero) or is no file (a disk); a pipe and a
+  // terminal are read to their end.
+  if (has_stat && (S_ISBLK(st.st_mode) || (S_ISCHR(st.st_mode) && !::isatty(fd)))) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot read '", path, "': it is ", NotAFile(st.st_mode), ", not a file"));
   }
   char buf[1 << 16];
   while (true) {
@@ -104,6 +123,12 @@ std::string TemporaryPathFor(const std::string& path) {
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
                                  const AtomicWriteOptions& options) {
+  // Renaming over a device or a FIFO would replace it (/dev/full, as root).
+  struct stat target;
+  if (::lstat(path.c_str(), &target) == 0 && *NotAFile(target.st_mode) != '\0') {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write '", path, "': it is ", NotAFile(target.st_mode), ", not a file"));
+  }
   // O_EXCL guards against a name another writer took since TemporaryPathFor
   // looked; mode 0666 lets the umask give the file its usual permissions.
   std::string tmp;

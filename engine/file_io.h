@@ -24,7 +24,9 @@ namespace dagrad {
 // ReadFile returns the bytes of the file at `path`.
 //
 // Errors: the errno's code (NotFound, PermissionDenied, FailedPrecondition
-// for a directory, ...) with a message naming the path.
+// for a directory, ...) with a message naming the path; InvalidArgument for
+// a device, which has no end (/dev/zero) or is no file (a disk). A pipe and
+// a terminal are read to their end.
 //
 //   auto bytes = ReadFile("/tmp/w.safetensors");
 //   if (!bytes.ok()) return bytes.status();
@@ -55,7 +57,9 @@ struct AtomicWriteOptions {
 //
 // Errors: the errno's code with a message naming the path and the step that
 // failed (NotFound for a missing directory, ResourceExhausted for a full
-// disk, FailedPrecondition when `path` is a directory, ...).
+// disk, ...); FailedPrecondition, before anything is written, when `path`
+// is a directory, a device, a FIFO or a socket, which the rename would
+// replace (/dev/full, as root).
 //
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("/tmp/graph.dot", dot));
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(

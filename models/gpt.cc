@@ -34,6 +34,11 @@ std::map<std::string, std::string> GptConfig::ToMetadata() const {
           {"dropout", absl::StrCat(dropout)}};
 }
 
+absl::StatusOr<GptConfig> GptConfig::FromCheckpoint(const SafetensorsFile& checkpoint,
+                                                     absl::string_view path) {
+  return nn::ConfigFromCheckpoint<GptConfig>(checkpoint, path, "transformer.h.");
+}
+
 absl::StatusOr<GptConfig> GptConfig::FromMetadata(
     const std::map<std::string, std::string>& m) {
   auto model = m.find("model");

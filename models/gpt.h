@@ -47,7 +47,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/graph.h"
+#include "engine/safetensors.h"
 #include "models/nn.h"
 
 namespace dagrad::models {
@@ -68,6 +70,10 @@ struct GptConfig {
   // than gpt, or a config that Validate rejects.
   static absl::StatusOr<GptConfig> FromMetadata(
       const std::map<std::string, std::string>& m);
+  // FromCheckpoint: FromMetadata of the checkpoint at `path` (its errors
+  // prefixed with the path), and nn::CheckLayersSaved's.
+  static absl::StatusOr<GptConfig> FromCheckpoint(const SafetensorsFile& checkpoint,
+                                                  absl::string_view path);
   // Validate: vocab >= 2, other sizes >= 1, dim % heads == 0, dropout as
   // ValidateDropout, dtype float.
   absl::Status Validate() const;

@@ -37,12 +37,8 @@ absl::StatusOr<std::unique_ptr<GptGenerator>> GptGenerator::Create(
 absl::StatusOr<std::unique_ptr<GptGenerator>> GptGenerator::Load(
     const std::string& path, std::unique_ptr<Device> device) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
-  absl::StatusOr<GptConfig> config = GptConfig::FromMetadata(file.metadata);
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", config.status().message()));
-  }
-  return Create(*config, file, std::move(device));
+  DAGRAD_ASSIGN_OR_RETURN(const GptConfig config, GptConfig::FromCheckpoint(file, path));
+  return Create(config, file, std::move(device));
 }
 
 absl::Status GptGenerator::Build(const SafetensorsFile& weights,

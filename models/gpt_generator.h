@@ -75,7 +75,7 @@ class GptGenerator {
       const GptConfig& config, const SafetensorsFile& weights,
       std::unique_ptr<Device> device = CpuDevice());
   // Load reads a checkpoint with model=gpt metadata (ReadCheckpoint's and
-  // GptConfig::FromMetadata's errors, then Create's).
+  // GptConfig::FromCheckpoint's errors, then Create's).
   static absl::StatusOr<std::unique_ptr<GptGenerator>> Load(
       const std::string& path, std::unique_ptr<Device> device = CpuDevice());
 

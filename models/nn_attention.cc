@@ -36,6 +36,9 @@ absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
   if (c.rotary && (E / H) % 2 != 0) {
     return fail(absl::StrCat("rotary embedding needs an even head size, got ", E / H));
   }
+  if (c.rotary && !(c.rotary_base > 0 && std::isfinite(c.rotary_base))) {
+    return fail(absl::StrCat("rotary_base must be finite and > 0, got ", c.rotary_base));
+  }
   if (c.kdim == 0) c.kdim = E;
   if (c.vdim == 0) c.vdim = E;
 

@@ -128,7 +128,8 @@ class MultiheadAttention {
   // Create declares the parameters in `g` under scope `name` (relative to
   // g's current scope). InvalidArgument for a bad prefix (nn_module.h), E or
   // H < 1, E % H != 0 (never a fractional head size), negative kdim/vdim,
-  // dropout outside [0, kMaxDropout], or rotary with an odd head size.
+  // dropout outside [0, kMaxDropout], or rotary with an odd head size or a
+  // rotary_base that is not finite and > 0.
   static absl::StatusOr<MultiheadAttention> Create(Graph& g, absl::string_view name,
                                                    const MultiheadAttentionOptions& options);
 

@@ -1,6 +1,7 @@
 #include "models/nn_module.h"
 
 #include <algorithm>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
@@ -48,6 +49,16 @@ std::vector<Value> ConcatParameters(std::initializer_list<std::vector<Value>> li
   std::vector<Value> all;
   for (const std::vector<Value>& list : lists) all.insert(all.end(), list.begin(), list.end());
   return all;
+}
+
+absl::Status CheckLayersSaved(const SafetensorsFile& checkpoint, absl::string_view path,
+                              absl::string_view layer_prefix, int64_t layers) {
+  const std::string last = absl::StrCat(layer_prefix, layers - 1, ".");
+  for (const auto& [name, tensor] : checkpoint.tensors) {
+    if (absl::StartsWith(name, last)) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(path, ": the metadata says layers=", layers,
+                                                 ", but the file holds no tensor ", last, "*"));
 }
 
 }  // namespace dagrad::nn

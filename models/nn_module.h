@@ -24,9 +24,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/graph.h"
+#include "engine/safetensors.h"
 
 namespace dagrad::nn {
 
@@ -50,6 +53,28 @@ absl::Status FirstError(absl::Span<const Value> values);
 // error Value (FailedPrecondition naming `layer`) in x's graph, or x itself
 // when x is null or an error.
 Value NotCreated(Value x, absl::string_view layer);
+
+// CheckLayersSaved returns InvalidArgument, naming `path`, when `checkpoint`
+// holds no tensor of its last layer (a name starting "<layer_prefix><layers
+// - 1>."): metadata that claims more layers than were saved (layers=10^8 in
+// a file of 200 bytes) is refused before a graph of that many is built.
+absl::Status CheckLayersSaved(const SafetensorsFile& checkpoint, absl::string_view path,
+                              absl::string_view layer_prefix, int64_t layers);
+
+// ConfigFromCheckpoint returns Config::FromMetadata of the checkpoint at
+// `path` (its errors prefixed with the path), then CheckLayersSaved's
+// errors for its layers: the FromCheckpoint of models::GptConfig and
+// models::ToyConfig.
+template <typename Config>
+absl::StatusOr<Config> ConfigFromCheckpoint(const SafetensorsFile& checkpoint,
+                                            absl::string_view path,
+                                            absl::string_view layer_prefix) {
+  absl::StatusOr<Config> c = Config::FromMetadata(checkpoint.metadata);
+  if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", c.status().message()));
+  absl::Status saved = CheckLayersSaved(checkpoint, path, layer_prefix, c->layers);
+  if (!saved.ok()) return saved;
+  return c;
+}
 
 // ConcatParameters appends the Values of each list in order: a composite layer's
 // parameters() from its children's.

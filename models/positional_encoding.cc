@@ -82,6 +82,10 @@ Value ApplyRotary(Value x, double base, int64_t start) {
     return g.Error(absl::InvalidArgumentError(absl::StrCat(
         "rotary embedding needs x (..., L, D) with D even, got ", x.shape().ToString())));
   }
+  if (!(base > 0) || !std::isfinite(base)) {
+    return g.Error(absl::InvalidArgumentError(
+        absl::StrCat("rotary embedding needs a finite base > 0, got ", base)));
+  }
   Graph::Scope scope(g, "rotary");
   Value angles = Angles(g, L, D, base, start);  // (L, D/2)
   Value cos = Cast(Cos(angles), x.dtype()), sin = Cast(Sin(angles), x.dtype());

@@ -54,7 +54,8 @@ class LearnedPositionalEmbedding {
 // axis -2: positions start, ..., start + L - 1. A block of queries that
 // continues a sequence (new tokens after cached keys) passes the number of
 // tokens before it as `start`, so that it rotates as it would have in the
-// whole sequence. Error Value for an odd D.
+// whole sequence. Error Value for an odd D, or a base that is not finite
+// and > 0 (it would make every value NaN).
 //
 //   Value k = ApplyRotary(keys);                  // (B, H, S, Dh), positions 0..S-1
 //   Value q = ApplyRotary(queries, 10000, S - T); // (B, H, T, Dh), positions S-T..S-1

@@ -1,6 +1,7 @@
 #include "models/token_sampler.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <utility>
 
@@ -41,7 +42,12 @@ absl::StatusOr<std::unique_ptr<TokenSampler>> TokenSampler::Create(
   } else {
     const int64_t k = o.top_k == 0 ? vocab : std::min(o.top_k, vocab);
     TopKResult top = TopK(s->logits_, k, -1);  // (1, k), largest first
-    Value drawn = Multinomial(Softmax(Scale(top.values, 1.0 / o.temperature)), o.seed);
+    // Shifted so that the largest is 0, scaled by at most the largest float:
+    // a temperature near 0 then draws the greedy token, where logits /
+    // temperature would overflow to inf - inf = NaN.
+    Value shifted = Sub(top.values, Slice(top.values, -1, 0, 1));
+    const double inverse = std::min(1.0 / o.temperature, double{FLT_MAX});
+    Value drawn = Multinomial(Softmax(Scale(shifted, inverse)), o.seed);
     s->next_ = Gather(Reshape(top.indices, {k}), Reshape(drawn, {1}), 0);  // (1)
   }
   DAGRAD_RETURN_IF_ERROR(g.status());

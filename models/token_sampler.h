@@ -5,7 +5,8 @@
 // given another device):
 //
 //   temperature 0:  ArgMax(logits)                      greedy; ties: the first
-//   otherwise:      Multinomial(Softmax(logits / temperature), seed)
+//   otherwise:      Multinomial(Softmax((logits - max) / temperature), seed)
+//                   (a temperature near 0 is greedy, never NaN)
 //   top_k > 0:      the same over TopK(logits, top_k), mapped back to its indices
 //
 // Draw number i of a run is Multinomial's draw at run step i (Philox

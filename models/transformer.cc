@@ -18,6 +18,11 @@ std::map<std::string, std::string> ToyConfig::ToMetadata() const {
           {"dropout", absl::StrCat(dropout)}};
 }
 
+absl::StatusOr<ToyConfig> ToyConfig::FromCheckpoint(const SafetensorsFile& checkpoint,
+                                                     absl::string_view path) {
+  return nn::ConfigFromCheckpoint<ToyConfig>(checkpoint, path, "encoder.layers.");
+}
+
 absl::StatusOr<ToyConfig> ToyConfig::FromMetadata(const std::map<std::string, std::string>& m) {
   ToyConfig c;
   for (auto [key, field] : std::initializer_list<std::pair<const char*, int64_t*>>{

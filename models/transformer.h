@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/graph.h"
+#include "engine/safetensors.h"
 #include "models/nn.h"
 
 namespace dagrad::models {
@@ -48,6 +49,10 @@ struct ToyConfig {
   // Metadata strings as the reference's from_metadata reads them.
   std::map<std::string, std::string> ToMetadata() const;
   static absl::StatusOr<ToyConfig> FromMetadata(const std::map<std::string, std::string>& m);
+  // FromCheckpoint: FromMetadata of the checkpoint at `path` (its errors
+  // prefixed with the path), and nn::CheckLayersSaved's.
+  static absl::StatusOr<ToyConfig> FromCheckpoint(const SafetensorsFile& checkpoint,
+                                                  absl::string_view path);
   // Validate: every size >= 1, dim % heads == 0, dim even, dropout as ValidateDropout.
   absl::Status Validate() const;
 };

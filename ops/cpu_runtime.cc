@@ -137,6 +137,7 @@ absl::Status SelectArch() {
     const std::string text = absl::AsciiStrToLower(absl::StripAsciiWhitespace(env));
     int id = -1;
     if (!absl::SimpleAtoi(text, &id)) {
+      id = -1;  // a failed SimpleAtoi leaves 0, skx's id
       for (int i = 0; i < BLIS_NUM_ARCHS; ++i) {
         if (text == bli_arch_string(static_cast<arch_t>(i))) id = i;
       }

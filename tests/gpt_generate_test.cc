@@ -137,6 +137,18 @@ TEST(TokenSampler, GreedyTopKAndTemperature) {
                 "expected 4 logits, got 2");
 }
 
+// A temperature near 0 draws the greedy token: logits / 1e-45 overflowed
+// to inf and Softmax made NaN, refused by Multinomial (`dagrad generate
+// --temperature=1e-45`). Large logits overflow at larger temperatures.
+TEST(TokenSampler, ATemperatureNearZeroIsGreedy) {
+  const std::vector<float> logits = {1, 3, 2.5f, -1e30f};
+  for (double t : {1e-45, 1e-30, 1e-6}) {
+    EXPECT_EQ(Counts(logits, {.temperature = t, .seed = 2}, 10), (std::vector<int>{0, 10, 0, 0}))
+        << "temperature " << t;
+  }
+  EXPECT_EQ(Counts({3e38f, 3.1e38f}, {.temperature = 0.5}, 10), (std::vector<int>{0, 10}));
+}
+
 // A seed reproduces a sample byte for byte, and another seed draws another.
 TEST(TokenSampler, ASeedReproducesItsSample) {
   ASSERT_OK_AND_ASSIGN(auto gen, GptGenerator::Load(kGoldens + "model.safetensors"));

@@ -16,6 +16,7 @@
 #include "engine/executor.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
+#include "models/transformer.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
 #include "tests/support/gpt_fixtures.h"
@@ -230,6 +231,32 @@ TEST(Gpt, ConfigErrors) {
       std::string(
           model(g.Input("t", DType::kInt64, {1, 5})).status().message()),
       ::testing::HasSubstr("T <= block_size 4"));
+}
+
+// A checkpoint's metadata may claim more layers than it holds: a 200-byte
+// file saying layers=100000000 made generate, eval and export build that
+// many layers (bad_alloc, or the OOM killer). Both models' configs check
+// that the last layer was saved before anything is built.
+TEST(Gpt, ACheckpointClaimingMoreLayersThanItHoldsIsRefused) {
+  const Tensor one = Tensor::Scalar(1.0f);
+  SafetensorsFile gpt{.tensors = {{"transformer.h.0.ln_1.weight", one}},
+                      .metadata = GptConfig{.layers = 3}.ToMetadata()};
+  EXPECT_STATUS(GptConfig::FromCheckpoint(gpt, "g.safetensors").status(),
+                absl::StatusCode::kInvalidArgument,
+                "g.safetensors: the metadata says layers=3, but the file holds no tensor "
+                "transformer.h.2.*");
+  gpt.tensors.push_back({"transformer.h.2.ln_1.weight", one});
+  ASSERT_OK(GptConfig::FromCheckpoint(gpt, "g.safetensors").status());
+  gpt.metadata["dim"] = "x";
+  EXPECT_STATUS(GptConfig::FromCheckpoint(gpt, "g.safetensors").status(),
+                absl::StatusCode::kInvalidArgument, "g.safetensors: checkpoint metadata");
+
+  SafetensorsFile toy{.tensors = {{"encoder.layers.0.norm1.weight", one}},
+                      .metadata = ToyConfig{.layers = 100000000}.ToMetadata()};
+  EXPECT_STATUS(ToyConfig::FromCheckpoint(toy, "t.safetensors").status(),
+                absl::StatusCode::kInvalidArgument,
+                "t.safetensors: the metadata says layers=100000000, but the file holds no "
+                "tensor encoder.layers.99999999.*");
 }
 
 }  // namespace

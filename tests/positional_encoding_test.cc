@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "engine/executor.h"
+#include "models/nn_attention.h"
 #include "models/positional_encoding.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
@@ -74,6 +76,21 @@ TEST(Rotary, RotatesAdjacentPairsByPosition) {
                  1e-12, 1e-12, "rope");
   EXPECT_STATUS(models::ApplyRotary(g.Input("odd", DType::kFloat64, {2, 3})).status(),
                 absl::StatusCode::kInvalidArgument, "D even");
+}
+
+// A base of 0, below 0 or not finite made every rotated value NaN, and
+// MultiheadAttention's rotary_base passed it on unchecked.
+TEST(Rotary, ABaseThatIsNotAPositiveNumberIsAnError) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 4});
+  for (double base : {0.0, -2.0, std::nan(""), double{INFINITY}}) {
+    EXPECT_STATUS(models::ApplyRotary(x, base).status(), absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("rotary embedding needs a finite base > 0, got ", base));
+    EXPECT_STATUS(nn::MultiheadAttention::Create(
+                      g, "mha", {.embed_dim = 4, .num_heads = 2, .rotary = true, .rotary_base = base})
+                      .status(),
+                  absl::StatusCode::kInvalidArgument, "rotary_base must be finite and > 0");
+  }
 }
 
 // Positions from `start`: rows of a longer sequence's rotation.

@@ -101,10 +101,8 @@ absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
   if (IsGptCheckpoint(ckpt)) {
     return EvaluateGpt(ckpt, checkpoint, input, output, std::move(device), options);
   }
-  absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromMetadata(ckpt.metadata);
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(checkpoint, ": ", config.status().message()));
-  }
+  absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromCheckpoint(ckpt, checkpoint);
+  if (!config.ok()) return config.status();
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
   DAGRAD_RETURN_IF_ERROR(CheckInputs(in, *config, input));
   const Tensor& tokens = *in.Find("tokens");

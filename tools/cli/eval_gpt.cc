@@ -74,11 +74,8 @@ absl::Status EvaluateGpt(const SafetensorsFile& ckpt,
                          std::unique_ptr<Device> device,
                          const ExecutorOptions& options) {
   absl::StatusOr<models::GptConfig> config =
-      models::GptConfig::FromMetadata(ckpt.metadata);
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(checkpoint, ": ", config.status().message()));
-  }
+      models::GptConfig::FromCheckpoint(ckpt, checkpoint);
+  if (!config.ok()) return config.status();
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
   DAGRAD_RETURN_IF_ERROR(CheckInputs(in, *config, input));
   const Tensor& tokens = *in.Find("tokens");

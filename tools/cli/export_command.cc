@@ -60,8 +60,8 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ExportSizes(const std::vector<Value>
 
 // ToyGraph builds the toy transformer's logits for tokens (B, T), lengths (B).
 absl::StatusOr<Value> ToyGraph(Graph& g, const SafetensorsFile& ckpt, const std::string& path) {
-  absl::StatusOr<models::ToyConfig> c = models::ToyConfig::FromMetadata(ckpt.metadata);
-  if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", c.status().message()));
+  absl::StatusOr<models::ToyConfig> c = models::ToyConfig::FromCheckpoint(ckpt, path);
+  if (!c.ok()) return c.status();
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, *c));
   const int64_t head = c->dim / c->heads;
   DAGRAD_ASSIGN_OR_RETURN(
@@ -74,8 +74,8 @@ absl::StatusOr<Value> ToyGraph(Graph& g, const SafetensorsFile& ckpt, const std:
 
 // GptGraph builds the GPT's logits for tokens (B, T).
 absl::StatusOr<Value> GptGraph(Graph& g, const SafetensorsFile& ckpt, const std::string& path) {
-  absl::StatusOr<models::GptConfig> c = models::GptConfig::FromMetadata(ckpt.metadata);
-  if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", c.status().message()));
+  absl::StatusOr<models::GptConfig> c = models::GptConfig::FromCheckpoint(ckpt, path);
+  if (!c.ok()) return c.status();
   DAGRAD_ASSIGN_OR_RETURN(models::Gpt model, models::Gpt::Create(g, *c));
   const int64_t head = c->dim / c->heads;
   DAGRAD_ASSIGN_OR_RETURN(

@@ -301,6 +301,19 @@ absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer,
   if (std::filesystem::exists(previous_checkpoint_path())) {
     written_.insert(written_.begin() + 2, "checkpoint.prev.safetensors");
   }
+  return RenderForward(c.model.layers);
+}
+
+absl::Status TrainOutputs::RenderForward(int64_t layers) {
+  // Graphviz's time grows much faster than the graph: 4 s for 16 layers,
+  // over 10 minutes for 100, after the training has ended.
+  constexpr int64_t kMaxDrawnLayers = 12;
+  if (layers > kMaxDrawnLayers) {
+    note_ = absl::StrCat("forward.svg is not drawn for more than ", kMaxDrawnLayers,
+                         " layers (Graphviz would take minutes for ", layers,
+                         "); forward.dot holds the graph");
+    return absl::OkStatus();
+  }
   absl::Status rendered = RenderDot(path("forward.dot"), "svg", path("forward.svg"));
   if (rendered.ok()) {
     written_.push_back("forward.svg");
@@ -314,6 +327,7 @@ void TrainOutputs::PrintSummary(std::ostream& out) const {
   out << "wrote to " << dir_ << "/:";
   for (const std::string& name : written_) out << " " << name;
   out << "\n";
+  if (!note_.empty()) out << note_ << "\n";
 }
 
 }  // namespace dagrad::cli

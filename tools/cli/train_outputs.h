@@ -116,6 +116,9 @@ class TrainOutputs {
 
  private:
   absl::Status WriteMetrics() const;
+  // RenderForward draws forward.dot as forward.svg when Graphviz is there
+  // and the model has few enough layers for it to finish soon (else notes why not).
+  absl::Status RenderForward(int64_t layers);
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   // What SaveCheckpoint does with the files it finds.
@@ -131,6 +134,7 @@ class TrainOutputs {
   MetricsWindow window_;
   double elapsed_before_ = 0;
   std::vector<std::string> written_;
+  std::string note_;  // PrintSummary's last line, when not empty
 };
 
 // FormatMetrics renders rows as metrics.csv text (header included).

@@ -1,0 +1,55 @@
+// The dagrad program given what a hostile user gives it: values that
+// made it hang or replace what it should have refused.
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// `train --layers=100` trained, saved, then waited over 10 minutes for
+// Graphviz to draw forward.svg; a deep model now keeps forward.dot only.
+TEST(CliHostile, ADeepModelIsNotDrawnAfterTraining) {
+  const std::string dir = FreshDir("deep");
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--layers=13 --steps=0 --out=", dir));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("forward.svg is not drawn for more than 12 layers (Graphviz would "
+                               "take minutes for 13); forward.dot holds the graph"));
+  EXPECT_TRUE(fs::exists(dir + "/forward.dot"));
+  EXPECT_FALSE(fs::exists(dir + "/forward.svg"));
+}
+
+// `eval --output=/dev/full` as root renamed the logits over the device.
+TEST(CliHostile, AnOutputThatIsAFifoIsRefusedAndKept) {
+  const std::string dir = FreshDir("fifo_out");
+  const std::string model = FreshDir("fifo_model");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--steps=1 --out=", model)).code, 0);
+  const std::string fifo = dir + "/out.onnx";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const CliResult r =
+      RunDagrad(absl::StrCat("export --checkpoint=", model, "/model.safetensors --out=", fifo));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("cannot write '", fifo, "': it is a FIFO")));
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+// A name that is no kernel set ran BLIS's skx (id 0, where a failed
+// SimpleAtoi leaves its int) as if chosen.
+TEST(CliHostile, AnUnknownBlisKernelSetIsAUsageError) {
+  for (const char* value : {"garbage", "''"}) {
+    const CliResult r = RunDagrad("info", absl::StrCat("env BLIS_ARCH_TYPE=", value));
+    EXPECT_EQ(r.code, 2) << value << ": " << r.out;
+    EXPECT_THAT(r.err, HasSubstr("is not a BLIS kernel set this CPU can run; valid: ")) << value;
+  }
+}
+
+}  // namespace
+}  // namespace dagrad::testing

@@ -1,0 +1,61 @@
+// ReadFile and WriteFileAtomically given paths that are no regular file: a
+// device (/dev/zero never ends) is refused, not read until memory runs out,
+// a FIFO is read, and a device or FIFO to write is refused, not replaced
+// by the file renamed over it (`--output=/dev/full` as root did).
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "engine/file_io.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+std::string TempDir() {
+  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_file_io_XXXXXX");
+  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+  return tmpl;
+}
+
+// /dev/null ends at once, so a regression fails here without reading
+// /dev/zero until memory runs out, as `--data=/dev/zero` did.
+TEST(ReadFile, ADeviceIsRefusedByName) {
+  EXPECT_STATUS(ReadFile("/dev/null").status(), absl::StatusCode::kInvalidArgument,
+                "cannot read '/dev/null': it is a character device, not a file");
+}
+
+TEST(ReadFile, AFifoIsReadToItsEnd) {
+  const std::string fifo = TempDir() + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t writer = fork();
+  if (writer == 0) {
+    const int fd = open(fifo.c_str(), O_WRONLY);
+    _exit(fd >= 0 && write(fd, "piped", 5) == 5 ? 0 : 1);
+  }
+  ASSERT_OK_AND_ASSIGN(std::string bytes, ReadFile(fifo));
+  EXPECT_EQ(bytes, "piped");
+  int status = 0;
+  waitpid(writer, &status, 0);
+}
+
+TEST(WriteFileAtomically, AFifoOrDirectoryIsRefusedAndKept) {
+  const std::string dir = TempDir();
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_STATUS(WriteFileAtomically(fifo, "x"), absl::StatusCode::kFailedPrecondition,
+                "cannot write '" + fifo + "': it is a FIFO, not a file");
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);  // no temporary
+  EXPECT_STATUS(WriteFileAtomically(dir, "x"), absl::StatusCode::kFailedPrecondition,
+                "cannot write '" + dir + "': it is a directory, not a file");
+}
+
+}  // namespace
+}  // namespace dagrad::testing
