@@ -35,8 +35,9 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 def dagrad_rate(cli, ranks, threads, steps, extra=()):
     """Steps per second of the training loop (the last progress line) and,
-    with --profile, (ms per step waiting on the all-reduce, its share in %)
-    and the ms per step of the matrix products (matmul and linear)."""
+    with --profile, (ms per step waiting on the all-reduce, its share in %,
+    the step's ms) and the ms per step of the matrix products (matmul and
+    linear)."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [cli, "train"] + TOY + [f"--steps={steps}", f"--eval_every={steps}",
                                       f"--threads={threads}", f"--out={out}"] + list(extra)
@@ -45,11 +46,11 @@ def dagrad_rate(cli, ranks, threads, steps, extra=()):
         env = dict(os.environ, **MPI_ENV)
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     rates = re.findall(r"([0-9.]+) steps/s", r.stdout)
-    wait = re.search(r"waiting on communication: ([0-9.]+) ms per step, ([0-9.]+)%", r.stdout)
+    wait = re.search(r"waiting on communication: ([0-9.]+) ms per step, ([0-9.]+)% of the "
+                     r"step's ([0-9.]+) ms", r.stdout)
     products = sum(float(ms) for ms in re.findall(r"^(?:matmul|linear) +([0-9.]+) ", r.stdout,
                                                   re.MULTILINE))
-    return (float(rates[-1]), (float(wait.group(1)), float(wait.group(2))) if wait else None,
-            products)
+    return float(rates[-1]), tuple(map(float, wait.groups())) if wait else None, products
 
 
 def peak_floor(build, level, ranks):
@@ -145,6 +146,10 @@ def main():
           f"core's peak ({peak:.1f} GFLOP/s, fma_peak/{level}) = {gflop / peak * 1e3 / ddp_ms:.2f} "
           f"of DDP's step, and took {products_ms:.1f} ms at BLIS's rate here "
           f"({gflop / products_ms * 1e3:.1f} GFLOP/s) = {products_ms / ddp_ms:.2f}")
+    if wait:
+        print(f"the rest of rank 0's {wait[2]:.1f} ms step (--profile) took "
+              f"{wait[2] - products_ms:.1f} ms; 0.5 of DDP's step leaves it "
+              f"{0.5 * ddp_ms - products_ms:.1f} ms at BLIS's rate")
     if wait and wait_serial:
         print(f"waiting on the all-reduce per step: overlapped {wait[0]:.3f} ms ({wait[1]:.1f}%), "
               f"not overlapped {wait_serial[0]:.3f} ms ({wait_serial[1]:.1f}%)")
