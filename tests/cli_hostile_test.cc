@@ -27,6 +27,22 @@ TEST(CliHostile, ADeepModelIsNotDrawnAfterTraining) {
   EXPECT_FALSE(fs::exists(dir + "/forward.svg"));
 }
 
+// A model too large for the memory a process may take aborted on
+// std::bad_alloc while the graph was built; it is now exit 1 and a message.
+TEST(CliHostile, RunningOutOfMemoryIsAFailureNotAnAbort) {
+  const std::string limit = "ulimit -v 1500000;";  // 1.5 GB of address space
+  if (RunDagrad("info", limit).code != 0) {
+    GTEST_SKIP() << "dagrad cannot start under a 1.5 GB address-space limit (a sanitizer build "
+                    "reserves more)";
+  }
+  const CliResult r = RunDagrad(
+      absl::StrCat("train --layers=100000 --dim=8 --heads=1 --ffn=8 --steps=1 --out=",
+                   FreshDir("oom")),
+      limit);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("dagrad train: out of host memory"));
+}
+
 // `eval --output=/dev/full` as root renamed the logits over the device.
 TEST(CliHostile, AnOutputThatIsAFifoIsRefusedAndKept) {
   const std::string dir = FreshDir("fifo_out");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <new>
 
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
@@ -77,6 +78,18 @@ void PrintHelp(const Command& command) {
 int UsageError(const Command& command, const std::string& message) {
   std::cerr << "dagrad " << command.name << ": " << message << "\n";
   return kExitUsage;
+}
+
+int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& run) {
+  try {
+    return run();
+  } catch (const std::bad_alloc&) {
+    return Failure(command, absl::ResourceExhaustedError(
+                                "out of host memory: the model, batch or data is too large for "
+                                "this machine or the process's memory limit; lower --batch, "
+                                "--seq_len, --dim or --layers (the files written so far are "
+                                "whole)"));
+  }
 }
 
 int Failure(const Command& command, const absl::Status& status) {

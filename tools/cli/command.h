@@ -12,6 +12,7 @@
 #ifndef DAGRAD_TOOLS_CLI_COMMAND_H_
 #define DAGRAD_TOOLS_CLI_COMMAND_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ int UsageError(const Command& command, const std::string& message);
 // when the status is InvalidArgument/NotFound/DataLoss/FailedPrecondition
 // (the user's input was at fault).
 int Failure(const Command& command, const absl::Status& status);
+// RunOrReportOutOfMemory returns run(), or, when it throws std::bad_alloc
+// (the host ran out of memory, or out of the process's limit), Failure with
+// a message that says so and what to lower: exit 1, not an abort. What was
+// written before (checkpoints) is whole: files are written atomically.
+int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& run);
 
 }  // namespace dagrad::cli
 

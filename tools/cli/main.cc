@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
       dagrad::cli::PrintHelp(command);
       return dagrad::cli::kExitOk;
     }
-    return command.run();
+    return dagrad::cli::RunOrReportOutOfMemory(command, command.run);
   }
   std::cerr << "dagrad: unknown command '" << argv[1] << "' (try dagrad --help)\n";
   return dagrad::cli::kExitUsage;

@@ -301,7 +301,9 @@ int RunTrain() {
   // a stop every rank agreed on (a signal, a non-finite step).
   static const std::string name = absl::StrCat("train: rank ", job->rank, " of ", job->size);
   cmd.name = name.c_str();
-  const int code = RunTask(cmd, *job);
+  // Out of memory on one rank ends the job too, instead of unwinding into
+  // MPI_Finalize while the other ranks wait in a collective.
+  const int code = RunOrReportOutOfMemory(cmd, [&] { return RunTask(cmd, *job); });
   if (code != kExitOk && code < 128 && !job->agreed_stop) job->comm->Abort(code);
   return code;
 }
