@@ -43,6 +43,18 @@ TEST(CliHostile, RunningOutOfMemoryIsAFailureNotAnAbort) {
   EXPECT_THAT(r.err, HasSubstr("dagrad train: out of host memory"));
 }
 
+// Flags the chosen task would ignore are refused, naming the task they
+// apply to (--task=text used to train with --vocab=100 silently ignored).
+TEST(CliHostile, AFlagTheTaskIgnoresIsAUsageError) {
+  CliResult r = RunDagrad("train --task=text --data=/nonexistent --vocab=100 --out=" +
+                          FreshDir("ignored_vocab"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--vocab applies to the toy tasks (reverse, copy, sort) only"));
+  r = RunDagrad("train --task=copy --data=/nonexistent --out=" + FreshDir("ignored_data"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--data applies to --task=text only"));
+}
+
 // `eval --output=/dev/full` as root renamed the logits over the device.
 TEST(CliHostile, AnOutputThatIsAFifoIsRefusedAndKept) {
   const std::string dir = FreshDir("fifo_out");

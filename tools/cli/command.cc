@@ -65,6 +65,18 @@ absl::Status ParseFlags(const Command& command, int argc, char** argv, int first
   return absl::OkStatus();
 }
 
+absl::Status RefuseFlagsNotFor(const std::vector<std::string>& names,
+                               const std::string& applies_to, const std::string& why) {
+  for (const std::string& name : names) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " applies to ", applies_to, " only; ", why));
+    }
+  }
+  return absl::OkStatus();
+}
+
 void PrintHelp(const Command& command) {
   std::cout << "dagrad " << command.name << ": " << command.summary << "\n\nflags:\n";
   for (const std::string& name : command.flags) {

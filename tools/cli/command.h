@@ -45,6 +45,12 @@ Command ExportCommand();
 absl::Status ParseFlags(const Command& command, int argc, char** argv, int first,
                         bool* help);
 
+// RefuseFlagsNotFor returns InvalidArgument naming the first of `names`
+// whose value is not its default, "--vocab applies to <applies_to> only",
+// then `why`: a flag the run would ignore.
+absl::Status RefuseFlagsNotFor(const std::vector<std::string>& names,
+                               const std::string& applies_to, const std::string& why);
+
 // PrintHelp writes the command's summary and flags with their defaults.
 void PrintHelp(const Command& command);
 

@@ -81,6 +81,8 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const RunFlags& flags) {
   auto task = models::ParseTask(absl::GetFlag(FLAGS_task));
   if (!task.ok()) return absl::InvalidArgumentError(absl::StrCat("--task: ", task.status().message()));
   c.task = *task;
+  DAGRAD_RETURN_IF_ERROR(
+      RefuseFlagsNotFor({"data"}, "--task=text", "the toy tasks generate their sequences"));
   c.model = {.vocab = absl::GetFlag(FLAGS_vocab), .seq_len = absl::GetFlag(FLAGS_seq_len),
              .dim = absl::GetFlag(FLAGS_dim), .heads = absl::GetFlag(FLAGS_heads),
              .layers = absl::GetFlag(FLAGS_layers), .ffn = absl::GetFlag(FLAGS_ffn),

@@ -43,6 +43,10 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const RunFlags& flags) {
   models::TextTrainConfig c;
   c.data = absl::GetFlag(FLAGS_data);
   if (c.data.empty()) return absl::InvalidArgumentError("--task=text needs --data=FILE");
+  DAGRAD_RETURN_IF_ERROR(RefuseFlagsNotFor(
+      {"vocab", "min_len", "ffn"}, "the toy tasks (reverse, copy, sort)",
+      "--task=text's tokens are the 256 byte values, its windows are all --seq_len long and "
+      "its feed-forward width is 4 x --dim"));
   c.model = {.block_size = absl::GetFlag(FLAGS_seq_len),
              .dim = absl::GetFlag(FLAGS_dim),
              .heads = absl::GetFlag(FLAGS_heads),
