@@ -293,10 +293,23 @@ Value KeepFromKeyPaddingMask(Value key_padding_mask) {
                             {key_padding_mask.dim(0), 1, 1, key_padding_mask.dim(1)}));
 }
 
+namespace {
+
+// CheckNumHeads: the head count an attn_mask of (B*num_heads, T, S) is
+// split by must be positive.
+absl::Status CheckNumHeads(int64_t num_heads) {
+  if (num_heads >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("num_heads must be >= 1 to split an attn_mask by, got ", num_heads));
+}
+
+}  // namespace
+
 Value KeepFromAttnMask(Value attn_mask, int64_t num_heads) {
   if (!attn_mask.ok()) return attn_mask;
+  if (absl::Status st = CheckNumHeads(num_heads); !st.ok()) return attn_mask.graph()->Error(st);
   const int rank = attn_mask.rank();
-  if (attn_mask.dtype() != DType::kBool || (rank != 2 && rank != 3) || num_heads < 1 ||
+  if (attn_mask.dtype() != DType::kBool || (rank != 2 && rank != 3) ||
       (rank == 3 && attn_mask.dim(0) % num_heads != 0)) {
     return attn_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
         "attn_mask must be bool (T, S) or (B*", num_heads, ", T, S), got ",
@@ -315,8 +328,9 @@ bool IsFloat(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
 
 Value BiasFromAttnMask(Value attn_mask, int64_t num_heads) {
   if (!attn_mask.ok()) return attn_mask;
+  if (absl::Status st = CheckNumHeads(num_heads); !st.ok()) return attn_mask.graph()->Error(st);
   const int rank = attn_mask.rank();
-  if (!IsFloat(attn_mask.dtype()) || (rank != 2 && rank != 3) || num_heads < 1 ||
+  if (!IsFloat(attn_mask.dtype()) || (rank != 2 && rank != 3) ||
       (rank == 3 && attn_mask.dim(0) % num_heads != 0)) {
     return attn_mask.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
         "attn_mask must be float32/float64 (T, S) or (B*", num_heads, ", T, S), got ",

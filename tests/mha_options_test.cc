@@ -61,6 +61,12 @@ TEST(MhaErrors, MaskConvertersNameDtypeAndShape) {
                 "key_padding_mask must be float32/float64 (B, S), got bool (2, 7)");
   EXPECT_STATUS(status(nn::BiasFromKeyPaddingMask(g.Input("e", DType::kFloat64, {7}))),
                 absl::StatusCode::kInvalidArgument, "got float64 (7,)");
+  EXPECT_STATUS(status(nn::BiasFromAttnMask(g.Input("zero_heads", DType::kFloat32, {8, 5, 7}), 0)),
+                absl::StatusCode::kInvalidArgument,
+                "num_heads must be >= 1 to split an attn_mask by, got 0");
+  EXPECT_STATUS(status(nn::KeepFromAttnMask(g.Input("negative_heads", DType::kBool, {8, 5, 7}), -2)),
+                absl::StatusCode::kInvalidArgument,
+                "num_heads must be >= 1 to split an attn_mask by, got -2");
   Value per_head = nn::BiasFromAttnMask(g.Input("f", DType::kFloat32, {8, 5, 7}), 4);
   ASSERT_OK(per_head.status());
   EXPECT_EQ(per_head.shape(), Shape({2, 4, 5, 7}));
