@@ -194,6 +194,7 @@ absl::StatusOr<std::vector<int64_t>> GptGenerator::Generate(
         const int64_t next,
         sampler->Sample(logits, static_cast<uint64_t>(i)));
     seq.push_back(next);
+    if (options.on_token) options.on_token(next);
   }
   return std::vector<int64_t>(seq.begin() + prompt.size(), seq.end());
 }

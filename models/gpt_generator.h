@@ -47,6 +47,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include <functional>
+
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/device.h"
@@ -61,6 +63,10 @@ struct GenerateOptions {
   int64_t tokens = 100;  // how many to generate, >= 0
   SamplingOptions sampling;
   bool kv_cache = true;  // false: recompute the window for every token
+  // on_token, if set, sees each new token as soon as it is drawn, e.g. to
+  // print the text as it grows:
+  //   .on_token = [](int64_t t) { std::cout << TokensToBytes({t}) << std::flush; }
+  std::function<void(int64_t)> on_token;
 };
 
 // Bytes as tokens (0..255) and back (each token taken modulo 256).

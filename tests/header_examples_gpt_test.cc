@@ -184,6 +184,19 @@ HEADER_EXAMPLE(ModelsGptGenerator) {
                     {.tokens = 200, .sampling = {.temperature = 0.8, .top_k = 40, .seed = 1}}));
   std::cout << prompt << TokensToBytes(more);
   EXPECT_EQ(more.size(), 200u);
+  // GenerateOptions::on_token: each token as it is drawn, in order.
+  GenerateOptions options{
+      .tokens = 20,
+      .sampling = {.seed = 1},
+      .on_token = [](int64_t t) { std::cout << TokensToBytes({t}) << std::flush; }
+  };
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> printed,
+                          gen->Generate(BytesToTokens(prompt), options));
+  size_t seen = 0;
+  options.on_token = [&](int64_t t) { EXPECT_EQ(t, printed[seen++]); };
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> again, gen->Generate(BytesToTokens(prompt), options));
+  EXPECT_EQ(seen, printed.size());
+  EXPECT_EQ(again, printed);
   return absl::OkStatus();
 }
 

@@ -57,7 +57,7 @@ int RunGenerate() {
     return UsageError(cmd, "--checkpoint is required");
   absl::StatusOr<std::string> prompt = Prompt();
   if (!prompt.ok()) return Failure(cmd, prompt.status());
-  const models::GenerateOptions options{
+  models::GenerateOptions options{
       .tokens = absl::GetFlag(FLAGS_tokens),
       .sampling = {.temperature = absl::GetFlag(FLAGS_temperature),
                    .top_k = absl::GetFlag(FLAGS_top_k),
@@ -68,6 +68,13 @@ int RunGenerate() {
   auto gen = models::GptGenerator::Load(absl::GetFlag(FLAGS_checkpoint),
                                         *std::move(device));
   if (!gen.ok()) return Failure(cmd, gen.status());
+  // The prompt, then each byte as it is drawn.
+  std::fwrite(prompt->data(), 1, prompt->size(), stdout);
+  std::fflush(stdout);
+  options.on_token = [](int64_t token) {
+    std::fputc(static_cast<int>(token & 0xff), stdout);
+    std::fflush(stdout);
+  };
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<int64_t>> more =
       (*gen)->Generate(models::BytesToTokens(*prompt), options);
@@ -75,9 +82,6 @@ int RunGenerate() {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  const std::string text = *prompt + models::TokensToBytes(*more);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
   if (absl::GetFlag(FLAGS_timing)) {
     std::cerr << absl::StrFormat(
         "%d tokens in %.3f s: %.1f tokens/s (kv_cache %s)\n", more->size(),
