@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "engine/checkpoint.h"
@@ -135,12 +136,22 @@ absl::StatusOr<int64_t> TrainingState::Load(Executor& exec, const std::vector<Va
   return step;
 }
 
+// The payload that marks SaveFiniteVariables's refusal of a NaN or Inf.
+constexpr absl::string_view kNonFiniteRefusal = "dagrad.models.NonFiniteRefusal";
+
+bool IsNonFiniteRefusal(const absl::Status& status) {
+  return status.GetPayload(kNonFiniteRefusal).has_value();
+}
+
 absl::Status SaveFiniteVariables(Executor& exec, const std::vector<Value>& vars,
                                  std::map<std::string, std::string> metadata,
                                  const std::string& path, const AtomicWriteOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(exec, vars));
   if (absl::Status st = RequireFinite(file); !st.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat("not writing ", path, ": ", st.message()));
+    absl::Status refusal =
+        absl::FailedPreconditionError(absl::StrCat("not writing ", path, ": ", st.message()));
+    refusal.SetPayload(kNonFiniteRefusal, absl::Cord("a NaN or Inf"));
+    return refusal;
   }
   file.metadata = std::move(metadata);
   return WriteCheckpoint(path, std::move(file), options);

@@ -142,11 +142,21 @@ struct TrainingState {
 };
 
 // SaveFiniteVariables writes `vars` with `metadata` unless one holds a NaN
-// or Inf (FailedPrecondition naming it; nothing written).
+// or Inf (FailedPrecondition naming it, IsNonFiniteRefusal; nothing
+// written).
 absl::Status SaveFiniteVariables(
     Executor& exec, const std::vector<Value>& vars,
     std::map<std::string, std::string> metadata, const std::string& path,
     const AtomicWriteOptions& options = {});
+
+// IsNonFiniteRefusal says whether `status` is SaveFiniteVariables's (and so
+// SaveCheckpoint's and SaveModel's) refusal of a NaN or Inf: the run
+// diverged, which a caller may treat as a non-finite stop rather than as a
+// file it could not write.
+//
+//   absl::Status st = trainer->SaveCheckpoint("run/ckpt.safetensors");
+//   if (IsNonFiniteRefusal(st)) st = absl::AbortedError(st.message());  // diverged
+bool IsNonFiniteRefusal(const absl::Status& status);
 
 // TokenAccuracy returns the fraction of targets (ignoring -100) that equal
 // the argmax of logits (B, T, V), as torch.argmax picks it: the first

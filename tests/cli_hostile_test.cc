@@ -55,6 +55,19 @@ TEST(CliHostile, AFlagTheTaskIgnoresIsAUsageError) {
   EXPECT_THAT(r.err, HasSubstr("--data applies to --task=text only"));
 }
 
+// A learning rate so large that the first update overflows the parameters
+// (from finite loss and gradients) is the non-finite stop, exit 1, not a
+// checkpoint refused as if the file were at fault (exit 2).
+TEST(CliHostile, AnUpdateThatOverflowsTheParametersIsANonFiniteStop) {
+  const CliResult r = RunDagrad(
+      absl::StrCat(kTinyTrain, "--lr=1e300 --eval_every=1 --steps=3 --out=", FreshDir("huge_lr")));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("step 1: not writing"));
+  EXPECT_THAT(r.err, HasSubstr("a non-finite value is never saved (an update too large for "
+                               "this model: lower --lr)"));
+  EXPECT_THAT(r.err, HasSubstr("no checkpoint was written"));
+}
+
 // `eval --output=/dev/full` as root renamed the logits over the device.
 TEST(CliHostile, AnOutputThatIsAFifoIsRefusedAndKept) {
   const std::string dir = FreshDir("fifo_out");

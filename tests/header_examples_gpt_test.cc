@@ -104,6 +104,29 @@ HEADER_EXAMPLE(ModelsTrainer) {
   return absl::OkStatus();
 }
 
+HEADER_EXAMPLE(ModelsNonFiniteRefusal) {
+  TrainConfig config{.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1,
+                               .ffn = 32, .dropout = 0.0},
+                     .batch = 4, .steps = 1, .warmup = 1, .eval_size = 8};
+  DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
+  DAGRAD_RETURN_IF_ERROR(std::system("mkdir -p run") == 0 ? absl::OkStatus()
+                                                          : absl::InternalError("mkdir"));
+  absl::Status st = trainer->SaveCheckpoint("run/ckpt.safetensors");
+  if (IsNonFiniteRefusal(st)) st = absl::AbortedError(st.message());  // diverged
+  DAGRAD_RETURN_IF_ERROR(st);
+  // A NaN is refused, and the refusal is marked; other errors are not.
+  Graph g;
+  Value w = g.Variable("w", {2}, Initializer::Zeros());
+  Executor exec(g);
+  DAGRAD_ASSIGN_OR_RETURN(Tensor nan, Tensor::FromVector<float>({2}, {1, std::nanf("")}));
+  DAGRAD_RETURN_IF_ERROR(exec.Assign(w, nan));
+  const absl::Status refused = SaveFiniteVariables(exec, {w}, {}, "run/nan.safetensors");
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_TRUE(IsNonFiniteRefusal(refused));
+  EXPECT_FALSE(IsNonFiniteRefusal(absl::FailedPreconditionError("a FIFO")));
+  return absl::OkStatus();
+}
+
 HEADER_EXAMPLE(ModelsTrainerNonFiniteSteps) {
   const double loss = std::nan(""), norm = 1;
   const int64_t step = 3;

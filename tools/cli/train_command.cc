@@ -158,6 +158,14 @@ struct TrainLoop {
       absl::Status st =
           outputs.AppendRow(r->step, *e, r->lr, outputs.elapsed_before() + seconds);
       if (st.ok()) st = outputs.SaveCheckpoint(t);
+      if (models::IsNonFiniteRefusal(st)) {
+        // The loss and gradients were finite, yet an update overflowed the
+        // parameters. Rank 0 alone saves, so the job is not agreed.
+        return StepFailed(absl::AbortedError(absl::StrCat(
+                              "step ", r->step, ": ", st.message(),
+                              " (an update too large for this model: lower --lr)")),
+                          /*every_rank=*/false);
+      }
       if (!st.ok()) return Failure(cmd, st);
       outputs.DropSavedWindow();
       saved_step = r->step;
@@ -191,10 +199,12 @@ struct TrainLoop {
   }
 
   // StepFailed reports a failed step; for a non-finite stop (Aborted), which
-  // checkpoint is kept.
-  int StepFailed(const absl::Status& st) {
+  // checkpoint is kept. every_rank: every rank of a data-parallel job saw
+  // it (the loss and norm are global) and stops here; otherwise the abort
+  // path ends the others.
+  int StepFailed(const absl::Status& st, bool every_rank = true) {
     if (!absl::IsAborted(st)) return Failure(cmd, st);
-    job.agreed_stop = true;  // the loss and norm are global: every rank stops here
+    job.agreed_stop = every_rank;
     std::cerr << "dagrad train: " << st.message() << "\n"
               << (saved_step >= 0 ? absl::StrCat(outputs.checkpoint_path(), " keeps step ",
                                                  saved_step, "; nothing after it was saved")
