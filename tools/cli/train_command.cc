@@ -29,13 +29,14 @@
 #include "tools/cli/train_text.h"
 
 ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort; text: a GPT on --data");
-ABSL_FLAG(int64_t, vocab, 16, "vocabulary size (token 0 is padding)");
+ABSL_FLAG(int64_t, vocab, 16, "toy tasks: vocabulary size (token 0 is padding)");
 ABSL_FLAG(int64_t, seq_len, 32, "sequence length T");
-ABSL_FLAG(int64_t, min_len, 0, "shortest sequence; 0 means every sequence has seq_len tokens");
+ABSL_FLAG(int64_t, min_len, 0,
+          "toy tasks: shortest sequence; 0 means every sequence has seq_len tokens");
 ABSL_FLAG(int64_t, dim, 128, "model width E");
 ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
 ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
-ABSL_FLAG(int64_t, ffn, 512, "feed-forward width F");
+ABSL_FLAG(int64_t, ffn, 512, "toy tasks: feed-forward width F (the GPT's is 4 x dim)");
 ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1 - 2^-10]");
 ABSL_FLAG(int64_t, batch, 64,
           "sequences per step; under mpirun the global batch, split evenly over the ranks");
