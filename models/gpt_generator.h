@@ -42,13 +42,12 @@
 #define DAGRAD_MODELS_GPT_GENERATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include <functional>
-
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/device.h"
