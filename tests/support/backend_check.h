@@ -19,6 +19,13 @@
 // max |cpu|, rtol 1e-5 for float32 and 1e-10 for float64 unless the case
 // says otherwise. A case marked expect_error must fail on both devices
 // with the same code and message.
+//
+// A gradient that is zero in exact arithmetic (a bias constant along a
+// softmax row, which the softmax ignores) is a sum of terms that cancel, and
+// each backend returns rounding noise of the size of those terms. Its own
+// max |cpu| is that noise, so dividing by it compares noise with noise: the
+// case names it in `cancelling`, and it is compared with the magnitude of
+// the terms (max |cpu| of the gradient they come from) as its scale.
 
 #ifndef DAGRAD_TESTS_SUPPORT_BACKEND_CHECK_H_
 #define DAGRAD_TESTS_SUPPORT_BACKEND_CHECK_H_
@@ -33,6 +40,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "engine/device.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
@@ -82,6 +90,14 @@ class CaseBuilder {
   std::vector<Value> outputs_;
 };
 
+// CancellingGradient: the gradient wrt input `input` is a sum of terms of
+// the gradient wrt input `terms` that cancel exactly (CrossCase::cancelling).
+//   {.input = "bias", .terms = "scores"}   // bias (B, Q, 1) beside scores (B, Q, K)
+struct CancellingGradient {
+  std::string input;
+  std::string terms;
+};
+
 struct CrossCase {
   std::string name;
   std::function<void(CaseBuilder&)> build;
@@ -92,6 +108,7 @@ struct CrossCase {
   bool exact = false;        // every tensor bit for bit
   bool expect_error = false;  // both devices fail the same way
   int runs = 2;              // runs with fresh inputs, on the same plans
+  std::vector<CancellingGradient> cancelling = {};  // gradients zero in exact arithmetic
 };
 
 // PrintTo names the case in test output (gtest's value printer).
@@ -103,6 +120,7 @@ struct BuiltCase {
   std::unique_ptr<CaseBuilder> builder;
   std::vector<Value> fetches;
   std::vector<std::string> names;  // of each fetch, for messages
+  std::vector<std::string> wrt;    // of each fetch: the input a gradient is wrt; "" for outputs
 };
 
 // BuildCase builds the graph, the gradient nodes and the fetch list.
@@ -114,8 +132,17 @@ using DeviceFactory = std::function<absl::StatusOr<std::unique_ptr<Device>>()>;
 // compares; OK, or a status describing the first disagreement.
 absl::Status CrossCheck(const CrossCase& c, const DeviceFactory& factory);
 
-// CompareTensors returns OK when `other` matches `cpu` as described above.
-absl::Status CompareTensors(const Tensor& cpu, const Tensor& other, double rtol, bool exact);
+// CompareTensors returns OK when `other` matches `cpu` as described above:
+// max |other - cpu| <= rtol * max(max |cpu|, min_scale).
+absl::Status CompareTensors(const Tensor& cpu, const Tensor& other, double rtol, bool exact,
+                            double min_scale = 0);
+
+// CompareFetches compares one run's fetches of `b` (`want` from the CPU or
+// the baseline, `got` from the other side) with CompareTensors, each with
+// the case's tolerance and a cancelling gradient with its terms' scale.
+// The status names the first fetch that differs.
+absl::Status CompareFetches(const CrossCase& c, const BuiltCase& b, absl::Span<const Tensor> want,
+                            absl::Span<const Tensor> got);
 
 }  // namespace dagrad::testing
 

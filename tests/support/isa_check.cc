@@ -87,12 +87,14 @@ absl::Status Compare(const CrossCase& c, absl::string_view level,
     return absl::InternalError(
         absl::StrCat(level, " gave ", got->size(), " tensors, baseline ", base->size()));
   }
-  const size_t per_run = base->size() / std::max(c.runs, 1);
-  for (size_t i = 0; i < base->size(); ++i) {
-    absl::Status st = CompareTensors((*base)[i], (*got)[i], c.rtol, c.exact);
+  DAGRAD_ASSIGN_OR_RETURN(BuiltCase b, BuildCase(c));
+  const size_t per_run = b.fetches.size();
+  for (size_t run = 0; per_run > 0 && run < base->size() / per_run; ++run) {
+    const absl::Span<const Tensor> want(base->data() + run * per_run, per_run);
+    absl::Status st = CompareFetches(c, b, want, absl::Span<const Tensor>(got->data() + run * per_run, per_run));
     if (!st.ok()) {
-      return absl::InternalError(absl::StrCat(level, " against baseline, run ", i / per_run,
-                                              ", fetch ", i % per_run, ": ", st.message()));
+      return absl::InternalError(
+          absl::StrCat(level, " against baseline, run ", run, ", ", st.message()));
     }
   }
   return absl::OkStatus();

@@ -132,7 +132,8 @@ CrossCase ToCrossCase(const OpCase& c, const OpConfig& config, DType d) {
                    .rtol = config.rtol,
                    .exact = config.exact,
                    .expect_error = config.expect_error,
-                   .runs = config.runs};
+                   .runs = config.runs,
+                   .cancelling = config.cancelling};
 }
 
 absl::Status GradCheckConfig(const OpCase& c, const OpConfig& config) {

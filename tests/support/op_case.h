@@ -127,6 +127,9 @@ struct OpConfig {
   bool fold_constants = true;  // false: fill and arange run as kernels
   bool expect_error = false;   // cuda and isa: both fail alike; no gradients
   int runs = 2;                // cuda and isa: runs with fresh inputs
+  // cuda and isa: gradients that are zero in exact arithmetic, compared
+  // with the scale of the terms that cancel (backend_check.h).
+  std::vector<CancellingGradient> cancelling = {};
 };
 
 // Facts about a case's op that change which modes apply.
