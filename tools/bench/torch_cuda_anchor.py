@@ -1,12 +1,13 @@
 """PyTorch side of the GPU benchmark comparison (tools/bench/cuda_bench.cc is
 dagrad's side; tools/bench/gpu_check.sh runs both and prints the table).
 
-Runs the same work as cuda_bench, eagerly, as a PyTorch user would write it,
-and prints one JSON object per line: {"case": NAME, "ms": median ms per
-step (CUDA events), "device": GPU name}. Needs a CUDA build of PyTorch
-(2.11 on the lent H100); without a GPU it says so and exits 0.
+Runs the same work as cuda_bench as a PyTorch user would write it, eagerly
+and at PyTorch's best (torch.compile and the fused Adam), and prints one
+JSON object per line: {"case": NAME, "ms": median ms per step (CUDA
+events), "device": GPU name}. Needs a CUDA build of PyTorch (2.11 on the
+lent machines); without a GPU it says so and exits 0.
 
-    python3 tools/bench/torch_cuda_anchor.py [--iters 50] [--warmup 10] [--only toy]
+    python3 tools/bench/torch_cuda_anchor.py [--iters 50] [--warmup 10] [--only toy] [--eager]
 
 Cases:
     toy_step          ToyTransformer(vocab 16, T 32, E 128, H 4, L 2, ffn 512, dropout 0.1),
@@ -15,6 +16,12 @@ Cases:
     large_step_tf32   the same with TF32 matrix products (torch.backends.cuda.matmul.allow_tf32)
     mha_fwdbwd_f32    nn.MultiheadAttention(1024, 16) self-attention on (32, 512, 1024):
                       forward + backward of sum(y * dy) (input and weight gradients)
+Each training case also runs as NAME_compiled: the model under torch.compile
+(mode "reduce-overhead", CUDA graphs, for the toy step, whose time is
+launches; the default mode for the large steps, which took about 20 s to
+compile on an H200), torch.optim.Adam(fused=True) and the foreach gradient
+clipping. The warm-up compiles; the timed steps replay. --eager leaves the
+compiled cases out.
 ToyTransformer here is the project's PyTorch twin of models/transformer.h
 (post-norm nn.TransformerEncoderLayer, sinusoidal positions, PyTorch's
 state_dict names); tools/goldens/toy_eval.py makes goldens with it too.
@@ -77,18 +84,22 @@ def time_cuda(fn, iters, warmup):
     return statistics.median(times)
 
 
-def training_step(vocab, t, dim, heads, layers, ffn, batch):
+def training_step(vocab, t, dim, heads, layers, ffn, batch, compile_mode=None):
+    """One training step; compile_mode None is eager, else PyTorch's best:
+    the model under torch.compile(mode=compile_mode) with the fused Adam."""
     model = ToyTransformer(vocab, t, dim, heads, layers, ffn, 0.1).to(DEVICE).train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    best = compile_mode is not None
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, fused=best)
+    net = torch.compile(model, mode=compile_mode) if best else model
     tokens = torch.randint(1, vocab, (batch, t), device=DEVICE)
     targets = tokens.flip(1)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        logits = model(tokens)
+        logits = net(tokens)
         loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
         loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=best)
         opt.step()
         return loss
 
@@ -115,20 +126,26 @@ def main():
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--only", default="", help="run only cases whose name contains this")
+    p.add_argument("--eager", action="store_true", help="leave out the compiled cases")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("torch_cuda_anchor: no CUDA device visible to PyTorch", torch.__version__)
         return
     torch.manual_seed(0)
     name = torch.cuda.get_device_name()
+    toy = (16, 32, 128, 4, 2, 512, 64)
+    large = (1000, 256, 512, 8, 6, 2048, 32)
     cases = [
-        ("toy_step", False, lambda: training_step(16, 32, 128, 4, 2, 512, 64)),
-        ("large_step_f32", False, lambda: training_step(1000, 256, 512, 8, 6, 2048, 32)),
-        ("large_step_tf32", True, lambda: training_step(1000, 256, 512, 8, 6, 2048, 32)),
+        ("toy_step", False, lambda: training_step(*toy)),
+        ("large_step_f32", False, lambda: training_step(*large)),
+        ("large_step_tf32", True, lambda: training_step(*large)),
         ("mha_fwdbwd_f32", False, mha_fwdbwd),
+        ("toy_step_compiled", False, lambda: training_step(*toy, "reduce-overhead")),
+        ("large_step_f32_compiled", False, lambda: training_step(*large, "default")),
+        ("large_step_tf32_compiled", True, lambda: training_step(*large, "default")),
     ]
     for case, tf32, make in cases:
-        if args.only not in case:
+        if args.only not in case or (args.eager and case.endswith("_compiled")):
             continue
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
