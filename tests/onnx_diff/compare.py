@@ -1,0 +1,67 @@
+"""Compares dagrad's outputs with ONNX Runtime's and says how they differ.
+
+Same names, dtypes and shapes; integers and bools bit for bit; floats NaN
+where ONNX Runtime has NaN (and only there), infinities equal, finite values
+within |got - want| <= rtol |want| + atol (rtol a few ulps of the dtype
+unless the case allows more), and -0.0 where ONNX Runtime has -0.0 unless
+the case says the sign of a zero is the implementation's.
+
+    problems = compare(case, want={"y": ...}, got={"y": ...})  # [] when they agree
+"""
+import numpy as np
+
+# Two ulps: what two correctly rounded implementations of the same
+# expression may differ by once an operation or two is reordered.
+DEFAULT_RTOL = {np.dtype(np.float32): 2.4e-7, np.dtype(np.float64): 4.5e-16}
+SHOWN = 6  # elements shown per differing output
+
+
+def fmt(v):
+    if isinstance(v, (np.floating, float)):
+        return np.format_float_positional(v, unique=True, trim="-") if abs(v) < 1e16 else repr(float(v))
+    return repr(v.item() if hasattr(v, "item") else v)
+
+
+def element_diffs(want, got, bad):
+    index = np.argwhere(bad)
+    lines = [f"    at {tuple(int(i) for i in ix)}: ONNX Runtime {fmt(want[tuple(ix)])}, dagrad {fmt(got[tuple(ix)])}"
+             for ix in index[:SHOWN]]
+    if len(index) > SHOWN:
+        lines.append(f"    ... {len(index) - SHOWN} more of {want.size} elements differ")
+    return lines
+
+
+def float_mismatch(case, want, got):
+    rtol = case.rtol or DEFAULT_RTOL[want.dtype]
+    atol = getattr(case, "atol", 0.0)
+    wnan, gnan = np.isnan(want), np.isnan(got)
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.abs(got.astype(np.float64) - want) <= rtol * np.abs(want.astype(np.float64)) + atol
+    same = (want == got) | close
+    bad = (wnan != gnan) | (~wnan & ~same)
+    if case.signed_zero:
+        bad |= (want == 0) & (got == 0) & (np.signbit(want) != np.signbit(got))
+    return bad
+
+
+def compare_output(case, name, want, got):
+    if want.dtype != got.dtype or want.shape != got.shape:
+        return [f"  output '{name}': ONNX Runtime {want.dtype} {list(want.shape)}, "
+                f"dagrad {got.dtype} {list(got.shape)}"]
+    if np.issubdtype(want.dtype, np.floating):
+        bad = float_mismatch(case, want, got)
+    else:
+        bad = want != got
+    if not bad.any():
+        return []
+    return [f"  output '{name}' ({want.dtype} {list(want.shape)}): "
+            f"{int(bad.sum())} of {want.size} elements differ"] + element_diffs(want, got, bad)
+
+
+def compare(case, want, got):
+    problems = []
+    if sorted(want) != sorted(got):
+        return [f"  outputs: ONNX Runtime {sorted(want)}, dagrad {sorted(got)}"]
+    for name in case.outputs:
+        problems += compare_output(case, name, want[name], got[name])
+    return problems

@@ -1,0 +1,11 @@
+"""The differential suite: every case of tests/onnx_diff/cases_*.py.
+
+    for case in all_cases(): ...
+"""
+import cases_elementwise
+import cases_nn
+import cases_shape
+
+
+def all_cases():
+    return cases_elementwise.all_cases() + cases_nn.all_cases() + cases_shape.all_cases()

@@ -1,0 +1,104 @@
+// tests/onnx_eval_batch.cc
+//
+// Runs many ONNX models through dagrad's importer in one process, for the
+// differential and shape-inference tests (tests/onnx_differential_test.py,
+// tests/onnx_shape_inference_test.py), which would otherwise start one
+// `dagrad eval` per model.
+//
+//   onnx_eval_batch MANIFEST
+//
+// Each line of MANIFEST is `name<TAB>mode<TAB>model<TAB>input<TAB>output`.
+// Mode `fed` is what `dagrad eval --model` does: the graph inputs take
+// their shapes from the input file and are fed when the plan runs. Mode
+// `folded` fixes them to their values at import (OnnxInputValues), so
+// every node whose inputs are all known is folded by the importer instead.
+// Before each model it prints `start NAME`; after it `ok NAME`, or
+// `error NAME CODE MESSAGE` (CODE is absl's status code name, the message
+// on one line). A crash therefore leaves `start NAME` as the last line.
+
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "engine/file_io.h"
+#include "engine/onnx/import.h"
+#include "engine/safetensors.h"
+#include "engine/status_macros.h"
+
+namespace dagrad {
+namespace {
+
+struct Job {
+  std::string name, mode, model, input, output;
+};
+
+absl::Status Evaluate(const Job& job) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(job.input));
+  OnnxInputShapes shapes;
+  OnnxInputValues values;
+  for (const auto& [name, t] : in.tensors) {
+    shapes[name] = t.shape();
+    values[name] = t;
+  }
+  const bool folded = job.mode == "folded";
+  if (!folded && job.mode != "fed") {
+    return absl::InvalidArgumentError("mode must be fed or folded, not " + job.mode);
+  }
+  DAGRAD_ASSIGN_OR_RETURN(OnnxModel m,
+                          ImportOnnx(job.model, shapes, folded ? values : OnnxInputValues()));
+  Executor exec(*m.graph);
+  DAGRAD_RETURN_IF_ERROR(m.LoadParameters(exec));
+  std::vector<Value> fetches;
+  for (const OnnxValue& out : m.outputs) fetches.push_back(out.value);
+  DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile(fetches));
+  Feeds feeds;
+  for (const OnnxValue& v : m.inputs) feeds.push_back({v.value, values.at(v.name)});
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> got, exec.Run(*plan, feeds));
+  SafetensorsFile out;
+  for (size_t i = 0; i < got.size(); ++i) out.tensors.push_back({m.outputs[i].name, got[i]});
+  // Not WriteSafetensors: its fsyncs, made for checkpoints, would cost more
+  // than the thousands of small runs themselves.
+  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, SerializeSafetensors(out));
+  std::ofstream f(job.output, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  return f ? absl::OkStatus() : absl::InternalError("cannot write " + job.output);
+}
+
+int Main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: onnx_eval_batch MANIFEST\n";
+    return 2;
+  }
+  absl::StatusOr<std::string> manifest = ReadFile(argv[1]);
+  if (!manifest.ok()) {
+    std::cerr << manifest.status().message() << "\n";
+    return 2;
+  }
+  for (absl::string_view line : absl::StrSplit(*manifest, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    if (f.size() != 5) {
+      std::cerr << "manifest line without 5 tab-separated fields: " << line << "\n";
+      return 2;
+    }
+    const Job job{f[0], f[1], f[2], f[3], f[4]};
+    std::cout << "start " << job.name << std::endl;
+    absl::Status st = Evaluate(job);
+    if (st.ok()) {
+      std::cout << "ok " << job.name << std::endl;
+    } else {
+      std::cout << "error " << job.name << " " << absl::StatusCodeToString(st.code()) << " "
+                << absl::StrReplaceAll(st.message(), {{"\n", " "}}) << std::endl;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace dagrad
+
+int main(int argc, char** argv) { return dagrad::Main(argc, argv); }
