@@ -22,6 +22,7 @@ code 2 with a message. A dagrad crash is a failure. FILTER (a regular
 expression) keeps the cases whose names it matches. Exits 77 (skipped) with
 the reason when node or onnxruntime-node is missing.
 """
+import glob
 import os
 import re
 import shutil
@@ -45,6 +46,21 @@ import refusals  # noqa: E402
 import runners  # noqa: E402
 from compare import compare  # noqa: E402
 from suite import all_cases  # noqa: E402
+
+
+ENGINE_ONNX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine", "onnx")
+
+
+def untested_ops(cases):
+    """The op types of the import table (engine/onnx/import_ops_*.cc) that no
+    case runs: each must have one."""
+    table = set()
+    for path in glob.glob(os.path.join(ENGINE_ONNX, "import_ops_*.cc")):
+        with open(path) as f:
+            table |= set(re.findall(r'\{"([A-Z][A-Za-z]+)",', f.read()))
+    if not table:
+        return ["no op table found under engine/onnx"]
+    return sorted(table - {c.op for c in cases})
 
 
 def ort_missing(ort_batch_js):
@@ -134,7 +150,9 @@ def main(argv):
         print(f"skipped: {missing}")
         return 77
     cases = [c for c in all_cases() if pattern.search(c.name)]
-    unknown = refusals.unmatched([c.name for c in cases]) if len(argv) <= 4 else []
+    unknown, untested = [], []
+    if len(argv) <= 4:
+        unknown, untested = refusals.unmatched([c.name for c in cases]), untested_ops(cases)
     with tempfile.TemporaryDirectory(dir=runners.scratch_parent()) as work:
         t0 = time.time()
         jobs = runners.write_jobs(cases, work)
@@ -152,8 +170,11 @@ def main(argv):
           f"ONNX Runtime {t2 - t1:.1f} s, dagrad {t3 - t2:.1f} s")
     for entry in unknown:
         print(f"FAIL refusals.py lists {entry!r}, which matches no case")
-    print(f"{failed} failed runs" if failed or unknown else "all runs agree with ONNX Runtime")
-    return 1 if failed or unknown else 0
+    for op in untested:
+        print(f"FAIL the import table's {op} has no case in tests/onnx_diff/")
+    bad = failed + len(unknown) + len(untested)
+    print(f"{bad} failures" if bad else "all runs agree with ONNX Runtime")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

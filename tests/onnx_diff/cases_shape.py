@@ -126,6 +126,8 @@ def splits():
                 cases.append(Case(name, [node("Split", ["x", "onnx::Split_1"], ("y", "z"), axis=-1)], {"x": x},
                                   consts={"onnx::Split_1": ints(*sizes)}, opset=opset, outputs=("y", "z")))
     cases.append(Case("Split/axis0_one_output", [node("Split", ["x"], ("y",), axis=0)], {"x": x}, opset=13))
+    cases.append(Case("Split/int64", [node("Split", ["x"], ("y", "z", "w"))], {"x": edge_values(np.int64)},
+                      opset=13, outputs=("y", "z", "w")))
     return cases
 
 

@@ -2,7 +2,8 @@
 
 Same names, dtypes and shapes; integers and bools bit for bit; floats NaN
 where ONNX Runtime has NaN (and only there), infinities equal, finite values
-within |got - want| <= rtol |want| + atol (rtol a few ulps of the dtype
+within |got - want| <= ulps eps |want| + atol (two epsilons of the dtype,
+what two correctly rounded evaluations of one expression may differ by,
 unless the case allows more), and -0.0 where ONNX Runtime has -0.0 unless
 the case says the sign of a zero is the implementation's.
 
@@ -10,9 +11,6 @@ the case says the sign of a zero is the implementation's.
 """
 import numpy as np
 
-# Two ulps: what two correctly rounded implementations of the same
-# expression may differ by once an operation or two is reordered.
-DEFAULT_RTOL = {np.dtype(np.float32): 2.4e-7, np.dtype(np.float64): 4.5e-16}
 SHOWN = 6  # elements shown per differing output
 
 
@@ -32,8 +30,7 @@ def element_diffs(want, got, bad):
 
 
 def float_mismatch(case, want, got):
-    rtol = case.rtol or DEFAULT_RTOL[want.dtype]
-    atol = getattr(case, "atol", 0.0)
+    rtol, atol = case.ulps * np.finfo(want.dtype).eps, case.atol
     wnan, gnan = np.isnan(want), np.isnan(got)
     with np.errstate(invalid="ignore", over="ignore"):
         close = np.abs(got.astype(np.float64) - want) <= rtol * np.abs(want.astype(np.float64)) + atol
