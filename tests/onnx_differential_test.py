@@ -32,16 +32,8 @@ import tempfile
 import time
 from collections import defaultdict
 
-try:
-    import numpy as np  # noqa: F401
-    import onnx  # noqa: F401
-except ImportError as missing:
-    if os.path.exists("/usr/bin/python3") and sys.executable != "/usr/bin/python3":
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    print(f"skipped: {missing} (bash tools/setup.sh installs python3-onnx)")
-    sys.exit(77)
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx_diff"))
+import need_onnx  # noqa: E402,F401  (first: it may run this again under /usr/bin/python3)
 import refusals  # noqa: E402
 import runners  # noqa: E402
 from compare import compare  # noqa: E402

@@ -8,15 +8,15 @@
 //   onnx_eval_batch MANIFEST
 //
 // Each line of MANIFEST is `name<TAB>mode<TAB>model<TAB>input<TAB>output`.
-// Mode `fed` is what `dagrad eval --model` does: the graph inputs take
-// their shapes from the input file and are fed when the plan runs. Mode
-// `folded` fixes them to their values at import (OnnxInputValues), so
-// every node whose inputs are all known is folded by the importer instead.
-// Before each model it prints `start NAME`; after it `ok NAME`, or
-// `error NAME CODE MESSAGE` (CODE is absl's status code name, the message
-// on one line). A crash therefore leaves `start NAME` as the last line.
+// Mode `fed` is `dagrad eval --model` itself (cli::EvaluateOnnx, compiled
+// in): the graph inputs take their shapes from the input file and are fed
+// when the plan runs. Mode `folded` fixes them to their values at import
+// (OnnxInputValues), so every node whose inputs are all known is folded by
+// the importer instead. Before each model it prints `start NAME`; after it
+// `ok NAME`, or `error NAME CODE MESSAGE` (CODE is absl's status code
+// name, the message on one line). A crash therefore leaves `start NAME` as
+// the last line.
 
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -24,10 +24,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "engine/device.h"
 #include "engine/file_io.h"
 #include "engine/onnx/import.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
+#include "tools/cli/onnx_model.h"
 
 namespace dagrad {
 namespace {
@@ -36,7 +38,9 @@ struct Job {
   std::string name, mode, model, input, output;
 };
 
-absl::Status Evaluate(const Job& job) {
+// EvaluateFolded imports `model` with every graph input known, so that
+// nothing is left to feed.
+absl::Status EvaluateFolded(const Job& job) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(job.input));
   OnnxInputShapes shapes;
   OnnxInputValues values;
@@ -44,29 +48,24 @@ absl::Status Evaluate(const Job& job) {
     shapes[name] = t.shape();
     values[name] = t;
   }
-  const bool folded = job.mode == "folded";
-  if (!folded && job.mode != "fed") {
-    return absl::InvalidArgumentError("mode must be fed or folded, not " + job.mode);
-  }
-  DAGRAD_ASSIGN_OR_RETURN(OnnxModel m,
-                          ImportOnnx(job.model, shapes, folded ? values : OnnxInputValues()));
+  DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnx(job.model, shapes, values));
   Executor exec(*m.graph);
   DAGRAD_RETURN_IF_ERROR(m.LoadParameters(exec));
   std::vector<Value> fetches;
   for (const OnnxValue& out : m.outputs) fetches.push_back(out.value);
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile(fetches));
-  Feeds feeds;
-  for (const OnnxValue& v : m.inputs) feeds.push_back({v.value, values.at(v.name)});
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> got, exec.Run(*plan, feeds));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> got, exec.Run(*plan, {}));
   SafetensorsFile out;
   for (size_t i = 0; i < got.size(); ++i) out.tensors.push_back({m.outputs[i].name, got[i]});
-  // Not WriteSafetensors: its fsyncs, made for checkpoints, would cost more
-  // than the thousands of small runs themselves.
-  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, SerializeSafetensors(out));
-  std::ofstream f(job.output, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  return f ? absl::OkStatus() : absl::InternalError("cannot write " + job.output);
+  return WriteSafetensors(job.output, out);
+}
+
+absl::Status Evaluate(const Job& job) {
+  if (job.mode == "fed") {
+    return cli::EvaluateOnnx(job.model, job.input, job.output, CpuDevice(), ExecutorOptions());
+  }
+  if (job.mode == "folded") return EvaluateFolded(job);
+  return absl::InvalidArgumentError("mode must be fed or folded, not " + job.mode);
 }
 
 int Main(int argc, char** argv) {

@@ -22,17 +22,12 @@ import sys
 import tempfile
 from collections import Counter
 
-try:
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper, shape_inference
-except ImportError as missing:
-    if os.path.exists("/usr/bin/python3") and sys.executable != "/usr/bin/python3":
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    print(f"skipped: {missing} (bash tools/setup.sh installs python3-onnx)")
-    sys.exit(77)
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx_diff"))
+import need_onnx  # noqa: E402,F401  (first: it may run this again under /usr/bin/python3)
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import numpy_helper, shape_inference  # noqa: E402
+
 import runners  # noqa: E402
 from case import NP_TO_ONNX  # noqa: E402
 from suite import all_cases  # noqa: E402

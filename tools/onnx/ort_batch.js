@@ -14,15 +14,9 @@
 'use strict';
 
 const fs = require('fs');
-const {readSafetensors, writeSafetensors} = require('./safetensors');
+const {loadOrt, readSafetensors, writeSafetensors} = require('./ort_io');
 
-let ort;
-try {
-  ort = require('onnxruntime-node');
-} catch (e) {
-  console.error('skipped: onnxruntime-node is not installed (bash tools/setup.sh --onnx)');
-  process.exit(77);
-}
+const ort = loadOrt();
 
 const OPTIONS = {executionMode: 'sequential', interOpNumThreads: 1, intraOpNumThreads: 1,
                  graphOptimizationLevel: 'disabled'};

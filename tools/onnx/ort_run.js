@@ -14,15 +14,9 @@
 // exits 77 (the code ctest reads as skipped) saying so.
 'use strict';
 
-const {readSafetensors, writeSafetensors} = require('./safetensors');
+const {loadOrt, readSafetensors, writeSafetensors} = require('./ort_io');
 
-let ort;
-try {
-  ort = require('onnxruntime-node');
-} catch (e) {
-  console.error('skipped: onnxruntime-node is not installed (bash tools/setup.sh --onnx)');
-  process.exit(77);
-}
+const ort = loadOrt();
 
 function parseArgs(argv) {
   const args = {threads: '0', repeat: '0'};

@@ -1,12 +1,24 @@
-// Reads and writes safetensors files as ONNX Runtime tensors, for
-// ort_run.js and ort_batch.js.
+// What ort_run.js and ort_batch.js share: loading ONNX Runtime, and reading
+// and writing safetensors files as its tensors.
 //
-//   const st = require('./safetensors');
-//   const feeds = st.readSafetensors('in.safetensors', ort);   // {name: ort.Tensor}
-//   st.writeSafetensors('out.safetensors', await session.run(feeds));
+//   const io = require('./ort_io');
+//   const ort = io.loadOrt();   // or exit 77 saying it is not installed
+//   const feeds = io.readSafetensors('in.safetensors', ort);   // {name: ort.Tensor}
+//   io.writeSafetensors('out.safetensors', await session.run(feeds));
 'use strict';
 
 const fs = require('fs');
+
+// loadOrt returns onnxruntime-node, or exits 77 (the code ctest reads as
+// skipped) saying how to install it.
+function loadOrt() {
+  try {
+    return require('onnxruntime-node');
+  } catch (e) {
+    console.error('skipped: onnxruntime-node is not installed (bash tools/setup.sh --onnx)');
+    process.exit(77);
+  }
+}
 
 // safetensors code -> [ONNX Runtime type, typed array]; float16 travels as
 // its raw 16-bit words.
@@ -59,4 +71,4 @@ function writeSafetensors(path, tensors) {
   fs.writeFileSync(path, Buffer.concat([length, Buffer.from(text), ...chunks]));
 }
 
-module.exports = {readSafetensors, writeSafetensors};
+module.exports = {loadOrt, readSafetensors, writeSafetensors};
