@@ -63,6 +63,15 @@ def ort_missing(ort_batch_js):
     return "" if probe.returncode == 0 else "onnxruntime-node is not installed (bash tools/setup.sh --onnx)"
 
 
+def judge_invalid(ort, got):
+    problems = []
+    if ort is not None and ort.status == "ok":
+        problems.append("  ONNX Runtime runs this case, which should be invalid: fix the case")
+    if got.status == "ok":
+        problems.append(f"  dagrad ran a model ONNX Runtime refuses ({ort.message if ort else ''})")
+    return problems
+
+
 def judge(job, mode, ort, got):
     """The problems of one (model, mode) run: [] when it is as expected."""
     case = job.case
@@ -71,6 +80,8 @@ def judge(job, mode, ort, got):
         return [f"  dagrad crashed: {got.message}"]
     if not case.reference:
         return []  # a result or a clean error, whichever
+    if case.invalid:
+        return judge_invalid(ort, got)
     if got.status == "error":
         if expected and re.search(expected.message, got.message):
             return []

@@ -47,6 +47,7 @@ class Case:
     atol: float = 0.0               # absolute float tolerance (results that cancel)
     signed_zero: bool = True        # -0.0 and 0.0 must agree with ONNX Runtime's
     reference: bool = True          # False: ONNX Runtime has no answer (it traps); dagrad must not crash
+    invalid: bool = False           # ONNX Runtime refuses it; dagrad must too, cleanly
     oracle: object = None           # inputs -> {output: array}, used instead of ONNX Runtime where
                                     # that is wrong or dagrad deliberately differs (the case says why)
 
@@ -87,7 +88,7 @@ class Case:
             lines.append(f"  {n.op_type}({', '.join(n.input)}) -> {', '.join(n.output)}"
                          + (f" [{attrs}]" if attrs else ""))
         for n, a in self.inputs.items():
-            lines.append(f"  input {n}: {a.dtype} {list(a.shape)} = {np.array2string(a.ravel()[:16], threshold=16)}")
+            lines.append(f"  input {n}: {a.dtype} {list(a.shape)} = {a.ravel()[:16].tolist()}")
         for n, a in self.consts.items():
             a = np.asarray(a)
             lines.append(f"  const {n}: {a.dtype} {list(a.shape)} = {a.ravel()[:8].tolist()}")

@@ -20,7 +20,7 @@ def shape_ops():
              Case("Shape/scalar", [node("Shape", ["x"])], {"x": np.array(1.0, F)}, opset=13),
              Case("Size/rank3", [node("Size", ["x"])], {"x": X}, opset=13),
              Case("Size/empty", [node("Size", ["x"])], {"x": np.zeros((2, 0), F)}, opset=13)]
-    for start, end in [(1, None), (-1, None), (0, -1), (-10, 10), (2, 1), (None, -2)]:
+    for start, end in [(1, None), (-1, None), (0, -1), (-10, 10), (2, 1), (None, -2), (int(I64.min), int(I64.max))]:
         attrs = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
         cases.append(Case(f"Shape/start_{start}_end_{end}", [node("Shape", ["x"], **attrs)], {"x": X},
                           opset=15))
@@ -163,7 +163,9 @@ def slices():
                   slice_case("out_of_range_start", x, [10], [20], [1], opset=opset),
                   slice_case("int32_args", x, [I32.min], [I32.max], [1], [1], opset=opset, dtype=np.int32),
                   slice_case("reverse_int32", x, [I32.max], [I32.min], [0], [-1], opset=opset, dtype=np.int32),
-                  slice_case("no_axes", x, [1, 1], [3, 4], opset=opset)]
+                  slice_case("no_axes", x, [1, 1], [3, 4], opset=opset),
+                  slice_case("step_int64_max", x, [1], [big], [1], [big], opset=opset),
+                  slice_case("step_int64_min", x, [-1], [low], [0], [low], opset=opset)]
     cases.append(slice_case("int64_values", edge_values(np.int64), [2], [-2], [0], [3]))
     return cases
 

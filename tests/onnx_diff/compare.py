@@ -20,10 +20,21 @@ def fmt(v):
     return repr(v.item() if hasattr(v, "item") else v)
 
 
-def element_diffs(want, got, bad):
-    index = np.argwhere(bad)
-    lines = [f"    at {tuple(int(i) for i in ix)}: ONNX Runtime {fmt(want[tuple(ix)])}, dagrad {fmt(got[tuple(ix)])}"
-             for ix in index[:SHOWN]]
+def operands_at(operands, shape, ix):
+    """`name=value` for each operand that broadcasts to the output's shape."""
+    shown = []
+    for name, a in operands.items():
+        try:
+            shown.append(f"{name}={fmt(np.broadcast_to(a, shape)[ix])}")
+        except ValueError:
+            continue
+    return f" ({', '.join(shown)})" if shown else ""
+
+
+def element_diffs(want, got, bad, operands):
+    index = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)]
+    lines = [f"    at {ix}{operands_at(operands, want.shape, ix)}: ONNX Runtime {fmt(want[ix])}, "
+             f"dagrad {fmt(got[ix])}" for ix in index[:SHOWN]]
     if len(index) > SHOWN:
         lines.append(f"    ... {len(index) - SHOWN} more of {want.size} elements differ")
     return lines
@@ -52,7 +63,8 @@ def compare_output(case, name, want, got):
     if not bad.any():
         return []
     return [f"  output '{name}' ({want.dtype} {list(want.shape)}): "
-            f"{int(bad.sum())} of {want.size} elements differ"] + element_diffs(want, got, bad)
+            f"{int(bad.sum())} of {want.size} elements differ"] + element_diffs(
+                want, got, bad, {**case.inputs, **case.consts})
 
 
 def compare(case, want, got):
