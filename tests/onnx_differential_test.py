@@ -4,23 +4,29 @@
   onnx_differential_test.py DAGRAD_CLI ONNX_EVAL_BATCH ORT_BATCH_JS [FILTER]
 
 For each op of the table (engine/onnx/import_ops_*.cc, and the erf-GELU
-fusion of import_gelu.cc) the cases of tests/onnx_diff/cases_*.py build
-single-op models at the opsets where the op's semantics changed, on inputs
-that hold NaN, +-inf, -0.0 and the integer extremes (INT64_MIN/MAX, 2^53 + 1,
-INT32's bounds), on operands of different ranks (0-d, one-element tensors of
-higher rank, empty ones), with their stored tensors (exponents, shapes,
-ratios, bounds) once as initializers, as onnx-simplifier writes them, and
-once as Constant nodes. ONNX Runtime runs every model (tools/onnx/ort_batch.js,
-one process); dagrad runs each twice (tests/onnx_eval_batch.cc, one process
-per pass): with the inputs fed at run time, as `dagrad eval --model` does,
-and with them known at import, so that the importer folds the op. Both must
-equal ONNX Runtime's outputs (tests/onnx_diff/compare.py).
+fusion of import_gelu.cc; an op without a case fails) the cases of
+tests/onnx_diff/cases_*.py build single-op models at the opsets where the
+op's semantics changed, on inputs that hold NaN, +-inf, -0.0 and the integer
+extremes (INT64_MIN/MAX, 2^53 + 1, INT32's bounds), on operands of different
+ranks (0-d, one-element tensors of higher rank, empty ones), with their
+stored tensors (exponents, shapes, ratios, bounds) once as initializers, as
+onnx-simplifier writes them, and once as Constant nodes. ONNX Runtime runs
+every model (tools/onnx/ort_batch.js, one process); dagrad runs each twice
+in one process (tests/onnx_eval_batch.cc): with the inputs fed at run time,
+by `dagrad eval --model`'s own function, and with them known at import, so
+that the importer folds the op. Both must equal ONNX Runtime's outputs
+(tests/onnx_diff/compare.py), or the case's own oracle where ONNX Runtime
+is wrong or dagrad differs on purpose (each case says why). On the first
+model of each op, `dagrad eval --model` itself must give the same bytes.
 
 A refusal is a failure unless tests/onnx_diff/refusals.py lists it; each
 listed refusal must still happen, and under `dagrad eval` it must be exit
-code 2 with a message. A dagrad crash is a failure. FILTER (a regular
-expression) keeps the cases whose names it matches. Exits 77 (skipped) with
-the reason when node or onnxruntime-node is missing.
+code 2 with a one-line message. Models ONNX Runtime refuses
+(tests/onnx_diff/cases_invalid.py) dagrad must refuse so too. A dagrad crash
+is a failure. Each failure prints the model, its inputs and the elements
+that differ. FILTER (a regular expression) keeps the cases whose names it
+matches. Exits 77 (skipped) with the reason when node or onnxruntime-node is
+missing.
 """
 import glob
 import os

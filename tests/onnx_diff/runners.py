@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", 
 import safetensors_io  # noqa: E402
 
 MODES = ("fed", "folded")  # fed: as `dagrad eval` does; folded: inputs known at import
+TIMEOUT_S = 120  # for one batch process, which takes seconds: past it, a model hangs
 
 
 @dataclass
@@ -99,7 +100,7 @@ def run_ort(ort_batch_js, jobs, work):
         for j in jobs:
             if j.case.reference:
                 f.write(f"{j.key}\t{j.ort_model}\t{j.input}\t{os.path.join(work, j.key + '.ort.safetensors')}\n")
-    proc = subprocess.run(["node", ort_batch_js, manifest], capture_output=True, text=True)
+    proc = subprocess.run(["node", ort_batch_js, manifest], capture_output=True, text=True, timeout=TIMEOUT_S)
     if proc.returncode != 0:
         raise RuntimeError(f"ort_batch.js exited {proc.returncode}:\n{proc.stderr}")
     results = {}
@@ -110,16 +111,21 @@ def run_ort(ort_batch_js, jobs, work):
 
 
 def run_driver_once(driver, entries, manifest):
+    """(exit code, or "hang" past TIMEOUT_S; its lines; its stderr)."""
     with open(manifest, "w") as f:
         f.writelines("\t".join(e) + "\n" for e in entries)
     env = dict(os.environ, DAGRAD_NUM_THREADS="1")
-    proc = subprocess.run(driver + [manifest], capture_output=True, text=True, env=env)
+    try:
+        proc = subprocess.run(driver + [manifest], capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        text = lambda b: (b or b"").decode() if isinstance(b, bytes) else (b or "")  # noqa: E731
+        return "hang", text(e.stdout).splitlines(), text(e.stderr)
     return proc.returncode, proc.stdout.splitlines(), proc.stderr
 
 
 def run_dagrad(driver, jobs, work, modes=MODES):
-    """Each job in each mode; a crash is recorded against the model that was
-    running, and the driver restarts with the ones after it."""
+    """Each job in each mode; a crash or a hang is recorded against the model
+    that was running, and the driver restarts with the ones after it."""
     entries = [(f"{j.key}@{m}", m, j.model, j.input, os.path.join(work, f"{j.key}.{m}.safetensors"))
                for j in jobs for m in modes]
     paths = {e[0]: e[4] for e in entries}
@@ -139,7 +145,8 @@ def run_dagrad(driver, jobs, work, modes=MODES):
             break
         if started is None:
             raise RuntimeError(f"onnx_eval_batch exited {rc} outside a model:\n{stderr}")
-        results[started] = Result("crash", message=f"exit {rc}: {stderr.strip()[-500:]}")
+        results[started] = Result("crash", message=f"{'hung' if rc == 'hang' else f'exit {rc}'}: "
+                                                   f"{stderr.strip()[-500:]}")
         names = [e[0] for e in entries]
         entries = entries[names.index(started) + 1:]
     return {tuple(k.rsplit("@", 1)): v for k, v in results.items()}
@@ -154,5 +161,6 @@ def run_cli(cli, job, work):
     are at cli_output(job, work)."""
     out = cli_output(job, work)
     proc = subprocess.run(cli + ["eval", f"--model={job.model}", f"--input={job.input}", f"--output={out}"],
-                          capture_output=True, text=True, env=dict(os.environ, DAGRAD_NUM_THREADS="1"))
+                          capture_output=True, text=True, env=dict(os.environ, DAGRAD_NUM_THREADS="1"),
+                          timeout=TIMEOUT_S)
     return proc.returncode, proc.stderr.strip()
