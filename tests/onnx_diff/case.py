@@ -29,6 +29,11 @@ NP_TO_ONNX = {np.dtype(np.float32): onnx.TensorProto.FLOAT,
               np.dtype(np.bool_): onnx.TensorProto.BOOL}
 
 
+def short(dtype):
+    """A dtype's short name for case names: "float32", "int64", "bool"."""
+    return np.dtype(dtype).name
+
+
 def node(op, inputs, outputs=("y",), **attrs):
     """A default-domain node; `attrs` as onnx.helper.make_node takes them."""
     return helper.make_node(op, list(inputs), list(outputs), **attrs)

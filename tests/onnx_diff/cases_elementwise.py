@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from case import Case, node
+from case import Case, node, short
 from values import I64, edge_values, positive, regular, specials
 
 FLOATS = (np.float32, np.float64)
@@ -18,9 +18,6 @@ INTS = (np.int32, np.int64)
 BROADCASTS = [((3,), (2, 1, 3)), ((), (2, 3)), ((1, 1, 1), (3,)), ((2, 1), (1, 3)),
               ((0, 3), (1, 3)), ((1,), ()), ((4, 1, 2), (1, 1))]
 
-
-def short(dtype):
-    return np.dtype(dtype).name
 
 
 def all_pairs(op, dtype, opset, values=None, rhs=None, **kw):

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from case import Case, node
+from case import Case, node, short
 from values import I64, edge_values, regular, specials
 
 FLOATS = (np.float32, np.float64)
@@ -43,9 +43,6 @@ def pow_cases():
                       opset=13))
     return cases
 
-
-def short(dtype):
-    return np.dtype(dtype).name
 
 
 def matmuls():
