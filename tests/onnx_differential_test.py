@@ -96,7 +96,7 @@ def judge(job, mode, ort, got):
     if expected:
         return [f"  listed as refused ({expected.why}), but dagrad ran it: remove it from refusals.py"]
     if case.oracle:
-        return compare(case, case.oracle(case.inputs), got.outputs())
+        return compare(case, case.oracle(case.inputs), got.outputs(), "the case's oracle")
     if ort is None or ort.status != "ok":
         return [f"  ONNX Runtime refused the case: {ort.message if ort else 'no result'}"]
     return compare(case, ort.outputs(), got.outputs())

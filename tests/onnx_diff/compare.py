@@ -31,9 +31,9 @@ def operands_at(operands, shape, ix):
     return f" ({', '.join(shown)})" if shown else ""
 
 
-def element_diffs(want, got, bad, operands):
+def element_diffs(want, got, bad, operands, ref):
     index = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)]
-    lines = [f"    at {ix}{operands_at(operands, want.shape, ix)}: ONNX Runtime {fmt(want[ix])}, "
+    lines = [f"    at {ix}{operands_at(operands, want.shape, ix)}: {ref} {fmt(want[ix])}, "
              f"dagrad {fmt(got[ix])}" for ix in index[:SHOWN]]
     if len(index) > SHOWN:
         lines.append(f"    ... {len(index) - SHOWN} more of {want.size} elements differ")
@@ -52,10 +52,12 @@ def float_mismatch(case, want, got):
     return bad
 
 
-def compare_output(case, name, want, got):
+def compare_output(case, name, want, got, ref):
     if want.dtype != got.dtype or want.shape != got.shape:
-        return [f"  output '{name}': ONNX Runtime {want.dtype} {list(want.shape)}, "
-                f"dagrad {got.dtype} {list(got.shape)}"]
+        lines = [f"  output '{name}': {ref} {want.dtype} {list(want.shape)}, dagrad {got.dtype} {list(got.shape)}"]
+        if max(want.size, got.size) <= 2 * SHOWN:
+            lines.append(f"    {ref} {want.ravel().tolist()}, dagrad {got.ravel().tolist()}")
+        return lines
     if np.issubdtype(want.dtype, np.floating):
         bad = float_mismatch(case, want, got)
     else:
@@ -64,13 +66,14 @@ def compare_output(case, name, want, got):
         return []
     return [f"  output '{name}' ({want.dtype} {list(want.shape)}): "
             f"{int(bad.sum())} of {want.size} elements differ"] + element_diffs(
-                want, got, bad, {**case.inputs, **case.consts})
+                want, got, bad, {**case.inputs, **case.consts}, ref)
 
 
-def compare(case, want, got):
+def compare(case, want, got, ref="ONNX Runtime"):
+    """`ref` names where `want` came from in the messages."""
     problems = []
     if sorted(want) != sorted(got):
-        return [f"  outputs: ONNX Runtime {sorted(want)}, dagrad {sorted(got)}"]
+        return [f"  outputs: {ref} {sorted(want)}, dagrad {sorted(got)}"]
     for name in case.outputs:
-        problems += compare_output(case, name, want[name], got[name])
+        problems += compare_output(case, name, want[name], got[name], ref)
     return problems
