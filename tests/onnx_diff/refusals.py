@@ -1,0 +1,64 @@
+"""What dagrad refuses on purpose, case by case, and why.
+
+Every refusal the differential test meets must be listed here (a case-name
+pattern, the message it must give, why, and the variants and modes it holds
+for); anything else dagrad refuses is a failure, and so is a listed refusal
+that no longer happens (remove it then). Under `dagrad eval` each one must
+exit with code 2 and the message.
+"""
+import re
+from dataclasses import dataclass
+
+ALL = ("init", "const", "plain")
+BOTH = ("fed", "folded")
+
+
+@dataclass
+class Refusal:
+    pattern: str            # re.fullmatch against the case name
+    message: str            # re.search against dagrad's message
+    why: str
+    variants: tuple = ALL
+    modes: tuple = BOTH
+
+
+REFUSALS = [
+    # dagrad's element types are float, double, int32, int64 and bool
+    # (engine/onnx/onnx_tensor.h): any other, as an input, an initializer, a
+    # Constant or a Cast's target, is refused.
+    Refusal(r"(Identity|Add)/(float16|uint8|int8|int16)|Cast/float32_to_(float16|uint8)"
+            r"|Add/uint8_initializer|Constant/value_float16_opset13",
+            r"(element type|dtype) '?(FLOAT16|UINT8|INT8|INT16|F16|U8|I8|I16)",
+            "an element type dagrad lacks"),
+    # dagrad's math ops take floats (RequireFloatInput, import_context.h):
+    # ONNX's integer Relu, ArgMin, ReduceMin, MatMul and Pow are not imported.
+    Refusal(r"Relu/edges_int(32|64)_opset14|ArgMin/int64|ReduceMin/int(32|64)_opset13|MatMul/int32"
+            r"|Pow/int64_base", r"takes float and double, not int(32|64)", "float-only math"),
+    Refusal(r"ReduceMean/int(32|64)_opset13", r"mean needs a float input", "dagrad's Mean is float-only"),
+    # dagrad's Equal compares numbers; ONNX's also takes bools.
+    Refusal(r"Equal/pairs_bool_opset(7|11|13)", r"inputs must be numeric, got bool", "Equal of bools"),
+    # Pow takes one exponent throughout (import_ops_math.cc: what exports hold).
+    Refusal(r"Pow/exponents_differ", r"exponents that differ by element", "a per-element exponent"),
+    # An exponent, a Range bound or a ConstantOfShape shape must be known at
+    # import; fed at run time (as `dagrad eval` feeds inputs) they are not.
+    Refusal(r"Pow/exponent_an_input|Range/int64_inputs|ConstantOfShape/shape_input",
+            r"must be known when importing", "a graph-shaping input computed at run time", modes=("fed",)),
+    # Dropout is dagrad's (import_ops_nn.cc): no training_mode input, no mask.
+    Refusal(r"Dropout/training_mode_false", r"Dropout's training_mode input", "Dropout's training_mode"),
+    Refusal(r"Dropout/mask_output", r"Dropout's mask output", "Dropout's mask"),
+    # Erf is imported only inside the GELU pattern (README, ONNX import); a
+    # pattern whose constants hold more than one element is not one.
+    Refusal(r"GeluFusion/consts_2x1_not_fused", r"cannot import 1 ONNX op type\(s\) of this model: Erf",
+            "a standalone Erf"),
+]
+
+
+def expected(name, variant, mode):
+    for r in REFUSALS:
+        if re.fullmatch(r.pattern, name) and variant in r.variants and mode in r.modes:
+            return r
+    return None
+
+
+def unmatched(names):
+    return [r.pattern for r in REFUSALS if not any(re.fullmatch(r.pattern, n) for n in names)]
