@@ -207,13 +207,15 @@ struct PowFn {
   double p;
 };
 
-// scale(x) = alpha * x + beta.
+// scale(x) = alpha * x + beta; alpha * x alone when beta is 0, since
+// adding +0 would turn a -0 product into +0 (Scale(-0.0, 2) is -0.0).
 struct ScaleFn {
   explicit ScaleFn(const Attrs& a)
       : alpha(a.GetFloat("alpha", 1.0)), beta(a.GetFloat("beta", 0.0)) {}
   template <typename T>
   DAGRAD_HOST_DEVICE T operator()(T x) const {
-    return static_cast<T>(alpha) * x + static_cast<T>(beta);
+    const T y = static_cast<T>(alpha) * x;
+    return beta == 0.0 ? y : y + static_cast<T>(beta);
   }
   double alpha, beta;
 };

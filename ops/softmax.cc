@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -342,7 +341,7 @@ const OpDef kSoftmaxGrad = {.name = "softmax_grad",
 Value SoftmaxGrad(Value y, Value g) { return BuildOp(kSoftmaxGrad, {g, y}); }
 
 // ---------------------------------------------------------------------------
-// log_softmax(x) = x - log(sum(exp(x), -1)).
+// log_softmax(x) = (x - max) - log(sum(exp(x - max), -1)).
 
 namespace {
 
@@ -368,10 +367,12 @@ absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
         const T* xr = x + row * kk;
         T* y = out + row * kk;
         const T m = RowMax(xr, kk);
-        // The terms are not stored: y may alias x (in place).
+        // The terms are not stored: y may alias x (in place). (x - m) first,
+        // as torch: x - (m + log(sum)) loses log(sum) beside an m of 3e38.
+        // A row holding +inf is NaN throughout, as torch's (inf - inf).
         const double sum = ExpShiftSum<T>(*kernels, xr, nullptr, kk, m);
-        const T shift = static_cast<T>(m + std::log(sum));
-        for (int64_t k = 0; k < kk; ++k) y[k] = xr[k] - shift;
+        const T log_sum = static_cast<T>(std::log(sum));
+        for (int64_t k = 0; k < kk; ++k) y[k] = (xr[k] - m) - log_sum;
       }
     });
     return absl::OkStatus();

@@ -47,6 +47,21 @@ TEST(Elementwise, TranscendentalValues) {
   ExpectAllClose(out[5], {std::exp(-1.0), 1, std::exp(2.0)}, 1e-15, 0, "exp");
 }
 
+// Scale is a product: -0 * 2 is -0 and 0 * -1 is -0, with no + 0 that
+// would make them +0; a shift adds.
+TEST(Elementwise, ScaleKeepsTheSignOfZero) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  Feeds feeds = {{x, T<float>({2}, {-0.0f, -1.0f})}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Scale(x, 2.0), Scale(x, 0.0), AddScalar(x, 0.5)},
+                                         feeds));
+  const std::vector<float> doubled = out[0].ToVector<float>(), zeroed = out[1].ToVector<float>();
+  EXPECT_TRUE(doubled[0] == 0 && std::signbit(doubled[0])) << doubled[0];
+  EXPECT_EQ(doubled[1], -2.0f);
+  EXPECT_TRUE(std::signbit(zeroed[0]) && std::signbit(zeroed[1])) << zeroed[0] << " " << zeroed[1];
+  ExpectAllClose(out[2], {0.5, -0.5}, 0, 0, "shift");
+}
+
 TEST(Elementwise, ComparisonsAndLogic) {
   Graph g;
   Value a = g.Input("a", DType::kInt64, {4});

@@ -255,6 +255,26 @@ TEST(SoftmaxErrors, BadMaskInputsAreBuildErrorsNamingOpAndShapes) {
   }
 }
 
+// log_softmax beside maxima of 3e38, as torch and ONNX Runtime: (x - m) -
+// log(sum) keeps the log(2) that x - (m + log(sum)) would lose (giving 0
+// at the maxima), in float32 and float64.
+TEST(LogSoftmaxValues, HugeMaxima) {
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    Graph g;
+    Value x = g.Input("x", d, {4});
+    const std::vector<double> v = {3e38, -3e38, 3e38, 0};
+    const Tensor fed = d == DType::kFloat64 ? T<double>({4}, v)
+                                            : T<float>({4}, std::vector<float>(v.begin(), v.end()));
+    ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Cast(LogSoftmax(x), DType::kFloat64)}, {{x, fed}}));
+    const std::vector<double> y = out[0].ToVector<double>();
+    EXPECT_NEAR(y[0], -std::log(2.0), 1e-6) << DTypeName(d);
+    EXPECT_NEAR(y[2], -std::log(2.0), 1e-6) << DTypeName(d);
+    // -3e38 - 3e38 overflows float32.
+    EXPECT_EQ(y[1], d == DType::kFloat64 ? -6e38 : -std::numeric_limits<double>::infinity());
+    EXPECT_NEAR(y[3], -3e38, 3e38 * 1e-7) << DTypeName(d);
+  }
+}
+
 TEST(SoftmaxErrors, ValidLengthOutOfRangeIsARunTimeError) {
   Graph g;
   Value s = g.Input("s", DType::kFloat32, {2, 3, 4});

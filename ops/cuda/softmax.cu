@@ -177,9 +177,11 @@ __global__ void LogSoftmaxImpl(const T* x, T* out, int64_t rows, int64_t k) {
   __shared__ T shared[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * k;
-    const T shift = cuda::RowLogSumExp(xr, k, shared);
+    // As the CPU: (x - m) - log(sum).
+    const cuda::ShiftedExpSum<T> s = cuda::RowShiftedExpSum(xr, k, shared);
+    const T log_sum = static_cast<T>(math::Log(s.sum));
     T* y = out + row * k;
-    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) y[i] = xr[i] - shift;
+    for (int64_t i = threadIdx.x; i < k; i += blockDim.x) y[i] = (xr[i] - s.m) - log_sum;
   }
 }
 

@@ -112,6 +112,9 @@ int Failure(const Command& command, const absl::Status& status) {
     case absl::StatusCode::kDataLoss:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
+    // What an input asks for that dagrad does not do (an ONNX element type
+    // or op variant it lacks): the input's fault, as a bad value is.
+    case absl::StatusCode::kUnimplemented:
       return kExitUsage;
     default:
       return kExitFailure;
