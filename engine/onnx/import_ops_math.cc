@@ -48,8 +48,12 @@ Outputs ImportNeg(OnnxNodeContext& c) {
   return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), 0), x)});
 }
 
-Value LessOrEqual(Value a, Value b) { return LogicalNot(Greater(a, b)); }
-Value GreaterOrEqual(Value a, Value b) { return LogicalNot(Less(a, b)); }
+// a <= b is (a < b) or (a == b), not Not(a > b): a NaN operand makes each
+// comparison false, as IEEE, numpy and ONNX Runtime have it, so NaN <= 1 is
+// false. Composed rather than an OpDef: the importer is their only user,
+// and what it exports back is the Less, Equal and Or it holds.
+Value LessOrEqual(Value a, Value b) { return LogicalOr(Less(a, b), Equal(a, b)); }
+Value GreaterOrEqual(Value a, Value b) { return LogicalOr(Greater(a, b), Equal(a, b)); }
 Value Reciprocal(Value x) { return Pow(x, -1.0); }
 
 // Variadic folds Sum, Max and Min over any number of inputs.
