@@ -158,6 +158,129 @@ TEST(OnnxImportAudit, LeakyReluAndClipPropagateNaN) {
   EXPECT_EQ(clip[2], 1.0f);
 }
 
+// ---- shapes ------------------------------------------------------------------
+// Each result has the shape ONNX's shape inference gives, after the GELU fusion
+// too.
+
+// x (3) ** e (2, 1, 1) is (2, 1, 3); x (1) ** e (0) is (0); x (3) ** e (0)
+// does not broadcast.
+TEST(OnnxImportAudit, PowBroadcastsTheExponentsShape) {
+  OnnxTestModel m;
+  m.Input("x", T<float>({3}, {1, 2, 3}));
+  m.Constant("e", T<float>({2, 1, 1}, {2, 2}));
+  m.Node("Pow", {"x", "e"}, {"y"});
+  m.Output("y");
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+  EXPECT_EQ(y[0].shape(), Shape({2, 1, 3}));
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(1, 4, 9, 1, 4, 9));
+
+  OnnxTestModel empty;
+  empty.Input("x", T<float>({1}, {5}));
+  empty.Constant("e", T<float>({0}, {}));
+  empty.Node("Pow", {"x", "e"}, {"y"});
+  empty.Output("y");
+  ASSERT_OK_AND_ASSIGN(y, empty.Run());
+  EXPECT_EQ(y[0].shape(), Shape({0}));
+
+  OnnxTestModel mismatch;
+  mismatch.Input("x", T<float>({3}, {1, 2, 3}));
+  mismatch.Constant("e", T<float>({0}, {}));
+  mismatch.Node("Pow", {"x", "e"}, {"y"});
+  mismatch.Output("y");
+  EXPECT_STATUS(mismatch.Run().status(), absl::StatusCode::kInvalidArgument,
+                "shapes (3,) and (0,) do not broadcast");
+}
+
+// An exponent of NaNs is one exponent: x ** NaN is NaN (1 ** NaN is 1).
+TEST(OnnxImportAudit, PowTakesANaNExponent) {
+  OnnxTestModel m;
+  m.Input("x", T<float>({2}, {1, 2}));
+  m.Constant("e", T<float>({2}, {kNaN, kNaN}));
+  m.Node("Pow", {"x", "e"}, {"y"});
+  m.Output("y");
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+  EXPECT_EQ(y[0].ToVector<float>()[0], 1.0f);
+  EXPECT_TRUE(std::isnan(y[0].ToVector<float>()[1]));
+}
+
+// GeluChain is PyTorch's exact GELU, 0.5 * x * (1 + erf(x / sqrt(2))), with
+// its three constants of shape `dims`.
+OnnxTestModel GeluChain(const Shape& dims) {
+  OnnxTestModel m;
+  m.Input("x", T<float>({5}, {-2, -0.5, 0, 1, 3}));
+  auto constant = [&](const std::string& name, float v) {
+    m.Constant(name, T<float>(dims, std::vector<float>(dims.num_elements(), v)));
+  };
+  constant("sqrt2", std::sqrt(2.0f));
+  constant("one", 1.0f);
+  constant("half", 0.5f);
+  m.Node("Div", {"x", "sqrt2"}, {"scaled"});
+  m.Node("Erf", {"scaled"}, {"erf"});
+  m.Node("Add", {"erf", "one"}, {"one_plus"});
+  m.Node("Mul", {"x", "one_plus"}, {"product"});
+  m.Node("Mul", {"product", "half"}, {"y"});
+  m.Output("y");
+  return m;
+}
+
+// The fusion keeps ONNX's shape: x (5) with rank-0 constants is (5), with
+// (1, 1) constants (1, 5); both run dagrad's GELU.
+TEST(OnnxImportAudit, GeluFusionKeepsTheConstantsBroadcast) {
+  const std::vector<double> x = {-2, -0.5, 0, 1, 3};
+  std::vector<double> want;
+  for (double v : x) want.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+  for (const Shape& dims : {Shape(), Shape({1, 1})}) {
+    OnnxTestModel m = GeluChain(dims);
+    onnx::GraphProto graph = m.graph();
+    EXPECT_EQ(FuseGelu(graph), 1) << dims.ToString();
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+    EXPECT_EQ(y[0].shape(), dims.rank() == 0 ? Shape({5}) : Shape({1, 5}));
+    ExpectAllClose(y[0], want, 1e-6, 1e-6, dims.ToString());
+    ASSERT_OK_AND_ASSIGN(OnnxModel model, m.Import());
+    int gelus = 0;
+    for (NodeId id = 0; id < model.graph->num_nodes(); ++id) {
+      const Node& node = model.graph->node(id);
+      gelus += node.kind == NodeKind::kOp && node.op->name == "gelu";
+    }
+    EXPECT_EQ(gelus, 1) << dims.ToString();
+  }
+}
+
+// Clip's bounds are scalars: a (1) bound leaves a rank-0 x rank 0.
+TEST(OnnxImportAudit, ClipKeepsTheShapeOfX) {
+  OnnxTestModel m;
+  m.Input("x", Tensor::Scalar<float>(5));
+  m.Constant("lo", T<float>({1}, {0}));
+  m.Constant("hi", T<float>({1}, {2}));
+  m.Node("Clip", {"x", "lo", "hi"}, {"y"});
+  m.Output("y");
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+  EXPECT_EQ(y[0].shape(), Shape());
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(2));
+}
+
+// Gemm's C broadcasts to (M, N) one way, and A and B are matrices: a
+// (1, 1, 2) C or a (1, 2, 2) A is refused (ONNX Runtime: "Invalid bias
+// shape for broadcast"), not a (1, 2, 2) result.
+TEST(OnnxImportAudit, GemmKeepsItsMatrixShape) {
+  OnnxTestModel m;
+  m.Input("a", T<float>({2, 2}, {1, 0, 0, 1}));
+  m.Input("b", T<float>({2, 2}, {1, 2, 3, 4}));
+  m.Constant("c", T<float>({1, 1, 2}, {1, 1}));
+  m.Node("Gemm", {"a", "b", "c"}, {"y"});
+  m.Output("y");
+  EXPECT_STATUS(m.Run().status(), absl::StatusCode::kInvalidArgument,
+                "C (1, 1, 2) does not broadcast to (2, 2)");
+
+  OnnxTestModel batched;
+  batched.Input("a", T<float>({1, 2, 2}, {1, 0, 0, 1}));
+  batched.Input("b", T<float>({2, 2}, {1, 2, 3, 4}));
+  batched.Node("Gemm", {"a", "b"}, {"y"});
+  batched.Output("y");
+  EXPECT_STATUS(batched.Run().status(), absl::StatusCode::kInvalidArgument,
+                "A (1, 2, 2) and B (2, 2) must be matrices");
+}
+
 }  // namespace
 }  // namespace dagrad::testing
 
