@@ -281,6 +281,117 @@ TEST(OnnxImportAudit, GemmKeepsItsMatrixShape) {
                 "A (1, 2, 2) and B (2, 2) must be matrices");
 }
 
+// ---- integers ----------------------------------------------------------------
+// Integer values and attributes reach the graph exactly, never through a double.
+
+// ConstantOfShape holds its value exactly: 2^53 + 1 (a double rounds it to
+// 2^53), INT64_MAX and INT64_MIN (2^63 as a double is out of range).
+TEST(OnnxImportAudit, ConstantOfShapeKeepsInt64ValuesExact) {
+  for (int64_t v : {(int64_t{1} << 53) + 1, kMax, kMin}) {
+    OnnxTestModel m;
+    m.Constant("shape", T<int64_t>({2}, {2, 1}));
+    OnnxTestModel::TensorAttr(m.Node("ConstantOfShape", {"shape"}, {"y"}), "value",
+                              T<int64_t>({1}, {v}));
+    m.Output("y");
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+    EXPECT_EQ(y[0].shape(), Shape({2, 1}));
+    EXPECT_THAT(y[0].ToVector<int64_t>(), ElementsAre(v, v));
+  }
+}
+
+// Trilu with k = INT64_MAX keeps no element of the upper triangle (j - i >=
+// k nowhere) and every one of the lower; k = INT64_MIN the reverse.
+TEST(OnnxImportAudit, TriluTakesEveryInt64K) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> zeros(6, 0.0f);
+  for (int64_t k : {kMax, kMin}) {
+    for (int64_t upper : {1, 0}) {
+      OnnxTestModel m;
+      m.Input("x", T<float>({2, 3}, x));
+      m.Constant("k", Tensor::Scalar<int64_t>(k));
+      OnnxTestModel::IntAttr(m.Node("Trilu", {"x", "k"}, {"y"}), "upper", upper);
+      m.Output("y");
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+      EXPECT_EQ(y[0].ToVector<float>(), (upper == 1) == (k == kMax) ? zeros : x)
+          << "k " << k << ", upper " << upper;
+    }
+  }
+}
+
+// RangeOf returns Range(start, limit, delta) of int64 (or int32) scalars.
+absl::StatusOr<std::vector<Tensor>> RangeOf(int64_t start, int64_t limit, int64_t delta,
+                                            DType dtype = DType::kInt64) {
+  OnnxTestModel m;
+  const char* names[3] = {"start", "limit", "delta"};
+  const int64_t values[3] = {start, limit, delta};
+  for (int i = 0; i < 3; ++i) {
+    m.Constant(names[i], dtype == DType::kInt64
+                             ? Tensor::Scalar<int64_t>(values[i])
+                             : Tensor::Scalar<int32_t>(static_cast<int32_t>(values[i])));
+  }
+  m.Node("Range", {"start", "limit", "delta"}, {"y"});
+  m.Output("y");
+  return m.Run();
+}
+
+// start + i * delta, exactly, near both ends of int64 (limit - start may
+// need 65 bits, i * delta overflow), and of int32: numpy's arange and
+// Python's range (ONNX Runtime takes limit - start as a double, and its
+// first two ranges here are empty).
+TEST(OnnxImportAudit, RangeKeepsIntegerBoundsExact) {
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, RangeOf(kMax - 3, kMax, 1));
+  EXPECT_THAT(y[0].ToVector<int64_t>(), ElementsAre(kMax - 3, kMax - 2, kMax - 1));
+  ASSERT_OK_AND_ASSIGN(y, RangeOf(kMin, kMin + 5, 2));
+  EXPECT_THAT(y[0].ToVector<int64_t>(), ElementsAre(kMin, kMin + 2, kMin + 4));
+  ASSERT_OK_AND_ASSIGN(y, RangeOf(kMax, kMin, kMin));
+  EXPECT_THAT(y[0].ToVector<int64_t>(), ElementsAre(kMax, -1));
+  const int64_t quarter = int64_t{1} << 62;
+  ASSERT_OK_AND_ASSIGN(y, RangeOf(kMin + 1, kMax, quarter));
+  EXPECT_THAT(y[0].ToVector<int64_t>(),
+              ElementsAre(kMin + 1, -quarter + 1, 1, quarter + 1));
+  ASSERT_OK_AND_ASSIGN(y, RangeOf(INT32_MAX - 7, INT32_MAX, 3, DType::kInt32));
+  EXPECT_THAT(y[0].ToVector<int32_t>(),
+              ElementsAre(INT32_MAX - 7, INT32_MAX - 4, INT32_MAX - 1));
+  ASSERT_OK_AND_ASSIGN(y, RangeOf(10, 4, -2));
+  EXPECT_THAT(y[0].ToVector<int64_t>(), ElementsAre(10, 8, 6));
+  ASSERT_OK_AND_ASSIGN(y, RangeOf(4, 10, -2));
+  EXPECT_EQ(y[0].shape(), Shape({0}));
+  EXPECT_STATUS(RangeOf(kMin, kMax, 1).status(), absl::StatusCode::kInvalidArgument,
+                "more than 2^53 elements");
+  EXPECT_STATUS(RangeOf(0, 1, 0).status(), absl::StatusCode::kInvalidArgument,
+                "a step of 0");
+}
+
+// An integer attribute is read as the integer it is: Cast's "to" beyond
+// int32 is no type (not FLOAT after truncation), and split sizes near
+// INT64_MAX are an error, not an overflow.
+TEST(OnnxImportAudit, IntegerAttributesAreCheckedNotTruncated) {
+  OnnxTestModel cast;
+  cast.Input("x", T<int64_t>({1}, {1}));
+  OnnxTestModel::IntAttr(cast.Node("Cast", {"x"}, {"y"}), "to",
+                         (int64_t{1} << 32) + onnx::TensorProto::FLOAT);
+  cast.Output("y");
+  EXPECT_STATUS(cast.Run().status(), absl::StatusCode::kInvalidArgument, "Cast to type 4294967297");
+
+  OnnxTestModel split;
+  split.Input("x", T<float>({2}, {1, 2}));
+  split.Constant("sizes", T<int64_t>({2}, {kMax, kMax}));
+  split.Node("Split", {"x", "sizes"}, {"a", "b"});
+  split.Output("a");
+  EXPECT_STATUS(split.Run().status(), absl::StatusCode::kInvalidArgument,
+                "do not add up to 2");
+}
+
+// Clip's attributes (before opset 11) are floats, for float x only: an
+// int32 x with -inf as its bound is refused, not converted.
+TEST(OnnxImportAudit, ClipBeforeOpset11TakesFloatsOnly) {
+  OnnxTestModel m(6);
+  m.Input("x", T<int32_t>({2}, {1, 2}));
+  m.Node("Clip", {"x"}, {"y"});
+  m.Output("y");
+  EXPECT_STATUS(m.Run().status(), absl::StatusCode::kUnimplemented, "not int32");
+}
+
 }  // namespace
 }  // namespace dagrad::testing
 

@@ -120,10 +120,30 @@ const OnnxOpEntry* FindOnnxOp(absl::string_view op_type);
 // or float64 (dagrad's math ops are float-only), naming its dtype.
 absl::Status RequireFloatInput(const OnnxNodeContext& c, const Value& x);
 
-// ScalarConstant returns a rank-0 constant of `dtype` holding `value`.
+// ScalarConstant returns a rank-0 constant of `dtype` holding `value`. An
+// integer reaches an integer dtype exactly (never through a double); a
+// value the dtype cannot hold (2^40 as int32, 0.5 as int64, 2 as bool) is
+// an error Value naming it, never an undefined conversion.
+//
+//   Value bound = ScalarConstant(g, DType::kInt64, INT64_MAX);  // exact
+//   Value zero = ScalarConstant(g, DType::kFloat32, 0.0);
+Value ScalarConstant(Graph& g, DType dtype, int64_t value);
 Value ScalarConstant(Graph& g, DType dtype, double value);
 
-// TensorAsDoubles returns a numeric tensor's elements as doubles.
+// IndexRange returns int64 start, start + step, ... up to but excluding
+// limit, exactly, as ONNX's Range: max(ceil((limit - start) / step), 0)
+// elements, each start + i * step (the product may wrap in int64, the
+// element, which lies between start and limit, does not). The index it
+// scales is an Arange, made when the plan is compiled. InvalidArgument for
+// a step of 0 or more than 2^53 elements (the Arange counts in double).
+//
+//   DAGRAD_ASSIGN_OR_RETURN(Value r, IndexRange(g, INT64_MAX - 2, INT64_MAX, 1));  // 2 elements
+absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step);
+
+// TensorAsDoubles returns a numeric tensor's elements as doubles, for
+// values that are doubles in the math they feed (an exponent, a ratio, as
+// in ONNX Runtime and numpy); an integer beyond 2^53 rounds, so nothing
+// that must stay exact (a shape, a bound, a fill value) is read with it.
 absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t);
 
 // IsDefaultDomain is true for "" and "ai.onnx".

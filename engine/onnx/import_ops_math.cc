@@ -3,6 +3,7 @@
 // The ONNX importer's elementwise, comparison and matrix-product ops.
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -45,7 +46,7 @@ Outputs ImportNeg(OnnxNodeContext& c) {
   if (IsFloating(x.dtype())) return c.Outputs({Neg(x)});
   DAGRAD_RETURN_IF_ERROR(x.status());
   if (!IsInteger(x.dtype())) return c.Unsupported("Neg of bool");
-  return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), 0), x)});
+  return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), int64_t{0}), x)});
 }
 
 // a <= b is (a < b) or (a == b), not Not(a > b): a NaN operand makes each
@@ -100,7 +101,9 @@ Outputs ImportLeakyRelu(OnnxNodeContext& c) {
 }
 
 Outputs ImportCast(OnnxNodeContext& c) {
-  absl::StatusOr<DType> to = DTypeFromOnnx(c.Int("to", 0));
+  const int64_t code = c.Int("to", 0);
+  if (code < INT32_MIN || code > INT32_MAX) return c.Error(absl::StrCat("Cast to type ", code));
+  absl::StatusOr<DType> to = DTypeFromOnnx(static_cast<int32_t>(code));
   if (!to.ok()) return c.Unsupported(to.status().message());
   return c.Outputs({Cast(c.input(0), *to)});
 }
@@ -118,11 +121,12 @@ Value ClipBound(OnnxNodeContext& c, int i) {
       "Clip's ", i == 1 ? "min" : "max", " must be a scalar, not ", bound.shape().ToString())));
 }
 
-// Clip's bounds are inputs from opset 11, attributes before. A NaN in x
-// stays NaN, as numpy's clip has it.
+// Clip's bounds are inputs from opset 11, float attributes before (when
+// Clip took floats only). A NaN in x stays NaN, as numpy's clip has it.
 Outputs ImportClip(OnnxNodeContext& c) {
   Value x = c.input(0);
   if (c.opset() < 11) {
+    DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
     Value lo = ScalarConstant(c.graph(), x.dtype(), c.Float("min", -INFINITY));
     Value hi = ScalarConstant(c.graph(), x.dtype(), c.Float("max", INFINITY));
     return c.Outputs({Minimum(Maximum(x, lo), hi)});
