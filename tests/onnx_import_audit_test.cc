@@ -392,6 +392,98 @@ TEST(OnnxImportAudit, ClipBeforeOpset11TakesFloatsOnly) {
   EXPECT_STATUS(m.Run().status(), absl::StatusCode::kUnimplemented, "not int32");
 }
 
+// ---- initializers ------------------------------------------------------------
+// A float initializer is known wherever an op needs a value to build (as
+// onnx-simplifier writes Pow exponents, Dropout ratios and Range bounds), and a
+// parameter only where an op reads it as data.
+
+// SimplifiedModel is what onnx-simplifier writes: y = Dropout((x * weight)
+// ** e, ratio) + Range(start, limit, delta), the exponent, the ratio and
+// the bounds float initializers beside the weight.
+OnnxTestModel SimplifiedModel() {
+  OnnxTestModel m;
+  m.Input("x", T<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  m.Initializer("weight", T<float>({3}, {0.5, 2, -1}));
+  m.Initializer("onnx::Pow_3", Tensor::Scalar<float>(2));
+  m.Initializer("onnx::Dropout_4", Tensor::Scalar<float>(0.25));
+  m.Initializer("start", Tensor::Scalar<float>(0));
+  m.Initializer("limit", Tensor::Scalar<float>(1.5));
+  m.Initializer("delta", Tensor::Scalar<float>(0.5));
+  m.Node("Mul", {"x", "weight"}, {"xw"});
+  m.Node("Pow", {"xw", "onnx::Pow_3"}, {"square"});
+  m.Node("Dropout", {"square", "onnx::Dropout_4"}, {"dropped"});
+  m.Node("Range", {"start", "limit", "delta"}, {"range"});
+  m.Node("Add", {"dropped", "range"}, {"y"});
+  m.Output("y");
+  return m;
+}
+
+// It imports and evaluates to (x w)^2 + [0, 0.5, 1]; only the weight is a
+// parameter, and its gradient is sum_i 2 w_j x_ij^2.
+TEST(OnnxImportAudit, FloatInitializersAreKnownWhereAValueIsNeeded) {
+  OnnxTestModel simplified = SimplifiedModel();
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, simplified.Run());
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(0.25, 16.5, 10, 4, 100.5, 37));
+  ASSERT_OK_AND_ASSIGN(OnnxModel m, simplified.Import());
+  ASSERT_EQ(m.parameters.size(), 1u);
+  EXPECT_EQ(m.parameters[0].name, "weight");
+  EXPECT_EQ(m.graph->Parameters().size(), 1u);
+  for (NodeId id = 0; id < m.graph->num_nodes(); ++id) {
+    const Node& node = m.graph->node(id);
+    EXPECT_TRUE(node.kind != NodeKind::kOp || node.op->name != "arange") << "Range not folded";
+  }
+  Value loss = Sum(m.outputs[0].value);
+  ASSERT_OK_AND_ASSIGN(std::vector<Value> grads, Gradients(loss, {m.parameters[0].value}));
+  Executor exec(*m.graph);
+  ASSERT_OK(m.LoadParameters(exec));
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({grads[0], m.outputs[0].value}));
+  const Feeds feeds = {{m.inputs[0].value, T<float>({2, 3}, {1, 2, 3, 4, 5, 6})}};
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, exec.Run(*plan, feeds));
+  EXPECT_THAT(got[0].ToVector<float>(), ElementsAre(17, 116, -90));
+  // Training: the ratio is 0.25, so each square is dropped or scaled by 4/3.
+  ASSERT_OK_AND_ASSIGN(got, exec.Run(*plan, feeds, {.training = true, .step = 1}));
+  const std::vector<float> square = {0.25, 16, 9, 4, 100, 36}, range = {0, 0.5, 1};
+  std::vector<float> trained = got[1].ToVector<float>();
+  for (int i = 0; i < 6; ++i) {
+    const float kept = trained[i] - range[i % 3];
+    EXPECT_TRUE(kept == 0 || std::fabs(kept - square[i] / 0.75f) < 1e-4f) << i << ": " << kept;
+  }
+}
+
+// An initializer read both as data and as a value is a parameter where it
+// is data; the value is the file's: 3 x and x ** 3.
+TEST(OnnxImportAudit, AnInitializerReadAsDataStaysAParameter) {
+  OnnxTestModel m;
+  m.Input("x", T<float>({2}, {1, 2}));
+  m.Initializer("scale", Tensor::Scalar<float>(3));
+  m.Initializer("onnx::Clip_1", Tensor::Scalar<float>(0));
+  m.Initializer("onnx::Clip_2", Tensor::Scalar<float>(6));
+  m.Node("Mul", {"x", "scale"}, {"scaled"});
+  m.Node("Pow", {"x", "scale"}, {"cubed"});
+  m.Node("Clip", {"cubed", "onnx::Clip_1", "onnx::Clip_2"}, {"clipped"});
+  m.Output("scaled");
+  m.Output("clipped");
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(3, 6));
+  EXPECT_THAT(y[1].ToVector<float>(), ElementsAre(1, 6));
+  ASSERT_OK_AND_ASSIGN(OnnxModel model, m.Import());
+  ASSERT_EQ(model.parameters.size(), 1u);  // a Clip bound is a setting, not a weight
+  EXPECT_EQ(model.parameters[0].name, "scale");
+}
+
+// An exponent computed at run time is named, and the message says what
+// dagrad takes.
+TEST(OnnxImportAudit, ARunTimeExponentIsNamed) {
+  OnnxTestModel m;
+  m.Input("x", T<float>({2}, {1, 2}));
+  m.Input("e", Tensor::Scalar<float>(2));
+  m.Node("Pow", {"x", "e"}, {"y"});
+  m.Output("y");
+  EXPECT_STATUS(m.Run().status(), absl::StatusCode::kUnimplemented,
+                "the exponent 'e' must be known when importing (a Constant, an initializer, or "
+                "shape arithmetic on the given input shapes); here it is computed at run time");
+}
+
 }  // namespace
 }  // namespace dagrad::testing
 

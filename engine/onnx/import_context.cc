@@ -4,10 +4,14 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "engine/status_macros.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
@@ -21,23 +25,27 @@ Value OnnxNodeContext::input(int i) {
   OnnxOperand& operand = *inputs_[i];
   if (operand.value.is_null() && operand.known) {
     operand.value = g_.Constant(*operand.known, "onnx_constant");
+  } else if (operand.value.is_null() && operand.trainable) {
+    operand.value = InitializerParameter(g_, *operand.trainable);
   }
   return operand.value;
 }
 
 const Tensor* OnnxNodeContext::known(int i) const {
-  if (!has_input(i) || !inputs_[i]->known) return nullptr;
-  return &*inputs_[i]->known;
+  if (!has_input(i)) return nullptr;
+  const OnnxOperand& operand = *inputs_[i];
+  if (operand.known) return &*operand.known;
+  return operand.trainable ? &operand.trainable->value : nullptr;
 }
 
 absl::StatusOr<Tensor> OnnxNodeContext::KnownInput(int i,
                                                    absl::string_view what) const {
   if (!has_input(i)) return Error(absl::StrCat("the ", what, " input is missing"));
   if (const Tensor* t = known(i)) return *t;
-  return Unsupported(absl::StrCat("the ", what,
-                                  " must be known when importing (a constant, an "
-                                  "initializer or shape arithmetic), not computed "
-                                  "at run time"));
+  return Unsupported(absl::StrCat(
+      "the ", what, " '", node_.input(i),
+      "' must be known when importing (a Constant, an initializer, or shape arithmetic on "
+      "the given input shapes); here it is computed at run time"));
 }
 
 absl::StatusOr<std::vector<int64_t>> OnnxNodeContext::KnownInts(
@@ -159,6 +167,35 @@ absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t
   Value y = Arange(g, 0, n > 0 ? static_cast<double>(n) : 0.0, 1, DType::kInt64);
   if (step != 1) y = Mul(y, ScalarConstant(g, DType::kInt64, step));
   return start == 0 ? y : Add(y, ScalarConstant(g, DType::kInt64, start));
+}
+
+namespace {
+
+// ParameterPath turns "layers.0.linear1.weight" into the scope
+// "layers/0/linear1" and the name "weight"; a name that does not split
+// cleanly becomes one name with '/' and '.' replaced by '_'.
+std::pair<std::string, std::string> ParameterPath(const std::string& name) {
+  std::vector<std::string> parts = absl::StrSplit(name, '.');
+  bool clean = true;
+  for (const std::string& p : parts) clean = clean && !p.empty() && p.find('/') == std::string::npos;
+  if (!clean) {
+    std::string flat = absl::StrReplaceAll(name, {{"/", "_"}, {".", "_"}});
+    return {"", flat.empty() ? "initializer" : flat};
+  }
+  std::string last = parts.back();
+  parts.pop_back();
+  return {absl::StrJoin(parts, "/"), last};
+}
+
+}  // namespace
+
+Value InitializerParameter(Graph& g, const OnnxInitializer& init) {
+  auto [scope, name] = ParameterPath(init.name);
+  Graph::ScopePathGuard guard(g, scope);
+  Value p = g.Parameter(name, init.value.shape(), Initializer::Zeros(), init.value.dtype());
+  if (p.ok()) return p;
+  return g.Error(absl::Status(p.status().code(), absl::StrCat("initializer '", init.name,
+                                                              "': ", p.status().message())));
 }
 
 absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t) {

@@ -113,9 +113,13 @@ Outputs ImportCastLike(OnnxNodeContext& c) {
 }
 
 // ClipBound returns Clip's bound input i as a scalar: ONNX makes it one, and
-// the result has x's shape, so a (1)-shaped bound must not broadcast x.
+// the result has x's shape, so a (1)-shaped bound must not broadcast x. A
+// bound known at import is a constant even where an initializer holds it
+// (relu6's 0 and 6, as onnx-simplifier writes them): a bound is a setting,
+// not a weight to train.
 Value ClipBound(OnnxNodeContext& c, int i) {
-  Value bound = c.input(i);
+  const Tensor* known = c.known(i);
+  Value bound = known ? c.graph().Constant(*known, "onnx_clip_bound") : c.input(i);
   if (!bound.ok() || bound.shape().num_elements() == 1) return Reshape(bound, {});
   return c.graph().Error(c.Error(absl::StrCat(
       "Clip's ", i == 1 ? "min" : "max", " must be a scalar, not ", bound.shape().ToString())));
