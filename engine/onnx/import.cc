@@ -9,12 +9,11 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "absl/strings/str_split.h"
 #include "engine/file_io.h"
 #include "engine/onnx/import_context.h"
 #include "engine/onnx/import_fold.h"
@@ -39,43 +38,28 @@ absl::Status WithContext(const absl::Status& s, absl::string_view where) {
   return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
 }
 
-// ParameterPath turns "layers.0.linear1.weight" into the scope
-// "layers/0/linear1" and the name "weight"; a name that does not split
-// cleanly becomes one name with '/' and '.' replaced by '_'.
-std::pair<std::string, std::string> ParameterPath(const std::string& name) {
-  std::vector<std::string> parts = absl::StrSplit(name, '.');
-  bool clean = true;
-  for (const std::string& p : parts) clean = clean && !p.empty() && p.find('/') == std::string::npos;
-  if (!clean) {
-    std::string flat = absl::StrReplaceAll(name, {{"/", "_"}, {".", "_"}});
-    return {"", flat.empty() ? "initializer" : flat};
-  }
-  std::string last = parts.back();
-  parts.pop_back();
-  return {absl::StrJoin(parts, "/"), last};
-}
-
-// IsParameter: float initializers are trainable parameters, except those
-// named by a node path ("scale/const_0"): dagrad's exporter writes its
+// IsParameter: float initializers stand for trainable parameters, except
+// those named by a node path ("scale/const_0"): dagrad's exporter writes its
 // constants so, while a variable's checkpoint name, like a PyTorch
 // state_dict name, never holds '/'.
 bool IsParameter(const onnx::TensorProto& proto, const Tensor& value) {
   return IsFloating(value.dtype()) && proto.name().find('/') == std::string::npos;
 }
 
+// AddInitializer makes an initializer known. A trainable one becomes its
+// Parameter only where an op reads it as data (OnnxNodeContext::input): an
+// initializer that ops read only as a value they build with (a Pow
+// exponent, a Dropout ratio, a Range bound, as onnx-simplifier writes them)
+// is that value and no parameter, since training it could change nothing.
+// One read both ways is a parameter whose file value the other reads fix.
 absl::Status AddInitializer(Importer& im, const onnx::TensorProto& proto) {
   DAGRAD_ASSIGN_OR_RETURN(Tensor value, TensorFromOnnx(proto, im.model_dir));
   OnnxOperand& operand = im.values[proto.name()];
-  if (!IsParameter(proto, value)) {
-    operand.known = value;
-    return absl::OkStatus();
+  if (IsParameter(proto, value)) {
+    operand.trainable = OnnxInitializer{proto.name(), std::move(value)};
+  } else {
+    operand.known = std::move(value);
   }
-  auto [scope, name] = ParameterPath(proto.name());
-  Graph::ScopePathGuard guard(im.g(), scope);
-  operand.value = im.g().Parameter(name, value.shape(), Initializer::Zeros(), value.dtype());
-  DAGRAD_RETURN_IF_ERROR(WithContext(operand.value.status(),
-                                     absl::StrCat("initializer '", proto.name(), "'")));
-  im.model.parameters.push_back({proto.name(), operand.value, value});
   return absl::OkStatus();
 }
 
@@ -164,11 +148,25 @@ absl::Status AddOutputs(Importer& im) {
           absl::StrCat("graph output '", info.name(), "' is produced by no node"));
     }
     OnnxOperand& operand = it->second;
-    if (operand.value.is_null()) operand.value = im.g().Constant(*operand.known, "onnx_output");
+    if (operand.value.is_null() && operand.known) {
+      operand.value = im.g().Constant(*operand.known, "onnx_output");
+    } else if (operand.value.is_null() && operand.trainable) {
+      operand.value = InitializerParameter(im.g(), *operand.trainable);
+    }
     DAGRAD_RETURN_IF_ERROR(operand.value.status());
     im.model.outputs.push_back({info.name(), operand.value});
   }
   return im.g().status();
+}
+
+// CollectParameters lists, in the file's order, the trainable initializers
+// that became Parameters while importing.
+void CollectParameters(Importer& im) {
+  for (const onnx::TensorProto& init : im.proto.initializer()) {
+    const OnnxOperand& operand = im.values.at(init.name());
+    if (!operand.trainable || operand.value.is_null()) continue;
+    im.model.parameters.push_back({init.name(), operand.value, operand.trainable->value});
+  }
 }
 
 }  // namespace
@@ -194,6 +192,7 @@ absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
   DAGRAD_RETURN_IF_ERROR(AddInputs(im, input_shapes, input_values));
   DAGRAD_RETURN_IF_ERROR(ImportNodes(im));
   DAGRAD_RETURN_IF_ERROR(AddOutputs(im));
+  CollectParameters(im);
   return std::move(im.model);
 }
 

@@ -6,14 +6,16 @@
 //
 //   - Graph inputs become Inputs with the ONNX names; a dimension the file
 //     leaves symbolic ("batch") takes its size from `input_shapes`.
-//   - Float initializers become trainable Parameters named as in the file:
-//     PyTorch's "layers.0.self_attn.in_proj_weight" is the parameter at path
-//     "layers/0/self_attn/in_proj_weight", whose checkpoint name
-//     (engine/checkpoint.h) is the ONNX name again. Their values are in
-//     OnnxModel::parameters; LoadParameters assigns them to an Executor.
-//     Integer initializers are constants, and so are float ones named by a
-//     node path with '/' (as dagrad's exporter writes constants; no
-//     state_dict or checkpoint name holds one).
+//   - Float initializers that ops read as data become trainable Parameters
+//     named as in the file: PyTorch's "layers.0.self_attn.in_proj_weight"
+//     is the parameter at path "layers/0/self_attn/in_proj_weight", whose
+//     checkpoint name (engine/checkpoint.h) is the ONNX name again. Their
+//     values are in OnnxModel::parameters; LoadParameters assigns them to
+//     an Executor. One that ops read only as a value they need to build
+//     (a Pow exponent, a Dropout ratio, a Range bound) is that value, not a
+//     parameter. Integer initializers are constants, and so are float ones
+//     named by a node path with '/' (as dagrad's exporter writes constants;
+//     no state_dict or checkpoint name holds one).
 //   - Shape arithmetic (Shape, Gather of shapes, Unsqueeze, Concat,
 //     ConstantOfShape, Slice, ...) is folded while importing: every node
 //     whose inputs are all known for the given input shapes is evaluated
@@ -62,8 +64,8 @@ struct OnnxValue {
   Value value;
 };
 
-// OnnxParameter is an initializer: its ONNX name, its Parameter, and the
-// value the file holds.
+// OnnxParameter is an initializer that became a Parameter: its ONNX name,
+// its Parameter, and the value the file holds.
 struct OnnxParameter {
   std::string name;
   Value value;
@@ -76,7 +78,7 @@ struct OnnxModel {
   std::unique_ptr<Graph> graph;
   std::vector<OnnxValue> inputs;   // in the file's order
   std::vector<OnnxValue> outputs;  // in the file's order
-  std::vector<OnnxParameter> parameters;
+  std::vector<OnnxParameter> parameters;  // in the file's order
   int64_t opset = 0;
 
   // LoadParameters assigns every parameter its value from the file.

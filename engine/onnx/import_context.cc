@@ -2,12 +2,19 @@
 
 #include "engine/onnx/import_context.h"
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "engine/status_macros.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
 
 namespace dagrad {
 
@@ -18,23 +25,27 @@ Value OnnxNodeContext::input(int i) {
   OnnxOperand& operand = *inputs_[i];
   if (operand.value.is_null() && operand.known) {
     operand.value = g_.Constant(*operand.known, "onnx_constant");
+  } else if (operand.value.is_null() && operand.trainable) {
+    operand.value = InitializerParameter(g_, *operand.trainable);
   }
   return operand.value;
 }
 
 const Tensor* OnnxNodeContext::known(int i) const {
-  if (!has_input(i) || !inputs_[i]->known) return nullptr;
-  return &*inputs_[i]->known;
+  if (!has_input(i)) return nullptr;
+  const OnnxOperand& operand = *inputs_[i];
+  if (operand.known) return &*operand.known;
+  return operand.trainable ? &operand.trainable->value : nullptr;
 }
 
 absl::StatusOr<Tensor> OnnxNodeContext::KnownInput(int i,
                                                    absl::string_view what) const {
   if (!has_input(i)) return Error(absl::StrCat("the ", what, " input is missing"));
   if (const Tensor* t = known(i)) return *t;
-  return Unsupported(absl::StrCat("the ", what,
-                                  " must be known when importing (a constant, an "
-                                  "initializer or shape arithmetic), not computed "
-                                  "at run time"));
+  return Unsupported(absl::StrCat(
+      "the ", what, " '", node_.input(i),
+      "' must be known when importing (a Constant, an initializer, or shape arithmetic on "
+      "the given input shapes); here it is computed at run time"));
 }
 
 absl::StatusOr<std::vector<int64_t>> OnnxNodeContext::KnownInts(
@@ -103,17 +114,88 @@ absl::Status RequireFloatInput(const OnnxNodeContext& c, const Value& x) {
                                     DTypeName(x.dtype())));
 }
 
-Value ScalarConstant(Graph& g, DType dtype, double value) {
+namespace {
+
+absl::Status OutOfRange(DType dtype, int64_t value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("the constant ", value, " does not fit ", DTypeName(dtype)));
+}
+
+}  // namespace
+
+Value ScalarConstant(Graph& g, DType dtype, int64_t value) {
   absl::StatusOr<Tensor> t = Tensor::Zeros(dtype, Shape());
   if (!t.ok()) return g.Error(t.status());
   switch (dtype) {
     case DType::kFloat32: *t->data<float>() = static_cast<float>(value); break;
-    case DType::kFloat64: *t->data<double>() = value; break;
-    case DType::kInt32: *t->data<int32_t>() = static_cast<int32_t>(value); break;
-    case DType::kInt64: *t->data<int64_t>() = static_cast<int64_t>(value); break;
-    case DType::kBool: *t->data<bool>() = value != 0; break;
+    case DType::kFloat64: *t->data<double>() = static_cast<double>(value); break;
+    case DType::kInt64: *t->data<int64_t>() = value; break;
+    case DType::kInt32:
+      if (value < INT32_MIN || value > INT32_MAX) return g.Error(OutOfRange(dtype, value));
+      *t->data<int32_t>() = static_cast<int32_t>(value);
+      break;
+    case DType::kBool:
+      if (value != 0 && value != 1) return g.Error(OutOfRange(dtype, value));
+      *t->data<bool>() = value != 0;
+      break;
   }
   return g.Constant(*t, "onnx_scalar");
+}
+
+// CheckValueFits refuses what the dtype cannot hold (0.5 or 2^63 as int64,
+// 2 as bool), so that each conversion below is defined; an integer dtype
+// takes the value through the int64 overload.
+Value ScalarConstant(Graph& g, DType dtype, double value) {
+  if (absl::Status fits = CheckValueFits(value, dtype, "the constant"); !fits.ok()) {
+    return g.Error(fits);
+  }
+  if (!IsFloating(dtype)) return ScalarConstant(g, dtype, static_cast<int64_t>(value));
+  return g.Constant(dtype == DType::kFloat32 ? Tensor::Scalar<float>(static_cast<float>(value))
+                                             : Tensor::Scalar<double>(value),
+                    "onnx_scalar");
+}
+
+absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step) {
+  const std::string range = absl::StrCat("range(", start, ", ", limit, ", ", step, ")");
+  if (step == 0) return absl::InvalidArgumentError(absl::StrCat(range, ": a step of 0"));
+  const __int128 span = static_cast<__int128>(limit) - start;  // may need 65 bits
+  __int128 n = span / step;
+  if (span % step != 0 && (span < 0) == (step < 0)) ++n;  // the quotient rounded up
+  if (n > (__int128{1} << 53)) {
+    return absl::InvalidArgumentError(absl::StrCat(range, " has more than 2^53 elements"));
+  }
+  Value y = Arange(g, 0, n > 0 ? static_cast<double>(n) : 0.0, 1, DType::kInt64);
+  if (step != 1) y = Mul(y, ScalarConstant(g, DType::kInt64, step));
+  return start == 0 ? y : Add(y, ScalarConstant(g, DType::kInt64, start));
+}
+
+namespace {
+
+// ParameterPath turns "layers.0.linear1.weight" into the scope
+// "layers/0/linear1" and the name "weight"; a name that does not split
+// cleanly becomes one name with '/' and '.' replaced by '_'.
+std::pair<std::string, std::string> ParameterPath(const std::string& name) {
+  std::vector<std::string> parts = absl::StrSplit(name, '.');
+  bool clean = true;
+  for (const std::string& p : parts) clean = clean && !p.empty() && p.find('/') == std::string::npos;
+  if (!clean) {
+    std::string flat = absl::StrReplaceAll(name, {{"/", "_"}, {".", "_"}});
+    return {"", flat.empty() ? "initializer" : flat};
+  }
+  std::string last = parts.back();
+  parts.pop_back();
+  return {absl::StrJoin(parts, "/"), last};
+}
+
+}  // namespace
+
+Value InitializerParameter(Graph& g, const OnnxInitializer& init) {
+  auto [scope, name] = ParameterPath(init.name);
+  Graph::ScopePathGuard guard(g, scope);
+  Value p = g.Parameter(name, init.value.shape(), Initializer::Zeros(), init.value.dtype());
+  if (p.ok()) return p;
+  return g.Error(absl::Status(p.status().code(), absl::StrCat("initializer '", init.name,
+                                                              "': ", p.status().message())));
 }
 
 absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t) {

@@ -11,10 +11,12 @@
 //   }
 //
 // An input is a Value, a tensor known at import time, or both. Known
-// tensors come from Constant nodes, integer initializers and folded shape
+// tensors come from Constant nodes, initializers and folded shape
 // arithmetic (import_fold.cc); an op that needs a value to build (Reshape's
-// shape, Slice's starts) reads it with KnownInts, and `input` turns a known
-// tensor into a graph constant the first time an op consumes it as data.
+// shape, Slice's starts, Pow's exponent) reads it with KnownInput or
+// KnownInts, and `input` turns a known tensor into a graph node the first
+// time an op consumes it as data: a constant, or for a float initializer
+// the trainable Parameter it stands for.
 
 #ifndef DAGRAD_ENGINE_ONNX_IMPORT_CONTEXT_H_
 #define DAGRAD_ENGINE_ONNX_IMPORT_CONTEXT_H_
@@ -35,10 +37,22 @@
 
 namespace dagrad {
 
+// OnnxInitializer is a float initializer that stands for a trainable
+// parameter (import.cc says which do): its ONNX name and the value the file
+// holds.
+struct OnnxInitializer {
+  std::string name;
+  Tensor value;
+};
+
 // OnnxOperand is one named ONNX value during import.
 struct OnnxOperand {
-  Value value;                 // null until a graph node holds it
-  std::optional<Tensor> known;  // its value, when known at import
+  Value value;                  // null until a graph node holds it
+  std::optional<Tensor> known;  // its value, when it is a constant known at import
+  // A trainable initializer: its value is known too, but only an op that
+  // needs it to build reads it so (KnownInput); where an op reads it as data,
+  // `input` makes it a Parameter (InitializerParameter), so that it trains.
+  std::optional<OnnxInitializer> trainable;
 };
 
 // OnnxValues holds every named value during import; a node hash map, so
@@ -59,13 +73,15 @@ class OnnxNodeContext {
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs_[i] != nullptr; }
 
-  // input returns input i as a Value (a constant for a known tensor), or
-  // an error Value when it is absent.
+  // input returns input i as a Value (a constant for a known tensor, the
+  // Parameter of a trainable initializer), or an error Value when it is
+  // absent.
   Value input(int i);
-  // known returns input i's tensor when it is known at import, else null.
+  // known returns input i's tensor when it is known at import (a constant
+  // or an initializer), else null.
   const Tensor* known(int i) const;
-  // KnownInput returns input i's value; Unimplemented when it is computed
-  // at run time (dagrad needs it to build the graph).
+  // KnownInput returns input i's value; Unimplemented, naming the input,
+  // when it is computed at run time (dagrad needs it to build the graph).
   absl::StatusOr<Tensor> KnownInput(int i, absl::string_view what) const;
   // KnownInts returns a known integer input as int64 values.
   absl::StatusOr<std::vector<int64_t>> KnownInts(int i, absl::string_view what) const;
@@ -120,10 +136,35 @@ const OnnxOpEntry* FindOnnxOp(absl::string_view op_type);
 // or float64 (dagrad's math ops are float-only), naming its dtype.
 absl::Status RequireFloatInput(const OnnxNodeContext& c, const Value& x);
 
-// ScalarConstant returns a rank-0 constant of `dtype` holding `value`.
+// ScalarConstant returns a rank-0 constant of `dtype` holding `value`. An
+// integer reaches an integer dtype exactly (never through a double); a
+// value the dtype cannot hold (2^40 as int32, 0.5 as int64, 2 as bool) is
+// an error Value naming it, never an undefined conversion.
+//
+//   Value bound = ScalarConstant(g, DType::kInt64, INT64_MAX);  // exact
+//   Value zero = ScalarConstant(g, DType::kFloat32, 0.0);
+Value ScalarConstant(Graph& g, DType dtype, int64_t value);
 Value ScalarConstant(Graph& g, DType dtype, double value);
 
-// TensorAsDoubles returns a numeric tensor's elements as doubles.
+// IndexRange returns int64 start, start + step, ... up to but excluding
+// limit, exactly, as ONNX's Range: max(ceil((limit - start) / step), 0)
+// elements, each start + i * step (the product may wrap in int64, the
+// element, which lies between start and limit, does not). The index it
+// scales is an Arange, made when the plan is compiled. InvalidArgument for
+// a step of 0 or more than 2^53 elements (the Arange counts in double).
+//
+//   DAGRAD_ASSIGN_OR_RETURN(Value r, IndexRange(g, INT64_MAX - 2, INT64_MAX, 1));  // 2 elements
+absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step);
+
+// InitializerParameter returns the Parameter a trainable initializer stands
+// for: PyTorch's "layers.0.linear1.weight" is "weight" at the scope path
+// "layers/0/linear1", whose checkpoint name is the ONNX name again.
+Value InitializerParameter(Graph& g, const OnnxInitializer& init);
+
+// TensorAsDoubles returns a numeric tensor's elements as doubles, for
+// values that are doubles in the math they feed (an exponent, a ratio, as
+// in ONNX Runtime and numpy); an integer beyond 2^53 rounds, so nothing
+// that must stay exact (a shape, a bound, a fill value) is read with it.
 absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t);
 
 // IsDefaultDomain is true for "" and "ai.onnx".

@@ -14,7 +14,7 @@ namespace {
 
 bool AllKnown(const std::vector<OnnxOperand*>& inputs) {
   for (const OnnxOperand* in : inputs) {
-    if (in != nullptr && !in->known) return false;
+    if (in != nullptr && !in->known && !in->trainable) return false;
   }
   return true;
 }
@@ -44,11 +44,17 @@ absl::StatusOr<std::optional<std::vector<Tensor>>> FoldNode(
       pointers.push_back(nullptr);
       continue;
     }
-    copies.push_back(OnnxOperand{Value(), in->known});
+    copies.push_back(OnnxOperand{Value(), in->known, in->trainable});
     pointers.push_back(&copies.back());
   }
   OnnxNodeContext context(scratch, node, opset, std::move(pointers));
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> outputs, entry.import(context));
+  // An initializer the op read as data (input() made its Parameter in the
+  // scratch graph) is a parameter: what the op computes changes as it
+  // trains, so the node is built into the graph, not folded.
+  for (const OnnxOperand& copy : copies) {
+    if (copy.trainable && !copy.value.is_null()) return std::nullopt;
+  }
   if (OutputBytes(outputs) > kMaxFoldedBytes) return std::nullopt;
   Executor executor(scratch);
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, executor.Compile(outputs));

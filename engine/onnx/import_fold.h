@@ -28,9 +28,10 @@ namespace dagrad {
 inline constexpr int64_t kMaxFoldedBytes = int64_t{16} << 20;
 
 // FoldNode returns the values of the node's outputs when `entry` is
-// foldable, every present input is known, and the outputs fit in
-// kMaxFoldedBytes; nullopt when the node does not fold. Errors: those of
-// the op's import and kernels (an index out of range).
+// foldable, every present input is known (a trainable initializer only
+// when the op reads its value, not the data it stands for), and the
+// outputs fit in kMaxFoldedBytes; nullopt when the node does not fold.
+// Errors: those of the op's import and kernels (an index out of range).
 absl::StatusOr<std::optional<std::vector<Tensor>>> FoldNode(
     const OnnxOpEntry& entry, const onnx::NodeProto& node, int64_t opset,
     const std::vector<OnnxOperand*>& inputs);

@@ -9,7 +9,9 @@
 // into one Gelu node (ONNX's, opset 20), so that the import runs dagrad's
 // fused GELU kernel and its exact gradient instead of five elementwise ops
 // around an erf. Only a chain whose intermediate values nothing else reads
-// is fused; everything else is left as it was.
+// is fused; everything else is left as it was. The result keeps the
+// chain's shape: constants of shape (1, 1) broadcast x (5) to (1, 5), and
+// so does the Expand(Gelu(x), [1, 1]) they are fused into.
 //
 //   onnx::GraphProto graph = model.graph();
 //   int fused = FuseGelu(graph);   // the number of GELUs fused

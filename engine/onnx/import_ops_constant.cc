@@ -4,13 +4,16 @@
 // ConstantOfShape and Range. Their results are known at import, so what
 // consumes them folds too.
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/onnx/import_context.h"
 #include "engine/onnx/onnx_tensor.h"
 #include "engine/status_macros.h"
+#include "ops/elementwise.h"
 #include "ops/fill.h"
+#include "ops/shape_ops.h"
 
 namespace dagrad {
 namespace {
@@ -42,6 +45,8 @@ Outputs ImportConstant(OnnxNodeContext& c) {
   return c.Outputs({c.graph().Constant(value, "onnx_constant")});
 }
 
+// ConstantOfShape broadcasts its one-element value, as the file's tensor
+// holds it: no conversion, so an int64 2^53 + 1 or INT64_MAX stays exact.
 Outputs ImportConstantOfShape(OnnxNodeContext& c) {
   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.KnownInts(0, "shape"));
   Tensor value = Tensor::Scalar<float>(0.0f);
@@ -49,23 +54,40 @@ Outputs ImportConstantOfShape(OnnxNodeContext& c) {
     DAGRAD_ASSIGN_OR_RETURN(value, TensorFromOnnx(a->t(), ""));
   }
   if (value.num_elements() != 1) return c.Error("value must hold one element");
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<double> v, TensorAsDoubles(
-      value.dtype() == DType::kBool ? Tensor::Scalar<int64_t>(*value.data<bool>()) : value));
-  return c.Outputs({Fill(c.graph(), Shape(dims), v[0], value.dtype())});
+  Value scalar = Reshape(c.graph().Constant(value, "onnx_fill_value"), {});
+  return c.Outputs({BroadcastTo(scalar, Shape(dims))});
 }
 
+// Range reads its bounds when importing; integer bounds stay integers
+// (IndexRange, in int64, and cast for int32: every element lies between
+// two int32 bounds), float ones are Arange's doubles.
 Outputs ImportRange(OnnxNodeContext& c) {
-  double args[3];
+  Tensor args[3];
   const char* names[3] = {"start", "limit", "delta"};
-  DType dtype = DType::kInt64;
   for (int i = 0; i < 3; ++i) {
-    DAGRAD_ASSIGN_OR_RETURN(Tensor t, c.KnownInput(i, names[i]));
-    DAGRAD_ASSIGN_OR_RETURN(std::vector<double> v, TensorAsDoubles(t));
-    if (v.size() != 1) return c.Error(absl::StrCat(names[i], " must be a scalar"));
-    args[i] = v[0];
-    dtype = t.dtype();
+    DAGRAD_ASSIGN_OR_RETURN(args[i], c.KnownInput(i, names[i]));
+    if (args[i].num_elements() != 1) return c.Error(absl::StrCat(names[i], " must be a scalar"));
+    if (args[i].dtype() != args[0].dtype()) {
+      return c.Error(absl::StrCat(names[i], " is ", args[i].TypeString(), ", start ",
+                                  args[0].TypeString()));
+    }
   }
-  return c.Outputs({Arange(c.graph(), args[0], args[1], args[2], dtype)});
+  const DType dtype = args[0].dtype();
+  if (IsInteger(dtype)) {
+    int64_t v[3];
+    for (int i = 0; i < 3; ++i) {
+      DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> ints, c.KnownInts(i, names[i]));
+      v[i] = ints[0];
+    }
+    DAGRAD_ASSIGN_OR_RETURN(Value y, IndexRange(c.graph(), v[0], v[1], v[2]));
+    return c.Outputs({dtype == DType::kInt64 ? y : Cast(y, dtype)});
+  }
+  double d[3];
+  for (int i = 0; i < 3; ++i) {
+    DAGRAD_ASSIGN_OR_RETURN(std::vector<double> v, TensorAsDoubles(args[i]));
+    d[i] = v[0];
+  }
+  return c.Outputs({Arange(c.graph(), d[0], d[1], d[2], dtype)});
 }
 
 }  // namespace

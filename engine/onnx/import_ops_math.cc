@@ -3,6 +3,7 @@
 // The ONNX importer's elementwise, comparison and matrix-product ops.
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -45,11 +46,15 @@ Outputs ImportNeg(OnnxNodeContext& c) {
   if (IsFloating(x.dtype())) return c.Outputs({Neg(x)});
   DAGRAD_RETURN_IF_ERROR(x.status());
   if (!IsInteger(x.dtype())) return c.Unsupported("Neg of bool");
-  return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), 0), x)});
+  return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), int64_t{0}), x)});
 }
 
-Value LessOrEqual(Value a, Value b) { return LogicalNot(Greater(a, b)); }
-Value GreaterOrEqual(Value a, Value b) { return LogicalNot(Less(a, b)); }
+// a <= b is (a < b) or (a == b), not Not(a > b): a NaN operand makes each
+// comparison false, as IEEE, numpy and ONNX Runtime have it, so NaN <= 1 is
+// false. Composed rather than an OpDef: the importer is their only user,
+// and what it exports back is the Less, Equal and Or it holds.
+Value LessOrEqual(Value a, Value b) { return LogicalOr(Less(a, b), Equal(a, b)); }
+Value GreaterOrEqual(Value a, Value b) { return LogicalOr(Greater(a, b), Equal(a, b)); }
 Value Reciprocal(Value x) { return Pow(x, -1.0); }
 
 // Variadic folds Sum, Max and Min over any number of inputs.
@@ -67,18 +72,25 @@ Outputs ImportMean(OnnxNodeContext& c) {
   return c.Outputs({Scale(sum, 1.0 / c.num_inputs())});
 }
 
+// SameValue is true for equal values and for two NaNs (one exponent).
+bool SameValue(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
 // Pow takes a known exponent with one value throughout (x ** 2, x ** 0.5:
-// what exports hold); an exponent computed at run time is unsupported.
+// what exports hold); an exponent computed at run time is unsupported. The
+// result has the broadcast shape of x and the exponent, as in ONNX: x (3)
+// ** e (2, 1, 1) is (2, 1, 3), and an empty exponent gives an empty result.
 Outputs ImportPow(OnnxNodeContext& c) {
   Value x = c.input(0);
   DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
   DAGRAD_ASSIGN_OR_RETURN(Tensor y, c.KnownInput(1, "exponent"));
+  absl::StatusOr<Shape> shape = BroadcastShapes(x.shape(), y.shape());
+  if (!shape.ok()) return c.Error(shape.status().message());
   DAGRAD_ASSIGN_OR_RETURN(std::vector<double> e, TensorAsDoubles(y));
   for (double v : e) {
-    if (v != e.front()) return c.Unsupported("Pow with exponents that differ by element");
+    if (!SameValue(v, e.front())) return c.Unsupported("Pow with exponents that differ by element");
   }
-  if (e.empty()) return c.Outputs({x});
-  return c.Outputs({Pow(x, e.front())});
+  Value power = e.empty() ? x : Pow(x, e.front());
+  return c.Outputs({*shape == x.shape() ? power : BroadcastTo(power, *shape)});
 }
 
 Outputs ImportLeakyRelu(OnnxNodeContext& c) {
@@ -89,7 +101,9 @@ Outputs ImportLeakyRelu(OnnxNodeContext& c) {
 }
 
 Outputs ImportCast(OnnxNodeContext& c) {
-  absl::StatusOr<DType> to = DTypeFromOnnx(c.Int("to", 0));
+  const int64_t code = c.Int("to", 0);
+  if (code < INT32_MIN || code > INT32_MAX) return c.Error(absl::StrCat("Cast to type ", code));
+  absl::StatusOr<DType> to = DTypeFromOnnx(static_cast<int32_t>(code));
   if (!to.ok()) return c.Unsupported(to.status().message());
   return c.Outputs({Cast(c.input(0), *to)});
 }
@@ -98,16 +112,31 @@ Outputs ImportCastLike(OnnxNodeContext& c) {
   return c.Outputs({Cast(c.input(0), c.input(1).dtype())});
 }
 
-// Clip's bounds are inputs from opset 11, attributes before.
+// ClipBound returns Clip's bound input i as a scalar: ONNX makes it one, and
+// the result has x's shape, so a (1)-shaped bound must not broadcast x. A
+// bound known at import is a constant even where an initializer holds it
+// (relu6's 0 and 6, as onnx-simplifier writes them): a bound is a setting,
+// not a weight to train.
+Value ClipBound(OnnxNodeContext& c, int i) {
+  const Tensor* known = c.known(i);
+  Value bound = known ? c.graph().Constant(*known, "onnx_clip_bound") : c.input(i);
+  if (!bound.ok() || bound.shape().num_elements() == 1) return Reshape(bound, {});
+  return c.graph().Error(c.Error(absl::StrCat(
+      "Clip's ", i == 1 ? "min" : "max", " must be a scalar, not ", bound.shape().ToString())));
+}
+
+// Clip's bounds are inputs from opset 11, float attributes before (when
+// Clip took floats only). A NaN in x stays NaN, as numpy's clip has it.
 Outputs ImportClip(OnnxNodeContext& c) {
   Value x = c.input(0);
   if (c.opset() < 11) {
+    DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
     Value lo = ScalarConstant(c.graph(), x.dtype(), c.Float("min", -INFINITY));
     Value hi = ScalarConstant(c.graph(), x.dtype(), c.Float("max", INFINITY));
     return c.Outputs({Minimum(Maximum(x, lo), hi)});
   }
-  if (c.has_input(1)) x = Maximum(x, c.input(1));
-  if (c.has_input(2)) x = Minimum(x, c.input(2));
+  if (c.has_input(1)) x = Maximum(x, ClipBound(c, 1));
+  if (c.has_input(2)) x = Minimum(x, ClipBound(c, 2));
   return c.Outputs({x});
 }
 
@@ -130,16 +159,29 @@ Outputs ImportMatMul(OnnxNodeContext& c) {
   return c.Outputs({y});
 }
 
-// Gemm: alpha * A' B' + beta * C, A' and B' transposed when asked.
+// Gemm: alpha * A' B' + beta * C, A' and B' transposed when asked. A and
+// B are matrices (MatMul would batch more axes), and C broadcasts to the
+// (M, N) result one way only, never widening it.
 Outputs ImportGemm(OnnxNodeContext& c) {
-  Value a = c.input(0);
+  Value a = c.input(0), b = c.input(1);
   DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, a));
-  Value y = MatMul(a, c.input(1), {.transpose_a = c.Int("transA", 0) != 0,
-                                   .transpose_b = c.Int("transB", 0) != 0});
+  DAGRAD_RETURN_IF_ERROR(b.status());
+  if (a.rank() != 2 || b.rank() != 2) {
+    return c.Error(absl::StrCat("A ", a.shape().ToString(), " and B ", b.shape().ToString(),
+                                " must be matrices"));
+  }
+  Value y = MatMul(a, b, {.transpose_a = c.Int("transA", 0) != 0,
+                          .transpose_b = c.Int("transB", 0) != 0});
   const float alpha = c.Float("alpha", 1.0f), beta = c.Float("beta", 1.0f);
   if (alpha != 1.0f) y = Scale(y, alpha);
   if (c.has_input(2) && beta != 0.0f) {
     Value bias = c.input(2);
+    DAGRAD_RETURN_IF_ERROR(y.status());
+    DAGRAD_RETURN_IF_ERROR(bias.status());
+    if (!IsBroadcastableTo(bias.shape(), y.shape())) {
+      return c.Error(absl::StrCat("C ", bias.shape().ToString(), " does not broadcast to ",
+                                  y.shape().ToString()));
+    }
     y = Add(y, beta == 1.0f ? bias : Scale(bias, beta));
   }
   return c.Outputs({y});

@@ -12,7 +12,6 @@
 #include "ops/gelu.h"
 #include "ops/select.h"
 #include "ops/elementwise.h"
-#include "ops/fill.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
 #include "ops/sampling.h"
@@ -118,12 +117,13 @@ Outputs ImportReduceMin(OnnxNodeContext& c) {
 
 // LastArgMax returns the index of the last maximum along `axis`:
 // n - 1 - ArgMax of x reversed along it. The reversed indices are an
-// Arange, made when the plan is compiled (under its memory limit), not
+// IndexRange, made when the plan is compiled (under its memory limit), not
 // here, whatever n the file declares.
-Value LastArgMax(Graph& g, Value x, int64_t axis) {
+absl::StatusOr<Value> LastArgMax(Graph& g, Value x, int64_t axis) {
   const int64_t n = x.dim(axis);
-  Value reversed = Arange(g, static_cast<double>(n - 1), -1, -1, DType::kInt64);
-  return Sub(ScalarConstant(g, DType::kInt64, n - 1), ArgMax(Gather(x, reversed, axis), axis));
+  DAGRAD_ASSIGN_OR_RETURN(Value reversed, IndexRange(g, n - 1, -1, -1));
+  return Sub(ScalarConstant(g, DType::kInt64, int64_t{n - 1}),
+             ArgMax(Gather(x, reversed, axis), axis));
 }
 
 // ArgExtreme is ArgMax, or ArgMin as the ArgMax of -x (floats), the first
@@ -136,8 +136,12 @@ Outputs ArgExtreme(OnnxNodeContext& c) {
     x = Neg(x);
   }
   DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", 0), x.rank()));
-  Value y = c.Int("select_last_index", 0) != 0 ? LastArgMax(c.graph(), x, axis)
-                                               : ArgMax(x, axis);
+  Value y;
+  if (c.Int("select_last_index", 0) != 0) {
+    DAGRAD_ASSIGN_OR_RETURN(y, LastArgMax(c.graph(), x, axis));
+  } else {
+    y = ArgMax(x, axis);
+  }
   if (c.Int("keepdims", 1) == 0) return c.Outputs({y});
   std::vector<int64_t> dims = DimsOf(x);
   dims[axis] = 1;
@@ -156,14 +160,16 @@ Outputs ImportTrilu(OnnxNodeContext& c) {
     k = ks[0];
   }
   // keep[i, j] = (j - i >= k) for upper, (j - i <= k) for lower, from
-  // Aranges folded when the plan is compiled.
+  // IndexRanges folded when the plan is compiled. k stays an int64 (any k,
+  // up to INT64_MAX), and Not(Less) is >= exactly: integers have no NaN.
   Graph& g = c.graph();
   const int64_t n = x.dim(-2), m = x.dim(-1);
-  Value rows = Reshape(Arange(g, 0, static_cast<double>(n), 1, DType::kInt64), {n, 1});
-  Value diff = Sub(Reshape(Arange(g, 0, static_cast<double>(m), 1, DType::kInt64), {1, m}), rows);
-  Value bound = ScalarConstant(g, DType::kInt64, static_cast<double>(k));
+  DAGRAD_ASSIGN_OR_RETURN(Value rows, IndexRange(g, 0, n, 1));
+  DAGRAD_ASSIGN_OR_RETURN(Value columns, IndexRange(g, 0, m, 1));
+  Value diff = Sub(Reshape(columns, {1, m}), Reshape(rows, {n, 1}));
+  Value bound = ScalarConstant(g, DType::kInt64, k);
   Value keep = c.Int("upper", 1) != 0 ? LogicalNot(Less(diff, bound)) : LogicalNot(Greater(diff, bound));
-  return c.Outputs({Where(keep, x, ScalarConstant(g, x.dtype(), 0))});
+  return c.Outputs({Where(keep, x, ScalarConstant(g, x.dtype(), int64_t{0}))});
 }
 
 // Gelu is ONNX's (opset 20) and what import_gelu.cc fuses PyTorch's

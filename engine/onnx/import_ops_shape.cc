@@ -12,7 +12,6 @@
 #include "engine/onnx/import_context.h"
 #include "engine/onnx/onnx_tensor.h"
 #include "engine/status_macros.h"
-#include "ops/fill.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/select.h"
@@ -140,29 +139,30 @@ Outputs ImportSplit(OnnxNodeContext& c) {
     return c.Error(absl::StrCat(sizes.size(), " split sizes for ", n, " outputs"));
   }
   std::vector<Value> parts;
+  const absl::Status mismatch = c.Error(absl::StrCat(
+      "split sizes (", absl::StrJoin(sizes, ", "), ") do not add up to ", x.dim(axis)));
   int64_t start = 0;
   for (int64_t size : sizes) {
     if (size < 0) return c.Error(absl::StrCat("negative split size ", size));
+    if (size > x.dim(axis) - start) return mismatch;  // checked so, start + size cannot overflow
     parts.push_back(Slice(x, axis, start, start + size));
     start += size;
   }
-  if (start != x.dim(axis)) {
-    return c.Error(absl::StrCat("split sizes add up to ", start, ", not ", x.dim(axis)));
-  }
+  if (start != x.dim(axis)) return mismatch;
   return c.Outputs(parts);
 }
 
 // ReversedSlice is Slice with a negative step, as ONNX clamps it, built as
-// a Gather of the indices it visits: an Arange, made when the plan is
+// a Gather of the indices it visits: an IndexRange, made when the plan is
 // compiled, whatever size the file declares.
-Value ReversedSlice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step) {
+absl::StatusOr<Value> ReversedSlice(Value x, int64_t axis, int64_t start, int64_t end,
+                                    int64_t step) {
   const int64_t n = x.dim(axis);
   if (n == 0) return Slice(x, axis, 0, 0);
   start = std::clamp(start < 0 ? start + n : start, int64_t{0}, n - 1);
   end = std::clamp(end < 0 ? end + n : end, int64_t{-1}, n - 1);
   if (start <= end) return Slice(x, axis, 0, 0);
-  Value indices = Arange(*x.graph(), static_cast<double>(start), static_cast<double>(end),
-                         static_cast<double>(step), DType::kInt64);
+  DAGRAD_ASSIGN_OR_RETURN(Value indices, IndexRange(*x.graph(), start, end, step));
   return Gather(x, indices, axis);
 }
 
@@ -193,8 +193,11 @@ Outputs ImportSlice(OnnxNodeContext& c) {
     DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(args[2][i], x.rank()));
     const int64_t step = args[3][i];
     if (step == 0) return c.Error("a step of 0");
-    x = step > 0 ? Slice(x, axis, args[0][i], args[1][i], step)
-                 : ReversedSlice(x, axis, args[0][i], args[1][i], step);
+    if (step > 0) {
+      x = Slice(x, axis, args[0][i], args[1][i], step);
+    } else {
+      DAGRAD_ASSIGN_OR_RETURN(x, ReversedSlice(x, axis, args[0][i], args[1][i], step));
+    }
   }
   return c.Outputs({x});
 }
@@ -206,8 +209,8 @@ Outputs ImportGather(OnnxNodeContext& c) {
   DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", 0), x.rank()));
   const Tensor* known = c.known(1);
   if (known == nullptr) {
-    Value i = c.input(1), n = ScalarConstant(c.graph(), i.dtype(), x.dim(axis));
-    Value zero = ScalarConstant(c.graph(), i.dtype(), 0);
+    Value i = c.input(1), n = ScalarConstant(c.graph(), i.dtype(), int64_t{x.dim(axis)});
+    Value zero = ScalarConstant(c.graph(), i.dtype(), int64_t{0});
     return c.Outputs({Gather(x, Where(Less(i, zero), Add(i, n), i), axis)});
   }
   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> indices, c.KnownInts(1, "indices"));
