@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -122,14 +123,48 @@ bool ParseHex(absl::string_view text, uint32_t* crc) {
          absl::SimpleHexAtoi(text, crc);
 }
 
-// VerifyChecksums checks `file` against its kChecksumKey, if it has one, and
-// removes the key. `source` names the file in messages.
-absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source) {
-  auto it = file.metadata.find(kChecksumKey);
-  if (it == file.metadata.end()) return absl::OkStatus();
+// IsChecksumList says whether `value` has the form of the checksum list of
+// a file of `tensors` tensors.
+bool IsChecksumList(absl::string_view value, size_t tensors) {
+  const std::vector<absl::string_view> fields = absl::StrSplit(value, ' ');
+  uint32_t crc = 0;
+  return fields.size() == tensors + 1 &&
+         std::all_of(fields.begin(), fields.end(),
+                     [&](absl::string_view f) { return ParseHex(f, &crc); });
+}
+
+// OwnWithoutChecksums returns, for a file without kChecksumKey, why it is
+// one of dagrad's, which have checksums (see the header), or "" for a file
+// of another writer.
+std::string OwnWithoutChecksums(const SafetensorsFile& file,
+                                const ReadCheckpointOptions& options) {
+  if (options.require_checksums) return "the reader takes only dagrad's own checkpoints";
+  for (const auto& [key, value] : file.metadata) {
+    if (absl::StartsWith(key, "dagrad.")) {
+      return absl::StrCat("its metadata key ", Quote(key), " is dagrad's");
+    }
+    if (IsChecksumList(value, file.tensors.size())) {
+      return absl::StrCat("its metadata key ", Quote(key), " holds dagrad's checksum list");
+    }
+  }
+  return "";
+}
+
+// VerifyChecksums checks `file` against its kChecksumKey and removes the
+// key; a file without it passes when it is not dagrad's own. `source`
+// names the file in messages.
+absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source,
+                             const ReadCheckpointOptions& options) {
   const auto damaged = [&](absl::string_view what) {
     return absl::DataLossError(absl::StrCat("damaged checkpoint ", source, ": ", what));
   };
+  auto it = file.metadata.find(kChecksumKey);
+  if (it == file.metadata.end()) {
+    const std::string own = OwnWithoutChecksums(file, options);
+    if (own.empty()) return absl::OkStatus();
+    return damaged(absl::StrCat("the checksums '", kChecksumKey,
+                                "' are missing from a file of dagrad's (", own, ")"));
+  }
   const std::vector<absl::string_view> fields = absl::StrSplit(it->second, ' ');
   const std::vector<const NamedTensor*> sorted = ByName(file);
   std::vector<uint32_t> stored(fields.size());
@@ -163,6 +198,22 @@ absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source) {
   }
   file.metadata.erase(it);
   return absl::OkStatus();
+}
+
+// Verified returns the parsed `file` once its checksums are verified; a
+// file that did not parse is damaged (the parser's messages begin with
+// `source`).
+absl::StatusOr<SafetensorsFile> Verified(absl::StatusOr<SafetensorsFile> file,
+                                         absl::string_view source,
+                                         const ReadCheckpointOptions& options) {
+  if (!file.ok()) {
+    if (absl::IsInvalidArgument(file.status())) {
+      return absl::DataLossError(absl::StrCat("damaged checkpoint ", file.status().message()));
+    }
+    return file.status();
+  }
+  DAGRAD_RETURN_IF_ERROR(VerifyChecksums(*file, source, options));
+  return file;
 }
 
 // MismatchError lists what keeps a checkpoint from matching the variables:
@@ -275,17 +326,14 @@ absl::Status WriteCheckpoint(const std::string& path, SafetensorsFile file,
   return WriteFileAtomically(path, bytes, options);
 }
 
-absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path) {
-  absl::StatusOr<SafetensorsFile> file = ReadSafetensors(path);
-  if (!file.ok()) {
-    // The parser's messages begin with the quoted path.
-    if (absl::IsInvalidArgument(file.status())) {
-      return absl::DataLossError(absl::StrCat("damaged checkpoint ", file.status().message()));
-    }
-    return file.status();
-  }
-  DAGRAD_RETURN_IF_ERROR(VerifyChecksums(*file, absl::StrCat("'", path, "'")));
-  return file;
+absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path,
+                                               const ReadCheckpointOptions& options) {
+  return Verified(ReadSafetensors(path), absl::StrCat("'", path, "'"), options);
+}
+
+absl::StatusOr<SafetensorsFile> ParseCheckpoint(absl::string_view bytes,
+                                                const ReadCheckpointOptions& options) {
+  return Verified(ParseSafetensors(bytes), "safetensors data", options);
 }
 
 absl::Status SaveVariables(Executor& executor, absl::Span<const Value> variables,

@@ -110,7 +110,8 @@ absl::Status TrainingState::Save(Executor& exec, const std::vector<Value>& vars,
 absl::StatusOr<int64_t> TrainingState::Load(Executor& exec, const std::vector<Value>& vars,
                                             NonFiniteSteps& skips,
                                             const std::string& path) const {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file,
+                          ReadCheckpoint(path, {.require_checksums = true}));
   auto found = file.metadata.find(kFormatKey);
   if (found == file.metadata.end() || found->second != format) {
     return absl::InvalidArgumentError(absl::StrCat(
