@@ -39,10 +39,10 @@ std::string ListNames(std::vector<std::string> names) {
 }
 
 // Named pairs each variable with its checkpoint name, after checking that
-// `variables` are distinct variables of the executor's graph with distinct
-// names.
+// `variables` are distinct variables of `graph` (`whose`, in messages) with
+// distinct names.
 absl::StatusOr<std::vector<std::pair<std::string, Value>>> Named(
-    const Executor& executor, absl::Span<const Value> variables) {
+    const Graph* graph, absl::string_view whose, absl::Span<const Value> variables) {
   std::vector<std::pair<std::string, Value>> out;
   absl::flat_hash_map<std::string, std::string> path_of;  // checkpoint name -> path
   for (size_t i = 0; i < variables.size(); ++i) {
@@ -51,9 +51,9 @@ absl::StatusOr<std::vector<std::pair<std::string, Value>>> Named(
       return absl::InvalidArgumentError(absl::StrCat(
           "variables[", i, "] is not a node: ", v.is_null() ? "null Value" : v.status().message()));
     }
-    if (v.graph() != &executor.graph()) {
+    if (v.graph() != graph) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "variables[", i, "] ", Quote(v.path()), " belongs to another graph than the executor's"));
+          "variables[", i, "] ", Quote(v.path()), " belongs to another graph than ", whose));
     }
     if (!v.node().is_variable()) {
       return absl::InvalidArgumentError(
@@ -219,18 +219,21 @@ absl::StatusOr<SafetensorsFile> Verified(absl::StatusOr<SafetensorsFile> file,
 // MismatchError lists what keeps a checkpoint from matching the variables:
 // the variables it lacks, the tensors no variable takes (both only when
 // strict), and the tensors of the wrong type.
-absl::Status MismatchError(absl::string_view source, const std::vector<std::string>& missing,
+absl::Status MismatchError(absl::string_view source, const LoadOptions& options,
+                           const std::vector<std::string>& missing,
                            const std::vector<std::string>& unexpected,
                            std::vector<std::string> mismatched) {
+  const bool described = !options.from_metadata.empty();
   std::vector<std::string> problems;
   if (!missing.empty()) {
     problems.push_back(absl::StrCat(missing.size(), " missing (variables with no tensor): ",
                                     ListNames(missing)));
   }
   if (!unexpected.empty()) {
-    problems.push_back(absl::StrCat(unexpected.size(),
-                                    " unexpected (tensors with no variable): ",
-                                    ListNames(unexpected)));
+    problems.push_back(absl::StrCat(
+        unexpected.size(), " unexpected (tensors ",
+        described ? "the metadata does not account for" : "with no variable", "): ",
+        ListNames(unexpected)));
   }
   if (mismatched.size() > kMaxListed) {
     const size_t more = mismatched.size() - kMaxListed;
@@ -239,37 +242,22 @@ absl::Status MismatchError(absl::string_view source, const std::vector<std::stri
   }
   for (std::string& m : mismatched) problems.push_back(std::move(m));
   return absl::InvalidArgumentError(absl::StrCat(
-      "checkpoint ", source, " does not match the variables; nothing was loaded: ",
-      absl::StrJoin(problems, "; ")));
+      "checkpoint ", source, " does not match ",
+      described ? absl::StrCat("the model its metadata describes (", options.from_metadata, ")")
+                : "the variables",
+      "; nothing was loaded: ", absl::StrJoin(problems, "; ")));
 }
 
-}  // namespace
+using Assignments = std::vector<std::pair<Value, const Tensor*>>;
 
-std::string CheckpointName(const Node& node) {
-  std::string name = node.path();
-  std::replace(name.begin(), name.end(), '/', '.');
-  return name;
-}
-
-absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
-                                                 absl::Span<const Value> variables) {
-  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(executor, variables));
-  SafetensorsFile file;
-  for (auto& [name, v] : named) {
-    DAGRAD_ASSIGN_OR_RETURN(Tensor t, executor.Read(v));
-    file.tensors.emplace_back(std::move(name), std::move(t));
-  }
-  return file;
-}
-
-absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variables,
-                             const SafetensorsFile& file, absl::string_view source,
-                             const LoadOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(executor, variables));
+// Match pairs each of `named` with its tensor of `file`, or lists every
+// problem (MismatchError).
+absl::StatusOr<Assignments> Match(const std::vector<std::pair<std::string, Value>>& named,
+                                  const SafetensorsFile& file, absl::string_view source,
+                                  const LoadOptions& options) {
   absl::flat_hash_map<absl::string_view, const Tensor*> in_file;
   for (const auto& [name, t] : file.tensors) in_file.emplace(name, &t);
-
-  std::vector<std::pair<Value, const Tensor*>> assignments;
+  Assignments assignments;
   std::vector<std::string> missing, mismatched;
   absl::flat_hash_map<absl::string_view, bool> wanted;
   for (const auto& [name, v] : named) {
@@ -294,10 +282,43 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
       if (!wanted.contains(name)) unexpected.push_back(name);
     }
   }
-
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
-    return MismatchError(source, missing, unexpected, std::move(mismatched));
+    return MismatchError(source, options, missing, unexpected, std::move(mismatched));
   }
+  return assignments;
+}
+
+}  // namespace
+
+std::string CheckpointName(const Node& node) {
+  std::string name = node.path();
+  std::replace(name.begin(), name.end(), '/', '.');
+  return name;
+}
+
+absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
+                                                 absl::Span<const Value> variables) {
+  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(&executor.graph(), "the executor's", variables));
+  SafetensorsFile file;
+  for (auto& [name, v] : named) {
+    DAGRAD_ASSIGN_OR_RETURN(Tensor t, executor.Read(v));
+    file.tensors.emplace_back(std::move(name), std::move(t));
+  }
+  return file;
+}
+
+absl::Status MatchVariables(absl::Span<const Value> variables, const SafetensorsFile& file,
+                            absl::string_view source, const LoadOptions& options) {
+  const Graph* graph = variables.empty() || !variables[0].ok() ? nullptr : variables[0].graph();
+  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(graph, "variables[0]'s", variables));
+  return Match(named, file, source, options).status();
+}
+
+absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variables,
+                             const SafetensorsFile& file, absl::string_view source,
+                             const LoadOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(&executor.graph(), "the executor's", variables));
+  DAGRAD_ASSIGN_OR_RETURN(const Assignments assignments, Match(named, file, source, options));
   for (const auto& [v, t] : assignments) {
     absl::Status s = executor.Assign(v, *t);
     if (!s.ok()) {

@@ -67,6 +67,10 @@ struct LoadOptions {
   // are ignored. Either way a tensor whose dtype or shape differs from its
   // variable's is an error.
   bool strict = true;
+  // from_metadata: for variables of the model that the checkpoint's
+  // metadata describes, that config ("dim=16, layers=1, ..."): messages then
+  // say that the metadata does not account for an unexpected tensor.
+  std::string from_metadata;
 };
 
 // ReadCheckpointOptions says what a reader accepts.
@@ -102,6 +106,21 @@ absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
 absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variables,
                              const SafetensorsFile& file, absl::string_view source,
                              const LoadOptions& options = {});
+
+// MatchVariables checks, assigning nothing, that `file` fits `variables`
+// as AssignVariables would load it: every tensor the dtype and shape of
+// its variable and, when strict, the file's tensor names exactly the
+// variables' checkpoint names. Every reader of a checkpoint goes through
+// it (AssignVariables does; the models' FromCheckpoint check a file
+// against the model its metadata describes, before anything is built).
+//
+// Errors: those of AssignVariables, but for a Value of another graph than
+// the first one's; nothing about the device.
+//
+//   DAGRAD_RETURN_IF_ERROR(MatchVariables(g.Parameters(), file, "'pretrained'",
+//                                         {.from_metadata = "dim=64"}));
+absl::Status MatchVariables(absl::Span<const Value> variables, const SafetensorsFile& file,
+                            absl::string_view source, const LoadOptions& options = {});
 
 // WriteCheckpoint adds the checksums to `file`'s metadata and writes it to
 // `path` atomically (WriteSafetensors), keeping the file it replaces when

@@ -132,7 +132,10 @@ absl::StatusOr<int64_t> TrainingState::Load(Executor& exec, const std::vector<Va
   }
   NonFiniteSteps restored = skips;
   DAGRAD_RETURN_IF_ERROR(restored.Restore(file.metadata, step, path));
-  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, vars, file, path));
+  // The metadata's config is this run's (checked above): the model built
+  // from the flags is the model the metadata describes.
+  const std::string described = absl::StrJoin(config, ", ", absl::PairFormatter("="));
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, vars, file, path, {.from_metadata = described}));
   skips = restored;
   return step;
 }

@@ -152,6 +152,8 @@ HEADER_EXAMPLE(Checkpoint) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, CollectVariables(exec, g.Variables()));
   SafetensorsFile file = f;
   DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, g.Parameters(), file, "pretrained"));
+  DAGRAD_RETURN_IF_ERROR(MatchVariables(g.Parameters(), file, "'pretrained'",
+                                        {.from_metadata = "dim=64"}));
   DAGRAD_RETURN_IF_ERROR(WriteCheckpoint("ckpt.safetensors", std::move(file)));
   {
     DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ReadCheckpoint("ckpt.safetensors"));
