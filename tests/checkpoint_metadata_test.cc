@@ -79,6 +79,28 @@ void ExpectExportRefused(const std::string& path, const Lie& lie) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// ExpectEveryReaderRefuses writes `lie` about the model of `data` (its
+// model.safetensors, with input.safetensors to evaluate) and checks that
+// Config::FromCheckpoint, `dagrad eval` and `dagrad export` refuse it;
+// returns the lying file's path, for the readers of one model only.
+template <typename Config>
+std::string ExpectEveryReaderRefuses(const std::string& data, const Lie& lie,
+                                     const std::string& dir) {
+  const std::string path = WriteLie(data + "model.safetensors", lie, dir);
+  const absl::StatusOr<SafetensorsFile> file = ReadCheckpoint(path);
+  EXPECT_TRUE(file.ok()) << file.status();
+  if (!file.ok()) return path;
+  EXPECT_STATUS(Config::FromCheckpoint(*file, path).status(), absl::StatusCode::kInvalidArgument,
+                lie.why);
+  const std::string out = path + ".out.safetensors";
+  ExpectRefused(RunDagrad("eval --checkpoint=" + path + " --input=" + data +
+                          "input.safetensors --output=" + out),
+                path, lie, "eval");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  ExpectExportRefused(path, lie);
+  return path;
+}
+
 const std::string kToy = std::string(DAGRAD_TEST_DATA_DIR) + "/toy_eval/";
 
 // The toy model: vocab 11, max_len 6, dim 16, heads 2, layers 2, ffn 24.
@@ -102,15 +124,7 @@ TEST(CheckpointMetadata, EveryReaderRefusesAToyCheckpointWhoseMetadataLies) {
   const std::string dir = FreshDir("toy_lies");
   for (const Lie& lie : kToyLies) {
     SCOPED_TRACE(lie.key + "=" + lie.value + lie.drop);
-    const std::string path = WriteLie(kToy + "model.safetensors", lie, dir);
-    ASSERT_OK_AND_ASSIGN(SafetensorsFile file, ReadCheckpoint(path));
-    EXPECT_STATUS(models::ToyConfig::FromCheckpoint(file, path).status(),
-                  absl::StatusCode::kInvalidArgument, lie.why);
-    ExpectRefused(RunDagrad("eval --checkpoint=" + path + " --input=" + kToy +
-                            "input.safetensors --output=" + dir + "/out.safetensors"),
-                  path, lie, "eval");
-    EXPECT_FALSE(std::filesystem::exists(dir + "/out.safetensors"));
-    ExpectExportRefused(path, lie);
+    ExpectEveryReaderRefuses<models::ToyConfig>(kToy, lie, dir);
   }
 }
 
@@ -134,22 +148,13 @@ const std::vector<Lie> kGptLies = {
 
 TEST(CheckpointMetadata, EveryReaderRefusesAGptCheckpointWhoseMetadataLies) {
   const std::string dir = FreshDir("gpt_lies");
-  const std::string goldens = GptGoldens();
   for (const Lie& lie : kGptLies) {
     SCOPED_TRACE(lie.key + "=" + lie.value + lie.drop);
-    const std::string path = WriteLie(goldens + "model.safetensors", lie, dir);
-    ASSERT_OK_AND_ASSIGN(SafetensorsFile file, ReadCheckpoint(path));
-    EXPECT_STATUS(models::GptConfig::FromCheckpoint(file, path).status(),
-                  absl::StatusCode::kInvalidArgument, lie.why);
+    const std::string path = ExpectEveryReaderRefuses<models::GptConfig>(GptGoldens(), lie, dir);
     EXPECT_STATUS(models::GptGenerator::Load(path).status(), absl::StatusCode::kInvalidArgument,
                   lie.why);
-    ExpectRefused(RunDagrad("eval --checkpoint=" + path + " --input=" + goldens +
-                            "input.safetensors --output=" + dir + "/out.safetensors"),
-                  path, lie, "eval");
-    EXPECT_FALSE(std::filesystem::exists(dir + "/out.safetensors"));
     ExpectRefused(RunDagrad("generate --checkpoint=" + path + " --prompt=ab --tokens=1"), path,
                   lie, "generate");
-    ExpectExportRefused(path, lie);
   }
 }
 
