@@ -117,9 +117,11 @@ uint32_t DataChecksum(const Tensor& t) {
 
 std::string Hex(uint32_t crc) { return absl::StrFormat("%08x", crc); }
 
-// ParseHex reads exactly 8 hex digits.
+// ParseHex reads exactly 8 lower-case hex digits, as Hex writes them (an
+// upper-case digit is a damaged byte, if a harmless one).
 bool ParseHex(absl::string_view text, uint32_t* crc) {
-  return text.size() == 8 && std::all_of(text.begin(), text.end(), absl::ascii_isxdigit) &&
+  const auto lower_hex = [](char c) { return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f'); };
+  return text.size() == 8 && std::all_of(text.begin(), text.end(), lower_hex) &&
          absl::SimpleHexAtoi(text, crc);
 }
 
