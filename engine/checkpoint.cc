@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -38,10 +39,10 @@ std::string ListNames(std::vector<std::string> names) {
 }
 
 // Named pairs each variable with its checkpoint name, after checking that
-// `variables` are distinct variables of the executor's graph with distinct
-// names.
+// `variables` are distinct variables of `graph` (`whose`, in messages) with
+// distinct names.
 absl::StatusOr<std::vector<std::pair<std::string, Value>>> Named(
-    const Executor& executor, absl::Span<const Value> variables) {
+    const Graph* graph, absl::string_view whose, absl::Span<const Value> variables) {
   std::vector<std::pair<std::string, Value>> out;
   absl::flat_hash_map<std::string, std::string> path_of;  // checkpoint name -> path
   for (size_t i = 0; i < variables.size(); ++i) {
@@ -50,9 +51,9 @@ absl::StatusOr<std::vector<std::pair<std::string, Value>>> Named(
       return absl::InvalidArgumentError(absl::StrCat(
           "variables[", i, "] is not a node: ", v.is_null() ? "null Value" : v.status().message()));
     }
-    if (v.graph() != &executor.graph()) {
+    if (v.graph() != graph) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "variables[", i, "] ", Quote(v.path()), " belongs to another graph than the executor's"));
+          "variables[", i, "] ", Quote(v.path()), " belongs to another graph than ", whose));
     }
     if (!v.node().is_variable()) {
       return absl::InvalidArgumentError(
@@ -116,20 +117,56 @@ uint32_t DataChecksum(const Tensor& t) {
 
 std::string Hex(uint32_t crc) { return absl::StrFormat("%08x", crc); }
 
-// ParseHex reads exactly 8 hex digits.
+// ParseHex reads exactly 8 lower-case hex digits, as Hex writes them (an
+// upper-case digit is a damaged byte, if a harmless one).
 bool ParseHex(absl::string_view text, uint32_t* crc) {
-  return text.size() == 8 && std::all_of(text.begin(), text.end(), absl::ascii_isxdigit) &&
+  const auto lower_hex = [](char c) { return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f'); };
+  return text.size() == 8 && std::all_of(text.begin(), text.end(), lower_hex) &&
          absl::SimpleHexAtoi(text, crc);
 }
 
-// VerifyChecksums checks `file` against its kChecksumKey, if it has one, and
-// removes the key. `source` names the file in messages.
-absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source) {
-  auto it = file.metadata.find(kChecksumKey);
-  if (it == file.metadata.end()) return absl::OkStatus();
+// IsChecksumList says whether `value` has the form of the checksum list of
+// a file of `tensors` tensors.
+bool IsChecksumList(absl::string_view value, size_t tensors) {
+  const std::vector<absl::string_view> fields = absl::StrSplit(value, ' ');
+  uint32_t crc = 0;
+  return fields.size() == tensors + 1 &&
+         std::all_of(fields.begin(), fields.end(),
+                     [&](absl::string_view f) { return ParseHex(f, &crc); });
+}
+
+// OwnWithoutChecksums returns, for a file without kChecksumKey, why it is
+// one of dagrad's, which have checksums (see the header), or "" for a file
+// of another writer.
+std::string OwnWithoutChecksums(const SafetensorsFile& file,
+                                const ReadCheckpointOptions& options) {
+  if (options.require_checksums) return "the reader takes only dagrad's own checkpoints";
+  for (const auto& [key, value] : file.metadata) {
+    if (absl::StartsWith(key, "dagrad.")) {
+      return absl::StrCat("its metadata key ", Quote(key), " is dagrad's");
+    }
+    if (IsChecksumList(value, file.tensors.size())) {
+      return absl::StrCat("its metadata key ", Quote(key), " holds dagrad's checksum list");
+    }
+  }
+  return "";
+}
+
+// VerifyChecksums checks `file` against its kChecksumKey and removes the
+// key; a file without it passes when it is not dagrad's own. `source`
+// names the file in messages.
+absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source,
+                             const ReadCheckpointOptions& options) {
   const auto damaged = [&](absl::string_view what) {
     return absl::DataLossError(absl::StrCat("damaged checkpoint ", source, ": ", what));
   };
+  auto it = file.metadata.find(kChecksumKey);
+  if (it == file.metadata.end()) {
+    const std::string own = OwnWithoutChecksums(file, options);
+    if (own.empty()) return absl::OkStatus();
+    return damaged(absl::StrCat("the checksums '", kChecksumKey,
+                                "' are missing from a file of dagrad's (", own, ")"));
+  }
   const std::vector<absl::string_view> fields = absl::StrSplit(it->second, ' ');
   const std::vector<const NamedTensor*> sorted = ByName(file);
   std::vector<uint32_t> stored(fields.size());
@@ -165,21 +202,40 @@ absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source) {
   return absl::OkStatus();
 }
 
+// Verified returns the parsed `file` once its checksums are verified; a
+// file that did not parse is damaged (the parser's messages begin with
+// `source`).
+absl::StatusOr<SafetensorsFile> Verified(absl::StatusOr<SafetensorsFile> file,
+                                         absl::string_view source,
+                                         const ReadCheckpointOptions& options) {
+  if (!file.ok()) {
+    if (absl::IsInvalidArgument(file.status())) {
+      return absl::DataLossError(absl::StrCat("damaged checkpoint ", file.status().message()));
+    }
+    return file.status();
+  }
+  DAGRAD_RETURN_IF_ERROR(VerifyChecksums(*file, source, options));
+  return file;
+}
+
 // MismatchError lists what keeps a checkpoint from matching the variables:
 // the variables it lacks, the tensors no variable takes (both only when
 // strict), and the tensors of the wrong type.
-absl::Status MismatchError(absl::string_view source, const std::vector<std::string>& missing,
+absl::Status MismatchError(absl::string_view source, const LoadOptions& options,
+                           const std::vector<std::string>& missing,
                            const std::vector<std::string>& unexpected,
                            std::vector<std::string> mismatched) {
+  const bool described = !options.from_metadata.empty();
   std::vector<std::string> problems;
   if (!missing.empty()) {
     problems.push_back(absl::StrCat(missing.size(), " missing (variables with no tensor): ",
                                     ListNames(missing)));
   }
   if (!unexpected.empty()) {
-    problems.push_back(absl::StrCat(unexpected.size(),
-                                    " unexpected (tensors with no variable): ",
-                                    ListNames(unexpected)));
+    problems.push_back(absl::StrCat(
+        unexpected.size(), " unexpected (tensors ",
+        described ? "the metadata does not account for" : "with no variable", "): ",
+        ListNames(unexpected)));
   }
   if (mismatched.size() > kMaxListed) {
     const size_t more = mismatched.size() - kMaxListed;
@@ -188,37 +244,22 @@ absl::Status MismatchError(absl::string_view source, const std::vector<std::stri
   }
   for (std::string& m : mismatched) problems.push_back(std::move(m));
   return absl::InvalidArgumentError(absl::StrCat(
-      "checkpoint ", source, " does not match the variables; nothing was loaded: ",
-      absl::StrJoin(problems, "; ")));
+      "checkpoint ", source, " does not match ",
+      described ? absl::StrCat("the model its metadata describes (", options.from_metadata, ")")
+                : "the variables",
+      "; nothing was loaded: ", absl::StrJoin(problems, "; ")));
 }
 
-}  // namespace
+using Assignments = std::vector<std::pair<Value, const Tensor*>>;
 
-std::string CheckpointName(const Node& node) {
-  std::string name = node.path();
-  std::replace(name.begin(), name.end(), '/', '.');
-  return name;
-}
-
-absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
-                                                 absl::Span<const Value> variables) {
-  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(executor, variables));
-  SafetensorsFile file;
-  for (auto& [name, v] : named) {
-    DAGRAD_ASSIGN_OR_RETURN(Tensor t, executor.Read(v));
-    file.tensors.emplace_back(std::move(name), std::move(t));
-  }
-  return file;
-}
-
-absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variables,
-                             const SafetensorsFile& file, absl::string_view source,
-                             const LoadOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(executor, variables));
+// Match pairs each of `named` with its tensor of `file`, or lists every
+// problem (MismatchError).
+absl::StatusOr<Assignments> Match(const std::vector<std::pair<std::string, Value>>& named,
+                                  const SafetensorsFile& file, absl::string_view source,
+                                  const LoadOptions& options) {
   absl::flat_hash_map<absl::string_view, const Tensor*> in_file;
   for (const auto& [name, t] : file.tensors) in_file.emplace(name, &t);
-
-  std::vector<std::pair<Value, const Tensor*>> assignments;
+  Assignments assignments;
   std::vector<std::string> missing, mismatched;
   absl::flat_hash_map<absl::string_view, bool> wanted;
   for (const auto& [name, v] : named) {
@@ -243,10 +284,43 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
       if (!wanted.contains(name)) unexpected.push_back(name);
     }
   }
-
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
-    return MismatchError(source, missing, unexpected, std::move(mismatched));
+    return MismatchError(source, options, missing, unexpected, std::move(mismatched));
   }
+  return assignments;
+}
+
+}  // namespace
+
+std::string CheckpointName(const Node& node) {
+  std::string name = node.path();
+  std::replace(name.begin(), name.end(), '/', '.');
+  return name;
+}
+
+absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
+                                                 absl::Span<const Value> variables) {
+  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(&executor.graph(), "the executor's", variables));
+  SafetensorsFile file;
+  for (auto& [name, v] : named) {
+    DAGRAD_ASSIGN_OR_RETURN(Tensor t, executor.Read(v));
+    file.tensors.emplace_back(std::move(name), std::move(t));
+  }
+  return file;
+}
+
+absl::Status MatchVariables(absl::Span<const Value> variables, const SafetensorsFile& file,
+                            absl::string_view source, const LoadOptions& options) {
+  const Graph* graph = variables.empty() || !variables[0].ok() ? nullptr : variables[0].graph();
+  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(graph, "variables[0]'s", variables));
+  return Match(named, file, source, options).status();
+}
+
+absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variables,
+                             const SafetensorsFile& file, absl::string_view source,
+                             const LoadOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(auto named, Named(&executor.graph(), "the executor's", variables));
+  DAGRAD_ASSIGN_OR_RETURN(const Assignments assignments, Match(named, file, source, options));
   for (const auto& [v, t] : assignments) {
     absl::Status s = executor.Assign(v, *t);
     if (!s.ok()) {
@@ -275,17 +349,14 @@ absl::Status WriteCheckpoint(const std::string& path, SafetensorsFile file,
   return WriteFileAtomically(path, bytes, options);
 }
 
-absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path) {
-  absl::StatusOr<SafetensorsFile> file = ReadSafetensors(path);
-  if (!file.ok()) {
-    // The parser's messages begin with the quoted path.
-    if (absl::IsInvalidArgument(file.status())) {
-      return absl::DataLossError(absl::StrCat("damaged checkpoint ", file.status().message()));
-    }
-    return file.status();
-  }
-  DAGRAD_RETURN_IF_ERROR(VerifyChecksums(*file, absl::StrCat("'", path, "'")));
-  return file;
+absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path,
+                                               const ReadCheckpointOptions& options) {
+  return Verified(ReadSafetensors(path), absl::StrCat("'", path, "'"), options);
+}
+
+absl::StatusOr<SafetensorsFile> ParseCheckpoint(absl::string_view bytes,
+                                                const ReadCheckpointOptions& options) {
+  return Verified(ParseSafetensors(bytes), "safetensors data", options);
 }
 
 absl::Status SaveVariables(Executor& executor, absl::Span<const Value> variables,

@@ -23,9 +23,18 @@
 // tensor's name, dtype and shape, and every other metadata entry), then one
 // per tensor, in name order, covers its data bytes. Reading verifies them,
 // so a file damaged on disk or in transit is refused, naming the tensor,
-// instead of loading wrong values. Files without the key (PyTorch's, or
-// dagrad's before checksums) load unverified; other readers (PyTorch's
-// safetensors) see one more metadata string and ignore it.
+// instead of loading wrong values; other readers (PyTorch's safetensors)
+// see one more metadata string and ignore it.
+//
+// dagrad's own files must carry the checksums: one without kChecksumKey is
+// damaged (a damaged byte in the key's name must not turn verification
+// off). A file is dagrad's own when its reader takes nothing else (a
+// training checkpoint for --resume: ReadCheckpointOptions), or when its
+// metadata has a key beginning "dagrad." or a value of the checksum list's
+// form (8 hex digits for the header and each tensor: a checksum key whose
+// name was damaged). Files of other writers, without any of these, load
+// unverified: PyTorch's state_dicts, and the reference models' files
+// (tools/reference), which carry the config keys (dim, layers, ...) too.
 
 #ifndef DAGRAD_ENGINE_CHECKPOINT_H_
 #define DAGRAD_ENGINE_CHECKPOINT_H_
@@ -58,6 +67,17 @@ struct LoadOptions {
   // are ignored. Either way a tensor whose dtype or shape differs from its
   // variable's is an error.
   bool strict = true;
+  // from_metadata: for variables of the model that the checkpoint's
+  // metadata describes, that config ("dim=16, layers=1, ..."): messages then
+  // say that the metadata does not account for an unexpected tensor.
+  std::string from_metadata;
+};
+
+// ReadCheckpointOptions says what a reader accepts.
+struct ReadCheckpointOptions {
+  // require_checksums: the file must be one dagrad wrote, with its
+  // checksums (a training checkpoint); one without them is damaged.
+  bool require_checksums = false;
 };
 
 // CollectVariables returns the current values of `variables` (initialising
@@ -87,6 +107,21 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
                              const SafetensorsFile& file, absl::string_view source,
                              const LoadOptions& options = {});
 
+// MatchVariables checks, assigning nothing, that `file` fits `variables`
+// as AssignVariables would load it: every tensor the dtype and shape of
+// its variable and, when strict, the file's tensor names exactly the
+// variables' checkpoint names. Every reader of a checkpoint goes through
+// it (AssignVariables does; the models' FromCheckpoint check a file
+// against the model its metadata describes, before anything is built).
+//
+// Errors: those of AssignVariables, but for a Value of another graph than
+// the first one's; nothing about the device.
+//
+//   DAGRAD_RETURN_IF_ERROR(MatchVariables(g.Parameters(), file, "'pretrained'",
+//                                         {.from_metadata = "dim=64"}));
+absl::Status MatchVariables(absl::Span<const Value> variables, const SafetensorsFile& file,
+                            absl::string_view source, const LoadOptions& options = {});
+
 // WriteCheckpoint adds the checksums to `file`'s metadata and writes it to
 // `path` atomically (WriteSafetensors), keeping the file it replaces when
 // `options` say so.
@@ -100,17 +135,30 @@ absl::Status WriteCheckpoint(const std::string& path, SafetensorsFile file,
                              const AtomicWriteOptions& options = {});
 
 // ReadCheckpoint reads the safetensors file at `path` and verifies its
-// checksums when it has them; the returned metadata no longer holds
-// kChecksumKey.
+// checksums, which dagrad's own files must have (see the top of this
+// file); the returned metadata no longer holds kChecksumKey.
 //
 // Errors: those of ReadFile (NotFound, PermissionDenied, ...); DataLoss for
 // a damaged file: one that does not parse (truncated, overwritten: the
-// InvalidArgument of ParseSafetensors becomes DataLoss), or whose header or
+// InvalidArgument of ParseSafetensors becomes DataLoss), whose header or
 // tensor data fails its checksum ("damaged checkpoint 'c.safetensors':
-// tensor 'w': ..."); Unimplemented for a dtype dagrad lacks.
+// tensor 'w': ..."), or one of dagrad's without checksums; Unimplemented
+// for a dtype dagrad lacks.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ReadCheckpoint("ckpt.safetensors"));
-absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path);
+//   DAGRAD_ASSIGN_OR_RETURN(f, ReadCheckpoint("ckpt.safetensors", {.require_checksums = true}));
+absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path,
+                                               const ReadCheckpointOptions& options = {});
+
+// ParseCheckpoint is ReadCheckpoint of a whole file held in `bytes`, which
+// messages call "safetensors data" (as ParseSafetensors does): for a
+// checkpoint that comes other than as a file, and for tests that check
+// thousands of damaged copies.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile("ckpt.safetensors"));
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ParseCheckpoint(bytes));
+absl::StatusOr<SafetensorsFile> ParseCheckpoint(absl::string_view bytes,
+                                                const ReadCheckpointOptions& options = {});
 
 // SaveVariables writes `variables` and `metadata` to the checkpoint at
 // `path` with WriteCheckpoint: atomically, so on any error the previous

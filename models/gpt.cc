@@ -36,7 +36,7 @@ std::map<std::string, std::string> GptConfig::ToMetadata() const {
 
 absl::StatusOr<GptConfig> GptConfig::FromCheckpoint(const SafetensorsFile& checkpoint,
                                                      absl::string_view path) {
-  return nn::ConfigFromCheckpoint<GptConfig>(checkpoint, path, "transformer.h.");
+  return nn::ConfigFromCheckpoint<GptConfig, Gpt>(checkpoint, path, "transformer.h.");
 }
 
 absl::StatusOr<GptConfig> GptConfig::FromMetadata(

@@ -71,7 +71,10 @@ struct GptConfig {
   static absl::StatusOr<GptConfig> FromMetadata(
       const std::map<std::string, std::string>& m);
   // FromCheckpoint: FromMetadata of the checkpoint at `path` (its errors
-  // prefixed with the path), and nn::CheckLayersSaved's.
+  // prefixed with the path), once the file holds exactly the tensors of the
+  // model it describes (nn::ConfigFromCheckpoint: InvalidArgument naming
+  // a tensor missing, of another shape, or that the metadata does not
+  // account for).
   static absl::StatusOr<GptConfig> FromCheckpoint(const SafetensorsFile& checkpoint,
                                                   absl::string_view path);
   // Validate: vocab >= 2, other sizes >= 1, dim % heads == 0, dropout as

@@ -26,8 +26,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "engine/checkpoint.h"
 #include "engine/graph.h"
 #include "engine/safetensors.h"
 
@@ -62,10 +64,14 @@ absl::Status CheckLayersSaved(const SafetensorsFile& checkpoint, absl::string_vi
                               absl::string_view layer_prefix, int64_t layers);
 
 // ConfigFromCheckpoint returns Config::FromMetadata of the checkpoint at
-// `path` (its errors prefixed with the path), then CheckLayersSaved's
-// errors for its layers: the FromCheckpoint of models::GptConfig and
-// models::ToyConfig.
-template <typename Config>
+// `path` (its errors prefixed with the path) once the file is known to hold
+// exactly the tensors of the Model that config describes: CheckLayersSaved
+// for its layers (so that no graph of 10^8 layers is built), then
+// MatchVariables against the parameters of that Model, built in a graph of
+// its own: metadata that understates the model (layers=1 in a file of two)
+// is refused, naming the tensors it does not account for. The
+// FromCheckpoint of models::GptConfig and models::ToyConfig.
+template <typename Config, typename Model>
 absl::StatusOr<Config> ConfigFromCheckpoint(const SafetensorsFile& checkpoint,
                                             absl::string_view path,
                                             absl::string_view layer_prefix) {
@@ -73,6 +79,13 @@ absl::StatusOr<Config> ConfigFromCheckpoint(const SafetensorsFile& checkpoint,
   if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", c.status().message()));
   absl::Status saved = CheckLayersSaved(checkpoint, path, layer_prefix, c->layers);
   if (!saved.ok()) return saved;
+  Graph scratch;
+  absl::StatusOr<Model> model = Model::Create(scratch, *c);
+  if (!model.ok()) return model.status();
+  const std::string config = absl::StrJoin(c->ToMetadata(), ", ", absl::PairFormatter("="));
+  absl::Status fits = MatchVariables(model->parameters(), checkpoint,
+                                     absl::StrCat("'", path, "'"), {.from_metadata = config});
+  if (!fits.ok()) return fits;
   return c;
 }
 

@@ -110,7 +110,8 @@ absl::Status TrainingState::Save(Executor& exec, const std::vector<Value>& vars,
 absl::StatusOr<int64_t> TrainingState::Load(Executor& exec, const std::vector<Value>& vars,
                                             NonFiniteSteps& skips,
                                             const std::string& path) const {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file,
+                          ReadCheckpoint(path, {.require_checksums = true}));
   auto found = file.metadata.find(kFormatKey);
   if (found == file.metadata.end() || found->second != format) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -131,7 +132,10 @@ absl::StatusOr<int64_t> TrainingState::Load(Executor& exec, const std::vector<Va
   }
   NonFiniteSteps restored = skips;
   DAGRAD_RETURN_IF_ERROR(restored.Restore(file.metadata, step, path));
-  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, vars, file, path));
+  // The metadata's config is this run's (checked above): the model built
+  // from the flags is the model the metadata describes.
+  const std::string described = absl::StrJoin(config, ", ", absl::PairFormatter("="));
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, vars, file, path, {.from_metadata = described}));
   skips = restored;
   return step;
 }

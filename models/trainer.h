@@ -133,7 +133,8 @@ struct TrainingState {
                     const std::string& path,
                     const AtomicWriteOptions& options) const;
   // Load restores `vars` and `skips` and returns the step, all or nothing:
-  // ReadCheckpoint's errors; InvalidArgument for a file of another format
+  // ReadCheckpoint's errors, the checksums required (DataLoss for a file
+  // without them); InvalidArgument for a file of another format
   // or one that does not fit; FailedPrecondition listing every config
   // field that differs ("lr: checkpoint 0.001, this run 0.5").
   absl::StatusOr<int64_t> Load(Executor& exec, const std::vector<Value>& vars,
@@ -252,7 +253,8 @@ class Trainer {
   // options.keep_previous_as if that is set. FailedPrecondition naming the
   // tensor, and nothing written, when a value is NaN or Inf.
   // LoadCheckpoint restores them, all or nothing. Errors: those of
-  // ReadCheckpoint (NotFound; DataLoss for a damaged file); InvalidArgument
+  // ReadCheckpoint (NotFound; DataLoss for a damaged file, or one without
+  // checksums); InvalidArgument
   // for a file that is not this trainer's checkpoint or does not fit the
   // model; FailedPrecondition when the checkpoint's config differs from
   // this trainer's, listing every differing field ("dim: checkpoint 16,

@@ -20,7 +20,7 @@ std::map<std::string, std::string> ToyConfig::ToMetadata() const {
 
 absl::StatusOr<ToyConfig> ToyConfig::FromCheckpoint(const SafetensorsFile& checkpoint,
                                                      absl::string_view path) {
-  return nn::ConfigFromCheckpoint<ToyConfig>(checkpoint, path, "encoder.layers.");
+  return nn::ConfigFromCheckpoint<ToyConfig, ToyTransformer>(checkpoint, path, "encoder.layers.");
 }
 
 absl::StatusOr<ToyConfig> ToyConfig::FromMetadata(const std::map<std::string, std::string>& m) {

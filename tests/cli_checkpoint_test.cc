@@ -68,6 +68,19 @@ TEST(CliCheckpoint, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
          b[b.find("\"dagrad.step\":\"10\"") + 15] = '9';  // step 10 -> 90
          return b;
        }},
+      // The checksum key's name and a data byte: the file must not read as
+      // one without checksums, loading the damaged data.
+      {"checksum_key_and_data", "the checksums 'dagrad.crc32c' are missing",
+       [](std::string b) {
+         b[b.find(kChecksumKey) + 7] ^= 0x01;  // dagrad.crc32c -> dagrad.brc32c
+         b[b.size() - 3] ^= 0x04;
+         return b;
+       }},
+      {"tensor_name", "the header (tensor names, dtypes, shapes or metadata) fails",
+       [](std::string b) {
+         b[b.find("\"embedding.weight\"") + 1] ^= 0x01;
+         return b;
+       }},
       {"truncated", "runs past the end", [](std::string b) { return b.substr(0, 100); }},
       {"missing", "cannot open", [](std::string) { return std::string(); }},
   };

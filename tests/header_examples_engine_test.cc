@@ -152,9 +152,17 @@ HEADER_EXAMPLE(Checkpoint) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, CollectVariables(exec, g.Variables()));
   SafetensorsFile file = f;
   DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, g.Parameters(), file, "pretrained"));
+  DAGRAD_RETURN_IF_ERROR(MatchVariables(g.Parameters(), file, "'pretrained'",
+                                        {.from_metadata = "dim=64"}));
   DAGRAD_RETURN_IF_ERROR(WriteCheckpoint("ckpt.safetensors", std::move(file)));
   {
     DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ReadCheckpoint("ckpt.safetensors"));
+    DAGRAD_ASSIGN_OR_RETURN(f, ReadCheckpoint("ckpt.safetensors", {.require_checksums = true}));
+    EXPECT_EQ(f.tensors.size(), 3u);
+  }
+  {
+    DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile("ckpt.safetensors"));
+    DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ParseCheckpoint(bytes));
     EXPECT_EQ(f.tensors.size(), 3u);
   }
   DAGRAD_RETURN_IF_ERROR(SaveVariables(exec, g.Parameters(),

@@ -47,7 +47,11 @@ struct OnnxDynamicDim {
 struct OnnxExportOptions {
   // variables: the values of the graph's variables by checkpoint name
   // (a checkpoint read with ReadCheckpoint); required when the exported
-  // graph reads a variable.
+  // graph reads a variable. Values the graph does not read are left out
+  // (a graph of part of a model exports with the whole model's file), so
+  // a caller that builds its model from a checkpoint checks the file
+  // against that model first (MatchVariables; `dagrad export` does so
+  // through the models' FromCheckpoint).
   const SafetensorsFile* variables = nullptr;
   // output_names: the ONNX names of `outputs`, one each; empty: the
   // outputs' node paths.
