@@ -253,7 +253,10 @@ models::TrainConfig Diverging(models::NonFinitePolicy policy) {
 }
 
 // The policies hold for every trainer: the toy transformer's and the GPT's.
+// Each case names its files: ctest runs the two instances of a typed test
+// in parallel processes, which must not write the same checkpoint.
 struct ToyCase {
+  static constexpr const char* kName = "toy";
   static absl::StatusOr<std::unique_ptr<models::ToyTrainer>> Create(
       models::NonFinitePolicy policy) {
     return models::ToyTrainer::Create(Diverging(policy));
@@ -261,6 +264,7 @@ struct ToyCase {
 };
 
 struct GptCase {
+  static constexpr const char* kName = "gpt";
   static absl::StatusOr<std::unique_ptr<models::GptTrainer>> Create(
       models::NonFinitePolicy policy) {
     models::TextTrainConfig c{.model = {.block_size = 8, .dim = 8, .heads = 2, .layers = 1},
@@ -294,7 +298,8 @@ std::vector<Tensor> CheckpointTensors(models::Trainer& t, const std::string& pat
 
 TYPED_TEST(TrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
   ASSERT_OK_AND_ASSIGN(auto t, TypeParam::Create(models::NonFinitePolicy::kStop));
-  const std::string path = ::testing::TempDir() + "/nonfinite_stop.safetensors";
+  const std::string path =
+      ::testing::TempDir() + "/nonfinite_stop_" + TypeParam::kName + ".safetensors";
   std::vector<Tensor> good;
   absl::Status failed;
   while (t->step() < 20 && failed.ok()) {
@@ -313,7 +318,8 @@ TYPED_TEST(TrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
 
 TYPED_TEST(TrainerNonFinite, SkipPolicySkipsAndStopsAfterARunOfSkips) {
   ASSERT_OK_AND_ASSIGN(auto t, TypeParam::Create(models::NonFinitePolicy::kSkip));
-  const std::string path = ::testing::TempDir() + "/nonfinite_skip.safetensors";
+  const std::string path =
+      ::testing::TempDir() + "/nonfinite_skip_" + TypeParam::kName + ".safetensors";
   int64_t skipped = 0;
   absl::Status failed;
   while (t->step() < 20 && failed.ok()) {
