@@ -9,11 +9,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
 
 namespace dagrad {
 namespace {
@@ -74,6 +77,26 @@ const char* NotAFile(mode_t mode) {
   return "";
 }
 
+// RealPath returns `path` with every symlink, "." and ".." resolved. A
+// loop of links is the file's fault (InvalidArgument), not the system's.
+absl::StatusOr<std::string> RealPath(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr && errno == ELOOP) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve '", path, "': too many symbolic links (a loop)"));
+  }
+  if (real == nullptr) return SysError("cannot resolve", path);
+  std::string out = real;
+  ::free(real);
+  return out;
+}
+
+// IsInside: whether the resolved `path` is `folder` (resolved) or below it.
+bool IsInside(const std::string& path, const std::string& folder) {
+  if (folder == "/") return true;
+  return path == folder || (absl::StartsWith(path, folder) && path[folder.size()] == '/');
+}
+
 // ProcessIsRunning: kill(pid, 0) checks existence without sending a
 // signal; EPERM means it exists but belongs to another user.
 bool ProcessIsRunning(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -110,6 +133,70 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+absl::StatusOr<FileInFolder> FileInFolder::Open(const std::string& folder,
+                                                const std::string& name) {
+  const std::string path = absl::StrCat(folder, absl::EndsWith(folder, "/") ? "" : "/", name);
+  DAGRAD_ASSIGN_OR_RETURN(const std::string real_folder, RealPath(folder));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string real, RealPath(path));
+  if (!IsInside(real, real_folder)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "': it resolves to '",
+                                                   real, "', outside the folder '",
+                                                   real_folder, "'"));
+  }
+  // Opening a FIFO without O_NONBLOCK waits for a writer. What was opened
+  // is checked, not the path, which may have changed since it was resolved.
+  const int fd = ::open(real.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return SysError("cannot open", path);
+  struct stat st;
+  absl::Status status;
+  if (::fstat(fd, &st) != 0) {
+    status = SysError("cannot stat", path);
+  } else if (!S_ISREG(st.st_mode)) {
+    status = absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "': it is ",
+                                                     NotAFile(st.st_mode), ", not a file"));
+  }
+  if (!status.ok()) {
+    ::close(fd);
+    return status;
+  }
+  return FileInFolder(fd, path, static_cast<int64_t>(st.st_size));
+}
+
+FileInFolder::FileInFolder(FileInFolder&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), size_(other.size_) {}
+
+FileInFolder& FileInFolder::operator=(FileInFolder&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+FileInFolder::~FileInFolder() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+absl::Status FileInFolder::ReadAt(int64_t offset, int64_t length, void* out) const {
+  char* p = static_cast<char*>(out);
+  while (length > 0) {
+    const ssize_t n = ::pread(fd_, p, static_cast<size_t>(length), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SysError("cannot read", path_);
+    if (n == 0) {
+      return absl::OutOfRangeError(absl::StrCat("cannot read '", path_, "': it ends at byte ",
+                                                offset, ", ", length,
+                                                " bytes short (it shrank since it was opened)"));
+    }
+    p += n;
+    offset += n;
+    length -= n;
+  }
+  return absl::OkStatus();
 }
 
 std::string TemporaryPathFor(const std::string& path) {

@@ -1,10 +1,11 @@
 // engine/file_io.h
 //
 // Whole-file reads and crash-safe whole-file writes, for checkpoints, DOT
-// files and anything else dagrad writes, and the clean-up after a writer
-// that was killed. Errors carry the path and the system's reason, with the
-// canonical code of the errno (NotFound, PermissionDenied,
-// ResourceExhausted for a full disk, ...).
+// files and anything else dagrad writes, the clean-up after a writer that
+// was killed, and reads of a file that another file names (FileInFolder).
+// Errors carry the path and the system's reason, with the canonical code
+// of the errno (NotFound, PermissionDenied, ResourceExhausted for a full
+// disk, ...).
 //
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("model.dot", dot));
 //   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile("model.dot"));
@@ -12,7 +13,9 @@
 #ifndef DAGRAD_ENGINE_FILE_IO_H_
 #define DAGRAD_ENGINE_FILE_IO_H_
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,6 +34,54 @@ namespace dagrad {
 //   auto bytes = ReadFile("/tmp/w.safetensors");
 //   if (!bytes.ok()) return bytes.status();
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// FileInFolder is a regular file open for reading that a file's contents
+// named, relative to that file's folder (the external data of an ONNX
+// model): what such a name reaches is checked on the opened descriptor, so
+// a hostile name can neither read what lies outside the folder nor make
+// the reader wait on a FIFO. Move-only; the destructor closes the file.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(FileInFolder file, FileInFolder::Open("models/gpt", "w.bin"));
+//   std::string head(std::min<int64_t>(file.size(), 16), '\0');
+//   DAGRAD_RETURN_IF_ERROR(file.ReadAt(0, head.size(), head.data()));
+class FileInFolder {
+ public:
+  // Open opens folder/name when the file it reaches, every symlink
+  // resolved, is a regular file inside the folder (itself resolved). A
+  // symlink to another file in the folder is followed. The file is opened
+  // without blocking and checked as opened, so a FIFO is refused at once,
+  // never waited on.
+  //
+  // Errors, naming folder/name: InvalidArgument when `name` resolves
+  // outside the folder (a symlink to /etc/passwd, a ".." through a link)
+  // or to a directory, a FIFO, a device or a socket, or through a loop of
+  // symlinks; NotFound when it
+  // reaches nothing (a dangling symlink); the errno's code otherwise
+  // (PermissionDenied, ...).
+  static absl::StatusOr<FileInFolder> Open(const std::string& folder, const std::string& name);
+
+  FileInFolder(FileInFolder&& other) noexcept;
+  FileInFolder& operator=(FileInFolder&& other) noexcept;
+  ~FileInFolder();
+
+  // path is folder/name, as Open was given them, for messages.
+  const std::string& path() const { return path_; }
+  // size is the file's size in bytes when it was opened.
+  int64_t size() const { return size_; }
+
+  // ReadAt fills out[0, length) with the file's bytes from `offset`.
+  // Errors: OutOfRange when the file now ends before offset + length (it
+  // shrank since it was opened); the errno's code for a failed read.
+  absl::Status ReadAt(int64_t offset, int64_t length, void* out) const;
+
+ private:
+  FileInFolder(int fd, std::string path, int64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
+
+  int fd_ = -1;
+  std::string path_;
+  int64_t size_ = 0;
+};
 
 // AtomicWriteOptions: what WriteFileAtomically does besides the write.
 struct AtomicWriteOptions {

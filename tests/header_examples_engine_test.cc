@@ -2,6 +2,7 @@
 // (tests/header_examples.h says how they are kept in step with the headers).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -293,6 +294,18 @@ HEADER_EXAMPLE(FileIo) {
   auto removed = RemoveStaleTemporaryFiles("runs/train");
   if (removed.ok() && !removed->empty()) Print("removed", *removed);
   return removed.status();
+}
+
+HEADER_EXAMPLE(FileInFolder) {
+  if (mkdir("models", 0755) != 0 || mkdir("models/gpt", 0755) != 0) {
+    return absl::InternalError("mkdir");
+  }
+  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("models/gpt/w.bin", "weights"));
+  DAGRAD_ASSIGN_OR_RETURN(FileInFolder file, FileInFolder::Open("models/gpt", "w.bin"));
+  std::string head(std::min<int64_t>(file.size(), 16), '\0');
+  DAGRAD_RETURN_IF_ERROR(file.ReadAt(0, head.size(), head.data()));
+  EXPECT_EQ(head, "weights");
+  return absl::OkStatus();
 }
 
 HEADER_EXAMPLE(Graph) {

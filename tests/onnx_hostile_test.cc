@@ -1,22 +1,32 @@
 // Hostile ONNX files: each gives a clear error (its code and words
 // checked), never a crash, a hang or a huge allocation. Truncations of a
 // real export, cycles, inputs no node makes, initializers whose data
-// disagrees with their dims, external data outside the model's folder,
-// huge declared dimensions, unknown opsets, names defined twice.
+// disagrees with their dims, external data outside the model's folder (by
+// ".." or by a symlink) or in no regular file (a FIFO, a device), huge
+// declared dimensions, unknown opsets, names defined twice.
 
 #ifdef DAGRAD_HAVE_ONNX
 
 #include <onnx/onnx_pb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/file_io.h"
 #include "engine/onnx/import.h"
+#include "engine/safetensors.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
 
@@ -220,9 +230,133 @@ TEST(OnnxHostile, ExternalDataStaysInTheModelsFolder) {
   EXPECT_STATUS(Import(ExternalWeight("weights.bin", 0, 16), dir),
                 absl::StatusCode::kInvalidArgument, "16 bytes of external data for float32 (2, 3)");
   EXPECT_STATUS(Import(ExternalWeight("missing.bin"), dir), absl::StatusCode::kNotFound,
-                "cannot open external data");
+                "'w': external data 'missing.bin': cannot resolve");
   EXPECT_STATUS(Import(ExternalWeight("weights.bin")), absl::StatusCode::kInvalidArgument,
                 "external data in a model read from memory");
+}
+
+// ImportInAChild imports `m` from `dir` in a child process, so that an
+// import that waits forever (on a FIFO) fails the test, DeadlineExceeded
+// after `seconds`, instead of hanging it.
+absl::Status ImportInAChild(const onnx::ModelProto& m, const std::string& dir,
+                            int seconds = 30) {
+  int fds[2];
+  if (pipe(fds) != 0) return absl::InternalError("pipe");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const absl::Status s = Import(m, dir);
+    const std::string text = absl::StrCat(static_cast<int>(s.code()), " ", s.message());
+    _exit(write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string text;
+  pollfd reader{fds[0], POLLIN, 0};
+  char buf[4096];
+  ssize_t n = 1;
+  while (n > 0 && poll(&reader, 1, seconds * 1000) == 1) {
+    n = read(fds[0], buf, sizeof(buf));
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (n != 0) kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  if (n != 0) return absl::DeadlineExceededError("the import did not return");
+  int code = 0;
+  const size_t space = text.find(' ');
+  if (space == std::string::npos || !absl::SimpleAtoi(text.substr(0, space), &code)) {
+    return absl::InternalError(absl::StrCat("the child wrote '", text, "'"));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(code), text.substr(space + 1));
+}
+
+// A FIFO named as external data made the import wait for a writer forever.
+TEST(OnnxHostile, ExternalDataInAFifoIsRefusedAtOnce) {
+  const std::string dir = FreshDir("onnx_external_fifo");
+  ASSERT_EQ(mkfifo((dir + "/w.bin").c_str(), 0600), 0);
+  EXPECT_STATUS(ImportInAChild(ExternalWeight("w.bin"), dir), absl::StatusCode::kInvalidArgument,
+                absl::StrCat("ONNX tensor 'w': external data 'w.bin': cannot read '", dir,
+                             "/w.bin': it is a FIFO, not a file"));
+}
+
+// Weights of 24 bytes: 0.5 to 3 in steps of 0.5, as float32.
+std::string Weights() {
+  const float w[6] = {0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f};
+  return std::string(reinterpret_cast<const char*>(w), sizeof(w));
+}
+
+// A symlink in the model's folder read whatever it led to (/etc/passwd)
+// as weights; one that stays in the folder is followed.
+TEST(OnnxHostile, ExternalDataThroughSymlinksStaysInTheFolder) {
+  const std::string dir = FreshDir("onnx_external_links");
+  const std::string outside = FreshDir("onnx_external_outside");
+  ASSERT_OK(WriteFileAtomically(outside + "/secret.bin", std::string(24, 'S')));
+  ASSERT_EQ(mkdir((dir + "/sub").c_str(), 0755), 0);
+  ASSERT_OK(WriteFileAtomically(dir + "/sub/real.bin", Weights()));
+  const std::pair<const char*, std::string> links[] = {
+      {"inside.bin", "sub/real.bin"}, {"linked_sub", "sub"},     {"passwd.bin", "/etc/passwd"},
+      {"secret.bin", outside + "/secret.bin"}, {"up", ".."},      {"zero.bin", "/dev/zero"},
+      {"dangling.bin", "nothing"}, {"loop.bin", "loop.bin"}};
+  for (const auto& [name, target] : links) {
+    ASSERT_EQ(symlink(target.c_str(), (dir + "/" + name).c_str()), 0) << name;
+  }
+  for (const char* location : {"inside.bin", "linked_sub/real.bin"}) {
+    const std::string bytes = ExternalWeight(location).SerializeAsString();
+    ASSERT_OK_AND_ASSIGN(OnnxModel m, ImportOnnxFromBytes(bytes, dir, {}));
+    ASSERT_EQ(m.parameters.size(), 1u) << location;
+    ExpectAllClose(m.parameters[0].initial, {0.5, 1.0, 1.5, 2.0, 2.5, 3.0}, 0, 0);
+  }
+  const std::string up = "up/" + outside.substr(outside.rfind('/') + 1) + "/secret.bin";
+  for (const std::string& location :
+       std::vector<std::string>{"passwd.bin", "secret.bin", "zero.bin", up}) {
+    EXPECT_STATUS(Import(ExternalWeight(location), dir), absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("ONNX tensor 'w': external data '", location, "': cannot read '",
+                               dir, "/", location, "': it resolves to '"));
+  }
+  EXPECT_STATUS(Import(ExternalWeight("passwd.bin"), dir), absl::StatusCode::kInvalidArgument,
+                "it resolves to '/etc/passwd', outside the folder");
+  EXPECT_STATUS(Import(ExternalWeight("linked_sub"), dir), absl::StatusCode::kInvalidArgument,
+                "external data 'linked_sub': cannot read '" + dir +
+                    "/linked_sub': it is a directory, not a file");
+  EXPECT_STATUS(Import(ExternalWeight("dangling.bin"), dir), absl::StatusCode::kNotFound,
+                "external data 'dangling.bin': cannot resolve '" + dir +
+                    "/dangling.bin': No such file or directory");
+  EXPECT_STATUS(Import(ExternalWeight("loop.bin"), dir), absl::StatusCode::kInvalidArgument,
+                "external data 'loop.bin': cannot resolve '" + dir +
+                    "/loop.bin': too many symbolic links (a loop)");
+}
+
+// A device inside the model's folder (here the folder is /dev) is no file.
+TEST(OnnxHostile, ExternalDataInADeviceIsRefused) {
+  EXPECT_STATUS(Import(ExternalWeight("zero"), "/dev"), absl::StatusCode::kInvalidArgument,
+                "external data 'zero': cannot read '/dev/zero': it is a character device, "
+                "not a file");
+}
+
+// `dagrad eval` of a model whose external data is a FIFO waited forever;
+// one whose external data is a link to /etc/passwd ran (exit 0) with its
+// bytes as weights, and so in the outputs.
+TEST(OnnxHostile, EvalRefusesExternalDataInAFifoOrOutsideTheFolder) {
+  const std::string dir = FreshDir("onnx_external_eval");
+  ASSERT_EQ(mkfifo((dir + "/fifo.bin").c_str(), 0600), 0);
+  ASSERT_EQ(symlink("/etc/passwd", (dir + "/passwd.bin").c_str()), 0);
+  SafetensorsFile in;
+  ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::Zeros(DType::kFloat32, Shape({2, 3})));
+  in.tensors.push_back({"x", x});
+  ASSERT_OK(WriteSafetensors(dir + "/in.safetensors", in));
+  for (const char* location : {"fifo.bin", "passwd.bin"}) {
+    const std::string model = absl::StrCat(dir, "/", location, ".onnx");
+    ASSERT_OK(WriteFileAtomically(model, ExternalWeight(location).SerializeAsString()));
+    const CliResult r = RunDagrad(absl::StrCat("eval --model=", model, " --input=", dir,
+                                               "/in.safetensors --output=", dir,
+                                               "/out.safetensors"),
+                                  "timeout 60");
+    EXPECT_EQ(r.code, 2) << location << ": " << r.err;  // 124: timed out
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("external data '", location, "': cannot read '")));
+    EXPECT_THAT(r.err, HasSubstr(location[0] == 'f' ? "it is a FIFO, not a file"
+                                                    : "it resolves to '/etc/passwd', outside"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/out.safetensors")) << location;
+  }
 }
 
 TEST(OnnxHostile, NodesWithBadArguments) {

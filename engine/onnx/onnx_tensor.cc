@@ -3,7 +3,6 @@
 #include "engine/onnx/onnx_tensor.h"
 
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/checked_math.h"
+#include "engine/file_io.h"
 #include "engine/status_macros.h"
 
 namespace dagrad {
@@ -77,11 +77,10 @@ absl::Status CopyBytes(const TensorProto& proto, absl::string_view bytes,
   return absl::OkStatus();
 }
 
-// ExternalPath returns model_dir/location, refusing a location that could
-// name a file outside model_dir.
-absl::StatusOr<std::string> ExternalPath(const TensorProto& proto,
-                                         const std::string& location,
-                                         const std::string& model_dir) {
+// CheckLocation refuses a location that names a file outside the model's
+// folder by its text; FileInFolder refuses one that reaches out by a link.
+absl::Status CheckLocation(const TensorProto& proto, const std::string& location,
+                           const std::string& model_dir) {
   if (model_dir.empty()) {
     return BadTensor(proto, "external data in a model read from memory");
   }
@@ -95,7 +94,7 @@ absl::StatusOr<std::string> ExternalPath(const TensorProto& proto,
                                            "' leaves the model's folder"));
     }
   }
-  return absl::StrCat(model_dir, "/", location);
+  return absl::OkStatus();
 }
 
 struct ExternalRef {
@@ -121,23 +120,28 @@ absl::StatusOr<ExternalRef> ParseExternal(const TensorProto& proto) {
   return ref;
 }
 
+// ExternalError is `error`, from the file at `ref`, naming the tensor and
+// the location first, with the error's code.
+absl::Status ExternalError(const TensorProto& proto, const ExternalRef& ref,
+                           const absl::Status& error) {
+  return absl::Status(error.code(), absl::StrCat("ONNX tensor '", proto.name(),
+                                                 "': external data '", ref.location,
+                                                 "': ", error.message()));
+}
+
 absl::StatusOr<Tensor> ReadExternal(const TensorProto& proto, const std::string& model_dir,
                                     DType dtype, const Shape& shape) {
   DAGRAD_ASSIGN_OR_RETURN(ExternalRef ref, ParseExternal(proto));
-  DAGRAD_ASSIGN_OR_RETURN(std::string path,
-                          ExternalPath(proto, ref.location, model_dir));
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) {
-    return absl::NotFoundError(absl::StrCat("ONNX tensor '", proto.name(),
-                                            "': cannot open external data ", path));
-  }
-  const int64_t file_size = static_cast<int64_t>(file.tellg());
+  DAGRAD_RETURN_IF_ERROR(CheckLocation(proto, ref.location, model_dir));
+  absl::StatusOr<FileInFolder> file = FileInFolder::Open(model_dir, ref.location);
+  if (!file.ok()) return ExternalError(proto, ref, file.status());
+  const int64_t file_size = file->size();
   const int64_t length = ref.length < 0 ? file_size - ref.offset : ref.length;
   std::optional<int64_t> end = CheckedAdd(ref.offset, length);
   if (length < 0 || !end || *end > file_size) {
-    return BadTensor(proto, absl::StrCat("external data [", ref.offset, ", +",
-                                         length, ") lies beyond ", path, " (",
-                                         file_size, " bytes)"));
+    return BadTensor(proto, absl::StrCat("external data [", ref.offset, ", +", length,
+                                         ") lies beyond ", file->path(), " (", file_size,
+                                         " bytes)"));
   }
   const int64_t want = shape.num_elements() * static_cast<int64_t>(SizeOf(dtype));
   if (length != want) {
@@ -146,9 +150,8 @@ absl::StatusOr<Tensor> ReadExternal(const TensorProto& proto, const std::string&
                                          ", which takes ", want));
   }
   DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(dtype, shape));
-  file.seekg(ref.offset);
-  file.read(static_cast<char*>(out.raw_data()), length);
-  if (!file) return BadTensor(proto, absl::StrCat("cannot read ", path));
+  absl::Status read = file->ReadAt(ref.offset, length, out.raw_data());
+  if (!read.ok()) return ExternalError(proto, ref, read);
   return out;
 }
 

@@ -5,9 +5,11 @@
 // uint8, string, ...) is an Unimplemented error naming it.
 //
 // A TensorProto's data may sit in raw_data, in the typed repeated fields, or
-// in a file beside the model (external data). External files are read only
-// from inside the model's folder: an absolute location or one that climbs
-// out with ".." is refused, as is an offset or length outside the file.
+// in a file beside the model (external data). External data is read only
+// from a regular file inside the model's folder, every symlink resolved:
+// an absolute location, one that climbs out with "..", a link that leads
+// out (to /etc/passwd) and a FIFO, device or directory are refused (a FIFO
+// at once, never waited on), as is an offset or length outside the file.
 // Every size is checked (engine/checked_math.h) before anything is
 // allocated, and a tensor whose bytes disagree with its dims is an error,
 // never a short read.
@@ -61,8 +63,9 @@ absl::StatusOr<Shape> ShapeFromOnnxDims(
 // Errors (naming the tensor): Unimplemented for a data type dagrad lacks;
 // InvalidArgument for bad dims, data whose size disagrees with the dims, a
 // bool other than 0 or 1, an external location that is absolute or leaves
-// the folder, an offset or length beyond the file; NotFound when the file
-// is missing.
+// the folder (by ".." or by a link), one that is no regular file, an offset
+// or length beyond the file; NotFound when the file is missing (or a
+// dangling link). External-data errors name the location and why.
 absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
                                       const std::string& model_dir);
 

@@ -1,14 +1,33 @@
 // libFuzzer target: the ONNX importer on arbitrary bytes. Whatever they
-// are, ImportOnnxFromBytes returns a Status; nothing may crash, hang or
-// allocate what the bytes merely declare. A model that imports (its inputs'
-// shapes fixed in the file) with small inputs is also compiled and run on
-// zeros under a memory limit, so the folded shapes and the graph agree
-// with the kernels.
+// are, the import returns a Status; nothing may crash, hang or allocate
+// what the bytes merely declare. A model that imports (its inputs' shapes
+// fixed in the file) with small inputs is also compiled and run on zeros
+// under a memory limit, so the folded shapes and the graph agree with the
+// kernels.
+//
+// An input is a model imported from memory (external data refused), or,
+// when it begins with "DGXD", a model read from a folder of its own:
+//
+//   "DGXD" <model size n, 4 bytes, little-endian> <n bytes: the model> <data.bin's bytes>
+//
+// The folder (one per process) holds the model as model.onnx, the rest of
+// the input as data.bin, and what a hostile model may name: a FIFO
+// (fifo.bin), links to data.bin (link.bin), to /etc/passwd (outside.bin),
+// to /dev/zero (zero.bin) and to nothing (dangling.bin), and a folder
+// (sub). tests/fuzz/onnx_seeds.py writes the seeds of both kinds.
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "engine/executor.h"
 #include "engine/onnx/import.h"
 
@@ -17,6 +36,7 @@ namespace {
 using namespace dagrad;
 
 constexpr int64_t kMaxElements = 1 << 16;
+constexpr char kMagic[] = "DGXD";
 
 void RunOnZeros(OnnxModel& m) {
   Feeds feeds;
@@ -35,11 +55,59 @@ void RunOnZeros(OnnxModel& m) {
   (void)exec.Run(**plan, feeds).status();
 }
 
+void RemoveFolder();
+
+// Folder makes this process's model folder, once, and removes it at exit.
+const std::string& Folder() {
+  static const std::string* folder = [] {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                      "/dagrad_onnx_fuzz_XXXXXX";
+    if (::mkdtemp(dir.data()) == nullptr) std::abort();
+    const bool made = ::mkfifo((dir + "/fifo.bin").c_str(), 0600) == 0 &&
+                      ::symlink("data.bin", (dir + "/link.bin").c_str()) == 0 &&
+                      ::symlink("/etc/passwd", (dir + "/outside.bin").c_str()) == 0 &&
+                      ::symlink("/dev/zero", (dir + "/zero.bin").c_str()) == 0 &&
+                      ::symlink("nothing", (dir + "/dangling.bin").c_str()) == 0 &&
+                      ::mkdir((dir + "/sub").c_str(), 0700) == 0;
+    if (!made) std::abort();
+    std::atexit(RemoveFolder);
+    return new std::string(dir);
+  }();
+  return *folder;
+}
+
+void RemoveFolder() {
+  std::error_code ec;
+  std::filesystem::remove_all(Folder(), ec);
+}
+
+// Write replaces the file `name` in the folder with `bytes`; no fsync, as
+// nothing must survive a crash.
+void Write(const std::string& name, absl::string_view bytes) {
+  std::ofstream(Folder() + "/" + name, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+absl::StatusOr<OnnxModel> ImportFromFolder(absl::string_view input) {
+  input.remove_prefix(sizeof(kMagic) - 1);
+  uint32_t model_size = 0;
+  for (int i = 0; i < 4 && i < static_cast<int>(input.size()); ++i) {
+    model_size |= uint32_t{static_cast<uint8_t>(input[i])} << (8 * i);
+  }
+  input.remove_prefix(std::min<size_t>(4, input.size()));
+  const absl::string_view model = input.substr(0, model_size);
+  Write("model.onnx", model);
+  Write("data.bin", input.substr(model.size()));
+  return ImportOnnx(Folder() + "/model.onnx");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<OnnxModel> model = ImportOnnxFromBytes(bytes, "", {});
+  absl::StatusOr<OnnxModel> model = absl::StartsWith(bytes, kMagic)
+                                        ? ImportFromFolder(bytes)
+                                        : ImportOnnxFromBytes(bytes, "", {});
   if (model.ok()) RunOnZeros(*model);
   return 0;
 }
