@@ -86,6 +86,23 @@ struct GeluArgs {
   float* y;
 };
 
+// AttentionBlock: `rows` rows of a block of n columns of fused attention's
+// scores (ops/attention_cpu.cc), row r at s + r * ld. Its first valid[r]
+// columns hold the logits z = scale * q·kᵀ + bias (-inf where a keep mask
+// masks); the others lie past the row's valid length or causal limit.
+// bits: null (no dropout), or the block's dropout words, row r at bits +
+// r * ld; a weight is kept iff (word >> 8) >= threshold, and then scaled
+// by drop_scale (ops/dropout.h).
+template <typename T>
+struct AttentionBlock {
+  int64_t rows, n, ld;
+  T* s;
+  const int64_t* valid;
+  const uint32_t* bits;
+  uint32_t threshold;
+  T drop_scale;
+};
+
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"
 
@@ -102,8 +119,10 @@ struct CpuKernels {
 
   // philox_bits writes the random words of blocks first .. first +
   // kPhiloxBlocks - 1 of RandomStream{seed, stream, step} (engine/philox.h):
-  // out[4 * b + j] = word j of block first + b. `first` is a multiple of
-  // kPhiloxBlocks. Integer arithmetic: bit-identical on every level.
+  // out[4 * b + j] = word j of block first + b. The low 32 bits of the
+  // block numbers must not wrap within a call (a `first` that is a
+  // multiple of kPhiloxBlocks never does). Integer arithmetic:
+  // bit-identical on every level.
   void (*philox_bits)(uint64_t seed, uint32_t stream, uint32_t step, uint64_t first,
                       uint32_t* out);
 
@@ -157,6 +176,26 @@ struct CpuKernels {
   // levels differ by at most twice that.
   void (*gelu_f32)(const GeluArgs& args, int64_t begin, int64_t end);
   void (*gelu_grad_f32)(const GeluArgs& args, int64_t begin, int64_t end);
+
+  // attention_softmax_*: the online-softmax step of a block, per row r:
+  // m' = max(m[r], z[0, valid)) (NaN-propagating); when m' is -inf the row
+  // becomes zeros and alpha[r] = 1; else alpha[r] = exp(m[r] - m'), the
+  // row becomes p = exp(z - m') (0 past valid), l[r] = l[r] * alpha[r] +
+  // sum(p) (in double, SumLanes<16>'s order), m[r] = m', and then each p
+  // is multiplied by its dropout factor (keep ? drop_scale : 0).
+  // attention_grad_*: the backward step, per row r and column k < valid:
+  // p = exp(z - lse[r]), s[k] = p * keep and dp[k] = p * (dp[k] * keep -
+  // d[r]) (keep the dropout factor, 1 without dropout); both 0 past valid.
+  // dp has s's layout. VectorExp (float), std::exp (double), nothing fused:
+  // bit-identical on every level.
+  void (*attention_softmax_f32)(const AttentionBlock<float>& a, float* m, double* l,
+                                float* alpha);
+  void (*attention_softmax_f64)(const AttentionBlock<double>& a, double* m, double* l,
+                                double* alpha);
+  void (*attention_grad_f32)(const AttentionBlock<float>& a, const float* lse, const float* d,
+                             float* dp);
+  void (*attention_grad_f64)(const AttentionBlock<double>& a, const double* lse,
+                             const double* d, double* dp);
 };
 
 namespace kernels {

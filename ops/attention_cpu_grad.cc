@@ -1,0 +1,193 @@
+// Fused attention's CPU backward kernel (attention_grad): flash-style, per
+// (batch, head), block of kRowBlock queries after block:
+//   pass 1: each row's logsumexp, recomputed from the scores (the forward
+//           kept no statistics: an op has one output, engine/op.h);
+//   pass 2: per key block, P = exp(z - lse), dP = dO·Vᵀ, and with the
+//           dropout factor k (0 or 1 / (1 - p)) and D = rowsum(dO ∘ O),
+//           dS = P ∘ (k dP - D) (the level's kernel); then
+//           dV += (k P)ᵀ dO,  dQ += scale · dS K,  dK += scale · dSᵀ Q,
+//           and dbias = dS where the bias takes a gradient.
+// A row with no kept key has lse = +inf, so P = 0 and every gradient 0.
+// A (batch, head) is one task, its row blocks in order, so dK and dV sum
+// the blocks in a fixed order: no atomics, the same bits on every run.
+// Pass 1 keeps the scores of every key block when they fit kPanelElements,
+// so pass 2 need not compute q·kᵀ again.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "engine/status_macros.h"
+#include "ops/attention_cpu.h"
+#include "ops/cpu_isa.h"
+#include "ops/op_util.h"
+#include "ops/parallel.h"
+#include "ops/vector_math.h"
+
+namespace dagrad {
+namespace attention_cpu {
+namespace {
+
+constexpr int64_t kPanelElements = int64_t{1} << 17;
+
+template <typename T>
+void GradStep(const CpuKernels& k, const AttentionBlock<T>& b, const T* lse, const T* d, T* dp) {
+  if constexpr (std::is_same_v<T, float>) {
+    k.attention_grad_f32(b, lse, d, dp);
+  } else {
+    k.attention_grad_f64(b, lse, d, dp);
+  }
+}
+
+// Grads is where the gradients go, and the tensors only the backward reads.
+template <typename T>
+struct Grads {
+  const T* o;     // the forward's output (B, T, E)
+  const T* dout;  // its gradient
+  T* grad;        // attention_grad's output (AttentionLayout says where what is)
+};
+
+// HeadScratch is one task's buffers besides the row block's.
+template <typename T>
+struct HeadScratch {
+  std::vector<T> lse, d, dp, dq;
+};
+
+// Panel returns where key block j's scores live: in the panel when pass 1
+// keeps them, else in the row block's one-block buffer.
+template <typename T>
+T* Panel(const Problem<T>& p, RowBlock<T>& w, int64_t j) {
+  return w.panel.empty() ? w.s.data() : w.panel.data() + j * w.rows * p.bc;
+}
+
+// LogSumExp sets lse[r] for the rows of w: m + log(sum exp(z - m)) over
+// the kept keys, +inf for a row with none.
+template <typename T>
+void LogSumExp(const Problem<T>& p, RowBlock<T>& w, T* lse) {
+  std::vector<T> m(w.rows, -std::numeric_limits<T>::infinity());
+  std::vector<double> l(w.rows, 0.0);
+  for (int64_t s0 = 0, j = 0; s0 < w.max_limit; s0 += p.bc, ++j) {
+    const int64_t n = std::min(p.bc, w.max_limit - s0);
+    T* z = Panel(p, w, j);
+    Scores(p, w, s0, n, z);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const T* zr = z + r * p.bc;
+      const T m_new = PropagatingMax(m[r], RowMax(zr, w.valid[r]));
+      if (m_new == -std::numeric_limits<T>::infinity()) continue;
+      const double sum = ExpShiftSum<T>(*p.kernels, zr, nullptr, w.valid[r], m_new);
+      l[r] = l[r] * std::exp(static_cast<double>(m[r]) - m_new) + sum;
+      m[r] = m_new;
+    }
+  }
+  for (int64_t r = 0; r < w.rows; ++r) {
+    lse[r] = l[r] == 0 ? std::numeric_limits<T>::infinity()
+                       : static_cast<T>(m[r] + std::log(l[r]));
+  }
+}
+
+// RowDots sets d[r] = sum(dO ∘ O) over row r's head elements, in double.
+template <typename T>
+void RowDots(const Problem<T>& p, const Grads<T>& g, const RowBlock<T>& w, T* d) {
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const int64_t at = p.a.out.At(w.b, w.h, w.t0 + r);
+    d[r] = static_cast<T>(SumLanes<8>(
+        p.a.Dh, [&](int64_t i) { return static_cast<double>(g.dout[at + i]) * g.o[at + i]; }));
+  }
+}
+
+// KeyBlockGrads runs pass 2 on key block j = [s0, s0 + n).
+template <typename T>
+void KeyBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadScratch<T>& x,
+                   int64_t j, int64_t s0, int64_t n) {
+  const AttentionLayout& a = p.a;
+  const int64_t rows = w.rows, Dh = a.Dh, ld = p.bc;
+  T* z = Panel(p, w, j);
+  if (w.panel.empty()) Scores(p, w, s0, n, z);
+  const T* dout = g.dout + a.out.At(w.b, w.h, w.t0);
+  BlockGemm<T>(rows, n, Dh, T(1), dout, a.out.row, 1, p.v + a.v.At(w.b, w.h, s0), 1, a.v.row,
+               T(0), x.dp.data(), ld);
+  GradStep(*p.kernels, Block(p, w, s0, n, z), x.lse.data(), x.d.data(), x.dp.data());
+  const T scale = static_cast<T>(a.scale);
+  // z is now the dropped weights k·P, dp is dS.
+  BlockGemm<T>(n, Dh, rows, T(1), z, 1, ld, dout, a.out.row, 1, T(1),
+               g.grad + a.dv_offset + a.v.At(w.b, w.h, s0), a.v.row);
+  BlockGemm<T>(rows, Dh, n, scale, x.dp.data(), ld, 1, p.k + a.k.At(w.b, w.h, s0), a.k.row, 1,
+               T(1), x.dq.data(), Dh);
+  BlockGemm<T>(n, Dh, rows, scale, x.dp.data(), 1, ld, p.q + a.q.At(w.b, w.h, w.t0), a.q.row, 1,
+               T(1), g.grad + a.dk_offset + a.k.At(w.b, w.h, s0), a.k.row);
+  if (!a.bias_grad) return;
+  T* dbias = g.grad + a.dbias_offset + a.WeightsRow(w.b, w.h, w.t0) + s0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dbias + r * a.S, x.dp.data() + r * ld, n * sizeof(T));
+  }
+}
+
+template <typename T>
+void RowBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadScratch<T>& x) {
+  const AttentionLayout& a = p.a;
+  const int64_t blocks = (w.max_limit + p.bc - 1) / std::max<int64_t>(p.bc, 1);
+  const bool keep = w.rows * blocks * p.bc <= kPanelElements;
+  w.panel.resize(keep ? w.rows * blocks * p.bc : 0);
+  x.lse.resize(w.rows);
+  x.d.resize(w.rows);
+  x.dp.resize(w.rows * p.bc);
+  x.dq.assign(w.rows * a.Dh, T(0));
+  LogSumExp(p, w, x.lse.data());
+  RowDots(p, g, w, x.d.data());
+  for (int64_t s0 = 0, j = 0; s0 < w.max_limit; s0 += p.bc, ++j) {
+    KeyBlockGrads(p, g, w, x, j, s0, std::min(p.bc, w.max_limit - s0));
+  }
+  for (int64_t r = 0; r < w.rows; ++r) {
+    std::memcpy(g.grad + a.q.At(w.b, w.h, w.t0 + r), x.dq.data() + r * a.Dh, a.Dh * sizeof(T));
+  }
+}
+
+// ZeroHead clears head h of batch b in dk and dv (they accumulate) and in
+// dbias (whose masked and skipped keys are never written).
+template <typename T>
+void ZeroHead(const AttentionLayout& a, int64_t b, int64_t h, T* grad) {
+  for (int64_t s = 0; s < a.S; ++s) {
+    std::memset(grad + a.dk_offset + a.k.At(b, h, s), 0, a.Dh * sizeof(T));
+    std::memset(grad + a.dv_offset + a.v.At(b, h, s), 0, a.Dh * sizeof(T));
+  }
+  if (a.bias_grad) {
+    std::memset(grad + a.dbias_offset + a.WeightsRow(b, h, 0), 0, a.T * a.S * sizeof(T));
+  }
+}
+
+template <typename T>
+absl::Status BackwardTyped(const KernelContext& ctx) {
+  DAGRAD_ASSIGN_OR_RETURN(const Problem<T> p, MakeProblem<T>(ctx));
+  const AttentionLayout& a = p.a;
+  const Grads<T> g = {ctx.in(kAttnOut).as<T>(), ctx.in(kAttnDOut).as<T>(), ctx.output.as<T>()};
+  if (a.Dh == 0) {  // no products: the only gradient, dbias, is zeros
+    std::memset(g.grad, 0, ctx.output.nbytes());
+    return absl::OkStatus();
+  }
+  ParallelFor(a.B * a.H, 1, [&](int64_t begin, int64_t end) {
+    RowBlock<T> w;
+    HeadScratch<T> x;
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / a.H, h = bh % a.H;
+      ZeroHead(a, b, h, g.grad);
+      for (int64_t t0 = 0; t0 < a.T; t0 += kRowBlock) {
+        StartRows(p, b, h, t0, std::min(kRowBlock, a.T - t0), w);
+        RowBlockGrads(p, g, w, x);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace attention_cpu
+
+absl::Status AttentionGradCpu(const KernelContext& ctx) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    return attention_cpu::BackwardTyped<decltype(tag)>(ctx);
+  });
+}
+
+}  // namespace dagrad
