@@ -1,5 +1,5 @@
 // Fused attention's CPU forward kernel and the block machinery it shares
-// with the backward (attention_cpu_grad.cc): per block of kRowBlock
+// with the backward (attention_cpu_grad.cc): per block of RowBlockOf
 // queries of one head, key block by key block, S = scale · Q Kᵀ (a block
 // product), the masks, the online-softmax step (the level's kernel), and
 // O += P V (a block product), O rescaled as the running maximum grows.
@@ -82,39 +82,29 @@ void SetValid(RowBlock<T>& w, int64_t s0, int64_t n) {
   for (int64_t r = 0; r < w.rows; ++r) w.valid[r] = std::clamp<int64_t>(w.limit[r] - s0, 0, n);
 }
 
-template <typename T>
-void SoftmaxStep(const CpuKernels& k, const AttentionBlock<T>& b, T* m, double* l, T* alpha) {
-  if constexpr (std::is_same_v<T, float>) {
-    k.attention_softmax_f32(b, m, l, alpha);
-  } else {
-    k.attention_softmax_f64(b, m, l, alpha);
-  }
-}
-
 // Forward writes rows w of the merged output: O = softmax-weighted,
 // dropped sum of v, normalised at the end (zeros for a row with no key).
 template <typename T>
 void Forward(const Problem<T>& p, RowBlock<T>& w, std::vector<T>& acc, T* out) {
   const AttentionLayout& a = p.a;
   const int64_t rows = w.rows, Dh = a.Dh;
-  std::vector<T> m(rows, -std::numeric_limits<T>::infinity()), alpha(rows);
-  std::vector<double> l(rows, 0.0);
+  ResetSoftmax(w);
   std::fill(acc.begin(), acc.end(), T(0));
   for (int64_t s0 = 0; s0 < w.max_limit; s0 += p.bc) {
     const int64_t n = std::min(p.bc, w.max_limit - s0);
     Scores(p, w, s0, n, w.s.data());
-    SoftmaxStep(*p.kernels, Block(p, w, s0, n, w.s.data()), m.data(), l.data(), alpha.data());
+    SoftmaxStep(*p.kernels, Block(p, w, s0, n, w.s.data(), /*dropout=*/true), w);
     for (int64_t r = 0; r < rows; ++r) {
-      if (alpha[r] == T(1)) continue;
-      for (int64_t d = 0; d < Dh; ++d) acc[r * Dh + d] *= alpha[r];
+      if (w.alpha[r] == T(1)) continue;
+      for (int64_t d = 0; d < Dh; ++d) acc[r * Dh + d] *= w.alpha[r];
     }
-    BlockGemm<T>(rows, Dh, n, T(1), w.s.data(), p.bc, 1, p.v + a.v.At(w.b, w.h, s0), a.v.row, 1,
+    BlockGemm<T>(rows, Dh, n, T(1), w.s.data(), p.ld, 1, p.v + a.v.At(w.b, w.h, s0), a.v.row, 1,
                  T(1), acc.data(), Dh);
   }
   for (int64_t r = 0; r < rows; ++r) {
     T* o = out + a.out.At(w.b, w.h, w.t0 + r);
     // l is 0 only for a row with no kept key: zeros, never 0/0.
-    const T inv = l[r] == 0 ? T(0) : static_cast<T>(1.0 / l[r]);
+    const T inv = w.l[r] == 0 ? T(0) : static_cast<T>(1.0 / w.l[r]);
     for (int64_t d = 0; d < Dh; ++d) o[d] = acc[r * Dh + d] * inv;
   }
 }
@@ -125,15 +115,18 @@ absl::Status ForwardTyped(const KernelContext& ctx) {
   const AttentionLayout& a = p.a;
   T* out = ctx.output.as<T>();
   if (ctx.output.num_elements() == 0) return absl::OkStatus();
-  const int64_t blocks = (a.T + kRowBlock - 1) / kRowBlock;
-  ParallelFor(a.B * a.H * blocks, 1, [&](int64_t begin, int64_t end) {
+  const int64_t blocks = (a.T + p.rb - 1) / p.rb;
+  const int64_t per = HeadsPerTask(a.H, a.B * blocks), groups = (a.H + per - 1) / per;
+  ParallelFor(a.B * blocks * groups, 1, [&](int64_t begin, int64_t end) {
     RowBlock<T> w;
     std::vector<T> acc;
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t bh = task / blocks, t0 = task % blocks * kRowBlock;
-      StartRows(p, bh / a.H, bh % a.H, t0, std::min(kRowBlock, a.T - t0), w);
+      const int64_t group = task % groups, t0 = task / groups % blocks * p.rb;
+      StartRows(p, task / groups / blocks, t0, std::min(p.rb, a.T - t0), w);
       acc.resize(w.rows * a.Dh);
-      Forward(p, w, acc, out);
+      for (w.h = group * per; w.h < std::min(a.H, (group + 1) * per); ++w.h) {
+        Forward(p, w, acc, out);
+      }
     }
   });
   return absl::OkStatus();
@@ -156,7 +149,9 @@ absl::StatusOr<Problem<T>> MakeProblem(const KernelContext& ctx) {
   if (a.lens) {
     DAGRAD_ASSIGN_OR_RETURN(p.lens, ReadValidLens(ctx.in(kAttnValidLens), a.S));
   }
+  p.rb = RowBlockOf(a.causal);
   p.bc = KeyBlock(a.S);
+  p.ld = (p.bc + 15) / 16 * 16;
   p.dropout = ctx.run.training && a.dropout > 0;
   if (!p.dropout) return p;
   const int64_t weights = a.B * a.H * a.T * a.S;
@@ -175,17 +170,25 @@ absl::StatusOr<Problem<T>> MakeProblem(const KernelContext& ctx) {
   return p;
 }
 
+int64_t HeadsPerTask(int64_t H, int64_t tasks) {
+  const int64_t wanted = 2 * MaxParallelChunks();
+  const int64_t groups = std::clamp<int64_t>((wanted + tasks - 1) / std::max<int64_t>(tasks, 1),
+                                             1, std::max<int64_t>(H, 1));
+  return (H + groups - 1) / groups;
+}
+
 template <typename T>
-void StartRows(const Problem<T>& p, int64_t b, int64_t h, int64_t t0, int64_t rows,
-               RowBlock<T>& w) {
+void StartRows(const Problem<T>& p, int64_t b, int64_t t0, int64_t rows, RowBlock<T>& w) {
   w.b = b;
-  w.h = h;
   w.t0 = t0;
   w.rows = rows;
   w.limit.resize(rows);
   w.valid.resize(rows);
-  w.s.resize(rows * p.bc);
-  if (p.dropout) w.bits.resize(rows * p.bc);
+  w.s.resize(rows * p.ld);
+  w.m.resize(rows);
+  w.alpha.resize(rows);
+  w.l.resize(rows);
+  if (p.dropout) w.bits.resize(rows * p.ld);
   w.max_limit = 0;
   for (int64_t r = 0; r < rows; ++r) {
     w.limit[r] = p.a.Limit(b, t0 + r, p.lens_data());
@@ -194,26 +197,49 @@ void StartRows(const Problem<T>& p, int64_t b, int64_t h, int64_t t0, int64_t ro
 }
 
 template <typename T>
-void Scores(const Problem<T>& p, RowBlock<T>& w, int64_t s0, int64_t n, T* z) {
-  const AttentionLayout& a = p.a;
-  BlockGemm<T>(w.rows, n, a.Dh, static_cast<T>(a.scale), p.q + a.q.At(w.b, w.h, w.t0), a.q.row,
-               1, p.k + a.k.At(w.b, w.h, s0), 1, a.k.row, T(0), z, p.bc);
-  SetValid(w, s0, n);
-  for (int64_t r = 0; r < w.rows; ++r) MaskRow(p, w, w.t0 + r, s0, w.valid[r], z + r * p.bc);
+void ResetSoftmax(RowBlock<T>& w) {
+  std::fill(w.m.begin(), w.m.end(), -std::numeric_limits<T>::infinity());
+  std::fill(w.l.begin(), w.l.end(), 0.0);
 }
 
 template <typename T>
-AttentionBlock<T> Block(const Problem<T>& p, RowBlock<T>& w, int64_t s0, int64_t n, T* z) {
+void SoftmaxStep(const CpuKernels& k, const AttentionBlock<T>& block, RowBlock<T>& w) {
+  if constexpr (std::is_same_v<T, float>) {
+    k.attention_softmax_f32(block, w.m.data(), w.l.data(), w.alpha.data());
+  } else {
+    k.attention_softmax_f64(block, w.m.data(), w.l.data(), w.alpha.data());
+  }
+}
+
+template <typename T>
+void Scores(const Problem<T>& p, RowBlock<T>& w, int64_t s0, int64_t n, T* z) {
+  const AttentionLayout& a = p.a;
+  BlockGemm<T>(w.rows, n, a.Dh, static_cast<T>(a.scale), p.q + a.q.At(w.b, w.h, w.t0), a.q.row,
+               1, p.k + a.k.At(w.b, w.h, s0), 1, a.k.row, T(0), z, p.ld);
   SetValid(w, s0, n);
-  AttentionBlock<T> block = {w.rows, n, p.bc, z, w.valid.data(), nullptr, p.threshold,
+  for (int64_t r = 0; r < w.rows; ++r) MaskRow(p, w, w.t0 + r, s0, w.valid[r], z + r * p.ld);
+}
+
+template <typename T>
+AttentionBlock<T> Block(const Problem<T>& p, RowBlock<T>& w, int64_t s0, int64_t n, T* z,
+                        bool dropout) {
+  SetValid(w, s0, n);
+  AttentionBlock<T> block = {w.rows, n, p.ld, z, w.valid.data(), nullptr, p.threshold,
                              p.drop_scale};
-  if (!p.dropout) return block;
+  if (!dropout || !p.dropout) return block;
   const uint64_t row0 = p.first + static_cast<uint64_t>(p.a.WeightsRow(w.b, w.h, w.t0) + s0);
-  if (n == p.a.S) {  // whole rows: one run of words
-    Words(p, row0, w.rows * n, w.bits.data());
+  // The rows' words are n of every S: one run over all of them when that
+  // draws fewer words than a Philox call (256 words) per row.
+  const int64_t run = (w.rows - 1) * p.a.S + n;
+  if (run <= w.rows * 4 * kPhiloxBlocks) {
+    w.run.resize(run);
+    Words(p, row0, run, w.run.data());
+    for (int64_t r = 0; r < w.rows; ++r) {
+      std::memcpy(w.bits.data() + r * p.ld, w.run.data() + r * p.a.S, n * sizeof(uint32_t));
+    }
   } else {
     for (int64_t r = 0; r < w.rows; ++r) {
-      Words(p, row0 + static_cast<uint64_t>(r * p.a.S), n, w.bits.data() + r * p.bc);
+      Words(p, row0 + static_cast<uint64_t>(r * p.a.S), n, w.bits.data() + r * p.ld);
     }
   }
   block.bits = w.bits.data();
@@ -228,10 +254,12 @@ void BlockGemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa
 
 #define DAGRAD_ATTENTION_CPU_INSTANTIATE(T)                                                      \
   template absl::StatusOr<Problem<T>> MakeProblem<T>(const KernelContext&);                      \
-  template void StartRows<T>(const Problem<T>&, int64_t, int64_t, int64_t, int64_t,             \
-                             RowBlock<T>&);                                                       \
+  template void StartRows<T>(const Problem<T>&, int64_t, int64_t, int64_t, RowBlock<T>&);       \
+  template void ResetSoftmax<T>(RowBlock<T>&);                                                     \
+  template void SoftmaxStep<T>(const CpuKernels&, const AttentionBlock<T>&, RowBlock<T>&);        \
   template void Scores<T>(const Problem<T>&, RowBlock<T>&, int64_t, int64_t, T*);                 \
-  template AttentionBlock<T> Block<T>(const Problem<T>&, RowBlock<T>&, int64_t, int64_t, T*);     \
+  template AttentionBlock<T> Block<T>(const Problem<T>&, RowBlock<T>&, int64_t, int64_t, T*,      \
+                                      bool);                                                       \
   template void BlockGemm<T>(int64_t, int64_t, int64_t, T, const T*, int64_t, int64_t, const T*, \
                              int64_t, int64_t, T, T*, int64_t);
 DAGRAD_ATTENTION_CPU_INSTANTIATE(float)

@@ -87,9 +87,13 @@ struct GeluArgs {
 };
 
 // AttentionBlock: `rows` rows of a block of n columns of fused attention's
-// scores (ops/attention_cpu.cc), row r at s + r * ld. Its first valid[r]
-// columns hold the logits z = scale * q·kᵀ + bias (-inf where a keep mask
-// masks); the others lie past the row's valid length or causal limit.
+// scores (ops/attention_cpu.cc), row r at s + r * ld, ld a multiple of 16
+// (>= n): the kernels read and write whole rows of ld, a register at a
+// time. Row r's first valid[r] columns hold the logits z = scale * q·kᵀ +
+// bias (-inf where a keep mask masks); the others lie past the row's valid
+// length or causal limit, and the kernels leave zeros there, up to n
+// (registers are written whole: float kernels may write zeros up to n
+// rounded up to 16).
 // bits: null (no dropout), or the block's dropout words, row r at bits +
 // r * ld; a weight is kept iff (word >> 8) >= threshold, and then scaled
 // by drop_scale (ops/dropout.h).
@@ -181,12 +185,14 @@ struct CpuKernels {
   // m' = max(m[r], z[0, valid)) (NaN-propagating); when m' is -inf the row
   // becomes zeros and alpha[r] = 1; else alpha[r] = exp(m[r] - m'), the
   // row becomes p = exp(z - m') (0 past valid), l[r] = l[r] * alpha[r] +
-  // sum(p) (in double, SumLanes<16>'s order), m[r] = m', and then each p
-  // is multiplied by its dropout factor (keep ? drop_scale : 0).
+  // sum(p) (in double: column k adds to accumulator k % 16 in order, the
+  // 16 then in a fixed tree), m[r] = m', and then each p is multiplied by
+  // its dropout factor (keep ? drop_scale : 0).
   // attention_grad_*: the backward step, per row r and column k < valid:
-  // p = exp(z - lse[r]), s[k] = p * keep and dp[k] = p * (dp[k] * keep -
-  // d[r]) (keep the dropout factor, 1 without dropout); both 0 past valid.
-  // dp has s's layout. VectorExp (float), std::exp (double), nothing fused:
+  // p = exp(z - lse[r]) (or, for a null lse, p = s[k]: the block holds the
+  // weights already), s[k] = p * keep and dp[k] = p * (dp[k] * keep - d[r])
+  // (keep the dropout factor, 1 without dropout); both 0 past valid.
+  // dp has s's layout (row stride ld). VectorExp (float), std::exp (double), nothing fused:
   // bit-identical on every level.
   void (*attention_softmax_f32)(const AttentionBlock<float>& a, float* m, double* l,
                                 float* alpha);
