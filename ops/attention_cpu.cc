@@ -20,6 +20,7 @@
 #include "ops/dropout_math.h"
 #include "ops/op_util.h"
 #include "ops/parallel.h"
+#include "ops/small_gemm.h"
 #include "ops/softmax.h"
 
 namespace dagrad {
@@ -98,8 +99,8 @@ void Forward(const Problem<T>& p, RowBlock<T>& w, std::vector<T>& acc, T* out) {
       if (w.alpha[r] == T(1)) continue;
       for (int64_t d = 0; d < Dh; ++d) acc[r * Dh + d] *= w.alpha[r];
     }
-    BlockGemm<T>(rows, Dh, n, T(1), w.s.data(), p.ld, 1, p.v + a.v.At(w.b, w.h, s0), a.v.row, 1,
-                 T(1), acc.data(), Dh);
+    BlockGemm<T>(*p.kernels, rows, Dh, n, T(1), w.s.data(), p.ld, 1,
+                 p.v + a.v.At(w.b, w.h, s0), a.v.row, 1, T(1), acc.data(), Dh);
   }
   for (int64_t r = 0; r < rows; ++r) {
     T* o = out + a.out.At(w.b, w.h, w.t0 + r);
@@ -214,8 +215,9 @@ void SoftmaxStep(const CpuKernels& k, const AttentionBlock<T>& block, RowBlock<T
 template <typename T>
 void Scores(const Problem<T>& p, RowBlock<T>& w, int64_t s0, int64_t n, T* z) {
   const AttentionLayout& a = p.a;
-  BlockGemm<T>(w.rows, n, a.Dh, static_cast<T>(a.scale), p.q + a.q.At(w.b, w.h, w.t0), a.q.row,
-               1, p.k + a.k.At(w.b, w.h, s0), 1, a.k.row, T(0), z, p.ld);
+  BlockGemm<T>(*p.kernels, w.rows, n, a.Dh, static_cast<T>(a.scale),
+               p.q + a.q.At(w.b, w.h, w.t0), a.q.row, 1, p.k + a.k.At(w.b, w.h, s0), 1, a.k.row,
+               T(0), z, p.ld);
   SetValid(w, s0, n);
   for (int64_t r = 0; r < w.rows; ++r) MaskRow(p, w, w.t0 + r, s0, w.valid[r], z + r * p.ld);
 }
@@ -247,8 +249,14 @@ AttentionBlock<T> Block(const Problem<T>& p, RowBlock<T>& w, int64_t s0, int64_t
 }
 
 template <typename T>
-void BlockGemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa,
-               const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t ldc) {
+void BlockGemm(const CpuKernels& kernels, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c,
+               int64_t ldc) {
+  // Most blocks are small: straight to SmallGemm, without Gemm's checks.
+  if (IsSmallGemm(kernels, m, n, k)) {
+    SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, ldc);
+    return;
+  }
   (void)Gemm<T>(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, ldc, 1, /*one_thread=*/true);
 }
 
@@ -260,8 +268,8 @@ void BlockGemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa
   template void Scores<T>(const Problem<T>&, RowBlock<T>&, int64_t, int64_t, T*);                 \
   template AttentionBlock<T> Block<T>(const Problem<T>&, RowBlock<T>&, int64_t, int64_t, T*,      \
                                       bool);                                                       \
-  template void BlockGemm<T>(int64_t, int64_t, int64_t, T, const T*, int64_t, int64_t, const T*, \
-                             int64_t, int64_t, T, T*, int64_t);
+  template void BlockGemm<T>(const CpuKernels&, int64_t, int64_t, int64_t, T, const T*, int64_t,  \
+                             int64_t, const T*, int64_t, int64_t, T, T*, int64_t);
 DAGRAD_ATTENTION_CPU_INSTANTIATE(float)
 DAGRAD_ATTENTION_CPU_INSTANTIATE(double)
 #undef DAGRAD_ATTENTION_CPU_INSTANTIATE

@@ -123,10 +123,12 @@ AttentionBlock<T> Block(const Problem<T>& p, RowBlock<T>& w, int64_t s0, int64_t
                         bool dropout);
 
 // BlockGemm is Gemm (ops/cpu_runtime.h) on the calling thread, C with unit
-// column stride; MakeProblem has configured the CPU, Gemm's only failure.
+// column stride: SmallGemm with `kernels` when the product is small;
+// MakeProblem has configured the CPU, Gemm's only failure.
 template <typename T>
-void BlockGemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa,
-               const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t ldc);
+void BlockGemm(const CpuKernels& kernels, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c,
+               int64_t ldc);
 
 }  // namespace attention_cpu
 }  // namespace dagrad

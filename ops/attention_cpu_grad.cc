@@ -2,7 +2,9 @@
 // (batch, head), block of RowBlockOf queries after block:
 //   pass 1: each row's logsumexp, recomputed from the scores (the forward
 //           kept no statistics: an op has one output, engine/op.h), or,
-//           when the keys are one block, the weights P themselves;
+//           when the keys are one block, exp(z - m) and 1 / l themselves
+//           (then D comes from the row: sum P ∘ k dP, as softmax's backward
+//           takes it, instead of from O);
 //   pass 2: per key block, P = exp(z - lse), dP = dO·Vᵀ, and with the
 //           dropout factor k (0 or 1 / (1 - p)) and D = rowsum(dO ∘ O),
 //           dS = P ∘ (k dP - D) (the level's kernel); then
@@ -34,13 +36,15 @@ namespace {
 
 constexpr int64_t kPanelElements = int64_t{1} << 17;
 
-// GradStep runs the level's attention_grad; a null lse: the block holds P.
+// GradStep runs the level's attention_grad (cpu_kernels.h says what stat,
+// probs and a null d mean).
 template <typename T>
-void GradStep(const CpuKernels& k, const AttentionBlock<T>& b, const T* lse, const T* d, T* dp) {
+void GradStep(const CpuKernels& k, const AttentionBlock<T>& b, const T* stat, bool probs,
+              const T* d, T* dp) {
   if constexpr (std::is_same_v<T, float>) {
-    k.attention_grad_f32(b, lse, d, dp);
+    k.attention_grad_f32(b, stat, probs, d, dp);
   } else {
-    k.attention_grad_f64(b, lse, d, dp);
+    k.attention_grad_f64(b, stat, probs, d, dp);
   }
 }
 
@@ -52,12 +56,13 @@ struct Grads {
   T* grad;        // attention_grad's output (AttentionLayout says where what is)
 };
 
-// HeadScratch is one task's buffers besides the row block's; lse is null
-// when pass 1 left the weights themselves in the panel.
+// HeadScratch is one task's buffers besides the row block's: each row's
+// statistic (its logsumexp, or 1 / l when `probs`: pass 1 left exp(z - m)
+// in the panel), D (unused when probs) and dP.
 template <typename T>
 struct HeadScratch {
-  std::vector<T> lse_rows, d, dp;
-  const T* lse = nullptr;
+  std::vector<T> stat, d, dp;
+  bool probs = false;
 };
 
 // Panel returns where key block j's scores live: in the panel when pass 1
@@ -93,17 +98,17 @@ void LogSumExp(const Problem<T>& p, RowBlock<T>& w, T* lse) {
   }
 }
 
-// Weights leaves P = softmax(z) of the one key block [0, n) in the panel.
+// Weights leaves exp(z - m) of the one key block [0, n) in the panel and
+// 1 / l in inv_l: P = softmax(z) is their product.
 template <typename T>
-void Weights(const Problem<T>& p, RowBlock<T>& w, int64_t n) {
+void Weights(const Problem<T>& p, RowBlock<T>& w, int64_t n, T* inv_l) {
   T* z = Panel(p, w, 0);
   Scores(p, w, 0, n, z);
   ResetSoftmax(w);
   SoftmaxStep(*p.kernels, Block(p, w, 0, n, z, /*dropout=*/false), w);
   for (int64_t r = 0; r < w.rows; ++r) {
     // l is 0 only for a row with no kept key, which the step left zeros.
-    const T inv = w.l[r] == 0 ? T(0) : static_cast<T>(1.0 / w.l[r]);
-    for (int64_t k = 0; k < n; ++k) z[r * p.ld + k] *= inv;
+    inv_l[r] = w.l[r] == 0 ? T(0) : static_cast<T>(1.0 / w.l[r]);
   }
 }
 
@@ -126,20 +131,21 @@ void KeyBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadS
   T* z = Panel(p, w, j);
   if (w.panel.empty()) Scores(p, w, s0, n, z);
   const T* dout = g.dout + a.out.At(w.b, w.h, w.t0);
-  BlockGemm<T>(rows, n, Dh, T(1), dout, a.out.row, 1, p.v + a.v.At(w.b, w.h, s0), 1, a.v.row,
-               T(0), x.dp.data(), ld);
-  GradStep(*p.kernels, Block(p, w, s0, n, z, /*dropout=*/true), x.lse, x.d.data(), x.dp.data());
+  BlockGemm<T>(*p.kernels, rows, n, Dh, T(1), dout, a.out.row, 1, p.v + a.v.At(w.b, w.h, s0), 1,
+               a.v.row, T(0), x.dp.data(), ld);
+  GradStep(*p.kernels, Block(p, w, s0, n, z, /*dropout=*/true), x.stat.data(), x.probs,
+           x.probs ? nullptr : x.d.data(), x.dp.data());
   const T scale = static_cast<T>(a.scale);
   // The first row block writes dK and dV, later ones add to them.
   const T beta = w.t0 == 0 ? T(0) : T(1);
   // z is now the dropped weights k·P, dp is dS.
-  BlockGemm<T>(n, Dh, rows, T(1), z, 1, ld, dout, a.out.row, 1, beta,
+  BlockGemm<T>(*p.kernels, n, Dh, rows, T(1), z, 1, ld, dout, a.out.row, 1, beta,
                g.grad + a.dv_offset + a.v.At(w.b, w.h, s0), a.v.row);
   // dQ goes straight to the output, the first key block writing it.
-  BlockGemm<T>(rows, Dh, n, scale, x.dp.data(), ld, 1, p.k + a.k.At(w.b, w.h, s0), a.k.row, 1,
-               j == 0 ? T(0) : T(1), g.grad + a.q.At(w.b, w.h, w.t0), a.q.row);
-  BlockGemm<T>(n, Dh, rows, scale, x.dp.data(), 1, ld, p.q + a.q.At(w.b, w.h, w.t0), a.q.row, 1,
-               beta, g.grad + a.dk_offset + a.k.At(w.b, w.h, s0), a.k.row);
+  BlockGemm<T>(*p.kernels, rows, Dh, n, scale, x.dp.data(), ld, 1, p.k + a.k.At(w.b, w.h, s0),
+               a.k.row, 1, j == 0 ? T(0) : T(1), g.grad + a.q.At(w.b, w.h, w.t0), a.q.row);
+  BlockGemm<T>(*p.kernels, n, Dh, rows, scale, x.dp.data(), 1, ld, p.q + a.q.At(w.b, w.h, w.t0),
+               a.q.row, 1, beta, g.grad + a.dk_offset + a.k.At(w.b, w.h, s0), a.k.row);
   if (!a.bias_grad) return;
   T* dbias = g.grad + a.dbias_offset + a.WeightsRow(w.b, w.h, w.t0) + s0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -153,17 +159,18 @@ void RowBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadS
   const int64_t blocks = (w.max_limit + p.bc - 1) / std::max<int64_t>(p.bc, 1);
   const bool keep = w.rows * blocks * p.ld <= kPanelElements;
   w.panel.resize(keep ? w.rows * blocks * p.ld : 0);
-  x.lse_rows.resize(w.rows);
+  x.stat.resize(w.rows);
   x.d.resize(w.rows);
   x.dp.resize(w.rows * p.ld);
-  if (blocks == 1) {  // one key block: P itself, so pass 2 takes no exponential again
-    Weights(p, w, w.max_limit);
-    x.lse = nullptr;
+  // One key block: the weights themselves, so pass 2 takes no exponential
+  // again and finds D in the row.
+  x.probs = blocks == 1;
+  if (x.probs) {
+    Weights(p, w, w.max_limit, x.stat.data());
   } else {
-    LogSumExp(p, w, x.lse_rows.data());
-    x.lse = x.lse_rows.data();
+    LogSumExp(p, w, x.stat.data());
+    RowDots(p, g, w, x.d.data());
   }
-  RowDots(p, g, w, x.d.data());
   for (int64_t s0 = 0, j = 0; s0 < w.max_limit; s0 += p.bc, ++j) {
     KeyBlockGrads(p, g, w, x, j, s0, std::min(p.bc, w.max_limit - s0));
   }

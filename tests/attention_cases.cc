@@ -143,7 +143,10 @@ DAGRAD_OP_CASE(
           .build = Over({{"q", {2, 2, 8}},
                          {"k", {2, 5, 8}},
                          {"v", {2, 2, 5, 4}},
-                         {"keep", {2, 1, 1, 5}, T<bool>({2, 1, 1, 5}, {true, true, false, true, true, true, false, true, true, true})},
+                         {"keep",
+                          {2, 1, 1, 5},
+                          T<bool>({2, 1, 1, 5},
+                                  {true, true, false, true, true, true, false, true, true, true})},
                          {"lens", {2, 2}, T<int64_t>({2, 2}, {5, 4, 3, 5})},
                          {"bias", {2, 1, 2, 5}}},
                         AllMasks)},
@@ -194,7 +197,8 @@ DAGRAD_OP_CASE(attention_grad,
                             .training = true}},
                .bench = [](CaseBuilder& b, DType d) {
                  const Value qkv = b.Input("qkv", d, {16, 256, 3 * 256});
-                 const Value y = PackedAttention(qkv, {.causal = true}, {.heads = 8, .scale = 0.125});
+                 const Value y =
+                     PackedAttention(qkv, {.causal = true}, {.heads = 8, .scale = 0.125});
                  auto grads = Gradients(Sum(y), {qkv});
                  b.Out(grads.ok() ? (*grads)[0] : y.graph()->Error(grads.status()));
                },

@@ -159,46 +159,96 @@ void SoftmaxRows(const AttentionBlock<T>& a, T* m, double* l, T* alpha) {
   }
 }
 
-// GradRow is the backward step on row r: p = exp(z - lse) (z itself for a
-// null lse), s = p * keep (the dropped weight), dp = p * (dp * keep - d).
-void GradRow(const AttentionBlock<float>& a, int64_t r, const float* lse, float d, float* dp) {
+// RowStat says how row r's weights P come from its block: p = s * stat
+// (`probs`: the block holds exp(z - m) and stat is 1 / l) or p = exp(s -
+// stat) (stat the row's logsumexp).
+struct RowStat {
+  bool probs;
+  float stat;
+};
+
+VecF Weights(VecF s, RowStat w) { return w.probs ? s * w.stat : ExpVec(s - w.stat); }
+
+// RowDot returns D = sum over the row of p * keep * dp, in double (column
+// k in accumulator k % 16, then the tree): dO·O for a row whose keys are
+// all in the block, the sum softmax's backward takes.
+double RowDot(const AttentionBlock<float>& a, const float* z, const uint32_t* bits,
+              const float* dp, int64_t valid, RowStat w) {
+  VecD2 acc[kSteps] = {};
+  const VecI lanes = Lanes();
+  for (int64_t k = 0; k < valid; k += kAccumulators) {
+    for (int j = 0; j < kSteps; ++j) {
+      const int64_t c = k + j * kVecLanes;
+      const VecF keep = bits == nullptr ? VecF{} + 1.0f : KeepLanes(bits + c, a);
+      VecF pk = Weights(Load(z + c), w) * keep;
+      pk = lanes + static_cast<int>(c) < static_cast<int>(valid) ? pk : VecF{};
+      acc[j] += __builtin_convertvector(pk, VecD2) * __builtin_convertvector(Load(dp + c), VecD2);
+    }
+  }
+  double sums[kAccumulators];
+  std::memcpy(sums, acc, sizeof(sums));
+  return Sum16(sums);
+}
+
+// GradRow is the backward step on row r: s = p * keep (the dropped
+// weight), dp = p * (dp * keep - d), d the row's D (RowDot's when null).
+void GradRow(const AttentionBlock<float>& a, int64_t r, RowStat w, const float* d, float* dp) {
   float* z = a.s + r * a.ld;
   const uint32_t* bits = a.bits == nullptr ? nullptr : a.bits + r * a.ld;
   const int64_t valid = a.valid[r];
+  const float dr = d != nullptr ? *d : static_cast<float>(RowDot(a, z, bits, dp, valid, w));
   const VecI lanes = Lanes();
   int64_t k = 0;
   for (; k < valid; k += kAccumulators) {
     for (int j = 0; j < kSteps; ++j) {
       const int64_t c = k + j * kVecLanes;
-      const VecF zv = Load(z + c);
-      const VecF p = lse == nullptr ? zv : ExpVec(zv - *lse);
+      const VecF p = Weights(Load(z + c), w);
       const VecF keep = bits == nullptr ? VecF{} + 1.0f : KeepLanes(bits + c, a);
       const VecI in = lanes + static_cast<int>(c) < static_cast<int>(valid);
       Store(z + c, in ? p * keep : VecF{});
-      Store(dp + c, in ? p * (Load(dp + c) * keep - d) : VecF{});
+      Store(dp + c, in ? p * (Load(dp + c) * keep - dr) : VecF{});
     }
   }
   ZeroSteps(z, k, a.n);
   ZeroSteps(dp, k, a.n);
 }
-void GradRow(const AttentionBlock<double>& a, int64_t r, const double* lse, double d,
-             double* dp) {
+
+void GradRow(const AttentionBlock<double>& a, int64_t r, bool probs, double stat,
+             const double* d, double* dp) {
   double* z = a.s + r * a.ld;
   const uint32_t* bits = a.bits == nullptr ? nullptr : a.bits + r * a.ld;
-  for (int64_t k = 0; k < a.valid[r]; ++k) {
-    const double p = lse == nullptr ? z[k] : std::exp(z[k] - *lse);
-    const double keep = bits == nullptr ? 1.0 : Keep(bits[k], a.threshold, a.drop_scale);
-    z[k] = p * keep;
-    dp[k] = p * (dp[k] * keep - d);
+  const int64_t valid = a.valid[r];
+  auto weight = [&](int64_t k) { return probs ? z[k] * stat : std::exp(z[k] - stat); };
+  auto keep = [&](int64_t k) {
+    return bits == nullptr ? 1.0 : Keep(bits[k], a.threshold, a.drop_scale);
+  };
+  double dr = 0;
+  if (d != nullptr) {
+    dr = *d;
+  } else {
+    double acc[kAccumulators] = {};
+    for (int64_t k = 0; k < valid; ++k) acc[k % kAccumulators] += weight(k) * keep(k) * dp[k];
+    dr = Sum16(acc);
   }
-  ZeroFrom(z, a.valid[r], a.n);
-  ZeroFrom(dp, a.valid[r], a.n);
+  for (int64_t k = 0; k < valid; ++k) {
+    const double p = weight(k), kk = keep(k);
+    z[k] = p * kk;
+    dp[k] = p * (dp[k] * kk - dr);
+  }
+  ZeroFrom(z, valid, a.n);
+  ZeroFrom(dp, valid, a.n);
 }
 
-template <typename T>
-void GradRows(const AttentionBlock<T>& a, const T* lse, const T* d, T* dp) {
+void GradRows(const AttentionBlock<float>& a, const float* stat, bool probs, const float* d,
+              float* dp) {
   for (int64_t r = 0; r < a.rows; ++r) {
-    GradRow(a, r, lse == nullptr ? nullptr : lse + r, d[r], dp + r * a.ld);
+    GradRow(a, r, RowStat{probs, stat[r]}, d == nullptr ? nullptr : d + r, dp + r * a.ld);
+  }
+}
+void GradRows(const AttentionBlock<double>& a, const double* stat, bool probs, const double* d,
+              double* dp) {
+  for (int64_t r = 0; r < a.rows; ++r) {
+    GradRow(a, r, probs, stat[r], d == nullptr ? nullptr : d + r, dp + r * a.ld);
   }
 }
 
@@ -210,13 +260,13 @@ void AttentionSoftmaxF32(const AttentionBlock<float>& a, float* m, double* l, fl
 void AttentionSoftmaxF64(const AttentionBlock<double>& a, double* m, double* l, double* alpha) {
   SoftmaxRows(a, m, l, alpha);
 }
-void AttentionGradF32(const AttentionBlock<float>& a, const float* lse, const float* d,
-                      float* dp) {
-  GradRows(a, lse, d, dp);
+void AttentionGradF32(const AttentionBlock<float>& a, const float* stat, bool probs,
+                      const float* d, float* dp) {
+  GradRows(a, stat, probs, d, dp);
 }
-void AttentionGradF64(const AttentionBlock<double>& a, const double* lse, const double* d,
-                      double* dp) {
-  GradRows(a, lse, d, dp);
+void AttentionGradF64(const AttentionBlock<double>& a, const double* stat, bool probs,
+                      const double* d, double* dp) {
+  GradRows(a, stat, probs, d, dp);
 }
 
 }  // namespace dagrad::kernels::DAGRAD_ISA

@@ -189,18 +189,22 @@ struct CpuKernels {
   // 16 then in a fixed tree), m[r] = m', and then each p is multiplied by
   // its dropout factor (keep ? drop_scale : 0).
   // attention_grad_*: the backward step, per row r and column k < valid:
-  // p = exp(z - lse[r]) (or, for a null lse, p = s[k]: the block holds the
-  // weights already), s[k] = p * keep and dp[k] = p * (dp[k] * keep - d[r])
-  // (keep the dropout factor, 1 without dropout); both 0 past valid.
-  // dp has s's layout (row stride ld). VectorExp (float), std::exp (double), nothing fused:
+  // the weight p = s[k] * stat[r] when `probs` (the block holds exp(z - m)
+  // and stat is 1 / l, as attention_softmax leaves them, no dropout) or
+  // p = exp(s[k] - stat[r]) (stat the row's logsumexp); then s[k] = p *
+  // keep and dp[k] = p * (dp[k] * keep - D) (keep the dropout factor, 1
+  // without dropout), both 0 past valid. D is d[r], or, for a null d (the
+  // block holds whole rows), the row's sum of p * keep * dp[k] in double
+  // (the order of attention_softmax's sums). dp has s's layout (row stride
+  // ld). VectorExp (float), std::exp (double), nothing fused:
   // bit-identical on every level.
   void (*attention_softmax_f32)(const AttentionBlock<float>& a, float* m, double* l,
                                 float* alpha);
   void (*attention_softmax_f64)(const AttentionBlock<double>& a, double* m, double* l,
                                 double* alpha);
-  void (*attention_grad_f32)(const AttentionBlock<float>& a, const float* lse, const float* d,
-                             float* dp);
-  void (*attention_grad_f64)(const AttentionBlock<double>& a, const double* lse,
+  void (*attention_grad_f32)(const AttentionBlock<float>& a, const float* stat, bool probs,
+                             const float* d, float* dp);
+  void (*attention_grad_f64)(const AttentionBlock<double>& a, const double* stat, bool probs,
                              const double* d, double* dp);
 };
 
