@@ -34,6 +34,7 @@
 #include "engine/tensor.h"
 
 // Ops, one header per family.
+#include "ops/attention.h"
 #include "ops/cpu_isa.h"
 #include "ops/cpu_runtime.h"
 #include "ops/dropout.h"

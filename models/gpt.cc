@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "ops/attention.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
@@ -175,33 +176,46 @@ absl::StatusOr<Gpt> Gpt::Create(Graph& g, const GptConfig& c) {
   return m;
 }
 
+// AppendPast puts layer l's cached keys and values before the new ones in
+// `heads` and returns the mask: each new query sees every kept cached key,
+// and the new keys causally (offset P in the concatenated axis would also
+// admit unkept slots, so the mask is written out).
+SoftmaxMask Gpt::AppendPast(int64_t l, const GptPast& past, nn::HeadsQkv& heads) const {
+  const int64_t T = heads.q.dim(2), P = past.keys[l].dim(2);
+  heads.k = Concat({past.keys[l], heads.k}, 2);
+  heads.v = Concat({past.values[l], heads.v}, 2);
+  Graph& g = *graph_;
+  Value cached = BroadcastTo(Reshape(past.keep, {1, P}), Shape({T, P}));
+  Value new_keys = Less(Reshape(Arange(g, 0, T, 1, DType::kInt64), {1, T}),
+                        Reshape(Arange(g, 1, T + 1, 1, DType::kInt64), {T, 1}));
+  return {.keep = Concat({cached, new_keys}, 1)};
+}
+
 Value Gpt::Attention(const Block& b, Value x, int64_t l,
                      const GptForwardOptions& options, GptOutputs& out) const {
-  const int64_t T = x.dim(1), Dh = config_.dim / config_.heads;
-  nn::HeadsQkv heads = nn::SplitPackedHeads(b.c_attn(x), config_.heads);  // (B, H, T, Dh)
+  const int64_t Dh = config_.dim / config_.heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  const Value qkv = b.c_attn(x);
+  nn::HeadsQkv heads = nn::SplitPackedHeads(qkv, config_.heads);  // (B, H, T, Dh)
   out.keys.push_back(heads.k);
   out.values.push_back(heads.v);
   SoftmaxMask mask{.causal = true};
-  if (options.past != nullptr) {
-    // Cached positions first: each new query sees every kept cached key,
-    // and the new keys causally (offset P in the concatenated axis would
-    // also admit unkept slots, so the mask is written out).
-    const GptPast& past = *options.past;
-    const int64_t P = past.keys[l].dim(2);
-    heads.k = Concat({past.keys[l], heads.k}, 2);
-    heads.v = Concat({past.values[l], heads.v}, 2);
-    Graph& g = *graph_;
-    Value cached = BroadcastTo(Reshape(past.keep, {1, P}), Shape({T, P}));
-    Value new_keys =
-        Less(Reshape(Arange(g, 0, T, 1, DType::kInt64), {1, T}),
-             Reshape(Arange(g, 1, T + 1, 1, DType::kInt64), {T, 1}));
-    mask = {.keep = Concat({cached, new_keys}, 1)};
+  if (options.past != nullptr) mask = AppendPast(l, *options.past, heads);
+  Value merged;
+  if (config_.attention == nn::AttentionPath::kComposed || options.keep_attention) {
+    nn::HeadsAttention attended =
+        nn::AttendHeads(heads.q, heads.k, heads.v, mask, scale, config_.dropout);
+    if (options.keep_attention) out.attention.push_back(attended.weights);
+    merged = attended.merged;
+  } else {
+    // Fused (ops/attention.h); without a past, q, k and v are read in place
+    // from c_attn's output.
+    const AttentionOptions fused = {
+        .heads = config_.heads, .scale = scale, .dropout = config_.dropout};
+    merged = options.past == nullptr ? PackedAttention(qkv, mask, fused)
+                                     : dagrad::Attention(heads.q, heads.k, heads.v, mask, fused);
   }
-  nn::HeadsAttention attended =
-      nn::AttendHeads(heads.q, heads.k, heads.v, mask,
-                      1.0 / std::sqrt(static_cast<double>(Dh)), config_.dropout);
-  if (options.keep_attention) out.attention.push_back(attended.weights);
-  return b.resid_dropout(b.attn_proj(attended.merged));
+  return b.resid_dropout(b.attn_proj(merged));
 }
 
 Value Gpt::ApplyBlock(const Block& b, Value x, int64_t l,

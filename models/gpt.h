@@ -21,8 +21,10 @@
 //   dim), transformer.h.<l>.ln_1.{weight,bias}, .attn.c_attn.{weight (3 dim,
 //   dim), bias}, .attn.c_proj.{weight,bias}, .ln_2.*, .mlp.c_fc.{weight (4 dim,
 //   dim), bias}, .mlp.c_proj.{weight,bias}, transformer.ln_f.{weight,bias}.
-// The attention is nn::MultiheadAttention's core (nn::SplitPackedHeads,
-// nn::AttendHeads) around GPT's own projections, whose names are GPT's
+// The attention is the fused op (ops/attention.h, reading q, k, v in place
+// from c_attn's output) or, with GptConfig::attention = kComposed,
+// nn::MultiheadAttention's composed core (nn::SplitPackedHeads,
+// nn::AttendHeads), around GPT's own projections, whose names are GPT's
 // (c_attn, c_proj), not torch.nn's.
 // Initialisation (GPT-2's): matrices N(0, 0.02), each c_proj.weight
 // N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm weights 1.
@@ -62,6 +64,10 @@ struct GptConfig {
   int64_t layers = 4;
   double dropout = 0.0;
   DType dtype = DType::kFloat32;  // float64 for gradient checks
+  // attention: the fused op or the composed subgraph (nn::AttentionPath),
+  // in training and in generation alike; not in the metadata (checkpoints
+  // are the same either way). keep_attention takes the composed path.
+  nn::AttentionPath attention = nn::AttentionPath::kFused;
 
   // Metadata strings: model=gpt and the reference's keys (vocab, block_size,
   // dim, heads, layers, dropout).
@@ -134,6 +140,7 @@ class Gpt {
                    const GptForwardOptions& options, GptOutputs& out) const;
   Value Attention(const Block& block, Value x, int64_t l,
                   const GptForwardOptions& options, GptOutputs& out) const;
+  SoftmaxMask AppendPast(int64_t l, const GptPast& past, nn::HeadsQkv& heads) const;
 
   Graph* graph_ = nullptr;
   std::string scope_;

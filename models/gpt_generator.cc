@@ -35,9 +35,10 @@ absl::StatusOr<std::unique_ptr<GptGenerator>> GptGenerator::Create(
 }
 
 absl::StatusOr<std::unique_ptr<GptGenerator>> GptGenerator::Load(
-    const std::string& path, std::unique_ptr<Device> device) {
+    const std::string& path, std::unique_ptr<Device> device, nn::AttentionPath attention) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
-  DAGRAD_ASSIGN_OR_RETURN(const GptConfig config, GptConfig::FromCheckpoint(file, path));
+  DAGRAD_ASSIGN_OR_RETURN(GptConfig config, GptConfig::FromCheckpoint(file, path));
+  config.attention = attention;
   return Create(config, file, std::move(device));
 }
 

@@ -80,9 +80,11 @@ class GptGenerator {
       const GptConfig& config, const SafetensorsFile& weights,
       std::unique_ptr<Device> device = CpuDevice());
   // Load reads a checkpoint with model=gpt metadata (ReadCheckpoint's and
-  // GptConfig::FromCheckpoint's errors, then Create's).
+  // GptConfig::FromCheckpoint's errors, then Create's); its attention runs
+  // by `attention` (GptConfig::attention), which the metadata do not say.
   static absl::StatusOr<std::unique_ptr<GptGenerator>> Load(
-      const std::string& path, std::unique_ptr<Device> device = CpuDevice());
+      const std::string& path, std::unique_ptr<Device> device = CpuDevice(),
+      nn::AttentionPath attention = nn::AttentionPath::kFused);
 
   // Generate returns options.tokens new tokens following `prompt`.
   // InvalidArgument for an empty prompt, a token outside [0, vocab) or bad

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "models/positional_encoding.h"
+#include "ops/attention.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
@@ -13,6 +14,17 @@
 #include "ops/softmax.h"
 
 namespace dagrad::nn {
+
+absl::StatusOr<AttentionPath> ParseAttentionPath(absl::string_view name) {
+  if (name == "fused") return AttentionPath::kFused;
+  if (name == "composed") return AttentionPath::kComposed;
+  return absl::InvalidArgumentError(
+      absl::StrCat("attention must be fused or composed, got '", name, "'"));
+}
+
+absl::string_view AttentionPathName(AttentionPath path) {
+  return path == AttentionPath::kFused ? "fused" : "composed";
+}
 
 absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
     Graph& g, absl::string_view name, const MultiheadAttentionOptions& options) {
@@ -180,35 +192,62 @@ Value MultiheadAttention::CheckInputs(Value query, Value key, Value value) const
   return Value();
 }
 
-// Project applies the in-projection to (B, L, *) inputs and splits the
-// heads: q (B, H, T, Dh), k and v (B, H, S, Dh).
-void MultiheadAttention::Project(Value query, Value key, Value value, Value* q, Value* k,
-                                 Value* v) const {
+// Project applies the in-projection to (B, L, *) inputs.
+MultiheadAttention::Projections MultiheadAttention::Project(Value query, Value key,
+                                                            Value value) const {
   const int64_t E = options_.embed_dim;
   // The in-projection: rows [0, E) project queries, [E, 2E) keys, [2E, 3E)
   // values — each input with its own rows, never the query's.
   auto rows = [&](Value packed, int64_t part) {
     return packed.is_null() ? Value() : Slice(packed, 0, part * E, (part + 1) * E);
   };
-  const int64_t H = options_.num_heads;
   if (!in_proj_weight_.is_null() && query == key && key == value) {
     // Self-attention: one product with the packed weight gives q, k and v
-    // side by side; one permute splits them into heads, (3, B, H, T, Dh),
-    // and q, k, v are views of its three blocks (their gradients are
-    // concatenated back, not summed).
-    HeadsQkv heads =
-        SplitPackedHeads(dagrad::Linear(query, in_proj_weight_, in_proj_bias_), H);
-    *q = heads.q;
-    *k = heads.k;
-    *v = heads.v;
-  } else {
-    Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
-    Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
-    Value wv = in_proj_weight_.is_null() ? v_proj_weight_ : rows(in_proj_weight_, 2);
-    *q = SplitHeads(dagrad::Linear(query, wq, rows(in_proj_bias_, 0)));
-    *k = SplitHeads(dagrad::Linear(key, wk, rows(in_proj_bias_, 1)));
-    *v = SplitHeads(dagrad::Linear(value, wv, rows(in_proj_bias_, 2)));
+    // side by side.
+    return {.qkv = dagrad::Linear(query, in_proj_weight_, in_proj_bias_)};
   }
+  Value wq = in_proj_weight_.is_null() ? q_proj_weight_ : rows(in_proj_weight_, 0);
+  Value wk = in_proj_weight_.is_null() ? k_proj_weight_ : rows(in_proj_weight_, 1);
+  Value wv = in_proj_weight_.is_null() ? v_proj_weight_ : rows(in_proj_weight_, 2);
+  return {.q = dagrad::Linear(query, wq, rows(in_proj_bias_, 0)),
+          .k = dagrad::Linear(key, wk, rows(in_proj_bias_, 1)),
+          .v = dagrad::Linear(value, wv, rows(in_proj_bias_, 2))};
+}
+
+HeadsQkv MultiheadAttention::Heads(const Projections& p) const {
+  // Packed: one permute, (3, B, H, T, Dh), whose three blocks are q, k, v
+  // (their gradients are concatenated back, not summed).
+  HeadsQkv h = p.qkv.is_null()
+                   ? HeadsQkv{SplitHeads(p.q), SplitHeads(p.k), SplitHeads(p.v)}
+                   : SplitPackedHeads(p.qkv, options_.num_heads);
+  if (!h.q.ok() || !h.k.ok() || !h.v.ok()) return h;
+  if (options_.rotary) {
+    // Queries are the last T positions of the keys' sequence (header).
+    const int64_t T = h.q.dim(2), S = h.k.dim(2);
+    h.q = models::ApplyRotary(h.q, options_.rotary_base, S - T);
+    h.k = models::ApplyRotary(h.k, options_.rotary_base);
+  }
+  h.k = AppendKeys(h.k, bias_k_);
+  h.v = AppendKeys(h.v, bias_v_);
+  return h;
+}
+
+HeadsAttention MultiheadAttention::Attend(const Projections& p, const SoftmaxMask& mask,
+                                          double scale, AttentionWeights weights) const {
+  if (options_.attention == AttentionPath::kComposed || weights != AttentionWeights::kNone) {
+    const HeadsQkv h = Heads(p);
+    return AttendHeads(h.q, h.k, h.v, mask, scale, options_.dropout);
+  }
+  const AttentionOptions fused = {
+      .heads = options_.num_heads, .scale = scale, .dropout = options_.dropout};
+  if (options_.rotary || options_.add_bias_kv || options_.add_zero_attn) {
+    const HeadsQkv h = Heads(p);  // heads first, (B, H, L, Dh): the op reads them so
+    return {Attention(h.q, h.k, h.v, mask, fused), Value()};
+  }
+  // q, k, v where the projection put them: no head split at all.
+  return {p.qkv.is_null() ? Attention(p.q, p.k, p.v, mask, fused)
+                          : PackedAttention(p.qkv, mask, fused),
+          Value()};
 }
 
 AttentionOutput MultiheadAttention::operator()(Value query, Value key, Value value,
@@ -228,32 +267,20 @@ AttentionOutput MultiheadAttention::operator()(Value query, Value key, Value val
     key = same_key ? query : Transpose(key, 0, 1);
     value = same_value ? key : Transpose(value, 0, 1);
   }
-  Value q, k, v;
-  Project(query, key, value, &q, &k, &v);
   const int64_t B = query.dim(0);
   const int64_t T = query.dim(1), S = key.dim(1);
-  if (options_.rotary) {
-    // Queries are the last T positions of the keys' sequence (header).
-    q = models::ApplyRotary(q, options_.rotary_base, S - T);
-    k = models::ApplyRotary(k, options_.rotary_base);
-  }
   SoftmaxMask softmax_mask = {.keep = mask.keep, .valid_lens = mask.valid_lens,
                               .bias = mask.bias, .causal = mask.causal,
                               .causal_offset = S - T};
   const int64_t extra = int64_t{options_.add_bias_kv} + int64_t{options_.add_zero_attn};
-  if (extra > 0) {
-    k = AppendKeys(k, bias_k_);
-    v = AppendKeys(v, bias_v_);
-    softmax_mask = ExtendMask(g, mask, B, T, S, extra);
-  }
-  HeadsAttention attended = AttendHeads(
-      q, k, v, softmax_mask,
-      scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))), options_.dropout);
-  Value attn = attended.weights;  // (B, H, T, S')
+  if (extra > 0) softmax_mask = ExtendMask(g, mask, B, T, S, extra);
+  HeadsAttention attended =
+      Attend(Project(query, key, value), softmax_mask,
+             scale.value_or(1.0 / std::sqrt(static_cast<double>(head_dim()))), weights);
   Value output = dagrad::Linear(attended.merged, out_weight_, out_bias_);
   AttentionOutput out{options_.batch_first ? output : Transpose(output, 0, 1), Value()};
-  if (weights == AttentionWeights::kPerHead) out.weights = attn;
-  if (weights == AttentionWeights::kAveraged) out.weights = Mean(attn, {1});
+  if (weights == AttentionWeights::kPerHead) out.weights = attended.weights;
+  if (weights == AttentionWeights::kAveraged) out.weights = Mean(attended.weights, {1});
   return out;
 }
 

@@ -43,6 +43,16 @@
 //   // x (B, T, 8): y.output (B, T, 8); y.weights (B, 2, T, T), before dropout
 //   nn::AttentionOutput z = mha(x, memory, memory);   // cross-attention, memory (B, S, 8)
 //
+// Two implementations of the same function (MultiheadAttentionOptions::
+// attention): kFused, the default, runs the heads' attention as one op
+// (ops/attention.h: flash-style, no (B, H, T, S) tensor, q, k and v read
+// where the projection put them); kComposed builds the subgraph above of
+// ordinary ops, which DOT draws step by step and which has second
+// derivatives. Asking for the weights (AttentionWeights::kPerHead or
+// kAveraged) takes the composed path for that call, since the fused op
+// never holds them; every other option (masks, dropout, rotary,
+// add_bias_kv, add_zero_attn, kdim/vdim, batch_first) runs fused.
+//
 // Porting a PyTorch call
 //   y, w = mha(q, k, v, key_padding_mask=kpm, attn_mask=am, average_attn_weights=False)
 // (kpm bool (B, S), am float (B*H, T, S)):
@@ -65,6 +75,16 @@
 #include "ops/softmax.h"
 
 namespace dagrad::nn {
+
+// AttentionPath: how attention runs (see the banner). Parse and name it
+// with ParseAttentionPath and AttentionPathName ("fused", "composed").
+enum class AttentionPath { kFused, kComposed };
+
+// ParseAttentionPath maps "fused" and "composed" to their AttentionPath,
+// anything else to InvalidArgument naming it and the choices.
+//   absl::StatusOr<AttentionPath> path = ParseAttentionPath("composed");
+absl::StatusOr<AttentionPath> ParseAttentionPath(absl::string_view name);
+absl::string_view AttentionPathName(AttentionPath path);
 
 struct MultiheadAttentionOptions {
   int64_t embed_dim = 0;  // E
@@ -105,6 +125,11 @@ struct MultiheadAttentionOptions {
   //   {.embed_dim = 8, .num_heads = 2, .batch_first = false}
   //   query (T, B, 8) -> output (T, B, 8), weights (B, H, T, S)
   bool batch_first = true;
+  // attention: the fused op (the default) or the composed subgraph; the
+  // same function, parameters and checkpoints (banner).
+  //   auto composed = MultiheadAttention::Create(
+  //       g, "composed", {.embed_dim = 8, .num_heads = 2, .attention = AttentionPath::kComposed});
+  AttentionPath attention = AttentionPath::kFused;
 };
 
 struct AttentionMask {
@@ -115,6 +140,17 @@ struct AttentionMask {
 };
 
 enum class AttentionWeights { kNone, kPerHead, kAveraged };
+
+// HeadsQkv is q, k, v split into heads, (B, H, L, Dh) each.
+struct HeadsQkv {
+  Value q, k, v;
+};
+
+// HeadsAttention: the heads' outputs merged, and the weights.
+struct HeadsAttention {
+  Value merged;   // (B, T, H * Dh)
+  Value weights;  // (B, H, T, S), before dropout; null when not computed
+};
 
 struct AttentionOutput {
   Value output;   // (B, T, E); (T, B, E) when !batch_first
@@ -150,8 +186,21 @@ class MultiheadAttention {
   NamedParameters named_parameters() const { return RelativeNames(scope_, parameters()); }
 
  private:
+  // Projections are the in-projection's outputs: q (B, T, E), k and v
+  // (B, S, E), or, for self-attention with the packed weight, qkv
+  // (B, T, 3E) side by side (q, k, v null).
+  struct Projections {
+    Value qkv, q, k, v;
+  };
   Value CheckInputs(Value query, Value key, Value value) const;
-  void Project(Value query, Value key, Value value, Value* q, Value* k, Value* v) const;
+  Projections Project(Value query, Value key, Value value) const;
+  // Heads splits the projections into heads (B, H, L, Dh), rotated and with
+  // the appended keys when the options ask for them.
+  HeadsQkv Heads(const Projections& p) const;
+  // Attend returns the heads' outputs merged (B, T, E), and the weights
+  // when `weights` asks for them (the composed path).
+  HeadsAttention Attend(const Projections& p, const SoftmaxMask& mask, double scale,
+                        AttentionWeights weights) const;
   Value SplitHeads(Value x) const;  // (B, L, E) -> (B, H, L, Dh)
   Value AppendKeys(Value x, Value param) const;  // (B, H, S, Dh) -> (B, H, S', Dh)
 
@@ -163,12 +212,9 @@ class MultiheadAttention {
 };
 
 // The core MultiheadAttention shares with attention written around it
-// (models::Gpt's, under GPT's parameter names).
+// (models::Gpt's, under GPT's parameter names): the heads' split
+// (HeadsQkv) and the composed path (AttendHeads).
 //
-// HeadsQkv is q, k, v split into heads, (B, H, L, Dh) each.
-struct HeadsQkv {
-  Value q, k, v;
-};
 // SplitPackedHeads splits a packed projection qkv (B, T, 3E), q, k and v
 // side by side, into `heads` heads: one permute, (3, B, H, T, Dh), whose
 // three blocks are q, k and v (their gradients are concatenated back).
@@ -176,11 +222,6 @@ struct HeadsQkv {
 //   HeadsQkv h = SplitPackedHeads(qkv, 2);      // qkv (B, T, 24): h.q (B, 2, T, 4)
 HeadsQkv SplitPackedHeads(Value qkv, int64_t heads);
 
-// HeadsAttention: the heads' outputs merged, and the weights.
-struct HeadsAttention {
-  Value merged;   // (B, T, H * Dh)
-  Value weights;  // (B, H, T, S), before dropout
-};
 // AttendHeads returns merge_heads(dropout(masked_softmax(q·kᵀ, mask,
 // scale)) · v) for q (B, H, T, Dh) and k, v (B, H, S, Dh); dropout p is
 // applied in training runs only (ops/dropout.h). MatMul's and

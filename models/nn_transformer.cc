@@ -15,8 +15,11 @@ absl::StatusOr<TransformerBlock> TransformerBlock::Create(
   m.graph_ = &g;
   m.scope_ = g.scope();
   m.options_ = c;
-  const MultiheadAttentionOptions attention = {
-      .embed_dim = c.d_model, .num_heads = c.nhead, .dropout = c.dropout, .dtype = c.dtype};
+  const MultiheadAttentionOptions attention = {.embed_dim = c.d_model,
+                                               .num_heads = c.nhead,
+                                               .dropout = c.dropout,
+                                               .dtype = c.dtype,
+                                               .attention = c.attention};
   // One statement each, in PyTorch's order: it fixes the parameters' order
   // (the state_dict's) and the node ids.
   DAGRAD_ASSIGN_OR_RETURN(m.self_attn_, MultiheadAttention::Create(g, "self_attn", attention));

@@ -54,6 +54,7 @@ struct TransformerBlockOptions {
   bool cross_attention = false;   // a decoder layer: attends to `memory`
   double eps = 1e-5;              // of the LayerNorms
   DType dtype = DType::kFloat32;
+  AttentionPath attention = AttentionPath::kFused;  // MultiheadAttentionOptions::attention
 };
 
 // TransformerBlockInputs: what a block attends to besides x.

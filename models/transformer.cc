@@ -84,7 +84,8 @@ absl::StatusOr<ToyTransformer> ToyTransformer::Create(Graph& g, const ToyConfig&
         nn::TransformerBlock layer,
         nn::TransformerBlock::Create(g, absl::StrCat("encoder/layers/", l),
                                      {.d_model = c.dim, .nhead = c.heads,
-                                      .dim_feedforward = c.ffn, .dropout = c.dropout}));
+                                      .dim_feedforward = c.ffn, .dropout = c.dropout,
+                                      .attention = c.attention}));
     m.layers_.push_back(std::move(layer));
   }
   DAGRAD_ASSIGN_OR_RETURN(

@@ -45,6 +45,9 @@ struct ToyConfig {
   int64_t layers = 2;
   int64_t ffn = 512;
   double dropout = 0.1;
+  // attention: the fused op or the composed subgraph (nn::AttentionPath);
+  // not a checkpoint's business: the metadata leave it out.
+  nn::AttentionPath attention = nn::AttentionPath::kFused;
 
   // Metadata strings as the reference's from_metadata reads them.
   std::map<std::string, std::string> ToMetadata() const;

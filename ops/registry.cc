@@ -18,6 +18,7 @@ const std::vector<const OpDef*>& AllOps() {
              FillOps,
              SoftmaxOps,
              DropoutOps,
+             AttentionOps,
              LossOps,
              GeluOps,
              SamplingOps,

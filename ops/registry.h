@@ -47,6 +47,7 @@ std::vector<const OpDef*> SelectOps();
 std::vector<const OpDef*> FillOps();
 std::vector<const OpDef*> SoftmaxOps();
 std::vector<const OpDef*> DropoutOps();
+std::vector<const OpDef*> AttentionOps();
 std::vector<const OpDef*> LossOps();
 std::vector<const OpDef*> GeluOps();
 std::vector<const OpDef*> SamplingOps();

@@ -44,81 +44,6 @@ int64_t LeadingRows(const Shape& s) {
 
 }  // namespace
 
-// ---------------------------------------------------------------------------
-// softmax(scale * scores + bias) over the kept positions of the last axis.
-
-namespace {
-
-absl::StatusOr<TensorType> InferMaskedSoftmax(const InferContext& ctx) {
-  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, kScores, "scores"));
-  const Shape& s = ctx.in(kScores).shape;
-  const int rank = s.rank();
-  if (rank < 1) {
-    return absl::InvalidArgumentError(
-        "scores must have rank >= 1 (softmax runs over the last axis), got ()");
-  }
-  if (ctx.has(kKeep)) {
-    const TensorType& keep = ctx.in(kKeep);
-    if (keep.dtype != DType::kBool) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "keep mask must be bool (true = keep), got ", DTypeName(keep.dtype), " ",
-          keep.shape.ToString()));
-    }
-    if (!IsBroadcastableTo(keep.shape, s)) {
-      return absl::InvalidArgumentError(absl::StrCat("keep mask ", keep.shape.ToString(),
-                                                     " does not broadcast to scores ",
-                                                     s.ToString()));
-    }
-  }
-  if (ctx.has(kValidLens)) {
-    const TensorType& lens = ctx.in(kValidLens);
-    DAGRAD_RETURN_IF_ERROR(RequireIndex(ctx, kValidLens, "valid_lens"));
-    const bool one_d = lens.shape.rank() == 1 && rank >= 2 && lens.shape[0] == s[0];
-    const bool two_d = lens.shape.rank() == 2 && rank >= 3 && lens.shape[0] == s[0] &&
-                       lens.shape[1] == s[rank - 2];
-    if (!one_d && !two_d) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "valid_lens ", lens.shape.ToString(), " must be (B) = (", rank >= 2 ? s[0] : 0,
-          ",) for scores ", s.ToString(),
-          rank >= 3 ? absl::StrCat(", or (B, Q) = (", s[0], ", ", s[rank - 2], ")") : "",
-          rank < 2 ? "; valid_lens need scores of rank >= 2" : ""));
-    }
-  }
-  if (ctx.has(kBias)) {
-    const TensorType& bias = ctx.in(kBias);
-    if (bias.dtype != ctx.in(kScores).dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bias must be ", DTypeName(ctx.in(kScores).dtype), " like scores, got ",
-          DTypeName(bias.dtype), " ", bias.shape.ToString()));
-    }
-    if (!IsBroadcastableTo(bias.shape, s)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bias ", bias.shape.ToString(), " does not broadcast to scores ", s.ToString()));
-    }
-  }
-  if (ctx.attrs.GetBool("causal") && rank < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a causal mask needs scores of rank >= 2 (..., Q, K), got ", s.ToString()));
-  }
-  if (!std::isfinite(ctx.attrs.GetFloat("scale", 1.0))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scale must be finite, got ", ctx.attrs.GetFloat("scale", 1.0)));
-  }
-  return ctx.in(kScores);
-}
-
-// RowOffset maps a row (a flat index over scores' leading axes) to an
-// element offset in an input broadcast through `strides`.
-int64_t RowOffset(int64_t row, const Shape& s, const Dims& strides) {
-  int64_t off = 0;
-  for (int d = s.rank() - 2; d >= 0; --d) {
-    off += row % s[d] * strides[d];
-    row /= s[d];
-  }
-  return off;
-}
-
-// ReadValidLens copies valid_lens to int64 and checks each lies in [0, K].
 absl::StatusOr<std::vector<int64_t>> ReadValidLens(const TensorRef& lens, int64_t k) {
   std::vector<int64_t> out(lens.num_elements());
   DAGRAD_RETURN_IF_ERROR(DispatchIndex(lens.dtype, [&](auto tag) {
@@ -138,6 +63,90 @@ absl::StatusOr<std::vector<int64_t>> ReadValidLens(const TensorRef& lens, int64_
     }
   }
   return out;
+}
+
+absl::Status ValidateSoftmaxMask(const Shape& s, DType dtype, const TensorType* keep,
+                                 const TensorType* valid_lens, const TensorType* bias,
+                                 const Attrs& attrs) {
+  const int rank = s.rank();
+  if (keep != nullptr) {
+    if (keep->dtype != DType::kBool) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "keep mask must be bool (true = keep), got ", DTypeName(keep->dtype), " ",
+          keep->shape.ToString()));
+    }
+    if (!IsBroadcastableTo(keep->shape, s)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "keep mask ", keep->shape.ToString(), " does not broadcast to scores ", s.ToString()));
+    }
+  }
+  if (valid_lens != nullptr) {
+    const Shape& lens = valid_lens->shape;
+    if (!IsInteger(valid_lens->dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat("valid_lens must be int32 or int64, got ",
+                                                     DTypeName(valid_lens->dtype)));
+    }
+    const bool one_d = lens.rank() == 1 && rank >= 2 && lens[0] == s[0];
+    const bool two_d =
+        lens.rank() == 2 && rank >= 3 && lens[0] == s[0] && lens[1] == s[rank - 2];
+    if (!one_d && !two_d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "valid_lens ", lens.ToString(), " must be (B) = (", rank >= 2 ? s[0] : 0,
+          ",) for scores ", s.ToString(),
+          rank >= 3 ? absl::StrCat(", or (B, Q) = (", s[0], ", ", s[rank - 2], ")") : "",
+          rank < 2 ? "; valid_lens need scores of rank >= 2" : ""));
+    }
+  }
+  if (bias != nullptr) {
+    if (bias->dtype != dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("bias must be ", DTypeName(dtype),
+                                                     " like scores, got ",
+                                                     DTypeName(bias->dtype), " ",
+                                                     bias->shape.ToString()));
+    }
+    if (!IsBroadcastableTo(bias->shape, s)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bias ", bias->shape.ToString(), " does not broadcast to scores ", s.ToString()));
+    }
+  }
+  if (attrs.GetBool("causal") && rank < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a causal mask needs scores of rank >= 2 (..., Q, K), got ", s.ToString()));
+  }
+  if (!std::isfinite(attrs.GetFloat("scale", 1.0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scale must be finite, got ", attrs.GetFloat("scale", 1.0)));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// softmax(scale * scores + bias) over the kept positions of the last axis.
+
+namespace {
+
+absl::StatusOr<TensorType> InferMaskedSoftmax(const InferContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, kScores, "scores"));
+  const Shape& s = ctx.in(kScores).shape;
+  if (s.rank() < 1) {
+    return absl::InvalidArgumentError(
+        "scores must have rank >= 1 (softmax runs over the last axis), got ()");
+  }
+  auto input = [&](int i) { return ctx.has(i) ? &ctx.in(i) : nullptr; };
+  DAGRAD_RETURN_IF_ERROR(ValidateSoftmaxMask(s, ctx.in(kScores).dtype, input(kKeep),
+                                             input(kValidLens), input(kBias), ctx.attrs));
+  return ctx.in(kScores);
+}
+
+// RowOffset maps a row (a flat index over scores' leading axes) to an
+// element offset in an input broadcast through `strides`.
+int64_t RowOffset(int64_t row, const Shape& s, const Dims& strides) {
+  int64_t off = 0;
+  for (int d = s.rank() - 2; d >= 0; --d) {
+    off += row % s[d] * strides[d];
+    row /= s[d];
+  }
+  return off;
 }
 
 // ScaleAndBias writes y[k] = scale * x[k] + bias for k < n, where bias is

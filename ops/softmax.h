@@ -18,8 +18,12 @@
 #define DAGRAD_OPS_SOFTMAX_H_
 
 #include <cstdint>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "engine/graph.h"
+#include "engine/op.h"
 
 namespace dagrad {
 
@@ -91,6 +95,22 @@ Value LogSoftmax(Value x);
 //
 //   Value dscores = SoftmaxGrad(weights, dweights);   // (B, H, T, S)
 Value SoftmaxGrad(Value y, Value g);
+
+// For ops that fuse a masked softmax (ops/attention.cc), so that their
+// masks mean and fail exactly as MaskedSoftmax's:
+//
+// ValidateSoftmaxMask returns MaskedSoftmax's InvalidArgument for a keep,
+// valid_lens or bias (each null when absent) that does not fit scores of
+// shape `scores` and dtype `dtype`, or for attrs whose "causal" needs
+// rank >= 2 or whose "scale" is not finite.
+absl::Status ValidateSoftmaxMask(const Shape& scores, DType dtype, const TensorType* keep,
+                                 const TensorType* valid_lens, const TensorType* bias,
+                                 const Attrs& attrs);
+
+// ReadValidLens returns valid_lens (int32 or int64, (B) or (B, Q)) as
+// int64, or InvalidArgument naming the first length outside [0, k] and its
+// position.
+absl::StatusOr<std::vector<int64_t>> ReadValidLens(const TensorRef& lens, int64_t k);
 
 }  // namespace dagrad
 

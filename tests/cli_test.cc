@@ -323,8 +323,19 @@ TEST(Cli, DotWritesAndRendersEveryBuiltInModel) {
       EXPECT_TRUE(fs::exists(absl::StrCat(dir, "/", model, ".svg")));
     }
   }
-  // The attention block draws its dropout on the weights.
-  EXPECT_THAT(*ReadFile(dir + "/mha.dot"), ::testing::HasSubstr("Dropout"));
+  // The fused attention (the default) is one node forward and one backward;
+  // the composed subgraph draws every step, its dropout on the weights too.
+  const std::string fused = *ReadFile(dir + "/mha.dot");
+  EXPECT_THAT(fused, ::testing::HasSubstr("label=\"Attention\\nattention"));
+  EXPECT_THAT(fused, ::testing::HasSubstr("label=\"Attention'\\nattention_grad"));
+  EXPECT_THAT(fused, ::testing::Not(::testing::HasSubstr("Softmax")));
+  const std::string composed = dir + "/composed.dot";
+  ASSERT_EQ(Dagrad(absl::StrCat("dot --model=mha --attention=composed --out=", composed)).code, 0);
+  EXPECT_THAT(*ReadFile(composed), ::testing::HasSubstr("Dropout"));
+  EXPECT_THAT(*ReadFile(composed), ::testing::HasSubstr("Softmax"));
+  const Result bad = Dagrad(absl::StrCat("dot --model=mha --attention=flash --out=", composed));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, ::testing::HasSubstr("--attention must be fused or composed, got 'flash'"));
   // Collapsing the attention block leaves no node of it.
   const std::string dot = dir + "/collapsed.dot";
   ASSERT_EQ(Dagrad(absl::StrCat("dot --model=mha --collapse=mha --out=", dot)).code, 0);

@@ -89,6 +89,26 @@ absl::Status AttentionExamples(Graph& g, Value x, Value lengths, Value memory) {
   return absl::OkStatus();
 }
 
+// AttentionPath's examples: the composed path by option, and its names.
+TEST(NnExamples, AttentionPath) {
+  using nn::AttentionPath, nn::MultiheadAttention, nn::ParseAttentionPath;
+  Graph g;
+  // example: models/nn_attention.h, ParseAttentionPath
+  absl::StatusOr<AttentionPath> path = ParseAttentionPath("composed");
+  // example: models/nn_attention.h, MultiheadAttentionOptions::attention
+  auto composed = MultiheadAttention::Create(
+      g, "composed", {.embed_dim = 8, .num_heads = 2, .attention = AttentionPath::kComposed});
+  // end of examples
+  ASSERT_OK(path.status());
+  EXPECT_EQ(*path, AttentionPath::kComposed);
+  EXPECT_EQ(nn::AttentionPathName(*path), "composed");
+  EXPECT_EQ(*ParseAttentionPath("fused"), AttentionPath::kFused);
+  EXPECT_STATUS(ParseAttentionPath("flash").status(), absl::StatusCode::kInvalidArgument,
+                "attention must be fused or composed, got 'flash'");
+  ASSERT_OK(composed.status());
+  EXPECT_EQ(composed->options().attention, AttentionPath::kComposed);
+}
+
 // The converters' examples, with B = 2, H = 4, T = 5, S = 7, E = 8.
 absl::Status AttentionMaskExamples(Graph& g, Value q, Value k, Value v) {
   using nn::AttentionOutput, nn::AttentionWeights, nn::KeepFromKeyPaddingMask,

@@ -82,6 +82,7 @@ CudaContext::~CudaContext() {
 
 absl::Status CudaContext::Init(int ordinal, bool allow_tf32) {
   ordinal_ = ordinal;
+  allow_tf32_ = allow_tf32;
   DAGRAD_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal));
   DAGRAD_ASSIGN_OR_RETURN(blas_, LoadCublas());
   DAGRAD_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

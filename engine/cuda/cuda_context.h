@@ -143,6 +143,9 @@ class CudaContext {
   absl::Status Init(int ordinal, bool allow_tf32);
 
   int ordinal() const { return ordinal_; }
+  // allow_tf32 is CudaOptions::allow_tf32: float32 products may round their
+  // inputs to TF32 on tensor cores (cuBLAS's, and fused kernels' own).
+  bool allow_tf32() const { return allow_tf32_; }
   cudaStream_t stream() const { return stream_; }
   // blas holds the cuBLAS functions (engine/cuda/cublas_api.h); cublas is
   // the handle to pass them, bound to stream().
@@ -190,6 +193,7 @@ class CudaContext {
   absl::Status ResetErrorRecord();
 
   int ordinal_ = -1;
+  bool allow_tf32_ = false;
   cudaStream_t stream_ = nullptr;
   const CublasApi* blas_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

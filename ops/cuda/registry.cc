@@ -21,6 +21,7 @@ bool RegisterAll() {
            CudaFillKernels,
            CudaSoftmaxKernels,
            CudaDropoutKernels,
+           CudaAttentionKernels,
            CudaLossKernels,
            CudaGeluKernels,
            CudaSamplingKernels,

@@ -31,6 +31,7 @@ std::vector<CudaKernelEntry> CudaSelectKernels();
 std::vector<CudaKernelEntry> CudaFillKernels();
 std::vector<CudaKernelEntry> CudaSoftmaxKernels();
 std::vector<CudaKernelEntry> CudaDropoutKernels();
+std::vector<CudaKernelEntry> CudaAttentionKernels();
 std::vector<CudaKernelEntry> CudaLossKernels();
 std::vector<CudaKernelEntry> CudaGeluKernels();
 std::vector<CudaKernelEntry> CudaSamplingKernels();

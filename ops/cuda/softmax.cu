@@ -18,6 +18,7 @@
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
+#include "ops/cuda/valid_lens.cuh"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -81,47 +82,6 @@ __global__ void MaskedSoftmaxImpl(const T* x, const T* bias, T* out, SoftmaxArgs
   }
 }
 
-// ValidLensToInt64 copies the lengths, clamped into [0, K] (bad ones fail
-// the run; clamping keeps the softmax kernel inside the row meanwhile).
-template <typename I>
-__global__ void ValidLensToInt64(const I* lens, int64_t n, int64_t k, int64_t* out) {
-  DAGRAD_CUDA_LOOP(i, n) {
-    const int64_t v = static_cast<int64_t>(lens[i]);
-    out[i] = v < 0 ? 0 : v > k ? k : v;
-  }
-}
-
-template <typename I>
-struct LenOutOfRange {
-  __device__ bool operator()(I v) const { return v < 0 || static_cast<int64_t>(v) > k; }
-  int64_t k;
-};
-
-// Checks valid_lens on the device (the CPU's message) and returns them as
-// int64 in `buffer`.
-absl::Status PrepareValidLens(const KernelContext& ctx, int64_t k, CudaBuffer& buffer) {
-  const TensorRef& lens = ctx.in(kValidLens);
-  const int64_t n = lens.num_elements();
-  CudaContext& cuda = CudaContextOf(ctx);
-  DAGRAD_ASSIGN_OR_RETURN(buffer, cuda.Scratch(std::max<int64_t>(n, 1) * sizeof(int64_t)));
-  const int64_t cols = lens.rank() == 2 ? lens.dim(1) : 0;
-  return DispatchIndex(lens.dtype, [&](auto tag) {
-    using I = decltype(tag);
-    DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
-        ctx, lens.as<I>(), n, LenOutOfRange<I>{k}, [k, cols](const DeviceErrorDetail& d) {
-          const std::string pos = cols == 0 ? absl::StrCat(d.position)
-                                            : absl::StrCat(d.position / cols, ", ",
-                                                           d.position % cols);
-          return absl::StrCat("valid_lens[", pos, "] = ", d.int_value, " is outside [0, ", k,
-                              "] (K = ", k, ", the size of the scores' last axis)");
-        }));
-    if (n == 0) return absl::OkStatus();
-    ValidLensToInt64<<<GridFor(n), kThreads, 0, cuda.stream()>>>(lens.as<I>(), n, k,
-                                                               buffer.as<int64_t>());
-    return CheckLaunch("ValidLensToInt64");
-  });
-}
-
 template <typename T>
 absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
   const Shape& s = *ctx.in(kScores).shape;
@@ -137,7 +97,7 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
   if (a.rows == 0) return absl::OkStatus();
   CudaBuffer lens;
   if (ctx.has(kValidLens)) {
-    DAGRAD_RETURN_IF_ERROR(PrepareValidLens(ctx, a.k, lens));
+    DAGRAD_RETURN_IF_ERROR(cuda::PrepareValidLens(ctx, kValidLens, a.k, lens));
     a.lens = lens.as<int64_t>();
     a.lens_2d = ctx.in(kValidLens).rank() == 2;
   }

@@ -86,6 +86,27 @@ struct GeluArgs {
   float* y;
 };
 
+// AttentionBlock: `rows` rows of a block of n columns of fused attention's
+// scores (ops/attention_cpu.cc), row r at s + r * ld, ld a multiple of 16
+// (>= n): the kernels read and write whole rows of ld, a register at a
+// time. Row r's first valid[r] columns hold the logits z = scale * q·kᵀ +
+// bias (-inf where a keep mask masks); the others lie past the row's valid
+// length or causal limit, and the kernels leave zeros there, up to n
+// (registers are written whole: float kernels may write zeros up to n
+// rounded up to 16).
+// bits: null (no dropout), or the block's dropout words, row r at bits +
+// r * ld; a weight is kept iff (word >> 8) >= threshold, and then scaled
+// by drop_scale (ops/dropout.h).
+template <typename T>
+struct AttentionBlock {
+  int64_t rows, n, ld;
+  T* s;
+  const int64_t* valid;
+  const uint32_t* bits;
+  uint32_t threshold;
+  T drop_scale;
+};
+
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"
 
@@ -102,8 +123,10 @@ struct CpuKernels {
 
   // philox_bits writes the random words of blocks first .. first +
   // kPhiloxBlocks - 1 of RandomStream{seed, stream, step} (engine/philox.h):
-  // out[4 * b + j] = word j of block first + b. `first` is a multiple of
-  // kPhiloxBlocks. Integer arithmetic: bit-identical on every level.
+  // out[4 * b + j] = word j of block first + b. The low 32 bits of the
+  // block numbers must not wrap within a call (a `first` that is a
+  // multiple of kPhiloxBlocks never does). Integer arithmetic:
+  // bit-identical on every level.
   void (*philox_bits)(uint64_t seed, uint32_t stream, uint32_t step, uint64_t first,
                       uint32_t* out);
 
@@ -157,6 +180,32 @@ struct CpuKernels {
   // levels differ by at most twice that.
   void (*gelu_f32)(const GeluArgs& args, int64_t begin, int64_t end);
   void (*gelu_grad_f32)(const GeluArgs& args, int64_t begin, int64_t end);
+
+  // attention_softmax_*: the online-softmax step of a block, per row r:
+  // m' = max(m[r], z[0, valid)) (NaN-propagating); when m' is -inf the row
+  // becomes zeros and alpha[r] = 1; else alpha[r] = exp(m[r] - m'), the
+  // row becomes p = exp(z - m') (0 past valid), l[r] = l[r] * alpha[r] +
+  // sum(p) (in double: column k adds to accumulator k % 16 in order, the
+  // 16 then in a fixed tree), m[r] = m', and then each p is multiplied by
+  // its dropout factor (keep ? drop_scale : 0).
+  // attention_grad_*: the backward step, per row r and column k < valid:
+  // the weight p = s[k] * stat[r] when `probs` (the block holds exp(z - m)
+  // and stat is 1 / l, as attention_softmax leaves them, no dropout) or
+  // p = exp(s[k] - stat[r]) (stat the row's logsumexp); then s[k] = p *
+  // keep and dp[k] = p * (dp[k] * keep - D) (keep the dropout factor, 1
+  // without dropout), both 0 past valid. D is d[r], or, for a null d (the
+  // block holds whole rows), the row's sum of p * keep * dp[k] in double
+  // (the order of attention_softmax's sums). dp has s's layout (row stride
+  // ld). VectorExp (float), std::exp (double), nothing fused:
+  // bit-identical on every level.
+  void (*attention_softmax_f32)(const AttentionBlock<float>& a, float* m, double* l,
+                                float* alpha);
+  void (*attention_softmax_f64)(const AttentionBlock<double>& a, double* m, double* l,
+                                double* alpha);
+  void (*attention_grad_f32)(const AttentionBlock<float>& a, const float* stat, bool probs,
+                             const float* d, float* dp);
+  void (*attention_grad_f64)(const AttentionBlock<double>& a, const double* stat, bool probs,
+                             const double* d, double* dp);
 };
 
 namespace kernels {

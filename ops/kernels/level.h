@@ -47,6 +47,12 @@ void SumColumnsF32(const float* in, int64_t rows, int64_t stride, int64_t len, d
 void SoftmaxGradF32(const float* g, const float* y, float* dx, int64_t rows, int64_t n);
 void GeluF32(const GeluArgs& args, int64_t begin, int64_t end);
 void GeluGradF32(const GeluArgs& args, int64_t begin, int64_t end);
+void AttentionSoftmaxF32(const AttentionBlock<float>& a, float* m, double* l, float* alpha);
+void AttentionSoftmaxF64(const AttentionBlock<double>& a, double* m, double* l, double* alpha);
+void AttentionGradF32(const AttentionBlock<float>& a, const float* stat, bool probs,
+                      const float* d, float* dp);
+void AttentionGradF64(const AttentionBlock<double>& a, const double* stat, bool probs,
+                      const double* d, double* dp);
 
 }  // namespace dagrad::kernels::DAGRAD_ISA
 

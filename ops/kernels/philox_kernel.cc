@@ -163,7 +163,7 @@ alignas(64) constexpr uint32_t kIota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
 static_assert(U::kLanes <= 16);
 
 // Counters of blocks first .. first + kLanes - 1. The low word does not wrap
-// inside a call: `first` is a multiple of kPhiloxBlocks.
+// inside a call (the philox_bits contract, cpu_kernels.h).
 Blocks Counters(uint64_t first, uint32_t stream, uint32_t step) {
   return {U::Add(U::Set1(static_cast<uint32_t>(first)), U::Load(kIota)),
           U::Set1(static_cast<uint32_t>(first >> 32)), U::Set1(stream), U::Set1(step)};

@@ -5,7 +5,7 @@
 // tools/bench/gpu_check.sh runs both and prints the comparison.
 //
 //   ./build/tools/cuda_bench [--case=all|toy|large|mha] [--iters=50] [--warmup=10]
-//                            [--cpu_iters=5]
+//                            [--cpu_iters=5] [--attention=fused|composed]
 //
 // Cases (each prints a line, then a JSON line {"case", "ms"} for the table):
 //   toy_step         the toy transformer's training step (vocab 16, T 32, E 128,
@@ -16,7 +16,8 @@
 //   large_step_tf32  the same with TF32 matrix products;
 //   mha_fwdbwd_f32   MultiheadAttention forward + backward (input and weight
 //                    gradients) at (B, T, E, H) = (32, 512, 1024, 16), float32.
-// --case=large runs both large cases. Each reports the median and mean
+// --case=large runs both large cases. --attention picks the attention's
+// path (nn::AttentionPath; the fused op by default) in every case. Each reports the median and mean
 // milliseconds per step on the device (events), and on the host clock
 // (which includes staging the inputs and fetching the loss).
 
@@ -52,6 +53,7 @@ struct Flags {
   int iters = 50;
   int warmup = 10;
   int cpu_iters = 5;
+  nn::AttentionPath attention = nn::AttentionPath::kFused;
 };
 
 struct Timing {
@@ -113,7 +115,9 @@ void PrintJson(const char* name, const Timing& t, const Executor& exec) {
 absl::Status BenchTrainingStep(const StepConfig& sc, const Flags& f) {
   Graph g;
   const int64_t t_len = sc.model.seq_len;
-  DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, sc.model));
+  models::ToyConfig config = sc.model;
+  config.attention = f.attention;
+  DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, config));
   Value tokens = g.Input("tokens", DType::kInt64, {sc.batch, t_len});
   Value targets = g.Input("targets", DType::kInt64, {sc.batch, t_len});
   // No padding (a null lengths Value), as in the PyTorch anchor.
@@ -164,7 +168,8 @@ absl::Status BenchMha(const Flags& f) {
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(
       nn::MultiheadAttention mha,
-      nn::MultiheadAttention::Create(g, "mha", {.embed_dim = kE, .num_heads = kH}));
+      nn::MultiheadAttention::Create(
+          g, "mha", {.embed_dim = kE, .num_heads = kH, .attention = f.attention}));
   Value x = g.Input("x", DType::kFloat32, {kB, kT, kE});
   Value dy = g.Input("dy", DType::kFloat32, {kB, kT, kE});
   Value y = mha(x, x, x).output;
@@ -211,6 +216,13 @@ int Main(int argc, char** argv) {
     }
     if (std::strncmp(argv[i], "--case=", 7) == 0) {
       f.which = argv[i] + 7;
+    } else if (std::strncmp(argv[i], "--attention=", 12) == 0) {
+      absl::StatusOr<nn::AttentionPath> path = nn::ParseAttentionPath(argv[i] + 12);
+      if (!path.ok()) {
+        std::fprintf(stderr, "cuda_bench: --%s\n", std::string(path.status().message()).c_str());
+        return 2;
+      }
+      f.attention = *path;
     } else {
       std::fprintf(stderr, "cuda_bench: unknown argument %s\n", argv[i]);
       return 2;

@@ -9,6 +9,11 @@
 //   mha_fwdbwd_B{B}_T{T}_D{D}_H{H}   forward + backward of sum(output)
 //   toy_train_step                   ToyTransformer(vocab 16, T 32, D 128, H 4, L 2,
 //                                    ffn 512, dropout 0.1), batch 64, reverse, Adam
+//   gpt_train_step                   Gpt(T 64, D 128, H 4, L 4, dropout 0), batch 32,
+//                                    AdamW, on a repeated text: gpt_compare.py's model
+// Each runs its attention as the fused op (ops/attention.h); composed_<case>
+// is the same case on the composed subgraph (nn::AttentionPath::kComposed),
+// which compare.py sets beside it.
 // Counters: "flops" (counted multiply-adds x 2 of the matrix products), and
 // for the training step the plan's "peak_bytes" and "intermediate_bytes".
 //
@@ -26,7 +31,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +45,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
+#include "models/gpt_trainer.h"
 #include "models/nn_attention.h"
 #include "models/toy_trainer.h"
 #include "ops/cpu_runtime.h"
@@ -76,9 +86,10 @@ double MhaFlops(int64_t B, int64_t T, int64_t D) {
 }
 
 void BM_Mha(benchmark::State& state, int64_t B, int64_t T, int64_t D, int64_t H,
-            bool backward) {
+            bool backward, nn::AttentionPath path) {
   Graph g;
-  auto mha = nn::MultiheadAttention::Create(g, "mha", {.embed_dim = D, .num_heads = H});
+  auto mha = nn::MultiheadAttention::Create(g, "mha",
+                                            {.embed_dim = D, .num_heads = H, .attention = path});
   if (!mha.ok()) return Fail(state, mha.status());
   Value x = g.Input("x", DType::kFloat32, {B, T, D});
   Value lengths = g.Input("lengths", DType::kInt64, {B});
@@ -118,10 +129,33 @@ double ToyStepFlops(const models::ToyConfig& m, int64_t batch) {
   return 3 * 2 * (m.layers * layer + rows * E * m.vocab);
 }
 
-void BM_ToyTrainStep(benchmark::State& state) {
+// A GPT training step on a text file of a repeated pangram, with the model
+// and batch tools/bench/gpt_compare.py trains by default.
+void BM_GptTrainStep(benchmark::State& state, nn::AttentionPath path) {
+  const std::string file = absl::StrCat(std::filesystem::temp_directory_path().string(),
+                                        "/dagrad_bench_text_", getpid(), ".txt");
+  {
+    std::ofstream out(file);
+    for (int i = 0; i < 200; ++i) out << "The quick brown fox jumps over the lazy dog. ";
+  }
+  models::TextTrainConfig config;
+  config.data = file;
+  config.model = {.block_size = 64, .dim = 128, .heads = 4, .layers = 4, .dropout = 0.0,
+                  .attention = path};
+  config.batch = 32;
+  config.steps = 1 << 30;
+  auto trainer = models::GptTrainer::Create(config);
+  std::filesystem::remove(file);
+  if (!trainer.ok()) return Fail(state, trainer.status());
+  for (auto _ : state) {
+    if (auto r = (*trainer)->Step(); !r.ok()) return Fail(state, r.status());
+  }
+}
+
+void BM_ToyTrainStep(benchmark::State& state, nn::AttentionPath path) {
   models::TrainConfig config;
   config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
-                  .dropout = 0.1};
+                  .dropout = 0.1, .attention = path};
   config.batch = 64;
   config.steps = 1 << 30;
   auto trainer = models::ToyTrainer::Create(config);
@@ -135,6 +169,11 @@ void BM_ToyTrainStep(benchmark::State& state) {
       static_cast<double>((*trainer)->train_plan().intermediate_bytes());
 }
 
+// Paths are the attention paths each case runs on, by name prefix.
+std::vector<std::pair<std::string, nn::AttentionPath>> Paths() {
+  return {{"", nn::AttentionPath::kFused}, {"composed_", nn::AttentionPath::kComposed}};
+}
+
 void Register() {
   auto ms = [](benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -144,10 +183,17 @@ void Register() {
                                    {16, 128, 256, 8},
                                    {8, 256, 512, 8}}) {
     const std::string shape = absl::StrCat("B", B, "_T", T, "_D", D, "_H", H);
-    ms(benchmark::RegisterBenchmark(("mha_fwd_" + shape).c_str(), BM_Mha, B, T, D, H, false));
-    ms(benchmark::RegisterBenchmark(("mha_fwdbwd_" + shape).c_str(), BM_Mha, B, T, D, H, true));
+    for (auto [prefix, path] : Paths()) {
+      ms(benchmark::RegisterBenchmark((prefix + "mha_fwd_" + shape).c_str(), BM_Mha, B, T, D, H,
+                                      false, path));
+      ms(benchmark::RegisterBenchmark((prefix + "mha_fwdbwd_" + shape).c_str(), BM_Mha, B, T, D,
+                                      H, true, path));
+    }
   }
-  ms(benchmark::RegisterBenchmark("toy_train_step", BM_ToyTrainStep));
+  for (auto [prefix, path] : Paths()) {
+    ms(benchmark::RegisterBenchmark((prefix + "toy_train_step").c_str(), BM_ToyTrainStep, path));
+    ms(benchmark::RegisterBenchmark((prefix + "gpt_train_step").c_str(), BM_GptTrainStep, path));
+  }
 }
 
 // The ops --op names ("all": every case).

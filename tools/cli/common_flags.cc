@@ -23,6 +23,9 @@ ABSL_FLAG(bool, check_numerics, false,
           "stop at the first node (forward or backward) that produces NaN or Inf, and name it");
 ABSL_FLAG(std::string, device, "cpu", "where to run: cpu, cuda or cuda:N");
 ABSL_FLAG(bool, tf32, false, "on cuda, allow TF32 tensor-core matrix products (faster, ~1e-3)");
+ABSL_FLAG(std::string, attention, "fused",
+          "attention as one fused op (fused: flash-style, no (B, H, T, S) tensor) or as the "
+          "composed subgraph of MatMul, Softmax, Dropout and MatMul (composed); same weights");
 ABSL_FLAG(bool, profile, false, "time every kernel and print where the time went, by op");
 ABSL_FLAG(int64_t, memory_limit_mb, 0,
           "fail with a clear error instead of using more than this many MiB (0: no limit)");
@@ -47,6 +50,12 @@ absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags() {
         absl::StrCat("--device must be cpu, cuda or cuda:N, got '", name, "'"));
   }
   return CudaDevice(ordinal, {.allow_tf32 = absl::GetFlag(FLAGS_tf32)});
+}
+
+absl::StatusOr<nn::AttentionPath> AttentionFromFlags() {
+  absl::StatusOr<nn::AttentionPath> path = nn::ParseAttentionPath(absl::GetFlag(FLAGS_attention));
+  if (!path.ok()) return absl::InvalidArgumentError(absl::StrCat("--", path.status().message()));
+  return path;
 }
 
 absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags() {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "engine/device.h"
 #include "engine/executor.h"
+#include "models/nn_attention.h"
 
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(std::string, out);
@@ -20,6 +21,7 @@ ABSL_DECLARE_FLAG(int64_t, memory_limit_mb);
 ABSL_DECLARE_FLAG(bool, profile);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(bool, tf32);
+ABSL_DECLARE_FLAG(std::string, attention);
 
 namespace dagrad::cli {
 
@@ -39,6 +41,11 @@ absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags();
 // device's own errors (e.g. Unavailable when no GPU is visible or CUDA is
 // not built in).
 absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags();
+
+// AttentionFromFlags returns --attention: fused (one attention op) or
+// composed (the subgraph of ordinary ops); InvalidArgument naming the
+// value otherwise.
+absl::StatusOr<nn::AttentionPath> AttentionFromFlags();
 
 // DotProgram is the Graphviz `dot` found at build time or on PATH, or "".
 std::string DotProgram();

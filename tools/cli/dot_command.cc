@@ -48,7 +48,8 @@ absl::StatusOr<DrawnGraph> BuildDrawnGraph() {
     return absl::InvalidArgumentError("--input is for --model=file.onnx");
   }
   DrawnGraph drawn{std::make_unique<Graph>(), {}, Value()};
-  DAGRAD_ASSIGN_OR_RETURN(ExampleGraph example, BuildExample(model, *drawn.graph));
+  DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
+  DAGRAD_ASSIGN_OR_RETURN(ExampleGraph example, BuildExample(model, *drawn.graph, attention));
   drawn.roots = example.outputs;
   drawn.roots.push_back(example.loss);
   drawn.loss = example.loss;
@@ -66,6 +67,9 @@ int RunDot() {
   const std::string out = absl::GetFlag(FLAGS_out);
   const std::string render = absl::GetFlag(FLAGS_render);
   if (out.empty()) return UsageError(cmd, "--out is required (the .dot file to write)");
+  if (absl::Status st = AttentionFromFlags().status(); !st.ok()) {
+    return UsageError(cmd, std::string(st.message()));
+  }
   if (!render.empty() && render != "svg" && render != "png") {
     return UsageError(cmd, absl::StrCat("--render must be svg or png, got '", render, "'"));
   }
@@ -104,7 +108,7 @@ int RunDot() {
 
 Command DotCommand() {
   return {"dot", "write the DOT (and SVG/PNG) of a built-in graph or an ONNX model",
-          {"model", "input", "out", "render", "backward", "collapse"}, RunDot};
+          {"model", "input", "out", "render", "backward", "collapse", "attention"}, RunDot};
 }
 
 }  // namespace dagrad::cli

@@ -103,6 +103,7 @@ absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
   }
   absl::StatusOr<models::ToyConfig> config = models::ToyConfig::FromCheckpoint(ckpt, checkpoint);
   if (!config.ok()) return config.status();
+  DAGRAD_ASSIGN_OR_RETURN(config->attention, AttentionFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
   DAGRAD_RETURN_IF_ERROR(CheckInputs(in, *config, input));
   const Tensor& tokens = *in.Find("tokens");
@@ -160,6 +161,9 @@ int RunEval() {
   }
   absl::StatusOr<ExecutorOptions> options = ExecutorOptionsFromFlags();
   if (!options.ok()) return UsageError(cmd, std::string(options.status().message()));
+  if (absl::Status st = AttentionFromFlags().status(); !st.ok()) {
+    return UsageError(cmd, std::string(st.message()));
+  }
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
   absl::Status st =
@@ -180,7 +184,7 @@ Command EvalCommand() {
           "run a trained model (or --model=file.onnx) on inputs from a safetensors file "
           "(eval mode)",
           {"checkpoint", "model", "input", "output", "threads", "check_numerics", "memory_limit_mb",
-           "device", "tf32"},
+           "device", "tf32", "attention"},
           RunEval};
 }
 

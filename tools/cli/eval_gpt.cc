@@ -7,6 +7,7 @@
 #include "models/gpt.h"
 #include "models/tasks.h"
 #include "ops/loss.h"
+#include "tools/cli/common_flags.h"
 
 namespace dagrad::cli {
 namespace {
@@ -76,6 +77,7 @@ absl::Status EvaluateGpt(const SafetensorsFile& ckpt,
   absl::StatusOr<models::GptConfig> config =
       models::GptConfig::FromCheckpoint(ckpt, checkpoint);
   if (!config.ok()) return config.status();
+  DAGRAD_ASSIGN_OR_RETURN(config->attention, AttentionFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
   DAGRAD_RETURN_IF_ERROR(CheckInputs(in, *config, input));
   const Tensor& tokens = *in.Find("tokens");

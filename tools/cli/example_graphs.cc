@@ -28,17 +28,22 @@ absl::StatusOr<ExampleGraph> Mlp(Graph& g) {
   return ExampleGraph{CrossEntropy(logits, labels), {logits}};
 }
 
-absl::StatusOr<ExampleGraph> Mha(Graph& g) {
+absl::StatusOr<ExampleGraph> Mha(Graph& g, nn::AttentionPath attention) {
   Value x = g.Input("x", DType::kFloat32, {2, 6, 32});
   Value lengths = g.Input("valid_lens", DType::kInt64, {2});
   // Attention dropout as d2l's MultiheadAttention has it, so every op shows.
   auto mha = nn::MultiheadAttention::Create(
-      g, "mha", {.embed_dim = 32, .num_heads = 4, .dropout = 0.1});
+      g, "mha", {.embed_dim = 32, .num_heads = 4, .dropout = 0.1, .attention = attention});
   if (!mha.ok()) return mha.status();
+  // The composed path draws the weights too; the fused op never holds them.
+  const bool composed = attention == nn::AttentionPath::kComposed;
   nn::AttentionOutput y =
-      (*mha)(x, x, x, {.valid_lens = lengths}, nn::AttentionWeights::kPerHead);
+      (*mha)(x, x, x, {.valid_lens = lengths},
+             composed ? nn::AttentionWeights::kPerHead : nn::AttentionWeights::kNone);
   Graph::Scope scope(g, "loss");
-  return ExampleGraph{MeanSquare(y.output), {y.output, y.weights}};
+  std::vector<Value> outputs = {y.output};
+  if (composed) outputs.push_back(y.weights);
+  return ExampleGraph{MeanSquare(y.output), outputs};
 }
 
 absl::StatusOr<ExampleGraph> PositionalEncoding(Graph& g) {
@@ -48,13 +53,13 @@ absl::StatusOr<ExampleGraph> PositionalEncoding(Graph& g) {
   return ExampleGraph{MeanSquare(y), {y}};
 }
 
-absl::StatusOr<ExampleGraph> Toy(Graph& g) {
+absl::StatusOr<ExampleGraph> Toy(Graph& g, nn::AttentionPath attention) {
   Value tokens = g.Input("tokens", DType::kInt64, {4, 8});
   Value lengths = g.Input("lengths", DType::kInt64, {4});
   Value targets = g.Input("targets", DType::kInt64, {4, 8});
   auto model = models::ToyTransformer::Create(
       g, {.vocab = 16, .seq_len = 8, .dim = 32, .heads = 4, .layers = 2, .ffn = 64,
-          .dropout = 0.1});
+          .dropout = 0.1, .attention = attention});
   if (!model.ok()) return model.status();
   Value logits = (*model)(tokens, lengths).logits;
   Graph::Scope scope(g, "loss");
@@ -65,16 +70,17 @@ absl::StatusOr<ExampleGraph> Toy(Graph& g) {
 
 std::vector<std::string> ExampleNames() { return {"mlp", "mha", "positional_encoding", "toy"}; }
 
-absl::StatusOr<ExampleGraph> BuildExample(const std::string& name, Graph& g) {
+absl::StatusOr<ExampleGraph> BuildExample(const std::string& name, Graph& g,
+                                          nn::AttentionPath attention) {
   absl::StatusOr<ExampleGraph> out;
   if (name == "mlp") {
     out = Mlp(g);
   } else if (name == "mha") {
-    out = Mha(g);
+    out = Mha(g, attention);
   } else if (name == "positional_encoding") {
     out = PositionalEncoding(g);
   } else if (name == "toy") {
-    out = Toy(g);
+    out = Toy(g, attention);
   } else {
     return absl::InvalidArgumentError(absl::StrCat("unknown model '", name, "' (",
                                                    absl::StrJoin(ExampleNames(), ", "), ")"));

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "engine/graph.h"
+#include "models/nn_attention.h"
 
 namespace dagrad::cli {
 
@@ -21,9 +22,12 @@ struct ExampleGraph {
 // ExampleNames lists the models: mlp, mha, positional_encoding, toy.
 std::vector<std::string> ExampleNames();
 
-// BuildExample adds model `name` to `g`; InvalidArgument for an unknown name
+// BuildExample adds model `name` to `g`, its attention by `attention` (the
+// fused op draws as one node; mha draws its weights, and so the composed
+// subgraph, only with kComposed); InvalidArgument for an unknown name
 // (listing the known ones).
-absl::StatusOr<ExampleGraph> BuildExample(const std::string& name, Graph& g);
+absl::StatusOr<ExampleGraph> BuildExample(const std::string& name, Graph& g,
+                                          nn::AttentionPath attention);
 
 }  // namespace dagrad::cli
 

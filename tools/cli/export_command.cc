@@ -62,6 +62,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ExportSizes(const std::vector<Value>
 absl::StatusOr<Value> ToyGraph(Graph& g, const SafetensorsFile& ckpt, const std::string& path) {
   absl::StatusOr<models::ToyConfig> c = models::ToyConfig::FromCheckpoint(ckpt, path);
   if (!c.ok()) return c.status();
+  DAGRAD_ASSIGN_OR_RETURN(c->attention, AttentionFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, *c));
   const int64_t head = c->dim / c->heads;
   DAGRAD_ASSIGN_OR_RETURN(
@@ -76,6 +77,7 @@ absl::StatusOr<Value> ToyGraph(Graph& g, const SafetensorsFile& ckpt, const std:
 absl::StatusOr<Value> GptGraph(Graph& g, const SafetensorsFile& ckpt, const std::string& path) {
   absl::StatusOr<models::GptConfig> c = models::GptConfig::FromCheckpoint(ckpt, path);
   if (!c.ok()) return c.status();
+  DAGRAD_ASSIGN_OR_RETURN(c->attention, AttentionFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(models::Gpt model, models::Gpt::Create(g, *c));
   const int64_t head = c->dim / c->heads;
   DAGRAD_ASSIGN_OR_RETURN(
@@ -115,6 +117,9 @@ int RunExport() {
                                     std::pair{"out", absl::GetFlag(FLAGS_out)}}) {
     if (value.empty()) return UsageError(cmd, absl::StrCat("--", flag, " is required"));
   }
+  if (absl::Status st = AttentionFromFlags().status(); !st.ok()) {
+    return UsageError(cmd, std::string(st.message()));
+  }
   if (absl::Status st = Export(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_out));
       !st.ok()) {
     return Failure(cmd, st);
@@ -128,7 +133,7 @@ int RunExport() {
 Command ExportCommand() {
   return {"export",
           "write a trained model as an ONNX model for inference (opset 17)",
-          {"checkpoint", "out"},
+          {"checkpoint", "out", "attention"},
           RunExport};
 }
 

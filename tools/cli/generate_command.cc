@@ -65,8 +65,10 @@ int RunGenerate() {
       .kv_cache = absl::GetFlag(FLAGS_kv_cache)};
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
+  absl::StatusOr<nn::AttentionPath> attention = AttentionFromFlags();
+  if (!attention.ok()) return UsageError(cmd, std::string(attention.status().message()));
   auto gen = models::GptGenerator::Load(absl::GetFlag(FLAGS_checkpoint),
-                                        *std::move(device));
+                                        *std::move(device), *attention);
   if (!gen.ok()) return Failure(cmd, gen.status());
   // The prompt, then each byte as it is drawn.
   std::fwrite(prompt->data(), 1, prompt->size(), stdout);
@@ -97,7 +99,7 @@ Command GenerateCommand() {
   return {"generate",
           "continue a prompt with a GPT checkpoint (prompt + bytes on stdout)",
           {"checkpoint", "prompt", "prompt_file", "tokens", "temperature",
-           "top_k", "seed", "kv_cache", "timing", "threads", "device"},
+           "top_k", "seed", "kv_cache", "timing", "threads", "device", "attention"},
           RunGenerate};
 }
 

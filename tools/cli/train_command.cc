@@ -88,6 +88,7 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const RunFlags& flags) {
              .dim = absl::GetFlag(FLAGS_dim), .heads = absl::GetFlag(FLAGS_heads),
              .layers = absl::GetFlag(FLAGS_layers), .ffn = absl::GetFlag(FLAGS_ffn),
              .dropout = absl::GetFlag(FLAGS_dropout)};
+  DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
   c.min_len = absl::GetFlag(FLAGS_min_len);
   ApplyRunFlags(flags, c);
   if (absl::Status st = c.Validate(); !st.ok()) return st;
@@ -427,7 +428,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32"},
+           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
           RunTrain};
 }
 

@@ -52,6 +52,7 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const RunFlags& flags) {
              .heads = absl::GetFlag(FLAGS_heads),
              .layers = absl::GetFlag(FLAGS_layers),
              .dropout = absl::GetFlag(FLAGS_dropout)};
+  DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
   ApplyRunFlags(flags, c);
   DAGRAD_RETURN_IF_ERROR(c.Validate());
   return c;
