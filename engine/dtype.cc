@@ -73,4 +73,16 @@ absl::Status CheckValueFits(double value, DType dtype, absl::string_view what) {
   return absl::InternalError("bad dtype");
 }
 
+absl::Status CheckIntegerFits(int64_t value, DType dtype, absl::string_view what) {
+  auto fail = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", value, " ", why, " (dtype ", DTypeName(dtype), ")"));
+  };
+  if (dtype == DType::kInt32 && (value < INT32_MIN || value > INT32_MAX)) {
+    return fail("is out of range");
+  }
+  if (dtype == DType::kBool && value != 0 && value != 1) return fail("is not 0 or 1");
+  return absl::OkStatus();
+}
+
 }  // namespace dagrad

@@ -49,6 +49,13 @@ inline bool IsInteger(DType d) {
 //   absl::Status s = CheckValueFits(3e9, DType::kInt32, "value");  // InvalidArgument: out of range
 absl::Status CheckValueFits(double value, DType dtype, absl::string_view what);
 
+// CheckIntegerFits is CheckValueFits for an integer, which never passes
+// through a double: InvalidArgument for int32 outside its range and for bool
+// anything but 0 and 1; every int64 fits int64, and the floats round it.
+//
+//   absl::Status s = CheckIntegerFits(int64_t{1} << 40, DType::kInt32, "value");  // out of range
+absl::Status CheckIntegerFits(int64_t value, DType dtype, absl::string_view what);
+
 // DTypeOf<T>::value maps a C++ element type to its DType.
 template <typename T>
 struct DTypeOf;

@@ -80,6 +80,17 @@ Value Sigmoid(Value x);
 Value Sin(Value x);
 Value Cos(Value x);
 
+// CPow returns x ** exponent as C's pow computes it for every exponent,
+// as numpy and ONNX's Pow do: pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf,
+// where Pow, computing 0.5 as torch does (a sqrt), gives -0 and NaN, and
+// pow(-0, -0.5) = +inf and pow(-inf, -0.5) = +0, where Pow gives -inf and
+// NaN; for 3 and -2 it rounds once where Pow's products round twice. The
+// ONNX importer builds ONNX's Pow with it. Floats only; its gradient is
+// exponent * CPow(x, exponent - 1), 0 for exponent 0.
+//
+//   Value y = CPow(x, 0.5);                  // -0.0 -> +0, -inf -> +inf
+Value CPow(Value x, double exponent);
+
 // Softplus returns log(1 + e^x), as torch.nn.functional.softplus with its
 // defaults (beta 1, threshold 20): x itself where x > 20, as log(1 + e^x)
 // rounds to x there. Its gradient is sigmoid(x).
@@ -191,11 +202,16 @@ DAGRAD_STATELESS_FN(SoftplusFn, x > T(20) ? x : math::Log1p(math::Exp(x)));
 // The exponents torch computes by multiplication, sqrt and reciprocal are
 // computed the same way here, for speed and so that the results agree with
 // torch's at the edges: pow(-0, 0.5) = sqrt(-0) = -0, where std::pow gives +0
-// (and so the gradient 0.5 * pow(-0, -0.5) = -inf, as torch's).
+// (and so the gradient 0.5 * pow(-0, -0.5) = -inf, as torch's). With the
+// attribute c_pow (CPow) every exponent goes to C's pow instead, as numpy
+// and ONNX Runtime compute ONNX's Pow: one OpDef with a flag rather than a
+// second op, so that the kernels, the gradient rule and the exporter of
+// x ** p stay one.
 struct PowFn {
-  explicit PowFn(const Attrs& a) : p(a.GetFloat("exponent")) {}
+  explicit PowFn(const Attrs& a) : p(a.GetFloat("exponent")), c_pow(a.GetBool("c_pow")) {}
   template <typename T>
   DAGRAD_HOST_DEVICE T operator()(T x) const {
+    if (c_pow) return math::Pow(x, static_cast<T>(p));
     if (p == 2.0) return x * x;
     if (p == 3.0) return x * x * x;
     if (p == 0.5) return math::Sqrt(x);
@@ -205,6 +221,7 @@ struct PowFn {
     return math::Pow(x, static_cast<T>(p));
   }
   double p;
+  bool c_pow;
 };
 
 // scale(x) = alpha * x + beta; alpha * x alone when beta is 0, since

@@ -126,17 +126,22 @@ Value Rsqrt(Value x) { return Unary(kRsqrt, x); }
 namespace {
 // d x^p / dx = p x^(p-1), and exactly 0 for p = 0 (x^0 is the constant 1):
 // the formula would give 0 * inf = NaN at x = 0 (torch's pow_backward
-// special-cases p = 0 the same way).
+// special-cases p = 0 the same way). x^(p-1) keeps the forward's semantics:
+// C's pow for CPow, torch's for Pow.
 std::vector<Value> PowBackward(const GradContext& c) {
   const double p = c.attrs().GetFloat("exponent");
   if (p == 0.0) return {ZerosLike(c.inputs[0])};
-  return {c.grad * (Pow(c.inputs[0], p - 1.0) * p)};
+  const Value x = c.inputs[0];
+  return {c.grad * ((c.attrs().GetBool("c_pow") ? CPow(x, p - 1.0) : Pow(x, p - 1.0)) * p)};
 }
 DAGRAD_UNARY_OP(kPow, "pow", "Pow", PowFn, PowBackward);
 }  // namespace
 
 Value Pow(Value x, double exponent) {
   return Unary(kPow, x, Attrs().Float("exponent", exponent));
+}
+Value CPow(Value x, double exponent) {
+  return Unary(kPow, x, Attrs().Float("exponent", exponent).Bool("c_pow", true));
 }
 
 // ---- scale: y = alpha x + beta (Scale and AddScalar) ------------------------

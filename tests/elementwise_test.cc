@@ -3,6 +3,9 @@
 // binary_cases.cc.
 
 #include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include "engine/autodiff/autodiff.h"
 #include "ops/elementwise.h"
@@ -60,6 +63,56 @@ TEST(Elementwise, ScaleKeepsTheSignOfZero) {
   EXPECT_EQ(doubled[1], -2.0f);
   EXPECT_TRUE(std::signbit(zeroed[0]) && std::signbit(zeroed[1])) << zeroed[0] << " " << zeroed[1];
   ExpectAllClose(out[2], {0.5, -0.5}, 0, 0, "shift");
+}
+
+// Pow computes the exponents 0.5 and -0.5 as torch does (sqrt, 1 / sqrt),
+// CPow as C's pow: they part at -0 and -inf, by IEEE 754's pow and sqrt:
+// sqrt(-0) = -0, sqrt(-inf) = NaN; pow(+-0, 0.5) = +0, pow(-inf, 0.5) = +inf,
+// pow(+-0, -0.5) = +inf, pow(-inf, -0.5) = +0, pow(-4, 0.5) = NaN.
+// ExpectSameValues checks `got` against `want` exactly, NaN for NaN and the
+// sign of each zero included.
+void ExpectSameValues(const Tensor& got, const std::vector<double>& want, const std::string& what) {
+  ExpectAllClose(got, want, 0, 0, what);
+  const std::vector<double> g = AsDoubles(got);
+  for (size_t i = 0; i < g.size() && i < want.size(); ++i) {
+    if (want[i] == 0) EXPECT_EQ(std::signbit(g[i]), std::signbit(want[i])) << what << " element " << i;
+  }
+}
+
+// Casts float64 values to a float tensor of dtype d.
+Tensor Floats(DType d, const std::vector<double>& values) {
+  Tensor t = T<double>({static_cast<int64_t>(values.size())}, values);
+  return d == DType::kFloat32 ? ToFloat32(t) : t;
+}
+
+TEST(Elementwise, PowIsTorchsAndCPowIsCs) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    SCOPED_TRACE(DTypeName(d));
+    Graph g;
+    Value x = g.Input("x", d, {6});
+    const Tensor feed = Floats(d, {-0.0, 0.0, -kInf, kInf, 4, -4});
+    ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Pow(x, 0.5), CPow(x, 0.5), Pow(x, -0.5), CPow(x, -0.5)},
+                                           {{x, feed}}));
+    ExpectSameValues(out[0], {-0.0, 0.0, kNaN, kInf, 2, kNaN}, "Pow(x, 0.5)");
+    ExpectSameValues(out[1], {0.0, 0.0, kInf, kInf, 2, kNaN}, "CPow(x, 0.5)");
+    ExpectSameValues(out[2], {-kInf, kInf, kNaN, 0.0, 0.5, kNaN}, "Pow(x, -0.5)");
+    ExpectSameValues(out[3], {kInf, kInf, 0.0, 0.0, 0.5, kNaN}, "CPow(x, -0.5)");
+  }
+}
+
+// The gradient of CPow is p CPow(x, p - 1): at -0 with p = 1.5 that is
+// 1.5 pow(-0, 0.5) = +0, where Pow's 1.5 sqrt(-0) is -0.
+TEST(Elementwise, CPowGradientKeepsCsPow) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {3});
+  ASSERT_OK_AND_ASSIGN(auto c_grads, Gradients(Sum(CPow(x, 1.5)), {x}));
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(Pow(x, 1.5)), {x}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {c_grads[0], grads[0]},
+                                         {{x, T<double>({3}, {-0.0, 4.0, 0.25})}}));
+  ExpectSameValues(out[0], {0.0, 3.0, 0.75}, "d CPow(x, 1.5) / dx");
+  ExpectSameValues(out[1], {-0.0, 3.0, 0.75}, "d Pow(x, 1.5) / dx");
 }
 
 TEST(Elementwise, ComparisonsAndLogic) {

@@ -2,6 +2,7 @@
 // errors. PyTorch goldens are in golden_ops_test.cc.
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,9 @@
 #include "engine/initializer.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
+#include "ops/op_util.h"
 #include "ops/reduce.h"
+#include "ops/registry.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -134,24 +137,108 @@ TEST(Arange, Errors) {
                 "start, stop and step must be finite, got start=0, stop=inf, step=1");
   EXPECT_STATUS(Arange(g, std::nan(""), 1).status(), absl::StatusCode::kInvalidArgument,
                 "got start=nan");
-  EXPECT_STATUS(Arange(g, 0, 1e300).status(), absl::StatusCode::kInvalidArgument,
-                "length 1e+300 (start=0, stop=1e+300, step=1) of float32 needs more than the "
+  EXPECT_STATUS(Arange(g, 0, 1e300, 1, DType::kFloat64).status(),
+                absl::StatusCode::kInvalidArgument,
+                "length 1e+300 (start=0, stop=1e+300, step=1) of float64 needs more than the "
                 "2^62 bytes");
+  EXPECT_STATUS(Arange(g, 0, 1e300).status(), absl::StatusCode::kInvalidArgument,
+                "stop 1e+300 is beyond float32's range");
   // stop - start overflows to inf.
-  EXPECT_STATUS(Arange(g, -1.7e308, 1.7e308).status(), absl::StatusCode::kInvalidArgument,
-                "length inf");
+  EXPECT_STATUS(Arange(g, -1.7e308, 1.7e308, 1, DType::kFloat64).status(),
+                absl::StatusCode::kInvalidArgument, "length inf");
   EXPECT_STATUS(Arange(g, 0, 1, 1e-300).status(), absl::StatusCode::kInvalidArgument,
                 "needs more than the 2^62 bytes");
   EXPECT_STATUS(Arange(g, 0, 2, 1, DType::kBool).status(), absl::StatusCode::kInvalidArgument,
                 "dtype bool has no ranges");
   EXPECT_STATUS(Arange(g, 0, 5e9, 1e9, DType::kInt32).status(),
                 absl::StatusCode::kInvalidArgument,
-                "last element 4e+09 is out of range (dtype int32), start=0, stop=5e+09, "
-                "step=1e+09");
+                "stop 5e+09 is out of range (dtype int32), start=0, stop=5e+09, "
+                "step=1000000000");
   EXPECT_STATUS(Arange(g, 0.5, 3, 1, DType::kInt64).status(), absl::StatusCode::kInvalidArgument,
-                "first element 0.5 is not an integer (dtype int64)");
+                "start 0.5 is not an integer (dtype int64)");
+  // An integer stop must itself be an int64 (it was cast from 2^63).
+  EXPECT_STATUS(Arange(g, 0, 9223372036854775808.0, 1, DType::kInt64).status(),
+                absl::StatusCode::kInvalidArgument,
+                "stop 9.22337e+18 is out of range (dtype int64), start=0, stop=9.22337e+18, step=1");
+  EXPECT_STATUS(Arange(g, int64_t{1} << 40, 0, -1, DType::kInt32).status(),
+                absl::StatusCode::kInvalidArgument,
+                "start 1099511627776 is out of range (dtype int32)");
+  EXPECT_STATUS(Arange(g, 0, kInf, 1, DType::kInt64).status(), absl::StatusCode::kInvalidArgument,
+                "start, stop and step must be finite, got start=0, stop=inf, step=1");
   EXPECT_STATUS(Arange(g, 0, 3, 0.5, DType::kInt64).status(),
                 absl::StatusCode::kInvalidArgument, "step 0.5 is not an integer");
+}
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kBig = (int64_t{1} << 53) + 1;  // the first int64 a double cannot hold
+
+// Integers reach integer dtypes exactly: 2^53 + 1 and the ends of int64
+// were doubles on their way (2^53 + 1 became 2^53), and an integer given
+// for a float dtype rounds as C++ converts it.
+TEST(Fill, IntegersAreExact) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(
+      auto out, RunOnce(g, {Fill(g, {2}, kBig, DType::kInt64), Fill(g, {1}, kInt64Max, DType::kInt64),
+                            Fill(g, {1}, kInt64Min, DType::kInt64),
+                            Fill(g, {1}, std::numeric_limits<int32_t>::min(), DType::kInt32),
+                            Fill(g, {1}, kBig, DType::kFloat64), Fill(g, {1}, true, DType::kBool),
+                            Fill(g, {1}, 9007199254740992.0, DType::kInt64)}));
+  EXPECT_EQ(out[0].ToVector<int64_t>(), (std::vector<int64_t>{9007199254740993, 9007199254740993}));
+  EXPECT_EQ(out[1].ToVector<int64_t>(), std::vector<int64_t>{9223372036854775807});
+  EXPECT_EQ(out[2].ToVector<int64_t>(), std::vector<int64_t>{kInt64Min});
+  EXPECT_EQ(out[3].ToVector<int32_t>(), std::vector<int32_t>{-2147483647 - 1});
+  EXPECT_EQ(out[4].ToVector<double>(), std::vector<double>{9007199254740992.0});
+  EXPECT_EQ(out[5].ToVector<bool>(), std::vector<bool>{true});
+  EXPECT_EQ(out[6].ToVector<int64_t>(), std::vector<int64_t>{9007199254740992});
+  EXPECT_STATUS(Fill(g, {1}, int64_t{1} << 40, DType::kInt32).status(),
+                absl::StatusCode::kInvalidArgument, "value 1099511627776 is out of range (dtype int32)");
+  EXPECT_STATUS(Fill(g, {1}, uint64_t{1} << 63, DType::kInt64).status(),
+                absl::StatusCode::kInvalidArgument, "value 9.22337e+18 is out of range (dtype int64)");
+  EXPECT_STATUS(Fill(g, {1}, int64_t{-1}, DType::kBool).status(),
+                absl::StatusCode::kInvalidArgument, "value -1 is not 0 or 1 (dtype bool)");
+}
+
+// An integer arange counts in int64: elements beyond 2^53 and beside the
+// ends of int64, a step whose products pass 2^63 (INT64_MIN + 3 * 2^62 is
+// 2^62), and a non-integer stop that counts as the integer beyond it.
+TEST(Arange, IntegersAreExact) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(
+      auto out, RunOnce(g, {Arange(g, kBig, kBig + 3, 1, DType::kInt64),
+                            Arange(g, kInt64Max - 2, kInt64Max, 1, DType::kInt64),
+                            Arange(g, kInt64Min, kInt64Max, int64_t{1} << 62, DType::kInt64),
+                            Arange(g, kInt64Max, kInt64Min, kInt64Min, DType::kInt64),
+                            Arange(g, 0, 1.5, 1, DType::kInt64), Arange(g, 3, -1.5, -1, DType::kInt64),
+                            Arange(g, 2147483645, 2147483647, 1, DType::kInt32)}));
+  EXPECT_EQ(out[0].ToVector<int64_t>(),
+            (std::vector<int64_t>{9007199254740993, 9007199254740994, 9007199254740995}));
+  EXPECT_EQ(out[1].ToVector<int64_t>(),
+            (std::vector<int64_t>{9223372036854775805, 9223372036854775806}));
+  EXPECT_EQ(out[2].ToVector<int64_t>(),
+            (std::vector<int64_t>{kInt64Min, -4611686018427387904, 0, 4611686018427387904}));
+  EXPECT_EQ(out[3].ToVector<int64_t>(), (std::vector<int64_t>{kInt64Max, -1}));
+  EXPECT_EQ(out[4].ToVector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(out[5].ToVector<int64_t>(), (std::vector<int64_t>{3, 2, 1, 0, -1}));
+  EXPECT_EQ(out[6].ToVector<int32_t>(), (std::vector<int32_t>{2147483645, 2147483646}));
+}
+
+// The attributes are of the type the dtype's kernel reads; a node built by
+// hand with the other type is refused, not read as 0.
+TEST(Fill, AttributeOfTheOtherTypeIsRefused) {
+  Graph g;
+  const OpDef& fill = *FillOps()[0];
+  const Attrs int64_fill = Attrs().Ints("shape", {2}).Str("dtype", "int64");
+  EXPECT_STATUS(BuildOpIn(g, fill, {}, Attrs(int64_fill).Float("value", 2.0)).status(),
+                absl::StatusCode::kInvalidArgument,
+                "value must be an attribute of type int64 for dtype int64");
+  EXPECT_STATUS(BuildOpIn(g, fill, {}, Attrs(int64_fill)).status(),
+                absl::StatusCode::kInvalidArgument, "value must be an attribute of type int64");
+  EXPECT_STATUS(
+      BuildOpIn(g, fill, {}, Attrs().Ints("shape", {2}).Str("dtype", "float32").Int("value", 2))
+          .status(),
+      absl::StatusCode::kInvalidArgument,
+      "value must be an attribute of type double for dtype float32");
 }
 
 // AsDouble reads element i of any dtype as a double.

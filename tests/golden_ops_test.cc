@@ -187,12 +187,19 @@ Value LayerNormOf(const Inputs& in, const Json& a) {
   return LayerNorm(in.at("x"), Optional(in, "gamma"), Optional(in, "beta"), a["eps"]);
 }
 
+// FillValueOf reads a value of fill or arange: an integer as an integer.
+FillValue FillValueOf(const Json& j) {
+  if (j.is_number_integer()) return j.get<int64_t>();
+  return Number(j);
+}
+
 Value FillOf(Graph& g, const Json& a) {
-  return Fill(g, Shape(Ints(a["shape"])), Number(a["value"]), DTypeAttr(a));
+  return Fill(g, Shape(Ints(a["shape"])), FillValueOf(a["value"]), DTypeAttr(a));
 }
 
 Value ArangeOf(Graph& g, const Json& a) {
-  return Arange(g, a["start"], a["stop"], a["step"], DTypeAttr(a));
+  return Arange(g, FillValueOf(a["start"]), FillValueOf(a["stop"]), FillValueOf(a["step"]),
+                DTypeAttr(a));
 }
 
 Value GeluOf(const Inputs& in, const Json& a) {

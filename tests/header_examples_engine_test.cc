@@ -209,7 +209,11 @@ HEADER_EXAMPLE(Dot) {
 }
 
 HEADER_EXAMPLE(DType) {
-  absl::Status s = CheckValueFits(3e9, DType::kInt32, "value");  // InvalidArgument: out of range
+  {
+    absl::Status s = CheckValueFits(3e9, DType::kInt32, "value");  // InvalidArgument: out of range
+    EXPECT_TRUE(absl::IsInvalidArgument(s));
+  }
+  absl::Status s = CheckIntegerFits(int64_t{1} << 40, DType::kInt32, "value");  // out of range
   EXPECT_TRUE(absl::IsInvalidArgument(s));
   return absl::OkStatus();
 }

@@ -220,12 +220,20 @@ HEADER_EXAMPLE(OpsFill) {
   }
   Value ones = Fill(g, {2, 3}, 1.0);                    // float32 (2, 3)
   Value pad = Fill(g, {4}, 0, DType::kInt64);           // int64 (4,)
+  Value big = Fill(g, {2}, INT64_MAX, DType::kInt64);   // exact
+  {
+    FillValue big = (int64_t{1} << 53) + 1;  // stays 2^53 + 1
+    FillValue half = 0.5;
+    EXPECT_EQ(big.integer(), 9007199254740993);
+    EXPECT_FALSE(half.is_integer());
+  }
   Value t = Arange(g, 0, 5);                            // [0, 1, 2, 3, 4]
   Value r = Arange(g, 1, 0, -0.25, DType::kFloat64);    // [1, 0.75, 0.5, 0.25]
   Value z = ZerosLike(x);                               // x (B, T, E) -> (B, T, E)
   Value m = OnesLike(mask);                             // bool: all true
   EXPECT_EQ(r.shape(), Shape({4}));
   EXPECT_EQ(m.dtype(), DType::kBool);
+  EXPECT_EQ(big.dtype(), DType::kInt64);
   return g.status();
 }
 

@@ -10,8 +10,10 @@
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,12 +24,16 @@
 #include "engine/executor.h"
 #include "engine/file_io.h"
 #include "engine/onnx/export.h"
+#include "engine/onnx/export_builder.h"
+#include "engine/onnx/onnx_tensor.h"
 #include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "gtest/gtest.h"
 #include "models/gpt.h"
 #include "models/nn_attention.h"
 #include "models/transformer.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "tests/support/test_util.h"
@@ -253,6 +259,67 @@ TEST(OnnxExport, ErrorsNameTheVariableAndTheDynamicDim) {
   absl::Status no_input =
       SerializeOnnx(g, {y}, {.variables = &vars, .dynamic_dims = {{"z", 0, "batch"}}}).status();
   EXPECT_TRUE(absl::StrContains(no_input.message(), "no such input")) << no_input;
+}
+
+// InitializerInts returns int64 initializer `name`'s values.
+std::vector<int64_t> InitializerInts(const onnx::ModelProto& m, const std::string& name) {
+  for (const auto& t : m.graph().initializer()) {
+    if (t.name() != name) continue;
+    absl::StatusOr<Tensor> value = TensorFromOnnx(t, "");
+    EXPECT_TRUE(value.ok()) << value.status();
+    if (value.ok()) return value->ToVector<int64_t>();
+  }
+  ADD_FAILURE() << "no initializer " << name;
+  return {};
+}
+
+// An integer arange or fill exports its integers exactly: Arange(0, 1.5) of
+// int64 is Range(0, 2, 1), two elements (its stop was truncated to 1, one
+// element); bounds beside INT64_MAX and 2^53 + 1 stay themselves (they went
+// through a double, and 2^63 as an int64 is undefined behaviour).
+TEST(OnnxExport, IntegerArangeAndFillAreExact) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kBig = (int64_t{1} << 53) + 1;
+  Graph g;
+  Value x = g.Input("x", DType::kInt64, {2});
+  Value ranges = x + Arange(g, 0, 1.5, 1, DType::kInt64) + Arange(g, kMax - 2, kMax, 1, DType::kInt64);
+  Value filled = x + Fill(g, {2}, kBig, DType::kInt64);
+  onnx::ModelProto m = Exported(g, {ranges, filled}, {});
+  std::vector<std::vector<int64_t>> bounds;  // (start, limit, delta) of each Range
+  std::vector<int64_t> fills;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() == "Range") {
+      bounds.emplace_back();
+      for (const std::string& in : n.input()) bounds.back().push_back(InitializerInts(m, in).at(0));
+    }
+    if (n.op_type() == "ConstantOfShape") {
+      absl::StatusOr<Tensor> value = TensorFromOnnx(n.attribute(0).t(), "");
+      ASSERT_TRUE(value.ok()) << value.status();
+      fills.push_back(value->ToVector<int64_t>().at(0));
+    }
+  }
+  std::sort(bounds.begin(), bounds.end());
+  EXPECT_EQ(bounds, (std::vector<std::vector<int64_t>>{{0, 2, 1}, {kMax - 2, kMax, 1}}));
+  EXPECT_EQ(fills, std::vector<int64_t>{kBig});
+}
+
+// FilledTensor refuses what an integer dtype cannot hold, where it cast it.
+TEST(OnnxExport, FilledTensorKeepsIntegersExact) {
+  using onnx_export::FilledTensor;
+  absl::StatusOr<Tensor> max = FilledTensor(std::numeric_limits<int64_t>::max(), DType::kInt64, {2});
+  ASSERT_TRUE(max.ok()) << max.status();
+  EXPECT_EQ(max->ToVector<int64_t>(), std::vector<int64_t>(2, std::numeric_limits<int64_t>::max()));
+  absl::StatusOr<Tensor> big = FilledTensor((int64_t{1} << 53) + 1, DType::kInt64, {1});
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(big->ToVector<int64_t>(), std::vector<int64_t>{9007199254740993});
+  EXPECT_EQ(FilledTensor(9223372036854775808.0, DType::kInt64, {1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FilledTensor(1.5, DType::kInt64, {1}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FilledTensor(int64_t{1} << 31, DType::kInt32, {1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FilledTensor(2, DType::kBool, {1}).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Tensor> t = FilledTensor(INT64_MAX, DType::kInt64, Shape({1}));  // exact
+  EXPECT_TRUE(t.ok());
 }
 
 // The examples of engine/onnx/export.h, line for line.

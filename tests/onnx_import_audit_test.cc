@@ -357,9 +357,9 @@ TEST(OnnxImportAudit, RangeKeepsIntegerBoundsExact) {
   ASSERT_OK_AND_ASSIGN(y, RangeOf(4, 10, -2));
   EXPECT_EQ(y[0].shape(), Shape({0}));
   EXPECT_STATUS(RangeOf(kMin, kMax, 1).status(), absl::StatusCode::kInvalidArgument,
-                "more than 2^53 elements");
+                "needs more than the 2^62 bytes a tensor may hold");
   EXPECT_STATUS(RangeOf(0, 1, 0).status(), absl::StatusCode::kInvalidArgument,
-                "a step of 0");
+                "step must not be 0");
 }
 
 // An integer attribute is read as the integer it is: Cast's "to" beyond

@@ -49,8 +49,9 @@ DAGRAD_OP_CASE(
 
 // relu(NaN) = NaN and its gradient passes at NaN (torch.relu,
 // threshold_backward); pow(-0, 0.5) = -0 and pow(-0, -0.5) = -inf (torch
-// computes these exponents by sqrt). The CUDA functors once gave relu(NaN)
-// = 0 and pow(-0, 0.5) = +0; they are the CPU's own now.
+// computes these exponents by sqrt), and CPow's +0 and +inf (C's pow). The
+// CUDA functors once gave relu(NaN) = 0 and pow(-0, 0.5) = +0; they are the
+// CPU's own now.
 DAGRAD_OP_CASE(relu,
                With(UnaryCase(Relu),
                     {{.name = "nan_and_signed_zeros",
@@ -64,6 +65,8 @@ DAGRAD_OP_CASE(relu,
                             b.Out(Pow(x, 0.5));
                             b.Out(Pow(x, -0.5));
                             b.Out(Pow(x, 3.0));
+                            b.Out(CPow(x, 0.5));
+                            b.Out(CPow(x, -0.5));
                           },
                       .modes = kBackendModes,
                       .gradients = false}}));
@@ -84,7 +87,15 @@ DAGRAD_OP_CASE(
                        b.Out(Pow(x, 3.0));
                        b.Out(Pow(x, -0.5));
                      },
-                 .modes = kBackendModes}},
+                 .modes = kBackendModes},
+                // C's pow (ONNX's Pow), its gradient CPow(x, -0.5) / 2.
+                {.name = "c_pow",
+                 .build = [](CaseBuilder& b, DType d) {
+                   const Value x = b.Input("x", d, {3, 2}, 0.5, 2.0);
+                   Value y = CPow(x, 0.5);                  // -0.0 -> +0, -inf -> +inf
+                   b.Out(y);
+                   b.Out(CPow(x, -1.5));
+                 }}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Pow(b.Input("x", d, {1024, 1024}, 0.2, 2), -0.5));
     });

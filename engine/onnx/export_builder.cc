@@ -52,23 +52,27 @@ std::string OnnxBuilder::Initializer(const Tensor& t, std::string name) {
   return name;
 }
 
-absl::StatusOr<Tensor> FilledTensor(double value, DType dtype, const Shape& shape) {
+absl::StatusOr<Tensor> FilledTensor(FillValue value, DType dtype, const Shape& shape) {
+  int64_t integer = 0;  // the element of an integer or bool dtype
+  if (!IsFloating(dtype)) {
+    DAGRAD_ASSIGN_OR_RETURN(integer, value.ToInteger(dtype, "value"));
+  }
   DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::Zeros(dtype, shape));
   for (int64_t i = 0, count = t.num_elements(); i < count; ++i) {
     switch (dtype) {
-      case DType::kFloat32: t.data<float>()[i] = static_cast<float>(value); break;
-      case DType::kFloat64: t.data<double>()[i] = value; break;
-      case DType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(value); break;
-      case DType::kInt64: t.data<int64_t>()[i] = static_cast<int64_t>(value); break;
-      case DType::kBool: t.data<bool>()[i] = value != 0; break;
+      case DType::kFloat32: t.data<float>()[i] = static_cast<float>(value.ToDouble()); break;
+      case DType::kFloat64: t.data<double>()[i] = value.ToDouble(); break;
+      case DType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(integer); break;
+      case DType::kInt64: t.data<int64_t>()[i] = integer; break;
+      case DType::kBool: t.data<bool>()[i] = integer != 0; break;
     }
   }
   return t;
 }
 
-std::string OnnxBuilder::Scalar(double value, DType dtype) {
+std::string OnnxBuilder::Scalar(FillValue value, DType dtype) {
   absl::StatusOr<Tensor> t = FilledTensor(value, dtype, Shape());
-  if (!t.ok()) return "";  // one element always fits: unreachable
+  if (!t.ok()) return "";  // the caller's dtype holds its value: unreachable
   return Initializer(*t, Fresh("const"));
 }
 

@@ -26,6 +26,7 @@
 #include "engine/graph.h"
 #include "engine/onnx/onnx_tensor.h"
 #include "engine/tensor.h"
+#include "ops/fill.h"
 
 namespace dagrad::onnx_export {
 
@@ -38,8 +39,14 @@ struct OnnxSymbol {
   int axis = 0;
 };
 
-// FilledTensor returns a tensor of `shape` holding `value` everywhere.
-absl::StatusOr<Tensor> FilledTensor(double value, DType dtype, const Shape& shape);
+// FilledTensor returns a tensor of `shape` holding `value` everywhere. An
+// integer reaches an integer dtype exactly; InvalidArgument for a value an
+// integer or bool dtype cannot hold (2^63 or 1.5 as int64, 2 as bool). A
+// float dtype rounds the value, as dagrad's kernels convert their
+// attributes.
+//
+//   absl::StatusOr<Tensor> t = FilledTensor(INT64_MAX, DType::kInt64, Shape({1}));  // exact
+absl::StatusOr<Tensor> FilledTensor(FillValue value, DType dtype, const Shape& shape);
 
 
 class OnnxBuilder {
@@ -69,8 +76,10 @@ class OnnxBuilder {
   onnx::NodeProto* AddNode(absl::string_view op_type, std::vector<std::string> inputs,
                            std::string output);
 
-  // Constants, added as initializers: a scalar of `dtype`, a 1-D int64.
-  std::string Scalar(double value, DType dtype);
+  // Constants, added as initializers: a scalar of `dtype` (whose value the
+  // dtype holds: an op's attribute that shape inference checked), a 1-D
+  // int64.
+  std::string Scalar(FillValue value, DType dtype);
   std::string Ints(const std::vector<int64_t>& values);
   std::string Initializer(const Tensor& t, std::string name);
 

@@ -8,6 +8,7 @@
 #include "engine/onnx/export_ops.h"
 #include "engine/op.h"
 #include "engine/status_macros.h"
+#include "ops/fill.h"
 #include "ops/op_util.h"
 
 namespace dagrad::onnx_export {
@@ -58,18 +59,21 @@ absl::Status ExportGather(OnnxBuilder& b, const Node& node) {
 }
 
 absl::Status ExportFill(OnnxBuilder& b, const Node& node) {
-  DAGRAD_ASSIGN_OR_RETURN(Tensor value,
-                          FilledTensor(node.attrs.GetFloat("value"), node.dtype, Shape({1})));
+  DAGRAD_ASSIGN_OR_RETURN(
+      Tensor value,
+      FilledTensor(FillValueAttr(node.attrs, "value", node.dtype), node.dtype, Shape({1})));
   onnx::NodeProto* fill =
       b.AddNode("ConstantOfShape", {b.ShapeOf(node.shape.dims())}, b.Out(node));
   SetAttr(fill, "value", TensorToOnnx(value, "value"));
   return absl::OkStatus();
 }
 
-// arange: Range(start, limit, step); a length that is a dynamic symbol
-// gives limit = start + size * step at run time.
+// arange: Range(start, limit, step), of integers for integer dtypes (its
+// stop is the integer one, 2 for Arange(0, 1.5) of int64); a length that is
+// a dynamic symbol gives limit = start + size * step at run time.
 absl::Status ExportArange(OnnxBuilder& b, const Node& node) {
-  const double start = node.attrs.GetFloat("start"), step = node.attrs.GetFloat("step");
+  const FillValue start = FillValueAttr(node.attrs, "start", node.dtype),
+                  step = FillValueAttr(node.attrs, "step", node.dtype);
   std::string limit;
   if (std::optional<int> s = b.SymbolFor(node.shape[0])) {
     onnx::NodeProto* cast = b.AddNode("Cast", {b.Add("Squeeze", {b.SymbolSize(*s)})}, "");
@@ -77,7 +81,7 @@ absl::Status ExportArange(OnnxBuilder& b, const Node& node) {
     limit = b.Add("Add", {b.Add("Mul", {cast->output(0), b.Scalar(step, node.dtype)}),
                           b.Scalar(start, node.dtype)});
   } else {
-    limit = b.Scalar(node.attrs.GetFloat("stop"), node.dtype);
+    limit = b.Scalar(FillValueAttr(node.attrs, "stop", node.dtype), node.dtype);
   }
   b.Add("Range", {b.Scalar(start, node.dtype), limit, b.Scalar(step, node.dtype)}, b.Out(node));
   return absl::OkStatus();

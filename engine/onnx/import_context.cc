@@ -114,30 +114,18 @@ absl::Status RequireFloatInput(const OnnxNodeContext& c, const Value& x) {
                                     DTypeName(x.dtype())));
 }
 
-namespace {
-
-absl::Status OutOfRange(DType dtype, int64_t value) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("the constant ", value, " does not fit ", DTypeName(dtype)));
-}
-
-}  // namespace
-
 Value ScalarConstant(Graph& g, DType dtype, int64_t value) {
+  if (absl::Status fits = CheckIntegerFits(value, dtype, "the constant"); !fits.ok()) {
+    return g.Error(fits);
+  }
   absl::StatusOr<Tensor> t = Tensor::Zeros(dtype, Shape());
   if (!t.ok()) return g.Error(t.status());
   switch (dtype) {
     case DType::kFloat32: *t->data<float>() = static_cast<float>(value); break;
     case DType::kFloat64: *t->data<double>() = static_cast<double>(value); break;
     case DType::kInt64: *t->data<int64_t>() = value; break;
-    case DType::kInt32:
-      if (value < INT32_MIN || value > INT32_MAX) return g.Error(OutOfRange(dtype, value));
-      *t->data<int32_t>() = static_cast<int32_t>(value);
-      break;
-    case DType::kBool:
-      if (value != 0 && value != 1) return g.Error(OutOfRange(dtype, value));
-      *t->data<bool>() = value != 0;
-      break;
+    case DType::kInt32: *t->data<int32_t>() = static_cast<int32_t>(value); break;
+    case DType::kBool: *t->data<bool>() = value != 0; break;
   }
   return g.Constant(*t, "onnx_scalar");
 }
@@ -156,17 +144,9 @@ Value ScalarConstant(Graph& g, DType dtype, double value) {
 }
 
 absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step) {
-  const std::string range = absl::StrCat("range(", start, ", ", limit, ", ", step, ")");
-  if (step == 0) return absl::InvalidArgumentError(absl::StrCat(range, ": a step of 0"));
-  const __int128 span = static_cast<__int128>(limit) - start;  // may need 65 bits
-  __int128 n = span / step;
-  if (span % step != 0 && (span < 0) == (step < 0)) ++n;  // the quotient rounded up
-  if (n > (__int128{1} << 53)) {
-    return absl::InvalidArgumentError(absl::StrCat(range, " has more than 2^53 elements"));
-  }
-  Value y = Arange(g, 0, n > 0 ? static_cast<double>(n) : 0.0, 1, DType::kInt64);
-  if (step != 1) y = Mul(y, ScalarConstant(g, DType::kInt64, step));
-  return start == 0 ? y : Add(y, ScalarConstant(g, DType::kInt64, start));
+  Value y = Arange(g, start, limit, step, DType::kInt64);
+  if (!y.ok()) return y.status();
+  return y;
 }
 
 namespace {

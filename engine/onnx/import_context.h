@@ -148,10 +148,10 @@ Value ScalarConstant(Graph& g, DType dtype, double value);
 
 // IndexRange returns int64 start, start + step, ... up to but excluding
 // limit, exactly, as ONNX's Range: max(ceil((limit - start) / step), 0)
-// elements, each start + i * step (the product may wrap in int64, the
-// element, which lies between start and limit, does not). The index it
-// scales is an Arange, made when the plan is compiled. InvalidArgument for
-// a step of 0 or more than 2^53 elements (the Arange counts in double).
+// elements, each start + i * step. It is an int64 Arange (exact to the ends
+// of int64), made when the plan is compiled; its error is returned as a
+// status: InvalidArgument for a step of 0 or more elements than a tensor
+// may hold.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(Value r, IndexRange(g, INT64_MAX - 2, INT64_MAX, 1));  // 2 elements
 absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step);

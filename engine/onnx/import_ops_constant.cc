@@ -58,9 +58,9 @@ Outputs ImportConstantOfShape(OnnxNodeContext& c) {
   return c.Outputs({BroadcastTo(scalar, Shape(dims))});
 }
 
-// Range reads its bounds when importing; integer bounds stay integers
-// (IndexRange, in int64, and cast for int32: every element lies between
-// two int32 bounds), float ones are Arange's doubles.
+// Range reads its bounds when importing: an Arange of the bounds' dtype,
+// whose integer bounds stay integers (exact to the ends of int64) and
+// whose float ones are doubles.
 Outputs ImportRange(OnnxNodeContext& c) {
   Tensor args[3];
   const char* names[3] = {"start", "limit", "delta"};
@@ -73,21 +73,17 @@ Outputs ImportRange(OnnxNodeContext& c) {
     }
   }
   const DType dtype = args[0].dtype();
-  if (IsInteger(dtype)) {
-    int64_t v[3];
-    for (int i = 0; i < 3; ++i) {
-      DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> ints, c.KnownInts(i, names[i]));
-      v[i] = ints[0];
-    }
-    DAGRAD_ASSIGN_OR_RETURN(Value y, IndexRange(c.graph(), v[0], v[1], v[2]));
-    return c.Outputs({dtype == DType::kInt64 ? y : Cast(y, dtype)});
-  }
-  double d[3];
+  std::vector<FillValue> bounds;
   for (int i = 0; i < 3; ++i) {
-    DAGRAD_ASSIGN_OR_RETURN(std::vector<double> v, TensorAsDoubles(args[i]));
-    d[i] = v[0];
+    if (IsInteger(dtype)) {
+      DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> v, c.KnownInts(i, names[i]));
+      bounds.push_back(v[0]);
+    } else {
+      DAGRAD_ASSIGN_OR_RETURN(std::vector<double> v, TensorAsDoubles(args[i]));
+      bounds.push_back(v[0]);
+    }
   }
-  return c.Outputs({Arange(c.graph(), d[0], d[1], d[2], dtype)});
+  return c.Outputs({Arange(c.graph(), bounds[0], bounds[1], bounds[2], dtype)});
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -49,12 +50,22 @@ Outputs ImportNeg(OnnxNodeContext& c) {
   return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), int64_t{0}), x)});
 }
 
+// ONNX's Equal takes bools (from opset 7), dagrad's numbers only: two
+// bools are equal as the 0s and 1s they cast to.
+Value EqualAny(Value a, Value b) {
+  const auto is_bool = [](const Value& v) { return v.ok() && v.dtype() == DType::kBool; };
+  if (!is_bool(a) || !is_bool(b)) return Equal(a, b);
+  return Equal(Cast(a, DType::kInt32), Cast(b, DType::kInt32));
+}
+
 // a <= b is (a < b) or (a == b), not Not(a > b): a NaN operand makes each
 // comparison false, as IEEE, numpy and ONNX Runtime have it, so NaN <= 1 is
 // false. Composed rather than an OpDef: the importer is their only user,
 // and what it exports back is the Less, Equal and Or it holds.
 Value LessOrEqual(Value a, Value b) { return LogicalOr(Less(a, b), Equal(a, b)); }
 Value GreaterOrEqual(Value a, Value b) { return LogicalOr(Greater(a, b), Equal(a, b)); }
+// Pow's -1 is 1 / x, which ONNX's Reciprocal is (C's pow(x, -1) may round
+// differently).
 Value Reciprocal(Value x) { return Pow(x, -1.0); }
 
 // Variadic folds Sum, Max and Min over any number of inputs.
@@ -79,6 +90,8 @@ bool SameValue(double a, double b) { return a == b || (std::isnan(a) && std::isn
 // what exports hold); an exponent computed at run time is unsupported. The
 // result has the broadcast shape of x and the exponent, as in ONNX: x (3)
 // ** e (2, 1, 1) is (2, 1, 3), and an empty exponent gives an empty result.
+// ONNX's Pow is C's pow (numpy's, ONNX Runtime's) for every exponent:
+// CPow, not dagrad's torch-like Pow (sqrt(-0) = -0 for x ** 0.5).
 Outputs ImportPow(OnnxNodeContext& c) {
   Value x = c.input(0);
   DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
@@ -89,15 +102,18 @@ Outputs ImportPow(OnnxNodeContext& c) {
   for (double v : e) {
     if (!SameValue(v, e.front())) return c.Unsupported("Pow with exponents that differ by element");
   }
-  Value power = e.empty() ? x : Pow(x, e.front());
+  Value power = e.empty() ? x : CPow(x, e.front());
   return c.Outputs({*shape == x.shape() ? power : BroadcastTo(power, *shape)});
 }
 
+// LeakyRelu is x for x >= 0 and alpha x for x < 0 (ONNX): the test is
+// x < 0, so that both zeros and NaN come out as x itself, where x > 0 would
+// send them to alpha x (alpha * -0 = +0 for a negative alpha).
 Outputs ImportLeakyRelu(OnnxNodeContext& c) {
   Value x = c.input(0);
   DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
   Value zero = ScalarConstant(c.graph(), x.dtype(), 0.0);
-  return c.Outputs({Where(Greater(x, zero), x, Scale(x, c.Float("alpha", 0.01f)))});
+  return c.Outputs({Where(Less(x, zero), Scale(x, c.Float("alpha", 0.01f)), x)});
 }
 
 Outputs ImportCast(OnnxNodeContext& c) {
@@ -125,18 +141,31 @@ Value ClipBound(OnnxNodeContext& c, int i) {
       "Clip's ", i == 1 ? "min" : "max", " must be a scalar, not ", bound.shape().ToString())));
 }
 
+// ClipSide returns Clip's bound i (1 min, 2 max): the float attribute
+// before opset 11, the input from then on, and where there is none the
+// dtype's lowest() or max(), not an infinity (ONNX Runtime, and Clip-6's
+// defaults of -+3.402823e+38): Clip(+inf) with no max is FLT_MAX in float32,
+// DBL_MAX in float64. A null Value where an integer x needs no bound (none
+// of its elements lies beyond its dtype's limits).
+Value ClipSide(OnnxNodeContext& c, int i, DType dtype) {
+  const char* name = i == 1 ? "min" : "max";
+  if (c.opset() < 11 && c.attr(name)) return ScalarConstant(c.graph(), dtype, c.Float(name, 0));
+  if (c.opset() >= 11 && c.has_input(i)) return ClipBound(c, i);
+  if (!IsFloating(dtype)) return Value();
+  const double limit = dtype == DType::kFloat32 ? std::numeric_limits<float>::max()
+                                                : std::numeric_limits<double>::max();
+  return ScalarConstant(c.graph(), dtype, i == 1 ? -limit : limit);
+}
+
 // Clip's bounds are inputs from opset 11, float attributes before (when
 // Clip took floats only). A NaN in x stays NaN, as numpy's clip has it.
 Outputs ImportClip(OnnxNodeContext& c) {
   Value x = c.input(0);
-  if (c.opset() < 11) {
-    DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
-    Value lo = ScalarConstant(c.graph(), x.dtype(), c.Float("min", -INFINITY));
-    Value hi = ScalarConstant(c.graph(), x.dtype(), c.Float("max", INFINITY));
-    return c.Outputs({Minimum(Maximum(x, lo), hi)});
-  }
-  if (c.has_input(1)) x = Maximum(x, ClipBound(c, 1));
-  if (c.has_input(2)) x = Minimum(x, ClipBound(c, 2));
+  if (c.opset() < 11) DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  DAGRAD_RETURN_IF_ERROR(x.status());
+  const DType dtype = x.dtype();
+  if (Value lo = ClipSide(c, 1, dtype); !lo.is_null()) x = Maximum(x, lo);
+  if (Value hi = ClipSide(c, 2, dtype); !hi.is_null()) x = Minimum(x, hi);
   return c.Outputs({x});
 }
 
@@ -196,7 +225,7 @@ std::vector<OnnxOpEntry> OnnxMathOps() {
       {"Mul", Binary<Mul>},
       {"Div", Binary<Div>},
       {"Pow", ImportPow},
-      {"Equal", Binary<Equal>},
+      {"Equal", Binary<EqualAny>},
       {"Less", Binary<Less>},
       {"Greater", Binary<Greater>},
       {"LessOrEqual", Binary<LessOrEqual>},

@@ -1,9 +1,10 @@
 // CUDA kernels of fill and arange (ops/fill.cc). The planner usually folds
 // both into constants on the host; these run when folding is off. Values
-// convert exactly as on the CPU (the attribute's double to the dtype).
+// are computed as on the CPU, by ops/fill.h's FillElement and ArangeFn.
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
+#include "ops/fill.h"
 #include "ops/op_util.h"
 
 namespace dagrad {
@@ -18,31 +19,30 @@ __global__ void FillImpl(T* y, int64_t n, T v) {
 }
 
 template <typename T>
-__global__ void ArangeImpl(T* y, int64_t n, double start, double step) {
-  DAGRAD_CUDA_LOOP(i, n) y[i] = static_cast<T>(start + static_cast<double>(i) * step);
+__global__ void ArangeImpl(T* y, int64_t n, ArangeFn fn) {
+  DAGRAD_CUDA_LOOP(i, n) y[i] = fn.At<T>(i);
 }
 
 absl::Status FillKernel(const KernelContext& ctx) {
-  const double value = ctx.attrs().GetFloat("value");
   return DispatchAny(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = ctx.output.num_elements();
     if (n == 0) return absl::OkStatus();
     // Converted on the host, as the CPU kernel converts it.
     FillImpl<<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(ctx.output.as<T>(), n,
-                                                                       static_cast<T>(value));
+                                                                       FillElement<T>(ctx.attrs()));
     return CheckLaunch("FillImpl");
   });
 }
 
 absl::Status ArangeKernel(const KernelContext& ctx) {
-  const double start = ctx.attrs().GetFloat("start"), step = ctx.attrs().GetFloat("step");
+  const ArangeFn fn(ctx.attrs());
   return DispatchAny(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = ctx.output.num_elements();
     if (n == 0) return absl::OkStatus();
     ArangeImpl<<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(ctx.output.as<T>(), n,
-                                                                         start, step);
+                                                                         fn);
     return CheckLaunch("ArangeImpl");
   });
 }

@@ -75,9 +75,16 @@ def index_cases():
     cases.append(bad("Slice/step_zero", [node("Slice", ["x", "onnx::S_1", "onnx::S_2", "onnx::S_3", "onnx::S_4"])],
                      {"x": X}, consts={"onnx::S_1": np.array([0], np.int64), "onnx::S_2": np.array([2], np.int64),
                                        "onnx::S_3": np.array([0], np.int64), "onnx::S_4": np.array([0], np.int64)}))
-    cases.append(bad("Cast/to_type_999", [node("Cast", ["x"], to=999)], {"x": X}))
     return cases
 
 
+def type_cases():
+    # Equal of bools compares them as integers (import_ops_math.cc): a bool
+    # beside an int32 must still be refused.
+    return [bad("Cast/to_type_999", [node("Cast", ["x"], to=999)], {"x": X}),
+            bad("Equal/bool_and_int32", [node("Equal", ["a", "b"])],
+                {"a": np.array([True, False]), "b": np.array([1, 0], np.int32)})]
+
+
 def all_cases():
-    return axis_cases() + shape_cases() + index_cases()
+    return axis_cases() + shape_cases() + index_cases() + type_cases()

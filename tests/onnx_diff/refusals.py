@@ -35,8 +35,6 @@ REFUSALS = [
     Refusal(r"Relu/edges_int(32|64)_opset14|ArgMin/int64|ReduceMin/int(32|64)_opset13|MatMul/int32"
             r"|Pow/int64_base", r"takes float and double, not int(32|64)", "float-only math"),
     Refusal(r"ReduceMean/int(32|64)_opset13", r"mean needs a float input", "dagrad's Mean is float-only"),
-    # dagrad's Equal compares numbers; ONNX's also takes bools.
-    Refusal(r"Equal/pairs_bool_opset(7|11|13)", r"inputs must be numeric, got bool", "Equal of bools"),
     # Pow takes one exponent throughout (import_ops_math.cc: what exports hold).
     Refusal(r"Pow/exponents_differ", r"exponents that differ by element", "a per-element exponent"),
     # An exponent, a Range bound or a ConstantOfShape shape must be known at
