@@ -61,6 +61,8 @@ absl::StatusOr<Tensor> FilledTensor(double value, DType dtype, const Shape& shap
       case DType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(value); break;
       case DType::kInt64: t.data<int64_t>()[i] = static_cast<int64_t>(value); break;
       case DType::kBool: t.data<bool>()[i] = value != 0; break;
+      case DType::kBFloat16: t.data<BFloat16>()[i] = DoubleToBFloat16(value); break;
+      case DType::kFloat16: t.data<Float16>()[i] = DoubleToFloat16(value); break;
     }
   }
   return t;

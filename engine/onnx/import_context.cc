@@ -138,6 +138,8 @@ Value ScalarConstant(Graph& g, DType dtype, int64_t value) {
       if (value != 0 && value != 1) return g.Error(OutOfRange(dtype, value));
       *t->data<bool>() = value != 0;
       break;
+    case DType::kBFloat16: *t->data<BFloat16>() = ConvertElement<BFloat16>(value); break;
+    case DType::kFloat16: *t->data<Float16>() = ConvertElement<Float16>(value); break;
   }
   return g.Constant(*t, "onnx_scalar");
 }
@@ -204,7 +206,10 @@ absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t) {
     case DType::kFloat64: return t.ToVector<double>();
     case DType::kInt32: { auto v = t.ToVector<int32_t>(); return std::vector<double>(v.begin(), v.end()); }
     case DType::kInt64: { auto v = t.ToVector<int64_t>(); return std::vector<double>(v.begin(), v.end()); }
-    case DType::kBool: break;
+    case DType::kBool:
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      break;
   }
   return absl::InvalidArgumentError(absl::StrCat("expected a number, got ", t.TypeString()));
 }
