@@ -25,6 +25,7 @@ bool RegisterAll() {
            CudaGeluKernels,
            CudaSamplingKernels,
            CudaCollectiveKernels,
+           CudaCastKernels,
        }) {
     RegisterCudaKernels(family());
   }
