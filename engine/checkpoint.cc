@@ -252,6 +252,13 @@ absl::Status MismatchError(absl::string_view source, const LoadOptions& options,
 
 using Assignments = std::vector<std::pair<Value, const Tensor*>>;
 
+// Loads says whether a tensor of dtype `stored` loads into a variable of
+// dtype `variable`: its own, or a 16-bit float into float32 or float64,
+// which hold each of its values exactly.
+bool Loads(DType stored, DType variable) {
+  return stored == variable || (IsReducedFloat(stored) && IsFloating(variable));
+}
+
 // Match pairs each of `named` with its tensor of `file`, or lists every
 // problem (MismatchError).
 absl::StatusOr<Assignments> Match(const std::vector<std::pair<std::string, Value>>& named,
@@ -271,7 +278,7 @@ absl::StatusOr<Assignments> Match(const std::vector<std::pair<std::string, Value
     }
     const Tensor& t = *it->second;
     const Node& node = v.node();
-    if (t.dtype() != node.dtype || t.shape() != node.shape) {
+    if (!Loads(t.dtype(), node.dtype) || t.shape() != node.shape) {
       mismatched.push_back(absl::StrCat(PrintableText(name), ": checkpoint has ", t.TypeString(),
                                         ", model expects ", TypeString(node)));
       continue;
@@ -321,8 +328,20 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
                              const LoadOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(auto named, Named(&executor.graph(), "the executor's", variables));
   DAGRAD_ASSIGN_OR_RETURN(const Assignments assignments, Match(named, file, source, options));
+  // Every value in its variable's dtype before any is assigned.
+  std::vector<Tensor> values;
   for (const auto& [v, t] : assignments) {
-    absl::Status s = executor.Assign(v, *t);
+    absl::StatusOr<Tensor> value = t->dtype() == v.dtype() ? *t : ConvertFloats(*t, v.dtype());
+    if (!value.ok()) {
+      return absl::Status(value.status().code(),
+                          absl::StrCat("checkpoint ", source, ": ", Quote(v.path()), ": ",
+                                       value.status().message(), "; nothing was loaded"));
+    }
+    values.push_back(*std::move(value));
+  }
+  for (size_t i = 0; i < assignments.size(); ++i) {
+    const Value& v = assignments[i].first;
+    absl::Status s = executor.Assign(v, values[i]);
     if (!s.ok()) {
       // Everything was validated, so only the device can fail here.
       return absl::InternalError(absl::StrCat("checkpoint ", source, ": assigning ",
@@ -375,34 +394,13 @@ absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
   return std::move(file.metadata);
 }
 
-namespace {
-
-// FirstNonFinite is the index of the first NaN or +-Inf of `t`, or -1.
-template <typename T>
-int64_t FirstNonFinite(const Tensor& t) {
-  const T* p = t.data<T>();
-  for (int64_t i = 0, count = t.num_elements(); i < count; ++i) {
-    if (!std::isfinite(p[i])) return i;
-  }
-  return -1;
-}
-
-}  // namespace
-
 absl::Status RequireFinite(const SafetensorsFile& file) {
   for (const auto& [name, t] : file.tensors) {
-    int64_t bad = -1;
-    double value = 0;
-    if (t.dtype() == DType::kFloat32) {
-      bad = FirstNonFinite<float>(t);
-      if (bad >= 0) value = t.data<float>()[bad];
-    } else if (t.dtype() == DType::kFloat64) {
-      bad = FirstNonFinite<double>(t);
-      if (bad >= 0) value = t.data<double>()[bad];
-    }
+    const int64_t bad = FirstNonFinite(t.raw_data(), t.dtype(), t.num_elements());
     if (bad >= 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "tensor ", Quote(name), " holds ", value, " at element ", bad,
+          "tensor ", Quote(name), " holds ", FloatAt(t.raw_data(), t.dtype(), bad),
+          " at element ", bad,
           "; a non-finite value is never saved"));
     }
   }

@@ -14,8 +14,12 @@
 // Loading is all-or-nothing: the whole checkpoint is checked against the
 // variables (names, dtypes, shapes) before any variable is assigned, so a
 // checkpoint that does not fit leaves the executor's values as they were.
-// Values are never converted: a float64 tensor does not load into a float32
-// variable.
+// Values are converted only where that is exact: a BF16 or F16 tensor
+// loads into a float32 or float64 variable too (a bfloat16 checkpoint into
+// float32 parameters), widened. Nothing is rounded: a float64 tensor does
+// not load into a float32 variable, nor a float32 one into a bfloat16
+// variable. Saving writes each variable in its own dtype, so a bfloat16
+// variable is saved as BF16; the checksums cover the bytes as stored.
 //
 // Integrity: the checkpoints dagrad writes carry CRC-32C checksums in their
 // metadata, under kChecksumKey: "<header> <tensor 1> <tensor 2> ...", each
@@ -64,8 +68,9 @@ struct LoadOptions {
   // strict: every variable must be in the checkpoint and every tensor of the
   // checkpoint must be a variable (PyTorch's load_state_dict(strict=True)).
   // Not strict: missing variables keep their values and unexpected tensors
-  // are ignored. Either way a tensor whose dtype or shape differs from its
-  // variable's is an error.
+  // are ignored. Either way a tensor whose shape differs from its
+  // variable's, or whose dtype does not load into it (see above), is an
+  // error.
   bool strict = true;
   // from_metadata: for variables of the model that the checkpoint's
   // metadata describes, that config ("dim=16, layers=1, ..."): messages then
@@ -98,7 +103,8 @@ absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
 // InvalidArgument when the file does not match, listing every problem: the
 // missing and unexpected names (when strict) and each mismatch, as in
 // "encoder.layers.0.linear1.weight: checkpoint has float32 (64, 32), model
-// expects float32 (128, 32)". Nothing is assigned then. Internal when the
+// expects float32 (128, 32)"; ResourceExhausted when widening a 16-bit
+// tensor runs out of memory. Nothing is assigned then. Internal when the
 // device fails to take a value after all was validated (the variables may
 // then be partly loaded; that is a device fault, not a checkpoint's).
 //

@@ -6,6 +6,21 @@
 #include "absl/strings/str_cat.h"
 
 namespace dagrad {
+namespace {
+
+// LargestFinite is the largest finite value of a float dtype but float64.
+double LargestFinite(DType dtype) {
+  switch (dtype) {
+    case DType::kBFloat16:
+      return BFloat16ToFloat({0x7f7f});
+    case DType::kFloat16:
+      return Float16ToFloat({0x7bff});
+    default:
+      return std::numeric_limits<float>::max();
+  }
+}
+
+}  // namespace
 
 size_t SizeOf(DType dtype) {
   switch (dtype) {
@@ -17,6 +32,9 @@ size_t SizeOf(DType dtype) {
       return 8;
     case DType::kBool:
       return 1;
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      return 2;
   }
   return 0;
 }
@@ -33,13 +51,16 @@ absl::string_view DTypeName(DType dtype) {
       return "int64";
     case DType::kBool:
       return "bool";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat16:
+      return "float16";
   }
   return "?";
 }
 
 std::optional<DType> DTypeFromName(absl::string_view name) {
-  for (DType d : {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                  DType::kInt64, DType::kBool}) {
+  for (DType d : kAllDTypes) {
     if (DTypeName(d) == name) return d;
   }
   return std::nullopt;
@@ -54,8 +75,10 @@ absl::Status CheckValueFits(double value, DType dtype, absl::string_view what) {
     case DType::kFloat64:
       return absl::OkStatus();
     case DType::kFloat32:
-      if (std::isfinite(value) && std::abs(value) > std::numeric_limits<float>::max()) {
-        return fail("is beyond float32's range");
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      if (std::isfinite(value) && std::abs(value) > LargestFinite(dtype)) {
+        return fail(absl::StrCat("is beyond ", DTypeName(dtype), "'s range"));
       }
       return absl::OkStatus();
     case DType::kBool:

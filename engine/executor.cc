@@ -28,14 +28,6 @@ const char* RoleName(NodeRole role) {
   return "?";
 }
 
-template <typename T>
-int64_t FirstNonFinite(const T* p, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(p[i])) return i;
-  }
-  return -1;
-}
-
 std::string TypeString(const Node& n) {
   return absl::StrCat(DTypeName(n.dtype), " ", n.shape.ToString());
 }
@@ -255,7 +247,7 @@ absl::Status Executor::Write(NodeId id, const Tensor& value) {
 }
 
 absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
-  if (!IsFloating(out.dtype) || out.num_elements() == 0) return absl::OkStatus();
+  if (!IsAnyFloat(out.dtype) || out.num_elements() == 0) return absl::OkStatus();
   Tensor host;
   const void* p = out.data;
   if (!device_->is_host()) {
@@ -263,12 +255,9 @@ absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
     DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(host.raw_data(), out.data, out.nbytes()));
     p = host.raw_data();
   }
-  const int64_t bad = out.dtype == DType::kFloat32
-                          ? FirstNonFinite(static_cast<const float*>(p), out.num_elements())
-                          : FirstNonFinite(static_cast<const double*>(p), out.num_elements());
+  const int64_t bad = FirstNonFinite(p, out.dtype, out.num_elements());
   if (bad < 0) return absl::OkStatus();
-  const double v = out.dtype == DType::kFloat32 ? static_cast<const float*>(p)[bad]
-                                                : static_cast<const double*>(p)[bad];
+  const double v = FloatAt(p, out.dtype, bad);
   return absl::InvalidArgumentError(absl::StrCat(
       "check_numerics: ", RoleName(node.role), " node '", node.path(), "' (op ",
       node.op->name, ", ", TypeString(node), ") produced ", std::isnan(v) ? "NaN" : "Inf",

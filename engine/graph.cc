@@ -144,7 +144,7 @@ Value Graph::AddVariable(absl::string_view name, const Shape& shape,
   if (std::string why = NameError(name, path, by_path_); !why.empty()) {
     return Error(absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': ", why)));
   }
-  if (trainable && !IsFloating(dtype)) {
+  if (trainable && !IsAnyFloat(dtype)) {
     return Error(absl::InvalidArgumentError(absl::StrCat(
         what, " '", path, "': dtype must be floating, got ", DTypeName(dtype))));
   }

@@ -145,8 +145,10 @@ class Graph {
   // duplicate path.
   Value Input(absl::string_view name, DType dtype, const Shape& shape);
 
-  // Parameter declares a trainable float variable. Errors: invalid shape or
-  // initializer, duplicate path.
+  // Parameter declares a trainable float variable (any float dtype; the
+  // optimizers update float32 and float64 ones, and a bfloat16 or float16
+  // parameter's gradient is float32: GradientDType). Errors: a dtype that
+  // is not a float, invalid shape or initializer, duplicate path.
   Value Parameter(absl::string_view name, const Shape& shape,
                   const Initializer& init, DType dtype = DType::kFloat32);
 

@@ -41,9 +41,9 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
                         (1.0 / 9007199254740992.0);
       // Box-Muller; 1 - u0 lies in (0, 1] so the log is finite.
       const double z = std::sqrt(-2.0 * std::log(1.0 - u0)) * std::cos(kTwoPi * u1);
-      p[i] = static_cast<T>(init.a + init.b * z);
+      p[i] = ConvertElement<T>(init.a + init.b * z);
     } else {
-      p[i] = static_cast<T>(low + (high - low) * u0);
+      p[i] = ConvertElement<T>(low + (high - low) * u0);
     }
   }
 }
@@ -51,7 +51,7 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
 template <typename T>
 void FillConstant(double value, Tensor& out) {
   T* p = out.data<T>();
-  for (int64_t i = 0, count = out.num_elements(); i < count; ++i) p[i] = static_cast<T>(value);
+  for (int64_t i = 0, count = out.num_elements(); i < count; ++i) p[i] = ConvertElement<T>(value);
 }
 
 }  // namespace
@@ -59,7 +59,7 @@ void FillConstant(double value, Tensor& out) {
 absl::Status Initializer::Validate(const Shape& shape, DType dtype) const {
   const bool random = kind == Kind::kUniform || kind == Kind::kNormal ||
                       kind == Kind::kXavierUniform;
-  if (random && !IsFloating(dtype)) {
+  if (random && !IsAnyFloat(dtype)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "random initializer ", ToString(), " needs a floating dtype, got ", DTypeName(dtype)));
   }
@@ -115,6 +115,8 @@ absl::Status Initializer::Fill(uint64_t default_seed, const std::string& path,
       case DType::kInt32: FillConstant<int32_t>(value, out); break;
       case DType::kInt64: FillConstant<int64_t>(value, out); break;
       case DType::kBool: FillConstant<bool>(value != 0, out); break;
+      case DType::kBFloat16: FillConstant<BFloat16>(value, out); break;
+      case DType::kFloat16: FillConstant<Float16>(value, out); break;
     }
     return absl::OkStatus();
   }
@@ -124,6 +126,8 @@ absl::Status Initializer::Fill(uint64_t default_seed, const std::string& path,
   switch (out.dtype()) {
     case DType::kFloat32: FillRandom<float>(*this, rs, out); return absl::OkStatus();
     case DType::kFloat64: FillRandom<double>(*this, rs, out); return absl::OkStatus();
+    case DType::kBFloat16: FillRandom<BFloat16>(*this, rs, out); return absl::OkStatus();
+    case DType::kFloat16: FillRandom<Float16>(*this, rs, out); return absl::OkStatus();
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "random initializer ", ToString(), " of '", path,

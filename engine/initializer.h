@@ -60,9 +60,10 @@ struct Initializer {
   //   absl::Status s = Initializer::Constant(3e9).Validate({2}, DType::kInt32);  // InvalidArgument
   absl::Status Validate(const Shape& shape, DType dtype) const;
 
-  // Fill writes the initial values into `out` (float32 or float64; the
-  // constant kinds also fill integer and bool tensors). `path` keys the
-  // random stream. The errors of Validate, except those about the shape.
+  // Fill writes the initial values into `out` (any float dtype, each value
+  // drawn in double and rounded once, so a bfloat16 parameter starts at
+  // the nearest bfloat16 of its float64 draw; the constant kinds also fill
+  // integer and bool tensors). `path` keys the random stream. The errors of Validate, except those about the shape.
   absl::Status Fill(uint64_t default_seed, const std::string& path,
                     Tensor& out) const;
 

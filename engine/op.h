@@ -163,6 +163,12 @@ struct OpDef {
   // overlaps the work that follows).
   bool early = false;
   uint32_t mutates = 0;         // bit i: the op writes input i (a variable)
+  // reduced_floats: the 16-bit floats (DTypeBit(DType::kBFloat16),
+  // DTypeBit(DType::kFloat16)) the op takes as inputs or gives as output;
+  // its kernels on every device handle them. Building any other op on one,
+  // or so that it would produce one, is refused (CheckReducedFloats in
+  // ops/op_util.h), so a kernel never meets a 16-bit float it lacks.
+  uint32_t reduced_floats = 0;
   // check validates what of the inputs' values the kernel would reject
   // (Adam's step), writing nothing. The executor calls it before any kernel
   // of a run, with the inputs it can read on the host — feeds and constants;

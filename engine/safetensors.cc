@@ -32,15 +32,14 @@ struct FormatDType {
   absl::string_view name;
   DType dtype;
 };
-constexpr FormatDType kSupported[] = {{"F32", DType::kFloat32},
-                                      {"F64", DType::kFloat64},
-                                      {"I32", DType::kInt32},
-                                      {"I64", DType::kInt64},
-                                      {"BOOL", DType::kBool}};
+constexpr FormatDType kSupported[] = {{"F32", DType::kFloat32},  {"F64", DType::kFloat64},
+                                      {"I32", DType::kInt32},    {"I64", DType::kInt64},
+                                      {"BOOL", DType::kBool},    {"BF16", DType::kBFloat16},
+                                      {"F16", DType::kFloat16}};
 // Valid safetensors dtypes that dagrad has no type for: Unimplemented, not a
 // malformed file.
 constexpr absl::string_view kUnsupported[] = {
-    "F16", "BF16", "U8", "I8", "U16", "I16", "U32", "U64", "C64",
+    "U8", "I8", "U16", "I16", "U32", "U64", "C64",
     "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4"};
 
 // Quote renders a name from the file for a message.
@@ -243,7 +242,7 @@ absl::StatusOr<const FormatDType*> ParseDType(const Context& ctx, const std::str
     const std::string message = absl::StrCat(
         "tensor ", Quote(name), ": dtype ", Quote(dtype_name),
         known ? " is not supported by dagrad" : " is not a safetensors dtype",
-        " (dagrad reads F32, F64, I32, I64 and BOOL)");
+        " (dagrad reads F32, F64, I32, I64, BOOL, BF16 and F16)");
     return known ? absl::UnimplementedError(absl::StrCat(ctx.source, ": ", message))
                  : ctx.Invalid(message);
   }

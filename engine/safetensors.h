@@ -9,7 +9,9 @@
 //   the rest   the data buffer; each tensor's little-endian row-major bytes
 //              are buffer[begin, end)
 //
-// dagrad supports the dtypes F32, F64, I32, I64 and BOOL (its own five).
+// dagrad supports the dtypes F32, F64, I32, I64, BOOL, BF16 and F16 (its
+// own seven: BF16 is bfloat16, F16 IEEE float16, engine/bfloat16.h), each
+// read and written as its bytes.
 // The reader trusts nothing in the file: every length, offset and shape is
 // checked before it is used, and a malformed file is an error naming the
 // file, the tensor and the bytes at fault, never a crash. It accepts what
@@ -77,7 +79,7 @@ struct SafetensorsFile {
 // hole or trailing bytes; a byte length other than elements x dtype size; a
 // BOOL byte other than 0 or 1; "__metadata__" not an object of strings; an
 // unknown dtype. Unimplemented
-// for a valid safetensors dtype that dagrad lacks (F16, BF16, U8, ...);
+// for a valid safetensors dtype that dagrad lacks (U8, I8, F8_E4M3, ...);
 // ResourceExhausted when memory for the tensors runs out. Each message
 // names the tensor and the offsets or field at fault.
 //
@@ -116,7 +118,7 @@ absl::StatusOr<std::string> SerializeSafetensors(const SafetensorsFile& file);
 absl::Status WriteSafetensors(const std::string& path, const SafetensorsFile& file);
 
 // SafetensorsDTypeName returns the format's name of a dagrad dtype: "F32",
-// "F64", "I32", "I64" or "BOOL".
+// "F64", "I32", "I64", "BOOL", "BF16" or "F16".
 absl::string_view SafetensorsDTypeName(DType dtype);
 
 }  // namespace dagrad

@@ -91,6 +91,29 @@ class Tensor {
   std::shared_ptr<void> storage_;
 };
 
+// ConvertFloats returns `t` in the float dtype `to` (float32, float64,
+// bfloat16 or float16), each element converted as ConvertElement does
+// (engine/bfloat16.h): exactly when widening, rounded to nearest even when
+// narrowing. A tensor already of dtype `to` is returned as is (sharing
+// storage).
+//
+// Errors: InvalidArgument when `t` or `to` is not a float dtype;
+// ResourceExhausted when the copy cannot be allocated.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(Tensor wide, ConvertFloats(bf16_weights, DType::kFloat32));
+absl::StatusOr<Tensor> ConvertFloats(const Tensor& t, DType to);
+
+// FloatAt returns element `i` of the `dtype` elements at `data`, a float
+// dtype, as a double (exactly).
+//   double first = FloatAt(t.raw_data(), t.dtype(), 0);
+double FloatAt(const void* data, DType dtype, int64_t i);
+
+// FirstNonFinite returns the index of the first NaN or +-inf among the
+// `count` elements of dtype `dtype` at `data`, or -1; always -1 for integer
+// and bool dtypes.
+//   const bool finite = FirstNonFinite(t.raw_data(), t.dtype(), t.num_elements()) < 0;
+int64_t FirstNonFinite(const void* data, DType dtype, int64_t count);
+
 template <typename T>
 absl::StatusOr<Tensor> Tensor::FromVector(const Shape& shape,
                                           const std::vector<T>& values) {

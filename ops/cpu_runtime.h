@@ -1,7 +1,8 @@
 // ops/cpu_runtime.h
 //
 // The CPU backend's runtime: BLIS kernel-set selection, thread count, and
-// the one matrix-product entry point every CPU kernel uses.
+// the one matrix-product entry point every CPU kernel uses (Gemm, and
+// GemmBFloat16 for bfloat16 operands).
 //
 // Debian's BLIS 0.9 does not recognise some newer CPUs (AMD Zen 5 among
 // them) and silently falls back to its 'generic' kernels, five times slower
@@ -23,6 +24,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "engine/bfloat16.h"
 
 namespace dagrad {
 
@@ -78,6 +80,24 @@ template <typename T>
 absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                   int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb,
                   T beta, T* c, int64_t rsc, int64_t csc, bool one_thread = false);
+
+// GemmBFloat16 is Gemm for bfloat16 operands: C = alpha * A·B + beta * C
+// with A and B bfloat16 (engine/bfloat16.h) and C float32, accumulated in
+// float32 — the product mixed precision trains with. Its result is the
+// float32 product of the bfloat16 values (Gemm<float> of A and B widened,
+// which is exact) to float32 rounding, on every CPU: it widens A in panels
+// of rows and B whole, into buffers of its own, and calls Gemm<float>. That costs one pass over A and B besides the product, the
+// most where one operand is a single row (a token at a time). A kernel that
+// multiplies bfloat16 natively (AVX512_BF16's vdpbf16ps) goes behind this
+// function, chosen at run time from the CPU's features like the kernels of
+// ops/kernels/cpu_kernels.h, and must agree with the widened product to
+// float32 rounding. Returns the status of ConfigureCpu.
+//
+//   DAGRAD_RETURN_IF_ERROR(GemmBFloat16(m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
+absl::Status GemmBFloat16(int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
+                          int64_t rsa, int64_t csa, const BFloat16* b, int64_t rsb, int64_t csb,
+                          float beta, float* c, int64_t rsc, int64_t csc,
+                          bool one_thread = false);
 
 }  // namespace dagrad
 

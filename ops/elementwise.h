@@ -98,8 +98,13 @@ Value CPow(Value x, double exponent);
 //   Value y = Softplus(x);
 Value Softplus(Value x);
 
-// Cast converts to `dtype` (float <-> float differentiable; from or to
-// integers and bool not differentiable). Float to int truncates toward 0.
+// Cast converts to `dtype`, from and to every dtype, bfloat16 and float16
+// included (ops/cast.cc; each element as engine/bfloat16.h's
+// ConvertElement: exact when widening, to nearest even when narrowing to
+// a float, a NaN kept a NaN with its sign). Float to int truncates toward
+// 0; a float the integer dtype cannot hold fails the run. Differentiable
+// between float dtypes (the gradient is cast back to the input's
+// GradientDType), not from or to integers and bool.
 Value Cast(Value x, DType dtype);
 
 // ReluGrad returns g where x > 0, else 0 (relu's backward, an op of its own

@@ -75,10 +75,11 @@ absl::Status GatherKernel(const KernelContext& ctx) {
         !st.ok()) {
       return st;
     }
-    return DispatchAny(ctx.output.dtype, [&](auto tag) {
+    // A row copy: by element size, for every dtype.
+    return DispatchBySize(ctx.output.dtype, [&](auto tag) {
       using T = decltype(tag);
-      const T* src = ctx.in(0).as<T>();
-      T* y = ctx.output.as<T>();
+      const T* src = static_cast<const T*>(ctx.in(0).data);
+      T* y = static_cast<T*>(ctx.output.data);
       // One output row per (outer, index) pair.
       ParallelFor(outer * k, RowGrain(inner),
                   [&](int64_t b, int64_t e) {
@@ -106,7 +107,8 @@ const OpDef kGather = {.name = "gather",
                        .infer = InferGather,
                        .cpu = GatherKernel,
                        .grad = GatherBackward,
-                       .nondiff_inputs = 0b10};
+                       .nondiff_inputs = 0b10,
+                       .reduced_floats = kReducedFloatBits};
 
 }  // namespace
 

@@ -1,8 +1,15 @@
 // matmul and linear, each read top to bottom: shape inference, BLIS kernel,
-// gradient rule, OpDef, builder.
+// gradient rule, OpDef, builder. Both take float32, float64, and bfloat16
+// operands multiplied with float32 accumulation (GemmBFloat16), the
+// products of mixed-precision training.
 
 #include "ops/matmul.h"
 
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "engine/status_macros.h"
 #include "ops/broadcast.h"
 #include "ops/cpu_isa.h"
 #include "ops/cpu_runtime.h"
@@ -25,11 +32,48 @@ Value AsRows(Value v) {
   return Reshape(v, {rows, v.dim(-1)});
 }
 
+// ProductGradient is the upstream gradient `g` (float32 or float64) as a
+// product with operands of dtype `operands` takes it: rounded to bfloat16
+// for bfloat16 operands, as autocast rounds grad_output, so the backward
+// products are bfloat16 products too.
+Value ProductGradient(Value g, DType operands) {
+  return operands == DType::kBFloat16 ? Cast(g, DType::kBFloat16) : g;
+}
+
+// Multiply is one product C (m, n) = A·B + beta·C, with operands of In
+// (float, double or BFloat16) read through (row, column) strides, into Out
+// (In, or float for BFloat16) of leading dimension ldc.
+template <typename In, typename Out>
+absl::Status Multiply(int64_t m, int64_t n, int64_t k, const In* a, int64_t rsa, int64_t csa,
+                      const In* b, int64_t rsb, int64_t csb, Out beta, Out* c, int64_t ldc,
+                      bool one_thread = false) {
+  if constexpr (std::is_same_v<In, BFloat16>) {
+    return GemmBFloat16(m, n, k, 1.0f, a, rsa, csa, b, rsb, csb, beta, c, ldc, 1, one_thread);
+  } else {
+    return Gemm<In>(m, n, k, In(1), a, rsa, csa, b, rsb, csb, beta, c, ldc, 1, one_thread);
+  }
+}
+
 }  // namespace
 
 // ---- matmul -----------------------------------------------------------------
 
 namespace {
+
+// ProductDType is the output dtype the "dtype" attribute asks for: for
+// bfloat16 operands float32 (the default) or bfloat16, else the operands'.
+absl::StatusOr<DType> ProductDType(const InferContext& ctx) {
+  const DType operands = ctx.in(0).dtype;
+  const std::string asked = ctx.attrs.GetStr("dtype");
+  const DType fallback = operands == DType::kBFloat16 ? DType::kFloat32 : operands;
+  if (asked.empty()) return fallback;
+  const std::optional<DType> out = DTypeFromName(asked);
+  if (out == fallback || (operands == DType::kBFloat16 && out == DType::kBFloat16)) return *out;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "output dtype ", asked, " for ", DTypeName(operands), " operands; ",
+      operands == DType::kBFloat16 ? "float32 or bfloat16" : DTypeName(operands),
+      " is what they give"));
+}
 
 absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
   const Shape& a = ctx.in(0).shape;
@@ -37,8 +81,11 @@ absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
   if (a.rank() < 2 || b.rank() < 2) {
     return absl::InvalidArgumentError("both operands need rank >= 2");
   }
-  if (absl::Status st = RequireFloat(ctx, 0, "a"); !st.ok()) return st;
+  if (ctx.in(0).dtype != DType::kBFloat16) {
+    if (absl::Status st = RequireFloat(ctx, 0, "a"); !st.ok()) return st;
+  }
   if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
+  DAGRAD_ASSIGN_OR_RETURN(const DType out_dtype, ProductDType(ctx));
   const bool ta = ctx.attrs.GetBool("transpose_a"), tb = ctx.attrs.GetBool("transpose_b");
   const MatrixDims ma = OperandDims(a, ta), mb = OperandDims(b, tb);
   if (ma.cols != mb.rows) {
@@ -53,7 +100,7 @@ absl::StatusOr<TensorType> InferMatMul(const InferContext& ctx) {
   Dims out = batch->dims();
   out.push_back(ma.rows);
   out.push_back(mb.cols);
-  return TensorType{ctx.in(0).dtype, Shape(out)};
+  return TensorType{out_dtype, Shape(out)};
 }
 
 // Strides of an operand's op(matrix) as BLIS wants them: (row, col).
@@ -63,14 +110,16 @@ void MatrixStrides(const Shape& s, bool transpose, int64_t* rs, int64_t* cs) {
   *cs = transpose ? ld : 1;
 }
 
-template <typename T>
-absl::Status MatMulTyped(const MatMulProblem& p, const T* a, const T* b, T* c) {
+// MatMulProducts writes every product of `p` into c: In operands (float,
+// double or BFloat16), Out results (In, or float for BFloat16).
+template <typename In, typename Out>
+absl::Status MatMulProducts(const MatMulProblem& p, const In* a, const In* b, Out* c) {
   const int64_t m = p.m, k = p.k, n = p.n, batches = p.batches;
   int64_t rsa, csa, rsb, csb;
   MatrixStrides(p.a, p.transpose_a, &rsa, &csa);
   MatrixStrides(p.b, p.transpose_b, &rsb, &csb);
   if (p.one_tall_product()) {
-    return Gemm<T>(m * batches, n, k, T(1), a, rsa, csa, b, rsb, csb, T(0), c, n, 1);
+    return Multiply(m * batches, n, k, a, rsa, csa, b, rsb, csb, Out(0), c, n);
   }
   const Shape& batch = p.batch;
   const Dims stride_a = BroadcastStrides(BatchOf(p.a), batch);
@@ -88,17 +137,20 @@ absl::Status MatMulTyped(const MatMulProblem& p, const T* a, const T* b, T* c) {
   };
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
-  if (IsSmallGemm(kernels, m, n, k)) {
-    // Many small products: one per thread at a time, no BLIS.
-    ParallelFor(batches, std::max<int64_t>(1, 32768 / (m * n * k + 1)), [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) {
-        int64_t oa, ob;
-        offsets(i, &oa, &ob);
-        SmallGemm<T>(kernels, m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b, rsb,
-                     csb, T(0), c + i * m * n, n);
-      }
-    });
-    return absl::OkStatus();
+  if constexpr (std::is_same_v<In, Out>) {
+    if (IsSmallGemm(kernels, m, n, k)) {
+      // Many small products: one per thread at a time, no BLIS.
+      ParallelFor(batches, std::max<int64_t>(1, 32768 / (m * n * k + 1)),
+                  [&](int64_t s, int64_t e) {
+                    for (int64_t i = s; i < e; ++i) {
+                      int64_t oa, ob;
+                      offsets(i, &oa, &ob);
+                      SmallGemm<In>(kernels, m, n, k, In(1), a + oa * mat_a, rsa, csa,
+                                    b + ob * mat_b, rsb, csb, In(0), c + i * m * n, n);
+                    }
+                  });
+      return absl::OkStatus();
+    }
   }
   // Medium products, at least one per thread: each thread runs whole
   // products with single-threaded BLIS, which beats splitting every product
@@ -109,12 +161,30 @@ absl::Status MatMulTyped(const MatMulProblem& p, const T* a, const T* b, T* c) {
     for (int64_t i = by_batch ? s : 0; i < (by_batch ? e : batches); ++i) {
       int64_t oa, ob;
       offsets(i, &oa, &ob);
-      // Gemm fails only when ConfigureCpu does, which was checked above.
-      (void)Gemm<T>(m, n, k, T(1), a + oa * mat_a, rsa, csa, b + ob * mat_b, rsb, csb, T(0),
-                    c + i * m * n, n, 1, /*one_thread=*/by_batch);
+      // Multiply fails only when ConfigureCpu does, which was checked above.
+      (void)Multiply(m, n, k, a + oa * mat_a, rsa, csa, b + ob * mat_b, rsb, csb, Out(0),
+                     c + i * m * n, n, /*one_thread=*/by_batch);
     }
   });
   return absl::OkStatus();
+}
+
+// MatMulTyped runs the products of `p` into c of Out: directly for a float
+// output; for a bfloat16 one, into float32 that is rounded once at the end.
+template <typename In, typename Out>
+absl::Status MatMulTyped(const MatMulProblem& p, const In* a, const In* b, Out* c) {
+  if constexpr (std::is_same_v<Out, BFloat16>) {
+    const int64_t count = p.batches * p.m * p.n;
+    const std::unique_ptr<float[]> wide = std::make_unique_for_overwrite<float[]>(count);
+    DAGRAD_RETURN_IF_ERROR(MatMulProducts(p, a, b, wide.get()));
+    const float* w = wide.get();
+    ParallelFor(count, kElementGrain, [=](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) c[i] = FloatToBFloat16(w[i]);
+    });
+    return absl::OkStatus();
+  } else {
+    return MatMulProducts(p, a, b, c);
+  }
 }
 
 absl::Status MatMulKernel(const KernelContext& ctx) {
@@ -126,9 +196,11 @@ absl::Status MatMulKernel(const KernelContext& ctx) {
 // C = op(A)·op(B). Each gradient is itself a matmul with flags chosen so
 // that no operand is transposed in memory:
 //   dA = g·op(B)ᵀ (stored transposed when ta), dB = op(A)ᵀ·g (likewise tb).
+// For bfloat16 operands g is rounded to bfloat16 first, and the products
+// give float32, their gradients' dtype.
 std::vector<Value> MatMulBackward(const GradContext& c) {
   const bool ta = c.attrs().GetBool("transpose_a"), tb = c.attrs().GetBool("transpose_b");
-  Value a = c.inputs[0], b = c.inputs[1], g = c.grad;
+  Value a = c.inputs[0], b = c.inputs[1], g = ProductGradient(c.grad, a.dtype());
   Value da, db;
   if (c.needs[0]) {
     da = ta ? MatMul(b, g, {.transpose_a = tb, .transpose_b = true})
@@ -148,13 +220,15 @@ std::vector<Value> MatMulBackward(const GradContext& c) {
 }
 
 const OpDef kMatMul = {.name = "matmul", .dot_label = "MatMul", .infer = InferMatMul,
-                       .cpu = MatMulKernel, .grad = MatMulBackward};
+                       .cpu = MatMulKernel, .grad = MatMulBackward,
+                       .reduced_floats = DTypeBit(DType::kBFloat16)};
 
 }  // namespace
 
 Value MatMul(Value a, Value b, MatMulOptions o) {
-  return BuildOp(kMatMul, {a, b},
-                 Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b));
+  Attrs attrs = Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b);
+  if (o.output.has_value()) attrs.Str("dtype", std::string(DTypeName(*o.output)));
+  return BuildOp(kMatMul, {a, b}, std::move(attrs));
 }
 
 
@@ -165,53 +239,68 @@ namespace {
 absl::StatusOr<TensorType> InferLinear(const InferContext& ctx) {
   const Shape& x = ctx.in(0).shape;
   const Shape& w = ctx.in(1).shape;
-  if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
+  const bool bf16 = ctx.in(0).dtype == DType::kBFloat16;
+  if (!bf16) {
+    if (absl::Status st = RequireFloat(ctx, 0, "x"); !st.ok()) return st;
+  }
   if (absl::Status st = RequireSameDType(ctx, 0, 1); !st.ok()) return st;
+  // A bfloat16 product gives float32, and its bias is added in float32.
+  const DType out_dtype = bf16 ? DType::kFloat32 : ctx.in(0).dtype;
   if (w.rank() != 2) return absl::InvalidArgumentError("weight must be (out, in)");
   if (x.rank() < 1 || x[x.rank() - 1] != w[1]) {
     return absl::InvalidArgumentError(absl::StrCat(
         "x's last dim must equal the weight's in-features ", w[1]));
   }
   if (ctx.has(2)) {
-    if (absl::Status st = RequireSameDType(ctx, 0, 2); !st.ok()) return st;
+    if (ctx.in(2).dtype != out_dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("bias must be ", DTypeName(out_dtype),
+                                                     ", got ", DTypeName(ctx.in(2).dtype)));
+    }
     if (ctx.in(2).shape != Shape({w[0]})) {
       return absl::InvalidArgumentError(absl::StrCat("bias must be (", w[0], ",)"));
     }
   }
   Dims out = x.dims();
   out.back() = w[0];
-  return TensorType{ctx.in(0).dtype, Shape(out)};
+  return TensorType{out_dtype, Shape(out)};
 }
 
-template <typename T>
+// In: the operands' element type; Out: the output's and the bias's (float
+// for BFloat16 operands).
+template <typename In, typename Out>
 absl::Status LinearTyped(const KernelContext& ctx) {
   const LinearDims dims = LinearDimsOf(ctx);
   const int64_t rows = dims.rows, in = dims.in, out = dims.out;
-  T* y = ctx.output.as<T>();
-  T beta = T(0);
+  Out* y = ctx.output.as<Out>();
+  Out beta = Out(0);
   if (ctx.has(2)) {
-    const T* bias = ctx.in(2).as<T>();
+    const Out* bias = ctx.in(2).as<Out>();
     ParallelFor(rows, 64, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) std::copy(bias, bias + out, y + r * out);
     });
-    beta = T(1);
+    beta = Out(1);
   }
   if (rows == 0 || out == 0) return absl::OkStatus();
   // y (rows, out) = x (rows, in) · wᵀ, wᵀ read with strides (1, in).
-  return Gemm<T>(rows, out, in, T(1), ctx.in(0).as<T>(), in, 1, ctx.in(1).as<T>(), 1, in,
-                 beta, y, out, 1);
+  return Multiply(rows, out, in, ctx.in(0).as<In>(), in, 1, ctx.in(1).as<In>(), 1, in, beta, y,
+                  out);
 }
 
 absl::Status LinearKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype,
-                       [&](auto tag) { return LinearTyped<decltype(tag)>(ctx); });
+  if (ctx.in(0).dtype == DType::kBFloat16) return LinearTyped<BFloat16, float>(ctx);
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return LinearTyped<T, T>(ctx);
+  });
 }
 
 // y = x·wᵀ + b:  dx = g·w,  dw = gᵀ·x over all rows,  db = Σ_rows g.
 // Every leading axis of x (none, for a 1-D x) is a row: dx is one product
-// (rows, out)·(out, in), reshaped back to x's shape.
+// (rows, out)·(out, in), reshaped back to x's shape. For bfloat16 x and w
+// the products take g rounded to bfloat16 and give float32; db sums the
+// float32 g.
 std::vector<Value> LinearBackward(const GradContext& c) {
-  Value x = c.inputs[0], w = c.inputs[1], g = c.grad;
+  Value x = c.inputs[0], w = c.inputs[1], g = ProductGradient(c.grad, x.dtype());
   Value dx;
   if (c.needs[0]) {
     dx = Reshape(MatMul(AsRows(g), w),
@@ -221,12 +310,13 @@ std::vector<Value> LinearBackward(const GradContext& c) {
   if (c.needs[1]) {
     dw = MatMul(AsRows(g), AsRows(x), {.transpose_a = true});
   }
-  if (c.needs.size() > 2 && c.needs[2]) db = SumTo(g, c.inputs[2].shape());
+  if (c.needs.size() > 2 && c.needs[2]) db = SumTo(c.grad, c.inputs[2].shape());
   return {dx, dw, db};
 }
 
 const OpDef kLinear = {.name = "linear", .dot_label = "Linear", .infer = InferLinear,
-                       .cpu = LinearKernel, .grad = LinearBackward};
+                       .cpu = LinearKernel, .grad = LinearBackward,
+                       .reduced_floats = DTypeBit(DType::kBFloat16)};
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_join.h"
 #include "engine/checked_math.h"
+#include "ops/registry.h"
 
 namespace dagrad {
 
@@ -113,6 +114,48 @@ absl::StatusOr<std::vector<int>> NormalizeAxes(const std::vector<int64_t>& axes,
 
 namespace dagrad {
 
+namespace {
+
+// ReducedFloatRefusal is the error of `op` meeting the 16-bit float `d`:
+// `what` it does not do with it, and what to do instead.
+absl::Status ReducedFloatRefusal(const OpDef& op, DType d, absl::string_view what) {
+  std::vector<absl::string_view> takers;
+  for (const OpDef* other : AllOps()) {
+    if (other->reduced_floats & DTypeBit(d)) takers.push_back(other->name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(op.name, ": ", what, "; the ops that take ",
+                                                 DTypeName(d), " are ",
+                                                 absl::StrJoin(takers, ", ")));
+}
+
+}  // namespace
+
+absl::Status CheckReducedFloats(const OpDef& op, absl::Span<const Value> inputs,
+                                const Attrs& attrs) {
+  std::vector<TensorType> types(inputs.size());
+  std::vector<const TensorType*> pointers(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_null()) continue;
+    types[i] = {inputs[i].dtype(), inputs[i].shape()};
+    pointers[i] = &types[i];
+    if (IsReducedFloat(types[i].dtype) && !(op.reduced_floats & DTypeBit(types[i].dtype))) {
+      return ReducedFloatRefusal(
+          op, types[i].dtype,
+          absl::StrCat("takes no ", DTypeName(types[i].dtype), " (input ", i, " is ",
+                       DTypeName(types[i].dtype), " ", types[i].shape.ToString(),
+                       "): cast it to float32 first"));
+    }
+  }
+  // An output dtype can come from an attribute (fill's): inference says.
+  const absl::StatusOr<TensorType> out = op.infer(InferContext{attrs, pointers});
+  if (out.ok() && IsReducedFloat(out->dtype) && !(op.reduced_floats & DTypeBit(out->dtype))) {
+    return ReducedFloatRefusal(
+        op, out->dtype,
+        absl::StrCat("gives no ", DTypeName(out->dtype), ": make float32 and cast that"));
+  }
+  return absl::OkStatus();
+}
+
 Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
                 uint32_t optional) {
   for (const Value& v : inputs) {
@@ -128,6 +171,7 @@ Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs, Attrs
           absl::StrCat(op.name, ": input ", i, " belongs to another graph")));
     }
   }
+  if (absl::Status st = CheckReducedFloats(op, inputs, attrs); !st.ok()) return g.Error(st);
   return g.AddOp(op, inputs, std::move(attrs));
 }
 

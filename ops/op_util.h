@@ -32,7 +32,9 @@ absl::Status DispatchFloat(DType dtype, F&& f) {
   }
 }
 
-// DispatchAny calls f(T{}) for any dtype (bool as bool).
+// DispatchAny calls f(T{}) for any dtype that kernels compute in (bool as
+// bool): all but the 16-bit floats, which only the ops that take them see
+// (OpDef::reduced_floats; DispatchAll), so they are Unimplemented here.
 template <typename F>
 absl::Status DispatchAny(DType dtype, F&& f) {
   switch (dtype) {
@@ -41,8 +43,37 @@ absl::Status DispatchAny(DType dtype, F&& f) {
     case DType::kInt32: return f(int32_t{});
     case DType::kInt64: return f(int64_t{});
     case DType::kBool: return f(bool{});
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      break;
   }
-  return absl::InternalError("bad dtype");
+  return absl::UnimplementedError(
+      absl::StrCat("kernel has no ", DTypeName(dtype), " variant"));
+}
+
+// DispatchAll is DispatchAny with the 16-bit floats too (BFloat16 and
+// Float16, engine/bfloat16.h), for kernels that convert every dtype (cast).
+template <typename F>
+absl::Status DispatchAll(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kBFloat16: return f(BFloat16{});
+    case DType::kFloat16: return f(Float16{});
+    default: return DispatchAny(dtype, f);
+  }
+}
+
+// DispatchBySize calls f(U{}) with U the unsigned integer of the dtype's
+// element size (uint8_t, uint16_t, uint32_t or uint64_t): for kernels that
+// only move elements (layout ops), on both backends, for every dtype.
+template <typename F>
+absl::Status DispatchBySize(DType dtype, F&& f) {
+  switch (SizeOf(dtype)) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+  }
+  return absl::InternalError(absl::StrCat("no copy for ", SizeOf(dtype), "-byte elements"));
 }
 
 // DispatchNumeric is DispatchAny for kernels with no bool variant: shape
@@ -70,6 +101,16 @@ absl::Status DispatchIndex(DType dtype, F&& f) {
           absl::StrCat("index kernel has no ", DTypeName(dtype), " variant"));
   }
 }
+
+// CheckReducedFloats returns InvalidArgument when `op` would be given, or
+// would produce, a 16-bit float (bfloat16, float16) that its OpDef does
+// not take (OpDef::reduced_floats), naming the op, the input and the ops
+// that do take it; BuildOp calls it for every op, so such an op is refused
+// when the graph is built, never when it runs.
+//
+//   absl::Status st = CheckReducedFloats(*FindOp("tanh"), {x16}, Attrs());  // InvalidArgument
+absl::Status CheckReducedFloats(const OpDef& op, absl::Span<const Value> inputs,
+                                const Attrs& attrs);
 
 // RequireFloat returns InvalidArgument unless input `i` is float32/float64.
 absl::Status RequireFloat(const InferContext& ctx, int i, const char* what);
@@ -121,15 +162,23 @@ struct MatMulProblem {
 };
 MatMulProblem MatMulProblemOf(const KernelContext& ctx);
 
-// RunMatMul is both backends' matmul kernel prologue: for a float output it
-// calls run(problem, a, b, c) with the operands' data as T, unless the
-// product is empty (then there is nothing to write).
+// RunMatMul is both backends' matmul kernel prologue: it calls run(problem,
+// a, b, c) with the operands' data as their element type (float, double or
+// BFloat16) and the output's as its own (the operands', or float or
+// BFloat16 for BFloat16 operands), unless the product is empty (then there
+// is nothing to write).
 template <typename Run>
 absl::Status RunMatMul(const KernelContext& ctx, Run&& run) {
+  const MatMulProblem p = MatMulProblemOf(ctx);
+  if (p.empty()) return absl::OkStatus();
+  if (ctx.in(0).dtype == DType::kBFloat16) {
+    const BFloat16* a = ctx.in(0).as<BFloat16>();
+    const BFloat16* b = ctx.in(1).as<BFloat16>();
+    if (ctx.output.dtype == DType::kBFloat16) return run(p, a, b, ctx.output.as<BFloat16>());
+    return run(p, a, b, ctx.output.as<float>());
+  }
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const MatMulProblem p = MatMulProblemOf(ctx);
-    if (p.empty()) return absl::OkStatus();
     return run(p, ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.output.as<T>());
   });
 }

@@ -23,6 +23,7 @@ const std::vector<const OpDef*>& AllOps() {
              GeluOps,
              SamplingOps,
              CollectiveOps,
+             CastOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

@@ -52,6 +52,7 @@ std::vector<const OpDef*> LossOps();
 std::vector<const OpDef*> GeluOps();
 std::vector<const OpDef*> SamplingOps();
 std::vector<const OpDef*> CollectiveOps();
+std::vector<const OpDef*> CastOps();
 
 }  // namespace dagrad
 

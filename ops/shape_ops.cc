@@ -1,5 +1,8 @@
 // Shape ops: reshape (a view), permute, broadcast_to, concat, slice and its
-// adjoint unslice. None does arithmetic; gradients are other shape ops.
+// adjoint unslice. None does arithmetic, so each takes every dtype, the
+// 16-bit floats included (but unslice, which only gradients use, and
+// gradients are never 16-bit: GradientDType); gradients are other shape
+// ops.
 // Each op reads top to bottom: shape inference, CPU kernel, gradient rule,
 // OpDef, builder.
 
@@ -76,7 +79,8 @@ std::vector<Value> ReshapeBackward(const GradContext& c) {
 
 const OpDef kReshape = {.name = "reshape", .dot_label = "Reshape",
                         .infer = InferReshape, .cpu = ViewKernel,
-                        .grad = ReshapeBackward, .view = ReshapeView};
+                        .grad = ReshapeBackward, .view = ReshapeView,
+                        .reduced_floats = kReducedFloatBits};
 
 }  // namespace
 
@@ -143,7 +147,7 @@ std::vector<Value> PermuteBackward(const GradContext& c) {
 
 const OpDef kPermute = {.name = "permute", .dot_label = "Permute",
                         .infer = InferPermute, .cpu = PermuteKernel,
-                        .grad = PermuteBackward};
+                        .grad = PermuteBackward, .reduced_floats = kReducedFloatBits};
 
 }  // namespace
 
@@ -200,7 +204,7 @@ std::vector<Value> BroadcastToBackward(const GradContext& c) { return {c.grad}; 
 
 const OpDef kBroadcastTo = {.name = "broadcast_to", .dot_label = "BroadcastTo",
                             .infer = InferBroadcastTo, .cpu = BroadcastToKernel,
-                            .grad = BroadcastToBackward};
+                            .grad = BroadcastToBackward, .reduced_floats = kReducedFloatBits};
 
 }  // namespace
 
@@ -276,7 +280,7 @@ std::vector<Value> ConcatBackward(const GradContext& c) {
 
 const OpDef kConcat = {.name = "concat", .dot_label = "Concat",
                        .infer = InferConcat, .cpu = ConcatKernel,
-                       .grad = ConcatBackward};
+                       .grad = ConcatBackward, .reduced_floats = kReducedFloatBits};
 
 }  // namespace
 
@@ -351,7 +355,8 @@ std::optional<int64_t> SliceView(const Node& node, const Node& input) {
 }
 
 const OpDef kSlice = {.name = "slice", .dot_label = "Slice", .infer = InferSlice,
-                      .cpu = SliceKernel, .grad = SliceBackward, .view = SliceView};
+                      .cpu = SliceKernel, .grad = SliceBackward, .view = SliceView,
+                      .reduced_floats = kReducedFloatBits};
 
 }  // namespace
 

@@ -244,71 +244,9 @@ Value Softplus(Value x) { return Unary(kSoftplus, x); }
 
 #undef DAGRAD_UNARY_OP
 
-// ---- cast: float <-> int <-> bool -------------------------------------------
-
-namespace {
-
-absl::StatusOr<TensorType> InferCast(const InferContext& ctx) {
-  auto dtype = DTypeFromName(ctx.attrs.GetStr("dtype"));
-  if (!dtype) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown dtype '", ctx.attrs.GetStr("dtype"), "'"));
-  }
-  return TensorType{*dtype, ctx.in(0).shape};
-}
-
-absl::Status CastKernel(const KernelContext& ctx) {
-  return DispatchAny(ctx.in(0).dtype, [&](auto in_tag) {
-    using In = decltype(in_tag);
-    return DispatchAny(ctx.output.dtype, [&](auto out_tag) {
-      using Out = decltype(out_tag);
-      const In* x = ctx.in(0).as<In>();
-      Out* y = ctx.output.as<Out>();
-      if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> &&
-                    !std::is_same_v<Out, bool>) {
-        // A NaN or out-of-range float has no integer value (and converting
-        // one is undefined behaviour): report it.
-        for (int64_t i = 0, count = ctx.output.num_elements(); i < count; ++i) {
-          const double v = std::trunc(static_cast<double>(x[i]));
-          if (!(v >= static_cast<double>(std::numeric_limits<Out>::lowest()) &&
-                v < -static_cast<double>(std::numeric_limits<Out>::lowest()))) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "cannot cast ", static_cast<double>(x[i]), " (element ", i, ") to ",
-                DTypeName(DTypeOf<Out>::value)));
-          }
-        }
-      }
-      ParallelFor(ctx.output.num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) y[i] = static_cast<Out>(x[i]);
-      });
-      return absl::OkStatus();
-    });
-  });
-}
-
-// Only float -> float casts carry gradients (cast back to the input dtype).
-std::vector<Value> CastBackward(const GradContext& c) {
-  if (!IsFloating(c.inputs[0].dtype()) || !IsFloating(c.output.dtype())) {
-    return {Value()};
-  }
-  return {Cast(c.grad, c.inputs[0].dtype())};
-}
-
-const OpDef kCast = {.name = "cast",
-                     .dot_label = "Cast",
-                     .infer = InferCast,
-                     .cpu = CastKernel,
-                     .grad = CastBackward};
-
-}  // namespace
-
-Value Cast(Value x, DType dtype) {
-  return Unary(kCast, x, Attrs().Str("dtype", std::string(DTypeName(dtype))));
-}
-
 std::vector<const OpDef*> UnaryOps() {
   return {&kNeg,  &kExp, &kLog, &kSqrt,     &kRsqrt, &kPow,     &kScale,
-          &kRelu, &kTanh, &kSigmoid, &kSin, &kCos, &kSoftplus, &kReluGrad, &kCast};
+          &kRelu, &kTanh, &kSigmoid, &kSin, &kCos, &kSoftplus, &kReluGrad};
 }
 
 }  // namespace dagrad

@@ -49,6 +49,7 @@ DAGRAD_OP_CASE(
                        b.Out(Gather(b.Input("q", d, {3, 6, 5}),
                                     b.Input("last", DType::kInt64, {4}, 0, 5), -1));
                      },
+                 .dtypes = kFloatsAndReduced,
                  .modes = kBackendModes},
                 {.name = "ints_and_bools",
                  .build =

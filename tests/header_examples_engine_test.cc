@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "engine/attrs.h"
 #include "engine/autodiff/autodiff.h"
 #include "engine/autodiff/optimizer.h"
+#include "engine/bfloat16.h"
 #include "engine/checkpoint.h"
 #include "engine/crc32c.h"
 #include "engine/device.h"
@@ -215,6 +217,23 @@ HEADER_EXAMPLE(DType) {
   }
   absl::Status s = CheckIntegerFits(int64_t{1} << 40, DType::kInt32, "value");  // out of range
   EXPECT_TRUE(absl::IsInvalidArgument(s));
+  GradientDType(DType::kBFloat16);   // DType::kFloat32
+  EXPECT_EQ(GradientDType(DType::kBFloat16), DType::kFloat32);
+  const uint32_t both = DTypeBit(DType::kBFloat16) | DTypeBit(DType::kFloat16);
+  EXPECT_EQ(both, kReducedFloatBits);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(BFloat16) {
+  BFloat16 h = FloatToBFloat16(1.00390625f);   // a tie: rounds to even, 1.0
+  float back = BFloat16ToFloat(h);             // 1.0f, exactly
+  Float16 big = FloatToFloat16(70000.0f);      // +inf: beyond 65504
+  EXPECT_EQ(back, 1.0f);
+  EXPECT_TRUE(std::isinf(Float16ToFloat(big)));
+  ConvertElement<BFloat16>(int64_t{257});   // 256: a tie, to even
+  ConvertElement<double>(Float16{0x3c00});  // 1.0
+  EXPECT_EQ(BFloat16ToFloat(ConvertElement<BFloat16>(int64_t{257})), 256.0f);
+  EXPECT_EQ(ConvertElement<double>(Float16{0x3c00}), 1.0);
   return absl::OkStatus();
 }
 
@@ -414,6 +433,16 @@ HEADER_EXAMPLE(Tensor) {
   Tensor lengths = Tensor::Scalar<int64_t>(3);
   EXPECT_EQ(first, 1);
   EXPECT_EQ(lengths.data<int64_t>()[0], 3);
+  DAGRAD_ASSIGN_OR_RETURN(Tensor bf16_weights, ConvertFloats(x, DType::kBFloat16));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor wide, ConvertFloats(bf16_weights, DType::kFloat32));
+  EXPECT_EQ(wide.ToVector<float>(), x.ToVector<float>());
+  const Tensor& t = bf16_weights;
+  {
+    double first = FloatAt(t.raw_data(), t.dtype(), 0);
+    const bool finite = FirstNonFinite(t.raw_data(), t.dtype(), t.num_elements()) < 0;
+    EXPECT_EQ(first, 1);
+    EXPECT_TRUE(finite);
+  }
   return absl::OkStatus();
 }
 

@@ -96,6 +96,26 @@ HEADER_EXAMPLE(OpsCpuRuntime) {
   return out.status();
 }
 
+HEADER_EXAMPLE(OpsGemmBFloat16) {
+  const int64_t m = 2, n = 3, k = 4;
+  const std::vector<BFloat16> av(m * k, FloatToBFloat16(0.5f)), bv(k * n, FloatToBFloat16(3.0f));
+  const BFloat16* a = av.data();
+  const BFloat16* b = bv.data();
+  std::vector<float> cv(m * n);
+  float* c = cv.data();
+  DAGRAD_RETURN_IF_ERROR(GemmBFloat16(m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
+  EXPECT_EQ(cv, std::vector<float>(m * n, 6.0f));
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(OpsOpUtil) {
+  Graph g;
+  Value x16 = g.Input("x16", DType::kBFloat16, {3});
+  absl::Status st = CheckReducedFloats(*FindOp("tanh"), {x16}, Attrs());  // InvalidArgument
+  EXPECT_TRUE(absl::IsInvalidArgument(st));
+  return absl::OkStatus();
+}
+
 HEADER_EXAMPLE(OpsDropout) {
   Values v;
   Graph& g = v.g;
@@ -341,7 +361,18 @@ HEADER_EXAMPLE(OpsMatMul) {
     Value y = Linear(g.Input("x", DType::kFloat32, {4}), w, b);   // w (3, 4) -> y (3)
     EXPECT_EQ(y.shape(), Shape({3}));
   }
-  return g2.status();
+  DAGRAD_RETURN_IF_ERROR(g2.status());
+  Graph g3;
+  {
+    Graph& g = g3;
+    Value a16 = Cast(g.Input("a", DType::kFloat32, {4, 8}), DType::kBFloat16);
+    Value w16 = Cast(g.Parameter("w", {8, 3}, Initializer::Ones()), DType::kBFloat16);
+    Value y = MatMul(a16, w16);                                          // float32 (4, 3)
+    Value y16 = MatMul(a16, w16, {.output = DType::kBFloat16});          // bfloat16 (4, 3)
+    EXPECT_EQ(y.dtype(), DType::kFloat32);
+    EXPECT_EQ(y16.dtype(), DType::kBFloat16);
+  }
+  return g3.status();
 }
 
 HEADER_EXAMPLE(OpsMinMax) {

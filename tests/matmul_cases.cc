@@ -1,6 +1,6 @@
 // The op cases (tests/support/op_case.h) of matmul and linear,
 // ops/matmul.cc: every batching and transposition, small products (dagrad's
-// own kernel) and large ones (BLIS).
+// own kernel) and large ones (BLIS), each in bfloat16 too (GemmBFloat16).
 
 #include <vector>
 
@@ -15,13 +15,31 @@
 namespace dagrad::testing {
 namespace {
 
-// Shapes is a config through one of the kernels' paths.
+const std::vector<DType> kFloatsAndBFloat16 = {DType::kFloat64, DType::kFloat32,
+                                               DType::kBFloat16};
+
+// Shapes is a config through one of the kernels' paths, bfloat16 included.
 OpConfig Shapes(const char* name, Shape a, Shape b, MatMulOptions o = {}) {
   return {
       .name = name,
       .build = [a, b, o](CaseBuilder& cb,
                          DType d) { cb.Out(MatMul(cb.Input("a", d, a), cb.Input("b", d, b), o)); },
+      .dtypes = kFloatsAndBFloat16,
       .modes = kBackendModes};
+}
+
+// BFloat16Output is a product rounded to bfloat16 (float32 for the other
+// dtypes, which give only their own).
+OpConfig BFloat16Output(const char* name, Shape a, Shape b, MatMulOptions o = {}) {
+  return {.name = name,
+          .build =
+              [a, b, o](CaseBuilder& cb, DType d) {
+                MatMulOptions with = o;
+                if (d == DType::kBFloat16) with.output = DType::kBFloat16;
+                cb.Out(MatMul(cb.Input("a", d, a), cb.Input("b", d, b), with));
+              },
+          .dtypes = {DType::kBFloat16},
+          .modes = kBackendModes};
 }
 
 }  // namespace
@@ -76,7 +94,10 @@ DAGRAD_OP_CASE(
                 Shapes("batch_broadcast_transposed", {3, 1, 4, 3}, {2, 2, 4},
                        {.transpose_a = true, .transpose_b = true}),
                 Shapes("empty_contraction", {3, 0}, {0, 4}),
-                Shapes("large", {64, 128}, {128, 96})},
+                Shapes("large", {64, 128}, {128, 96}),
+                BFloat16Output("bf16_output_tall", {2, 3, 4, 5}, {5, 6}),
+                BFloat16Output("bf16_output_batched", {2, 7, 5}, {2, 3, 7},
+                               {.transpose_a = true, .transpose_b = true})},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(MatMul(b.Input("a", d, {512, 512}), b.Input("b", d, {512, 512})));
     });
@@ -96,13 +117,15 @@ DAGRAD_OP_CASE(
                 {.name = "1d_input_no_bias",
                  .build = Over({{"x", {5}}, {"w", {2, 5}}},
                                [](Graph&, const In& in) { return Linear(in[0], in[1]); })},
+                // bfloat16 x and w give float32, with a float32 bias.
                 {.name = "wide",
                  .build =
                      [](CaseBuilder& b, DType d) {
                        const Value x = b.Input("x", d, {2, 3, 40}), w = b.Input("w", d, {17, 40});
-                       b.Out(Linear(x, w, b.Input("bias", d, {17})));
+                       b.Out(Linear(x, w, b.Input("bias", GradientDType(d), {17})));
                        b.Out(Linear(x, w));
                      },
+                 .dtypes = kFloatsAndBFloat16,
                  .modes = kBackendModes},
                 // No gradients: linear's rule reshapes x to (-1, 0), which cannot
                 // infer the -1 (a CPU-side limitation of the rule, not of the kernels).

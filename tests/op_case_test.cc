@@ -1,8 +1,9 @@
 // Runs every op case (tests/support/op_case.h) in every mode it has: the
 // float64 gradcheck, CPU against CUDA (skipped, saying why, without a GPU),
 // each CPU kernel level against the baseline (skipped, saying why, on a
-// CPU that runs the baseline only); and the coverage test: every op of
-// AllOps() has exactly one case, and its case runs it in every mode.
+// CPU that runs the baseline only), each 16-bit float against float32; and
+// the coverage test: every op of AllOps() has exactly one case, and its
+// case runs it in every mode and every 16-bit float it takes.
 
 #include "tests/support/op_case.h"
 
@@ -17,6 +18,7 @@
 #include "tests/support/gpu_skip.h"
 #include "tests/support/isa_check.h"
 #include "tests/support/op_coverage.h"
+#include "tests/support/reduced_check.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -33,15 +35,17 @@ std::string NameOf(const ConfigParam& p) { return ConfigTestName(*p.op_case, *p.
 void PrintTo(const ConfigParam& p, std::ostream* os) { *os << NameOf(p); }
 
 // Params lists the (config, dtype) pairs of `mode`: gradcheck runs float64
-// only, and never a config that expects an error.
+// only, reduced the 16-bit floats only, and neither a config that expects
+// an error.
 std::vector<ConfigParam> Params(OpMode mode) {
   std::vector<ConfigParam> out;
   for (const OpCase& c : AllOpCases()) {
     for (const OpConfig& config : c.configs) {
       if (!(config.modes & mode)) continue;
-      if (mode == kGradcheckMode && config.expect_error) continue;
+      if ((mode == kGradcheckMode || mode == kReducedMode) && config.expect_error) continue;
       for (DType d : config.dtypes) {
         if (mode == kGradcheckMode && d != DType::kFloat64) continue;
+        if (mode == kReducedMode && !IsReducedFloat(d)) continue;
         out.push_back({&c, &config, d});
       }
     }
@@ -81,6 +85,17 @@ TEST_P(OpCaseIsa, MatchesBaseline) {
 INSTANTIATE_TEST_SUITE_P(Ops, OpCaseIsa, ::testing::ValuesIn(Params(kIsaMode)),
                          [](const auto& info) { return NameOf(info.param); });
 
+class OpCaseReduced : public ::testing::TestWithParam<ConfigParam> {};
+
+TEST_P(OpCaseReduced, MatchesFloat32) {
+  const ConfigParam& p = GetParam();
+  ASSERT_OK(ReducedCheck(CrossOf(p), ToCrossCase(*p.op_case, *p.config, DType::kFloat32), p.dtype,
+                         p.config->reduced_ulps));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpCaseReduced, ::testing::ValuesIn(Params(kReducedMode)),
+                         [](const auto& info) { return NameOf(info.param); });
+
 TEST(OpCaseCoverage, EveryOpHasExactlyOneCaseThatRunsItInEveryMode) {
   ASSERT_OK_AND_ASSIGN(std::vector<OpCoverage> rows, CoverageRows());
   for (const OpCoverage& row : rows) {
@@ -105,6 +120,22 @@ TEST(OpCaseCoverage, AnOpWithoutACaseIsReported) {
   EXPECT_EQ(row.cases, 0);
   EXPECT_EQ(row.gradcheck, "NO");
   EXPECT_EQ(row.problem, "0 cases (DAGRAD_OP_CASE), not 1");
+}
+
+// The coverage test can fail for a 16-bit float: an op that says it takes
+// bfloat16 (tanh's OpDef, so marked here) without a config that runs it so.
+TEST(OpCaseCoverage, AnOpThatTakesBFloat16WithoutABFloat16ConfigIsReported) {
+  OpDef tanh = *FindOp("tanh");
+  ASSERT_OK_AND_ASSIGN(OpCoverage plain, CoverageOf(tanh));
+  EXPECT_EQ(plain.reduced, "-");
+  tanh.reduced_floats = DTypeBit(DType::kBFloat16);
+  ASSERT_OK_AND_ASSIGN(OpCoverage row, CoverageOf(tanh));
+  EXPECT_EQ(row.reduced, "NO");
+  EXPECT_EQ(row.problem, "takes bfloat16 but no reduced config runs it in bfloat16");
+  ASSERT_OK_AND_ASSIGN(OpCoverage reshape, CoverageOf(*FindOp("reshape")));
+  EXPECT_EQ(reshape.reduced, "bf16 f16");
+  ASSERT_OK_AND_ASSIGN(OpCoverage matmul, CoverageOf(*FindOp("matmul")));
+  EXPECT_EQ(matmul.reduced, "bf16");
 }
 
 // The flags on the cases, read against the OpDefs: a backward-only kernel,

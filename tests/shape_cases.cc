@@ -1,6 +1,6 @@
 // The op cases (tests/support/op_case.h) of the shape ops,
 // ops/shape_ops.cc: reshape, permute, broadcast_to, concat, slice and its
-// gradient, unslice.
+// gradient, unslice. Each "dtypes" config runs the 16-bit floats too.
 
 #include <vector>
 
@@ -14,7 +14,8 @@
 namespace dagrad::testing {
 namespace {
 
-const std::vector<DType> kFloatsAndBool = {DType::kFloat32, DType::kFloat64, DType::kBool};
+const std::vector<DType> kFloatsAndBool = {DType::kFloat32, DType::kFloat64, DType::kBool,
+                                           DType::kBFloat16, DType::kFloat16};
 
 }  // namespace
 
@@ -74,7 +75,8 @@ DAGRAD_OP_CASE(
                      [](CaseBuilder& b, DType d) {
                        b.Out(BroadcastTo(b.Input("x", d, {3, 1, 5}, -9, 9), Shape({2, 3, 4, 5})));
                      },
-                 .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32},
+                 .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kBFloat16,
+                            DType::kFloat16},
                  .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(BroadcastTo(b.Input("x", d, {1024}), Shape({1024, 1024})));
@@ -96,7 +98,8 @@ DAGRAD_OP_CASE(
                        b.Out(Concat({c, c}, -1));
                        b.Out(Concat({a, a}, 0));
                      },
-                 .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kBool},
+                 .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kBool,
+                            DType::kBFloat16, DType::kFloat16},
                  .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Concat({b.Input("a", d, {1024, 512}), b.Input("c", d, {1024, 512})}, -1));
@@ -121,7 +124,8 @@ DAGRAD_OP_CASE(
                        b.Out(Slice(x, -1, -3, 100));
                        b.Out(Slice(x, 0, 1, 2));
                      },
-                 .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32},
+                 .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kBFloat16,
+                            DType::kFloat16},
                  .modes = kBackendModes}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Slice(b.Input("x", d, {1024, 1024}), 1, 1, 1023, 2));

@@ -1,6 +1,6 @@
 // The op cases (tests/support/op_case.h) of the unary family, ops/unary.cc:
-// the elementwise math functions, relu's backward kernel and cast (GELU's
-// are in gelu_cases.cc).
+// the elementwise math functions and relu's backward kernel (GELU's are in
+// gelu_cases.cc, cast's in cast_cases.cc).
 
 #include <cmath>
 #include <limits>
@@ -142,49 +142,6 @@ DAGRAD_OP_CASE(
           .gradients = false}},
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(ReluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
-    });
-
-namespace {
-
-// CastTo is the config casting every dtype to `to`, with values every
-// target can hold.
-OpConfig CastTo(DType to) {
-  return {.name = std::string("to_") + DTypeSuffix(to),
-          .build =
-              [to](CaseBuilder& b, DType d) {
-                b.Out(Cast(b.Input("x", d, {7, 45}, -100, d == DType::kBool ? 0.5 : 100), to));
-              },
-          .dtypes = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool},
-          .modes = kBackendModes};
-}
-
-// A cast the target cannot hold fails alike on every backend.
-OpConfig CastError(const char* name, Tensor value, DType to) {
-  return {.name = name,
-          .build = [value, to](CaseBuilder& b, DType) { b.Out(Cast(b.Fixed("x", value), to)); },
-          .dtypes = {value.dtype()},
-          .modes = kBackendModes,
-          .expect_error = true};
-}
-
-}  // namespace
-
-DAGRAD_OP_CASE(
-    cast,
-    .configs = {{.name = "float_to_float",
-                 .build = Over({{"x", {3}}},
-                               [](Graph&, const In& in) {
-                                 return Cast(Cast(in[0], DType::kFloat64), DType::kFloat64);
-                               })},
-                CastTo(DType::kFloat32),
-                CastTo(DType::kFloat64),
-                CastTo(DType::kInt32),
-                CastTo(DType::kInt64),
-                CastTo(DType::kBool),
-                CastError("out_of_range", T<double>({4}, {1, 2, 3e9, NAN}), DType::kInt32),
-                CastError("nan", T<float>({3}, {NAN, 1, 2}), DType::kInt64)},
-    .bench = [](CaseBuilder& b, DType d) {
-      b.Out(Cast(b.Input("x", d, {1024, 1024}), DType::kFloat64));
     });
 
 }  // namespace dagrad::testing

@@ -17,7 +17,9 @@
 namespace dagrad {
 namespace {
 
-bool CarriesGradient(const Node& n) { return IsFloating(n.dtype); }
+// Every float value carries a gradient, of dtype GradientDType(dtype): a
+// 16-bit float's is float32.
+bool CarriesGradient(const Node& n) { return IsAnyFloat(n.dtype); }
 
 // PathToLoss lists node paths from `id` to the loss along the consumers that
 // first sent each node its gradient.
@@ -102,10 +104,10 @@ absl::Status ValidateArguments(const Value& loss, absl::Span<const Value> wrt,
           "Gradients: loss '", loss.path(), "' has shape ", loss.shape().ToString(),
           "; reduce it to one element or pass a seed gradient"));
     }
-  } else if (!seed.ok() || seed.graph() != g || seed.dtype() != loss.dtype() ||
+  } else if (!seed.ok() || seed.graph() != g || seed.dtype() != GradientDType(loss.dtype()) ||
              seed.shape() != loss.shape()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Gradients: seed must be a ", DTypeName(loss.dtype()), " ",
+        "Gradients: seed must be a ", DTypeName(GradientDType(loss.dtype())), " ",
         loss.shape().ToString(), " value of the loss's graph"));
   }
   return absl::OkStatus();
@@ -198,6 +200,13 @@ class BackwardWalk {
       if (!ctx.needs[i] || grads[i].is_null()) continue;
       if (!grads[i].ok()) return grads[i].status();
       const NodeId in = node.inputs[i];
+      if (grads[i].dtype() != GradientDType(g_.node(in).dtype)) {
+        return absl::InternalError(absl::StrCat(
+            "op '", node.op->name, "': its gradient rule gave input ", i, " of node '",
+            node.path(), "' a ", DTypeName(grads[i].dtype()), " gradient; a ",
+            DTypeName(g_.node(in).dtype), " value's is ",
+            DTypeName(GradientDType(g_.node(in).dtype))));
+      }
       Value gi = SumTo(grads[i], g_.node(in).shape);
       if (!gi.ok()) return gi.status();
       if (toward_[in] == kNoNode) toward_[in] = node.id;

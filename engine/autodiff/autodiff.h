@@ -17,6 +17,13 @@
 // the loss does not depend on gets a null Value (no zeros are computed).
 // Gradients stop at non-differentiable ops (comparisons, casts to integers)
 // and at non-float values.
+//
+// A gradient has the dtype GradientDType (engine/dtype.h) gives its value:
+// the value's own for float32 and float64, float32 for bfloat16 and
+// float16. So in mixed precision — Cast(w, kBFloat16) read by a MatMul —
+// the gradients of the bfloat16 copies are float32, summed in float32 where
+// a copy fans out, and w's gradient is float32 like w. A rule that breaks
+// this is an Internal error naming the op.
 
 #ifndef DAGRAD_ENGINE_AUTODIFF_AUTODIFF_H_
 #define DAGRAD_ENGINE_AUTODIFF_AUTODIFF_H_

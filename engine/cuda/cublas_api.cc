@@ -45,6 +45,9 @@ absl::StatusOr<const CublasApi*> Load() {
   bind(api->dgemm_strided_batched, "cublasDgemmStridedBatched_64");
   bind(api->sgemm_batched, "cublasSgemmBatched_64");
   bind(api->dgemm_batched, "cublasDgemmBatched_64");
+  bind(api->gemm_ex, "cublasGemmEx_64");
+  bind(api->gemm_strided_batched_ex, "cublasGemmStridedBatchedEx_64");
+  bind(api->gemm_batched_ex, "cublasGemmBatchedEx_64");
   if (!missing.empty()) {
     delete api;
     dlclose(lib);

@@ -36,6 +36,10 @@ struct CublasApi {
   decltype(&cublasDgemmStridedBatched_64) dgemm_strided_batched;
   decltype(&cublasSgemmBatched_64) sgemm_batched;
   decltype(&cublasDgemmBatched_64) dgemm_batched;
+  // The typed-operand gemms: bfloat16 operands, float32 accumulation.
+  decltype(&cublasGemmEx_64) gemm_ex;
+  decltype(&cublasGemmStridedBatchedEx_64) gemm_strided_batched_ex;
+  decltype(&cublasGemmBatchedEx_64) gemm_batched_ex;
 };
 
 // LoadCublas returns the functions, loading the library on the first call

@@ -65,6 +65,8 @@ absl::StatusOr<Tensor> FilledTensor(FillValue value, DType dtype, const Shape& s
       case DType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(integer); break;
       case DType::kInt64: t.data<int64_t>()[i] = integer; break;
       case DType::kBool: t.data<bool>()[i] = integer != 0; break;
+      case DType::kBFloat16: t.data<BFloat16>()[i] = DoubleToBFloat16(value.ToDouble()); break;
+      case DType::kFloat16: t.data<Float16>()[i] = DoubleToFloat16(value.ToDouble()); break;
     }
   }
   return t;

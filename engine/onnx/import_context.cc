@@ -126,6 +126,8 @@ Value ScalarConstant(Graph& g, DType dtype, int64_t value) {
     case DType::kInt64: *t->data<int64_t>() = value; break;
     case DType::kInt32: *t->data<int32_t>() = static_cast<int32_t>(value); break;
     case DType::kBool: *t->data<bool>() = value != 0; break;
+    case DType::kBFloat16: *t->data<BFloat16>() = ConvertElement<BFloat16>(value); break;
+    case DType::kFloat16: *t->data<Float16>() = ConvertElement<Float16>(value); break;
   }
   return g.Constant(*t, "onnx_scalar");
 }
@@ -137,10 +139,18 @@ Value ScalarConstant(Graph& g, DType dtype, double value) {
   if (absl::Status fits = CheckValueFits(value, dtype, "the constant"); !fits.ok()) {
     return g.Error(fits);
   }
-  if (!IsFloating(dtype)) return ScalarConstant(g, dtype, static_cast<int64_t>(value));
-  return g.Constant(dtype == DType::kFloat32 ? Tensor::Scalar<float>(static_cast<float>(value))
-                                             : Tensor::Scalar<double>(value),
-                    "onnx_scalar");
+  switch (dtype) {
+    case DType::kFloat32: return g.Constant(Tensor::Scalar(ConvertElement<float>(value)), "onnx_scalar");
+    case DType::kFloat64: return g.Constant(Tensor::Scalar(value), "onnx_scalar");
+    case DType::kBFloat16:
+      return g.Constant(Tensor::Scalar(ConvertElement<BFloat16>(value)), "onnx_scalar");
+    case DType::kFloat16:
+      return g.Constant(Tensor::Scalar(ConvertElement<Float16>(value)), "onnx_scalar");
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kBool: break;
+  }
+  return ScalarConstant(g, dtype, static_cast<int64_t>(value));
 }
 
 absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step) {
@@ -184,7 +194,10 @@ absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t) {
     case DType::kFloat64: return t.ToVector<double>();
     case DType::kInt32: { auto v = t.ToVector<int32_t>(); return std::vector<double>(v.begin(), v.end()); }
     case DType::kInt64: { auto v = t.ToVector<int64_t>(); return std::vector<double>(v.begin(), v.end()); }
-    case DType::kBool: break;
+    case DType::kBool:
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      break;
   }
   return absl::InvalidArgumentError(absl::StrCat("expected a number, got ", t.TypeString()));
 }

@@ -56,6 +56,9 @@ absl::Status CopyTypedFields(const TensorProto& proto, Tensor& out) {
       return CopyTyped<int64_t>(proto, proto.int64_data(), out);
     case DType::kBool:
       return CopyTyped<bool>(proto, proto.int32_data(), out);
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      break;  // never imported: DTypeFromOnnx does not map them
   }
   return absl::InternalError("unknown dtype");
 }
@@ -165,6 +168,8 @@ int TypedFieldSize(const TensorProto& proto, DType dtype) {
       return proto.int64_data_size();
     case DType::kInt32:
     case DType::kBool:
+    case DType::kBFloat16:
+    case DType::kFloat16:
       return proto.int32_data_size();
   }
   return 0;
@@ -219,6 +224,10 @@ int32_t OnnxTypeOf(DType dtype) {
       return TensorProto::INT64;
     case DType::kBool:
       return TensorProto::BOOL;
+    case DType::kBFloat16:
+      return TensorProto::BFLOAT16;
+    case DType::kFloat16:
+      return TensorProto::FLOAT16;
   }
   return TensorProto::UNDEFINED;
 }

@@ -90,12 +90,7 @@ absl::Status GatherKernel(const KernelContext& ctx) {
           n, inner);
       return CheckLaunch("GatherKernelImpl");
     };
-    switch (SizeOf(ctx.output.dtype)) {
-      case 1: return launch(uint8_t{});
-      case 4: return launch(uint32_t{});
-      case 8: return launch(uint64_t{});
-    }
-    return absl::InternalError("gather: unexpected element size");
+    return DispatchBySize(ctx.output.dtype, launch);
   });
 }
 

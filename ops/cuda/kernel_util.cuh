@@ -190,7 +190,7 @@ __global__ void CaptureErrorValue(DeviceErrorRecord* record, int site, const V* 
   }
   const V v = values[record->position];
   if constexpr (std::is_integral_v<V>) record->int_value = static_cast<long long>(v);
-  record->float_value = static_cast<double>(v);
+  record->float_value = ConvertElement<double>(v);
   record->has_value = 1;
 }
 

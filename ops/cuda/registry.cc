@@ -26,6 +26,7 @@ bool RegisterAll() {
            CudaGeluKernels,
            CudaSamplingKernels,
            CudaCollectiveKernels,
+           CudaCastKernels,
        }) {
     RegisterCudaKernels(family());
   }

@@ -36,6 +36,7 @@ std::vector<CudaKernelEntry> CudaLossKernels();
 std::vector<CudaKernelEntry> CudaGeluKernels();
 std::vector<CudaKernelEntry> CudaSamplingKernels();
 std::vector<CudaKernelEntry> CudaCollectiveKernels();
+std::vector<CudaKernelEntry> CudaCastKernels();
 
 }  // namespace dagrad
 

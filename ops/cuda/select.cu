@@ -50,12 +50,8 @@ absl::Status LaunchWhere(const KernelContext& ctx) {
 }
 
 absl::Status WhereKernel(const KernelContext& ctx) {
-  switch (SizeOf(ctx.output.dtype)) {
-    case 1: return LaunchWhere<uint8_t>(ctx);
-    case 4: return LaunchWhere<uint32_t>(ctx);
-    case 8: return LaunchWhere<uint64_t>(ctx);
-  }
-  return absl::InternalError("where: unexpected element size");
+  return DispatchBySize(ctx.output.dtype,
+                        [&](auto tag) { return LaunchWhere<decltype(tag)>(ctx); });
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // CUDA kernels of the shape family (ops/shape_ops.cc; reshape is always a
 // view, which the executor never runs, so it has none):
 // permute, broadcast_to, concat, slice and unslice. They move bytes only,
-// so each is instantiated per element size (1, 4 or 8 bytes), not per
-// dtype, and matches the CPU exactly.
+// so each is instantiated per element size (1, 2, 4 or 8 bytes:
+// DispatchBySize), not per dtype, and matches the CPU exactly.
 
 #include <algorithm>
 
@@ -16,17 +16,6 @@ namespace {
 
 using cuda::GridFor;
 using cuda::kThreads;
-
-// DispatchSize calls f(U{}) with U an unsigned integer of the element size.
-template <typename F>
-absl::Status DispatchSize(DType dtype, F&& f) {
-  switch (SizeOf(dtype)) {
-    case 1: return f(uint8_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-  }
-  return absl::InternalError(absl::StrCat("no CUDA copy for ", SizeOf(dtype), "-byte elements"));
-}
 
 // ---- permute, broadcast_to: a strided gather -------------------------------------
 
@@ -46,7 +35,7 @@ absl::Status StridedCopy(const KernelContext& ctx, const Dims& strides) {
   if (n == 0) return absl::OkStatus();
   DAGRAD_ASSIGN_OR_RETURN(const cuda::Strided<1> s,
                           cuda::MakeStrided<1>(*ctx.output.shape, {strides}));
-  return DispatchSize(ctx.output.dtype, [&](auto tag) {
+  return DispatchBySize(ctx.output.dtype, [&](auto tag) {
     using U = decltype(tag);
     StridedCopyKernel<<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
         static_cast<const U*>(ctx.in(0).data), static_cast<U*>(ctx.output.data), n, s);
@@ -85,7 +74,7 @@ absl::Status ConcatKernel(const KernelContext& ctx) {
   for (int d = 0; d < axis; ++d) outer *= ctx.output.dim(d);
   if (outer == 0) return absl::OkStatus();
   const int64_t out_row = ctx.output.num_elements() / outer;
-  return DispatchSize(ctx.output.dtype, [&](auto tag) {
+  return DispatchBySize(ctx.output.dtype, [&](auto tag) {
     using U = decltype(tag);
     int64_t col = 0;
     for (const TensorRef& in : ctx.inputs) {
@@ -129,7 +118,7 @@ absl::Status SliceCopy(const KernelContext& ctx, const SliceSpec& s, const Shape
   if (n == 0) return absl::OkStatus();
   int64_t inner = 1;
   for (int d = s.axis + 1; d < full.rank(); ++d) inner *= full[d];
-  return DispatchSize(ctx.output.dtype, [&](auto tag) {
+  return DispatchBySize(ctx.output.dtype, [&](auto tag) {
     using U = decltype(tag);
     SliceCopyKernel<U, kToSlice><<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
         static_cast<const U*>(ctx.in(0).data), static_cast<U*>(ctx.output.data), n, s.count,

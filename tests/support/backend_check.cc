@@ -18,6 +18,8 @@ Tensor Draw(DType dtype, const Shape& shape, uint64_t seed, double lo, double hi
   switch (dtype) {
     case DType::kFloat32:
     case DType::kFloat64:
+    case DType::kBFloat16:
+    case DType::kFloat16:
       return Random(dtype, shape, seed, lo, hi);
     case DType::kInt64:
       return RandomInts(shape, seed, static_cast<int64_t>(lo), static_cast<int64_t>(hi));
@@ -42,9 +44,20 @@ Tensor Draw(DType dtype, const Shape& shape, uint64_t seed, double lo, double hi
   return Tensor();
 }
 
-double Element(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::kFloat32 ? t.data<float>()[i] : t.data<double>()[i];
+}  // namespace
+
+double DefaultRtol(DType d) {
+  switch (d) {
+    case DType::kFloat64: return 1e-10;
+    case DType::kBFloat16: return 1.0 / 128;  // one ulp at the largest value
+    case DType::kFloat16: return 1.0 / 1024;
+    default: return 1e-5;
+  }
 }
+
+namespace {
+
+double Element(const Tensor& t, int64_t i) { return FloatAt(t.raw_data(), t.dtype(), i); }
 
 }  // namespace
 
@@ -81,7 +94,7 @@ void CaseBuilder::NoGrad(const Value& input) {
 std::vector<Value> CaseBuilder::FloatInputs() const {
   std::vector<Value> out;
   for (const Spec& s : inputs_) {
-    if (IsFloating(s.value.dtype()) && s.differentiable) out.push_back(s.value);
+    if (IsAnyFloat(s.value.dtype()) && s.differentiable) out.push_back(s.value);
   }
   return out;
 }
@@ -96,7 +109,7 @@ absl::StatusOr<BuiltCase> BuildCase(const CrossCase& c) {
   // composed subgraph's weights).
   std::vector<Value> wrt = b.builder->FloatInputs();
   for (const Value& p : b.graph->Parameters()) {
-    if (IsFloating(p.dtype())) wrt.push_back(p);
+    if (IsAnyFloat(p.dtype())) wrt.push_back(p);
   }
   Value loss;
   for (size_t i = 0; i < b.builder->outputs().size(); ++i) {
@@ -105,12 +118,14 @@ absl::StatusOr<BuiltCase> BuildCase(const CrossCase& c) {
     b.fetches.push_back(y);
     b.names.push_back(absl::StrCat("output ", i, " '", y.path(), "'"));
     b.wrt.push_back("");
-    if (!c.gradients || !IsFloating(y.dtype()) || y.shape().num_elements() == 0) continue;
+    if (!c.gradients || !IsAnyFloat(y.dtype()) || y.shape().num_elements() == 0) continue;
+    // A 16-bit output is summed in float32, its gradient's dtype.
+    const Value wide = IsReducedFloat(y.dtype()) ? Cast(y, GradientDType(y.dtype())) : y;
     // R is fed, not a constant: with a constant the gradient of every
     // linear op would be constant too, folded on the host, never run.
-    const Value r = b.builder->Input(absl::StrCat("r", i), y.dtype(), y.shape(), 0.5, 1.5);
-    // One float64 loss over outputs of both float dtypes.
-    const Value term = Cast(Sum(Mul(y, r)), DType::kFloat64);
+    const Value r = b.builder->Input(absl::StrCat("r", i), wide.dtype(), y.shape(), 0.5, 1.5);
+    // One float64 loss over outputs of every float dtype.
+    const Value term = Cast(Sum(Mul(wide, r)), DType::kFloat64);
     loss = loss.is_null() ? term : Add(loss, term);
   }
   if (!loss.is_null() && !wrt.empty()) {
@@ -133,11 +148,11 @@ absl::Status CompareTensors(const Tensor& cpu, const Tensor& other, double rtol,
         absl::StrCat("types differ: cpu ", cpu.TypeString(), ", other ", other.TypeString()));
   }
   const int64_t n = cpu.num_elements();
-  if (exact || !IsFloating(cpu.dtype())) {
+  if (exact || !IsAnyFloat(cpu.dtype())) {
     const size_t size = SizeOf(cpu.dtype());
     const auto* a = static_cast<const unsigned char*>(cpu.raw_data());
     const auto* b = static_cast<const unsigned char*>(other.raw_data());
-    const bool floating = IsFloating(cpu.dtype());
+    const bool floating = IsAnyFloat(cpu.dtype());
     for (int64_t i = 0; i < n; ++i) {
       if (std::memcmp(a + i * size, b + i * size, size) != 0 &&
           !(floating && std::isnan(Element(cpu, i)) && std::isnan(Element(other, i)))) {
@@ -148,7 +163,7 @@ absl::Status CompareTensors(const Tensor& cpu, const Tensor& other, double rtol,
     }
     return absl::OkStatus();
   }
-  if (rtol == 0) rtol = cpu.dtype() == DType::kFloat32 ? 1e-5 : 1e-10;
+  if (rtol == 0) rtol = DefaultRtol(cpu.dtype());
   double scale = min_scale, worst = 0;
   int64_t worst_at = -1;
   for (int64_t i = 0; i < n; ++i) {

@@ -16,7 +16,9 @@
 // NaN: payloads and signs of NaNs differ between x86 and CUDA, whose
 // arithmetic gives one canonical NaN. Other float tensors must have NaNs
 // (and infinities) in the same places and max |other - cpu| <= rtol *
-// max |cpu|, rtol 1e-5 for float32 and 1e-10 for float64 unless the case
+// max |cpu|, rtol DefaultRtol (1e-5 for float32, 1e-10 for float64, one
+// ulp of the largest value for bfloat16 and float16, whose outputs are
+// rounded sums that two backends may round either way) unless the case
 // says otherwise. A case marked expect_error must fail on both devices
 // with the same code and message.
 //
@@ -104,7 +106,7 @@ struct CrossCase {
   bool gradients = true;     // also compare gradients wrt float inputs
   bool training = false;     // run in training mode (dropout active)
   bool fold_constants = true;  // false: fill/arange run as kernels
-  double rtol = 0;           // 0: 1e-5 for float32, 1e-10 for float64
+  double rtol = 0;           // 0: DefaultRtol of each tensor's dtype
   bool exact = false;        // every tensor bit for bit
   bool expect_error = false;  // both devices fail the same way
   int runs = 2;              // runs with fresh inputs, on the same plans
@@ -131,6 +133,9 @@ using DeviceFactory = std::function<absl::StatusOr<std::unique_ptr<Device>>()>;
 // CrossCheck runs `c` on the CPU and on a device from `factory` and
 // compares; OK, or a status describing the first disagreement.
 absl::Status CrossCheck(const CrossCase& c, const DeviceFactory& factory);
+
+// DefaultRtol is the tolerance of a dtype's comparisons (see the top).
+double DefaultRtol(DType d);
 
 // CompareTensors returns OK when `other` matches `cpu` as described above:
 // max |other - cpu| <= rtol * max(max |cpu|, min_scale).

@@ -45,6 +45,9 @@ absl::StatusOr<Tensor> ParseTensor(const nlohmann::json& j) {
       case DType::kInt32: t->data<int32_t>()[i] = data[i].get<int32_t>(); break;
       case DType::kInt64: t->data<int64_t>()[i] = data[i].get<int64_t>(); break;
       case DType::kBool: t->data<bool>()[i] = data[i].get<int>() != 0; break;
+      // The generators write 16-bit values widened, so these are exact.
+      case DType::kBFloat16: t->data<BFloat16>()[i] = DoubleToBFloat16(ParseFloat(data[i])); break;
+      case DType::kFloat16: t->data<Float16>()[i] = DoubleToFloat16(ParseFloat(data[i])); break;
     }
   }
   return t;

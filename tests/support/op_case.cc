@@ -40,7 +40,9 @@ CaseBuild Over(std::vector<CaseInput> inputs, InputsBuild build) {
     In values;
     for (const CaseInput& in : inputs) {
       if (in.value) {
-        values.push_back(b.Fixed(in.name, d == DType::kFloat32 ? ToFloat32(*in.value) : *in.value));
+        values.push_back(b.Fixed(in.name, IsReducedFloat(d)   ? *ConvertFloats(*in.value, d)
+                                          : d == DType::kFloat32 ? ToFloat32(*in.value)
+                                                                 : *in.value));
       } else {
         values.push_back(b.Input(in.name, d, in.shape, in.lo, in.hi));
       }
@@ -111,6 +113,10 @@ const char* DTypeSuffix(DType d) {
       return "i64";
     case DType::kBool:
       return "bool";
+    case DType::kBFloat16:
+      return "bf16";
+    case DType::kFloat16:
+      return "f16";
   }
   return "unknown";
 }
@@ -129,7 +135,11 @@ CrossCase ToCrossCase(const OpCase& c, const OpConfig& config, DType d) {
                    .gradients = config.gradients && !config.expect_error,
                    .training = config.training,
                    .fold_constants = config.fold_constants,
-                   .rtol = config.rtol,
+                   // A 16-bit run is compared at 16-bit precision throughout:
+                   // its float32 gradients pass through bfloat16 roundings
+                   // (a product's upstream gradient) that two backends may
+                   // round either way.
+                   .rtol = config.rtol != 0 || !IsReducedFloat(d) ? config.rtol : DefaultRtol(d),
                    .exact = config.exact,
                    .expect_error = config.expect_error,
                    .runs = config.runs,

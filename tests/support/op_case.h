@@ -7,11 +7,18 @@
 //              skipped, saying why, without a GPU);
 //   isa        each CPU kernel level this machine runs against the baseline
 //              (ops/cpu_isa.h; tests/support/isa_check.h);
+//   reduced    in each 16-bit float of its dtypes (bfloat16, float16)
+//              against float32 fed the same values, within a few ulps of
+//              the 16-bit format (tests/support/reduced_check.h); the cuda
+//              and isa modes run those dtypes too, the gradcheck stays in
+//              float64;
 //   timing     `dagrad_bench --op=NAME` times the case forward and forward
 //              + backward at its benchmark size; it prints, never asserts.
-// tests/op_case_test.cc runs the first three; OpCaseCoverage fails when an
-// op of AllOps() (ops/registry.h) has no case or more than one, or when its
-// case never runs it; `dagrad_bench --op_coverage` prints the table.
+// tests/op_case_test.cc runs all but timing; OpCaseCoverage fails when an
+// op of AllOps() (ops/registry.h) has no case or more than one, when its
+// case never runs it, or when it takes a 16-bit float
+// (OpDef::reduced_floats) that no config runs it in; `dagrad_bench
+// --op_coverage` prints the table.
 //
 // Adding an op to an existing family (the checklist; CONTRIBUTING.md has
 // it in full):
@@ -52,6 +59,10 @@
 //   - A config whose inputs are drawn outside the op's domain: draw them
 //     inside it (lo, hi); an input no gradient is taken in: b.NoGrad(x).
 //   - A config that must fail alike everywhere: .expect_error = true.
+//   - An op that takes bfloat16 or float16 (OpDef::reduced_floats): a
+//     config with those dtypes in .dtypes, e.g. kFloatsAndReduced, built
+//     as the op would be used in mixed precision (a product's operands
+//     in d, its bias in float32).
 //   - Sizes: gradcheck configs small (every element is perturbed 4 times),
 //     backend configs through each kernel path, `bench` realistic.
 
@@ -101,14 +112,18 @@ using CaseBuild = std::function<void(CaseBuilder& b, DType d)>;
 
 // The modes a config runs in (timing runs the case's bench builder).
 enum OpMode : uint32_t {
-  kGradcheckMode = 1u << 0,              // in float64, when the config's dtypes have it
-  kCudaMode = 1u << 1,                   // in each of the config's dtypes
-  kIsaMode = 1u << 2,                    // in each of the config's dtypes
-  kBackendModes = kCudaMode | kIsaMode,  // the backends only (no gradcheck)
-  kEveryMode = kGradcheckMode | kCudaMode | kIsaMode,
+  kGradcheckMode = 1u << 0,  // in float64, when the config's dtypes have it
+  kCudaMode = 1u << 1,       // in each of the config's dtypes
+  kIsaMode = 1u << 2,        // in each of the config's dtypes
+  kReducedMode = 1u << 3,    // in each of its 16-bit dtypes, against float32
+  kBackendModes = kCudaMode | kIsaMode | kReducedMode,  // all but the gradcheck
+  kEveryMode = kGradcheckMode | kBackendModes,
 };
 
 inline const std::vector<DType> kFloats = {DType::kFloat64, DType::kFloat32};
+// kFloatsAndReduced adds the 16-bit floats: for the ops that take them.
+inline const std::vector<DType> kFloatsAndReduced = {DType::kFloat64, DType::kFloat32,
+                                                     DType::kBFloat16, DType::kFloat16};
 inline const std::vector<DType> kNumeric = {DType::kFloat32, DType::kFloat64, DType::kInt32,
                                             DType::kInt64};
 
@@ -118,10 +133,14 @@ struct OpConfig {
   std::vector<DType> dtypes = kFloats;
   uint32_t modes = kEveryMode;
   GradCheckOptions gradcheck = {};  // finite-difference step and tolerances
-  // cuda and isa: max |other - cpu| <= rtol * max |cpu|; 0: 1e-5 for
-  // float32, 1e-10 for float64. exact: every tensor bit for bit.
+  // cuda and isa: max |other - cpu| <= rtol * max |cpu|; 0: DefaultRtol
+  // (backend_check.h) of each tensor's dtype, or of the run's dtype for a
+  // 16-bit run. exact: every tensor bit for bit.
   double rtol = 0;
   bool exact = false;
+  // reduced: the tolerance in ulps of the 16-bit format; 0: kReducedUlps
+  // (tests/support/reduced_check.h).
+  double reduced_ulps = 0;
   bool gradients = true;       // cuda and isa also compare the gradients
   bool training = false;       // every mode runs in training mode (dropout)
   bool fold_constants = true;  // false: fill and arange run as kernels
@@ -224,7 +243,7 @@ absl::Status GradCheckConfig(const OpCase& c, const OpConfig& config);
 absl::StatusOr<std::vector<std::string>> OpsGradchecked(const OpConfig& config);
 
 // DTypeSuffix is the dtype's short name in test names: f32, f64, i32, i64,
-// bool.
+// bool, bf16, f16.
 const char* DTypeSuffix(DType d);
 
 }  // namespace dagrad::testing

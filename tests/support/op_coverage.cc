@@ -1,12 +1,14 @@
 #include "tests/support/op_coverage.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
 #include "ops/registry.h"
@@ -17,10 +19,19 @@ namespace dagrad::testing {
 namespace {
 
 // What a case's configs of one mode reach: the ops whose kernels run
-// (forward and gradients, after constant folding) and the ops in the graph.
+// (forward and gradients, after constant folding), the ops in the graph,
+// and those with a node that takes or gives a 16-bit float.
 struct Reached {
-  std::set<std::string> run, in_graph;
+  std::set<std::string> run, in_graph, reduced;
 };
+
+bool TouchesReducedFloat(const Graph& g, const Node& n) {
+  if (IsReducedFloat(n.dtype)) return true;
+  for (NodeId in : n.inputs) {
+    if (in != kNoNode && IsReducedFloat(g.node(in).dtype)) return true;
+  }
+  return false;
+}
 
 absl::Status Reach(const CrossCase& cc, Reached& r) {
   DAGRAD_ASSIGN_OR_RETURN(BuiltCase b, BuildCase(cc));
@@ -31,12 +42,16 @@ absl::Status Reach(const CrossCase& cc, Reached& r) {
   for (NodeId id : plan->info().steps) r.run.insert(std::string(b.graph->node(id).op->name));
   for (NodeId id = 0; id < b.graph->num_nodes(); ++id) {
     const Node& n = b.graph->node(id);
-    if (n.kind == NodeKind::kOp) r.in_graph.insert(std::string(n.op->name));
+    if (n.kind != NodeKind::kOp) continue;
+    r.in_graph.insert(std::string(n.op->name));
+    if (TouchesReducedFloat(*b.graph, n)) r.reduced.insert(std::string(n.op->name));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<Reached> ReachedIn(const OpCase& c, OpMode mode) {
+// ReachedIn is what the configs of `mode` reach, in dtype `only` when given.
+absl::StatusOr<Reached> ReachedIn(const OpCase& c, OpMode mode,
+                                  std::optional<DType> only = std::nullopt) {
   Reached r;
   for (const OpConfig& config : c.configs) {
     if (!(config.modes & mode)) continue;
@@ -49,9 +64,31 @@ absl::StatusOr<Reached> ReachedIn(const OpCase& c, OpMode mode) {
       r.run.insert(ops.begin(), ops.end());
       continue;
     }
-    for (DType d : config.dtypes) DAGRAD_RETURN_IF_ERROR(Reach(ToCrossCase(c, config, d), r));
+    for (DType d : config.dtypes) {
+      if (!only || d == *only) DAGRAD_RETURN_IF_ERROR(Reach(ToCrossCase(c, config, d), r));
+    }
   }
   return r;
+}
+
+// Reduced is the 16-bit cell: the 16-bit floats the op takes
+// (OpDef::reduced_floats), each one that a reduced config runs it on
+// ("bf16 f16": a node of the op takes or gives that dtype, and the op's
+// kernel runs, or it is a view); "-" for an op that takes none.
+absl::StatusOr<std::string> Reduced(const OpCase& c, const OpDef* op, std::string& problem) {
+  if (op == nullptr || op->reduced_floats == 0) return std::string("-");
+  std::vector<std::string> cells;
+  for (DType d : {DType::kBFloat16, DType::kFloat16}) {
+    if (!(op->reduced_floats & DTypeBit(d))) continue;
+    DAGRAD_ASSIGN_OR_RETURN(Reached r, ReachedIn(c, kReducedMode, d));
+    if (r.reduced.count(c.op) && ((c.flags & kAlwaysView) || r.run.count(c.op))) {
+      cells.push_back(DTypeSuffix(d));
+    } else {
+      problem = absl::StrCat("takes ", DTypeName(d), " but no reduced config runs it in ",
+                             DTypeName(d));
+    }
+  }
+  return cells.empty() ? std::string("NO") : absl::StrJoin(cells, " ");
 }
 
 // Backend is a cuda or isa cell.
@@ -90,7 +127,7 @@ absl::StatusOr<OpCoverage> RowOf(const std::string& name, const OpDef* op) {
     }
   }
   if (row.cases != 1) {
-    row.gradcheck = row.cuda = row.isa = row.timing = "NO";
+    row.gradcheck = row.cuda = row.isa = row.reduced = row.timing = "NO";
     row.problem = absl::StrCat(row.cases, " cases (DAGRAD_OP_CASE), not 1");
     return row;
   }
@@ -108,6 +145,7 @@ absl::StatusOr<OpCoverage> RowOf(const std::string& name, const OpDef* op) {
   row.gradcheck = op ? Gradcheck(*c, op, grad, problem) : (grad.run.empty() ? "NO" : "composite");
   row.cuda = Backend(*c, cuda, problem, "cuda");
   row.isa = Backend(*c, isa, problem, "isa");
+  DAGRAD_ASSIGN_OR_RETURN(row.reduced, Reduced(*c, op, problem));
   row.timing = c->bench ? "bench" : (c->configs.empty() ? "NO" : "config");
   if (row.problem.empty()) row.problem = problem;
   return row;
@@ -132,11 +170,12 @@ absl::StatusOr<std::vector<OpCoverage>> CoverageRows() {
 }
 
 std::string FormatCoverage(const std::vector<OpCoverage>& rows) {
-  std::string out = absl::StrFormat("%-24s %5s %7s  %-18s %-5s %-5s %-6s %s\n", "op", "cases",
-                                    "configs", "gradcheck", "cuda", "isa", "timing", "problem");
+  std::string out =
+      absl::StrFormat("%-24s %5s %7s  %-18s %-5s %-5s %-8s %-6s %s\n", "op", "cases", "configs",
+                      "gradcheck", "cuda", "isa", "16-bit", "timing", "problem");
   for (const OpCoverage& r : rows) {
-    absl::StrAppendFormat(&out, "%-24s %5d %7d  %-18s %-5s %-5s %-6s %s\n", r.op, r.cases,
-                          r.configs, r.gradcheck, r.cuda, r.isa, r.timing, r.problem);
+    absl::StrAppendFormat(&out, "%-24s %5d %7d  %-18s %-5s %-5s %-8s %-6s %s\n", r.op, r.cases,
+                          r.configs, r.gradcheck, r.cuda, r.isa, r.reduced, r.timing, r.problem);
   }
   return out;
 }

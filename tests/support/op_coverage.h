@@ -6,10 +6,10 @@
 // --op_coverage` prints the table, through the timing hook this file
 // installs (tools/bench/op_timing.h).
 //
-//   op         cases  configs  gradcheck  cuda  isa  timing
-//   add        1      4        yes        yes   yes  bench
-//   relu_grad  1      1        backward   yes   yes  config
-//   reshape    1      2        yes        view  view bench
+//   op         cases  configs  gradcheck  cuda  isa   16-bit   timing
+//   add        1      4        yes        yes   yes   -        bench
+//   relu_grad  1      1        backward   yes   yes   -        config
+//   reshape    1      2        yes        view  view  bf16 f16 bench
 
 #ifndef DAGRAD_TESTS_SUPPORT_OP_COVERAGE_H_
 #define DAGRAD_TESTS_SUPPORT_OP_COVERAGE_H_
@@ -30,6 +30,9 @@ struct OpCoverage {
   // "not differentiable", "backward-only", "integer output" (gradcheck
   // does not apply); "composite"; "NO".
   std::string gradcheck, cuda, isa;
+  // The 16-bit floats the op takes that a reduced config runs it in ("bf16
+  // f16"); "-" for an op that takes none; "NO".
+  std::string reduced;
   std::string timing;   // "bench", "config" (a config's own size) or "NO"
   std::string problem;  // why the row is incomplete; empty when complete
 };

@@ -7,18 +7,13 @@
 namespace dagrad::testing {
 
 Tensor Random(DType dtype, const Shape& shape, uint64_t seed, double lo, double hi) {
-  Tensor t = *Tensor::Zeros(dtype, shape);
+  Tensor t = *Tensor::Zeros(DType::kFloat64, shape);
   const RandomStream rs{seed, 0xabcdu, 0};
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     const double u = (rs.Bits(i) + 0.5) / 4294967296.0;
-    const double v = lo + (hi - lo) * u;
-    if (dtype == DType::kFloat64) {
-      t.data<double>()[i] = v;
-    } else {
-      t.data<float>()[i] = static_cast<float>(v);
-    }
+    t.data<double>()[i] = lo + (hi - lo) * u;
   }
-  return t;
+  return *ConvertFloats(t, dtype);
 }
 
 Tensor RandomInts(const Shape& shape, uint64_t seed, int64_t lo, int64_t hi) {
@@ -56,6 +51,8 @@ std::vector<double> AsDoubles(const Tensor& t) {
       case DType::kInt32: out.push_back(t.data<int32_t>()[i]); break;
       case DType::kInt64: out.push_back(static_cast<double>(t.data<int64_t>()[i])); break;
       case DType::kBool: out.push_back(t.data<bool>()[i]); break;
+      case DType::kBFloat16:
+      case DType::kFloat16: out.push_back(FloatAt(t.raw_data(), t.dtype(), i)); break;
     }
   }
   return out;

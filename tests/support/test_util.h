@@ -29,7 +29,8 @@ Tensor T(const Shape& shape, const std::vector<V>& values) {
   return t.ok() ? *t : Tensor();
 }
 
-// Random returns a tensor of uniform values in [lo, hi), float32 or float64.
+// Random returns a tensor of uniform values in [lo, hi), of any float dtype
+// (drawn in float64 and rounded once).
 Tensor Random(DType dtype, const Shape& shape, uint64_t seed, double lo = -1.0,
               double hi = 1.0);
 

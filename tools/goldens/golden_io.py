@@ -20,14 +20,15 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                         "tests", "data", "goldens")
 
 _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32",
-           torch.int64: "int64", torch.bool: "bool"}
+           torch.int64: "int64", torch.bool: "bool", torch.bfloat16: "bfloat16",
+           torch.float16: "float16"}
 
 
 def tensor_json(t):
     t = t.detach().cpu().contiguous()
     dtype = _DTYPES[t.dtype]
     flat = t.reshape(-1).tolist()
-    if dtype.startswith("float"):
+    if "float" in dtype:  # 16-bit values are listed widened, exactly
         flat = [v if math.isfinite(v) else ("nan" if math.isnan(v) else
                                              ("inf" if v > 0 else "-inf")) for v in flat]
     elif dtype == "bool":
