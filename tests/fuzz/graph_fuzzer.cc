@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/autodiff/autodiff.h"
+#include "engine/bfloat16.h"
 #include "engine/executor.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -60,6 +61,12 @@ Tensor RandomTensor(FuzzedDataProvider& in, DType dtype, const Shape& shape) {
       case DType::kInt32: t.data<int32_t>()[i] = in.ConsumeIntegralInRange(-2, 6); break;
       case DType::kInt64: t.data<int64_t>()[i] = in.ConsumeIntegralInRange(-2, 6); break;
       case DType::kBool: t.data<bool>()[i] = in.ConsumeBool(); break;
+      case DType::kBFloat16:
+        t.data<BFloat16>()[i] = FloatToBFloat16(in.ConsumeFloatingPointInRange(-4.0f, 4.0f));
+        break;
+      case DType::kFloat16:
+        t.data<Float16>()[i] = FloatToFloat16(in.ConsumeFloatingPointInRange(-4.0f, 4.0f));
+        break;
     }
   }
   return t;

@@ -6,7 +6,8 @@
 1. Equality: a dozen Adam steps with dropout, clipping and variable lengths
    (ignored targets differ per rank) on 2 ranks give the parameters of one
    process within float summation order (and the check can fail: dropping
-   dropout moves them 100x further). The same for --task=text: a dozen
+   dropout moves them 100x further), all but the key third of the attention
+   bias, whose gradient is rounding noise (without_key_bias). The same for --task=text: a dozen
    AdamW steps of a byte-level GPT with dropout and clipping.
 2. --resume on 2 ranks continues bit-identically (both tasks).
 3. A global batch the ranks do not divide (both tasks), ranks given
@@ -76,10 +77,24 @@ def metadata(path):
         return json.loads(f.read(n))["__metadata__"]
 
 
+def without_key_bias(name, values):
+    """`values` without the key third of an attention's packed q, k, v bias.
+    Softmax ignores a constant added to a row, so that third's gradient is 0
+    in exact arithmetic: what each run gets is rounding noise, which Adam
+    scales up to steps of about the learning rate, different for 1 process
+    and for 2 ranks (another summation order), on one CPU more than another.
+    """
+    if not name.endswith(("in_proj_bias", "attn.c_attn.bias")):
+        return values
+    third = len(values) // 3
+    return values[:third] + values[2 * third:]
+
+
 def max_diff(a, b):
     ta, tb = tensors(a), tensors(b)
     assert ta.keys() == tb.keys(), (ta.keys(), tb.keys())
-    return max(max(abs(x - y) for x, y in zip(ta[k], tb[k])) for k in ta)
+    return max(max(abs(x - y) for x, y in zip(without_key_bias(k, ta[k]), without_key_bias(k, tb[k])))
+               for k in ta)
 
 
 def out(name):
@@ -111,7 +126,7 @@ def equality(task, flags):
     diff = max_diff(one + "/model.safetensors", two + "/model.safetensors")
     moved = max_diff(one + "/model.safetensors", plain + "/model.safetensors")
     print(f"{task}: 2 ranks vs 1: max |diff| {diff:.3g}; without dropout: {moved:.3g}")
-    check(diff < 1e-4, f"{task}: 2 ranks train the model of 1 process")
+    check(diff < 1e-5, f"{task}: 2 ranks train the model of 1 process")
     check(moved > 100 * diff, f"{task}: the check tells dropout masks apart")
     with open(one + "/metrics.csv") as a, open(two + "/metrics.csv") as b:
         rows_a = [line.split(",")[:4] for line in a.read().splitlines()[1:]]
