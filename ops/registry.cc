@@ -22,6 +22,7 @@ const std::vector<const OpDef*>& AllOps() {
              GeluOps,
              SamplingOps,
              CollectiveOps,
+             SumOfSquaresOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

@@ -25,6 +25,7 @@ bool RegisterAll() {
            CudaGeluKernels,
            CudaSamplingKernels,
            CudaCollectiveKernels,
+           CudaSumOfSquaresKernels,
        }) {
     RegisterCudaKernels(family());
   }

@@ -35,6 +35,7 @@ std::vector<CudaKernelEntry> CudaLossKernels();
 std::vector<CudaKernelEntry> CudaGeluKernels();
 std::vector<CudaKernelEntry> CudaSamplingKernels();
 std::vector<CudaKernelEntry> CudaCollectiveKernels();
+std::vector<CudaKernelEntry> CudaSumOfSquaresKernels();
 
 }  // namespace dagrad
 
