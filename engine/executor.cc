@@ -198,62 +198,6 @@ absl::Status Executor::ValidateFeeds(
   return absl::OkStatus();
 }
 
-absl::StatusOr<void*> Executor::VariableData(NodeId id) {
-  auto it = variables_.find(id);
-  if (it != variables_.end()) return it->second.get();
-  const Node& node = graph_.node(id);
-  DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
-  DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
-  DAGRAD_ASSIGN_OR_RETURN(
-      auto buf, AllocateCounted(init.nbytes(), absl::StrCat("variable '", node.path(), "'")));
-  DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), init.raw_data(), init.nbytes()));
-  void* data = buf.get();
-  variables_[id] = std::move(buf);
-  return data;
-}
-
-absl::Status Executor::InitializeVariables() {
-  for (NodeId id = 0; id < graph_.num_nodes(); ++id) {
-    const Node& node = graph_.node(id);
-    if (!node.is_variable()) continue;
-    DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
-    DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
-    DAGRAD_RETURN_IF_ERROR(Write(id, init));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Tensor> Executor::Read(Value variable) {
-  if (!variable.ok() || variable.graph() != &graph_ || !variable.node().is_variable()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Read: '", variable.path(), "' is not a variable of this executor's graph"));
-  }
-  const Node& node = variable.node();
-  DAGRAD_ASSIGN_OR_RETURN(void* data, VariableData(node.id));
-  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(node.dtype, node.shape));
-  DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(out.raw_data(), data, out.nbytes()));
-  return out;
-}
-
-absl::Status Executor::Assign(Value variable, const Tensor& value) {
-  if (!variable.ok() || variable.graph() != &graph_ || !variable.node().is_variable()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Assign: '", variable.path(), "' is not a variable of this executor's graph"));
-  }
-  const Node& node = variable.node();
-  if (value.dtype() != node.dtype || value.shape() != node.shape) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Assign to '", node.path(), "': expected ", TypeString(node),
-                     ", got ", value.TypeString()));
-  }
-  return Write(node.id, value);
-}
-
-absl::Status Executor::Write(NodeId id, const Tensor& value) {
-  DAGRAD_ASSIGN_OR_RETURN(void* data, VariableData(id));
-  return device_->CopyToDevice(data, value.raw_data(), value.nbytes());
-}
-
 absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
   if (!IsFloating(out.dtype) || out.num_elements() == 0) return absl::OkStatus();
   Tensor host;

@@ -62,6 +62,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/communicator.h"
 #include "engine/device.h"
@@ -222,8 +223,19 @@ class Executor {
 
   // InitializeVariables (re)initialises every variable of the graph.
   absl::Status InitializeVariables();
-  // Read returns a host copy of a variable's value.
+  // Read returns a host copy of a variable's value: on a device that is not
+  // the host (CUDA), one copy that waits for the device.
   absl::StatusOr<Tensor> Read(Value variable);
+  // ReadAll returns host copies of `variables`, in order, as Read would,
+  // with one copy from the device that waits once: the values are gathered
+  // into one device buffer first (a copy per variable, queued), unless the
+  // device has no room for it (then one copy per variable). A checkpoint
+  // of many variables is one wait, not one per variable. Errors: Read's,
+  // for the first Value that is not a variable of this graph, before any
+  // copy.
+  //
+  //   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> values, exec.ReadAll(g.Variables()));
+  absl::StatusOr<std::vector<Tensor>> ReadAll(absl::Span<const Value> variables);
   // Assign sets a variable's value; its dtype and shape must match.
   absl::Status Assign(Value variable, const Tensor& value);
 
@@ -235,6 +247,7 @@ class Executor {
 
  private:
   absl::StatusOr<void*> VariableData(NodeId id);
+  absl::Status CheckVariable(absl::string_view caller, const Value& variable) const;
   absl::Status Write(NodeId id, const Tensor& value);
   absl::StatusOr<std::shared_ptr<void>> AllocateCounted(size_t bytes,
                                                         const std::string& what);

@@ -231,6 +231,9 @@ HEADER_EXAMPLE(Executor) {
   }
   DAGRAD_ASSIGN_OR_RETURN(Tensor w, exec.Read(m.w));   // two SGD steps moved it
   EXPECT_NE(w.data<float>()[0], m.batch.data<int64_t>()[0]);
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> values, exec.ReadAll(g.Variables()));
+  EXPECT_EQ(values.size(), 3u);  // table, w, velocity
+  EXPECT_EQ(values[1].data<float>()[0], w.data<float>()[0]);
   return absl::OkStatus();
 }
 
