@@ -1,5 +1,6 @@
 // The executor's variables (engine/executor.h): initialised on first use,
-// read (one at a time, or all in one transfer) and assigned.
+// read (one at a time, or all in one transfer) and assigned; and tensors
+// uploaded to its device.
 
 #include <cstring>
 #include <vector>
@@ -94,6 +95,19 @@ absl::StatusOr<std::vector<Tensor>> Executor::ReadAll(absl::Span<const Value> va
     from += t.nbytes();
   }
   return out;
+}
+
+absl::StatusOr<DeviceTensor> Executor::Upload(const Tensor& value) {
+  DAGRAD_ASSIGN_OR_RETURN(std::shared_ptr<void> data,
+                          AllocateCounted(value.nbytes(),
+                                          absl::StrCat("an uploaded ", value.TypeString())));
+  DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(data.get(), value.raw_data(), value.nbytes()));
+  DeviceTensor t;
+  t.data_ = std::move(data);
+  t.dtype_ = value.dtype();
+  t.shape_ = value.shape();
+  t.owner_ = id_;
+  return t;
 }
 
 absl::Status Executor::Assign(Value variable, const Tensor& value) {
