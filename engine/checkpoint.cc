@@ -308,10 +308,11 @@ std::string CheckpointName(const Node& node) {
 absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
                                                  absl::Span<const Value> variables) {
   DAGRAD_ASSIGN_OR_RETURN(auto named, Named(&executor.graph(), "the executor's", variables));
+  // One copy from the device for all of them (Executor::ReadAll).
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> values, executor.ReadAll(variables));
   SafetensorsFile file;
-  for (auto& [name, v] : named) {
-    DAGRAD_ASSIGN_OR_RETURN(Tensor t, executor.Read(v));
-    file.tensors.emplace_back(std::move(name), std::move(t));
+  for (size_t i = 0; i < named.size(); ++i) {
+    file.tensors.emplace_back(std::move(named[i].first), std::move(values[i]));
   }
   return file;
 }

@@ -23,6 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "engine/aligned_buffer.h"
 #include "engine/op.h"
 
 namespace dagrad {
@@ -51,6 +53,25 @@ class Device {
   // CopyToDevice returns once `src` may be reused; work queued after it
   // sees the copied bytes.
   virtual absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
+  // AllocateStaging returns `bytes` of host memory (non-null even for 0)
+  // for CopyToDeviceAsync to copy from: page-locked on a CUDA device, so
+  // that the copy runs without the host; plain host memory by default.
+  // ResourceExhausted when it cannot.
+  virtual absl::StatusOr<std::shared_ptr<void>> AllocateStaging(size_t bytes) {
+    std::shared_ptr<void> p = AllocateAligned(bytes);
+    if (p == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of host memory allocating ", bytes, " bytes of staging"));
+    }
+    return p;
+  }
+  // CopyToDeviceAsync queues a copy from `src`, memory from AllocateStaging,
+  // and may return before it is done: `src` must keep its bytes until a
+  // Synchronize after it has returned. Work queued after it sees the
+  // copied bytes. By default it is CopyToDevice.
+  virtual absl::Status CopyToDeviceAsync(void* dst, const void* src, size_t bytes) {
+    return CopyToDevice(dst, src, bytes);
+  }
   // CopyToHost returns once `dst` holds the bytes, after all queued work.
   virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
   // CopyOnDevice copies in queue order; dst == src is a no-op.

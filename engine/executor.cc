@@ -40,14 +40,25 @@ absl::Status NodeError(const Node& node, const absl::Status& st) {
   return absl::Status(st.code(), absl::StrCat(prefix, st.message()));
 }
 
+// NextExecutorId numbers executors from 1, so that a DeviceTensor knows
+// its executor even after that one is gone (an address may be reused).
+uint64_t NextExecutorId() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
 }  // namespace
+
+std::string DeviceTensor::TypeString() const {
+  return absl::StrCat(DTypeName(dtype_), " ", shape_.ToString());
+}
 
 Executor::Executor(const Graph& graph, ExecutorOptions options)
     : Executor(graph, CpuDevice(), options) {}
 
 Executor::Executor(const Graph& graph, std::unique_ptr<Device> device,
                    ExecutorOptions options)
-    : graph_(graph), device_(std::move(device)), options_(options) {
+    : id_(NextExecutorId()), graph_(graph), device_(std::move(device)), options_(options) {
   if (options_.communicator == nullptr) options_.communicator = SingleProcessCommunicator();
 }
 
@@ -102,19 +113,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
   }
   DAGRAD_ASSIGN_OR_RETURN(plan->arena_,
                           AllocateCounted(info.arena_bytes, "the plan's arena"));
-  if (!device_->is_host()) {
-    for (const auto& [id, tensor] : info.constants) {
-      DAGRAD_ASSIGN_OR_RETURN(auto buf, AllocateCounted(tensor.nbytes(), "a constant"));
-      DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), tensor.raw_data(), tensor.nbytes()));
-      plan->device_constants_[id] = std::move(buf);
-    }
-    for (NodeId id : info.inputs) {
-      const Node& node = graph_.node(id);
-      DAGRAD_ASSIGN_OR_RETURN(const int64_t bytes, ValidateBytes(node.shape, node.dtype));
-      DAGRAD_ASSIGN_OR_RETURN(auto buf, AllocateCounted(bytes, "an input's staging buffer"));
-      plan->staged_inputs_[id] = std::move(buf);
-    }
-  }
+  if (!device_->is_host()) DAGRAD_RETURN_IF_ERROR(AllocateDeviceCopies(*plan, info));
   // Kernels on the host run one by one, and one that fails stops the run
   // before the updates, which come last. A device that reports kernels'
   // errors at Synchronize (CUDA) runs the updates as a second phase, after
@@ -131,6 +130,22 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
   return plan;
 }
 
+absl::Status Executor::AllocateDeviceCopies(Plan& plan, const ExecutionPlan& info) {
+  for (const auto& [id, tensor] : info.constants) {
+    DAGRAD_ASSIGN_OR_RETURN(auto buf, AllocateCounted(tensor.nbytes(), "a constant"));
+    DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), tensor.raw_data(), tensor.nbytes()));
+    plan.device_constants_[id] = std::move(buf);
+  }
+  for (NodeId id : info.inputs) {
+    const Node& node = graph_.node(id);
+    DAGRAD_ASSIGN_OR_RETURN(const int64_t bytes, ValidateBytes(node.shape, node.dtype));
+    DAGRAD_ASSIGN_OR_RETURN(plan.staged_inputs_[id],
+                            AllocateCounted(bytes, "an input's staging buffer"));
+    DAGRAD_ASSIGN_OR_RETURN(plan.input_staging_[id], device_->AllocateStaging(bytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Executor::CheckPlanMemory(const ExecutionPlan& plan) const {
   const std::optional<MemoryLimit> room = MemoryLimitFor(
       options_.memory_limit_bytes, *bytes_in_use_, device_->is_host() && options_.check_host_memory);
@@ -141,109 +156,63 @@ absl::Status Executor::CheckPlanMemory(const ExecutionPlan& plan) const {
   return need.CheckFits(*room, absl::StrCat("compiling the plan on ", device_->name()));
 }
 
-absl::Status Executor::ValidateFeeds(
-    const Plan& plan, const Feeds& feeds,
-    absl::flat_hash_map<NodeId, const Tensor*>& fed) {
-  absl::flat_hash_map<NodeId, bool> used;
-  absl::flat_hash_set<NodeId> seen_unused;
-  for (NodeId id : plan.info_.inputs) used[id] = false;
+absl::StatusOr<NodeId> Executor::FedNode(const Value& value, DType dtype, const Shape& shape,
+                                         const std::string& type) const {
+  if (!value.ok() || value.graph() != &graph_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feed of ", value.ok() ? absl::StrCat("'", value.path(), "'") : "an invalid Value",
+        " does not name an input of this executor's graph"));
+  }
+  const Node& node = graph_.node(value.id());
+  if (node.kind != NodeKind::kInput) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feed of '", node.path(), "': only inputs can be fed"));
+  }
+  if (dtype != node.dtype || shape != node.shape) {
+    return absl::InvalidArgumentError(absl::StrCat("feed of '", node.path(), "': expected ",
+                                                   TypeString(node), ", got ", type));
+  }
+  return node.id;
+}
+
+// Inputs of this graph that the plan does not read may be fed, so that one
+// set of feeds can serve several plans of the same graph; they are
+// checked, and left out of `fed`.
+absl::Status Executor::ValidateFeeds(const Plan& plan, const Feeds& feeds,
+                                     const DeviceFeeds& device_feeds, FedInputs& fed) const {
+  const absl::flat_hash_set<NodeId> read(plan.info_.inputs.begin(), plan.info_.inputs.end());
+  absl::flat_hash_set<NodeId> seen;
+  auto add = [&](const Value& value, Fed f, DType dtype, const Shape& shape,
+                 const std::string& type) -> absl::Status {
+    DAGRAD_ASSIGN_OR_RETURN(const NodeId id, FedNode(value, dtype, shape, type));
+    if (!seen.insert(id).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", graph_.node(id).path(), "' is fed twice"));
+    }
+    if (read.contains(id)) fed[id] = f;
+    return absl::OkStatus();
+  };
   for (const auto& [value, tensor] : feeds) {
-    if (!value.ok() || value.graph() != &graph_) {
+    DAGRAD_RETURN_IF_ERROR(
+        add(value, {.host = &tensor}, tensor.dtype(), tensor.shape(), tensor.TypeString()));
+  }
+  for (const auto& [value, tensor] : device_feeds) {
+    if (tensor.owner_ != id_) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "feed of ", value.ok() ? absl::StrCat("'", value.path(), "'") : "an invalid Value",
-          " does not name an input of this executor's graph"));
+          "device feed of '", value.ok() ? value.path() : "an invalid Value",
+          "': its DeviceTensor was not uploaded by this executor (Executor::Upload)"));
     }
-    const Node& node = graph_.node(value.id());
-    if (node.kind != NodeKind::kInput) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feed of '", node.path(), "': only inputs can be fed"));
-    }
-    if (tensor.dtype() != node.dtype || tensor.shape() != node.shape) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feed of '", node.path(), "': expected ", TypeString(node),
-                       ", got ", tensor.TypeString()));
-    }
-    auto it = used.find(value.id());
-    if (it == used.end()) {
-      // An input of this graph that this plan does not read: allowed, so one
-      // set of feeds can serve several plans of the same graph.
-      if (!seen_unused.insert(value.id()).second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input '", node.path(), "' is fed twice"));
-      }
-      continue;
-    }
-    if (it->second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", node.path(), "' is fed twice"));
-    }
-    it->second = true;
-    fed[value.id()] = &tensor;
+    DAGRAD_RETURN_IF_ERROR(
+        add(value, {.device = &tensor}, tensor.dtype(), tensor.shape(), tensor.TypeString()));
   }
   for (NodeId id : plan.info_.inputs) {
-    if (!used[id]) {
+    if (!fed.contains(id)) {
       const Node& node = graph_.node(id);
       return absl::InvalidArgumentError(absl::StrCat(
           "missing feed for input '", node.path(), "' (", TypeString(node), ")"));
     }
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<void*> Executor::VariableData(NodeId id) {
-  auto it = variables_.find(id);
-  if (it != variables_.end()) return it->second.get();
-  const Node& node = graph_.node(id);
-  DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
-  DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
-  DAGRAD_ASSIGN_OR_RETURN(
-      auto buf, AllocateCounted(init.nbytes(), absl::StrCat("variable '", node.path(), "'")));
-  DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), init.raw_data(), init.nbytes()));
-  void* data = buf.get();
-  variables_[id] = std::move(buf);
-  return data;
-}
-
-absl::Status Executor::InitializeVariables() {
-  for (NodeId id = 0; id < graph_.num_nodes(); ++id) {
-    const Node& node = graph_.node(id);
-    if (!node.is_variable()) continue;
-    DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
-    DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
-    DAGRAD_RETURN_IF_ERROR(Write(id, init));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Tensor> Executor::Read(Value variable) {
-  if (!variable.ok() || variable.graph() != &graph_ || !variable.node().is_variable()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Read: '", variable.path(), "' is not a variable of this executor's graph"));
-  }
-  const Node& node = variable.node();
-  DAGRAD_ASSIGN_OR_RETURN(void* data, VariableData(node.id));
-  DAGRAD_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(node.dtype, node.shape));
-  DAGRAD_RETURN_IF_ERROR(device_->CopyToHost(out.raw_data(), data, out.nbytes()));
-  return out;
-}
-
-absl::Status Executor::Assign(Value variable, const Tensor& value) {
-  if (!variable.ok() || variable.graph() != &graph_ || !variable.node().is_variable()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Assign: '", variable.path(), "' is not a variable of this executor's graph"));
-  }
-  const Node& node = variable.node();
-  if (value.dtype() != node.dtype || value.shape() != node.shape) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Assign to '", node.path(), "': expected ", TypeString(node),
-                     ", got ", value.TypeString()));
-  }
-  return Write(node.id, value);
-}
-
-absl::Status Executor::Write(NodeId id, const Tensor& value) {
-  DAGRAD_ASSIGN_OR_RETURN(void* data, VariableData(id));
-  return device_->CopyToDevice(data, value.raw_data(), value.nbytes());
 }
 
 absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
@@ -264,8 +233,21 @@ absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
       " at element ", bad));
 }
 
-absl::Status Executor::BindStorage(Plan& plan,
-                                   const absl::flat_hash_map<NodeId, const Tensor*>& fed) {
+absl::StatusOr<void*> Executor::BindInput(Plan& plan, NodeId id, const Fed& fed) {
+  if (fed.device != nullptr) return fed.device->data_.get();
+  const Tensor& t = *fed.host;
+  if (device_->is_host()) return const_cast<void*>(t.raw_data());
+  // Through the plan's staging for this input, with a copy that does not
+  // wait: the run waits once, at its end (or Drain, when it fails first),
+  // before the next run writes the staging again.
+  void* staging = plan.input_staging_.at(id).get();
+  if (t.nbytes() > 0) std::memcpy(staging, t.raw_data(), t.nbytes());
+  void* base = plan.staged_inputs_.at(id).get();
+  DAGRAD_RETURN_IF_ERROR(device_->CopyToDeviceAsync(base, staging, t.nbytes()));
+  return base;
+}
+
+absl::Status Executor::BindStorage(Plan& plan, const FedInputs& fed) {
   const ExecutionPlan& info = plan.info_;
   plan.bases_.assign(info.storage.size(), nullptr);
   char* arena = static_cast<char*>(plan.arena_.get());
@@ -278,13 +260,7 @@ absl::Status Executor::BindStorage(Plan& plan,
         base = arena + s.offset;
         break;
       case Storage::Kind::kInput: {
-        const Tensor* t = fed.at(s.node);
-        if (device_->is_host()) {
-          base = const_cast<void*>(t->raw_data());
-        } else {
-          base = plan.staged_inputs_.at(s.node).get();
-          DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(base, t->raw_data(), t->nbytes()));
-        }
+        DAGRAD_ASSIGN_OR_RETURN(base, BindInput(plan, s.node, fed.at(s.node)));
         break;
       }
       case Storage::Kind::kVariable: {
@@ -310,8 +286,9 @@ TensorRef Executor::Ref(const Plan& plan, NodeId id) const {
                    &n.shape};
 }
 
-absl::Status Executor::CheckHostInputs(
-    const Plan& plan, const absl::flat_hash_map<NodeId, const Tensor*>& fed) const {
+// A device feed is not on the host: its check is left to the kernel, as
+// for a computed input.
+absl::Status Executor::CheckHostInputs(const Plan& plan, const FedInputs& fed) const {
   const ExecutionPlan& info = plan.info_;
   std::vector<TensorRef> ins;
   for (NodeId id : info.steps) {
@@ -323,7 +300,9 @@ absl::Status Executor::CheckHostInputs(
                   in == kNoNode ? nullptr : &graph_.node(in).shape};
       const Storage& s = in == kNoNode ? Storage{} : info.storage[info.root[in]];
       const void* base = nullptr;
-      if (s.kind == Storage::Kind::kInput) base = fed.at(s.node)->raw_data();
+      if (s.kind == Storage::Kind::kInput && fed.at(s.node).host != nullptr) {
+        base = fed.at(s.node).host->raw_data();
+      }
       if (s.kind == Storage::Kind::kConstant && info.constants.contains(s.node)) {
         base = info.constants.at(s.node).raw_data();
       }
@@ -408,36 +387,53 @@ absl::Status Executor::QueueRun(Plan& plan, int phase) {
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds,
                                                   const RunOptions& options) {
+  return Run(plan, feeds, {}, options);
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds,
+                                                  const DeviceFeeds& device_feeds,
+                                                  const RunOptions& options) {
   if (plan.owner_ != this) {
     return absl::InvalidArgumentError("Run: the plan was compiled by another executor");
   }
-  const ExecutionPlan& info = plan.info_;
-  absl::flat_hash_map<NodeId, const Tensor*> fed;
-  DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, feeds, fed));
+  FedInputs fed;
+  DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, feeds, device_feeds, fed));
   DAGRAD_RETURN_IF_ERROR(CheckHostInputs(plan, fed));
+  // From here on copies may be queued: a failure drains them.
+  if (absl::Status started = StartRun(plan, fed, options); !started.ok()) return Drain(started);
+  // Each phase ends with Synchronize, whose error (a data error a device
+  // kernel found) fails the run before the next phase, the updates, is
+  // queued.
+  for (int phase = 0; phase < plan.num_phases_; ++phase) {
+    if (absl::Status queued = QueueRun(plan, phase); !queued.ok()) return Drain(queued);
+    DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
+  }
+  if (options_.profile) ++plan.profile_.runs;
+  return FetchResults(plan);
+}
+
+absl::Status Executor::StartRun(Plan& plan, const FedInputs& fed, const RunOptions& options) {
   DAGRAD_RETURN_IF_ERROR(BindStorage(plan, fed));
-  if (options_.poison_arena && info.arena_bytes > 0) {
-    DAGRAD_RETURN_IF_ERROR(device_->Fill(plan.arena_.get(), 0xFF, info.arena_bytes));
+  if (options_.poison_arena && plan.info_.arena_bytes > 0) {
+    DAGRAD_RETURN_IF_ERROR(device_->Fill(plan.arena_.get(), 0xFF, plan.info_.arena_bytes));
   }
   plan.run_ = RunContext{options.training,          options_.seed,
                          options.step,              device_->kernel_state(),
                          options_.communicator.get(), options.batch_begin,
                          options.batch_rows};
-  DAGRAD_RETURN_IF_ERROR(device_->PrepareRun(plan.run_));
-  // Each phase ends with Synchronize, whose error (a data error a device
-  // kernel found) fails the run before the next phase, the updates, is
-  // queued.
-  for (int phase = 0; phase < plan.num_phases_; ++phase) {
-    if (absl::Status queued = QueueRun(plan, phase); !queued.ok()) {
-      // Drain what was queued, so that the next run starts on an idle
-      // device; an error the queued work hit came first and is reported.
-      absl::Status earlier = device_->Synchronize();
-      return earlier.ok() ? queued : earlier;
-    }
-    DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
-  }
-  if (options_.profile) ++plan.profile_.runs;
+  return device_->PrepareRun(plan.run_);
+}
 
+// Drain waits for what a failed run queued, so that the next run starts on
+// an idle device with its staging free to write; an error the queued work
+// hit came first and is reported.
+absl::Status Executor::Drain(absl::Status failed) {
+  absl::Status earlier = device_->Synchronize();
+  return earlier.ok() ? failed : earlier;
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::FetchResults(Plan& plan) {
+  const ExecutionPlan& info = plan.info_;
   std::vector<Tensor> results;
   for (NodeId id : info.fetches) {
     TensorRef r = Ref(plan, id);

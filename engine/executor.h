@@ -35,9 +35,11 @@
 //     Read returns the value after them.
 //
 // On a CUDA device (engine/cuda/cuda_device.h) the same code runs the
-// whole plan on the GPU: feeds are copied in, kernels are queued on the
-// device's stream, and Run waits at the end before copying the fetches
-// back; a data error a kernel finds there (an index out of range) fails
+// whole plan on the GPU: fed host tensors are copied in through the plan's
+// page-locked staging, with copies that do not wait, tensors uploaded
+// once (Upload, DeviceFeeds) are read where they are, kernels are queued
+// on the device's stream, and Run waits at the end before copying the
+// fetches back; a data error a kernel finds there (an index out of range) fails
 // the run as the CPU kernel's error would. A plan with updates waits once
 // more, before queuing them, so that such an error leaves the variables as
 // they were. The second run of a plan (per RunOptions::training) is
@@ -62,6 +64,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/communicator.h"
 #include "engine/device.h"
@@ -143,6 +146,30 @@ using Feeds = std::vector<std::pair<Value, Tensor>>;
 
 class Executor;
 
+// DeviceTensor is a tensor an executor holds on its device
+// (Executor::Upload), which runs read where it is instead of a fed host
+// tensor (DeviceFeeds): data copied to the device once, not at every run.
+// On an executor of the CPU it is a copy in host memory. Copies share the
+// buffer, which lives as long as one of them (the executor may go first).
+class DeviceTensor {
+ public:
+  DeviceTensor() = default;
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  // TypeString is "float32 (2, 3)", as Tensor's.
+  std::string TypeString() const;
+
+ private:
+  friend class Executor;
+  std::shared_ptr<void> data_;
+  DType dtype_ = DType::kFloat32;
+  Shape shape_;
+  uint64_t owner_ = 0;  // the id of the executor that uploaded it; 0: none
+};
+
+// DeviceFeeds pairs input Values with tensors already on the device.
+using DeviceFeeds = std::vector<std::pair<Value, DeviceTensor>>;
+
 // Plan is a compiled set of fetches, with its arena, bound to one executor.
 class Plan {
  public:
@@ -174,9 +201,12 @@ class Plan {
   ExecutionPlan info_;
   std::vector<Kernel> kernels_;  // per step
   std::shared_ptr<void> arena_;
-  // Device copies of constants, and staging for inputs on non-host devices.
+  // Device copies of constants, and, on non-host devices, the device
+  // buffers fed host tensors are copied into and the host staging they are
+  // copied from (Device::AllocateStaging).
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> device_constants_;
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> staged_inputs_;
+  absl::flat_hash_map<NodeId, std::shared_ptr<void>> input_staging_;
   // What the current run's kernels see: a device pointer per storage root
   // of info_, and the run's context. Kept here, not on the stack, so that a
   // recording of the kernel loop can be replayed.
@@ -219,11 +249,36 @@ class Executor {
   // the file comment).
   absl::StatusOr<std::vector<Tensor>> Run(Plan& plan, const Feeds& feeds,
                                           const RunOptions& options = {});
+  // Run with `device_feeds` too: inputs read where Upload put them, with no
+  // copy (feeds and device_feeds together feed each input once). Errors:
+  // Run's, and a DeviceTensor this executor did not upload.
+  //
+  //   DAGRAD_ASSIGN_OR_RETURN(DeviceTensor xs, exec.Upload(x_values));   // once
+  //   DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{y, y_values}}, {{x, xs}}, {}));
+  absl::StatusOr<std::vector<Tensor>> Run(Plan& plan, const Feeds& feeds,
+                                          const DeviceFeeds& device_feeds,
+                                          const RunOptions& options);
+
+  // Upload copies `value` to the device, to be fed to later runs where it
+  // is (DeviceFeeds); the copy counts against the memory limit while it
+  // lives. Errors: ResourceExhausted (the memory limit, the device's).
+  absl::StatusOr<DeviceTensor> Upload(const Tensor& value);
 
   // InitializeVariables (re)initialises every variable of the graph.
   absl::Status InitializeVariables();
-  // Read returns a host copy of a variable's value.
+  // Read returns a host copy of a variable's value: on a device that is not
+  // the host (CUDA), one copy that waits for the device.
   absl::StatusOr<Tensor> Read(Value variable);
+  // ReadAll returns host copies of `variables`, in order, as Read would,
+  // with one copy from the device that waits once: the values are gathered
+  // into one device buffer first (a copy per variable, queued), unless the
+  // device has no room for it (then one copy per variable). A checkpoint
+  // of many variables is one wait, not one per variable. Errors: Read's,
+  // for the first Value that is not a variable of this graph, before any
+  // copy.
+  //
+  //   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> values, exec.ReadAll(g.Variables()));
+  absl::StatusOr<std::vector<Tensor>> ReadAll(absl::Span<const Value> variables);
   // Assign sets a variable's value; its dtype and shape must match.
   absl::Status Assign(Value variable, const Tensor& value);
 
@@ -235,20 +290,34 @@ class Executor {
 
  private:
   absl::StatusOr<void*> VariableData(NodeId id);
+  absl::Status CheckVariable(absl::string_view caller, const Value& variable) const;
   absl::Status Write(NodeId id, const Tensor& value);
   absl::StatusOr<std::shared_ptr<void>> AllocateCounted(size_t bytes,
                                                         const std::string& what);
   absl::Status CheckPlanMemory(const ExecutionPlan& plan) const;
+  absl::Status AllocateDeviceCopies(Plan& plan, const ExecutionPlan& info);
   absl::Status CheckNumerics(const Node& node, const TensorRef& out);
-  absl::Status BindStorage(Plan& plan, const absl::flat_hash_map<NodeId, const Tensor*>& fed);
+  // Fed is what feeds one input of a run: a host tensor, or a device one.
+  struct Fed {
+    const Tensor* host = nullptr;
+    const DeviceTensor* device = nullptr;
+  };
+  using FedInputs = absl::flat_hash_map<NodeId, Fed>;
+  absl::Status StartRun(Plan& plan, const FedInputs& fed, const RunOptions& options);
+  absl::Status BindStorage(Plan& plan, const FedInputs& fed);
+  absl::StatusOr<void*> BindInput(Plan& plan, NodeId id, const Fed& fed);
   TensorRef Ref(const Plan& plan, NodeId id) const;
   absl::Status QueueRun(Plan& plan, int phase);
   absl::Status QueueKernels(Plan& plan, int phase);
-  absl::Status CheckHostInputs(const Plan& plan,
-                               const absl::flat_hash_map<NodeId, const Tensor*>& fed) const;
+  absl::Status Drain(absl::Status failed);
+  absl::StatusOr<std::vector<Tensor>> FetchResults(Plan& plan);
+  absl::Status CheckHostInputs(const Plan& plan, const FedInputs& fed) const;
+  absl::StatusOr<NodeId> FedNode(const Value& value, DType dtype, const Shape& shape,
+                                 const std::string& type) const;
   absl::Status ValidateFeeds(const Plan& plan, const Feeds& feeds,
-                             absl::flat_hash_map<NodeId, const Tensor*>& fed);
+                             const DeviceFeeds& device_feeds, FedInputs& fed) const;
 
+  const uint64_t id_;  // DeviceTensor's owner
   const Graph& graph_;
   std::unique_ptr<Device> device_;
   ExecutorOptions options_;

@@ -75,13 +75,14 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   DAGRAD_ASSIGN_OR_RETURN(
       ts_, BuildTrainingStep(loss_, DecayMatrices(model_.parameters(), optimizer.weight_decay),
                              optimizer));
+  BuildStepStats(logits_, targets_);
   {
     Graph::Scope scope(g, "eval");
     eval_tokens_ = g.Input("tokens", DType::kInt64, validation_.tokens.shape());
     eval_targets_ =
         g.Input("targets", DType::kInt64, validation_.targets.shape());
-    eval_logits_ = model_(eval_tokens_);
-    eval_loss_ = CrossEntropy(eval_logits_, eval_targets_);
+    const Value logits = model_(eval_tokens_);
+    eval_stats_ = EvalStats(CrossEntropy(logits, eval_targets_), logits, eval_targets_);
     window_tokens_ = g.Input("window", DType::kInt64, {1, T});
     attention_ =
         model_.Forward(window_tokens_, {.keep_attention = true}).attention;
@@ -94,8 +95,8 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
                       .memory_limit_bytes = c.memory_limit_bytes,
                       .profile = c.profile,
                       .communicator = parallel_.communicator});
-  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep(logits_));
-  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
+  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
+  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_stats_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
   return absl::OkStatus();
 }
@@ -109,8 +110,7 @@ absl::StatusOr<StepResult> GptTrainer::Step() {
   DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
   DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));
   return RunTrainingStep(s, LearningRate(schedule_, s),
-                         {{tokens_, batch.tokens}, {targets_, batch.targets}}, batch.targets,
-                         global.targets);
+                         {{tokens_, batch.tokens}, {targets_, batch.targets}}, global.targets);
 }
 
 absl::StatusOr<EvalResult> GptTrainer::Evaluate() {
@@ -118,7 +118,7 @@ absl::StatusOr<EvalResult> GptTrainer::Evaluate() {
       std::vector<Tensor> out,
       exec_->Run(*eval_plan_, {{eval_tokens_, validation_.tokens},
                                {eval_targets_, validation_.targets}}));
-  return EvalResult{out[0].data<float>()[0], TokenAccuracy(out[1], validation_.targets)};
+  return EvalResultOf(out[0]);
 }
 
 absl::StatusOr<std::vector<Tensor>> GptTrainer::Attention(std::string* window) {

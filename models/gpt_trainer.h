@@ -91,7 +91,7 @@ class GptTrainer : public Trainer {
   Gpt model_;
   std::unique_ptr<Plan> eval_plan_, attention_plan_;
   Value tokens_, targets_, logits_, loss_;
-  Value eval_tokens_, eval_targets_, eval_logits_, eval_loss_, window_tokens_;
+  Value eval_tokens_, eval_targets_, eval_stats_, window_tokens_;
   std::vector<Value> attention_;
   TextBatch validation_;
   LrSchedule schedule_;

@@ -94,6 +94,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   optimizer.data_parallel = parallel_;
   DAGRAD_ASSIGN_OR_RETURN(ts_, BuildTrainingStep(loss_, model_->parameters(), optimizer));
+  BuildStepStats(logits_, targets_);
 
   // Held-out evaluation and the attention sample: the same parameters.
   {
@@ -106,8 +107,8 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   }
   {
     Graph::Scope scope(g, "eval");
-    eval_logits_ = (*model_)(eval_tokens_, eval_lengths_).logits;
-    eval_loss_ = CrossEntropy(eval_logits_, eval_targets_);
+    const Value logits = (*model_)(eval_tokens_, eval_lengths_).logits;
+    eval_stats_ = EvalStats(CrossEntropy(logits, eval_targets_), logits, eval_targets_);
     sample_attention_ = (*model_)(sample_tokens_, sample_lengths_, true).attention;
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
@@ -119,8 +120,8 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                                      .profile = c.profile,
                                                      .reserved = data,
                                                      .communicator = parallel_.communicator});
-  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep(logits_));
-  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_loss_, eval_logits_}));
+  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
+  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_stats_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(sample_attention_));
   DAGRAD_ASSIGN_OR_RETURN(eval_set_, eval.Batch(0, c.eval_size));
   return absl::OkStatus();
@@ -134,7 +135,7 @@ absl::StatusOr<StepResult> ToyTrainer::Step() {
   return RunTrainingStep(
       s, LearningRate(schedule_, s),
       {{tokens_, batch.tokens}, {lengths_, batch.lengths}, {targets_, batch.targets}},
-      batch.targets, global.targets);
+      global.targets);
 }
 
 absl::StatusOr<EvalResult> ToyTrainer::Evaluate() {
@@ -142,7 +143,7 @@ absl::StatusOr<EvalResult> ToyTrainer::Evaluate() {
                           exec_->Run(*eval_plan_, {{eval_tokens_, eval_set_.tokens},
                                                    {eval_lengths_, eval_set_.lengths},
                                                    {eval_targets_, eval_set_.targets}}));
-  return EvalResult{out[0].data<float>()[0], TokenAccuracy(out[1], eval_set_.targets)};
+  return EvalResultOf(out[0]);
 }
 
 absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {

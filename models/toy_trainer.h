@@ -133,7 +133,7 @@ class ToyTrainer : public Trainer {
   TaskBatch eval_set_;
   std::unique_ptr<Plan> eval_plan_, attention_plan_;
   Value tokens_, lengths_, targets_;
-  Value eval_tokens_, eval_lengths_, eval_targets_, eval_logits_, eval_loss_;
+  Value eval_tokens_, eval_lengths_, eval_targets_, eval_stats_;
   Value sample_tokens_, sample_lengths_;
   std::vector<Value> sample_attention_;
   Value logits_, loss_;

@@ -10,8 +10,12 @@
 #include "engine/checkpoint.h"
 #include "engine/status_macros.h"
 #include "models/tasks.h"
+#include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
+#include "ops/reduce.h"
+#include "ops/sampling.h"
+#include "ops/shape_ops.h"
 
 namespace dagrad::models {
 namespace {
@@ -161,29 +165,27 @@ absl::Status SaveFiniteVariables(Executor& exec, const std::vector<Value>& vars,
   return WriteCheckpoint(path, std::move(file), options);
 }
 
-double TokenAccuracy(const Tensor& logits, const Tensor& targets) {
-  const auto [correct, total] = CorrectTokens(logits, targets);
-  return total ? static_cast<double>(correct) / total : 0.0;
+Value TokenCounts(Value logits, Value targets) {
+  if (!logits.ok()) return logits;
+  Graph& g = *logits.graph();
+  const Value ignored = g.Constant(Tensor::Scalar<int64_t>(kIgnoreIndex), "ignore_index");
+  // An argmax is never -100, so an ignored target is never right.
+  const Value correct = Sum(Cast(Equal(ArgMax(logits, -1), targets), DType::kFloat64));
+  const Value counted = Sum(Cast(LogicalNot(Equal(targets, ignored)), DType::kFloat64));
+  return Concat({Reshape(correct, {1}), Reshape(counted, {1})}, 0);
 }
 
-std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& targets) {
-  const int64_t V = logits.shape()[logits.shape().rank() - 1];
-  const float* l = logits.data<float>();
-  const int64_t* t = targets.data<int64_t>();
-  int64_t correct = 0, total = 0;
-  for (int64_t i = 0, count = targets.num_elements(); i < count; ++i) {
-    if (t[i] == kIgnoreIndex) continue;
-    const float* row = l + i * V;
-    // torch.argmax: NaN counts as the largest value, and the first one wins
-    // (whatever its position, a row holding NaN predicts the NaN).
-    int64_t best = 0;
-    for (int64_t v = 1; v < V && !std::isnan(row[best]); ++v) {
-      if (row[v] > row[best] || std::isnan(row[v])) best = v;
-    }
-    correct += best == t[i];
-    ++total;
-  }
-  return {correct, total};
+double TokenAccuracy(double correct, double counted) {
+  return counted > 0 ? correct / counted : 0.0;
+}
+
+Value EvalStats(Value loss, Value logits, Value targets) {
+  return Concat({Reshape(Cast(loss, DType::kFloat64), {1}), TokenCounts(logits, targets)}, 0);
+}
+
+EvalResult EvalResultOf(const Tensor& stats) {
+  const double* s = stats.data<double>();
+  return {.loss = s[0], .accuracy = TokenAccuracy(s[1], s[2])};
 }
 
 absl::StatusOr<BatchShare> BatchShare::Create(int64_t batch,
@@ -218,9 +220,9 @@ Value BatchShare::JobLoss(const TrainingStep& ts) const {
   return ts.global_loss.is_null() ? loss_ : ts.global_loss;
 }
 
-double BatchShare::LossValue(const Tensor& fetched) {
-  return fetched.dtype() == DType::kFloat64 ? fetched.data<double>()[0]
-                                            : fetched.data<float>()[0];
+Value BatchShare::Counts(Value logits, Value targets) const {
+  const Value counts = TokenCounts(logits, targets);
+  return comm_ == nullptr ? counts : AllReduce(counts);
 }
 
 absl::StatusOr<Tensor> BatchShare::Rows(const Tensor& global) const {
@@ -243,16 +245,6 @@ void BatchShare::FeedWeight(const Tensor& global_targets, Feeds& feeds) const {
 
 RunOptions BatchShare::Training(uint64_t step) const {
   return {.training = true, .step = step, .batch_begin = first_row_, .batch_rows = rows_};
-}
-
-absl::StatusOr<double> BatchShare::Accuracy(const Tensor& logits, const Tensor& local_targets,
-                                            const Tensor& global_targets) const {
-  if (comm_ == nullptr) return TokenAccuracy(logits, local_targets);
-  double correct = static_cast<double>(CorrectTokens(logits, local_targets).first);
-  DAGRAD_RETURN_IF_ERROR(
-      comm_->AllReduceSum({.data = &correct, .count = 1, .dtype = DType::kFloat64}));
-  const int64_t total = CountTargets(global_targets);
-  return total ? correct / static_cast<double>(total) : 0.0;
 }
 
 absl::Status BatchShare::BroadcastState(Executor& exec, const std::vector<Value>& vars,
@@ -282,14 +274,19 @@ absl::Status ValidateOptimizer(const OptimizerOptions& o) {
   return ValidateOptimizerOptions(o);
 }
 
-absl::Status Trainer::CompileTrainingStep(Value logits) {
-  DAGRAD_ASSIGN_OR_RETURN(
-      train_plan_, exec_->Compile({share_.JobLoss(ts_), ts_.grad_norm, logits}, ts_.updates));
+void Trainer::BuildStepStats(Value logits, Value targets) {
+  Graph::Scope scope(*graph_, "metrics");
+  const Value loss = Reshape(Cast(share_.JobLoss(ts_), DType::kFloat64), {1});
+  step_stats_ =
+      Concat({loss, Reshape(ts_.grad_norm, {1}), share_.Counts(logits, targets)}, 0);
+}
+
+absl::Status Trainer::CompileTrainingStep() {
+  DAGRAD_ASSIGN_OR_RETURN(train_plan_, exec_->Compile({step_stats_}, ts_.updates));
   return absl::OkStatus();
 }
 
 absl::StatusOr<StepResult> Trainer::RunTrainingStep(int64_t step, double lr, Feeds data,
-                                                    const Tensor& targets,
                                                     const Tensor& global_targets) {
   StepResult r{.step = step, .lr = lr};
   data.push_back({ts_.lr, Tensor::Scalar<double>(lr)});
@@ -299,9 +296,10 @@ absl::StatusOr<StepResult> Trainer::RunTrainingStep(int64_t step, double lr, Fee
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
       exec_->Run(*train_plan_, data, share_.Training(static_cast<uint64_t>(step))));
-  r.loss = BatchShare::LossValue(out[0]);
-  r.grad_norm = out[1].data<double>()[0];
-  DAGRAD_ASSIGN_OR_RETURN(r.accuracy, share_.Accuracy(out[2], targets, global_targets));
+  const double* stats = out[0].data<double>();  // BuildStepStats
+  r.loss = stats[0];
+  r.grad_norm = stats[1];
+  r.accuracy = TokenAccuracy(stats[2], stats[3]);
   if (UpdateSkipped(r.loss, r.grad_norm)) {
     DAGRAD_RETURN_IF_ERROR(skips_.NonFinite(step, r.loss, r.grad_norm));
     r.skipped = true;

@@ -159,14 +159,27 @@ absl::Status SaveFiniteVariables(
 //   if (IsNonFiniteRefusal(st)) st = absl::AbortedError(st.message());  // diverged
 bool IsNonFiniteRefusal(const absl::Status& status);
 
-// TokenAccuracy returns the fraction of targets (ignoring -100) that equal
-// the argmax of logits (B, T, V), as torch.argmax picks it: the first
-// maximum, and the first NaN in a row that holds one.
-double TokenAccuracy(const Tensor& logits, const Tensor& targets);
+// TokenCounts builds, for logits (..., V) and int64 targets (...), the
+// float64 pair [correct, counted] (2,): how many targets that are not
+// ignored (-100) equal the argmax of their row of logits, as torch.argmax
+// picks it (the first maximum, and the first NaN of a row that holds one),
+// and how many targets are not ignored. Computed where the logits are, so
+// a run fetches two numbers instead of the logits.
+//
+//   Value counts = TokenCounts(logits, targets);   // (2,) float64
+Value TokenCounts(Value logits, Value targets);
 
-// CorrectTokens returns how many targets (ignoring -100) TokenAccuracy
-// counts as right, and how many it counts.
-std::pair<int64_t, int64_t> CorrectTokens(const Tensor& logits, const Tensor& targets);
+// TokenAccuracy returns correct / counted, of a fetched TokenCounts: the
+// fraction of the targets counted that are right, 0 when none is counted.
+double TokenAccuracy(double correct, double counted);
+
+// EvalStats builds what an evaluation fetches, one float64 (3,) tensor
+// [loss, correct, counted] (TokenCounts of logits and targets) from a float
+// scalar loss; EvalResultOf reads it.
+//
+//   Value stats = EvalStats(CrossEntropy(logits, targets), logits, targets);
+Value EvalStats(Value loss, Value logits, Value targets);
+EvalResult EvalResultOf(const Tensor& stats);
 
 // BatchShare is a trainer's share of each step's batch of `batch` rows
 // (models/toy_trainer.h and gpt_trainer.h use it alike). In one process it
@@ -200,9 +213,11 @@ class BatchShare {
   Value MeanLoss(Graph& g, Value logits, Value targets);
   // JobLoss is what a step fetches for the loss of the whole batch: the
   // loss, or data parallel the training step's sum of it over the ranks.
-  // LossValue reads that fetched tensor.
   Value JobLoss(const TrainingStep& ts) const;
-  static double LossValue(const Tensor& fetched);
+  // Counts is TokenCounts of this rank's logits and targets; data parallel,
+  // summed over the ranks in the graph (an all-reduce every rank runs), so
+  // that it counts the global batch.
+  Value Counts(Value logits, Value targets) const;
 
   // Rows returns this rank's rows of a tensor of the global batch (its
   // first axis); the tensor itself in one process.
@@ -213,10 +228,6 @@ class BatchShare {
   // Training returns the RunOptions of training step `step` on this
   // rank's rows.
   RunOptions Training(uint64_t step) const;
-  // Accuracy returns the global batch's token accuracy (TokenAccuracy)
-  // from this rank's logits for its targets, summing the ranks' counts.
-  absl::StatusOr<double> Accuracy(const Tensor& logits, const Tensor& local_targets,
-                                  const Tensor& global_targets) const;
   // BroadcastState gives every rank rank 0's values of `vars`, `step` and
   // `skips` (Trainer::BroadcastState; every rank calls it).
   absl::Status BroadcastState(Executor& exec, const std::vector<Value>& vars, int64_t& step,
@@ -293,15 +304,20 @@ class Trainer {
   // ModelMetadata: what SaveModel writes beside the parameters.
   virtual std::map<std::string, std::string> ModelMetadata() const = 0;
 
-  // CompileTrainingStep compiles train_plan_ from ts_ (built on exec_'s
-  // graph), fetching the job's loss, the gradient norm and `logits`.
-  absl::Status CompileTrainingStep(Value logits);
+  // BuildStepStats builds, beside ts_ (after BuildTrainingStep with
+  // skip_nonfinite or clipping, so that it has a gradient norm), what a
+  // training step fetches: one float64 (4,) tensor [job loss, gradient norm,
+  // correct, counted] (share_.Counts of `logits` and `targets`), so that a
+  // step copies 32 bytes back from the device, once.
+  void BuildStepStats(Value logits, Value targets);
+  // CompileTrainingStep compiles train_plan_, fetching the step's stats
+  // with ts_'s updates as targets.
+  absl::Status CompileTrainingStep();
   // RunTrainingStep runs step `step` (step_ + 1) of train_plan_ on this
   // rank's `data` feeds at learning rate `lr`: the loss, gradient norm and
-  // accuracy (of `targets`, this rank's rows of `global_targets`), with the
-  // skip policy applied, and step_ advanced.
+  // accuracy of the global batch (whose targets are `global_targets`), with
+  // the skip policy applied, and step_ advanced.
   absl::StatusOr<StepResult> RunTrainingStep(int64_t step, double lr, Feeds data,
-                                             const Tensor& targets,
                                              const Tensor& global_targets);
 
   // Declared first, so destroyed last: every Value and plan of a trainer
@@ -309,6 +325,7 @@ class Trainer {
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<Executor> exec_;
   TrainingStep ts_;
+  Value step_stats_;  // BuildStepStats
   std::unique_ptr<Plan> train_plan_;
   DataParallelOptions parallel_;  // the communicator (none: one process), buckets
   BatchShare share_;  // this rank's rows of the batch and share of its loss

@@ -24,6 +24,7 @@ const std::vector<const OpDef*>& AllOps() {
              SamplingOps,
              CollectiveOps,
              CastOps,
+             SumOfSquaresOps,
          }) {
       for (const OpDef* op : family()) all->push_back(op);
     }

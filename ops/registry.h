@@ -53,6 +53,7 @@ std::vector<const OpDef*> GeluOps();
 std::vector<const OpDef*> SamplingOps();
 std::vector<const OpDef*> CollectiveOps();
 std::vector<const OpDef*> CastOps();
+std::vector<const OpDef*> SumOfSquaresOps();
 
 }  // namespace dagrad
 

@@ -255,6 +255,23 @@ HEADER_EXAMPLE(Executor) {
   }
   DAGRAD_ASSIGN_OR_RETURN(Tensor w, exec.Read(m.w));   // two SGD steps moved it
   EXPECT_NE(w.data<float>()[0], m.batch.data<int64_t>()[0]);
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> values, exec.ReadAll(g.Variables()));
+  EXPECT_EQ(values.size(), 3u);  // table, w, velocity
+  EXPECT_EQ(values[1].data<float>()[0], w.data<float>()[0]);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ExecutorDeviceFeeds) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  Value y = g.Input("y", DType::kFloat32, {2});
+  Executor exec(g);
+  DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({Mul(x, y)}));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor x_values, Tensor::FromVector<float>({2}, {2, 3}));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor y_values, Tensor::FromVector<float>({2}, {5, 7}));
+  DAGRAD_ASSIGN_OR_RETURN(DeviceTensor xs, exec.Upload(x_values));   // once
+  DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{y, y_values}}, {{x, xs}}, {}));
+  EXPECT_EQ(out[0].data<float>()[1], 21);
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 // step with the headers).
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "dagrad/dagrad.h"
@@ -39,6 +40,28 @@ HEADER_EXAMPLE(ModelsTasks) {
   DAGRAD_ASSIGN_OR_RETURN(TaskBatch b, gen.Batch(/*index=*/step, /*batch_size=*/64));
   EXPECT_EQ(b.tokens.shape(), Shape({64, 32}));
   return absl::OkStatus();
+}
+
+// Each row's argmax is class 2 of 4; the targets are right, wrong, ignored.
+HEADER_EXAMPLE(ModelsTrainerCounts) {
+  Graph g;
+  Value logits = g.Input("logits", DType::kFloat32, {1, 3, 4});
+  Value targets = g.Input("targets", DType::kInt64, {1, 3});
+  Value counts = TokenCounts(logits, targets);   // (2,) float64
+  Value stats = EvalStats(CrossEntropy(logits, targets), logits, targets);
+  Executor exec(g);
+  DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({counts, stats}));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor l, Tensor::FromVector<float>({1, 3, 4}, {0, 0, 1, 0, 0, 0, 1, 0,
+                                                                          0, 0, 1, 0}));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor t, Tensor::FromVector<int64_t>({1, 3}, {2, 0, kIgnoreIndex}));
+  DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{logits, l}, {targets, t}}));
+  EXPECT_EQ(out[0].data<double>()[0], 1);  // correct
+  EXPECT_EQ(out[0].data<double>()[1], 2);  // counted
+  const EvalResult e = EvalResultOf(out[1]);
+  EXPECT_EQ(e.accuracy, 0.5);
+  // Cross-entropy of the two counted rows: log(3 + e) - 1 and log(3 + e).
+  EXPECT_NEAR(e.loss, std::log(3 + std::exp(1.0)) - 0.5, 1e-6);
+  return g.status();
 }
 
 HEADER_EXAMPLE(ModelsToyTrainer) {

@@ -13,6 +13,7 @@
 #include "ops/op_util.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
+#include "ops/sum_of_squares.h"
 
 namespace dagrad {
 
@@ -85,15 +86,14 @@ bool UpdateSkipped(double loss, double grad_norm) {
 namespace {
 
 // GlobalNorm returns sqrt(sum over grads of sum(g^2)) as a float64 scalar,
-// skipping null grads.
+// skipping null grads: one sum_of_squares over all of them, whose order of
+// addition is fixed (ops/sum_of_squares.h).
 Value GlobalNorm(const std::vector<Value>& grads) {
-  Value total;
+  std::vector<Value> present;
   for (const Value& g : grads) {
-    if (g.is_null()) continue;
-    Value s = Cast(Sum(Mul(g, g)), DType::kFloat64);
-    total = total.is_null() ? s : Add(total, s);
+    if (!g.is_null()) present.push_back(g);
   }
-  return Sqrt(total);
+  return Sqrt(SumOfSquares(present));
 }
 
 // ClipScale is min(1, max_norm / (norm + 1e-6)), as

@@ -102,7 +102,8 @@ struct ClippedGrads {
 };
 
 // ClipGradNorm is torch.nn.utils.clip_grad_norm_ as graph: norm = sqrt(sum
-// over grads of sum(g^2)), accumulated in float64, and every gradient scaled
+// over grads of sum(g^2)), one sum_of_squares op (ops/sum_of_squares.h:
+// squares and sums in float64, in a fixed order), and every gradient scaled
 // by `scale`. Null gradients are skipped, as torch skips a None .grad.
 // BuildTrainingStep clips with its norm and scale, fused into the updates.
 // Errors: max_norm not finite and > 0; no gradient that is not null; the

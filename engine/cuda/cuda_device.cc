@@ -116,6 +116,31 @@ class CudaDeviceImpl final : public Device {
     return absl::OkStatus();
   }
 
+  // Page-locked, so that CopyToDeviceAsync's copies run while the host goes
+  // on. Freed with cudaFreeHost, which waits for the device: a plan's
+  // staging goes with the plan, after its runs have finished.
+  absl::StatusOr<std::shared_ptr<void>> AllocateStaging(size_t bytes) override {
+    DAGRAD_RETURN_IF_ERROR(Activate());
+    void* p = nullptr;
+    const cudaError_t error = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocDefault);
+    if (error != cudaSuccess) {
+      return CudaStatus(error, absl::StrCat("cudaHostAlloc of ", bytes, " bytes for ", name_));
+    }
+    return std::shared_ptr<void>(p, [context = context_](void* q) {
+      context->NoteError(CudaStatus(cudaFreeHost(q), "cudaFreeHost"));
+    });
+  }
+
+  // No wait: the caller keeps `src` (staging) as it is until it has
+  // synchronized, and the kernels queued after the copy see its bytes.
+  absl::Status CopyToDeviceAsync(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return absl::OkStatus();
+    DAGRAD_RETURN_IF_ERROR(Activate());
+    DAGRAD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context_->stream()));
+    return absl::OkStatus();
+  }
+
   absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return absl::OkStatus();
     DAGRAD_RETURN_IF_ERROR(Activate());

@@ -27,6 +27,7 @@ bool RegisterAll() {
            CudaSamplingKernels,
            CudaCollectiveKernels,
            CudaCastKernels,
+           CudaSumOfSquaresKernels,
        }) {
     RegisterCudaKernels(family());
   }

@@ -37,6 +37,7 @@ std::vector<CudaKernelEntry> CudaGeluKernels();
 std::vector<CudaKernelEntry> CudaSamplingKernels();
 std::vector<CudaKernelEntry> CudaCollectiveKernels();
 std::vector<CudaKernelEntry> CudaCastKernels();
+std::vector<CudaKernelEntry> CudaSumOfSquaresKernels();
 
 }  // namespace dagrad
 

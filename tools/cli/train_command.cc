@@ -124,6 +124,30 @@ class Progress {
   bool tty_;
 };
 
+// StepRate is the rate the progress line shows: steps per second of the
+// steps alone, from the third one this process runs (the first two plan,
+// warm up and record the step: ExecutorOptions::record_runs), without the
+// evaluations and checkpoints between them.
+class StepRate {
+ public:
+  template <typename Step>
+  auto Time(Step&& step) {
+    const auto started = std::chrono::steady_clock::now();
+    auto result = step();
+    if (++steps_ > kWarmup) {
+      seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    }
+    return result;
+  }
+  double per_second() const { return seconds_ > 0 ? (steps_ - kWarmup) / seconds_ : 0; }
+
+ private:
+  static constexpr int64_t kWarmup = 2;
+  int64_t steps_ = 0;
+  double seconds_ = 0;
+};
+
 // TrainLoop runs the steps up to `last`, evaluating, logging and
 // checkpointing every eval_every steps, and stops cleanly on a stop signal.
 struct TrainLoop {
@@ -138,10 +162,10 @@ struct TrainLoop {
   std::optional<int> Run() {
     Progress progress(steps);
     const auto start = std::chrono::steady_clock::now();
-    const int64_t first = t.step();
+    StepRate rate;
     while (t.step() < last) {
       if (AgreedStopSignal(job, StopSignal())) break;
-      absl::StatusOr<models::StepResult> r = t.Step();
+      absl::StatusOr<models::StepResult> r = rate.Time([&] { return t.Step(); });
       if (!r.ok()) {
         progress.Finish();
         return StepFailed(r.status());
@@ -151,8 +175,7 @@ struct TrainLoop {
       outputs.AddStep(*r);
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double rate = seconds > 0 ? (r->step - first) / seconds : 0;
-      progress.Update(r->step, r->loss, r->accuracy, rate, false);
+      progress.Update(r->step, r->loss, r->accuracy, rate.per_second(), false);
       if (r->step % eval_every != 0 && r->step != last) continue;
       MaybeRaiseForTest("eval", r->step);
       absl::StatusOr<models::EvalResult> e = t.Evaluate();
@@ -172,7 +195,7 @@ struct TrainLoop {
       outputs.DropSavedWindow();
       saved_step = r->step;
       const MetricsRow& row = outputs.rows().back();
-      progress.Update(r->step, row.loss, row.train_accuracy, rate, true);
+      progress.Update(r->step, row.loss, row.train_accuracy, rate.per_second(), true);
     }
     progress.Finish();
     if (AgreedStopSignal(job, StopSignal())) return Stop();

@@ -1,0 +1,126 @@
+// What a training step and an evaluation fetch (models/trainer.h): the
+// accuracy counted in the graph (TokenCounts, EvalStats, the trainer's step
+// stats) against the host's count of the logits, as the trainer computed it
+// before the count moved into the graph: torch.argmax per row (the first
+// maximum; the first NaN of a row that holds one), ignored targets (-100)
+// not counted.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/checkpoint.h"
+#include "engine/status_macros.h"
+#include "models/tasks.h"
+#include "models/toy_trainer.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+// HostCounts is the host computation: how many targets (ignoring -100)
+// equal the argmax of their row of logits (..., V), and how many count.
+std::pair<int64_t, int64_t> HostCounts(const Tensor& logits, const Tensor& targets) {
+  const int64_t V = logits.shape()[logits.shape().rank() - 1];
+  const float* l = logits.data<float>();
+  const int64_t* t = targets.data<int64_t>();
+  int64_t correct = 0, total = 0;
+  for (int64_t i = 0, count = targets.num_elements(); i < count; ++i) {
+    if (t[i] == models::kIgnoreIndex) continue;
+    const float* row = l + i * V;
+    int64_t best = 0;
+    for (int64_t v = 1; v < V && !std::isnan(row[best]); ++v) {
+      if (row[v] > row[best] || std::isnan(row[v])) best = v;
+    }
+    correct += best == t[i];
+    ++total;
+  }
+  return {correct, total};
+}
+
+absl::StatusOr<std::vector<double>> GraphCounts(const Tensor& logits, const Tensor& targets) {
+  Graph g;
+  Value l = g.Input("logits", DType::kFloat32, logits.shape());
+  Value t = g.Input("targets", DType::kInt64, targets.shape());
+  DAGRAD_ASSIGN_OR_RETURN(auto out,
+                          RunOnce(g, {models::TokenCounts(l, t)}, {{l, logits}, {t, targets}}));
+  return AsDoubles(out[0]);
+}
+
+// Rows: NaN first, NaN in the middle (before a larger number), a tie, an
+// ignored row.
+TEST(TokenCounts, ArgmaxPropagatesNaNAsTorch) {
+  const float nan = std::nanf("");
+  const Tensor logits = T<float>({1, 4, 3}, {nan, 5, 1, 1, nan, 5, 2, 2, 0, 9, 0, 0});
+  ASSERT_OK_AND_ASSIGN(auto right, GraphCounts(logits, T<int64_t>({1, 4}, {0, 1, 0, -100})));
+  EXPECT_EQ(right, std::vector<double>({3, 3}));
+  ASSERT_OK_AND_ASSIGN(auto wrong, GraphCounts(logits, T<int64_t>({1, 4}, {1, 2, 1, -100})));
+  EXPECT_EQ(wrong, std::vector<double>({0, 3}));
+  EXPECT_EQ(models::TokenAccuracy(0, 0), 0.0);
+  EXPECT_EQ(models::TokenAccuracy(3, 4), 0.75);
+}
+
+// Logits of few distinct values (ties in most rows), some NaN, targets
+// with ignored ones: the graph's counts are the host's.
+TEST(TokenCounts, AreTheHostCounts) {
+  Tensor logits = Random(DType::kFloat32, {6, 9, 5}, 11, 0, 3);
+  Tensor targets = RandomInts({6, 9}, 12, -1, 5);
+  for (int64_t i = 0; i < logits.num_elements(); ++i) {
+    float& v = logits.data<float>()[i];
+    v = i % 37 == 5 ? std::nanf("") : std::floor(v);
+  }
+  for (int64_t i = 0; i < targets.num_elements(); ++i) {
+    if (targets.data<int64_t>()[i] < 0) targets.data<int64_t>()[i] = models::kIgnoreIndex;
+  }
+  const auto [correct, counted] = HostCounts(logits, targets);
+  ASSERT_GT(counted, 0);
+  ASSERT_GT(correct, 0);
+  ASSERT_OK_AND_ASSIGN(auto got, GraphCounts(logits, targets));
+  EXPECT_EQ(got, std::vector<double>({static_cast<double>(correct), static_cast<double>(counted)}));
+}
+
+// The trainer's step and evaluation against the host's count of the same
+// logits, on a task whose padding is ignored. The reference runs the
+// trainer's own forward (its graph, so the same dropout nodes) on a second
+// executor of the same seed: the parameters of step 0 and the masks of
+// step 1; after the step, the saved parameters on the held-out set.
+TEST(TrainerStats, StepAndEvaluationCountTheLogitsAsTheHost) {
+  models::TrainConfig c;
+  c.model = {.vocab = 7, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
+             .dropout = 0.3};
+  c.min_len = 2;
+  c.batch = c.eval_size = 12;
+  c.seed = 5;
+  ASSERT_OK_AND_ASSIGN(auto trainer, models::ToyTrainer::Create(c));
+  Graph& g = trainer->graph();
+  Executor reference(g, {.seed = c.seed});
+  ASSERT_OK_AND_ASSIGN(auto plan, reference.Compile({trainer->logits()}));
+  const models::TaskConfig task{.task = c.task, .vocab = c.model.vocab,
+                                .seq_len = c.model.seq_len, .min_len = c.min_len};
+  auto feeds = [&](const models::TaskBatch& b) {
+    return Feeds{{g.Find("tokens"), b.tokens}, {g.Find("lengths"), b.lengths}};
+  };
+  ASSERT_OK_AND_ASSIGN(auto train, models::TaskGenerator::Create(task, c.seed));
+  ASSERT_OK_AND_ASSIGN(const models::TaskBatch batch, train.Batch(1, c.batch));
+  ASSERT_OK_AND_ASSIGN(auto step_logits,
+                       reference.Run(*plan, feeds(batch), {.training = true, .step = 1}));
+  ASSERT_OK_AND_ASSIGN(const models::StepResult r, trainer->Step());
+  const auto [correct, counted] = HostCounts(step_logits[0], batch.targets);
+  EXPECT_LT(counted, c.batch * c.model.seq_len);  // padding was ignored
+  EXPECT_EQ(r.accuracy, static_cast<double>(correct) / counted);
+
+  const std::string path = ::testing::TempDir() + "/trainer_stats_model.safetensors";
+  ASSERT_OK(trainer->SaveModel(path));
+  ASSERT_OK(LoadVariables(reference, g.Parameters(), path).status());
+  ASSERT_OK_AND_ASSIGN(auto eval, models::TaskGenerator::Create(task, models::EvalSeed(c.seed)));
+  ASSERT_OK_AND_ASSIGN(const models::TaskBatch held_out, eval.Batch(0, c.eval_size));
+  ASSERT_OK_AND_ASSIGN(auto eval_logits, reference.Run(*plan, feeds(held_out)));
+  ASSERT_OK_AND_ASSIGN(const models::EvalResult e, trainer->Evaluate());
+  const auto [eval_correct, eval_counted] = HostCounts(eval_logits[0], held_out.targets);
+  EXPECT_EQ(e.accuracy, static_cast<double>(eval_correct) / eval_counted);
+}
+
+}  // namespace
+}  // namespace dagrad::testing
