@@ -69,6 +69,7 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = model_(tokens_);
   loss_ = share_.MeanLoss(g, logits_, targets_);
+  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss_, &logits_}));
   OptimizerOptions optimizer = c.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   optimizer.data_parallel = parallel_;
@@ -82,6 +83,8 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
         g.Input("targets", DType::kInt64, validation_.targets.shape());
     eval_logits_ = model_(eval_tokens_);
     eval_loss_ = CrossEntropy(eval_logits_, eval_targets_);
+    DAGRAD_RETURN_IF_ERROR(
+        RewriteForPrecision(c.optimizer.precision, {&eval_loss_, &eval_logits_}));
     window_tokens_ = g.Input("window", DType::kInt64, {1, T});
     attention_ =
         model_.Forward(window_tokens_, {.keep_attention = true}).attention;
