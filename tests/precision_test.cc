@@ -22,6 +22,7 @@
 #include "engine/autodiff/precision.h"
 #include "engine/dot.h"
 #include "engine/executor.h"
+#include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -413,6 +414,9 @@ TEST(PrecisionCli, Bf16TrainsLikeFp32AndItsStepDotShowsTheCasts) {
     std::stringstream text;
     text << dot.rdbuf();
     EXPECT_THAT(text.str(), HasSubstr("weight_bf16"));
+    // The model file holds the float32 masters.
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile model, ReadSafetensors(dirs["bf16"] + "/model.safetensors"));
+    for (const auto& [name, tensor] : model.tensors) EXPECT_EQ(tensor.dtype(), DType::kFloat32) << name;
   }
 }
 
