@@ -55,7 +55,8 @@ absl::StatusOr<std::unique_ptr<Forward>> Toy(AttentionPath attention) {
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer toy,
                           models::ToyTransformer::Create(
                               f->g, {.vocab = 8, .seq_len = kT, .dim = 16, .heads = 2,
-                                     .layers = 1, .ffn = 32, .dropout = 0, .attention = attention}));
+                                     .layers = 1, .ffn = 32, .dropout = 0,
+                                     .attention = attention}));
   f->tokens = f->g.Input("tokens", DType::kInt64, {kB, kT});
   f->targets = f->g.Input("targets", DType::kInt64, {kB, kT});
   f->logits = toy(f->tokens, Value()).logits;
@@ -421,8 +422,11 @@ TEST(PrecisionCli, Bf16TrainsLikeFp32Tf32IsFp32OnTheCpu) {
     text << dot.rdbuf();
     EXPECT_THAT(text.str(), HasSubstr("weight_bf16"));
     // The model file holds the float32 masters.
-    ASSERT_OK_AND_ASSIGN(SafetensorsFile model, ReadSafetensors(dirs["bf16"] + "/model.safetensors"));
-    for (const auto& [name, tensor] : model.tensors) EXPECT_EQ(tensor.dtype(), DType::kFloat32) << name;
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile model,
+                         ReadSafetensors(dirs["bf16"] + "/model.safetensors"));
+    for (const auto& [name, tensor] : model.tensors) {
+      EXPECT_EQ(tensor.dtype(), DType::kFloat32) << name;
+    }
   }
 }
 

@@ -1,8 +1,5 @@
 #include "engine/autodiff/precision.h"
 
-#include <algorithm>
-#include <utility>
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
@@ -84,8 +81,8 @@ class BFloat16Rewriter {
     if (it != casts_.end()) return it->second;
     const Node& source = v.node();
     Graph::ScopePathGuard in_scope(g_, source.scope);
-    Value cast = g_.AddOp(*cast_, {v}, Attrs().Str("dtype", std::string(DTypeName(DType::kBFloat16))),
-                          absl::StrCat(source.name, "_bf16"));
+    const Attrs to_bf16 = Attrs().Str("dtype", std::string(DTypeName(DType::kBFloat16)));
+    Value cast = g_.AddOp(*cast_, {v}, to_bf16, absl::StrCat(source.name, "_bf16"));
     if (!cast.ok()) return cast.status();
     casts_.emplace(v.id(), cast);
     return cast;
