@@ -69,6 +69,7 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = model_(tokens_);
   loss_ = share_.MeanLoss(g, logits_, targets_);
+  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss_, &logits_}));
   OptimizerOptions optimizer = c.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   optimizer.data_parallel = parallel_;
@@ -81,8 +82,10 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
     eval_tokens_ = g.Input("tokens", DType::kInt64, validation_.tokens.shape());
     eval_targets_ =
         g.Input("targets", DType::kInt64, validation_.targets.shape());
-    const Value logits = model_(eval_tokens_);
-    eval_stats_ = EvalStats(CrossEntropy(logits, eval_targets_), logits, eval_targets_);
+    Value logits = model_(eval_tokens_);
+    Value loss = CrossEntropy(logits, eval_targets_);
+    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss, &logits}));
+    eval_stats_ = EvalStats(loss, logits, eval_targets_);
     window_tokens_ = g.Input("window", DType::kInt64, {1, T});
     attention_ =
         model_.Forward(window_tokens_, {.keep_attention = true}).attention;

@@ -8,7 +8,10 @@
 // (seed, step), so a run resumed from a checkpoint continues exactly.
 // Non-finite steps and checkpoints follow the policies every trainer shares
 // (models/trainer.h), so `dagrad train --task=text` runs the reverse task's
-// loop: stop signals, --on_nonfinite, the previous checkpoint kept.
+// loop: stop signals, --on_nonfinite, the previous checkpoint kept. Under
+// config.optimizer.precision (engine/autodiff/precision.h) the training and
+// validation forwards are rewritten (RewriteForPrecision); the attention
+// forward stays float32, and so do the parameters and checkpoints.
 //
 // Data parallelism (DataParallelOptions with a communicator of N ranks), as
 // ToyTrainer's (models/trainer.h, BatchShare): config.batch is the global

@@ -90,6 +90,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = (*model_)(tokens_, lengths_).logits;
   loss_ = share_.MeanLoss(g, logits_, targets_);
+  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss_, &logits_}));
   OptimizerOptions optimizer = c.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   optimizer.data_parallel = parallel_;
@@ -107,8 +108,10 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   }
   {
     Graph::Scope scope(g, "eval");
-    const Value logits = (*model_)(eval_tokens_, eval_lengths_).logits;
-    eval_stats_ = EvalStats(CrossEntropy(logits, eval_targets_), logits, eval_targets_);
+    Value logits = (*model_)(eval_tokens_, eval_lengths_).logits;
+    Value loss = CrossEntropy(logits, eval_targets_);
+    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss, &logits}));
+    eval_stats_ = EvalStats(loss, logits, eval_targets_);
     sample_attention_ = (*model_)(sample_tokens_, sample_lengths_, true).attention;
   }
   DAGRAD_RETURN_IF_ERROR(g.status());

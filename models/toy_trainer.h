@@ -7,6 +7,9 @@
 // each once and runs them. Everything a run depends on — data, dropout
 // masks, learning rate, Adam's step — is a function of (seed, step), so a
 // run resumed from a checkpoint continues exactly as the uninterrupted run.
+// Under config.optimizer.precision (engine/autodiff/precision.h) the
+// training and evaluation forwards are rewritten (RewriteForPrecision); the
+// attention sample stays float32, and so do the parameters and checkpoints.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
 //   while (trainer->step() < config.steps) {

@@ -207,17 +207,22 @@ absl::StatusOr<BatchShare> BatchShare::Create(int64_t batch,
 
 Value BatchShare::MeanLoss(Graph& g, Value logits, Value targets) {
   Graph::Scope scope(g, "loss");
-  if (comm_ == nullptr) {
-    loss_ = CrossEntropy(logits, targets);
-    return loss_;
-  }
+  if (comm_ == nullptr) return CrossEntropy(logits, targets);
   weight_ = g.Input("token_weight", DType::kFloat32, {});
-  loss_ = CrossEntropy(logits, targets, {.reduction = CrossEntropyOptions::kSum}) * weight_;
-  return loss_;
+  return CrossEntropy(logits, targets, {.reduction = CrossEntropyOptions::kSum}) * weight_;
 }
 
 Value BatchShare::JobLoss(const TrainingStep& ts) const {
-  return ts.global_loss.is_null() ? loss_ : ts.global_loss;
+  return ts.global_loss.is_null() ? ts.loss : ts.global_loss;
+}
+
+absl::Status RewriteForPrecision(Precision precision, std::initializer_list<Value*> values) {
+  std::vector<Value> forward;
+  for (const Value* v : values) forward.push_back(*v);
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision(forward, precision));
+  size_t i = 0;
+  for (Value* v : values) *v = rewritten[i++];
+  return absl::OkStatus();
 }
 
 Value BatchShare::Counts(Value logits, Value targets) const {

@@ -34,6 +34,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +44,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/autodiff/optimizer.h"
+#include "engine/autodiff/precision.h"
 #include "engine/communicator.h"
 #include "engine/executor.h"
 #include "engine/file_io.h"
@@ -239,7 +241,7 @@ class BatchShare {
  private:
   std::shared_ptr<Communicator> comm_;  // null: one process
   int64_t rows_ = 0, first_row_ = 0;
-  Value loss_, weight_;  // weight_: data parallel, MeanLoss's fed weight
+  Value weight_;  // data parallel: MeanLoss's fed weight
 };
 
 // Trainer is a model's training, what `dagrad train` drives. Steps and
@@ -336,6 +338,14 @@ class Trainer {
   // The parameters and the optimizer state: what a checkpoint holds.
   std::vector<Value> StateVariables() const;
 };
+
+// RewriteForPrecision replaces each of `values` (forward values of one
+// graph: a loss and its logits) with its rewrite under `precision`
+// (ApplyPrecision, engine/autodiff/precision.h), all in one rewrite, so
+// that they share its casts; ApplyPrecision's errors.
+//
+//   DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(Precision::kBFloat16, {&loss, &logits}));
+absl::Status RewriteForPrecision(Precision precision, std::initializer_list<Value*> values);
 
 // ValidateOptimizer checks weight decay and clipping in the CLI's words
 // (--weight_decay, --clip), then the rest as ValidateOptimizerOptions.

@@ -245,9 +245,11 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   if (!loss.ok()) return loss.status();
   DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
   DAGRAD_RETURN_IF_ERROR(CheckGroups(groups));
+  TrainingStep ts;
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision({loss}, o.precision));
+  loss = ts.loss = rewritten[0];
   DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(loss, groups, o.allow_unused));
   Graph& g = *loss.graph();
-  TrainingStep ts;
   if (o.data_parallel.communicator != nullptr) {
     DAGRAD_ASSIGN_OR_RETURN(trained.grads,
                             ReduceGradients(trained.grads, o.data_parallel, &ts.num_buckets));

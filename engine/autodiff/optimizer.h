@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/autodiff/data_parallel.h"
+#include "engine/autodiff/precision.h"
 #include "engine/graph.h"
 
 namespace dagrad {
@@ -75,6 +76,16 @@ struct OptimizerOptions {
   // ranks, in buckets overlapped with backward, before the norm, the
   // clipping and the updates (engine/autodiff/data_parallel.h).
   DataParallelOptions data_parallel;
+  // precision: the loss's forward is rewritten so (ApplyPrecision,
+  // engine/autodiff/precision.h) before it is differentiated: under
+  // kBFloat16 the matrix products read bfloat16 casts of their float32
+  // operands, and the parameters, their gradients, the moments and the
+  // updates stay float32. kTF32 changes no node (a device setting).
+  //
+  //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep mixed,
+  //       BuildTrainingStep(loss, g.Parameters(), {.precision = Precision::kBFloat16}));
+  //   DAGRAD_ASSIGN_OR_RETURN(auto mixed_plan, exec.Compile({mixed.loss}, mixed.updates));
+  Precision precision = Precision::kFloat32;
 };
 
 // ParamGroup: parameters that share a weight decay and a learning-rate
@@ -119,6 +130,9 @@ absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, doubl
 absl::Status ValidateOptimizerOptions(const OptimizerOptions& options);
 
 struct TrainingStep {
+  // The loss the step computes and differentiates: the given one, or its
+  // rewrite under OptimizerOptions::precision. Fetch this one.
+  Value loss;
   Value lr;         // feed a float64 scalar each step
   Value step;       // feed a float64 scalar: 1 on the first applied update
   // The global gradient norm before clipping, float64; null unless

@@ -32,7 +32,7 @@ ABSL_FLAG(int64_t, memory_limit_mb, 0,
 
 namespace dagrad::cli {
 
-absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags() {
+absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32) {
   const std::string name = absl::GetFlag(FLAGS_device);
   if (name == "cpu") {
     if (absl::GetFlag(FLAGS_tf32)) {
@@ -49,7 +49,7 @@ absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--device must be cpu, cuda or cuda:N, got '", name, "'"));
   }
-  return CudaDevice(ordinal, {.allow_tf32 = absl::GetFlag(FLAGS_tf32)});
+  return CudaDevice(ordinal, {.allow_tf32 = tf32 || absl::GetFlag(FLAGS_tf32)});
 }
 
 absl::StatusOr<nn::AttentionPath> AttentionFromFlags() {

@@ -35,12 +35,13 @@ absl::Status ApplyThreadsFlag();
 absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags();
 
 // DeviceFromFlags returns the device --device names: "cpu", "cuda" or
-// "cuda:N" (with --tf32 allowing TF32 matrix products on the GPU).
+// "cuda:N" (with --tf32, or `tf32` (train's --precision=tf32), allowing TF32
+// matrix products on the GPU; on the CPU `tf32` changes nothing).
 // InvalidArgument for another value; for "cpu", ConfigureCpu's errors
 // (FailedPrecondition for a bad DAGRAD_CPU_ISA or BLIS_ARCH_TYPE); the CUDA
 // device's own errors (e.g. Unavailable when no GPU is visible or CUDA is
 // not built in).
-absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags();
+absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32 = false);
 
 // AttentionFromFlags returns --attention: fused (one attention op) or
 // composed (the subgraph of ordinary ops); InvalidArgument naming the

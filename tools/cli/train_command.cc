@@ -52,6 +52,10 @@ ABSL_FLAG(double, lr, 1e-3,
           "too large for the model ends in a non-finite stop (see --on_nonfinite)");
 ABSL_FLAG(int64_t, warmup, 30, "warmup steps");
 ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32; bf16: matrix products read bfloat16 casts and accumulate in float32, the rest "
+          "and the parameters (checkpoints) stay float32; tf32: on cuda, float32 products in "
+          "TF32 (on the cpu, fp32)");
 ABSL_FLAG(double, weight_decay, 0.0, "weight decay, finite and >= 0 (decoupled for adamw)");
 ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this, finite and >= 0 (0: off)");
 ABSL_FLAG(std::string, on_nonfinite, "stop",
@@ -352,6 +356,10 @@ absl::StatusOr<RunFlags> RunFlagsFromFlags() {
   if (!kind.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", kind.status().message()));
   }
+  auto precision = ParsePrecision(absl::GetFlag(FLAGS_precision));
+  if (!precision.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--precision: ", precision.status().message()));
+  }
   auto policy = models::ParseNonFinitePolicy(absl::GetFlag(FLAGS_on_nonfinite));
   if (!policy.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--on_nonfinite: ", policy.status().message()));
@@ -366,7 +374,8 @@ absl::StatusOr<RunFlags> RunFlagsFromFlags() {
                   .warmup = absl::GetFlag(FLAGS_warmup),
                   .optimizer = {.kind = *kind,
                                 .weight_decay = absl::GetFlag(FLAGS_weight_decay),
-                                .clip_norm = absl::GetFlag(FLAGS_clip)},
+                                .clip_norm = absl::GetFlag(FLAGS_clip),
+                                .precision = *precision},
                   .lr = absl::GetFlag(FLAGS_lr),
                   .seed = absl::GetFlag(FLAGS_seed),
                   .on_nonfinite = *policy,
@@ -422,7 +431,8 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   // From here on a stop signal is handled: one during the set-up stops
   // the run before its first step.
   InstallStopSignals();
-  absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
+  absl::StatusOr<std::unique_ptr<Device>> device =
+      DeviceFromFlags(/*tf32=*/absl::GetFlag(FLAGS_precision) == "tf32");
   if (!device.ok()) return Failure(cmd, device.status());
   if (job.writer()) {
     std::cout << "training on " << (*device)->name()
@@ -450,7 +460,7 @@ Command TrainCommand() {
   return {"train",
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
-           "batch", "steps", "lr", "warmup", "optimizer", "weight_decay", "clip", "on_nonfinite",
+           "batch", "steps", "lr", "warmup", "optimizer", "precision", "weight_decay", "clip", "on_nonfinite",
            "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
           RunTrain};
 }

@@ -45,8 +45,8 @@ struct RunFlags {
 };
 
 // RunFlagsFromFlags reads them: InvalidArgument naming the flag for an
-// unknown --optimizer or --on_nonfinite, a negative --memory_limit_mb, or
-// --eval_every < 1. (The values' ranges are the config's Validate's.)
+// unknown --optimizer, --precision or --on_nonfinite, a negative
+// --memory_limit_mb, or --eval_every < 1. (The values' ranges are the config's Validate's.)
 absl::StatusOr<RunFlags> RunFlagsFromFlags();
 
 // ApplyRunFlags copies them into a training config.
