@@ -1,27 +1,35 @@
-// GemmBFloat16 (ops/cpu_runtime.h): bfloat16 operands widened to float32
-// block by block, multiplied by sgemm.
+// GemmBFloat16 (ops/cpu_runtime.h): AVX512_BF16's kernel
+// (ops/kernels/gemm_bf16_kernel.cc) on operands packed here by pairs of k,
+// or, where the CPU or the kernel level lacks it, bfloat16 operands widened
+// to float32 block by block and multiplied by sgemm.
 
 #include <algorithm>
 #include <memory>
 
+#include "ops/cpu_isa.h"
 #include "ops/cpu_runtime.h"
 #include "ops/parallel.h"
 
 namespace dagrad {
 namespace {
 
-// A's panels hold at most this many float32 elements (4 MB): enough rows
-// for sgemm to run at full speed, and a bounded copy for any m.
+// A's panels hold at most this many elements (4 MB as float32): enough rows
+// for the product to run at full speed, and a bounded copy for any m.
 constexpr int64_t kPanelElements = int64_t{1} << 20;
+
+// A parallel chunk of the native product does at least this many
+// multiply-adds (a thread's start costs about as much as 2^18).
+constexpr int64_t kMinChunkMadds = int64_t{1} << 18;
 
 // Widen copies the (rows, cols) matrix at `src`, element (i, j) at
 // src[i * rs + j * cs], to row-major float32 at `dst`, exactly; over the
 // threads unless `one_thread`.
-void Widen(const BFloat16* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols, float* dst,
-           bool one_thread) {
+void Widen(const BFloat16* src, int64_t rs, int64_t cs, int64_t rows,
+           int64_t cols, float* dst, bool one_thread) {
   auto widen_rows = [=](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = BFloat16ToFloat(src[i * rs + j * cs]);
+      for (int64_t j = 0; j < cols; ++j)
+        dst[i * cols + j] = BFloat16ToFloat(src[i * rs + j * cs]);
     }
   };
   if (one_thread) {
@@ -31,27 +39,166 @@ void Widen(const BFloat16* src, int64_t rs, int64_t cs, int64_t rows, int64_t co
   }
 }
 
-}  // namespace
-
-absl::Status GemmBFloat16(int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
-                          int64_t rsa, int64_t csa, const BFloat16* b, int64_t rsb, int64_t csb,
-                          float beta, float* c, int64_t rsc, int64_t csc, bool one_thread) {
-  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
-  const int64_t panel = std::max<int64_t>(1, kPanelElements / std::max<int64_t>(k, 1));
+absl::Status GemmWidened(int64_t m, int64_t n, int64_t k, float alpha,
+                         const BFloat16* a, int64_t rsa, int64_t csa,
+                         const BFloat16* b, int64_t rsb, int64_t csb,
+                         float beta, float* c, int64_t rsc, int64_t csc,
+                         bool one_thread) {
+  const int64_t panel =
+      std::max<int64_t>(1, kPanelElements / std::max<int64_t>(k, 1));
   // Uninitialised: every element is written before it is read.
   const auto wide_b = std::make_unique_for_overwrite<float[]>(k * n);
-  const auto wide_a = std::make_unique_for_overwrite<float[]>(std::min(m, panel) * k);
+  const auto wide_a =
+      std::make_unique_for_overwrite<float[]>(std::min(m, panel) * k);
   Widen(b, rsb, csb, k, n, wide_b.get(), one_thread);
   for (int64_t row = 0; row < m; row += panel) {
     const int64_t rows = std::min(panel, m - row);
     Widen(a + row * rsa, rsa, csa, rows, k, wide_a.get(), one_thread);
-    if (absl::Status st = Gemm<float>(rows, n, k, alpha, wide_a.get(), k, 1, wide_b.get(), n, 1,
-                                      beta, c + row * rsc, rsc, csc, one_thread);
+    if (absl::Status st =
+            Gemm<float>(rows, n, k, alpha, wide_a.get(), k, 1, wide_b.get(), n,
+                        1, beta, c + row * rsc, rsc, csc, one_thread);
         !st.ok()) {
       return st;
     }
   }
   return absl::OkStatus();
+}
+
+// PanelBuffer holds `n` uint32 starting on a 64-byte boundary (a vector of
+// B's panel never straddles two cache lines).
+class PanelBuffer {
+ public:
+  explicit PanelBuffer(int64_t n)
+      : storage_(std::make_unique_for_overwrite<uint32_t[]>(n + 16)) {
+    const auto address = reinterpret_cast<uintptr_t>(storage_.get());
+    data_ = reinterpret_cast<uint32_t*>((address + 63) & ~uintptr_t{63});
+  }
+  uint32_t* data() const { return data_; }
+
+ private:
+  std::unique_ptr<uint32_t[]> storage_;
+  uint32_t* data_;
+};
+
+// PackPanels writes the `lines` lines of k elements at `src` (element kk of
+// line l at src[l * ls + kk * ks]; the rows of A or the columns of B) as
+// GemmBf16Args's panels of `width` lines: pairs of k, zeros past k and past
+// the last line.
+void PackPanels(const BFloat16* src, int64_t ls, int64_t ks, int64_t lines,
+                int64_t k, int64_t width, uint32_t* dst, bool one_thread) {
+  const int64_t pairs = (k + 1) / 2;
+  auto pack = [=](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      uint32_t* out = dst + p * pairs * width;
+      for (int64_t q = 0; q < pairs; ++q) {
+        for (int64_t l = 0; l < width; ++l) {
+          const int64_t line = p * width + l;
+          uint32_t pair = 0;
+          if (line < lines) {
+            const BFloat16* s = src + line * ls + 2 * q * ks;
+            pair = s[0].bits | (2 * q + 1 < k ? uint32_t{s[ks].bits} << 16 : 0);
+          }
+          out[q * width + l] = pair;
+        }
+      }
+    }
+  };
+  const int64_t panels = (lines + width - 1) / width;
+  if (one_thread) {
+    pack(0, panels);
+  } else {
+    ParallelFor(panels, RowGrain(width * k), pack);
+  }
+}
+
+// RunTiles runs `gemm` over all tiles of `args`, split over the threads by
+// row panels, or by column panels where there are more of those; each
+// element of C is computed whole by one call, so the split never changes a
+// bit.
+void RunTiles(GemmBf16Fn gemm, const GemmBf16Args& args, bool one_thread) {
+  const int64_t row_panels = (args.m + kGemmBf16Rows - 1) / kGemmBf16Rows;
+  const int64_t col_panels = (args.n + kGemmBf16Cols - 1) / kGemmBf16Cols;
+  const int64_t tile_madds =
+      kGemmBf16Rows * kGemmBf16Cols * std::max<int64_t>(1, 2 * args.pairs);
+  if (one_thread) {
+    gemm(args, 0, row_panels, 0, col_panels);
+  } else if (row_panels >= col_panels) {
+    const int64_t grain =
+        std::max<int64_t>(1, kMinChunkMadds / (tile_madds * col_panels));
+    ParallelFor(row_panels, grain, [&](int64_t begin, int64_t end) {
+      gemm(args, begin, end, 0, col_panels);
+    });
+  } else {
+    const int64_t grain =
+        std::max<int64_t>(1, kMinChunkMadds / (tile_madds * row_panels));
+    ParallelFor(col_panels, grain, [&](int64_t begin, int64_t end) {
+      gemm(args, 0, row_panels, begin, end);
+    });
+  }
+}
+
+void GemmNative(GemmBf16Fn gemm, int64_t m, int64_t n, int64_t k, float alpha,
+                const BFloat16* a, int64_t rsa, int64_t csa, const BFloat16* b,
+                int64_t rsb, int64_t csb, float beta, float* c, int64_t rsc,
+                int64_t csc, bool one_thread) {
+  const int64_t pairs = (k + 1) / 2;
+  const int64_t col_panels = (n + kGemmBf16Cols - 1) / kGemmBf16Cols;
+  const PanelBuffer packed_b(col_panels * kGemmBf16Cols * pairs);
+  PackPanels(b, csb, rsb, n, k, kGemmBf16Cols, packed_b.data(), one_thread);
+  const int64_t chunk =
+      std::max<int64_t>(
+          1, kPanelElements / std::max<int64_t>(k, 1) / kGemmBf16Rows) *
+      kGemmBf16Rows;
+  const int64_t chunk_rows =
+      std::min(chunk, (m + kGemmBf16Rows - 1) / kGemmBf16Rows * kGemmBf16Rows);
+  const PanelBuffer packed_a(chunk_rows * pairs);
+  for (int64_t row = 0; row < m; row += chunk) {
+    const int64_t rows = std::min(chunk, m - row);
+    PackPanels(a + row * rsa, rsa, csa, rows, k, kGemmBf16Rows, packed_a.data(),
+               one_thread);
+    const GemmBf16Args args = {rows,
+                               n,
+                               pairs,
+                               alpha,
+                               packed_a.data(),
+                               packed_b.data(),
+                               beta,
+                               c + row * rsc,
+                               rsc,
+                               csc};
+    RunTiles(gemm, args, one_thread);
+  }
+}
+
+}  // namespace
+
+absl::Status GemmBFloat16On(GemmBf16Fn gemm, int64_t m, int64_t n, int64_t k,
+                            float alpha, const BFloat16* a, int64_t rsa,
+                            int64_t csa, const BFloat16* b, int64_t rsb,
+                            int64_t csb, float beta, float* c, int64_t rsc,
+                            int64_t csc, bool one_thread) {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
+  if (gemm == nullptr) {
+    return GemmWidened(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc,
+                       csc, one_thread);
+  }
+  if (m > 0 && n > 0) {
+    GemmNative(gemm, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc,
+               csc, one_thread);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GemmBFloat16(int64_t m, int64_t n, int64_t k, float alpha,
+                          const BFloat16* a, int64_t rsa, int64_t csa,
+                          const BFloat16* b, int64_t rsb, int64_t csb,
+                          float beta, float* c, int64_t rsc, int64_t csc,
+                          bool one_thread) {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
+  const absl::StatusOr<Bf16Products> products = ActiveBf16Products();
+  if (!products.ok()) return products.status();
+  return GemmBFloat16On(products->gemm, m, n, k, alpha, a, rsa, csa, b, rsb,
+                        csb, beta, c, rsc, csc, one_thread);
 }
 
 }  // namespace dagrad
