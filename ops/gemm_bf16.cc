@@ -4,6 +4,7 @@
 // to float32 block by block and multiplied by sgemm.
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "ops/cpu_isa.h"
@@ -80,34 +81,70 @@ class PanelBuffer {
   uint32_t* data_;
 };
 
-// PackPanels writes the `lines` lines of k elements at `src` (element kk of
-// line l at src[l * ls + kk * ks]; the rows of A or the columns of B) as
-// GemmBf16Args's panels of `width` lines: pairs of k, zeros past k and past
-// the last line.
-void PackPanels(const BFloat16* src, int64_t ls, int64_t ks, int64_t lines,
-                int64_t k, int64_t width, uint32_t* dst, bool one_thread) {
-  const int64_t pairs = (k + 1) / 2;
+// Operand: `lines` lines of k bfloat16 (the rows of A or the columns of B),
+// element kk of line l at src[l * ls + kk * ks].
+struct Operand {
+  const BFloat16* src;
+  int64_t ls, ks, lines, k;
+};
+
+// PackPairsAdjacent packs `valid` lines from `first` of an operand whose k
+// runs along memory (ks == 1): a pair is the 4 bytes at element 2q, in the
+// order vdpbf16ps wants (x86-64 is little-endian), one load per pair.
+void PackPairsAdjacent(const Operand& x, int64_t first, int64_t valid,
+                       int64_t width, uint32_t* out) {
+  const int64_t whole = x.k / 2;
+  for (int64_t l = 0; l < valid; ++l) {
+    const BFloat16* line = x.src + (first + l) * x.ls;
+    for (int64_t q = 0; q < whole; ++q)
+      std::memcpy(&out[q * width + l], line + 2 * q, 4);
+    if (x.k % 2 == 1) out[whole * width + l] = line[x.k - 1].bits;
+  }
+}
+
+// PackPairsAcross packs `valid` lines from `first`, pair by pair, its inner
+// loop along the lines (contiguous when ls == 1, vectorised: kUnitLines).
+template <bool kUnitLines>
+void PackPairsAcross(const Operand& x, int64_t first, int64_t valid,
+                     int64_t width, uint32_t* out) {
+  const int64_t ls = kUnitLines ? 1 : x.ls;
+  for (int64_t q = 0; q < (x.k + 1) / 2; ++q) {
+    const BFloat16* lo = x.src + first * ls + 2 * q * x.ks;
+    if (2 * q + 1 < x.k) {
+      const BFloat16* hi = lo + x.ks;
+      for (int64_t l = 0; l < valid; ++l) {
+        out[q * width + l] = lo[l * ls].bits | uint32_t{hi[l * ls].bits} << 16;
+      }
+    } else {
+      for (int64_t l = 0; l < valid; ++l) out[q * width + l] = lo[l * ls].bits;
+    }
+  }
+}
+
+// PackPanels writes operand `x` as GemmBf16Args's panels of `width` lines
+// at `dst`: pairs of k, zeros past k and past the last line.
+void PackPanels(const Operand& x, int64_t width, uint32_t* dst,
+                bool one_thread) {
+  const int64_t pairs = (x.k + 1) / 2;
   auto pack = [=](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       uint32_t* out = dst + p * pairs * width;
-      for (int64_t q = 0; q < pairs; ++q) {
-        for (int64_t l = 0; l < width; ++l) {
-          const int64_t line = p * width + l;
-          uint32_t pair = 0;
-          if (line < lines) {
-            const BFloat16* s = src + line * ls + 2 * q * ks;
-            pair = s[0].bits | (2 * q + 1 < k ? uint32_t{s[ks].bits} << 16 : 0);
-          }
-          out[q * width + l] = pair;
-        }
+      const int64_t valid = std::min(width, x.lines - p * width);
+      if (valid < width) std::fill_n(out, pairs * width, 0u);
+      if (x.ks == 1) {
+        PackPairsAdjacent(x, p * width, valid, width, out);
+      } else if (x.ls == 1) {
+        PackPairsAcross<true>(x, p * width, valid, width, out);
+      } else {
+        PackPairsAcross<false>(x, p * width, valid, width, out);
       }
     }
   };
-  const int64_t panels = (lines + width - 1) / width;
+  const int64_t panels = (x.lines + width - 1) / width;
   if (one_thread) {
     pack(0, panels);
   } else {
-    ParallelFor(panels, RowGrain(width * k), pack);
+    ParallelFor(panels, RowGrain(width * x.k), pack);
   }
 }
 
@@ -144,7 +181,7 @@ void GemmNative(GemmBf16Fn gemm, int64_t m, int64_t n, int64_t k, float alpha,
   const int64_t pairs = (k + 1) / 2;
   const int64_t col_panels = (n + kGemmBf16Cols - 1) / kGemmBf16Cols;
   const PanelBuffer packed_b(col_panels * kGemmBf16Cols * pairs);
-  PackPanels(b, csb, rsb, n, k, kGemmBf16Cols, packed_b.data(), one_thread);
+  PackPanels({b, csb, rsb, n, k}, kGemmBf16Cols, packed_b.data(), one_thread);
   const int64_t chunk =
       std::max<int64_t>(
           1, kPanelElements / std::max<int64_t>(k, 1) / kGemmBf16Rows) *
@@ -154,8 +191,8 @@ void GemmNative(GemmBf16Fn gemm, int64_t m, int64_t n, int64_t k, float alpha,
   const PanelBuffer packed_a(chunk_rows * pairs);
   for (int64_t row = 0; row < m; row += chunk) {
     const int64_t rows = std::min(chunk, m - row);
-    PackPanels(a + row * rsa, rsa, csa, rows, k, kGemmBf16Rows, packed_a.data(),
-               one_thread);
+    PackPanels({a + row * rsa, rsa, csa, rows, k}, kGemmBf16Rows,
+               packed_a.data(), one_thread);
     const GemmBf16Args args = {rows,
                                n,
                                pairs,
