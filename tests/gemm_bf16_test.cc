@@ -225,6 +225,24 @@ TEST(GemmBf16, OddKPadsWithZerosAndEmptyKScalesC) {
   for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(scaled[j], 0.5f * e.c0[j]);
 }
 
+// vdpbf16ps counts subnormal inputs and results as zero (the documented
+// difference from the widened product, which keeps them): 2^-127 * 2^10
+// has a subnormal input, 2^-70 * 2^-60 a subnormal product.
+TEST(GemmBf16, SubnormalsCountAsZeroOnTheNativePathOnly) {
+  SKIP_WITHOUT_BF16_KERNEL();
+  const Product p{1, 2, 1, 1.0f, 0.0f, kLayouts[0]};
+  Operands o = MakeOperands(p, 9);
+  o.a = {FloatToBFloat16(0x1p-127f)};
+  o.b = {FloatToBFloat16(0x1p10f), FloatToBFloat16(0x1p-3f)};
+  EXPECT_EQ(Multiply(nullptr, p, o)[0], 0x1p-117f);
+  EXPECT_EQ(Multiply(NativeKernel(), p, o)[0], 0.0f);
+  o.a = {FloatToBFloat16(0x1p-70f)};
+  o.b = {FloatToBFloat16(0x1p-60f), FloatToBFloat16(0x1p-3f)};
+  EXPECT_EQ(Multiply(nullptr, p, o)[0], 0x1p-130f);
+  EXPECT_EQ(Multiply(NativeKernel(), p, o)[0], 0.0f);
+  EXPECT_EQ(Multiply(NativeKernel(), p, o)[1], 0x1p-73f);
+}
+
 // Each element is summed whole by one thread in a fixed order: one thread,
 // two, and one_thread give the same bits, split by rows (tall C) or by
 // columns (one row).

@@ -108,7 +108,7 @@ struct AttentionBlock {
 };
 
 // GemmBf16Args: C = alpha * A·B + beta * C for bfloat16 A (m x k) and B
-// (k x n), packed by gemm_bf16.cc, and float32 C (element (i, j) at
+// (k x n), packed by ops/gemm_bf16.cc, and float32 C (element (i, j) at
 // c[i * rsc + j * csc]). Both operands are packed by pairs of k, as
 // vdpbf16ps reads them: a uint32 holds the bits of element 2q (low half)
 // and 2q + 1 (high half) of k, zero past k (an odd k gets a zero partner).
@@ -152,8 +152,9 @@ struct CpuKernels {
   // [row_begin, row_end) and column panels [col_begin, col_end), each
   // element of C accumulated in float32 over k in order, a pair at a time
   // by vdpbf16ps (AVX512_BF16). The products of two bfloat16 are exact in
-  // float32, so the result differs from the widened float32 product only
-  // in summation order (|C - C_float| <= k eps |alpha| |A|·|B|), except
+  // float32 (inside its range), so the result differs from the widened
+  // float32 product only in summation order: each is within 2 (k + 2) eps
+  // (|alpha| |A|·|B| + |beta C|) of the exact product, eps = 2^-24, except
   // that the instruction counts subnormal inputs and results as zero. Null
   // at levels without it; run it only where CpuHasAvx512Bf16()
   // (ops/cpu_isa.h) holds.
