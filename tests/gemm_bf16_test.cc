@@ -270,6 +270,16 @@ TEST(GemmBf16, SameBitsOnAnyThreadCount) {
   ASSERT_OK(SetNumThreads(threads));
 }
 
+// GemmBFloat16 runs ActiveBf16Products's choice: a subnormal input tells
+// the two apart (ctest gemm_bf16_baseline runs this at the baseline level).
+TEST(GemmBf16, GemmBFloat16RunsTheActiveChoice) {
+  ASSERT_OK_AND_ASSIGN(const Bf16Products active, ActiveBf16Products());
+  const BFloat16 a = FloatToBFloat16(0x1p-127f), b = FloatToBFloat16(0x1p10f);
+  float c = 1.0f;
+  ASSERT_OK(GemmBFloat16(1, 1, 1, 1.0f, &a, 1, 1, &b, 1, 1, 0.0f, &c, 1, 1));
+  EXPECT_EQ(c, active.gemm != nullptr ? 0.0f : 0x1p-117f) << active.description;
+}
+
 TEST(GemmBf16, LowerLevelsWiden) {
   for (CpuIsa isa : CpuIsaRunnable()) {
     const Bf16Products p = Bf16ProductsFor(isa, "DAGRAD_CPU_ISA");
