@@ -102,21 +102,41 @@ void PackPairsAdjacent(const Operand& x, int64_t first, int64_t valid,
   }
 }
 
-// PackPairsAcross packs `valid` lines from `first`, pair by pair, its inner
-// loop along the lines (contiguous when ls == 1, vectorised: kUnitLines).
-template <bool kUnitLines>
+// PackPairsAcross packs `valid` lines from `first` of an operand strided
+// both ways, pair by pair.
 void PackPairsAcross(const Operand& x, int64_t first, int64_t valid,
                      int64_t width, uint32_t* out) {
-  const int64_t ls = kUnitLines ? 1 : x.ls;
   for (int64_t q = 0; q < (x.k + 1) / 2; ++q) {
-    const BFloat16* lo = x.src + first * ls + 2 * q * x.ks;
-    if (2 * q + 1 < x.k) {
-      const BFloat16* hi = lo + x.ks;
-      for (int64_t l = 0; l < valid; ++l) {
-        out[q * width + l] = lo[l * ls].bits | uint32_t{hi[l * ls].bits} << 16;
+    const BFloat16* lo = x.src + first * x.ls + 2 * q * x.ks;
+    for (int64_t l = 0; l < valid; ++l) {
+      const uint32_t hi = 2 * q + 1 < x.k ? lo[l * x.ls + x.ks].bits : 0;
+      out[q * width + l] = lo[l * x.ls].bits | hi << 16;
+    }
+  }
+}
+
+// PackAlongLines packs panels [begin, end) of an operand whose lines run
+// along memory (ls == 1: A by columns, B by rows): each pair of k is read
+// once across all their lines, in order, two rows interleaved a vector at
+// a time.
+void PackAlongLines(const Operand& x, int64_t begin, int64_t end, int64_t width,
+                    uint32_t* dst) {
+  const int64_t pairs = (x.k + 1) / 2;
+  for (int64_t q = 0; q < pairs; ++q) {
+    const BFloat16* lo = x.src + 2 * q * x.ks;
+    const BFloat16* hi = lo + x.ks;
+    for (int64_t p = begin; p < end; ++p) {
+      uint32_t* out = dst + p * pairs * width + q * width;
+      const int64_t first = p * width;
+      const int64_t valid = std::min(width, x.lines - first);
+      if (2 * q + 1 < x.k) {
+        for (int64_t l = first; l < first + valid; ++l) {
+          out[l - first] = lo[l].bits | uint32_t{hi[l].bits} << 16;
+        }
+      } else {
+        for (int64_t l = first; l < first + valid; ++l)
+          out[l - first] = lo[l].bits;
       }
-    } else {
-      for (int64_t l = 0; l < valid; ++l) out[q * width + l] = lo[l * ls].bits;
     }
   }
 }
@@ -127,16 +147,18 @@ void PackPanels(const Operand& x, int64_t width, uint32_t* dst,
                 bool one_thread) {
   const int64_t pairs = (x.k + 1) / 2;
   auto pack = [=](int64_t begin, int64_t end) {
+    // The last panel's lines past the operand's stay zeros.
+    if (end * width > x.lines)
+      std::fill_n(dst + (end - 1) * pairs * width, pairs * width, 0u);
+    if (x.ls == 1 && x.ks != 1)
+      return PackAlongLines(x, begin, end, width, dst);
     for (int64_t p = begin; p < end; ++p) {
       uint32_t* out = dst + p * pairs * width;
       const int64_t valid = std::min(width, x.lines - p * width);
-      if (valid < width) std::fill_n(out, pairs * width, 0u);
       if (x.ks == 1) {
         PackPairsAdjacent(x, p * width, valid, width, out);
-      } else if (x.ls == 1) {
-        PackPairsAcross<true>(x, p * width, valid, width, out);
       } else {
-        PackPairsAcross<false>(x, p * width, valid, width, out);
+        PackPairsAcross(x, p * width, valid, width, out);
       }
     }
   };

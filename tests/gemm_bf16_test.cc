@@ -42,19 +42,21 @@ std::vector<BFloat16> RandomBf16(int64_t n, uint32_t seed) {
 
 // Layout: the strides of A (m x k), B (k x n) and C (m x n) in buffers of
 // their own; a_t / b_t store A / B by columns, c_t stores C by columns, and
-// rows of C are padded by 3 otherwise.
+// rows of C are padded by 3 otherwise; `spread` puts A's and B's elements
+// every other place (no stride of 1, as in a strided view).
 struct Layout {
-  bool a_t, b_t, c_t;
+  bool a_t, b_t, c_t, spread = false;
 };
 
 struct Product {
   int64_t m, n, k;
   float alpha, beta;
   Layout layout;
-  int64_t rsa() const { return layout.a_t ? 1 : k; }
-  int64_t csa() const { return layout.a_t ? m : 1; }
-  int64_t rsb() const { return layout.b_t ? 1 : n; }
-  int64_t csb() const { return layout.b_t ? k : 1; }
+  int64_t s() const { return layout.spread ? 2 : 1; }
+  int64_t rsa() const { return s() * (layout.a_t ? 1 : k); }
+  int64_t csa() const { return s() * (layout.a_t ? m : 1); }
+  int64_t rsb() const { return s() * (layout.b_t ? 1 : n); }
+  int64_t csb() const { return s() * (layout.b_t ? k : 1); }
   int64_t rsc() const { return layout.c_t ? 1 : n + 3; }
   int64_t csc() const { return layout.c_t ? m : 1; }
   int64_t c_size() const { return layout.c_t ? m * n : m * (n + 3); }
@@ -66,7 +68,9 @@ struct Operands {
 };
 
 Operands MakeOperands(const Product& p, uint32_t seed) {
-  Operands o{RandomBf16(p.m * p.k, seed), RandomBf16(p.k * p.n, seed + 1), {}};
+  Operands o{RandomBf16(p.s() * p.m * p.k, seed),
+             RandomBf16(p.s() * p.k * p.n, seed + 1),
+             {}};
   for (BFloat16 x : RandomBf16(p.c_size(), seed + 2))
     o.c0.push_back(BFloat16ToFloat(x));
   return o;
@@ -135,10 +139,10 @@ void ExpectNearReference(const Product& p, const Operands& o,
   }
 }
 
-constexpr Layout kLayouts[] = {{false, false, false},
-                               {true, false, false},
-                               {false, true, false},
-                               {true, true, true}};
+constexpr Layout kLayouts[] = {
+    {false, false, false},       {true, false, false},
+    {false, true, false},        {true, true, true},
+    {false, false, false, true}, {true, true, false, true}};
 
 TEST(GemmBf16, NativeMatchesFloat64ReferenceOnManyShapes) {
   SKIP_WITHOUT_BF16_KERNEL();
