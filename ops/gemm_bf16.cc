@@ -215,16 +215,16 @@ void GemmNative(GemmBf16Fn gemm, int64_t m, int64_t n, int64_t k, float alpha,
     const int64_t rows = std::min(chunk, m - row);
     PackPanels({a + row * rsa, rsa, csa, rows, k}, kGemmBf16Rows,
                packed_a.data(), one_thread);
-    const GemmBf16Args args = {rows,
-                               n,
-                               pairs,
-                               alpha,
-                               packed_a.data(),
-                               packed_b.data(),
-                               beta,
-                               c + row * rsc,
-                               rsc,
-                               csc};
+    const GemmBf16Args args = {.m = rows,
+                               .n = n,
+                               .pairs = pairs,
+                               .alpha = alpha,
+                               .a = packed_a.data(),
+                               .b = packed_b.data(),
+                               .beta = beta,
+                               .c = c + row * rsc,
+                               .rsc = rsc,
+                               .csc = csc};
     RunTiles(gemm, args, one_thread);
   }
 }
