@@ -26,6 +26,14 @@ bool CpuHasInstructionsOf(CpuIsa isa) {
 #endif
 }
 
+bool CpuHasAvx512Bf16() {
+#if defined(__x86_64__)
+  return CpuHasInstructionsOf(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 constexpr CpuIsa kLevels[] = {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512};
@@ -120,6 +128,31 @@ absl::StatusOr<const CpuKernels*> ActiveKernels() {
     absl::StatusOr<CpuIsaChoice> choice = ChooseCpuIsa();
     if (!choice.ok()) return new absl::StatusOr<const CpuKernels*>(choice.status());
     return new absl::StatusOr<const CpuKernels*>(&KernelsFor(choice->isa));
+  }();
+  return *active;
+}
+
+Bf16Products Bf16ProductsFor(CpuIsa isa, absl::string_view chosen_by) {
+  const auto gemm = KernelsFor(isa).gemm_bf16;
+  constexpr absl::string_view kWiden = "widen to float32 + sgemm";
+  if (gemm != nullptr && CpuHasAvx512Bf16()) {
+    return {gemm, "vdpbf16ps (AVX512_BF16, kernel level avx512)"};
+  }
+  if (gemm != nullptr) return {nullptr, absl::StrCat(kWiden, " (the CPU lacks AVX512_BF16)")};
+  if (isa == CpuIsa::kAvx512) {
+    return {nullptr, absl::StrCat(kWiden, " (this build's compiler lacks -mavx512bf16)")};
+  }
+  const std::string why = CpuHasAvx512Bf16()
+                              ? absl::StrCat("set lower by ", chosen_by, "; the CPU has AVX512_BF16")
+                              : "the CPU lacks AVX512_BF16";
+  return {nullptr, absl::StrCat(kWiden, " (kernel level ", CpuIsaName(isa), ", ", why, ")")};
+}
+
+absl::StatusOr<Bf16Products> ActiveBf16Products() {
+  static const absl::StatusOr<Bf16Products>* const active = [] {
+    absl::StatusOr<CpuIsaChoice> choice = ChooseCpuIsa();
+    if (!choice.ok()) return new absl::StatusOr<Bf16Products>(choice.status());
+    return new absl::StatusOr<Bf16Products>(Bf16ProductsFor(choice->isa, choice->chosen_by));
   }();
   return *active;
 }

@@ -69,6 +69,31 @@ absl::StatusOr<CpuIsaChoice> ChooseCpuIsa();
 // ActiveKernels returns the table of ChooseCpuIsa's level, or its error.
 absl::StatusOr<const CpuKernels*> ActiveKernels();
 
+// CpuHasAvx512Bf16 is true when this CPU has AVX512_BF16 (vdpbf16ps) as
+// well as the avx512 level's instructions. __builtin_cpu_supports reports
+// AVX-512 features only where the OS enables their register state (XCR0's
+// opmask and zmm bits), so true means the instructions run.
+bool CpuHasAvx512Bf16();
+
+// Bf16Products: the kernel GemmBFloat16 (ops/cpu_runtime.h) runs. `gemm` is
+// the level's gemm_bf16 where the table has one and the CPU runs it, else
+// null: the operands are then widened to float32 for sgemm. `description`
+// says which, and why not the native kernel, for `dagrad info`.
+struct Bf16Products {
+  GemmBf16Fn gemm;
+  std::string description;
+};
+
+// Bf16ProductsFor returns the choice at level `isa` (in CpuIsaRunnable();
+// chosen_by as in CpuIsaChoice, naming what put the level there).
+//
+//   Bf16Products p = Bf16ProductsFor(CpuIsa::kBaseline, "DAGRAD_CPU_ISA");  // p.gemm null
+Bf16Products Bf16ProductsFor(CpuIsa isa, absl::string_view chosen_by);
+
+// ActiveBf16Products returns Bf16ProductsFor of ChooseCpuIsa's level, or
+// its error.
+absl::StatusOr<Bf16Products> ActiveBf16Products();
+
 // ExpShiftSum returns the sum, in double, of exp(x[k] - m) for k < n, and
 // stores each term to y[k] unless y is null (y may be x): the shifted
 // exponentials of softmax and cross_entropy. float runs the active level's

@@ -50,6 +50,7 @@ std::string FeatureString() {
   DAGRAD_FEATURE("avx512dq");
   DAGRAD_FEATURE("avx512bw");
   DAGRAD_FEATURE("avx512vl");
+  DAGRAD_FEATURE("avx512bf16");
   DAGRAD_FEATURE("avx2");
   DAGRAD_FEATURE("fma");
   DAGRAD_FEATURE("avx");

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "engine/bfloat16.h"
+#include "ops/kernels/cpu_kernels.h"
 
 namespace dagrad {
 
@@ -83,21 +84,33 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a,
 
 // GemmBFloat16 is Gemm for bfloat16 operands: C = alpha * A·B + beta * C
 // with A and B bfloat16 (engine/bfloat16.h) and C float32, accumulated in
-// float32 — the product mixed precision trains with. Its result is the
-// float32 product of the bfloat16 values (Gemm<float> of A and B widened,
-// which is exact) to float32 rounding, on every CPU: it widens A in panels
-// of rows and B whole, into buffers of its own, and calls Gemm<float>. That costs one pass over A and B besides the product, the
-// most where one operand is a single row (a token at a time). A kernel that
-// multiplies bfloat16 natively (AVX512_BF16's vdpbf16ps) goes behind this
-// function, chosen at run time from the CPU's features like the kernels of
-// ops/kernels/cpu_kernels.h, and must agree with the widened product to
-// float32 rounding. Returns the status of ConfigureCpu.
+// float32 — the product mixed precision trains with. Where the CPU has
+// AVX512_BF16 and the kernel level is avx512 (ActiveBf16Products,
+// ops/cpu_isa.h), its kernel multiplies the bfloat16 pairs natively
+// (vdpbf16ps) on operands packed by pairs of k; elsewhere A (in panels of
+// rows) and B are widened to float32 and multiplied by Gemm<float>. The
+// products of two bfloat16 are exact in float32, so the two differ only in
+// summation order: each is within 2 (k + 2) eps (|alpha| |A|·|B| + |beta
+// C|) of the exact product, eps = 2^-24 (tests/gemm_bf16_test.cc), and the
+// native kernel counts subnormal inputs and results as zero. Each element of C is
+// summed over k in one fixed order: the same bits on any thread count.
+// beta == 0 reads no C. Returns the status of ConfigureCpu.
 //
 //   DAGRAD_RETURN_IF_ERROR(GemmBFloat16(m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
 absl::Status GemmBFloat16(int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
                           int64_t rsa, int64_t csa, const BFloat16* b, int64_t rsb, int64_t csb,
                           float beta, float* c, int64_t rsc, int64_t csc,
                           bool one_thread = false);
+
+// GemmBFloat16On is GemmBFloat16 with the kernel given: a table's
+// gemm_bf16 (which the CPU must run: CpuHasAvx512Bf16), or null for the
+// widened product, so that a test or a bench runs both in one process.
+//
+//   DAGRAD_RETURN_IF_ERROR(GemmBFloat16On(nullptr, m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
+absl::Status GemmBFloat16On(GemmBf16Fn gemm, int64_t m, int64_t n, int64_t k, float alpha,
+                            const BFloat16* a, int64_t rsa, int64_t csa, const BFloat16* b,
+                            int64_t rsb, int64_t csb, float beta, float* c, int64_t rsc,
+                            int64_t csc, bool one_thread = false);
 
 }  // namespace dagrad
 

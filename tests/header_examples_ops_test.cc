@@ -80,6 +80,13 @@ HEADER_EXAMPLE(OpsCpuIsa) {
   return absl::OkStatus();
 }
 
+HEADER_EXAMPLE(OpsBf16Products) {
+  Bf16Products p = Bf16ProductsFor(CpuIsa::kBaseline, "DAGRAD_CPU_ISA");  // p.gemm null
+  EXPECT_EQ(p.gemm, nullptr);
+  EXPECT_EQ(p.description.rfind("widen to float32 + sgemm (kernel level baseline, ", 0), 0);
+  return absl::OkStatus();
+}
+
 HEADER_EXAMPLE(OpsCpuRuntime) {
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   CpuInfo info = GetCpuInfo();   // info.blis_arch == "skx"
@@ -104,6 +111,9 @@ HEADER_EXAMPLE(OpsGemmBFloat16) {
   std::vector<float> cv(m * n);
   float* c = cv.data();
   DAGRAD_RETURN_IF_ERROR(GemmBFloat16(m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
+  EXPECT_EQ(cv, std::vector<float>(m * n, 6.0f));
+  cv.assign(m * n, 0.0f);
+  DAGRAD_RETURN_IF_ERROR(GemmBFloat16On(nullptr, m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
   EXPECT_EQ(cv, std::vector<float>(m * n, 6.0f));
   return absl::OkStatus();
 }

@@ -107,6 +107,33 @@ struct AttentionBlock {
   T drop_scale;
 };
 
+// GemmBf16Args: C = alpha * A·B + beta * C for bfloat16 A (m x k) and B
+// (k x n), packed by ops/gemm_bf16.cc, and float32 C (element (i, j) at
+// c[i * rsc + j * csc]). Both operands are packed by pairs of k, as
+// vdpbf16ps reads them: a uint32 holds the bits of element 2q (low half)
+// and 2q + 1 (high half) of k, zero past k (an odd k gets a zero partner).
+// A: row panels of kGemmBf16Rows rows, panel p at a + p * pairs *
+// kGemmBf16Rows, pair q of its row r at [q * kGemmBf16Rows + r]; B: column
+// panels of kGemmBf16Cols columns, panel j at b + j * pairs *
+// kGemmBf16Cols, pair q of its column l at [q * kGemmBf16Cols + l]. Rows
+// past m and columns past n are zeros. beta == 0 reads no C (a NaN there
+// does not propagate), as BLIS's sgemm.
+inline constexpr int64_t kGemmBf16Rows = 6;
+inline constexpr int64_t kGemmBf16Cols = 64;
+
+struct GemmBf16Args {
+  int64_t m, n, pairs;
+  float alpha;
+  const uint32_t* a;
+  const uint32_t* b;
+  float beta;
+  float* c;
+  int64_t rsc, csc;
+};
+
+using GemmBf16Fn = void (*)(const GemmBf16Args& args, int64_t row_begin, int64_t row_end,
+                            int64_t col_begin, int64_t col_end);
+
 struct CpuKernels {
   const char* isa;  // "baseline", "avx2" or "avx512"
 
@@ -120,6 +147,18 @@ struct CpuKernels {
   // BLIS's kernel set of the same level (measured per level, see
   // kSmallGemmMaxMadds in ops/kernels/level.h); IsSmallGemm reads it.
   int64_t small_gemm_max_madds;
+
+  // gemm_bf16: the tiles of GemmBf16Args's product in row panels
+  // [row_begin, row_end) and column panels [col_begin, col_end), each
+  // element of C accumulated in float32 over k in order, a pair at a time
+  // by vdpbf16ps (AVX512_BF16). The products of two bfloat16 are exact in
+  // float32 (inside its range), so the result differs from the widened
+  // float32 product only in summation order: each is within 2 (k + 2) eps
+  // (|alpha| |A|·|B| + |beta C|) of the exact product, eps = 2^-24, except
+  // that the instruction counts subnormal inputs and results as zero. Null
+  // at levels without it; run it only where CpuHasAvx512Bf16()
+  // (ops/cpu_isa.h) holds.
+  GemmBf16Fn gemm_bf16;
 
   // philox_bits writes the random words of blocks first .. first +
   // kPhiloxBlocks - 1 of RandomStream{seed, stream, step} (engine/philox.h):

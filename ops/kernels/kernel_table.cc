@@ -14,6 +14,11 @@ const CpuKernels& Table() {
       .small_gemm_f32 = SmallGemmF32,
       .small_gemm_f64 = SmallGemmF64,
       .small_gemm_max_madds = kSmallGemmMaxMadds,
+#if defined(DAGRAD_HAVE_BF16_KERNEL)
+      .gemm_bf16 = GemmBf16,
+#else
+      .gemm_bf16 = nullptr,
+#endif
       .philox_bits = PhiloxBits,
       .dropout_f32 = DropoutF32,
       .dropout_f64 = DropoutF64,

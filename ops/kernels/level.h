@@ -31,6 +31,10 @@ inline constexpr int64_t kSmallGemmMaxMadds = int64_t{1} << 19;
 
 void SmallGemmF32(const SmallGemmArgs<float>& args);
 void SmallGemmF64(const SmallGemmArgs<double>& args);
+// GemmBf16 is compiled at the avx512 level only, with -mavx512bf16
+// (ops/kernels/gemm_bf16_kernel.cc), where DAGRAD_HAVE_BF16_KERNEL says so.
+void GemmBf16(const GemmBf16Args& args, int64_t row_begin, int64_t row_end, int64_t col_begin,
+              int64_t col_end);
 void PhiloxBits(uint64_t seed, uint32_t stream, uint32_t step, uint64_t first, uint32_t* out);
 void DropoutF32(const DropoutArgs<float>& args, int64_t begin, int64_t end);
 void DropoutF64(const DropoutArgs<double>& args, int64_t begin, int64_t end);

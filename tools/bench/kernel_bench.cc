@@ -18,6 +18,12 @@
 //                                  scores; (64, 32, 512) activations
 //   matmul_batched/<n>             (64, n, n) x (64, n, n)ᵀ, the matmul op
 //   matmul_1024                    1024^3, the matmul op (BLIS)
+//   gemm_bf16/<shape>/<side>       the GPT text step's products (dim 128, ffn
+//                                  512, vocab 256, 32 x 64 rows; dW with A
+//                                  by columns, dX with B by columns), one
+//                                  thread: vdpbf16ps (the native bf16
+//                                  kernel), widened (bf16 widened + sgemm),
+//                                  sgemm (BLIS on float32 operands)
 //   fma_peak/<level>               the peak float rate of --threads cores at
 //                                  the level (tools/bench/fma_peak.h): no
 //                                  product passes it
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/bfloat16.h"
 #include "engine/executor.h"
 #include "ops/cpu_isa.h"
 #include "ops/cpu_runtime.h"
@@ -213,7 +220,58 @@ void MatMulCase(benchmark::State& state, int64_t batch, int64_t n, bool trans_b)
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// GemmBf16Case times one m x n x k product on `side`'s path, one thread
+// (rated by CPU time, which other processes on the core move less).
+void GemmBf16Case(benchmark::State& state, const std::string& side, int64_t m,
+                  int64_t n, int64_t k, bool a_t, bool b_t) {
+  const std::vector<float> a = Random(m * k), b = Random(k * n);
+  std::vector<BFloat16> a16, b16;
+  for (float x : a) a16.push_back(FloatToBFloat16(x));
+  for (float x : b) b16.push_back(FloatToBFloat16(x));
+  std::vector<float> c(m * n);
+  const int64_t rsa = a_t ? 1 : k, csa = a_t ? m : 1, rsb = b_t ? 1 : n,
+                csb = b_t ? k : 1;
+  const GemmBf16Fn native =
+      CpuHasAvx512Bf16() ? Bf16ProductsFor(CpuIsa::kAvx512, "cpu features").gemm
+                         : nullptr;
+  if (side == "vdpbf16ps" && native == nullptr)
+    return state.SkipWithError("no AVX512_BF16");
+  for (auto _ : state) {
+    const absl::Status st =
+        side == "sgemm"
+            ? Gemm<float>(m, n, k, 1.0f, a.data(), rsa, csa, b.data(), rsb, csb,
+                          0.0f, c.data(), n, 1, /*one_thread=*/true)
+            : GemmBFloat16On(side == "widened" ? nullptr : native, m, n, k,
+                             1.0f, a16.data(), rsa, csa, b16.data(), rsb, csb,
+                             0.0f, c.data(), n, 1, /*one_thread=*/true);
+    if (!st.ok()) return state.SkipWithError(std::string(st.message()).c_str());
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["flops"] = benchmark::Counter(
+      2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void RegisterGemmBf16() {
+  struct Product {
+    const char* name;
+    int64_t m, n, k;
+    bool a_t, b_t;
+  };
+  for (const Product& s : {Product{"qkv", 2048, 384, 128, false, false},
+                           Product{"fc", 2048, 512, 128, false, false},
+                           Product{"mlp_proj", 2048, 128, 512, false, false},
+                           Product{"logits", 2048, 256, 128, false, false},
+                           Product{"fc_dx", 2048, 128, 512, false, true},
+                           Product{"fc_dw", 128, 512, 2048, true, false}}) {
+    for (const char* side : {"vdpbf16ps", "sgemm", "widened"}) {
+      benchmark::RegisterBenchmark(absl::StrCat("gemm_bf16/", s.name, "/", side).c_str(),
+                                   GemmBf16Case, std::string(side), s.m, s.n, s.k, s.a_t, s.b_t);
+    }
+  }
+}
+
 void Register() {
+  RegisterGemmBf16();
   for (CpuIsa isa : CpuIsaRunnable()) {
     const std::string level(CpuIsaName(isa));
     for (int64_t n : {32, 48, 64}) {

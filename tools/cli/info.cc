@@ -19,12 +19,15 @@ int RunInfo() {
   const CpuInfo cpu = GetCpuInfo();
   const absl::StatusOr<CpuIsaChoice> isa = ChooseCpuIsa();
   if (!isa.ok()) return Failure(InfoCommand(), isa.status());
+  const absl::StatusOr<Bf16Products> bf16 = ActiveBf16Products();
+  if (!bf16.ok()) return Failure(InfoCommand(), bf16.status());
   std::cout << "dagrad " << DAGRAD_VERSION << "\n"
             << "cpu: BLIS " << cpu.blis_version << ", kernel set '" << cpu.blis_arch
             << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
             << (cpu.threads == 1 ? "" : "s") << "\n"
             << "cpu features: " << cpu.cpu_features << "\n"
             << "kernels: " << CpuIsaName(isa->isa) << " (chosen by " << isa->chosen_by << ")\n"
+            << "bf16 products: " << bf16->description << "\n"
             << "cuda: " << ::dagrad::DescribeCuda() << "\n"
             << "graphviz: " << (DotProgram().empty() ? "not found (DOT files are still written)"
                                                      : DotProgram())
