@@ -79,7 +79,7 @@ void ZeroSteps(float* row, int64_t k, int64_t n) {
 }
 
 // Max is the NaN-propagating maximum of two registers, lane by lane.
-VecF Max(VecF a, VecF b) { return (a > b) | (a != a) ? a : b; }
+VecF Max(VecF a, VecF b) { return ((a > b) | (a != a)) ? a : b; }
 
 // MaxOfRow is the NaN-propagating maximum of z[0, valid).
 float MaxOfRow(const float* z, int64_t valid) {
@@ -94,11 +94,10 @@ float MaxOfRow(const float* z, int64_t valid) {
     }
   }
   for (int j = 1; j < kSteps; ++j) m[0] = Max(m[j], m[0]);
-  // Across the lanes: each lane takes the max with the lane `half` away.
-  for (int half = kVecLanes / 2; half > 0; half /= 2) {
-    m[0] = Max(__builtin_shuffle(m[0], Lanes() ^ half), m[0]);
-  }
-  return m[0][0];
+  // Across the lanes, once a row (GCC's and clang's vector shuffles differ).
+  float max = m[0][0];
+  for (int i = 1; i < kVecLanes; ++i) max = PropagatingMax(m[0][i], max);
+  return max;
 }
 double MaxOfRow(const double* z, int64_t valid) {
   double m = -std::numeric_limits<double>::infinity();
