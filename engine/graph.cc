@@ -250,7 +250,7 @@ Value Graph::AddOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
     return Value(this, kNoNode, static_cast<int32_t>(errors_.size() - 1));
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if ((op.mutates >> i & 1) && (ids[i] == kNoNode || !node(ids[i]).is_variable())) {
+    if (op.Writes(i) && (ids[i] == kNoNode || !node(ids[i]).is_variable())) {
       return fail(absl::StrCat("input ", i, " is written in place and must be a variable"));
     }
   }

@@ -21,6 +21,7 @@
 #ifndef DAGRAD_ENGINE_OP_H_
 #define DAGRAD_ENGINE_OP_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -176,6 +177,10 @@ struct OpDef {
   // writes a variable and can fail has one, so that a bad feed fails the
   // run before any update.
   Kernel check = nullptr;
+
+  // Writes says whether the op writes input `i` (its bit in `mutates`); an
+  // op of many inputs (Concat, SumOfSquares) writes none past bit 31.
+  bool Writes(size_t i) const { return i < 32 && (mutates >> i & 1); }
 };
 
 }  // namespace dagrad

@@ -83,7 +83,7 @@ std::vector<bool> Needed(const Graph& graph, absl::Span<const Value> roots) {
 bool Writes(const Node& node, NodeId var) {
   if (!WritesVariable(node)) return false;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    if ((node.op->mutates >> i & 1) && node.inputs[i] == var) return true;
+    if (node.op->Writes(i) && node.inputs[i] == var) return true;
   }
   return false;
 }
@@ -130,7 +130,7 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
     if (!needed[id] || graph.node(id).kind != NodeKind::kOp) continue;
     const Node& node = graph.node(id);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (!(node.op->mutates >> i & 1)) continue;
+      if (!node.op->Writes(i)) continue;
       const NodeId var = node.inputs[i];
       for (NodeId reader : readers[var]) {
         // Two ops that write one variable run in id order, one after the other.

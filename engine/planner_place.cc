@@ -21,7 +21,7 @@ std::vector<bool> FindUpdates(const Graph& graph, ExecutionPlan& plan) {
     if (!WritesVariable(node)) continue;
     plan.first_update = i;
     for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.op->mutates >> k & 1) written[node.inputs[k]] = true;
+      if (node.op->Writes(k)) written[node.inputs[k]] = true;
     }
   }
   return written;

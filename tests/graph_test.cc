@@ -34,6 +34,16 @@ TEST(Shape, ValidateDimsCatchesNegativeAndOverflow) {
   EXPECT_EQ(*ValidateDims({big, big, 0}), 0);
 }
 
+// Writes reads `mutates` bit by bit; input 34 of an op of many inputs is
+// past the mask, not bit 2 again (x86 takes a 32-bit shift count mod 32).
+TEST(OpDef, WritesNoInputPastTheMask) {
+  const OpDef adam_like = {.name = "writer", .mutates = 0b101};
+  EXPECT_TRUE(adam_like.Writes(0));
+  EXPECT_FALSE(adam_like.Writes(1));
+  EXPECT_TRUE(adam_like.Writes(2));
+  for (size_t i : {31, 32, 34, 66, 1000}) EXPECT_FALSE(adam_like.Writes(i)) << i;
+}
+
 TEST(Graph, ScopesNamesAndPaths) {
   Graph g;
   Value x = g.Input("x", DType::kFloat32, {2});
