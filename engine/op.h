@@ -178,9 +178,11 @@ struct OpDef {
   // run before any update.
   Kernel check = nullptr;
 
-  // Writes says whether the op writes input `i` (its bit in `mutates`); an
-  // op of many inputs (Concat, SumOfSquares) writes none past bit 31.
+  // Writes says whether the op writes input `i` (its bit in `mutates`), and
+  // NoGradient whether input `i` takes no gradient (nondiff_inputs); an op
+  // of many inputs (Concat, SumOfSquares) has no bit past 31.
   bool Writes(size_t i) const { return i < 32 && (mutates >> i & 1); }
+  bool NoGradient(size_t i) const { return i < 32 && (nondiff_inputs >> i & 1); }
 };
 
 }  // namespace dagrad

@@ -162,7 +162,7 @@ Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs, Attrs
     if (!v.is_null() && !v.ok()) return v;
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].is_null() && !(optional >> i & 1)) {
+    if (inputs[i].is_null() && !(i < 32 && (optional >> i & 1))) {
       return g.Error(absl::InvalidArgumentError(
           absl::StrCat(op.name, ": required input ", i, " is a null Value")));
     }

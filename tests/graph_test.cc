@@ -42,6 +42,10 @@ TEST(OpDef, WritesNoInputPastTheMask) {
   EXPECT_FALSE(adam_like.Writes(1));
   EXPECT_TRUE(adam_like.Writes(2));
   for (size_t i : {31, 32, 34, 66, 1000}) EXPECT_FALSE(adam_like.Writes(i)) << i;
+  const OpDef masked = {.name = "masked", .nondiff_inputs = 0b10};
+  EXPECT_FALSE(masked.NoGradient(0));
+  EXPECT_TRUE(masked.NoGradient(1));
+  for (size_t i : {33, 65}) EXPECT_FALSE(masked.NoGradient(i)) << i;
 }
 
 TEST(Graph, ScopesNamesAndPaths) {

@@ -117,7 +117,7 @@ absl::Status ValidateArguments(const Value& loss, absl::Span<const Value> wrt,
 // gradient, given which nodes depend on a wrt value.
 bool TakesGradient(const Node& node, size_t i, const std::vector<bool>& reaches) {
   const NodeId in = node.inputs[i];
-  return in != kNoNode && reaches[in] && !(node.op->nondiff_inputs >> i & 1);
+  return in != kNoNode && reaches[in] && !node.op->NoGradient(i);
 }
 
 // Reachability marks the nodes with ids in [0, n) that depend
