@@ -35,7 +35,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "engine/host_device.h"
+#include "engine/device/host_device.h"
 
 namespace dagrad {
 

@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/checked_math.h"
 #include "engine/op.h"
-#include "engine/plan_memory.h"
+#include "engine/plan/internal/plan_memory.h"
 #include "engine/status_macros.h"
 
 namespace dagrad {

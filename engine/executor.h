@@ -66,11 +66,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "engine/communicator.h"
-#include "engine/device.h"
+#include "engine/device/communicator.h"
+#include "engine/device/device.h"
 #include "engine/graph.h"
-#include "engine/memory_budget.h"
-#include "engine/planner.h"
+#include "engine/plan/memory_budget.h"
+#include "engine/plan/planner.h"
 #include "engine/tensor.h"
 
 namespace dagrad {
@@ -84,9 +84,9 @@ struct ExecutorOptions {
   // arithmetic and, before allocating any of it, compares that with this
   // limit less what is in use and, on a host device with
   // check_host_memory, with what the host may still give (MemAvailable,
-  // the cgroup's limit: engine/host_memory.h). Over either is
+  // the cgroup's limit: engine/plan/host_memory.h). Over either is
   // ResourceExhausted naming the need, the limit and the biggest buffers
-  // (engine/memory_budget.h).
+  // (engine/plan/memory_budget.h).
   int64_t memory_limit_bytes = 0;
   // poison_arena fills every plan's arena with 0xFF bytes (NaN as float32
   // and float64) before each run, so that a kernel that leaves part of its

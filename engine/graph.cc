@@ -306,4 +306,27 @@ absl::Status CheckSameGraph(absl::Span<const Value> values) {
   return absl::OkStatus();
 }
 
+std::vector<bool> DependedOn(const Graph& g, absl::Span<const Value> roots) {
+  std::vector<bool> reached(g.num_nodes(), false);
+  std::vector<NodeId> stack;
+  for (const Value& v : roots) stack.push_back(v.id());
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (id == kNoNode || reached[id]) continue;
+    reached[id] = true;
+    for (NodeId in : g.node(id).inputs) stack.push_back(in);
+  }
+  return reached;
+}
+
+std::vector<NodeId> AncestorsOf(const Graph& g, absl::Span<const Value> roots) {
+  const std::vector<bool> reached = DependedOn(g, roots);
+  std::vector<NodeId> ids;
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    if (reached[id]) ids.push_back(id);
+  }
+  return ids;
+}
+
 }  // namespace dagrad

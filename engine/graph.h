@@ -24,7 +24,7 @@
 // and variables keep the name given, and one whose name is empty, holds a
 // '/' or repeats a path already in the graph is an InvalidArgument error
 // Value. Nested names come from scopes, which checkpoints show with '.'
-// (engine/checkpoint.h):
+// (engine/io/checkpoint.h):
 //
 //   Graph::Scope scope(g, "tok_emb");
 //   Value table = g.Parameter("weight", {V, E}, Initializer::Normal(0, 1));
@@ -259,6 +259,17 @@ class Graph {
 // CheckSameGraph returns InvalidArgument when the values belong to different
 // graphs; for functions that take several Values.
 absl::Status CheckSameGraph(absl::Span<const Value> values);
+
+// DependedOn returns, per node id of `g`, whether one of `roots` depends on
+// that node (a root depends on itself); AncestorsOf lists those ids in id
+// order, a topological order. Null roots are skipped.
+//
+//   Graph g;
+//   Value x = g.Input("x", DType::kFloat32, {2});
+//   Value y = Exp(x), z = Neg(x);
+//   std::vector<NodeId> ids = AncestorsOf(g, {y});   // {x.id(), y.id()}: not z
+std::vector<bool> DependedOn(const Graph& g, absl::Span<const Value> roots);
+std::vector<NodeId> AncestorsOf(const Graph& g, absl::Span<const Value> roots);
 
 }  // namespace dagrad
 

@@ -84,7 +84,7 @@ struct RunContext {
   // handle and the error record); null on the CPU.
   void* device_state = nullptr;
   // communicator carries the collective ops' reductions between processes
-  // (engine/communicator.h); never null in a run.
+  // (engine/device/communicator.h); never null in a run.
   Communicator* communicator = nullptr;
   // Data parallelism: this process runs rows [batch_begin, batch_begin +
   // batch_rows) of the global batch. Dropout offsets its element counter

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "engine/host_device.h"
+#include "engine/device/host_device.h"
 
 namespace dagrad {
 
@@ -57,7 +57,7 @@ DAGRAD_HOST_DEVICE inline float UniformFromBits(uint32_t bits) {
 // upper half of the counter (a stream id such as a node id, and a step). The
 // lower half of the counter is the element index divided by four. The CPU
 // computes many blocks at once with the vectorised philox_bits kernel
-// (ops/kernels/cpu_kernels.h), which gives the same numbers.
+// (ops/cpu/kernels/cpu_kernels.h), which gives the same numbers.
 struct RandomStream {
   uint64_t seed;
   uint32_t stream;

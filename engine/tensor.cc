@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/aligned_buffer.h"
+#include "engine/device/aligned_buffer.h"
 
 namespace dagrad {
 

@@ -7,9 +7,9 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
-#include "models/tasks.h"
+#include "models/toy/tasks.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
@@ -73,7 +73,7 @@ absl::Status NonFiniteSteps::NonFinite(int64_t step, double loss, double grad_no
       skip ? absl::StrCat(" (", max_in_a_row_,
                           " steps in a row were not finite: max_consecutive_skips)")
            : "",
-      ". Rerun with --check_numerics (the config's check_numerics) to find the node that "
+      ". Rerun with ExecutorOptions::check_numerics set to find the node that "
       "produced it, or lower the learning rate"));
 }
 

@@ -43,13 +43,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "engine/autodiff/optimizer.h"
-#include "engine/autodiff/precision.h"
-#include "engine/communicator.h"
+#include "engine/device/communicator.h"
 #include "engine/executor.h"
-#include "engine/file_io.h"
 #include "engine/graph.h"
-#include "engine/safetensors.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
+#include "ops/autodiff/optimizer.h"
+#include "ops/autodiff/precision.h"
 
 namespace dagrad::models {
 
@@ -184,7 +184,7 @@ Value EvalStats(Value loss, Value logits, Value targets);
 EvalResult EvalResultOf(const Tensor& stats);
 
 // BatchShare is a trainer's share of each step's batch of `batch` rows
-// (models/toy_trainer.h and gpt_trainer.h use it alike). In one process it
+// (models/toy/toy_trainer.h and gpt_trainer.h use it alike). In one process it
 // is the whole batch. Data parallel (a communicator of N ranks), `batch` is
 // the global batch, which every rank draws whole, and rank r trains on
 // rows [r B/N, (r+1) B/N) with dropout counters offset by its first row
@@ -262,7 +262,7 @@ class Trainer {
 
   // SaveCheckpoint writes parameters, optimizer state, the step (with the
   // counts of skipped updates) and the config atomically, with checksums
-  // (engine/checkpoint.h), keeping the file it replaces as
+  // (engine/io/checkpoint.h), keeping the file it replaces as
   // options.keep_previous_as if that is set. FailedPrecondition naming the
   // tensor, and nothing written, when a value is NaN or Inf.
   // LoadCheckpoint restores them, all or nothing. Errors: those of
@@ -341,7 +341,7 @@ class Trainer {
 
 // RewriteForPrecision replaces each of `values` (forward values of one
 // graph: a loss and its logits) with its rewrite under `precision`
-// (ApplyPrecision, engine/autodiff/precision.h), all in one rewrite, so
+// (ApplyPrecision, ops/autodiff/precision.h), all in one rewrite, so
 // that they share its casts; ApplyPrecision's errors.
 //
 //   DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(Precision::kBFloat16, {&loss, &logits}));

@@ -17,9 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
-#include "ops/attention_cpu.h"
-#include "ops/attention_layout.h"
 #include "ops/dropout.h"
+#include "ops/internal/attention_cpu.h"
+#include "ops/internal/attention_layout.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"

@@ -4,9 +4,9 @@
 // product), the masks, the online-softmax step (the level's kernel), and
 // O += P V (a block product), O rescaled as the running maximum grows.
 // Blocks of different (batch, head, rows) are independent: they are spread
-// over the threads (ops/parallel.h), each with its own scratch.
+// over the threads (ops/cpu/parallel.h), each with its own scratch.
 
-#include "ops/attention_cpu.h"
+#include "ops/internal/attention_cpu.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,13 +14,14 @@
 #include <type_traits>
 
 #include "engine/status_macros.h"
-#include "ops/cpu_isa.h"
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/gemm.h"
+#include "ops/cpu/internal/small_gemm.h"
+#include "ops/cpu/parallel.h"
 #include "ops/dropout.h"
-#include "ops/dropout_math.h"
+#include "ops/math/dropout_math.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
-#include "ops/small_gemm.h"
 #include "ops/softmax.h"
 
 namespace dagrad {

@@ -24,11 +24,11 @@
 #include <type_traits>
 
 #include "engine/status_macros.h"
-#include "ops/attention_cpu.h"
-#include "ops/cpu_isa.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/vector_math.h"
+#include "ops/cpu/parallel.h"
+#include "ops/internal/attention_cpu.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
-#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace attention_cpu {

@@ -1,4 +1,4 @@
-#include "ops/attention_layout.h"
+#include "ops/internal/attention_layout.h"
 
 #include <string>
 

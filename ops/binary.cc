@@ -1,10 +1,10 @@
 // Binary elementwise ops with numpy broadcasting: arithmetic (differentiable),
 // comparisons and logic (bool results, not differentiable).
 
-#include "ops/broadcast.h"
+#include "ops/cpu/internal/broadcast.h"
+#include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

@@ -8,9 +8,9 @@
 
 #include "engine/bfloat16.h"
 #include "engine/status_macros.h"
+#include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

@@ -2,14 +2,14 @@
 // then all_reduce_start and all_reduce_wait (a bucket's non-blocking sum),
 // each as shape inference, CPU kernel, gradient rule, OpDef, builder. The
 // kernels only move bytes and call the run's Communicator, which does the
-// summing (engine/communicator.h).
+// summing (engine/device/communicator.h).
 
 #include "ops/collective.h"
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "engine/communicator.h"
+#include "engine/device/communicator.h"
 #include "engine/status_macros.h"
 #include "ops/fill.h"
 #include "ops/op_util.h"

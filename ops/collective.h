@@ -2,7 +2,7 @@
 //
 // Collectives as graph: the sum of a tensor over the processes ("ranks") of
 // a data-parallel job, through the executor's Communicator
-// (engine/communicator.h; ExecutorOptions::communicator). With one process
+// (engine/device/communicator.h; ExecutorOptions::communicator). With one process
 // each is the identity, so a graph holding them runs and gradchecks alone.
 //
 // AllReduce is the blocking form. StartAllReduce / WaitAllReduce split it
@@ -11,7 +11,7 @@
 // an early op (OpDef::early), which the planner runs as soon as its inputs
 // are ready, so the transfer overlaps the rest of backward; the wait, which
 // nothing needs before the gradient clipping and the updates, returns the
-// sum. BuildTrainingStep builds them (engine/autodiff/data_parallel.h).
+// sum. BuildTrainingStep builds them (ops/autodiff/data_parallel.h).
 //
 //   Value total = AllReduce(local_count);                 // () -> ()
 //   Value bucket = StartAllReduce({g1, g2}, 0, 6);        // g1 (2, 3), g2 (6,): first 6 of g2

@@ -12,10 +12,10 @@
 #include "absl/strings/str_format.h"
 #include "engine/philox.h"
 #include "engine/status_macros.h"
-#include "ops/cpu_isa.h"
-#include "ops/dropout_math.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/parallel.h"
+#include "ops/math/dropout_math.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

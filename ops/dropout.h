@@ -24,7 +24,7 @@
 //   y       = x * (keep ? s : 0), with s = 1 / (1 - p) computed in the element
 //             type: T(1) / (T(1) - T(p)). A dropped element is x * 0, as in
 //             torch: -0.0 for a negative x, NaN for a NaN or infinite x.
-// ops/dropout_math.h holds this rule for both backends.
+// ops/math/dropout_math.h holds this rule for both backends.
 // That is RandomStream{seed, stream, step}.Bits(i).
 
 #ifndef DAGRAD_OPS_DROPOUT_H_

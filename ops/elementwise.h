@@ -25,11 +25,11 @@
 #include <type_traits>
 
 #include "engine/attrs.h"
+#include "engine/device/host_device.h"
 #include "engine/graph.h"
-#include "engine/host_device.h"
 #include "ops/gelu.h"  // Gelu, GeluGrad
-#include "ops/int_math.h"
-#include "ops/minmax.h"
+#include "ops/math/int_math.h"
+#include "ops/math/minmax.h"
 
 namespace dagrad {
 
@@ -138,7 +138,7 @@ inline Value operator/(Value a, double s) { return Scale(a, 1.0 / s); }
 // The math functions in namespace `math` take float or double and call the
 // C library on the host and CUDA's device functions on the GPU (other
 // families' kernels use them too). Integer arithmetic wraps around
-// (ops/int_math.h); maximum and minimum propagate NaN (ops/minmax.h).
+// (ops/math/int_math.h); maximum and minimum propagate NaN (ops/math/minmax.h).
 
 namespace math {
 

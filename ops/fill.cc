@@ -11,8 +11,8 @@
 #include <utility>
 #include <variant>
 
+#include "ops/cpu/parallel.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

@@ -27,9 +27,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/attrs.h"
+#include "engine/device/host_device.h"
 #include "engine/graph.h"
-#include "engine/host_device.h"
-#include "ops/int_math.h"
+#include "ops/math/int_math.h"
 
 namespace dagrad {
 

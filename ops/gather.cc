@@ -14,8 +14,8 @@
 
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
+#include "ops/cpu/parallel.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

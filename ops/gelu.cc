@@ -7,10 +7,10 @@
 #include <type_traits>
 
 #include "engine/status_macros.h"
-#include "ops/cpu_isa.h"
-#include "ops/gelu_math.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/parallel.h"
+#include "ops/math/gelu_math.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

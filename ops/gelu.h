@@ -3,7 +3,7 @@
 // GELU, as torch.nn.GELU(approximate=...): the exact form x * Phi(x), with
 // Phi the standard normal CDF, or the tanh approximation
 // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). Float32 runs the
-// vectorised kernels of the CPU's ISA level (ops/kernels/gelu_kernel.cc:
+// vectorised kernels of the CPU's ISA level (ops/cpu/kernels/gelu_kernel.cc:
 // Phi within 2^-23 of exact, bit-identical on every level); float64 and
 // CUDA use the C library's erf and tanh.
 //

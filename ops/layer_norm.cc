@@ -7,7 +7,7 @@
 // E[x^2] - E[x]^2 on rows with a large mean. The backward kernels recompute
 // them rather than saving them from the forward pass: a row is re-read from
 // cache for a few flops per element, and the graph needs no second output.
-// The row loops are ISA-level kernels (ops/kernels/row_kernels.cc).
+// The row loops are ISA-level kernels (ops/cpu/kernels/row_kernels.cc).
 
 #include "ops/layer_norm.h"
 
@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "engine/status_macros.h"
-#include "ops/cpu_isa.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/vector_math.h"
+#include "ops/cpu/parallel.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
-#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace {
@@ -67,7 +67,7 @@ absl::Status CheckGradient(const InferContext& ctx, int i) {
 }
 
 // layer_norm and layer_norm_grad run the active ISA level's row kernels
-// (ops/kernels/row_kernels.cc), over chunks of rows split across threads.
+// (ops/cpu/kernels/row_kernels.cc), over chunks of rows split across threads.
 template <typename T>
 absl::Status LayerNormRows(const KernelContext& ctx, bool grad) {
   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());

@@ -14,11 +14,11 @@
 
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
-#include "ops/cpu_isa.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/vector_math.h"
+#include "ops/cpu/parallel.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
-#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace {

@@ -10,16 +10,17 @@
 #include <type_traits>
 
 #include "engine/status_macros.h"
-#include "ops/broadcast.h"
-#include "ops/cpu_isa.h"
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/internal/broadcast.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/gemm.h"
+#include "ops/cpu/internal/small_gemm.h"
+#include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
-#include "ops/small_gemm.h"
 
 namespace dagrad {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "engine/status_macros.h"
+#include "ops/cpu/parallel.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

@@ -10,16 +10,16 @@
 #include <type_traits>
 
 #include "engine/status_macros.h"
-#include "ops/cpu_isa.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/vector_math.h"
+#include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
-#include "ops/int_math.h"
-#include "ops/minmax.h"
+#include "ops/math/int_math.h"
+#include "ops/math/minmax.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
-#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace {
@@ -51,7 +51,7 @@ absl::StatusOr<TensorType> InferReduce(const InferContext& ctx) {
 
 // Sums accumulate in Acc<T>: double for floats, so that every path (row,
 // column, odometer) agrees with float64 to the output's rounding; int64 for
-// integers, which wrap (ops/int_math.h) to the same bits on every path.
+// integers, which wrap (ops/math/int_math.h) to the same bits on every path.
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 

@@ -14,9 +14,9 @@
 //   - float sums and means accumulate in double and round once to the
 //     output's dtype, so a float32 Sum over any axis agrees with float64 to
 //     float32 rounding, however many elements it adds; integer sums wrap
-//     (ops/int_math.h);
+//     (ops/math/int_math.h);
 //   - NaN propagates: Sum and Mean as IEEE addition does, Max as torch.amax
-//     (NaN wherever in the row the NaN sits, ops/minmax.h);
+//     (NaN wherever in the row the NaN sits, ops/math/minmax.h);
 //   - over zero elements, Sum gives 0, Mean NaN (0/0, as torch.mean), and
 //     Max -inf for floats and the lowest value for integers (its identity;
 //     torch.amax raises an error instead).

@@ -1,6 +1,6 @@
 // Sampling ops (ops/sampling.h): argmax, topk_values / topk_indices and
 // multinomial: shape inference, CPU kernels (the per-row rules of
-// ops/sampling_math.h), the OpDefs (not differentiable), then the builders.
+// ops/math/sampling_math.h), the OpDefs (not differentiable), then the builders.
 
 #include "ops/sampling.h"
 
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "engine/status_macros.h"
+#include "ops/cpu/parallel.h"
+#include "ops/math/sampling_math.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
-#include "ops/sampling_math.h"
 
 namespace dagrad {
 namespace {

@@ -3,9 +3,9 @@
 
 #include "ops/select.h"
 
-#include "ops/broadcast.h"
+#include "ops/cpu/internal/broadcast.h"
+#include "ops/cpu/parallel.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

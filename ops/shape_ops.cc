@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
-#include "ops/broadcast.h"
+#include "ops/cpu/internal/broadcast.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"

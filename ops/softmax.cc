@@ -7,7 +7,7 @@
 // a few simple loops over contiguous memory (scale and bias, mask, max,
 // exp-and-sum, normalise) rather than one loop with branches, so that the
 // compiler vectorises each; the float exp-and-sum is the active ISA level's
-// kernel (ops/kernels/row_kernels.cc). Positions cut off by a valid
+// kernel (ops/cpu/kernels/row_kernels.cc). Positions cut off by a valid
 // length or the causal limit form the row's tail: it is zeroed, never
 // exponentiated.
 
@@ -19,14 +19,14 @@
 #include <vector>
 
 #include "engine/status_macros.h"
-#include "ops/broadcast.h"
-#include "ops/cpu_isa.h"
+#include "ops/cpu/internal/broadcast.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/vector_math.h"
+#include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "ops/registry.h"
-#include "ops/vector_math.h"
 
 namespace dagrad {
 namespace {

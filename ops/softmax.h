@@ -45,7 +45,7 @@ struct SoftmaxMask {
   // queries (S >= T), causal_offset = S - T lets query q see keys up to
   // its own position in the whole sequence. MultiheadAttention's rotary
   // embedding uses the same alignment: its queries rotate from position
-  // S - T, its keys from 0 (models/nn_attention.h).
+  // S - T, its keys from 0 (models/nn/attention.h).
   bool causal = false;
   int64_t causal_offset = 0;
 };

@@ -3,7 +3,7 @@
 // and Add for speed: the composed gradient norm is three kernels per
 // parameter and a serial chain of float64 adds, where this is one pass
 // over every gradient (one launch on CUDA), in an order fixed by
-// ops/sum_of_squares_math.h.
+// ops/math/sum_of_squares_math.h.
 
 #include "ops/sum_of_squares.h"
 
@@ -12,11 +12,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
+#include "ops/math/sum_of_squares_math.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
-#include "ops/sum_of_squares_math.h"
 
 namespace dagrad {
 namespace {
@@ -30,7 +30,7 @@ absl::StatusOr<TensorType> InferSumOfSquares(const InferContext& ctx) {
 }
 
 // LaneTreeSum adds value(0), ..., value(n - 1) in the order of
-// ops/sum_of_squares_math.h: lane l takes values l, l + kSquaresLanes, ...;
+// ops/math/sum_of_squares_math.h: lane l takes values l, l + kSquaresLanes, ...;
 // the lanes are folded by the tree. A row of kSquaresLanes values at a
 // time, so the inner loop is contiguous and vectorises.
 template <typename F>

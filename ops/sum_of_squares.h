@@ -7,7 +7,7 @@
 //   Value norm = Sqrt(SumOfSquares({dw1, db1, dw2}));   // () float64
 //
 // Numerics, the same on every backend, thread count and ISA level, bit for
-// bit (ops/sum_of_squares_math.h): each input is cut into fixed chunks of
+// bit (ops/math/sum_of_squares_math.h): each input is cut into fixed chunks of
 // kSquaresChunk elements; a chunk's squares are taken and added in double
 // in a fixed order (kSquaresLanes lanes, then a fixed tree), and the chunks'
 // sums, in input order, are added in the same way. NaN anywhere gives NaN;

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/op_util.h"
-#include "ops/parallel.h"
 #include "ops/registry.h"
 
 namespace dagrad {

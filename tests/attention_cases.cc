@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
 #include "ops/attention.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/op_case.h"

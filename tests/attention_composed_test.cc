@@ -1,5 +1,5 @@
 // The fused attention op (ops/attention.h) against the composed subgraph it
-// replaces (models/nn_attention.h's AttendHeads: MatMul, MaskedSoftmax,
+// replaces (models/nn/attention.h's AttendHeads: MatMul, MaskedSoftmax,
 // Dropout, MatMul, merge), built here by hand with its Dropout on the fused
 // node's stream: outputs and every gradient agree to 1e-5 (float32) and
 // 1e-12 (float64), under every mask and dropout, so the two also drop the
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
 #include "ops/attention.h"
-#include "ops/cpu_runtime.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"

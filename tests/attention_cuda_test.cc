@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/cuda/cuda_device.h"
 #include "ops/attention.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/backend_check.h"

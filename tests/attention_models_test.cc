@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
-#include "models/gpt.h"
-#include "models/gpt_generator.h"
-#include "models/nn_attention.h"
-#include "models/toy_trainer.h"
-#include "models/transformer.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/gpt_generator.h"
+#include "models/nn/attention.h"
+#include "models/toy/toy_trainer.h"
+#include "models/toy/transformer.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
 #include "ops/attention.h"
-#include "ops/cpu_runtime.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"

@@ -1,7 +1,7 @@
 // Autodiff structure: fan-out sums, absent gradients, broadcasting undone,
 // gradient scopes and roles, and its errors.
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 
 #include <random>
 

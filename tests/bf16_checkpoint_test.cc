@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/bfloat16.h"
-#include "engine/checkpoint.h"
 #include "engine/executor.h"
-#include "engine/file_io.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

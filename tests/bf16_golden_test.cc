@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/bfloat16.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"

@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/bfloat16.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/gather.h"

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/op_case.h"

@@ -17,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/checkpoint.h"
-#include "engine/file_io.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

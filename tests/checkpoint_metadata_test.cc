@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/checkpoint.h"
-#include "models/gpt.h"
-#include "models/gpt_generator.h"
-#include "models/transformer.h"
+#include "engine/io/checkpoint.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/gpt_generator.h"
+#include "models/toy/transformer.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"

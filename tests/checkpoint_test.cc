@@ -3,7 +3,7 @@
 // forward pass), save/load round trips, strict and lenient matching with
 // messages that list every problem, and all-or-nothing loading.
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 #include "ops/matmul.h"
 #include "tests/support/test_util.h"
 

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "engine/checkpoint.h"
-#include "engine/file_io.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
 

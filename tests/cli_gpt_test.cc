@@ -6,9 +6,9 @@
 #include <fstream>
 #include <string>
 
-#include "engine/checkpoint.h"
-#include "engine/file_io.h"
-#include "engine/safetensors.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"

@@ -15,12 +15,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/checkpoint.h"
-#include "engine/file_io.h"
-#include "engine/safetensors.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "tests/support/cli_runner.h"
 
 namespace dagrad::testing {

@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/file_io.h"
-#include "engine/safetensors.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/gpu_skip.h"
 #include "tests/support/test_util.h"

@@ -1,8 +1,8 @@
-// The kernel levels of ops/cpu_isa.h: DAGRAD_CPU_ISA's parsing, and every
+// The kernel levels of ops/cpu/internal/cpu_isa.h: DAGRAD_CPU_ISA's parsing, and every
 // dispatched kernel of every level this CPU runs against the baseline level
 // in one process: bit for bit where the arithmetic is the same (Philox's
 // integer rounds), within the stated tolerance where a level fuses
-// multiply-adds (ops/kernels/cpu_kernels.h). The baseline itself is checked
+// multiply-adds (ops/cpu/kernels/cpu_kernels.h). The baseline itself is checked
 // against plain references computed here.
 
 #include <cmath>
@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/philox.h"
-#include "ops/cpu_isa.h"
-#include "ops/small_gemm.h"
-#include "ops/vector_math.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/small_gemm.h"
+#include "ops/cpu/internal/vector_math.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

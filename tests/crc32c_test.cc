@@ -2,7 +2,7 @@
 // RFC 3720 (B.4) and a bit-at-a-time rendering of the definition; and
 // extension at every split point.
 
-#include "engine/crc32c.h"
+#include "engine/io/crc32c.h"
 
 #include <string>
 

@@ -15,10 +15,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/autodiff/optimizer.h"
 #include "engine/cuda/cuda_device.h"
-#include "models/toy_trainer.h"
+#include "models/toy/toy_trainer.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"

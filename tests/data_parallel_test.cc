@@ -1,4 +1,4 @@
-// Data parallelism in one process (engine/autodiff/data_parallel.h): the
+// Data parallelism in one process (ops/autodiff/data_parallel.h): the
 // buckets, the plan's order (each bucket's sum starts inside backward), the
 // DOT style, and dropout's slice offset. With the single-process
 // communicator every sum is the identity, so a bucketed training step must
@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/autodiff/data_parallel.h"
-#include "engine/autodiff/optimizer.h"
-#include "engine/dot.h"
+#include "engine/dot/dot.h"
 #include "engine/executor.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/autodiff/data_parallel.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "engine/executor.h"
-#include "engine/file_io.h"
-#include "models/toy_trainer.h"
+#include "engine/io/file_io.h"
+#include "models/toy/toy_trainer.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/host_memory_device.h"

@@ -2,7 +2,7 @@
 // clusters, collapsed scopes, subsets, hostile names that must not break
 // the file, and rendering with Graphviz when it is installed.
 
-#include "engine/dot.h"
+#include "engine/dot/dot.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
+#include "engine/io/utf8.h"
 #include "engine/op.h"
-#include "engine/utf8.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -16,7 +16,7 @@ namespace dagrad::testing {
 namespace {
 
 // Negative, signed-zero, NaN and infinite inputs, bit for bit: a dropped
-// element is x * 0 on every backend (ops/dropout_math.h).
+// element is x * 0 on every backend (ops/math/dropout_math.h).
 void SignsAndNaNs(CaseBuilder& b, DType d) {
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<double> kinds = {-1.5, 2.0, NAN, inf, -inf, -0.0, 0.0};

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/philox.h"
-#include "models/nn_attention.h"
-#include "models/transformer.h"
+#include "models/nn/attention.h"
+#include "models/toy/transformer.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -232,7 +232,7 @@ bool SameFloat(float a, float b) {
 }
 
 // Signs and NaNs of dropped elements, forward and backward. The CUDA
-// kernel shares this rule (ops/dropout_math.h), and the cross-check
+// kernel shares this rule (ops/math/dropout_math.h), and the cross-check
 // compares the two backends bit for bit.
 TEST(Dropout, DroppedElementsAreXTimesZero) {
   const uint64_t seed = 0x5eedull;

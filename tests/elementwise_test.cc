@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"

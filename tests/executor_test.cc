@@ -153,7 +153,7 @@ TEST(Executor, MemoryLimitIsAClearError) {
   Executor exec(g, {.memory_limit_bytes = 1 << 20});
   EXPECT_STATUS(exec.Compile({Exp(x)}).status(), absl::StatusCode::kResourceExhausted,
                 "compiling the plan on cpu needs 4.19 MB, over the memory limit of 1.05 MB "
-                "(memory_limit_bytes (--memory_limit_mb) 1.05 MB): arena 4.19 MB. Biggest: exp "
+                "(ExecutorOptions::memory_limit_bytes 1.05 MB): arena 4.19 MB. Biggest: exp "
                 "'exp' float32 (1024, 1024) = 4.19 MB");
 }
 

@@ -12,7 +12,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

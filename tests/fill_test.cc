@@ -6,9 +6,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "engine/initializer.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/op_util.h"

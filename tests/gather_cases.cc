@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/reduce.h"

@@ -2,9 +2,9 @@
 // run-time errors. Their op cases are in gather_cases.cc, PyTorch goldens in
 // golden_ops_test.cc.
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
-#include "ops/cpu_runtime.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/reduce.h"

@@ -1,6 +1,6 @@
 // GELU (ops/gelu.h): the float32 kernels of every ISA level against a
 // float64 reference built on std::erfc and std::tanh, with the bounds that
-// ops/kernels/cpu_kernels.h states; every level against the baseline; the
+// ops/cpu/kernels/cpu_kernels.h states; every level against the baseline; the
 // op's errors. Its op case (float64 gradchecks of both forms, CPU against
 // CUDA, levels against the baseline) is in tests/gelu_cases.cc, its PyTorch
 // goldens in tests/golden_ops_test.cc (gelu_* of nn_ops.json).
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
-#include "ops/cpu_isa.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/internal/cpu_isa.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"

@@ -1,4 +1,4 @@
-// GemmBFloat16's native kernel (vdpbf16ps, ops/kernels/gemm_bf16_kernel.cc)
+// GemmBFloat16's native kernel (vdpbf16ps, ops/cpu/kernels/gemm_bf16_kernel.cc)
 // and its widened fallback, each against a float64 product of the same
 // bfloat16 values, against each other, and across thread counts; the
 // kernel's dispatch and `dagrad info`'s line on it. The native cases skip
@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "engine/bfloat16.h"
-#include "ops/cpu_isa.h"
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/gemm.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
 

@@ -1,4 +1,4 @@
-// Generation with models::Gpt (models/gpt_generator.h): greedy output equals
+// Generation with models::Gpt (models/gpt/gpt_generator.h): greedy output equals
 // the reference's (tools/goldens/gpt.py), the KV cache changes nothing, also
 // after the window slides, and sampling is seeded.
 
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint.h"
-#include "engine/safetensors.h"
-#include "models/gpt.h"
-#include "models/gpt_generator.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/safetensors.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/gpt_generator.h"
 #include "ops/fill.h"
 #include "ops/shape_ops.h"
 #include "tests/support/gpt_fixtures.h"

@@ -2,7 +2,7 @@
 // the goldens of tools/goldens/gpt.py: logits, loss and every gradient (the
 // tied weight's included), checkpoints both ways, and a float64 gradcheck.
 
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,12 +11,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/checkpoint.h"
 #include "engine/executor.h"
-#include "engine/safetensors.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
-#include "models/transformer.h"
+#include "models/toy/transformer.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
 #include "tests/support/gpt_fixtures.h"

@@ -1,13 +1,13 @@
 // Byte-level text training for models::Gpt: the data split and batches
-// (models/text_task.h), decay of matrices only, and GptTrainer (learning,
+// (models/gpt/text_task.h), decay of matrices only, and GptTrainer (learning,
 // exact resume, checkpoints that `dagrad generate` reads).
 
 #include <cmath>
 #include <fstream>
 #include <string>
 
-#include "models/gpt_trainer.h"
-#include "models/text_task.h"
+#include "models/gpt/gpt_trainer.h"
+#include "models/gpt/text_task.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/cli_runner.h"

@@ -1,4 +1,4 @@
-// The examples of engine/*.h and engine/autodiff/*.h, line for line, run
+// The examples of engine/*.h and ops/autodiff/*.h, line for line, run
 // (tests/header_examples.h says how they are kept in step with the headers).
 #include <sys/stat.h>
 
@@ -12,25 +12,25 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/attrs.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/autodiff/optimizer.h"
 #include "engine/bfloat16.h"
-#include "engine/checkpoint.h"
-#include "engine/crc32c.h"
-#include "engine/device.h"
 #include "engine/cuda/cuda_device.h"
-#include "engine/dot.h"
+#include "engine/device/device.h"
+#include "engine/dot/dot.h"
 #include "engine/dtype.h"
 #include "engine/executor.h"
-#include "engine/file_io.h"
 #include "engine/graph.h"
 #include "engine/initializer.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/crc32c.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
+#include "engine/io/utf8.h"
 #include "engine/philox.h"
-#include "engine/safetensors.h"
 #include "engine/shape.h"
 #include "engine/status_macros.h"
 #include "engine/tensor.h"
-#include "engine/utf8.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/loss.h"
@@ -63,6 +63,16 @@ HEADER_EXAMPLE(Autodiff) {
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, {w}));
   // grads[0] has w's shape; compile it like any other value.
   EXPECT_EQ(grads[0].shape(), w.shape());
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(AncestorsOf) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  Value y = Exp(x), z = Neg(x);
+  std::vector<NodeId> ids = AncestorsOf(g, {y});   // {x.id(), y.id()}: not z
+  EXPECT_EQ(ids, (std::vector<NodeId>{x.id(), y.id()}));
+  EXPECT_EQ(DependedOn(g, {z, Value()}), (std::vector<bool>{true, false, true}));
   return absl::OkStatus();
 }
 

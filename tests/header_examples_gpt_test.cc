@@ -1,4 +1,4 @@
-// The examples of models/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h,
+// The examples of models/gpt/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h,
 // token_sampler.h, trainer.h and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
 
 #include <cmath>
@@ -9,17 +9,17 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/optimizer.h"
-#include "engine/checkpoint.h"
 #include "engine/executor.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
-#include "models/gpt.h"
-#include "models/gpt_generator.h"
-#include "models/gpt_trainer.h"
-#include "models/text_task.h"
-#include "models/token_sampler.h"
-#include "models/toy_trainer.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/gpt_generator.h"
+#include "models/gpt/gpt_trainer.h"
+#include "models/gpt/text_task.h"
+#include "models/gpt/token_sampler.h"
+#include "models/toy/toy_trainer.h"
 #include "models/trainer.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/fill.h"
 #include "ops/loss.h"
 #include "tests/header_examples.h"

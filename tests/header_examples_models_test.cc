@@ -1,5 +1,5 @@
 // The examples of models/*.h (but the nn layers', which
-// tests/nn_layers_test.cc runs) and of the umbrella header dagrad/dagrad.h,
+// tests/nn_layers_test.cc runs) and of the umbrella header models/dagrad.h,
 // line for line, run (tests/header_examples.h says how they are kept in
 // step with the headers).
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "dagrad/dagrad.h"
+#include "models/dagrad.h"
 #include "tests/header_examples.h"
 
 namespace dagrad::models {

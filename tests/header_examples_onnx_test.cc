@@ -1,5 +1,5 @@
-// The examples of the ONNX headers (engine/onnx/import.h,
-// engine/onnx/onnx_tensor.h), line for line, run (tests/header_examples.h
+// The examples of the ONNX headers (ops/onnx/import.h,
+// ops/onnx/onnx_tensor.h), line for line, run (tests/header_examples.h
 // says how they are kept in step with the headers). The models they read
 // are copied into the example's temporary directory first.
 
@@ -12,10 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/executor.h"
-#include "engine/file_io.h"
-#include "engine/onnx/import.h"
-#include "engine/onnx/onnx_tensor.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
+#include "ops/onnx/import.h"
+#include "ops/onnx/onnx_tensor.h"
 #include "tests/header_examples.h"
 
 namespace dagrad {

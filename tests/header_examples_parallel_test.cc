@@ -1,15 +1,15 @@
-// The examples of the data-parallel headers (engine/communicator.h,
-// engine/autodiff/data_parallel.h, ops/collective.h), line for line, run in
+// The examples of the data-parallel headers (engine/device/communicator.h,
+// ops/autodiff/data_parallel.h, ops/collective.h), line for line, run in
 // one process, where every sum over the ranks is the identity.
 #include <memory>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/autodiff/data_parallel.h"
-#include "engine/autodiff/optimizer.h"
-#include "engine/communicator.h"
+#include "engine/device/communicator.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/autodiff/data_parallel.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"

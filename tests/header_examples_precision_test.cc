@@ -1,15 +1,15 @@
-// The examples of engine/autodiff/precision.h, OptimizerOptions::precision
-// (engine/autodiff/optimizer.h) and models/trainer.h's RewriteForPrecision,
+// The examples of ops/autodiff/precision.h, OptimizerOptions::precision
+// (ops/autodiff/optimizer.h) and models/trainer.h's RewriteForPrecision,
 // line for line, run (tests/header_examples.h says how they are kept in
 // step with the headers).
 #include <vector>
 
-#include "engine/autodiff/optimizer.h"
-#include "engine/autodiff/precision.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
 #include "engine/status_macros.h"
 #include "models/trainer.h"
+#include "ops/autodiff/optimizer.h"
+#include "ops/autodiff/precision.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"

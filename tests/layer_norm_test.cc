@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
-#include "ops/cpu_runtime.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"

@@ -5,8 +5,9 @@
 
 Builds small trees in a temporary folder and runs the check on each: a
 tree whose includes all point down passes; trees where the engine includes
-ops/, the ops include engine/autodiff/, or the models include tools/ fail,
-naming the file, the line and the header. Exits 0 when every case behaves.
+ops/, the ops include ops/autodiff/, or the models include tools/ fail,
+naming the file, the line and the header; so do an installed header that
+includes an internal one and a library file in a folder that no layer holds. Exits 0 when every case behaves.
 """
 
 import sys
@@ -19,9 +20,9 @@ CLEAN = {
     "engine/shape.h": "",
     "engine/cuda/cuda_device.cc": '#include "engine/graph.h"\n',
     "ops/registry.h": '#include "engine/graph.h"\n',
-    "engine/autodiff/autodiff.cc": '#include "ops/registry.h"\n#include "absl/types/span.h"\n',
-    "models/transformer.cc": '#include "engine/autodiff/autodiff.h"\n',
-    "tools/cli/main.cc": '#include "models/transformer.h"\n',
+    "ops/autodiff/autodiff.cc": '#include "ops/registry.h"\n#include "absl/types/span.h"\n',
+    "models/toy/transformer.cc": '#include "ops/autodiff/autodiff.h"\n',
+    "tools/cli/main.cc": '#include "models/toy/transformer.h"\n',
     "tests/graph_test.cc": '#include "tools/cli/command.h"\n',
 }
 
@@ -29,10 +30,16 @@ CLEAN = {
 UPWARD = [
     ("engine/cuda/cuda_device.cc", '#include "engine/graph.h"\n#include "ops/cuda/registry.h"\n',
      'engine/cuda/cuda_device.cc:2: includes "ops/cuda/registry.h" (layer ops)'),
-    ("ops/registry.h", '#include "engine/autodiff/autodiff.h"\n',
-     'ops/registry.h:1: includes "engine/autodiff/autodiff.h" (layer autodiff)'),
-    ("models/transformer.cc", '  #  include "tools/cli/command.h"\n',
-     'models/transformer.cc:1: includes "tools/cli/command.h" (layer tools)'),
+    ("ops/registry.h", '#include "ops/autodiff/autodiff.h"\n',
+     'ops/registry.h:1: includes "ops/autodiff/autodiff.h" (layer autodiff)'),
+    ("models/toy/transformer.cc", '  #  include "tools/cli/command.h"\n',
+     'models/toy/transformer.cc:1: includes "tools/cli/command.h" (layer tools)'),
+    # An installed header that includes one that is not installed.
+    ("ops/registry.h", '#include "ops/cpu/internal/gemm.h"\n',
+     'ops/registry.h:1: includes "ops/cpu/internal/gemm.h", which is not installed'),
+    # A library folder that the layer table does not name.
+    ("ops/extra/helper.cc", '#include "engine/graph.h"\n',
+     "ops/extra/helper.cc: its folder is in no layer"),
 ]
 
 

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/loss.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"

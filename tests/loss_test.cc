@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"

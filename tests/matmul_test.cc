@@ -4,8 +4,9 @@
 #include <cstdlib>
 #include <random>
 
-#include "engine/autodiff/autodiff.h"
-#include "ops/cpu_runtime.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/internal/gemm.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
@@ -108,7 +109,7 @@ void CheckTallProductWithColumnStoredB() {
   if (absl::Status st = ConfigureCpu(); !st.ok()) {
     GTEST_SKIP() << "this CPU cannot run the kernel set asked for: " << st.message();
   }
-  // k > 256: never SmallGemm's (ops/small_gemm.h), so BLIS runs it.
+  // k > 256: never SmallGemm's (ops/cpu/internal/small_gemm.h), so BLIS runs it.
   const int64_t m = 803, n = 24, k = 300, csb = 303;
   std::mt19937 rng(9);
   std::uniform_real_distribution<F> u(-1, 1);

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "models/nn_attention.h"
+#include "models/nn/attention.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
 #include "tests/support/test_util.h"

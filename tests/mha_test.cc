@@ -6,9 +6,9 @@
 #include <cmath>
 #include <set>
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
-#include "models/nn_attention.h"
+#include "models/nn/attention.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"

@@ -1,7 +1,7 @@
-// ops/minmax.h: NaN wins wherever it sits, in either operand and in any
+// ops/math/minmax.h: NaN wins wherever it sits, in either operand and in any
 // position of a running reduction, as torch.maximum and torch.amax.
 
-#include "ops/minmax.h"
+#include "ops/math/minmax.h"
 
 #include <cmath>
 #include <cstdint>

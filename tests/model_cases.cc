@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "models/nn_attention.h"
-#include "models/positional_encoding.h"
+#include "models/nn/attention.h"
+#include "models/nn/positional_encoding.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
 #include "tests/support/op_case.h"

@@ -1,11 +1,11 @@
 // The composite cases (tests/support/op_case.h, kComposite) of the
-// dagrad::nn layers (models/nn.h): each layer, its parameters declared in
+// dagrad::nn layers (models/nn/nn.h): each layer, its parameters declared in
 // the config's dtype, run as a whole in every mode — a float64
 // finite-difference gradcheck of the inputs and every parameter, CPU
 // against CUDA and each CPU kernel level against the baseline.
 
 #include "absl/status/statusor.h"
-#include "models/nn.h"
+#include "models/nn/nn.h"
 #include "ops/elementwise.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"

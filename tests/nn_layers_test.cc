@@ -1,4 +1,4 @@
-// The usage examples of the dagrad::nn headers (models/nn*.h), copied here
+// The usage examples of the dagrad::nn headers (models/nn/*.h), copied here
 // between "example" markers so that they compile and run (a test checks
 // that every line of each header example is here), plus PyTorch's
 // parameter names, the errors of Create and of a layer used before Create.
@@ -12,8 +12,8 @@
 #include "absl/strings/strip.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
-#include "models/nn.h"
-#include "models/transformer.h"
+#include "models/nn/nn.h"
+#include "models/toy/transformer.h"
 #include "ops/elementwise.h"
 #include "tests/support/test_util.h"
 
@@ -37,22 +37,22 @@ void ExpectShapes(std::initializer_list<std::pair<Value, Shape>> values) {
 }
 
 absl::Status LayersExamples(Graph& g, Value x, Value tokens, Value h) {
-  // example: models/nn_layers.h Linear
+  // example: models/nn/layers.h Linear
   DAGRAD_ASSIGN_OR_RETURN(nn::Linear fc,
       nn::Linear::Create(g, "fc", {.in_features = 4, .out_features = 3}));
   Value y = fc(x);   // x (B, 4) -> y (B, 3); parameters "fc/weight", "fc/bias"
-  // example: models/nn_layers.h Embedding
+  // example: models/nn/layers.h Embedding
   DAGRAD_ASSIGN_OR_RETURN(nn::Embedding emb,
       nn::Embedding::Create(g, "tok_emb", {.num_embeddings = 16, .embedding_dim = 8}));
   Value e = emb(tokens);   // tokens int64 (B, T) -> e (B, T, 8)
-  // example: models/nn_layers.h LayerNorm
+  // example: models/nn/layers.h LayerNorm
   DAGRAD_ASSIGN_OR_RETURN(nn::LayerNorm ln,
       nn::LayerNorm::Create(g, "ln_f", {.normalized_shape = 8}));
   Value n = ln(h);   // (B, T, 8); parameters "ln_f/weight", "ln_f/bias"
-  // example: models/nn_layers.h Dropout
+  // example: models/nn/layers.h Dropout
   DAGRAD_ASSIGN_OR_RETURN(nn::Dropout drop, nn::Dropout::Create(g, "drop", 0.1));
   Value d = drop(h);   // same shape as h
-  // example: models/nn_layers.h Mlp
+  // example: models/nn/layers.h Mlp
   DAGRAD_ASSIGN_OR_RETURN(nn::Mlp mlp,
       nn::Mlp::Create(g, "mlp", {.in_features = 8, .hidden_features = 32,
                                  .activation = nn::Activation::kGeluTanh}));
@@ -75,7 +75,7 @@ TEST(NnExamples, Layers) {
 }
 
 absl::Status AttentionExamples(Graph& g, Value x, Value lengths, Value memory) {
-  // example: models/nn_attention.h
+  // example: models/nn/attention.h
   DAGRAD_ASSIGN_OR_RETURN(nn::MultiheadAttention mha,
       nn::MultiheadAttention::Create(g, "self_attn", {.embed_dim = 8, .num_heads = 2}));
   nn::AttentionOutput y =
@@ -93,9 +93,9 @@ absl::Status AttentionExamples(Graph& g, Value x, Value lengths, Value memory) {
 TEST(NnExamples, AttentionPath) {
   using nn::AttentionPath, nn::MultiheadAttention, nn::ParseAttentionPath;
   Graph g;
-  // example: models/nn_attention.h, ParseAttentionPath
+  // example: models/nn/attention.h, ParseAttentionPath
   absl::StatusOr<AttentionPath> path = ParseAttentionPath("composed");
-  // example: models/nn_attention.h, MultiheadAttentionOptions::attention
+  // example: models/nn/attention.h, MultiheadAttentionOptions::attention
   auto composed = MultiheadAttention::Create(
       g, "composed", {.embed_dim = 8, .num_heads = 2, .attention = AttentionPath::kComposed});
   // end of examples
@@ -120,18 +120,18 @@ absl::Status AttentionMaskExamples(Graph& g, Value q, Value k, Value v) {
   {
     Value kpm = g.Input("kpm", DType::kBool, {2, 7});
     Value am = g.Input("am", DType::kFloat32, {8, 5, 7});
-    // example: models/nn_attention.h, porting a PyTorch call
+    // example: models/nn/attention.h, porting a PyTorch call
     AttentionOutput y = mha(q, k, v, {.keep = KeepFromKeyPaddingMask(kpm),
                                       .bias = BiasFromAttnMask(am, H)},
                             AttentionWeights::kPerHead);
-    // example: models/nn_attention.h, KeepFromKeyPaddingMask
+    // example: models/nn/attention.h, KeepFromKeyPaddingMask
     Value keep = KeepFromKeyPaddingMask(kpm);   // kpm bool (2, 7) -> (2, 1, 1, 7)
     // end of examples
     ExpectShapes({{y.output, {2, 5, 8}}, {y.weights, {2, 4, 5, 7}}, {keep, {2, 1, 1, 7}}});
   }
   Value kpm = g.Input("kpm_float", DType::kFloat32, {2, 7});
   Value am = g.Input("am_float", DType::kFloat32, {8, 5, 7});
-  // example: models/nn_attention.h, BiasFromAttnMask
+  // example: models/nn/attention.h, BiasFromAttnMask
   Value bias = BiasFromAttnMask(am, 4);        // am float (8, 5, 7) -> (2, 4, 5, 7)
   mha(q, k, v, {.bias = bias + BiasFromKeyPaddingMask(kpm)});  // both masks
   // end of example
@@ -145,9 +145,9 @@ TEST(NnExamples, AttentionCore) {
   using nn::HeadsQkv, nn::HeadsAttention, nn::SplitPackedHeads, nn::AttendHeads;
   Graph g;
   Value qkv = g.Input("qkv", DType::kFloat32, {2, 5, 24});
-  // example: models/nn_attention.h, SplitPackedHeads
+  // example: models/nn/attention.h, SplitPackedHeads
   HeadsQkv h = SplitPackedHeads(qkv, 2);      // qkv (B, T, 24): h.q (B, 2, T, 4)
-  // example: models/nn_attention.h, AttendHeads
+  // example: models/nn/attention.h, AttendHeads
   HeadsAttention a = AttendHeads(h.q, h.k, h.v, {.causal = true}, 0.5, 0.0);
   // a.merged (B, T, 8), a.weights (B, 2, T, T)
   // end of examples
@@ -171,7 +171,7 @@ TEST(NnExamples, Attention) {
 }
 
 absl::Status TransformerExample(Graph& g, Value x, Value lengths) {
-  // example: models/nn_transformer.h
+  // example: models/nn/transformer_block.h
   DAGRAD_ASSIGN_OR_RETURN(nn::TransformerBlock block,
       nn::TransformerBlock::Create(g, "h/0", {.d_model = 8, .nhead = 2,
                                               .dim_feedforward = 32,
@@ -179,7 +179,7 @@ absl::Status TransformerExample(Graph& g, Value x, Value lengths) {
                                               .norm_first = true, .causal = true}));
   Value y = block(x);                        // x (B, T, 8) -> (B, T, 8)
   Value z = block(x, {.mask = {.valid_lens = lengths}});   // padded keys masked
-  // example: models/nn_module.h
+  // example: models/nn/module.h
   nn::NamedParameters named = block.named_parameters();
   // {{"self_attn.in_proj_weight", w}, ..., {"norm2.bias", b}}
   // end of examples
@@ -200,7 +200,7 @@ TEST(NnExamples, TransformerBlock) {
 }
 
 absl::Status SequentialExample(Graph& g, Value x) {
-  // example: models/nn_sequential.h
+  // example: models/nn/sequential.h
   DAGRAD_ASSIGN_OR_RETURN(nn::Sequential net, nn::Sequential::Create(g, "net"));
   DAGRAD_RETURN_IF_ERROR(net.Append<nn::Linear>({.in_features = 2, .out_features = 16}));
   net.Append([](Value h) { return Relu(h); });
@@ -218,7 +218,7 @@ TEST(NnExamples, Sequential) {
   ASSERT_OK(SequentialExample(g, g.Input("x", DType::kFloat32, {3, 2})));
 }
 
-// example: models/nn.h
+// example: models/nn/nn.h
 class Gpt {
  public:
   absl::Status Init(Graph& g) {
@@ -353,7 +353,7 @@ std::vector<std::string> ExampleLines(const std::string& header) {
 absl::Status TiedExample(Graph& g, Value x) {
   DAGRAD_ASSIGN_OR_RETURN(nn::Embedding wte,
       nn::Embedding::Create(g, "wte", {.num_embeddings = 5, .embedding_dim = 3}));
-  // example: models/nn_layers.h (Linear::Tied)
+  // example: models/nn/layers.h (Linear::Tied)
   DAGRAD_ASSIGN_OR_RETURN(nn::Linear head,
       nn::Linear::Tied(g, "lm_head", wte.weight()));   // (V, D): x (B, T, D) -> (B, T, V)
   // end of example
@@ -370,9 +370,9 @@ TEST(NnExamples, LinearTied) {
 TEST(NnExamples, EveryHeaderExampleIsCompiledHere) {
   const std::string test = ReadSource("tests/nn_layers_test.cc");
   ASSERT_FALSE(test.empty());
-  for (const char* header : {"models/nn.h", "models/nn_module.h", "models/nn_layers.h",
-                             "models/nn_attention.h", "models/nn_transformer.h",
-                             "models/nn_sequential.h"}) {
+  for (const char* header : {"models/nn/nn.h", "models/nn/module.h", "models/nn/layers.h",
+                             "models/nn/attention.h", "models/nn/transformer_block.h",
+                             "models/nn/sequential.h"}) {
     const std::vector<std::string> lines = ExampleLines(ReadSource(header));
     EXPECT_FALSE(lines.empty()) << header << " has no example";
     for (const std::string& line : lines) {

@@ -1,4 +1,4 @@
-// dagrad::nn layers (models/nn.h): parity with their torch.nn twins on the
+// dagrad::nn layers (models/nn/nn.h): parity with their torch.nn twins on the
 // goldens of tools/goldens/nn.py (outputs and the gradients of inputs and
 // parameters, float32, within 1e-5) under PyTorch's parameter names. The
 // float64 gradchecks are the layers' composite cases (tests/nn_cases.cc);
@@ -8,10 +8,10 @@
 #include <map>
 #include <set>
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
-#include "models/nn.h"
+#include "models/nn/nn.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/golden.h"

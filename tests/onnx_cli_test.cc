@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/file_io.h"
-#include "engine/safetensors.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/golden.h"
 #include "tests/support/test_util.h"

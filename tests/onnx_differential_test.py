@@ -3,7 +3,7 @@
 
   onnx_differential_test.py DAGRAD_CLI ONNX_EVAL_BATCH ORT_BATCH_JS [FILTER]
 
-For each op of the table (engine/onnx/import_ops_*.cc, and the erf-GELU
+For each op of the table (ops/onnx/import_ops_*.cc, and the erf-GELU
 fusion of import_gelu.cc; an op without a case fails) the cases of
 tests/onnx_diff/cases_*.py build single-op models at the opsets where the
 op's semantics changed, on inputs that hold NaN, +-inf, -0.0 and the integer
@@ -46,18 +46,18 @@ from compare import compare  # noqa: E402
 from suite import all_cases  # noqa: E402
 
 
-ENGINE_ONNX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine", "onnx")
+OPS_ONNX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops", "onnx")
 
 
 def untested_ops(cases):
-    """The op types of the import table (engine/onnx/import_ops_*.cc) that no
+    """The op types of the import table (ops/onnx/import_ops_*.cc) that no
     case runs: each must have one."""
     table = set()
-    for path in glob.glob(os.path.join(ENGINE_ONNX, "import_ops_*.cc")):
+    for path in glob.glob(os.path.join(OPS_ONNX, "import_ops_*.cc")):
         with open(path) as f:
             table |= set(re.findall(r'\{"([A-Z][A-Za-z]+)",', f.read()))
     if not table:
-        return ["no op table found under engine/onnx"]
+        return ["no op table found under ops/onnx"]
     return sorted(table - {c.op for c in cases})
 
 

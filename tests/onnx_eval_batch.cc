@@ -24,11 +24,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "engine/device.h"
-#include "engine/file_io.h"
-#include "engine/onnx/import.h"
-#include "engine/safetensors.h"
+#include "engine/device/device.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
+#include "ops/onnx/import.h"
 #include "tools/cli/onnx_model.h"
 
 namespace dagrad {

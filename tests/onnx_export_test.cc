@@ -1,4 +1,4 @@
-// ONNX export (engine/onnx/export.h) of the toy transformer, MHA with every
+// ONNX export (ops/onnx/export.h) of the toy transformer, MHA with every
 // mask and the GPT: each model passes ONNX's checker, keeps its input and
 // parameter names, has symbolic batch and sequence sizes, and has no dropout;
 // an op without an ONNX mapping is an error naming it that leaves no file.
@@ -20,22 +20,22 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/checkpoint.h"
 #include "engine/executor.h"
-#include "engine/file_io.h"
-#include "engine/onnx/export.h"
-#include "engine/onnx/export_builder.h"
-#include "engine/onnx/onnx_tensor.h"
-#include "engine/safetensors.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "gtest/gtest.h"
-#include "models/gpt.h"
-#include "models/nn_attention.h"
-#include "models/transformer.h"
+#include "models/gpt/gpt.h"
+#include "models/nn/attention.h"
+#include "models/toy/transformer.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "ops/onnx/export.h"
+#include "ops/onnx/export_builder.h"
+#include "ops/onnx/onnx_tensor.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad {
@@ -322,7 +322,7 @@ TEST(OnnxExport, FilledTensorKeepsIntegersExact) {
   EXPECT_TRUE(t.ok());
 }
 
-// The examples of engine/onnx/export.h, line for line.
+// The examples of ops/onnx/export.h, line for line.
 TEST(OnnxExport, HeaderExamples) {
   const std::string dir = ::testing::TempDir() + "/onnx_export_examples";
   ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);

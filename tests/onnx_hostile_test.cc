@@ -24,9 +24,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "engine/file_io.h"
-#include "engine/onnx/import.h"
-#include "engine/safetensors.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
+#include "ops/onnx/import.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
 

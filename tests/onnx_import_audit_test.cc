@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/onnx/import.h"
-#include "engine/onnx/import_gelu.h"
-#include "engine/onnx/onnx_tensor.h"
 #include "engine/op.h"
 #include "engine/status_macros.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/onnx/import.h"
+#include "ops/onnx/import_gelu.h"
+#include "ops/onnx/onnx_tensor.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"
 

@@ -8,7 +8,7 @@
 
 #ifdef DAGRAD_HAVE_ONNX
 
-#include "engine/onnx/import.h"
+#include "ops/onnx/import.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/autodiff/optimizer.h"
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "engine/op.h"
 #include "engine/status_macros.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/golden.h"

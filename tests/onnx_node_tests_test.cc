@@ -24,11 +24,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/file_io.h"
-#include "engine/onnx/import.h"
-#include "engine/onnx/import_graph.h"
-#include "engine/onnx/onnx_tensor.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
+#include "ops/onnx/import.h"
+#include "ops/onnx/import_graph.h"
+#include "ops/onnx/onnx_tensor.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

@@ -1,4 +1,4 @@
-// ONNX round trip: a model dagrad exports (engine/onnx/export.h) imports
+// ONNX round trip: a model dagrad exports (ops/onnx/export.h) imports
 // back as the same model: the same parameters (names, shapes, values), the
 // same inputs, and the same logits and parameter gradients on the same
 // tokens, for the toy transformer and the GPT, at batch and sequence sizes
@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/checkpoint.h"
 #include "engine/executor.h"
-#include "engine/onnx/export.h"
-#include "engine/onnx/import.h"
-#include "engine/safetensors.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
-#include "models/gpt.h"
-#include "models/transformer.h"
+#include "models/gpt/gpt.h"
+#include "models/toy/transformer.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
+#include "ops/onnx/export.h"
+#include "ops/onnx/import.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include "engine/autodiff/optimizer.h"
 #include "engine/executor.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/elementwise.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"

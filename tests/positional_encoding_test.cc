@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/executor.h"
-#include "models/nn_attention.h"
-#include "models/positional_encoding.h"
+#include "models/nn/attention.h"
+#include "models/nn/positional_encoding.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
 #include "tests/support/test_util.h"

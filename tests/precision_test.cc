@@ -1,4 +1,4 @@
-// Mixed precision as a rewrite of the forward (engine/autodiff/precision.h):
+// Mixed precision as a rewrite of the forward (ops/autodiff/precision.h):
 // what the rewrite builds, bfloat16 steps of the toy transformer and the
 // GPT against their float32 steps, a forward whose operands the test
 // rounds to bfloat16 itself, and `dagrad train --precision`.
@@ -17,17 +17,17 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/autodiff/optimizer.h"
-#include "engine/autodiff/precision.h"
-#include "engine/dot.h"
+#include "engine/dot/dot.h"
 #include "engine/executor.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "models/gpt.h"
-#include "models/transformer.h"
+#include "models/gpt/gpt.h"
+#include "models/toy/transformer.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/autodiff/optimizer.h"
+#include "ops/autodiff/precision.h"
 #include "ops/dropout.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"

@@ -3,8 +3,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"

@@ -4,7 +4,7 @@
 // malformed files each with its own error, every truncation and byte
 // corruption of a valid file, and atomic replacement on disk.
 
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

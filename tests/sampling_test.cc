@@ -9,8 +9,8 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/dot.h"
+#include "engine/dot/dot.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"

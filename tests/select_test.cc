@@ -1,7 +1,7 @@
 // where: hand-worked values and errors. Its op case is in select_cases.cc,
 // PyTorch goldens in golden_ops_test.cc.
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/reduce.h"

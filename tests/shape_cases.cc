@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"

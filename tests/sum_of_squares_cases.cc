@@ -1,7 +1,7 @@
 // The op case (tests/support/op_case.h) of ops/sum_of_squares.cc: inputs of
 // several shapes and of both float dtypes, through chunk boundaries and
 // batches of CUDA launches. Exact: every backend adds in the order of
-// ops/sum_of_squares_math.h.
+// ops/math/sum_of_squares_math.h.
 
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 // sum_of_squares (ops/sum_of_squares.h): hand-worked values, the order of
-// ops/sum_of_squares_math.h bit for bit, the same bits at every thread
+// ops/math/sum_of_squares_math.h bit for bit, the same bits at every thread
 // count, the composed float64 formula, the composed gradient, non-finite
 // values and errors. Its op case (gradcheck, CUDA, ISA levels) is in
 // sum_of_squares_cases.cc.
@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
 #include "engine/status_macros.h"
-#include "ops/cpu_runtime.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/elementwise.h"
+#include "ops/math/sum_of_squares_math.h"
 #include "ops/reduce.h"
 #include "ops/sum_of_squares.h"
-#include "ops/sum_of_squares_math.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

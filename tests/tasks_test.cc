@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "models/tasks.h"
-#include "models/toy_trainer.h"
+#include "models/toy/tasks.h"
+#include "models/toy/toy_trainer.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/cpu_runtime.h"
-#include "ops/parallel.h"
+#include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/parallel.h"
 
 namespace dagrad {
 namespace {

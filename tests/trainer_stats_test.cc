@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
-#include "models/tasks.h"
-#include "models/toy_trainer.h"
+#include "models/toy/tasks.h"
+#include "models/toy/toy_trainer.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

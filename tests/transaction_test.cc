@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/loss.h"

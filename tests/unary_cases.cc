@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/reduce.h"

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/vector_math.h"
+#include "ops/cpu/internal/vector_math.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {

@@ -59,7 +59,7 @@ compile_only() {
   for src in engine/*.cc ops/*.cc models/*.cc engine/cuda/no_cuda.cc; do
     compile "$src" "$out/compile-only/$(echo "$src" | tr / _).o"
   done
-  for src in ops/kernels/*.cc; do
+  for src in ops/cpu/kernels/*.cc; do
     compile "$src" "$out/compile-only/kernels_$(basename "$src").o" -DDAGRAD_ISA=baseline
   done
   echo "$count sources compiled for aarch64, $failed failed"
@@ -78,7 +78,7 @@ cmake -S . -B "$out" -DCMAKE_TOOLCHAIN_FILE=tools/cmake/aarch64-linux-gnu.cmake 
 cmake --build "$out" -j"$(nproc)" --target dagrad_tests dagrad_cli ||
   { echo "build failed"; exit 1; }
 # The kernels must be NEON code, not scalar loops.
-neon=$(aarch64-linux-gnu-objdump -d "$out"/CMakeFiles/dagrad_kernels_baseline.dir/ops/kernels/small_gemm_kernel.cc.o |
+neon=$(aarch64-linux-gnu-objdump -d "$out"/CMakeFiles/dagrad_kernels_baseline.dir/ops/cpu/kernels/small_gemm_kernel.cc.o |
        grep -c 'fmul\s*v[0-9]*\.4s' || true)
 echo "SmallGemm kernel: $neon NEON fmul .4s instructions"
 [[ $neon -gt 0 ]] || { echo "the aarch64 kernels are not NEON code"; exit 1; }

@@ -35,7 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/device.h"
+#include "engine/device/device.h"
 
 namespace dagrad {
 

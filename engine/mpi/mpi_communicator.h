@@ -1,6 +1,6 @@
 // engine/mpi/mpi_communicator.h
 //
-// The Communicator (engine/communicator.h) over MPI, for data parallelism
+// The Communicator (engine/device/communicator.h) over MPI, for data parallelism
 // across processes and machines: a job launched by `mpirun -np N`, Slurm's
 // `srun`, or `mpirun -H host1,host2`. Built when Open MPI is found
 // (-DDAGRAD_MPI=AUTO|ON|OFF; DAGRAD_HAVE_MPI); no MPI type appears here,
@@ -22,7 +22,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "engine/communicator.h"
+#include "engine/device/communicator.h"
 
 namespace dagrad {
 

@@ -18,7 +18,7 @@
 #include "ops/cuda/attention_tiles.cuh"
 #include "ops/cuda/registry.h"
 #include "ops/cuda/valid_lens.cuh"
-#include "ops/dropout_math.h"
+#include "ops/math/dropout_math.h"
 #include "ops/op_util.h"
 
 namespace dagrad {

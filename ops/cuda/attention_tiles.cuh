@@ -21,8 +21,8 @@
 #include <type_traits>
 
 #include "engine/philox.h"
-#include "ops/attention_layout.h"
 #include "ops/cuda/kernel_util.cuh"
+#include "ops/internal/attention_layout.h"
 
 namespace dagrad {
 

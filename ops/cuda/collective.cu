@@ -10,7 +10,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "engine/communicator.h"
+#include "engine/device/communicator.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
 #include "ops/op_util.h"

@@ -2,7 +2,7 @@
 // documented in ops/dropout.h with the same host/device Philox
 // (engine/philox.h): one thread per group of four elements, one Philox
 // call each. The keep decision and the value are the CPU's own
-// (ops/dropout_math.h), so masks and values are bit-identical to the CPU's,
+// (ops/math/dropout_math.h), so masks and values are bit-identical to the CPU's,
 // -0.0 and NaN included. The step
 // (Philox's counter word) is read from device memory, where the device
 // writes each run's step, so that a recorded run replays with a new mask.
@@ -12,7 +12,7 @@
 #include "engine/philox.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
-#include "ops/dropout_math.h"
+#include "ops/math/dropout_math.h"
 #include "ops/op_util.h"
 
 namespace dagrad {

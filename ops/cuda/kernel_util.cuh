@@ -34,7 +34,7 @@
 #include "engine/shape.h"
 #include "engine/status_macros.h"
 #include "ops/elementwise.h"
-#include "ops/minmax.h"
+#include "ops/math/minmax.h"
 
 namespace dagrad::cuda {
 
@@ -119,7 +119,7 @@ struct SumOp {
     return a + b;
   }
 };
-// MaxOp is PropagatingMax (ops/minmax.h), the max of the reductions:
+// MaxOp is PropagatingMax (ops/math/minmax.h), the max of the reductions:
 // a NaN anywhere makes the result NaN, as torch.amax.
 struct MaxOp {
   template <typename T>

@@ -19,7 +19,7 @@
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
-#include "ops/int_math.h"
+#include "ops/math/int_math.h"
 #include "ops/op_util.h"
 
 namespace dagrad {

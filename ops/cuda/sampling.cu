@@ -1,5 +1,5 @@
 // CUDA kernels of the sampling ops (ops/sampling.cc): one thread per row,
-// with the CPU's per-row rules (ops/sampling_math.h), so the results, the
+// with the CPU's per-row rules (ops/math/sampling_math.h), so the results, the
 // draws included, are the CPU's bit for bit. TopK selects its k elements
 // in k passes over the row (O(n k) per row: sampling's rows are short, its
 // k small).
@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
+#include "ops/math/sampling_math.h"
 #include "ops/op_util.h"
 #include "ops/sampling.h"
-#include "ops/sampling_math.h"
 
 namespace dagrad {
 namespace {

@@ -1,5 +1,5 @@
 // CUDA kernel of sum_of_squares (ops/sum_of_squares.cc): the same chunks,
-// lanes and tree as the CPU kernel (ops/sum_of_squares_math.h), so the two
+// lanes and tree as the CPU kernel (ops/math/sum_of_squares_math.h), so the two
 // give the same bits.
 //
 // One block of kSquaresLanes threads per chunk writes the chunk's sum to a
@@ -14,8 +14,8 @@
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
+#include "ops/math/sum_of_squares_math.h"
 #include "ops/op_util.h"
-#include "ops/sum_of_squares_math.h"
 
 namespace dagrad {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include <dagrad/dagrad.h>
-#include <dagrad/ops/parallel.h>
+#include <dagrad/ops/cpu/parallel.h>
 
 // ThreadsOfParallelFor returns how many threads ran a ParallelFor split in
 // two (dagrad::SetNumThreads(2)): two, one chunk each (OpenMP's static

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/dot.h"
+#include "engine/dot/dot.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
 #include "engine/bfloat16.h"
 #include "engine/executor.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"

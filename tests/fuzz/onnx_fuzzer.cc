@@ -29,7 +29,7 @@
 
 #include "absl/strings/match.h"
 #include "engine/executor.h"
-#include "engine/onnx/import.h"
+#include "ops/onnx/import.h"
 
 namespace {
 

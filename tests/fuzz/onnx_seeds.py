@@ -91,7 +91,7 @@ def scalar(name, elem, value):
 
 def init_seeds():
     """Float initializers are constants when named by a node path with '/'
-    (engine/onnx/import.h); the others would be trainable parameters."""
+    (ops/onnx/import.h); the others would be trainable parameters."""
     f, i64, f64 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.DOUBLE
     x = x_input()
 

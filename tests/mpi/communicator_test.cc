@@ -6,10 +6,10 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/autodiff/autodiff.h"
-#include "engine/autodiff/optimizer.h"
 #include "engine/executor.h"
 #include "engine/mpi/mpi_communicator.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/autodiff/optimizer.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"

@@ -1,4 +1,4 @@
-"""Cases of the importer's elementwise ops (engine/onnx/import_ops_math.cc).
+"""Cases of the importer's elementwise ops (ops/onnx/import_ops_math.cc).
 
 Binary ops run on every pair of edge values (a column against a row:
 (n, 1) with (n,) -> (n, n)), so NaN, +-inf, -0.0 and the integer extremes
@@ -231,7 +231,7 @@ def clips():
 
 
 def foreign_dtypes():
-    """Element types dagrad lacks (engine/onnx/onnx_tensor.h), as inputs,
+    """Element types dagrad lacks (ops/onnx/onnx_tensor.h), as inputs,
     outputs and initializers: each a clean refusal."""
     cases = []
     for t in (np.float16, np.uint8, np.int8, np.int16):

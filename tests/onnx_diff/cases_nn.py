@@ -1,6 +1,6 @@
 """Cases of Pow, the matrix products, softmax, reductions, layer norm,
 dropout, ArgMax/ArgMin, Trilu, Gelu and the erf-GELU fusion
-(engine/onnx/import_ops_math.cc, import_ops_nn.cc, import_gelu.cc).
+(ops/onnx/import_ops_math.cc, import_ops_nn.cc, import_gelu.cc).
 """
 import math
 

@@ -1,5 +1,5 @@
 """Cases of the importer's shape ops and constant makers
-(engine/onnx/import_ops_shape.cc, import_ops_constant.cc).
+(ops/onnx/import_ops_shape.cc, import_ops_constant.cc).
 """
 import numpy as np
 from onnx import helper, numpy_helper

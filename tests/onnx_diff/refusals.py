@@ -24,7 +24,7 @@ class Refusal:
 
 REFUSALS = [
     # dagrad's element types are float, double, int32, int64 and bool
-    # (engine/onnx/onnx_tensor.h): any other, as an input, an initializer, a
+    # (ops/onnx/onnx_tensor.h): any other, as an input, an initializer, a
     # Constant or a Cast's target, is refused.
     Refusal(r"(Identity|Add)/(float16|uint8|int8|int16)|Cast/float32_to_(float16|uint8)"
             r"|Add/uint8_initializer|Constant/value_float16_opset13",

@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
 #include "engine/philox.h"
 #include "engine/status_macros.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"

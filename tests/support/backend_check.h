@@ -43,7 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/device.h"
+#include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
 #include "engine/tensor.h"

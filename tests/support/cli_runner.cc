@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 #include "gtest/gtest.h"
 
 namespace dagrad::testing {

@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "engine/device.h"
+#include "engine/device/device.h"
 
 namespace dagrad::testing {
 

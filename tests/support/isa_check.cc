@@ -11,12 +11,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/executor.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "engine/philox.h"
-#include "engine/safetensors.h"
 #include "engine/status_macros.h"
 #include "gtest/gtest.h"
-#include "ops/cpu_isa.h"
+#include "ops/cpu/internal/cpu_isa.h"
 #include "tests/support/op_case.h"
 
 namespace dagrad::testing {

@@ -6,7 +6,7 @@
 // (CompareTensors: bit for bit where the case is exact or the values are
 // integers, else within its rtol).
 //
-// The level is chosen once per process (ops/cpu_isa.h), so the case runs in
+// The level is chosen once per process (ops/cpu/internal/cpu_isa.h), so the case runs in
 // this process at its own level and, for each other level, in a child: this
 // test binary run again as
 //

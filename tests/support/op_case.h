@@ -6,7 +6,7 @@
 //   cuda       CPU against CUDA, in each dtype (tests/support/backend_check.h;
 //              skipped, saying why, without a GPU);
 //   isa        each CPU kernel level this machine runs against the baseline
-//              (ops/cpu_isa.h; tests/support/isa_check.h);
+//              (ops/cpu/internal/cpu_isa.h; tests/support/isa_check.h);
 //   reduced    in each 16-bit float of its dtypes (bfloat16, float16)
 //              against float32 fed the same values, within a few ulps of
 //              the 16-bit format (tests/support/reduced_check.h); the cuda

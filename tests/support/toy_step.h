@@ -17,11 +17,11 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "engine/autodiff/optimizer.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
-#include "models/tasks.h"
-#include "models/transformer.h"
+#include "models/toy/tasks.h"
+#include "models/toy/transformer.h"
+#include "ops/autodiff/optimizer.h"
 
 namespace dagrad::testing {
 

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
 
 namespace dagrad {
 

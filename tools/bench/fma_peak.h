@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ops/cpu_isa.h"
+#include "ops/cpu/internal/cpu_isa.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

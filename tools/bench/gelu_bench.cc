@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
 #include "engine/executor.h"
-#include "ops/cpu_isa.h"
+#include "ops/autodiff/autodiff.h"
+#include "ops/cpu/internal/cpu_isa.h"
 #include "ops/elementwise.h"
 #include "ops/gelu.h"
 #include "tools/bench/bench_main.h"

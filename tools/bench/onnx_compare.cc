@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint.h"
 #include "engine/executor.h"
-#include "engine/safetensors.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
-#include "models/transformer.h"
-#include "ops/cpu_runtime.h"
+#include "models/toy/transformer.h"
+#include "ops/cpu/cpu_runtime.h"
 
 namespace dagrad {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "engine/executor.h"
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/matmul.h"
 
 extern "C" {

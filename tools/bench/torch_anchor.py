@@ -31,7 +31,7 @@ import time
 import torch
 from torch import nn
 
-# The project's PyTorch twin of models/transformer.h lives in the CUDA
+# The project's PyTorch twin of models/toy/transformer.h lives in the CUDA
 # anchor; both benchmarks use it.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_cuda_anchor import ToyTransformer  # noqa: E402

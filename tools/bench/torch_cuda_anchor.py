@@ -22,7 +22,7 @@ launches; the default mode for the large steps, which took about 20 s to
 compile on an H200), torch.optim.Adam(fused=True) and the foreach gradient
 clipping. The warm-up compiles; the timed steps replay. --eager leaves the
 compiled cases out.
-ToyTransformer here is the project's PyTorch twin of models/transformer.h
+ToyTransformer here is the project's PyTorch twin of models/toy/transformer.h
 (post-norm nn.TransformerEncoderLayer, sinusoidal positions, PyTorch's
 state_dict names); tools/goldens/toy_eval.py makes goldens with it too.
 """

@@ -7,6 +7,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 
 namespace dagrad::cli {
@@ -87,8 +88,15 @@ void PrintHelp(const Command& command) {
   }
 }
 
+std::string InFlagTerms(absl::string_view message) {
+  return absl::StrReplaceAll(message, {
+                                          {"ExecutorOptions::memory_limit_bytes", "--memory_limit_mb"},
+                                          {"ExecutorOptions::check_numerics set", "--check_numerics"},
+                                      });
+}
+
 int UsageError(const Command& command, const std::string& message) {
-  std::cerr << "dagrad " << command.name << ": " << message << "\n";
+  std::cerr << "dagrad " << command.name << ": " << InFlagTerms(message) << "\n";
   return kExitUsage;
 }
 
@@ -105,7 +113,7 @@ int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& r
 }
 
 int Failure(const Command& command, const absl::Status& status) {
-  std::cerr << "dagrad " << command.name << ": " << status.message() << "\n";
+  std::cerr << "dagrad " << command.name << ": " << InFlagTerms(status.message()) << "\n";
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace dagrad::cli {
 
@@ -53,6 +54,11 @@ absl::Status RefuseFlagsNotFor(const std::vector<std::string>& names,
 
 // PrintHelp writes the command's summary and flags with their defaults.
 void PrintHelp(const Command& command);
+
+// InFlagTerms rewrites the library options a message names as the flags
+// that set them ("ExecutorOptions::memory_limit_bytes" -> "--memory_limit_mb"):
+// the library's errors name its options, the program's users know its flags.
+std::string InFlagTerms(absl::string_view message);
 
 // UsageError prints "dagrad <command>: <message>" on stderr and returns 2.
 int UsageError(const Command& command, const std::string& message);

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/cuda/cuda_device.h"
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
 
 ABSL_FLAG(int, threads, 0,
           "CPU threads for BLIS and dagrad's kernels (0: one per core; at most 4 x the "

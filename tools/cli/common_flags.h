@@ -10,9 +10,9 @@
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/device.h"
+#include "engine/device/device.h"
 #include "engine/executor.h"
-#include "models/nn_attention.h"
+#include "models/nn/attention.h"
 
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(std::string, out);
@@ -27,7 +27,7 @@ namespace dagrad::cli {
 
 // ApplyThreadsFlag sets the CPU thread count from --threads (0 = one per
 // core); InvalidArgument for a negative value or one above MaxThreads()
-// (4 x the hardware threads, ops/cpu_runtime.h).
+// (4 x the hardware threads, ops/cpu/cpu_runtime.h).
 absl::Status ApplyThreadsFlag();
 
 // ExecutorOptionsFromFlags returns --check_numerics, --memory_limit_mb and --profile as

@@ -1,11 +1,11 @@
 #include "tools/cli/eval_gpt.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
-#include "models/gpt.h"
-#include "models/tasks.h"
+#include "models/gpt/gpt.h"
+#include "models/toy/tasks.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/loss.h"
 #include "tools/cli/common_flags.h"
 

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/device.h"
+#include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 namespace dagrad::cli {
 

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "engine/graph.h"
-#include "models/nn_attention.h"
+#include "models/nn/attention.h"
 
 namespace dagrad::cli {
 

@@ -1,5 +1,5 @@
 // `dagrad export`: writes a trained model (toy transformer or GPT
-// checkpoint) as an ONNX model for inference (engine/onnx/export.h), its
+// checkpoint) as an ONNX model for inference (ops/onnx/export.h), its
 // input `tokens` int64 (batch, sequence) and, for the toy model, `lengths`
 // int64 (batch) as `dagrad eval`'s input file names them, its output
 // `logits` (batch, sequence, vocab). Batch and sequence are symbolic.
@@ -13,15 +13,15 @@
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
-#include "models/gpt.h"
-#include "models/transformer.h"
+#include "models/gpt/gpt.h"
+#include "models/toy/transformer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_gpt.h"
 #ifdef DAGRAD_HAVE_ONNX
-#include "engine/onnx/export.h"
+#include "ops/onnx/export.h"
 #endif
 
 ABSL_DECLARE_FLAG(std::string, checkpoint);  // eval_command.cc

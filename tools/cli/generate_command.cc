@@ -11,9 +11,9 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
-#include "models/gpt_generator.h"
+#include "models/gpt/gpt_generator.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 

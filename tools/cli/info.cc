@@ -4,8 +4,8 @@
 
 #include "absl/flags/flag.h"
 #include "engine/cuda/cuda_device.h"
-#include "ops/cpu_isa.h"
-#include "ops/cpu_runtime.h"
+#include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/internal/cpu_isa.h"
 #include "ops/registry.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"

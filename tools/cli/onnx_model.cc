@@ -6,13 +6,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/autodiff/autodiff.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/reduce.h"
 
 #ifdef DAGRAD_HAVE_ONNX
-#include "engine/onnx/import.h"
+#include "ops/onnx/import.h"
 #endif
 
 namespace dagrad::cli {

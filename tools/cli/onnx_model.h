@@ -20,7 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "engine/device.h"
+#include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
 

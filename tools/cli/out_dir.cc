@@ -8,7 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 
 namespace dagrad::cli {
 namespace {

@@ -16,9 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
-#include "models/toy_trainer.h"
+#include "models/toy/toy_trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/out_dir.h"
@@ -234,7 +234,7 @@ struct TrainLoop {
   int StepFailed(const absl::Status& st, bool every_rank = true) {
     if (!absl::IsAborted(st)) return Failure(cmd, st);
     job.agreed_stop = every_rank;
-    std::cerr << "dagrad train: " << st.message() << "\n"
+    std::cerr << "dagrad train: " << InFlagTerms(st.message()) << "\n"
               << (saved_step >= 0 ? absl::StrCat(outputs.checkpoint_path(), " keeps step ",
                                                  saved_step, "; nothing after it was saved")
                                   : std::string("no checkpoint was written"))

@@ -12,11 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "engine/dot.h"
+#include "engine/dot/dot.h"
 #include "engine/executor.h"
-#include "engine/file_io.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
-#include "models/positional_encoding.h"
+#include "models/nn/positional_encoding.h"
 #include "tools/cli/svg_plot.h"
 
 namespace dagrad::cli {

@@ -28,7 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "models/toy_trainer.h"
+#include "models/toy/toy_trainer.h"
 #include "models/trainer.h"
 
 namespace dagrad::cli {

@@ -2,7 +2,7 @@
 //
 // `dagrad train` as one rank of a data-parallel job: launched by `mpirun -np
 // N dagrad train ...` (or srun), every rank trains on its slice of the
-// global batch (models/toy_trainer.h, gpt_trainer.h); rank 0 alone prints
+// global batch (models/toy/toy_trainer.h, gpt_trainer.h); rank 0 alone prints
 // progress and writes the files. A rank that fails prints its error with its rank and
 // ends the whole job (Communicator::Abort), so none waits forever.
 
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/communicator.h"
+#include "engine/device/communicator.h"
 #include "engine/executor.h"
 
 namespace dagrad::cli {

@@ -22,9 +22,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/autodiff/optimizer.h"
-#include "engine/device.h"
+#include "engine/device/device.h"
 #include "models/trainer.h"
+#include "ops/autodiff/optimizer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/train_outputs.h"
 #include "tools/cli/train_parallel.h"

@@ -1,12 +1,12 @@
 // `dagrad train --task=text --data=FILE`: trains models::Gpt byte-level on a
-// text file (models/gpt_trainer.h) in the loop every task shares
+// text file (models/gpt/gpt_trainer.h) in the loop every task shares
 // (RunTraining: stop signals, --resume, --on_nonfinite, the previous
 // checkpoint kept) and writes to --out: checkpoint.safetensors (every
 // --eval_every steps), metrics.csv (validation loss in eval_loss),
 // model.safetensors (model=gpt: `dagrad eval`, `dagrad generate`,
 // tools/reference/gpt.py), loss.svg, attention.svg, forward.dot and
 // train_step.dot; it prints a generated sample at the end. Under mpirun the
-// ranks train data parallel (models/gpt_trainer.h); rank 0 alone prints,
+// ranks train data parallel (models/gpt/gpt_trainer.h); rank 0 alone prints,
 // validates, samples and writes.
 
 #include "tools/cli/train_text.h"
@@ -21,10 +21,10 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/dot.h"
-#include "engine/file_io.h"
+#include "engine/dot/dot.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
-#include "models/gpt_trainer.h"
+#include "models/gpt/gpt_trainer.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/svg_plot.h"
 #include "tools/cli/train_parallel.h"

@@ -15,7 +15,6 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(DAGRAD_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/dagrad")
-list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/dagrad/dagrad.h)
 
 # The installed headers, with their includes spelled <dagrad/...>
 # (tools/cmake/stage_headers.cmake), staged in the build tree.

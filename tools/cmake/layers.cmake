@@ -2,14 +2,19 @@
 # linked bottom-up, plus the umbrella `dagrad`.
 
 # Headers installed with the library (tools/cmake/install.cmake).
-file(GLOB DAGRAD_HEADERS CONFIGURE_DEPENDS
-  ${PROJECT_SOURCE_DIR}/engine/*.h ${PROJECT_SOURCE_DIR}/engine/autodiff/*.h
-  ${PROJECT_SOURCE_DIR}/ops/*.h ${PROJECT_SOURCE_DIR}/models/*.h)
+# A folder is a layer or one subsystem of one; headers under */internal/
+# are the library's own and are not installed.
+set(DAGRAD_FOLDERS_ENGINE engine engine/plan engine/io engine/dot engine/device)
+set(DAGRAD_FOLDERS_OPS ops ops/math ops/cpu)
+set(DAGRAD_FOLDERS_MODELS models models/nn models/gpt models/toy)
+set(public_header_globs "")
+foreach(folder ${DAGRAD_FOLDERS_ENGINE} ${DAGRAD_FOLDERS_OPS} ops/autodiff ${DAGRAD_FOLDERS_MODELS})
+  list(APPEND public_header_globs ${PROJECT_SOURCE_DIR}/${folder}/*.h)
+endforeach()
+file(GLOB DAGRAD_HEADERS CONFIGURE_DEPENDS ${public_header_globs})
 # The CUDA device's public header has no CUDA types (every build has it);
 # the rest of engine/cuda/ and ops/cuda/ is internal.
 list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/engine/cuda/cuda_device.h)
-# The kernel table's type is public (ops/cpu_isa.h); the kernels are not.
-list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/ops/kernels/cpu_kernels.h)
 
 # Each layer compiles against a tree of its own headers, not the source
 # tree: build/layers/<layer>/ holds links to them at their paths (engine/
@@ -48,9 +53,19 @@ function(dagrad_add_layer name)
                         nlohmann_json::nlohmann_json Threads::Threads)
 endfunction()
 
-file(GLOB engine_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/*.cc)
+# dagrad_layer_files(out ext folders...) lists the files of one extension
+# in the folders (not below them).
+function(dagrad_layer_files out ext)
+  list(TRANSFORM ARGN APPEND "/*.${ext}" OUTPUT_VARIABLE globs)
+  list(TRANSFORM globs PREPEND ${PROJECT_SOURCE_DIR}/)
+  file(GLOB files CONFIGURE_DEPENDS ${globs})
+  set(${out} ${files} PARENT_SCOPE)
+endfunction()
+
+dagrad_layer_files(engine_sources cc ${DAGRAD_FOLDERS_ENGINE})
 dagrad_add_layer(engine ${engine_sources})
-dagrad_stage_headers(dagrad_engine engine/*.h engine/cuda/*.h)
+list(TRANSFORM DAGRAD_FOLDERS_ENGINE APPEND "/*.h" OUTPUT_VARIABLE engine_headers)
+dagrad_stage_headers(dagrad_engine ${engine_headers} engine/plan/internal/*.h engine/cuda/*.h)
 target_link_libraries(dagrad_engine
   PUBLIC absl::status absl::statusor absl::strings absl::str_format
          absl::flat_hash_map absl::inlined_vector absl::span absl::base)
@@ -74,9 +89,10 @@ if(DAGRAD_HAVE_MPI)
   list(APPEND DAGRAD_HEADERS ${PROJECT_SOURCE_DIR}/engine/mpi/mpi_communicator.h)
 endif()
 
-file(GLOB ops_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/*.cc)
+dagrad_layer_files(ops_sources cc ${DAGRAD_FOLDERS_OPS})
 dagrad_add_layer(ops ${ops_sources})
-dagrad_stage_headers(dagrad_ops ops/*.h ops/kernels/*.h ops/cuda/*.h ops/cuda/*.cuh)
+list(TRANSFORM DAGRAD_FOLDERS_OPS APPEND "/*.h" OUTPUT_VARIABLE ops_headers)
+dagrad_stage_headers(dagrad_ops ${ops_headers} ops/internal/*.h ops/cpu/internal/*.h ops/cpu/kernels/*.h ops/cuda/*.h ops/cuda/*.cuh)
 target_link_libraries(dagrad_ops PUBLIC dagrad_engine)
 include(tools/cmake/isa_kernels.cmake)
 dagrad_add_isa_kernels(dagrad_ops)
@@ -95,30 +111,31 @@ if(DAGRAD_HAVE_CUDA)
       "$<INSTALL_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad::dagrad_ops_cuda>>" dagrad_ops)
 endif()
 
-file(GLOB autodiff_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/autodiff/*.cc)
+dagrad_layer_files(autodiff_sources cc ops/autodiff)
 dagrad_add_layer(autodiff ${autodiff_sources})
-dagrad_stage_headers(dagrad_autodiff engine/autodiff/*.h)
+dagrad_stage_headers(dagrad_autodiff ops/autodiff/*.h)
 target_link_libraries(dagrad_autodiff PUBLIC ${ops_layer})
 
 # ONNX import and export, over the ops (optional: tools/cmake/onnx.cmake).
 # The ONNX and protobuf libraries are private to it.
-file(GLOB onnx_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/onnx/*.cc)
+dagrad_layer_files(onnx_sources cc ops/onnx)
 if(DAGRAD_HAVE_ONNX AND onnx_sources)
   dagrad_add_layer(onnx ${onnx_sources})
-  dagrad_stage_headers(dagrad_onnx engine/onnx/*.h)
-  target_link_libraries(dagrad_onnx PUBLIC dagrad_autodiff PRIVATE onnx onnx_proto)
+  dagrad_stage_headers(dagrad_onnx ops/onnx/*.h)
+  target_link_libraries(dagrad_onnx PUBLIC ${ops_layer} PRIVATE onnx onnx_proto)
 endif()
 
-file(GLOB models_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/models/*.cc)
+dagrad_layer_files(models_sources cc ${DAGRAD_FOLDERS_MODELS})
 dagrad_add_layer(models ${models_sources})
-dagrad_stage_headers(dagrad_models models/*.h)
+list(TRANSFORM DAGRAD_FOLDERS_MODELS APPEND "/*.h" OUTPUT_VARIABLE models_headers)
+dagrad_stage_headers(dagrad_models ${models_headers})
 target_link_libraries(dagrad_models PUBLIC dagrad_autodiff)
 
 add_library(dagrad INTERFACE)
 add_library(dagrad::dagrad ALIAS dagrad)
 target_link_libraries(dagrad INTERFACE dagrad_models)
 if(TARGET dagrad_onnx)
-  # tools/ and the tests test DAGRAD_HAVE_ONNX before they use engine/onnx/.
+  # tools/ and the tests test DAGRAD_HAVE_ONNX before they use ops/onnx/.
   target_link_libraries(dagrad INTERFACE dagrad_onnx)
   target_compile_definitions(dagrad INTERFACE DAGRAD_HAVE_ONNX=1)
 endif()

@@ -1,4 +1,4 @@
-# The optional ONNX import and export (engine/onnx/). DAGRAD_ONNX=AUTO builds
+# The optional ONNX import and export (ops/onnx/). DAGRAD_ONNX=AUTO builds
 # it when Debian's libonnx-dev and protobuf are found, ON requires them, OFF
 # leaves it out. Debian's ONNXConfig.cmake links protobuf::libprotobuf, so
 # Protobuf is found first.

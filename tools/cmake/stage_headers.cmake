@@ -1,7 +1,7 @@
 # Copies dagrad's public headers into the tree that `cmake --install` puts
 # under <prefix>/include, so that every one is reached as <dagrad/...>:
 #   engine/graph.h  -> OUT_DIR/dagrad/engine/graph.h
-#   dagrad/dagrad.h -> OUT_DIR/dagrad/dagrad.h
+#   models/dagrad.h -> OUT_DIR/dagrad/dagrad.h
 # Inside the library a header includes another as "engine/tensor.h"; the
 # copy includes it as "dagrad/engine/tensor.h", so a consumer's include
 # path holds only <prefix>/include and nothing generic such as engine/.
@@ -12,8 +12,8 @@ file(STRINGS "${HEADER_LIST}" headers)
 foreach(rel ${headers})
   file(READ "${SOURCE_DIR}/${rel}" text)
   string(REGEX REPLACE "#include \"(engine|ops|models)/" "#include \"dagrad/\\1/" text "${text}")
-  if(rel MATCHES "^dagrad/")
-    file(WRITE "${OUT_DIR}/${rel}" "${text}")
+  if(rel STREQUAL "models/dagrad.h")  # the umbrella header
+    file(WRITE "${OUT_DIR}/dagrad/dagrad.h" "${text}")
   else()
     file(WRITE "${OUT_DIR}/dagrad/${rel}" "${text}")
   endif()

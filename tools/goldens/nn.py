@@ -1,4 +1,4 @@
-"""Goldens for dagrad::nn (models/nn.h) from the torch.nn modules they twin:
+"""Goldens for dagrad::nn (models/nn/nn.h) from the torch.nn modules they twin:
 Linear, Embedding, LayerNorm, timm's Mlp (ReLU, exact GELU, tanh GELU),
 TransformerEncoderLayer in both norm orders and TransformerDecoderLayer
 (cross-attention), all with dropout 0.

@@ -3,9 +3,9 @@
 
   header_examples.py [ROOT]     ROOT: the repository (default: two levels up)
 
-The doc comments of dagrad's public headers (engine/, engine/autodiff/,
-ops/, models/, dagrad/) show examples as comment lines indented by three
-spaces or more:
+The doc comments of dagrad's public headers (engine/, ops/,
+models/ and their subfolders) show examples as comment lines indented by
+three spaces or more:
 
   //   Value y = Gather(x, idx, 1);                   // (4, 2, 3, 6)
 
@@ -16,7 +16,7 @@ Lists in prose ("- ...", "1. ...") are not examples either.
 Every example must appear, line for line (leading and trailing blanks
 aside), in one of tests/header_examples_*_test.cc, in an op's case
 (tests/*_cases.cc: an op's example may be a line of the config that runs
-it), or, for models/nn*.h, in tests/nn_layers_test.cc; all of them compile
+it), or, for models/nn/*.h, in tests/nn_layers_test.cc; all of them compile
 and run it. This check prints each example that none holds, as
 
   ops/gather.h:45: example not in tests/header_examples_*_test.cc:
@@ -31,12 +31,13 @@ import os
 import re
 import sys
 
-HEADER_GLOBS = ["engine/*.h", "engine/autodiff/*.h", "engine/cuda/cuda_device.h",
-                "engine/onnx/import.h", "engine/onnx/onnx_tensor.h",
-                "ops/*.h", "models/*.h", "dagrad/*.h"]
+HEADER_GLOBS = ["engine/*.h", "engine/plan/*.h", "engine/io/*.h", "engine/dot/*.h",
+                "engine/device/*.h", "ops/autodiff/*.h", "engine/cuda/cuda_device.h",
+                "ops/onnx/import.h", "ops/onnx/onnx_tensor.h",
+                "ops/*.h", "ops/math/*.h", "ops/cpu/*.h", "models/*.h", "models/*/*.h"]
 # The tests that hold the examples: the header examples tests, the op cases
 # (an op added to a family writes its example in the config of its case),
-# and the nn layers' own (tests/nn_layers_test.cc copies the models/nn*.h
+# and the nn layers' own (tests/nn_layers_test.cc copies the models/nn/*.h
 # examples).
 TEST_GLOBS = ["tests/header_examples_*_test.cc", "tests/*_cases.cc", "tests/nn_layers_test.cc"]
 TEST_GLOB = "tests/header_examples_*_test.cc"  # where a new example goes
@@ -48,11 +49,11 @@ PROSE_LIST = re.compile(r"^(- |\d+\. )")  # a list in prose: "- ...", "1. ..."
 # (header, first line).
 NOT_EXAMPLES = {
     ("ops/dropout.h", "key     = (k0, k1) = (low, high 32 bits of RunContext::seed, the"),
-    ("engine/safetensors.h", "8 bytes    N, the header length, little-endian unsigned"),
-    ("models/nn_attention.h", "{.embed_dim = 8, .num_heads = 2, .add_bias_kv = true}"),
-    ("models/nn_attention.h",
+    ("engine/io/safetensors.h", "8 bytes    N, the header length, little-endian unsigned"),
+    ("models/nn/attention.h", "{.embed_dim = 8, .num_heads = 2, .add_bias_kv = true}"),
+    ("models/nn/attention.h",
      "{.embed_dim = 8, .num_heads = 2, .add_bias_kv = true, .add_zero_attn = true}"),
-    ("models/nn_attention.h", "{.embed_dim = 8, .num_heads = 2, .batch_first = false}"),
+    ("models/nn/attention.h", "{.embed_dim = 8, .num_heads = 2, .batch_first = false}"),
 }
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fails when a file includes a header of a layer above its own.
+"""Fails when a file includes a header of a layer above its own, or an
+installed header includes one that is not installed.
 
   layers_check.py [ROOT]     ROOT: the repository (default: two levels up)
 
@@ -20,19 +21,35 @@ import sys
 
 from lint_common import run_main, sources
 
-# The layers, bottom first, and the folders each holds. A path belongs to
-# the layer with the longest matching folder, so engine/autodiff/ is the
-# autodiff layer, not the engine's.
+# The layers, bottom first, and the folders each holds: a folder is one
+# layer, or one subsystem of a layer. A library file in a folder named
+# nowhere here is a problem too, so a new folder must be given its layer.
+# tools/ and tests/ take in everything below them.
 LAYERS = [
-    ("engine", ["engine/"]),  # graph IR, shapes, planner, executor, devices, formats
+    ("engine", ["engine/",  # graph IR, tensors, the executor
+                "engine/plan/", "engine/plan/internal/",  # planner, memory budget
+                "engine/io/",  # files: checkpoints, safetensors
+                "engine/dot/",  # Graphviz export
+                "engine/device/",  # devices, host memory, communicators
+                "engine/cuda/"]),  # the CUDA device
     ("mpi", ["engine/mpi/"]),  # the MPI communicator
-    ("ops", ["ops/"]),  # op definitions, CPU and CUDA kernels, gradient rules
-    ("autodiff", ["engine/autodiff/"]),  # Gradients, optimizers, training steps
-    ("onnx", ["engine/onnx/"]),  # ONNX import and export
-    ("models", ["models/"]),  # attention, transformer, toy tasks and trainer
+    ("ops", ["ops/", "ops/internal/",  # op definitions, one family a file pair
+             "ops/math/",  # scalar math CPU and CUDA kernels share
+             "ops/cpu/", "ops/cpu/internal/",  # the CPU runtime
+             "ops/cpu/kernels/",  # per-ISA kernels
+             "ops/cuda/"]),  # CUDA kernels
+    # Autodiff and ONNX walk the ops' rules and definitions, so they sit
+    # beside the ops, above them.
+    ("autodiff", ["ops/autodiff/"]),  # Gradients, optimizers, precision
+    ("onnx", ["ops/onnx/"]),  # ONNX import and export
+    ("models", ["models/",  # tasks, trainers, the umbrella header
+                "models/nn/",  # layers (dagrad::nn)
+                "models/gpt/",  # the GPT, its trainer and generator
+                "models/toy/"]),  # the toy transformer and tasks
     ("tools", ["tools/"]),  # the dagrad CLI, benchmarks
     ("tests", ["tests/"]),  # the test suite
 ]
+OPEN_LAYERS = {"tools", "tests"}
 
 # Which layers each layer may include: its own and those below it. Written
 # out rather than derived, so that the table is the rule a reader checks.
@@ -41,7 +58,7 @@ ALLOWED = {
     "mpi": {"engine", "mpi"},
     "ops": {"engine", "ops"},
     "autodiff": {"engine", "ops", "autodiff"},
-    "onnx": {"engine", "ops", "autodiff", "onnx"},
+    "onnx": {"engine", "ops", "onnx"},
     "models": {"engine", "ops", "autodiff", "models"},
     "tools": {"engine", "mpi", "ops", "autodiff", "onnx", "models", "tools"},
     "tests": {"engine", "mpi", "ops", "autodiff", "onnx", "models", "tools", "tests"},
@@ -54,12 +71,19 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 def layer_of(path):
     """Returns the layer of a repository-relative path, or None."""
-    best, best_len = None, -1
+    folder = path.rsplit("/", 1)[0] + "/"
     for name, folders in LAYERS:
-        for folder in folders:
-            if path.startswith(folder) and len(folder) > best_len:
-                best, best_len = name, len(folder)
-    return best
+        if folder in folders or (name in OPEN_LAYERS and path.startswith(folders[0])):
+            return name
+    return None
+
+
+def is_internal(path):
+    """Whether a header is the library's own, not installed: under an
+    internal/ folder, or a per-ISA kernel's or a CUDA kernel's (the CUDA
+    device's public header aside)."""
+    return ("/internal/" in path or path.startswith(("ops/cpu/kernels/", "ops/cuda/"))
+            or (path.startswith("engine/cuda/") and path != "engine/cuda/cuda_device.h"))
 
 
 def upward_includes(root):
@@ -67,10 +91,18 @@ def upward_includes(root):
     problems = []
     for path in sources(root, TOP_FOLDERS, SOURCE_SUFFIXES):
         own = layer_of(path)
+        if own is None:
+            problems.append(f"{path}: its folder is in no layer (tools/lint/layers_check.py)")
+            continue
         with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
             for line_no, line in enumerate(f, 1):
                 m = INCLUDE.match(line)
                 if not m:
+                    continue
+                if (is_internal(m.group(1)) and path.endswith(".h") and not is_internal(path)
+                        and own not in OPEN_LAYERS):
+                    problems.append(f'{path}:{line_no}: includes "{m.group(1)}", which is not '
+                                    "installed, from a header that is")
                     continue
                 target = layer_of(m.group(1))
                 if target is None or target in ALLOWED[own]:
@@ -82,8 +114,8 @@ def upward_includes(root):
 
 
 def main(argv):
-    return run_main(argv, "layers_check.py", upward_includes, "upward include(s)",
-                    "no upward include")
+    return run_main(argv, "layers_check.py", upward_includes, "layering problem(s)",
+                    "no upward include, no installed header including an internal one")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ to its closing brace; lambdas and local classes count toward the function
 that holds them. Each one over a limit is printed as
 
   ops/softmax.cc:185: MaskedSoftmaxTyped is 72 lines (at most 60)
-  engine/planner.cc: 612 lines (at most 500)
+  engine/plan/planner.cc: 612 lines (at most 500)
 
 and the check exits 1, else 0. ctest runs it (test `length`), and
 tests/length_check_test.py shows it failing on a long function and file.

@@ -11,7 +11,7 @@ itself. A call whose StatusOr is used at once (`*Tensor::Zeros(...)`,
 `Parse(s).value()`) is never checked, and always reported. Each finding is
 printed as
 
-  models/tasks.cc:47: '*Tensor::Zeros(...)' uses a StatusOr that nothing checked
+  models/toy/tasks.cc:47: '*Tensor::Zeros(...)' uses a StatusOr that nothing checked
 
 and the script exits 1 when there is one, else 0. It works on the text, as
 grep would: a StatusOr variable is one declared `absl::StatusOr<...> x =`

@@ -1,4 +1,4 @@
-"""The PyTorch twin of dagrad's models::Gpt (models/gpt.h): a small decoder-only
+"""The PyTorch twin of dagrad's models::Gpt (models/gpt/gpt.h): a small decoder-only
 (causal) language model with the same function, parameter names, initialisation
 and checkpoint layout, so that a dagrad checkpoint loads here and gives the same
 logits, and a checkpoint saved here loads into dagrad.

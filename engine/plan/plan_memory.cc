@@ -1,0 +1,71 @@
+#include "engine/plan/internal/plan_memory.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/checked_math.h"
+#include "engine/op.h"
+
+namespace dagrad {
+namespace {
+
+// Graph nodes passed ValidateBytes: their bytes fit.
+int64_t NodeBytes(const Node& n) {
+  return CheckedBytes(n.shape.num_elements(), SizeOf(n.dtype)).value_or(kMaxTensorBytes);
+}
+
+}  // namespace
+
+std::string DescribeNode(const Node& node) {
+  absl::string_view kind;
+  switch (node.kind) {
+    case NodeKind::kInput: kind = "input"; break;
+    case NodeKind::kVariable: kind = node.trainable ? "parameter" : "variable"; break;
+    case NodeKind::kConstant: kind = "constant"; break;
+    case NodeKind::kOp: kind = node.op->name; break;
+  }
+  return absl::StrCat(kind, " '", node.path(), "' ", DTypeName(node.dtype), " ",
+                      node.shape.ToString());
+}
+
+MemoryBudget PlanMemory(const Graph& graph, const ExecutionPlan& plan, bool host_device,
+                        const std::function<bool(NodeId)>& allocated) {
+  MemoryBudget need;
+  need.Add("arena", plan.arena_bytes);
+  for (const Storage& s : plan.storage) {
+    if (s.kind != Storage::Kind::kArena) continue;
+    const Node& node = graph.node(s.node);
+    need.AddPart(DescribeNode(node), NodeBytes(node));
+  }
+  for (NodeId id : plan.variables) {
+    if (allocated(id)) continue;
+    const Node& node = graph.node(id);
+    need.Add(node.trainable ? "parameters" : "optimizer state", DescribeNode(node),
+             NodeBytes(node));
+  }
+  for (NodeId id : plan.folded) need.AddPart(DescribeNode(graph.node(id)), NodeBytes(graph.node(id)));
+  need.Add("folded constants", plan.folded_bytes);
+  if (host_device) return need;
+  for (const auto& [id, tensor] : plan.constants) {
+    need.Add("constants", DescribeNode(graph.node(id)), NodeBytes(graph.node(id)));
+  }
+  for (NodeId id : plan.inputs) {
+    need.Add("input staging", DescribeNode(graph.node(id)), NodeBytes(graph.node(id)));
+  }
+  return need;
+}
+
+std::optional<MemoryLimit> MemoryLimitFor(int64_t option_limit, int64_t in_use, bool host,
+                                          const HostMemoryFiles& files) {
+  std::optional<MemoryLimit> limit;
+  if (option_limit > 0) {
+    limit = MemoryLimit{
+        option_limit > in_use ? option_limit - in_use : 0,
+        absl::StrCat("ExecutorOptions::memory_limit_bytes ", HumanBytes(option_limit),
+                     in_use > 0 ? absl::StrCat(" less ", HumanBytes(in_use), " in use") : "")};
+  }
+  if (!host) return limit;
+  std::optional<MemoryLimit> room = HostMemoryAvailable(files);
+  if (room && (!limit || room->bytes < limit->bytes)) limit = room;
+  return limit;
+}
+
+}  // namespace dagrad

@@ -1,0 +1,263 @@
+#include "models/gpt/gpt.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "ops/attention.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax.h"
+
+namespace dagrad::models {
+namespace {
+
+constexpr double kInitStd = 0.02;  // GPT-2's
+
+absl::Status MetadataError(absl::string_view key, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("checkpoint metadata: '", key, "' ", what));
+}
+
+}  // namespace
+
+std::map<std::string, std::string> GptConfig::ToMetadata() const {
+  return {{"model", "gpt"},
+          {"vocab", absl::StrCat(vocab)},
+          {"block_size", absl::StrCat(block_size)},
+          {"dim", absl::StrCat(dim)},
+          {"heads", absl::StrCat(heads)},
+          {"layers", absl::StrCat(layers)},
+          {"dropout", absl::StrCat(dropout)}};
+}
+
+absl::StatusOr<GptConfig> GptConfig::FromCheckpoint(const SafetensorsFile& checkpoint,
+                                                     absl::string_view path) {
+  return nn::ConfigFromCheckpoint<GptConfig, Gpt>(checkpoint, path, "transformer.h.");
+}
+
+absl::StatusOr<GptConfig> GptConfig::FromMetadata(
+    const std::map<std::string, std::string>& m) {
+  auto model = m.find("model");
+  if (model == m.end() || model->second != "gpt") {
+    return MetadataError(
+        "model", model == m.end()
+                     ? "is missing (expected gpt)"
+                     : absl::StrCat("is '", model->second, "', expected gpt"));
+  }
+  GptConfig c;
+  for (auto [key, field] :
+       std::initializer_list<std::pair<const char*, int64_t*>>{
+           {"vocab", &c.vocab},
+           {"block_size", &c.block_size},
+           {"dim", &c.dim},
+           {"heads", &c.heads},
+           {"layers", &c.layers}}) {
+    auto it = m.find(key);
+    if (it == m.end()) return MetadataError(key, "is missing");
+    if (!absl::SimpleAtoi(it->second, field)) {
+      return MetadataError(
+          key, absl::StrCat("is not an integer: '", it->second, "'"));
+    }
+  }
+  c.dropout = 0.0;
+  if (auto it = m.find("dropout");
+      it != m.end() && !absl::SimpleAtod(it->second, &c.dropout)) {
+    return MetadataError("dropout",
+                         absl::StrCat("is not a number: '", it->second, "'"));
+  }
+  DAGRAD_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+absl::Status GptConfig::Validate() const {
+  if (vocab < 2 || block_size < 1 || dim < 1 || heads < 1 || layers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt config: need vocab >= 2 and block_size, dim, heads, "
+                     "layers >= 1; got vocab ",
+                     vocab, ", block_size ", block_size, ", dim ", dim,
+                     ", heads ", heads, ", layers ", layers));
+  }
+  if (dim % heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gpt config: dim ", dim, " is not divisible by heads ", heads));
+  }
+  if (!IsFloating(dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt config: dtype must be float32 or float64, got ",
+                     DTypeName(dtype)));
+  }
+  if (absl::Status st = ValidateDropout(dropout); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt config: ", st.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Gpt::Block> Gpt::CreateBlock(Graph& g, const GptConfig& c,
+                                            int64_t l) {
+  Graph::Scope scope(g, absl::StrCat("h/", l));
+  const Initializer normal = Initializer::Normal(0.0, kInitStd);
+  const Initializer proj =
+      Initializer::Normal(0.0, kInitStd / std::sqrt(2.0 * c.layers));
+  auto linear = [&](absl::string_view name, int64_t in, int64_t out,
+                    Initializer init) {
+    return nn::Linear::Create(g, name,
+                              {.in_features = in,
+                               .out_features = out,
+                               .dtype = c.dtype,
+                               .weight_init = init,
+                               .bias_init = Initializer::Zeros()});
+  };
+  const nn::LayerNormOptions norm{.normalized_shape = c.dim, .dtype = c.dtype};
+  Block b;
+  DAGRAD_ASSIGN_OR_RETURN(b.ln_1, nn::LayerNorm::Create(g, "ln_1", norm));
+  DAGRAD_ASSIGN_OR_RETURN(b.c_attn,
+                          linear("attn/c_attn", c.dim, 3 * c.dim, normal));
+  DAGRAD_ASSIGN_OR_RETURN(b.attn_proj,
+                          linear("attn/c_proj", c.dim, c.dim, proj));
+  DAGRAD_ASSIGN_OR_RETURN(b.ln_2, nn::LayerNorm::Create(g, "ln_2", norm));
+  DAGRAD_ASSIGN_OR_RETURN(b.c_fc, linear("mlp/c_fc", c.dim, 4 * c.dim, normal));
+  DAGRAD_ASSIGN_OR_RETURN(b.mlp_proj,
+                          linear("mlp/c_proj", 4 * c.dim, c.dim, proj));
+  DAGRAD_ASSIGN_OR_RETURN(
+      b.resid_dropout, nn::Dropout::Create(g, "attn/resid_dropout", c.dropout));
+  DAGRAD_ASSIGN_OR_RETURN(b.mlp_dropout,
+                          nn::Dropout::Create(g, "mlp/dropout", c.dropout));
+  return b;
+}
+
+absl::StatusOr<Gpt> Gpt::Create(Graph& g, const GptConfig& c) {
+  DAGRAD_RETURN_IF_ERROR(c.Validate());
+  Gpt m;
+  m.graph_ = &g;
+  m.scope_ = g.scope();
+  m.config_ = c;
+  {
+    Graph::Scope transformer(g, "transformer");
+    const Initializer normal = Initializer::Normal(0.0, kInitStd);
+    DAGRAD_ASSIGN_OR_RETURN(m.wte_,
+                            nn::Embedding::Create(g, "wte",
+                                                  {.num_embeddings = c.vocab,
+                                                   .embedding_dim = c.dim,
+                                                   .init = normal,
+                                                   .dtype = c.dtype}));
+    DAGRAD_ASSIGN_OR_RETURN(
+        m.wpe_, nn::Embedding::Create(g, "wpe",
+                                      {.num_embeddings = c.block_size,
+                                       .embedding_dim = c.dim,
+                                       .init = normal,
+                                       .dtype = c.dtype}));
+    DAGRAD_ASSIGN_OR_RETURN(m.drop_, nn::Dropout::Create(g, "drop", c.dropout));
+    for (int64_t l = 0; l < c.layers; ++l) {
+      DAGRAD_ASSIGN_OR_RETURN(Block block, CreateBlock(g, c, l));
+      m.blocks_.push_back(std::move(block));
+    }
+    DAGRAD_ASSIGN_OR_RETURN(
+        m.ln_f_, nn::LayerNorm::Create(
+                     g, "ln_f", {.normalized_shape = c.dim, .dtype = c.dtype}));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(m.lm_head_,
+                          nn::Linear::Tied(g, "lm_head", m.wte_.weight()));
+  m.parameters_ =
+      nn::ConcatParameters({m.wte_.parameters(), m.wpe_.parameters()});
+  for (const Block& b : m.blocks_) {
+    for (const auto& layer :
+         {b.ln_1.parameters(), b.c_attn.parameters(), b.attn_proj.parameters(),
+          b.ln_2.parameters(), b.c_fc.parameters(), b.mlp_proj.parameters()}) {
+      m.parameters_.insert(m.parameters_.end(), layer.begin(), layer.end());
+    }
+  }
+  for (const Value& p : m.ln_f_.parameters()) m.parameters_.push_back(p);
+  return m;
+}
+
+// AppendPast puts layer l's cached keys and values before the new ones in
+// `heads` and returns the mask: each new query sees every kept cached key,
+// and the new keys causally (offset P in the concatenated axis would also
+// admit unkept slots, so the mask is written out).
+SoftmaxMask Gpt::AppendPast(int64_t l, const GptPast& past, nn::HeadsQkv& heads) const {
+  const int64_t T = heads.q.dim(2), P = past.keys[l].dim(2);
+  heads.k = Concat({past.keys[l], heads.k}, 2);
+  heads.v = Concat({past.values[l], heads.v}, 2);
+  Graph& g = *graph_;
+  Value cached = BroadcastTo(Reshape(past.keep, {1, P}), Shape({T, P}));
+  Value new_keys = Less(Reshape(Arange(g, 0, T, 1, DType::kInt64), {1, T}),
+                        Reshape(Arange(g, 1, T + 1, 1, DType::kInt64), {T, 1}));
+  return {.keep = Concat({cached, new_keys}, 1)};
+}
+
+Value Gpt::Attention(const Block& b, Value x, int64_t l,
+                     const GptForwardOptions& options, GptOutputs& out) const {
+  const int64_t Dh = config_.dim / config_.heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  const Value qkv = b.c_attn(x);
+  nn::HeadsQkv heads = nn::SplitPackedHeads(qkv, config_.heads);  // (B, H, T, Dh)
+  out.keys.push_back(heads.k);
+  out.values.push_back(heads.v);
+  SoftmaxMask mask{.causal = true};
+  if (options.past != nullptr) mask = AppendPast(l, *options.past, heads);
+  Value merged;
+  if (config_.attention == nn::AttentionPath::kComposed || options.keep_attention) {
+    nn::HeadsAttention attended =
+        nn::AttendHeads(heads.q, heads.k, heads.v, mask, scale, config_.dropout);
+    if (options.keep_attention) out.attention.push_back(attended.weights);
+    merged = attended.merged;
+  } else {
+    // Fused (ops/attention.h); without a past, q, k and v are read in place
+    // from c_attn's output.
+    const AttentionOptions fused = {
+        .heads = config_.heads, .scale = scale, .dropout = config_.dropout};
+    merged = options.past == nullptr ? PackedAttention(qkv, mask, fused)
+                                     : dagrad::Attention(heads.q, heads.k, heads.v, mask, fused);
+  }
+  return b.resid_dropout(b.attn_proj(merged));
+}
+
+Value Gpt::ApplyBlock(const Block& b, Value x, int64_t l,
+                      const GptForwardOptions& options, GptOutputs& out) const {
+  Graph::ScopePathGuard in_scope(
+      *graph_,
+      absl::StrCat(scope_.empty() ? "" : scope_ + "/", "transformer/h/", l));
+  x = x + Attention(b, b.ln_1(x), l, options, out);
+  Value hidden = nn::Activate(b.c_fc(b.ln_2(x)), nn::Activation::kGelu);
+  return x + b.mlp_dropout(b.mlp_proj(hidden));
+}
+
+GptOutputs Gpt::Forward(Value tokens, const GptForwardOptions& options) const {
+  GptOutputs out;
+  if (graph_ == nullptr) return {nn::NotCreated(tokens, "Gpt")};
+  Graph& g = *graph_;
+  if (!tokens.ok()) return {tokens};
+  const GptPast* past = options.past;
+  const bool past_ok =
+      past == nullptr ||
+      (static_cast<int64_t>(past->keys.size()) == config_.layers &&
+       past->values.size() == past->keys.size() && !past->keep.is_null() &&
+       past->keep.rank() == 1);
+  if (tokens.rank() != 2 || tokens.dim(1) > config_.block_size ||
+      !IsInteger(tokens.dtype()) || !past_ok) {
+    return {g.Error(absl::InvalidArgumentError(absl::StrCat(
+        "gpt: tokens must be int (B, T) with T <= block_size ",
+        config_.block_size,
+        " and a past must have one key and value per layer and a keep (P), "
+        "got ",
+        DTypeName(tokens.dtype()), " ", tokens.shape().ToString())))};
+  }
+  const int64_t T = tokens.dim(1);
+  Value positions = options.positions.is_null()
+                        ? Arange(g, 0, T, 1, DType::kInt64)
+                        : options.positions;
+  Value x = drop_(wte_(tokens) + wpe_(positions));
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    x = ApplyBlock(blocks_[l], x, static_cast<int64_t>(l), options, out);
+  }
+  out.logits = lm_head_(ln_f_(x));
+  return out;
+}
+
+}  // namespace dagrad::models

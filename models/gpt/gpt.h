@@ -1,0 +1,158 @@
+// models/gpt/gpt.h
+//
+// models::Gpt, a decoder-only (causal) transformer language model built from
+// dagrad::nn layers: the model of tools/reference/gpt.py, with the same
+// function, parameter names, initialisation and checkpoint layout, so its
+// checkpoints move both ways with PyTorch.
+//
+//   x = wte(tokens) + wpe(positions)                 positions 0..T-1 by
+//   default x = dropout(x) x = L x pre-norm block:
+//         x = x + resid_dropout(c_proj(causal_attention(c_attn(ln_1(x)))))
+//         x = x + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))))    exact GELU, 4
+//         x dim
+//   logits = ln_f(x) · wte.weightᵀ                   the head is TIED to wte
+//
+// The head is nn::Linear::Tied(g, "lm_head", wte.weight()): one parameter
+// used twice, whose gradient is the sum of both uses; parameters() lists it
+// once, as transformer.wte.weight, and so does a checkpoint.
+//
+// Parameter names (Parameter paths with '/' for '.'), in state_dict order:
+//   transformer.wte.weight (vocab, dim), transformer.wpe.weight (block_size,
+//   dim), transformer.h.<l>.ln_1.{weight,bias}, .attn.c_attn.{weight (3 dim,
+//   dim), bias}, .attn.c_proj.{weight,bias}, .ln_2.*, .mlp.c_fc.{weight (4 dim,
+//   dim), bias}, .mlp.c_proj.{weight,bias}, transformer.ln_f.{weight,bias}.
+// The attention is the fused op (ops/attention.h, reading q, k, v in place
+// from c_attn's output) or, with GptConfig::attention = kComposed,
+// nn::MultiheadAttention's composed core (nn::SplitPackedHeads,
+// nn::AttendHeads), around GPT's own projections, whose names are GPT's
+// (c_attn, c_proj), not torch.nn's.
+// Initialisation (GPT-2's): matrices N(0, 0.02), each c_proj.weight
+// N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm weights 1.
+//
+//   GptConfig config{.block_size = 64, .dim = 128, .heads = 4, .layers = 4};
+//   DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, config));
+//   Value tokens = g.Input("tokens", DType::kInt64, {8, 64});
+//   Value logits = model(tokens);                       // (8, 64, 256)
+//   Value loss = CrossEntropy(logits, targets);         // targets -100 ignored
+//
+// Incremental decoding (a KV cache) uses Forward with `past`: the keys and
+// values of earlier positions, and the positions of the new tokens.
+//   GptOutputs out = model.Forward(token, {.positions = pos, .past = &cache});
+//   // out.logits (B, 1, vocab); out.keys[l], out.values[l] (B, H, 1, Dh)
+
+#ifndef DAGRAD_MODELS_GPT_GPT_H_
+#define DAGRAD_MODELS_GPT_GPT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/graph.h"
+#include "engine/io/safetensors.h"
+#include "models/nn/nn.h"
+
+namespace dagrad::models {
+
+struct GptConfig {
+  int64_t vocab = 256;
+  int64_t block_size = 64;  // the longest context (positions)
+  int64_t dim = 128;
+  int64_t heads = 4;
+  int64_t layers = 4;
+  double dropout = 0.0;
+  DType dtype = DType::kFloat32;  // float64 for gradient checks
+  // attention: the fused op or the composed subgraph (nn::AttentionPath),
+  // in training and in generation alike; not in the metadata (checkpoints
+  // are the same either way). keep_attention takes the composed path.
+  nn::AttentionPath attention = nn::AttentionPath::kFused;
+
+  // Metadata strings: model=gpt and the reference's keys (vocab, block_size,
+  // dim, heads, layers, dropout).
+  std::map<std::string, std::string> ToMetadata() const;
+  // InvalidArgument naming a missing or malformed key, or a model other
+  // than gpt, or a config that Validate rejects.
+  static absl::StatusOr<GptConfig> FromMetadata(
+      const std::map<std::string, std::string>& m);
+  // FromCheckpoint: FromMetadata of the checkpoint at `path` (its errors
+  // prefixed with the path), once the file holds exactly the tensors of the
+  // model it describes (nn::ConfigFromCheckpoint: InvalidArgument naming
+  // a tensor missing, of another shape, or that the metadata does not
+  // account for).
+  static absl::StatusOr<GptConfig> FromCheckpoint(const SafetensorsFile& checkpoint,
+                                                  absl::string_view path);
+  // Validate: vocab >= 2, other sizes >= 1, dim % heads == 0, dropout as
+  // ValidateDropout, dtype float.
+  absl::Status Validate() const;
+};
+
+// GptPast holds, per layer, the keys and values (B, H, P, Dh) of P earlier
+// positions and which of them the new tokens may attend: keep bool (P),
+// true for a filled cache slot (a cache of fixed capacity P).
+struct GptPast {
+  std::vector<Value> keys, values;
+  Value keep;
+};
+
+struct GptForwardOptions {
+  Value positions;  // int64 (T): the new tokens' positions; null: 0..T-1
+  const GptPast* past = nullptr;  // null: no earlier positions
+  bool keep_attention = false;
+};
+
+struct GptOutputs {
+  Value logits;                     // (B, T, vocab)
+  std::vector<Value> keys, values;  // per layer, the new tokens' (B, H, T, Dh)
+  std::vector<Value> attention;     // per layer (B, H, T, P + T), when asked
+};
+
+class Gpt {
+ public:
+  Gpt() = default;  // empty until assigned a model made by Create
+  // Create declares the parameters under g's current scope. The errors of
+  // GptConfig::Validate.
+  static absl::StatusOr<Gpt> Create(Graph& g, const GptConfig& config);
+
+  // tokens int (B, T), T <= block_size -> logits (B, T, vocab); an error
+  // Value for other shapes or dtypes.
+  Value operator()(Value tokens) const { return Forward(tokens).logits; }
+  GptOutputs Forward(Value tokens, const GptForwardOptions& options = {}) const;
+
+  const GptConfig& config() const { return config_; }
+  // The reference's state_dict order, the tied weight once.
+  const std::vector<Value>& parameters() const { return parameters_; }
+  nn::NamedParameters named_parameters() const {
+    return nn::RelativeNames(scope_, parameters_);
+  }
+
+ private:
+  struct Block {
+    nn::LayerNorm ln_1, ln_2;
+    nn::Linear c_attn, attn_proj, c_fc, mlp_proj;
+    nn::Dropout resid_dropout, mlp_dropout;  // the weights' dropout: AttendHeads
+  };
+  static absl::StatusOr<Block> CreateBlock(Graph& g, const GptConfig& c,
+                                           int64_t l);
+  // One block; appends the new keys and values (and weights) to `out`.
+  Value ApplyBlock(const Block& block, Value x, int64_t l,
+                   const GptForwardOptions& options, GptOutputs& out) const;
+  Value Attention(const Block& block, Value x, int64_t l,
+                  const GptForwardOptions& options, GptOutputs& out) const;
+  SoftmaxMask AppendPast(int64_t l, const GptPast& past, nn::HeadsQkv& heads) const;
+
+  Graph* graph_ = nullptr;
+  std::string scope_;
+  GptConfig config_;
+  nn::Embedding wte_, wpe_;
+  nn::Dropout drop_;
+  std::vector<Block> blocks_;
+  nn::LayerNorm ln_f_;
+  nn::Linear lm_head_;
+  std::vector<Value> parameters_;
+};
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_GPT_GPT_H_

@@ -1,0 +1,124 @@
+// models/gpt/gpt_generator.h
+//
+// Text generation with a trained models::Gpt: greedy or sampled (temperature,
+// top-k, Philox-seeded), with a KV cache.
+//
+// Train, then sample:
+//
+//   DAGRAD_ASSIGN_OR_RETURN(auto gen, GptGenerator::Load("run/model.safetensors"));
+//   const std::string prompt = "Copyright ";
+//   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
+//       gen->Generate(BytesToTokens(prompt),
+//                     {.tokens = 200, .sampling = {.temperature = 0.8, .top_k = 40, .seed = 1}}));
+//   std::cout << prompt << TokensToBytes(more);
+//
+// (GptGenerator::Create takes the weights as a SafetensorsFile, e.g. the
+// CollectVariables of a training executor, to sample without a file.)
+//
+// The context. The model sees at most block_size tokens: the last
+// block_size of prompt + generated so far (a sliding window).
+//
+// The KV cache. While the sequence fits the window, every token, of the
+// prompt too, runs through the model once, as one position: its keys and
+// values are kept (per layer (1, H, block_size - 1, Dh)) and the new token
+// attends to them: token n costs one position's projections and MLP and an
+// attention over n keys. Positions are learned and absolute, so once the
+// window slides every kept key belongs to another position (token t moves
+// from position p to p - 1), and the cache would have to be rebuilt for
+// every new token: from then on each token recomputes the whole window
+// (block_size positions, attention over block_size^2 pairs), exactly what
+// the model computes on it and what generation without the cache costs.
+// The cache pays for the first block_size tokens of prompt and output
+// only. Greedy output with and without the cache is the same, before and
+// after the window slides (gpt_generate_test.cc).
+//
+// Sampling (models/gpt/token_sampler.h, with the library's ArgMax, TopK and
+// Multinomial ops). Temperature 0 is greedy (argmax, the first of equal
+// maxima). Otherwise token i of a run is drawn from softmax(logits /
+// temperature), restricted to the top_k largest logits when top_k > 0, with
+// Multinomial's Philox draw at step i: a seed reproduces a sample.
+
+#ifndef DAGRAD_MODELS_GPT_GPT_GENERATOR_H_
+#define DAGRAD_MODELS_GPT_GPT_GENERATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "engine/device/device.h"
+#include "engine/executor.h"
+#include "engine/io/safetensors.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/token_sampler.h"
+
+namespace dagrad::models {
+
+struct GenerateOptions {
+  int64_t tokens = 100;  // how many to generate, >= 0
+  SamplingOptions sampling;
+  bool kv_cache = true;  // false: recompute the window for every token
+  // on_token, if set, sees each new token as soon as it is drawn, e.g. to
+  // print the text as it grows:
+  //   .on_token = [](int64_t t) { std::cout << TokensToBytes({t}) << std::flush; }
+  std::function<void(int64_t)> on_token;
+};
+
+// Bytes as tokens (0..255) and back (each token taken modulo 256).
+std::vector<int64_t> BytesToTokens(absl::string_view bytes);
+std::string TokensToBytes(absl::Span<const int64_t> tokens);
+
+class GptGenerator {
+ public:
+  // Create builds the model of `config` and loads `weights` (checkpoint
+  // names, as Gpt::named_parameters): AssignVariables's errors.
+  static absl::StatusOr<std::unique_ptr<GptGenerator>> Create(
+      const GptConfig& config, const SafetensorsFile& weights,
+      std::unique_ptr<Device> device = CpuDevice());
+  // Load reads a checkpoint with model=gpt metadata (ReadCheckpoint's and
+  // GptConfig::FromCheckpoint's errors, then Create's); its attention runs
+  // by `attention` (GptConfig::attention), which the metadata do not say.
+  static absl::StatusOr<std::unique_ptr<GptGenerator>> Load(
+      const std::string& path, std::unique_ptr<Device> device = CpuDevice(),
+      nn::AttentionPath attention = nn::AttentionPath::kFused);
+
+  // Generate returns options.tokens new tokens following `prompt`.
+  // InvalidArgument for an empty prompt, a token outside [0, vocab) or bad
+  // options.
+  absl::StatusOr<std::vector<int64_t>> Generate(
+      absl::Span<const int64_t> prompt, const GenerateOptions& options);
+
+  const GptConfig& config() const { return config_; }
+
+ private:
+  GptGenerator() = default;
+  absl::Status Build(const SafetensorsFile& weights,
+                     std::unique_ptr<Device> device);
+  // The logits after the last token of `window` (<= block_size tokens).
+  absl::StatusOr<std::vector<float>> WindowLogits(
+      absl::Span<const int64_t> window);
+  // The logits after `token` at `position`, attending to the cached
+  // positions before it; its keys and values join the cache.
+  absl::StatusOr<std::vector<float>> CachedLogits(int64_t token,
+                                                  int64_t position);
+
+  GptConfig config_;
+  std::unique_ptr<Graph> graph_;
+  Gpt model_;
+  std::unique_ptr<Executor> exec_;
+  std::unique_ptr<Plan> window_plan_, step_plan_;
+  Value window_tokens_, window_logits_;
+  Value step_token_, step_position_;
+  GptPast past_;
+  GptOutputs step_;
+  std::vector<Tensor> cache_keys_, cache_values_;  // per layer (1, H, P, Dh)
+  Tensor cache_keep_;                              // bool (P)
+};
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_GPT_GPT_GENERATOR_H_

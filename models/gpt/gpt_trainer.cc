@@ -1,0 +1,164 @@
+#include "models/gpt/gpt_trainer.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/crc32c.h"
+#include "engine/io/safetensors.h"
+#include "engine/status_macros.h"
+#include "ops/loss.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad::models {
+namespace {
+
+constexpr char kFormat[] = "gpt-text-train-state/1";
+
+// SameDataAsRankZero checks that this rank read the bytes rank 0 read:
+// every rank reads the file itself, and another copy of it (another
+// machine's) would silently train on other batches.
+absl::Status SameDataAsRankZero(Communicator& comm, const TextData& data,
+                                const std::string& path) {
+  const uint64_t mine[2] = {data.train().size() + data.validation().size(),
+                            ExtendCrc32c(Crc32c(data.train()), data.validation())};
+  uint64_t root[2] = {mine[0], mine[1]};
+  DAGRAD_RETURN_IF_ERROR(comm.Broadcast(root, sizeof(root), 0));
+  if (root[0] == mine[0] && root[1] == mine[1]) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s holds other bytes on rank %d than on rank 0 (%d bytes, crc32c %08x; rank 0: %d "
+      "bytes, crc32c %08x): every rank must read the same file",
+      path, comm.rank(), mine[0], mine[1], root[0], root[1]));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
+    const TextTrainConfig& config, std::unique_ptr<Device> device,
+    const DataParallelOptions& data_parallel) {
+  DAGRAD_RETURN_IF_ERROR(config.Validate());
+  std::unique_ptr<GptTrainer> t(new GptTrainer());
+  t->config_ = config;
+  t->parallel_ = data_parallel;
+  DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.batch, data_parallel));
+  t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
+  DAGRAD_ASSIGN_OR_RETURN(TextData data,
+                          TextData::Load(config.data, config.model.block_size));
+  if (Communicator* comm = data_parallel.communicator.get()) {
+    DAGRAD_RETURN_IF_ERROR(SameDataAsRankZero(*comm, data, config.data));
+  }
+  t->data_ = std::make_unique<TextData>(std::move(data));
+  t->schedule_ = {.peak = config.lr,
+                  .warmup_steps = config.warmup,
+                  .total_steps = config.steps,
+                  .final_fraction = config.final_lr_fraction};
+  DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
+  return t;
+}
+
+absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
+  const TextTrainConfig& c = config_;
+  const int64_t T = c.model.block_size, B = share_.rows();
+  DAGRAD_ASSIGN_OR_RETURN(validation_, data_->Validation(c.eval_windows));
+  graph_ = std::make_unique<Graph>();
+  Graph& g = *graph_;
+  DAGRAD_ASSIGN_OR_RETURN(model_, Gpt::Create(g, c.model));
+  tokens_ = g.Input("tokens", DType::kInt64, {B, T});
+  targets_ = g.Input("targets", DType::kInt64, {B, T});
+  logits_ = model_(tokens_);
+  loss_ = share_.MeanLoss(g, logits_, targets_);
+  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss_, &logits_}));
+  OptimizerOptions optimizer = c.optimizer;
+  optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
+  optimizer.data_parallel = parallel_;
+  DAGRAD_ASSIGN_OR_RETURN(
+      ts_, BuildTrainingStep(loss_, DecayMatrices(model_.parameters(), optimizer.weight_decay),
+                             optimizer));
+  BuildStepStats(logits_, targets_);
+  {
+    Graph::Scope scope(g, "eval");
+    eval_tokens_ = g.Input("tokens", DType::kInt64, validation_.tokens.shape());
+    eval_targets_ =
+        g.Input("targets", DType::kInt64, validation_.targets.shape());
+    Value logits = model_(eval_tokens_);
+    Value loss = CrossEntropy(logits, eval_targets_);
+    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss, &logits}));
+    eval_stats_ = EvalStats(loss, logits, eval_targets_);
+    window_tokens_ = g.Input("window", DType::kInt64, {1, T});
+    attention_ =
+        model_.Forward(window_tokens_, {.keep_attention = true}).attention;
+  }
+  DAGRAD_RETURN_IF_ERROR(g.status());
+  exec_ = std::make_unique<Executor>(
+      g, std::move(device),
+      ExecutorOptions{.seed = c.seed,
+                      .check_numerics = c.check_numerics,
+                      .memory_limit_bytes = c.memory_limit_bytes,
+                      .profile = c.profile,
+                      .communicator = parallel_.communicator});
+  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
+  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_stats_}));
+  DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepResult> GptTrainer::Step() {
+  const int64_t s = step_ + 1;
+  DAGRAD_ASSIGN_OR_RETURN(
+      const TextBatch global,
+      data_->TrainBatch(config_.seed, static_cast<uint64_t>(s), config_.batch));
+  TextBatch batch;
+  DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
+  DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));
+  return RunTrainingStep(s, LearningRate(schedule_, s),
+                         {{tokens_, batch.tokens}, {targets_, batch.targets}}, global.targets);
+}
+
+absl::StatusOr<EvalResult> GptTrainer::Evaluate() {
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*eval_plan_, {{eval_tokens_, validation_.tokens},
+                               {eval_targets_, validation_.targets}}));
+  return EvalResultOf(out[0]);
+}
+
+absl::StatusOr<std::vector<Tensor>> GptTrainer::Attention(std::string* window) {
+  const int64_t T = config_.model.block_size;
+  DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::Zeros(DType::kInt64, {1, T}));
+  const int64_t* first = validation_.tokens.data<int64_t>();
+  std::copy(first, first + T, tokens.data<int64_t>());
+  *window = TokensToBytes(absl::MakeConstSpan(first, T));
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      exec_->Run(*attention_plan_, {{window_tokens_, tokens}}));
+  for (Tensor& w : out) {  // (1, H, T, T) -> (H, T, T)
+    DAGRAD_ASSIGN_OR_RETURN(w, w.Reshaped({config_.model.heads, T, T}));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> GptTrainer::Sample(
+    const std::string& prompt, int64_t tokens,
+    const SamplingOptions& sampling) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile weights,
+                          CollectVariables(*exec_, model_.parameters()));
+  DAGRAD_ASSIGN_OR_RETURN(auto gen,
+                          GptGenerator::Create(config_.model, weights));
+  DAGRAD_ASSIGN_OR_RETURN(
+      std::vector<int64_t> more,
+      gen->Generate(BytesToTokens(prompt),
+                    {.tokens = tokens, .sampling = sampling}));
+  return prompt + TokensToBytes(more);
+}
+
+std::vector<Value> GptTrainer::Parameters() const { return model_.parameters(); }
+
+TrainingState GptTrainer::State() const { return {kFormat, config_.ToMetadata()}; }
+
+std::map<std::string, std::string> GptTrainer::ModelMetadata() const {
+  return config_.model.ToMetadata();
+}
+
+}  // namespace dagrad::models

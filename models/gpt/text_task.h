@@ -1,0 +1,106 @@
+// models/gpt/text_task.h
+//
+// Byte-level language modelling on a text file, for models::Gpt: the data
+// (TextData) and the training config (TextTrainConfig). GPT trainers decay
+// matrices only: DecayMatrices (ops/autodiff/optimizer.h).
+//
+// The file's bytes are the tokens (vocabulary 256: ASCII, UTF-8 and binary
+// alike). The first 90% are training data, the last 10% validation. A
+// training batch is `batch` windows of seq_len + 1 bytes at offsets drawn
+// from Philox(seed, batch index): tokens are a window's first seq_len
+// bytes, targets its last seq_len (logits at t predict byte t + 1), so
+// batch i is a pure function of (seed, i) and a resumed run sees the
+// batches an uninterrupted one would. The validation set is the split's
+// consecutive windows, up to max_windows of them.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt", 64));
+//   DAGRAD_ASSIGN_OR_RETURN(TextBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
+//   // b.tokens, b.targets int64 (32, 64)
+
+#ifndef DAGRAD_MODELS_GPT_TEXT_TASK_H_
+#define DAGRAD_MODELS_GPT_TEXT_TASK_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/tensor.h"
+#include "models/gpt/gpt.h"
+#include "models/trainer.h"
+#include "ops/autodiff/optimizer.h"
+
+namespace dagrad::models {
+
+struct TextBatch {
+  Tensor tokens;   // int64 (B, T)
+  Tensor targets;  // int64 (B, T): the next bytes
+};
+
+class TextData {
+ public:
+  // Load reads the file: NotFound (or ReadFile's error) when it cannot be
+  // read; FromBytes's errors.
+  static absl::StatusOr<TextData> Load(const std::string& path,
+                                       int64_t seq_len);
+  // FromBytes splits `bytes`: InvalidArgument, naming `name`, for seq_len
+  // < 1, no bytes, or a split shorter than one window (seq_len + 1 bytes):
+  // the message says how many bytes the file needs (10 * seq_len + 1).
+  static absl::StatusOr<TextData> FromBytes(std::string bytes, int64_t seq_len,
+                                            absl::string_view name);
+
+  // TrainBatch returns batch number `index` of the training split.
+  absl::StatusOr<TextBatch> TrainBatch(uint64_t seed, uint64_t index,
+                                       int64_t batch) const;
+  // Validation returns the validation split's first windows, at most
+  // max_windows (>= 1) of them.
+  absl::StatusOr<TextBatch> Validation(int64_t max_windows) const;
+
+  int64_t seq_len() const { return seq_len_; }
+  const std::string& train() const { return train_; }
+  const std::string& validation() const { return validation_; }
+
+ private:
+  TextData() = default;
+  absl::StatusOr<TextBatch> Windows(const std::string& split,
+                                    const std::vector<int64_t>& offsets) const;
+
+  int64_t seq_len_ = 0;
+  std::string train_, validation_;
+};
+
+struct TextTrainConfig {
+  GptConfig model;   // model.block_size is the window length seq_len
+  std::string data;  // the text file
+  int64_t batch = 32;
+  int64_t steps = 300;
+  OptimizerOptions optimizer{
+      .kind = OptimizerKind::kAdamW, .weight_decay = 0.1, .clip_norm = 1.0};
+  double lr = 1e-3;                // peak, finite and > 0
+  int64_t warmup = 0;              // linear warmup steps, then cosine decay
+  double final_lr_fraction = 0.1;  // in [0, 1]
+  uint64_t seed = 0;
+  int64_t eval_windows = 64;  // validation windows (>= 1)
+  // Debugging and limits; they do not change the numbers of a run.
+  bool check_numerics = false;
+  int64_t memory_limit_bytes = 0;
+  bool profile = false;  // time every kernel (GptTrainer::train_plan().profile())
+  // A step with a non-finite loss or gradient norm: stop, or skip its update
+  // and stop after max_consecutive_skips (>= 1) skipped in a row
+  // (models/trainer.h).
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::kStop;
+  int64_t max_consecutive_skips = 8;
+
+  // Validate returns InvalidArgument naming the first bad field
+  // (ValidateRun's, then the text task's).
+  absl::Status Validate() const;
+  // ToMetadata: the model's (GptConfig::ToMetadata), RunMetadata and the
+  // text task's fields: every field that shapes the run's numbers.
+  std::map<std::string, std::string> ToMetadata() const;
+};
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_GPT_TEXT_TASK_H_

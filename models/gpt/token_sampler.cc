@@ -1,0 +1,72 @@
+#include "models/gpt/token_sampler.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "ops/elementwise.h"
+#include "ops/gather.h"
+#include "ops/sampling.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax.h"
+
+namespace dagrad::models {
+
+absl::Status CheckSampling(const SamplingOptions& o) {
+  if (!(o.temperature >= 0) || !std::isfinite(o.temperature)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sampling: temperature must be finite and >= 0, got ", o.temperature));
+  }
+  if (o.top_k < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling: top_k must be >= 0, got ", o.top_k));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<TokenSampler>> TokenSampler::Create(
+    int64_t vocab, const SamplingOptions& o, std::unique_ptr<Device> device) {
+  DAGRAD_RETURN_IF_ERROR(CheckSampling(o));
+  if (vocab < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling: vocab must be >= 1, got ", vocab));
+  }
+  std::unique_ptr<TokenSampler> s(new TokenSampler());
+  s->vocab_ = vocab;
+  Graph& g = s->graph_;
+  s->logits_ = g.Input("logits", DType::kFloat32, {1, vocab});
+  if (o.temperature == 0) {
+    s->next_ = ArgMax(s->logits_, -1);  // (1)
+  } else {
+    const int64_t k = o.top_k == 0 ? vocab : std::min(o.top_k, vocab);
+    TopKResult top = TopK(s->logits_, k, -1);  // (1, k), largest first
+    // Shifted so that the largest is 0, scaled by at most the largest float:
+    // a temperature near 0 then draws the greedy token, where logits /
+    // temperature would overflow to inf - inf = NaN.
+    Value shifted = Sub(top.values, Slice(top.values, -1, 0, 1));
+    const double inverse = std::min(1.0 / o.temperature, double{FLT_MAX});
+    Value drawn = Multinomial(Softmax(Scale(shifted, inverse)), o.seed);
+    s->next_ = Gather(Reshape(top.indices, {k}), Reshape(drawn, {1}), 0);  // (1)
+  }
+  DAGRAD_RETURN_IF_ERROR(g.status());
+  s->exec_ = std::make_unique<Executor>(g, std::move(device));
+  DAGRAD_ASSIGN_OR_RETURN(s->plan_, s->exec_->Compile({s->next_}));
+  return s;
+}
+
+absl::StatusOr<int64_t> TokenSampler::Sample(absl::Span<const float> logits, uint64_t draw) {
+  if (static_cast<int64_t>(logits.size()) != vocab_) {
+    return absl::InvalidArgumentError(absl::StrCat("sampling: expected ", vocab_,
+                                                   " logits, got ", logits.size()));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(
+      Tensor row,
+      Tensor::FromVector<float>({1, vocab_}, std::vector<float>(logits.begin(), logits.end())));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                          exec_->Run(*plan_, {{logits_, row}}, {.step = draw}));
+  return out[0].data<int64_t>()[0];
+}
+
+}  // namespace dagrad::models

@@ -1,0 +1,103 @@
+#include "models/nn/positional_encoding.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad::models {
+namespace {
+
+// Angles(i, j) = i / base^(2j/d) for positions i = start, ..., start + L - 1
+// as an (L, d/2) float64 subgraph.
+Value Angles(Graph& g, int64_t length, int64_t dim, double base, int64_t start = 0) {
+  Value pos = Reshape(Arange(g, static_cast<double>(start), static_cast<double>(start + length),
+                             1, DType::kFloat64),
+                      {length, 1});
+  Value two_j = Arange(g, 0, static_cast<double>(dim), 2, DType::kFloat64);  // 2j
+  Value inv_freq = Exp(Scale(two_j, -std::log(base) / static_cast<double>(dim)));
+  return Mul(pos, Reshape(inv_freq, {1, dim / 2}));
+}
+
+// Interleave returns [a0, b0, a1, b1, ...] along the last axis from two
+// (..., n) values.
+Value Interleave(Value a, Value b) {
+  std::vector<int64_t> pair_shape(a.shape().dims().begin(), a.shape().dims().end());
+  pair_shape.push_back(1);
+  std::vector<int64_t> merged(a.shape().dims().begin(), a.shape().dims().end());
+  merged.back() *= 2;
+  return Reshape(Concat({Reshape(a, pair_shape), Reshape(b, pair_shape)}, -1), merged);
+}
+
+}  // namespace
+
+Value SinusoidalTable(Graph& g, int64_t max_len, int64_t dim, DType dtype) {
+  if (max_len < 1 || dim < 2 || dim % 2 != 0) {
+    return g.Error(absl::InvalidArgumentError(absl::StrCat(
+        "sinusoidal positional encoding needs max_len >= 1 and an even dim >= 2, got max_len ",
+        max_len, ", dim ", dim)));
+  }
+  Graph::Scope scope(g, "sinusoidal_table");
+  Value angles = Angles(g, max_len, dim, 10000.0);
+  return Cast(Interleave(Sin(angles), Cos(angles)), dtype);
+}
+
+Value AddSinusoidal(Value x, double dropout) {
+  if (!x.ok()) return x;
+  Graph& g = *x.graph();
+  Graph::Scope scope(g, "positional_encoding");
+  if (x.rank() != 3) {
+    return g.Error(absl::InvalidArgumentError(absl::StrCat(
+        "AddSinusoidal: x must be (B, T, E), got ", x.shape().ToString())));
+  }
+  Value y = Add(x, SinusoidalTable(g, x.dim(1), x.dim(2), x.dtype()));
+  return dropout > 0 ? Dropout(y, dropout) : y;
+}
+
+LearnedPositionalEmbedding::LearnedPositionalEmbedding(Graph& g, absl::string_view name,
+                                                       int64_t max_len, int64_t dim,
+                                                       DType dtype) {
+  Graph::Scope scope(g, name);
+  weight_ = g.Parameter("weight", {max_len, dim}, Initializer::Normal(0.0, 0.02), dtype);
+}
+
+Value LearnedPositionalEmbedding::operator()(Value x) const {
+  if (!x.ok() || !weight_.ok()) return x.ok() ? weight_ : x;
+  if (x.rank() != 3 || x.dim(2) != weight_.dim(1) || x.dim(1) > weight_.dim(0)) {
+    return x.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "learned positional embedding ", weight_.shape().ToString(), " cannot add to x ",
+        x.shape().ToString())));
+  }
+  return Add(x, Slice(weight_, 0, 0, x.dim(1)));
+}
+
+Value ApplyRotary(Value x, double base, int64_t start) {
+  if (!x.ok()) return x;
+  Graph& g = *x.graph();
+  const int64_t L = x.dim(-2), D = x.dim(-1);
+  if (x.rank() < 2 || D % 2 != 0) {
+    return g.Error(absl::InvalidArgumentError(absl::StrCat(
+        "rotary embedding needs x (..., L, D) with D even, got ", x.shape().ToString())));
+  }
+  if (!(base > 0) || !std::isfinite(base)) {
+    return g.Error(absl::InvalidArgumentError(
+        absl::StrCat("rotary embedding needs a finite base > 0, got ", base)));
+  }
+  Graph::Scope scope(g, "rotary");
+  Value angles = Angles(g, L, D, base, start);  // (L, D/2)
+  Value cos = Cast(Cos(angles), x.dtype()), sin = Cast(Sin(angles), x.dtype());
+  // Split x into its even (x0) and odd (x1) members of each pair.
+  std::vector<int64_t> pairs(x.shape().dims().begin(), x.shape().dims().end());
+  pairs.back() = D / 2;
+  pairs.push_back(2);
+  Value xp = Reshape(x, pairs);
+  std::vector<int64_t> halves(pairs.begin(), pairs.end() - 1);
+  Value x0 = Reshape(Slice(xp, -1, 0, 1), halves);
+  Value x1 = Reshape(Slice(xp, -1, 1, 2), halves);
+  return Interleave(x0 * cos - x1 * sin, x0 * sin + x1 * cos);
+}
+
+}  // namespace dagrad::models

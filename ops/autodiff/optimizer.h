@@ -1,0 +1,191 @@
+// ops/autodiff/optimizer.h
+//
+// Training steps as graph: BuildTrainingStep differentiates a loss with
+// respect to parameters and adds, under the scope "optimizer", gradient
+// clipping by global norm (ClipGradNorm) and one fused update op per
+// parameter (SGD with momentum, Adam or AdamW, as torch.optim defines them),
+// with parameter groups of their own weight decay and learning-rate scale
+// (torch.optim's param_groups). The whole step —
+// forward, backward, update — is one plan, compiled once and run every
+// step; the learning rate and the step number are fed, so a schedule needs
+// no re-planning.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts,
+//       BuildTrainingStep(loss, g.Parameters(), {.kind = OptimizerKind::kAdamW,
+//                                                .weight_decay = 0.01, .clip_norm = 1.0}));
+//   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, ts.updates));
+//   DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{tokens, batch},
+//       {ts.lr, Tensor::Scalar(LearningRate(sched, t))}, {ts.step, Tensor::Scalar<double>(t)}},
+//       {.training = true, .step = t}));
+//
+// The GPT recipe, AdamW with weight decay on matrices only:
+//
+//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep gpt_step, BuildTrainingStep(loss,
+//       DecayMatrices(g.Parameters(), 0.1), {.kind = OptimizerKind::kAdamW}));
+
+#ifndef DAGRAD_OPS_AUTODIFF_OPTIMIZER_H_
+#define DAGRAD_OPS_AUTODIFF_OPTIMIZER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/graph.h"
+#include "ops/autodiff/data_parallel.h"
+#include "ops/autodiff/precision.h"
+
+namespace dagrad {
+
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+
+// ParseOptimizerKind accepts "sgd", "adam", "adamw"; InvalidArgument else.
+absl::StatusOr<OptimizerKind> ParseOptimizerKind(const std::string& name);
+
+// OptimizerName returns the name ParseOptimizerKind accepts for `kind`.
+const char* OptimizerName(OptimizerKind kind);
+
+// OptimizerOptions: every field must be finite; the ranges are those
+// ValidateOptimizerOptions checks.
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kAdam;
+  double momentum = 0.9;  // SGD, in [0, 1)
+  bool nesterov = false;  // SGD, needs momentum > 0
+  // Adam, AdamW: betas in [0, 1), eps > 0.
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  // >= 0. SGD and Adam: L2 penalty added to the gradient; AdamW: decoupled
+  // decay. The default of parameter groups that set none.
+  double weight_decay = 0.0;
+  // > 0: scale gradients by min(1, clip_norm / (norm + 1e-6)), where norm is
+  // the global L2 norm of all gradients (torch.nn.utils.clip_grad_norm_).
+  double clip_norm = 0.0;
+  // skip_nonfinite: when a step's loss or global gradient norm is NaN or
+  // +-Inf, its update ops write nothing: parameters and optimizer state keep
+  // their values, as torch.cuda.amp.GradScaler skips optimizer.step(). The
+  // caller learns it from the fetched loss and grad_norm (UpdateSkipped) and
+  // feeds `step` as the number of updates applied so far + 1, so that Adam's
+  // step count does not advance over a skipped update either.
+  bool skip_nonfinite = false;
+  // allow_unused: parameters the loss does not depend on get no update and
+  // no state (torch leaves their .grad None) and are listed in
+  // TrainingStep::unused_params and its warning. false: they are an error
+  // that names them all.
+  bool allow_unused = false;
+  // data_parallel: with a communicator, the gradients are summed over the
+  // ranks, in buckets overlapped with backward, before the norm, the
+  // clipping and the updates (ops/autodiff/data_parallel.h).
+  DataParallelOptions data_parallel;
+  // precision: the loss's forward is rewritten so (ApplyPrecision,
+  // ops/autodiff/precision.h) before it is differentiated: under
+  // kBFloat16 the matrix products read bfloat16 casts of their float32
+  // operands, and the parameters, their gradients, the moments and the
+  // updates stay float32. kTF32 changes no node (a device setting).
+  //
+  //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep mixed,
+  //       BuildTrainingStep(loss, g.Parameters(), {.precision = Precision::kBFloat16}));
+  //   DAGRAD_ASSIGN_OR_RETURN(auto mixed_plan, exec.Compile({mixed.loss}, mixed.updates));
+  Precision precision = Precision::kFloat32;
+};
+
+// ParamGroup: parameters that share a weight decay and a learning-rate
+// scale, as an entry of torch.optim's param_groups.
+struct ParamGroup {
+  std::vector<Value> params;
+  // Finite, >= 0; unset: OptimizerOptions::weight_decay.
+  std::optional<double> weight_decay;
+  // Finite, >= 0: the group's learning rate is the fed lr times this.
+  double lr_scale = 1.0;
+};
+
+// DecayMatrices is the GPT rule, "decay matrices, not biases or norms", as
+// two groups: the parameters of rank >= 2 (embeddings, linear weights) with
+// `weight_decay`, the others (biases, LayerNorm's gamma and beta) with 0.
+//
+//   std::vector<ParamGroup> groups = DecayMatrices(g.Parameters(), 0.1);
+std::vector<ParamGroup> DecayMatrices(const std::vector<Value>& params, double weight_decay);
+
+// ClippedGrads: what ClipGradNorm builds, each a node of the grads' graph.
+struct ClippedGrads {
+  std::vector<Value> grads;  // grads[i] * scale in grads[i]'s dtype; null stays null
+  Value norm;                // float64 scalar: the global L2 norm before clipping
+  Value scale;               // float64 scalar: min(1, max_norm / (norm + 1e-6))
+};
+
+// ClipGradNorm is torch.nn.utils.clip_grad_norm_ as graph: norm = sqrt(sum
+// over grads of sum(g^2)), one sum_of_squares op (ops/sum_of_squares.h:
+// squares and sums in float64, in a fixed order), and every gradient scaled
+// by `scale`. Null gradients are skipped, as torch skips a None .grad.
+// BuildTrainingStep clips with its norm and scale, fused into the updates.
+// Errors: max_norm not finite and > 0; no gradient that is not null; the
+// first gradient that holds an error.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(ClippedGrads c, ClipGradNorm(grads, 1.0));
+//   DAGRAD_ASSIGN_OR_RETURN(auto clip_plan, exec.Compile({c.norm, c.grads[0]}));
+absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, double max_norm);
+
+// ValidateOptimizerOptions returns InvalidArgument naming the first field
+// that is not finite or out of its range, with its value, e.g.
+// "weight_decay must be finite and >= 0, got nan".
+absl::Status ValidateOptimizerOptions(const OptimizerOptions& options);
+
+struct TrainingStep {
+  // The loss the step computes and differentiates: the given one, or its
+  // rewrite under OptimizerOptions::precision. Fetch this one.
+  Value loss;
+  Value lr;         // feed a float64 scalar each step
+  Value step;       // feed a float64 scalar: 1 on the first applied update
+  // The global gradient norm before clipping, float64; null unless
+  // clip_norm > 0 or skip_nonfinite.
+  Value grad_norm;
+  std::vector<Value> params;   // the parameters updated, group by group
+  std::vector<Value> grads;    // their gradients, unclipped (summed over the ranks)
+  // Data parallel: the loss summed over the ranks, float64 (each rank's
+  // loss being its share, the job's loss); the skip guard reads it. Null
+  // without a communicator.
+  Value global_loss;
+  int num_buckets = 0;         // data parallel: the gradient buckets
+  std::vector<Value> updates;  // plan targets
+  std::vector<Value> state;    // the optimizer's variables (momenta, moments)
+  // With allow_unused: the paths of the parameters the loss does not reach,
+  // and a warning naming them ("" when there are none).
+  std::vector<std::string> unused_params;
+  std::string warning;
+};
+
+// BuildTrainingStep adds the step's nodes to loss's graph, one group of
+// `params` with options.weight_decay, or the given groups. Errors: those of
+// Gradients; no parameters; a parameter in two groups, or not a variable;
+// parameters the loss does not depend on, all named, unless allow_unused;
+// bad options (ValidateOptimizerOptions) or group fields, naming the group.
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
+                                               const OptimizerOptions& options);
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<ParamGroup>& groups,
+                                               const OptimizerOptions& options);
+
+// UpdateSkipped says whether a skip_nonfinite step wrote nothing: its loss
+// or gradient norm (both fetched from the same run) is NaN or +-Inf.
+//
+//   const bool skipped = UpdateSkipped(out[0].data<float>()[0], out[1].data<double>()[0]);
+//   if (!skipped) ++applied;   // feed applied + 1 as ts.step next time
+bool UpdateSkipped(double loss, double grad_norm);
+
+// LrSchedule: linear warmup from 0 to `peak` over `warmup_steps`, then
+// cosine decay to `peak * final_fraction` at `total_steps`.
+struct LrSchedule {
+  double peak = 1e-3;          // finite, > 0
+  int64_t warmup_steps = 0;    // >= 0
+  int64_t total_steps = 1;     // >= 0
+  double final_fraction = 0.0;  // in [0, 1]
+};
+
+// ValidateLrSchedule returns InvalidArgument naming the first bad field and
+// its value (NaN and +-Inf are bad everywhere).
+absl::Status ValidateLrSchedule(const LrSchedule& schedule);
+
+// LearningRate returns the rate for `step` (1-based); constant past the end.
+double LearningRate(const LrSchedule& schedule, int64_t step);
+
+}  // namespace dagrad
+
+#endif  // DAGRAD_OPS_AUTODIFF_OPTIMIZER_H_

@@ -1,0 +1,336 @@
+#include "ops/cpu/cpu_runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "absl/base/call_once.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/gemm.h"
+#include "ops/cpu/internal/small_gemm.h"
+
+extern "C" {
+#include <blis.h>
+}
+
+namespace dagrad {
+namespace {
+
+struct CpuState {
+  absl::Status status;
+  std::string chosen_by = "BLIS";
+  std::string features;
+  bool copy_column_b = false;  // CopiesColumnB of the active kernel set
+};
+
+CpuState& State() {
+  static CpuState* state = new CpuState();
+  return *state;
+}
+
+// The instructions of BLIS's skx and haswell sets are those of dagrad's
+// avx512 and avx2 kernel levels.
+bool HasAvx512() { return CpuHasInstructionsOf(CpuIsa::kAvx512); }
+bool HasAvx2Fma() { return CpuHasInstructionsOf(CpuIsa::kAvx2); }
+
+std::string FeatureString() {
+  std::vector<std::string> f;
+#if defined(__x86_64__)
+#define DAGRAD_FEATURE(name) \
+  if (__builtin_cpu_supports(name)) f.push_back(name)
+  DAGRAD_FEATURE("avx512f");
+  DAGRAD_FEATURE("avx512dq");
+  DAGRAD_FEATURE("avx512bw");
+  DAGRAD_FEATURE("avx512vl");
+  DAGRAD_FEATURE("avx512bf16");
+  DAGRAD_FEATURE("avx2");
+  DAGRAD_FEATURE("fma");
+  DAGRAD_FEATURE("avx");
+#undef DAGRAD_FEATURE
+#endif
+  return absl::StrJoin(f, " ");
+}
+
+// CanRun is true when this CPU has the instructions kernel set `id` uses.
+bool CanRun(int id) {
+  switch (static_cast<arch_t>(id)) {
+    case BLIS_ARCH_SKX:
+    case BLIS_ARCH_KNL:
+      return HasAvx512();
+    case BLIS_ARCH_HASWELL:
+    case BLIS_ARCH_ZEN:
+    case BLIS_ARCH_ZEN2:
+    case BLIS_ARCH_ZEN3:
+    case BLIS_ARCH_EXCAVATOR:
+    case BLIS_ARCH_STEAMROLLER:
+    case BLIS_ARCH_PILEDRIVER:
+    case BLIS_ARCH_BULLDOZER:
+      return HasAvx2Fma();
+    case BLIS_ARCH_SANDYBRIDGE:
+#if defined(__x86_64__)
+      return __builtin_cpu_supports("avx");
+#else
+      return false;
+#endif
+    case BLIS_ARCH_PENRYN:
+#if defined(__x86_64__)
+      return true;
+#else
+      return false;
+#endif
+    // aarch64's NEON sets (BLIS picks among them itself, see SelectArch);
+    // the SVE ones are left out: they need SVE, which NEON does not imply.
+    case BLIS_ARCH_FIRESTORM:
+    case BLIS_ARCH_THUNDERX2:
+    case BLIS_ARCH_CORTEXA57:
+    case BLIS_ARCH_CORTEXA53:
+#if defined(__aarch64__)
+      return true;
+#else
+      return false;
+#endif
+    case BLIS_ARCH_GENERIC:
+      return true;
+    default:
+      return false;  // other ISAs (32-bit ARM, POWER), KNC and SVE
+  }
+}
+
+// CopiesColumnB is true for the kernel sets whose sgemm runs a tall product
+// with a column-stored B (x·wᵀ, a linear layer's forward) slower than with
+// the same B stored by rows: BLIS 0.9's AVX2 sets. One Zen 5 core, m =
+// 2048, (n, k) = (384, 128), (512, 128), (128, 128), (128, 512): 14-19%
+// faster with B copied to rows (copy included) under haswell, zen, zen2 and
+// zen3; skx, sandybridge and penryn gain nothing (-5 to +0%).
+bool CopiesColumnB(arch_t id) {
+  return id == BLIS_ARCH_HASWELL || id == BLIS_ARCH_ZEN || id == BLIS_ARCH_ZEN2 ||
+         id == BLIS_ARCH_ZEN3;
+}
+
+// The kernel sets Debian builds, fastest first: x86-64's, then aarch64's
+// (CanRun keeps this CPU's).
+constexpr arch_t kCandidates[] = {BLIS_ARCH_SKX,       BLIS_ARCH_ZEN3,      BLIS_ARCH_HASWELL,
+                                  BLIS_ARCH_SANDYBRIDGE, BLIS_ARCH_PENRYN,  BLIS_ARCH_FIRESTORM,
+                                  BLIS_ARCH_THUNDERX2, BLIS_ARCH_CORTEXA57, BLIS_ARCH_CORTEXA53,
+                                  BLIS_ARCH_GENERIC};
+
+std::string ValidChoices() {
+  std::vector<std::string> names;
+  for (arch_t id : kCandidates) {
+    if (CanRun(id)) names.push_back(absl::StrCat(bli_arch_string(id), " (", id, ")"));
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+absl::Status SelectArch() {
+  CpuState& state = State();
+  state.features = FeatureString();
+  const char* env = std::getenv("BLIS_ARCH_TYPE");
+  if (env != nullptr) {
+    const std::string text = absl::AsciiStrToLower(absl::StripAsciiWhitespace(env));
+    int id = -1;
+    if (!absl::SimpleAtoi(text, &id)) {
+      id = -1;  // a failed SimpleAtoi leaves 0, skx's id
+      for (int i = 0; i < BLIS_NUM_ARCHS; ++i) {
+        if (text == bli_arch_string(static_cast<arch_t>(i))) id = i;
+      }
+    }
+    if (id < 0 || id >= BLIS_NUM_ARCHS || !CanRun(id)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "BLIS_ARCH_TYPE='", env, "' is not a BLIS kernel set this CPU can run; "
+          "valid: ", ValidChoices(), ", or unset it to let dagrad choose"));
+    }
+    // BLIS 0.9 reads only numeric ids.
+    setenv("BLIS_ARCH_TYPE", absl::StrCat(id).c_str(), 1);
+    state.chosen_by = "BLIS_ARCH_TYPE";
+  } else {
+#if defined(__x86_64__)
+    // On x86-64 dagrad picks (skx over BLIS's own zen3 choice on Zen 4/5);
+    // elsewhere BLIS's own choice from the CPU stands (chosen_by "BLIS").
+    for (arch_t id : kCandidates) {
+      if (id != BLIS_ARCH_GENERIC && CanRun(id)) {
+        setenv("BLIS_ARCH_TYPE", absl::StrCat(static_cast<int>(id)).c_str(), 1);
+        state.chosen_by = "cpu features";
+        break;
+      }
+    }
+#endif
+  }
+  // Initialise before any query: BLIS 0.9 aborts when its arch is queried
+  // with BLIS_ARCH_TYPE set and the library not yet initialised.
+  bli_init();
+  state.copy_column_b = CopiesColumnB(bli_arch_query_id());
+  return absl::OkStatus();
+}
+
+absl::once_flag configure_once;
+
+int HardwareThreads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// EnvThreads is DAGRAD_NUM_THREADS when it is set to a valid count.
+absl::StatusOr<int> EnvThreads(const char* env) {
+  int n;
+  if (!absl::SimpleAtoi(env, &n) || n < 1 || n > MaxThreads()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "DAGRAD_NUM_THREADS='", env, "' is not a thread count in [1, ", MaxThreads(),
+        "] (4 x the ", HardwareThreads(), " hardware threads)"));
+  }
+  return n;
+}
+
+absl::Status CheckThreadsEnv() {
+  const char* env = std::getenv("DAGRAD_NUM_THREADS");
+  return env == nullptr ? absl::OkStatus() : EnvThreads(env).status();
+}
+
+int DefaultThreads() {
+  if (const char* env = std::getenv("DAGRAD_NUM_THREADS")) {
+    absl::StatusOr<int> n = EnvThreads(env);
+    if (n.ok()) return *n;
+  }
+  return HardwareThreads();
+}
+
+// The thread count every kernel reads, from any thread: 0 until first use,
+// then DAGRAD_NUM_THREADS or the hardware's count, or what SetNumThreads set.
+// OpenMP's own setting is per calling thread, so kernels never rely on it:
+// ParallelFor and Gemm pass this count explicitly.
+std::atomic<int> threads{0};
+
+// BLIS's process-wide default, for BLIS calls that pass no runtime of their
+// own (dagrad's Gemm always passes one).
+void ApplyThreads(int n) { bli_thread_set_num_threads(n); }
+
+}  // namespace
+
+absl::Status ConfigureCpu() {
+  absl::call_once(configure_once, [] {
+    State().status = CheckThreadsEnv();
+    if (State().status.ok()) State().status = ChooseCpuIsa().status();
+    if (State().status.ok()) State().status = SelectArch();
+    // Any BLIS call initialises BLIS, so threads are applied only after the
+    // kernel set has been chosen.
+    if (State().status.ok()) ApplyThreads(NumThreads());
+  });
+  return State().status;
+}
+
+CpuInfo GetCpuInfo() {
+  CpuInfo info;
+  absl::Status st = ConfigureCpu();
+  info.blis_version = bli_info_get_version_str();
+  info.blis_arch = st.ok() ? bli_arch_string(bli_arch_query_id()) : "unconfigured";
+  info.chosen_by = State().chosen_by;
+  info.cpu_features = State().features;
+  info.threads = NumThreads();
+  return info;
+}
+
+int MaxThreads() { return 4 * HardwareThreads(); }
+
+absl::Status SetNumThreads(int n) {
+  if (n > MaxThreads()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thread count ", n, " is above the limit of ", MaxThreads(), " (4 x the ",
+                     HardwareThreads(), " hardware threads)"));
+  }
+  threads.store(n < 1 ? 1 : n, std::memory_order_relaxed);
+  if (ConfigureCpu().ok()) ApplyThreads(NumThreads());
+  return absl::OkStatus();
+}
+
+int NumThreads() {
+  int n = threads.load(std::memory_order_relaxed);
+  if (n != 0) return n;
+  int expected = 0;
+  threads.compare_exchange_strong(expected, DefaultThreads(), std::memory_order_relaxed);
+  return threads.load(std::memory_order_relaxed);
+}
+
+namespace {
+
+// BlisGemmEx is BLIS's typed gemm for T: s for float, d for double.
+template <typename T>
+constexpr auto BlisGemmEx() {
+  if constexpr (std::is_same_v<T, float>) {
+    return bli_sgemm_ex;
+  } else {
+    return bli_dgemm_ex;
+  }
+}
+
+// RowsOfB copies a column-stored B (k x n, element (p, j) at b[j * csb + p])
+// to rows of n in a buffer of the calling thread, in 8 x 8 tiles.
+template <typename T>
+const T* RowsOfB(int64_t k, int64_t n, const T* b, int64_t csb) {
+  thread_local std::vector<T> rows;
+  rows.resize(k * n);
+  T* out = rows.data();
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    for (int64_t p0 = 0; p0 < k; p0 += 8) {
+      const int64_t j1 = std::min(j0 + 8, n), p1 = std::min(p0 + 8, k);
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t p = p0; p < p1; ++p) out[p * n + j] = b[j * csb + p];
+      }
+    }
+  }
+  return out;
+}
+
+// CopyColumnB is true when a float product with a column-stored B should
+// run on a row-stored copy (CopiesColumnB; measured for sgemm only): a tall
+// product (m >= 4 n; at 256^3 or 1024^3 the copy costs more than it saves)
+// whose B is small.
+bool CopyColumnB(int64_t m, int64_t n, int64_t k, int64_t rsb, int64_t csb) {
+  return State().copy_column_b && rsb == 1 && csb != 1 && m >= 4 * n && k * n <= (1 << 18);
+}
+
+}  // namespace
+
+template <typename T>
+absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
+                  int64_t csa, const T* b, int64_t rsb, int64_t csb, T beta, T* c, int64_t rsc,
+                  int64_t csc, bool one_thread) {
+  if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
+  const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
+  // kSmallGemmMaxMadds is measured on one thread: a product BLIS may split
+  // over several threads stays with BLIS above 2^18 multiply-adds.
+  const bool whole_thread = one_thread || NumThreads() == 1 || m * n * k <= (int64_t{1} << 18);
+  if (IsSmallGemm(kernels, m, n, k) && whole_thread && csc == 1) {
+    SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+    return absl::OkStatus();
+  }
+  if (std::is_same_v<T, float> && CopyColumnB(m, n, k, rsb, csb)) {
+    b = RowsOfB(k, n, b, csb);
+    rsb = n;
+    csb = 1;
+  }
+  // The thread count is passed on every call, so it holds in any calling
+  // thread; one thread when asked: the caller spreads products over them.
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(one_thread ? 1 : NumThreads(), &rntm);
+  BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, const_cast<T*>(a), rsa,
+                  csa, const_cast<T*>(b), rsb, csb, &beta, c, rsc, csc, nullptr, &rntm);
+  return absl::OkStatus();
+}
+
+template absl::Status Gemm<float>(int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                  int64_t, const float*, int64_t, int64_t, float, float*,
+                                  int64_t, int64_t, bool);
+template absl::Status Gemm<double>(int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                   int64_t, const double*, int64_t, int64_t, double, double*,
+                                   int64_t, int64_t, bool);
+
+}  // namespace dagrad

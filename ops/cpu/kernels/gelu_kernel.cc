@@ -1,0 +1,186 @@
+// GELU's float32 kernels for one ISA level (CpuKernels::gelu_f32 and
+// gelu_grad_f32), as GCC vector extensions at the level's width. The exact
+// form needs Phi(x) = (1 + erf(x / sqrt(2))) / 2, which glibc computes one
+// scalar call at a time; here, with u = x / sqrt(2), s = u^2:
+//
+//   |u| < 1:  erf(u) = u * P(s)                   P: degree 5, rel. error 4e-8
+//   |u| >= 1: erfc(|u|) = exp(-s) * t * Q(t),     Q: degree 7, rel. error 9e-8
+//             t = 1 / (1 + |u| / 2)               (t -> 0 as |u| -> inf)
+//
+// both fitted (weighted least squares, iterated to equal ripple) to
+// erf(u) / u and erfc(|u|) exp(s) / t on their ranges. Phi's error is then
+// within 2^-23 of the exact value everywhere (tests/gelu_test.cc), against
+// 2^-24 for 0.5 * (1 + erff(u)); for negative x the tail 0.5 * erfc(|u|)
+// keeps Phi's relative error within 2^-16 down to x = -12, where
+// 1 + erff(u) would cancel to nothing. exp(-s) is also sqrt(2 pi) phi(x),
+// so the backward pass g * (Phi + x phi) costs one exponential. The tanh
+// form is x * sigmoid(2 z), z = sqrt(2 / pi) (x + 0.044715 x^3), which
+// equals 0.5 x (1 + tanh z) without its cancellation.
+//
+// The FMA rule (cpu_kernels.h): the polynomials and the exponential's
+// reduction use MulAdd, fused at the avx2 and avx512 levels (a third of
+// the arithmetic) and as written at the baseline.
+
+#include <initializer_list>
+
+#include "ops/cpu/kernels/cpu_kernels.h"
+#include "ops/cpu/kernels/level.h"
+#include "ops/cpu/kernels/simd.h"
+#include "ops/cpu/kernels/vec_exp.h"
+
+namespace dagrad::kernels::DAGRAD_ISA {
+namespace {
+
+constexpr float kSqrtHalf = 0.70710678118654752440f;    // 1 / sqrt(2)
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1 / sqrt(2 pi)
+constexpr float kTanhScale = 0.79788456080286535588f;   // sqrt(2 / pi)
+constexpr float kTanhCubic = 0.044715f;
+
+// P(s): erf(u) / u for s = u^2 in [0, 1].
+constexpr float kErfSmall[] = {1.128379107e+00f, -3.761232495e-01f,
+                               1.128017977e-01f, -2.671131119e-02f,
+                               4.917551298e-03f, -5.631420645e-04f};
+// Q(t): erfc(|u|) exp(u^2) / t for t = 1 / (1 + |u| / 2) in (0, 2 / 3].
+constexpr float kErfcLarge[] = {
+    2.820947766e-01f, 2.821003199e-01f, 2.466215640e-01f,  1.793487072e-01f,
+    6.247589737e-02f, 7.533789426e-02f, -2.162694186e-01f, 8.864813298e-02f};
+
+// MulAdd is a * b + c: one fused rounding where the level has FMA.
+inline VecF MulAdd(VecF a, VecF b, VecF c) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<VecF>(_mm512_fmadd_ps(reinterpret_cast<__m512>(a),
+                                                reinterpret_cast<__m512>(b),
+                                                reinterpret_cast<__m512>(c)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  return reinterpret_cast<VecF>(_mm256_fmadd_ps(reinterpret_cast<__m256>(a),
+                                                reinterpret_cast<__m256>(b),
+                                                reinterpret_cast<__m256>(c)));
+#else
+  return a * b + c;
+#endif
+}
+
+template <int kN>
+inline VecF Horner(const float (&c)[kN], VecF t) {
+  VecF p = VecF{} + c[kN - 1];
+  for (int i = kN - 2; i >= 0; --i) p = MulAdd(p, t, VecF{} + c[i]);
+  return p;
+}
+
+// ExpNeg is exp(v) for v <= 0 (NaN gives some finite value: callers
+// multiply it by x): VectorExp's reduction and polynomial
+// (ops/cpu/internal/vector_math.h), without the overflow side, 0 below -87.33654.
+inline VecF ExpNeg(VecF v) {
+  const VecF lo = VecF{} + -87.33654f, round = VecF{} + 12582912.0f;
+  const VecF xc = v >= lo ? v : lo;
+  const VecF n = MulAdd(xc, VecF{} + 1.44269504088896341f, round) - round;
+  const VecF r =
+      MulAdd(n, VecF{} + 2.12194440e-4f, MulAdd(n, VecF{} + -0.693359375f, xc));
+  VecF p = VecF{} + 1.9875691500e-4f;
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                  1.6666665459e-1f, 5.0000001201e-1f}) {
+    p = MulAdd(p, r, VecF{} + c);
+  }
+  p = MulAdd(p, r * r, r) + 1.0f;
+  // n lies in [-126, 0]: 2^n is one normal float.
+  const VecF scale =
+      reinterpret_cast<VecF>((__builtin_convertvector(n, VecI) + 127) << 23);
+  return v < lo ? VecF{} : p * scale;
+}
+
+// Normal holds Phi(x) and exp(-x^2 / 2) = sqrt(2 pi) phi(x).
+struct Normal {
+  VecF cdf, gauss;
+};
+
+inline Normal NormalOf(VecF x) {
+  const VecF u = x * kSqrtHalf;
+  const VecF a = u < 0.0f ? -u : u;
+  const VecF s = u * u;
+  const VecF gauss = ExpNeg(-s);
+  const VecF small =
+      MulAdd(VecF{} + 0.5f, u * Horner(kErfSmall, s), VecF{} + 0.5f);
+  const VecF t = 1.0f / (1.0f + 0.5f * a);
+  const VecF half_erfc = 0.5f * gauss * (t * Horner(kErfcLarge, t));
+  const VecF large = u < 0.0f ? half_erfc : 1.0f - half_erfc;
+  return {a < 1.0f ? small : large, gauss};
+}
+
+// TanhForm holds s = sigmoid(2 z), 1 - s and dz/dx for the tanh form.
+struct TanhForm {
+  VecF s, one_minus_s, dz;
+};
+
+// With e = exp(-2 |z|) <= 1: s = 1 / (1 + e) and 1 - s = e / (1 + e) for
+// z >= 0, the other way round for z < 0; neither overflows nor cancels.
+inline TanhForm TanhFormOf(VecF x) {
+  const VecF x2 = x * x;
+  const VecF z = kTanhScale * MulAdd(VecF{} + kTanhCubic, x2 * x, x);
+  const VecF e = ExpNeg(-2.0f * (z < 0.0f ? -z : z));
+  const VecF d = 1.0f / (1.0f + e);
+  const VecF ed = e * d;
+  const auto positive = z >= 0.0f;  // a lane mask
+  return {positive ? d : ed, positive ? ed : d,
+          kTanhScale * MulAdd(VecF{} + 3.0f * kTanhCubic, x2, VecF{} + 1.0f)};
+}
+
+inline VecF GeluVec(VecF x, bool tanh) {
+  if (tanh) return x * TanhFormOf(x).s;
+  return x * NormalOf(x).cdf;
+}
+
+// gelu'(x) = Phi(x) + x phi(x); for the tanh form, d/dx x sigmoid(2 z) =
+// s + x * 2 s (1 - s) z'.
+inline VecF GeluGradVec(VecF x, VecF g, bool tanh) {
+  if (tanh) {
+    const TanhForm f = TanhFormOf(x);
+    return g * (f.s + x * ((2.0f * f.s * f.one_minus_s) * f.dz));
+  }
+  const Normal n = NormalOf(x);
+  return g * (n.cdf + x * (n.gauss * kInvSqrt2Pi));
+}
+
+// ForEachVec runs `f(x, g)` on the elements [begin, end), whole registers
+// first, then the tail padded to a register (so every element takes the
+// same arithmetic). g is null for the forward pass.
+template <typename F>
+void ForEachVec(const GeluArgs& args, int64_t begin, int64_t end, F f) {
+  int64_t i = begin;
+  for (; i + kVecLanes <= end; i += kVecLanes) {
+    const VecF x = *reinterpret_cast<const UnalignedF*>(args.x + i);
+    const VecF g =
+        args.g ? *reinterpret_cast<const UnalignedF*>(args.g + i) : VecF{};
+    *reinterpret_cast<UnalignedF*>(args.y + i) = f(x, g);
+  }
+  if (i == end) return;
+  VecF x{}, g{};
+  for (int64_t k = 0; k < end - i; ++k) {
+    x[k] = args.x[i + k];
+    g[k] = args.g ? args.g[i + k] : 0.0f;
+  }
+  const VecF y = f(x, g);
+  for (int64_t k = 0; k < end - i; ++k) args.y[i + k] = y[k];
+}
+
+}  // namespace
+
+void GeluF32(const GeluArgs& args, int64_t begin, int64_t end) {
+  if (args.tanh) {
+    ForEachVec(args, begin, end, [](VecF x, VecF) { return GeluVec(x, true); });
+  } else {
+    ForEachVec(args, begin, end,
+               [](VecF x, VecF) { return GeluVec(x, false); });
+  }
+}
+
+void GeluGradF32(const GeluArgs& args, int64_t begin, int64_t end) {
+  if (args.tanh) {
+    ForEachVec(args, begin, end,
+               [](VecF x, VecF g) { return GeluGradVec(x, g, true); });
+  } else {
+    ForEachVec(args, begin, end,
+               [](VecF x, VecF g) { return GeluGradVec(x, g, false); });
+  }
+}
+
+}  // namespace dagrad::kernels::DAGRAD_ISA

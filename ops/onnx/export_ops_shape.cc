@@ -1,0 +1,116 @@
+// Exporters of the shape, indexing, fill and reduction ops. Sizes that are
+// dynamic symbols come from OnnxBuilder::ShapeOf and SymbolSize.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "engine/op.h"
+#include "engine/status_macros.h"
+#include "ops/fill.h"
+#include "ops/onnx/export_ops.h"
+#include "ops/op_util.h"
+
+namespace dagrad::onnx_export {
+namespace {
+
+// reshape, broadcast_to: to the node's shape, dynamic sizes read at run time.
+absl::Status ExportReshape(OnnxBuilder& b, const Node& node) {
+  b.Add("Reshape", {b.In(node, 0), b.ShapeOf(node.shape.dims())}, b.Out(node));
+  return absl::OkStatus();
+}
+
+absl::Status ExportBroadcastTo(OnnxBuilder& b, const Node& node) {
+  b.Add("Expand", {b.In(node, 0), b.ShapeOf(node.shape.dims())}, b.Out(node));
+  return absl::OkStatus();
+}
+
+absl::Status ExportPermute(OnnxBuilder& b, const Node& node) {
+  SetAttr(b.AddNode("Transpose", {b.In(node, 0)}, b.Out(node)), "perm",
+          node.attrs.GetInts("perm"));
+  return absl::OkStatus();
+}
+
+absl::Status ExportConcat(OnnxBuilder& b, const Node& node) {
+  std::vector<std::string> inputs;
+  for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i) inputs.push_back(b.In(node, i));
+  SetAttr(b.AddNode("Concat", std::move(inputs), b.Out(node)), "axis",
+          node.attrs.GetInt("axis"));
+  return absl::OkStatus();
+}
+
+// A slice that runs to the end of its axis keeps running to the end when
+// the axis's size changes.
+absl::Status ExportSlice(OnnxBuilder& b, const Node& node) {
+  const Shape& in = b.graph().node(node.inputs[0]).shape;
+  DAGRAD_ASSIGN_OR_RETURN(SliceSpec s, ResolveSlice(node.attrs, in));
+  int64_t end = s.count == 0 ? s.start : s.start + (s.count - 1) * s.step + 1;
+  if (end >= in[s.axis]) end = std::numeric_limits<int64_t>::max();
+  b.Add("Slice", {b.In(node, 0), b.Ints({s.start}), b.Ints({end}), b.Ints({s.axis}),
+                  b.Ints({s.step})},
+        b.Out(node));
+  return absl::OkStatus();
+}
+
+absl::Status ExportGather(OnnxBuilder& b, const Node& node) {
+  SetAttr(b.AddNode("Gather", {b.In(node, 0), b.In(node, 1)}, b.Out(node)), "axis",
+          node.attrs.GetInt("axis"));
+  return absl::OkStatus();
+}
+
+absl::Status ExportFill(OnnxBuilder& b, const Node& node) {
+  DAGRAD_ASSIGN_OR_RETURN(
+      Tensor value,
+      FilledTensor(FillValueAttr(node.attrs, "value", node.dtype), node.dtype, Shape({1})));
+  onnx::NodeProto* fill =
+      b.AddNode("ConstantOfShape", {b.ShapeOf(node.shape.dims())}, b.Out(node));
+  SetAttr(fill, "value", TensorToOnnx(value, "value"));
+  return absl::OkStatus();
+}
+
+// arange: Range(start, limit, step), of integers for integer dtypes (its
+// stop is the integer one, 2 for Arange(0, 1.5) of int64); a length that is
+// a dynamic symbol gives limit = start + size * step at run time.
+absl::Status ExportArange(OnnxBuilder& b, const Node& node) {
+  const FillValue start = FillValueAttr(node.attrs, "start", node.dtype),
+                  step = FillValueAttr(node.attrs, "step", node.dtype);
+  std::string limit;
+  if (std::optional<int> s = b.SymbolFor(node.shape[0])) {
+    onnx::NodeProto* cast = b.AddNode("Cast", {b.Add("Squeeze", {b.SymbolSize(*s)})}, "");
+    SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
+    limit = b.Add("Add", {b.Add("Mul", {cast->output(0), b.Scalar(step, node.dtype)}),
+                          b.Scalar(start, node.dtype)});
+  } else {
+    limit = b.Scalar(FillValueAttr(node.attrs, "stop", node.dtype), node.dtype);
+  }
+  b.Add("Range", {b.Scalar(start, node.dtype), limit, b.Scalar(step, node.dtype)}, b.Out(node));
+  return absl::OkStatus();
+}
+
+// sum takes its axes as an input at opset 13+, mean and max as an attribute
+// until opset 18; no axes reduces every axis in both.
+absl::Status ExportReduce(OnnxBuilder& b, const Node& node) {
+  const std::vector<int64_t> axes = node.attrs.GetInts("axes");
+  const absl::string_view name = node.op->name;
+  const bool sum = name == "sum";
+  std::vector<std::string> inputs = {b.In(node, 0)};
+  if (sum && !axes.empty()) inputs.push_back(b.Ints(axes));
+  onnx::NodeProto* reduce = b.AddNode(
+      sum ? "ReduceSum" : name == "mean" ? "ReduceMean" : "ReduceMax", inputs, b.Out(node));
+  if (!sum && !axes.empty()) SetAttr(reduce, "axes", axes);
+  SetAttr(reduce, "keepdims", int64_t{node.attrs.GetBool("keepdims")});
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+OnnxExporterList ShapeExporters() {
+  return {{"reshape", ExportReshape}, {"broadcast_to", ExportBroadcastTo},
+          {"permute", ExportPermute}, {"concat", ExportConcat},
+          {"slice", ExportSlice},     {"gather", ExportGather},
+          {"fill", ExportFill},       {"arange", ExportArange},
+          {"sum", ExportReduce},      {"mean", ExportReduce},
+          {"max", ExportReduce}};
+}
+
+}  // namespace dagrad::onnx_export

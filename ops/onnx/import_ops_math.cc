@@ -1,0 +1,263 @@
+// ops/onnx/import_ops_math.cc
+//
+// The ONNX importer's elementwise, comparison and matrix-product ops.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/onnx/import_context.h"
+#include "ops/onnx/onnx_tensor.h"
+#include "ops/select.h"
+#include "ops/shape_ops.h"
+
+namespace dagrad {
+namespace {
+
+using Outputs = absl::StatusOr<std::vector<Value>>;
+
+template <Value (*F)(Value, Value)>
+Outputs Binary(OnnxNodeContext& c) {
+  return c.Outputs({F(c.input(0), c.input(1))});
+}
+
+// FloatUnary applies a math op that dagrad defines for floats only.
+template <Value (*F)(Value)>
+Outputs FloatUnary(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  return c.Outputs({F(x)});
+}
+
+Value Identity(Value x) { return x; }
+
+template <Value (*F)(Value)>
+Outputs Unary(OnnxNodeContext& c) {
+  return c.Outputs({F(c.input(0))});
+}
+
+// Neg also negates integers (shape arithmetic), as 0 - x.
+Outputs ImportNeg(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (IsFloating(x.dtype())) return c.Outputs({Neg(x)});
+  DAGRAD_RETURN_IF_ERROR(x.status());
+  if (!IsInteger(x.dtype())) return c.Unsupported("Neg of bool");
+  return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), int64_t{0}), x)});
+}
+
+// ONNX's Equal takes bools (from opset 7), dagrad's numbers only: two
+// bools are equal as the 0s and 1s they cast to.
+Value EqualAny(Value a, Value b) {
+  const auto is_bool = [](const Value& v) { return v.ok() && v.dtype() == DType::kBool; };
+  if (!is_bool(a) || !is_bool(b)) return Equal(a, b);
+  return Equal(Cast(a, DType::kInt32), Cast(b, DType::kInt32));
+}
+
+// a <= b is (a < b) or (a == b), not Not(a > b): a NaN operand makes each
+// comparison false, as IEEE, numpy and ONNX Runtime have it, so NaN <= 1 is
+// false. Composed rather than an OpDef: the importer is their only user,
+// and what it exports back is the Less, Equal and Or it holds.
+Value LessOrEqual(Value a, Value b) { return LogicalOr(Less(a, b), Equal(a, b)); }
+Value GreaterOrEqual(Value a, Value b) { return LogicalOr(Greater(a, b), Equal(a, b)); }
+// Pow's -1 is 1 / x, which ONNX's Reciprocal is (C's pow(x, -1) may round
+// differently).
+Value Reciprocal(Value x) { return Pow(x, -1.0); }
+
+// Variadic folds Sum, Max and Min over any number of inputs.
+template <Value (*F)(Value, Value)>
+Outputs Variadic(OnnxNodeContext& c) {
+  Value out = c.input(0);
+  for (int i = 1; i < c.num_inputs(); ++i) out = F(out, c.input(i));
+  return c.Outputs({out});
+}
+
+Outputs ImportMean(OnnxNodeContext& c) {
+  Value sum = c.input(0);
+  for (int i = 1; i < c.num_inputs(); ++i) sum = Add(sum, c.input(i));
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, sum));
+  return c.Outputs({Scale(sum, 1.0 / c.num_inputs())});
+}
+
+// SameValue is true for equal values and for two NaNs (one exponent).
+bool SameValue(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+// Pow takes a known exponent with one value throughout (x ** 2, x ** 0.5:
+// what exports hold); an exponent computed at run time is unsupported. The
+// result has the broadcast shape of x and the exponent, as in ONNX: x (3)
+// ** e (2, 1, 1) is (2, 1, 3), and an empty exponent gives an empty result.
+// ONNX's Pow is C's pow (numpy's, ONNX Runtime's) for every exponent:
+// CPow, not dagrad's torch-like Pow (sqrt(-0) = -0 for x ** 0.5).
+Outputs ImportPow(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor y, c.KnownInput(1, "exponent"));
+  absl::StatusOr<Shape> shape = BroadcastShapes(x.shape(), y.shape());
+  if (!shape.ok()) return c.Error(shape.status().message());
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<double> e, TensorAsDoubles(y));
+  for (double v : e) {
+    if (!SameValue(v, e.front())) return c.Unsupported("Pow with exponents that differ by element");
+  }
+  Value power = e.empty() ? x : CPow(x, e.front());
+  return c.Outputs({*shape == x.shape() ? power : BroadcastTo(power, *shape)});
+}
+
+// LeakyRelu is x for x >= 0 and alpha x for x < 0 (ONNX): the test is
+// x < 0, so that both zeros and NaN come out as x itself, where x > 0 would
+// send them to alpha x (alpha * -0 = +0 for a negative alpha).
+Outputs ImportLeakyRelu(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  Value zero = ScalarConstant(c.graph(), x.dtype(), 0.0);
+  return c.Outputs({Where(Less(x, zero), Scale(x, c.Float("alpha", 0.01f)), x)});
+}
+
+Outputs ImportCast(OnnxNodeContext& c) {
+  const int64_t code = c.Int("to", 0);
+  if (code < INT32_MIN || code > INT32_MAX) return c.Error(absl::StrCat("Cast to type ", code));
+  absl::StatusOr<DType> to = DTypeFromOnnx(static_cast<int32_t>(code));
+  if (!to.ok()) return c.Unsupported(to.status().message());
+  return c.Outputs({Cast(c.input(0), *to)});
+}
+
+Outputs ImportCastLike(OnnxNodeContext& c) {
+  return c.Outputs({Cast(c.input(0), c.input(1).dtype())});
+}
+
+// ClipBound returns Clip's bound input i as a scalar: ONNX makes it one, and
+// the result has x's shape, so a (1)-shaped bound must not broadcast x. A
+// bound known at import is a constant even where an initializer holds it
+// (relu6's 0 and 6, as onnx-simplifier writes them): a bound is a setting,
+// not a weight to train.
+Value ClipBound(OnnxNodeContext& c, int i) {
+  const Tensor* known = c.known(i);
+  Value bound = known ? c.graph().Constant(*known, "onnx_clip_bound") : c.input(i);
+  if (!bound.ok() || bound.shape().num_elements() == 1) return Reshape(bound, {});
+  return c.graph().Error(c.Error(absl::StrCat(
+      "Clip's ", i == 1 ? "min" : "max", " must be a scalar, not ", bound.shape().ToString())));
+}
+
+// ClipSide returns Clip's bound i (1 min, 2 max): the float attribute
+// before opset 11, the input from then on, and where there is none the
+// dtype's lowest() or max(), not an infinity (ONNX Runtime, and Clip-6's
+// defaults of -+3.402823e+38): Clip(+inf) with no max is FLT_MAX in float32,
+// DBL_MAX in float64. A null Value where an integer x needs no bound (none
+// of its elements lies beyond its dtype's limits).
+Value ClipSide(OnnxNodeContext& c, int i, DType dtype) {
+  const char* name = i == 1 ? "min" : "max";
+  if (c.opset() < 11 && c.attr(name)) return ScalarConstant(c.graph(), dtype, c.Float(name, 0));
+  if (c.opset() >= 11 && c.has_input(i)) return ClipBound(c, i);
+  if (!IsFloating(dtype)) return Value();
+  const double limit = dtype == DType::kFloat32 ? std::numeric_limits<float>::max()
+                                                : std::numeric_limits<double>::max();
+  return ScalarConstant(c.graph(), dtype, i == 1 ? -limit : limit);
+}
+
+// Clip's bounds are inputs from opset 11, float attributes before (when
+// Clip took floats only). A NaN in x stays NaN, as numpy's clip has it.
+Outputs ImportClip(OnnxNodeContext& c) {
+  Value x = c.input(0);
+  if (c.opset() < 11) DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
+  DAGRAD_RETURN_IF_ERROR(x.status());
+  const DType dtype = x.dtype();
+  if (Value lo = ClipSide(c, 1, dtype); !lo.is_null()) x = Maximum(x, lo);
+  if (Value hi = ClipSide(c, 2, dtype); !hi.is_null()) x = Minimum(x, hi);
+  return c.Outputs({x});
+}
+
+// MatMul follows numpy: a 1-D operand is a row (a) or a column (b) whose
+// axis leaves the result.
+Outputs ImportMatMul(OnnxNodeContext& c) {
+  Value a = c.input(0), b = c.input(1);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, a));
+  const bool row = a.rank() == 1, column = b.rank() == 1;
+  if (row) a = Reshape(a, {1, a.dim(0)});
+  if (column) b = Reshape(b, {b.dim(0), 1});
+  Value y = MatMul(a, b);
+  DAGRAD_RETURN_IF_ERROR(y.status());
+  if (row || column) {
+    std::vector<int64_t> dims(y.shape().dims().begin(), y.shape().dims().end());
+    if (column) dims.pop_back();
+    if (row) dims.erase(dims.end() - (column ? 1 : 2));
+    y = Reshape(y, dims);
+  }
+  return c.Outputs({y});
+}
+
+// Gemm: alpha * A' B' + beta * C, A' and B' transposed when asked. A and
+// B are matrices (MatMul would batch more axes), and C broadcasts to the
+// (M, N) result one way only, never widening it.
+Outputs ImportGemm(OnnxNodeContext& c) {
+  Value a = c.input(0), b = c.input(1);
+  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, a));
+  DAGRAD_RETURN_IF_ERROR(b.status());
+  if (a.rank() != 2 || b.rank() != 2) {
+    return c.Error(absl::StrCat("A ", a.shape().ToString(), " and B ", b.shape().ToString(),
+                                " must be matrices"));
+  }
+  Value y = MatMul(a, b, {.transpose_a = c.Int("transA", 0) != 0,
+                          .transpose_b = c.Int("transB", 0) != 0});
+  const float alpha = c.Float("alpha", 1.0f), beta = c.Float("beta", 1.0f);
+  if (alpha != 1.0f) y = Scale(y, alpha);
+  if (c.has_input(2) && beta != 0.0f) {
+    Value bias = c.input(2);
+    DAGRAD_RETURN_IF_ERROR(y.status());
+    DAGRAD_RETURN_IF_ERROR(bias.status());
+    if (!IsBroadcastableTo(bias.shape(), y.shape())) {
+      return c.Error(absl::StrCat("C ", bias.shape().ToString(), " does not broadcast to ",
+                                  y.shape().ToString()));
+    }
+    y = Add(y, beta == 1.0f ? bias : Scale(bias, beta));
+  }
+  return c.Outputs({y});
+}
+
+}  // namespace
+
+std::vector<OnnxOpEntry> OnnxMathOps() {
+  return {
+      {"Add", Binary<Add>},
+      {"Sub", Binary<Sub>},
+      {"Mul", Binary<Mul>},
+      {"Div", Binary<Div>},
+      {"Pow", ImportPow},
+      {"Equal", Binary<EqualAny>},
+      {"Less", Binary<Less>},
+      {"Greater", Binary<Greater>},
+      {"LessOrEqual", Binary<LessOrEqual>},
+      {"GreaterOrEqual", Binary<GreaterOrEqual>},
+      {"And", Binary<LogicalAnd>},
+      {"Or", Binary<LogicalOr>},
+      {"Not", Unary<LogicalNot>},
+      {"Identity", Unary<Identity>},
+      {"Neg", ImportNeg},
+      {"Exp", FloatUnary<Exp>},
+      {"Log", FloatUnary<Log>},
+      {"Sqrt", FloatUnary<Sqrt>},
+      {"Reciprocal", FloatUnary<Reciprocal>},
+      {"Relu", FloatUnary<Relu>},
+      {"Tanh", FloatUnary<Tanh>},
+      {"Sigmoid", FloatUnary<Sigmoid>},
+      {"Sin", FloatUnary<Sin>},
+      {"Cos", FloatUnary<Cos>},
+      {"LeakyRelu", ImportLeakyRelu},
+      {"Sum", Variadic<Add>},
+      {"Max", Variadic<Maximum>},
+      {"Min", Variadic<Minimum>},
+      {"Mean", ImportMean},
+      {"Where", [](OnnxNodeContext& c) -> Outputs {
+         return c.Outputs({Where(c.input(0), c.input(1), c.input(2))});
+       }},
+      {"Cast", ImportCast},
+      {"CastLike", ImportCastLike},
+      {"Clip", ImportClip},
+      {"MatMul", ImportMatMul},
+      {"Gemm", ImportGemm},
+  };
+}
+
+}  // namespace dagrad
