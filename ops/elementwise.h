@@ -246,19 +246,19 @@ struct ScaleFn {
 // one kernel template on float32 and float64: ops/cuda/unary.cu registers a
 // CUDA kernel for every line, so a new op's line here is its CUDA kernel.
 #define DAGRAD_UNARY_MATH_OPS(X) \
-  X("neg", NegFn)                \
-  X("exp", ExpFn)                \
-  X("log", LogFn)                \
-  X("sqrt", SqrtFn)              \
-  X("rsqrt", RsqrtFn)            \
-  X("pow", PowFn)                \
-  X("scale", ScaleFn)            \
-  X("relu", ReluFn)              \
-  X("tanh", TanhFn)              \
-  X("sigmoid", SigmoidFn)        \
-  X("sin", SinFn)                \
-  X("cos", CosFn)                \
-  X("softplus", SoftplusFn)
+  X(neg, NegFn)                  \
+  X(exp, ExpFn)                  \
+  X(log, LogFn)                  \
+  X(sqrt, SqrtFn)                \
+  X(rsqrt, RsqrtFn)              \
+  X(pow, PowFn)                  \
+  X(scale, ScaleFn)              \
+  X(relu, ReluFn)                \
+  X(tanh, TanhFn)                \
+  X(sigmoid, SigmoidFn)          \
+  X(sin, SinFn)                  \
+  X(cos, CosFn)                  \
+  X(softplus, SoftplusFn)
 
 // ---- activation gradients: dx = g * f'(x) --------------------------------------
 
@@ -318,20 +318,20 @@ struct Atan2Fn {
 // dtype, or on float32 and float64 for a functor over std::floating_point
 // only; comparisons on every dtype; logic on bool.
 #define DAGRAD_BINARY_ARITH_OPS(X) \
-  X("add", AddFn)                  \
-  X("sub", SubFn)                  \
-  X("mul", MulFn)                  \
-  X("div", DivFn)                  \
-  X("maximum", MaxFn)              \
-  X("minimum", MinFn)                \
-  X("atan2", Atan2Fn)
+  X(add, AddFn)                    \
+  X(sub, SubFn)                    \
+  X(mul, MulFn)                    \
+  X(div, DivFn)                    \
+  X(maximum, MaxFn)                \
+  X(minimum, MinFn)                  \
+  X(atan2, Atan2Fn)
 #define DAGRAD_BINARY_COMPARE_OPS(X) \
-  X("equal", EqFn)                   \
-  X("less", LtFn)                    \
-  X("greater", GtFn)
+  X(equal, EqFn)                     \
+  X(less, LtFn)                      \
+  X(greater, GtFn)
 #define DAGRAD_BINARY_LOGIC_OPS(X) \
-  X("logical_and", AndFn)          \
-  X("logical_or", OrFn)
+  X(logical_and, AndFn)            \
+  X(logical_or, OrFn)
 
 // kFloatOnly<Fn>: Fn is written for float and double only (over
 // std::floating_point); the kernels run it on those dtypes alone, and the
