@@ -10,6 +10,7 @@
 #include "ops/op_util.h"
 #include "ops/parallel.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace dagrad {
 namespace {
@@ -260,6 +261,21 @@ DAGRAD_UNARY_OP(kSoftplus, softplus, "Softplus", SoftplusFn, SoftplusBackward,
                 OnnxTwin("Softplus"));
 
 Value Softplus(Value x) { return Unary(kSoftplus, x); }
+
+// ---- abs: y = |x|, dy/dx = sign(x), 0 at +-0 and NaN ------------------------
+
+// An OpDef, not Maximum(x, -x): one pass, |-0| = +0, and torch's gradient
+// g sign(x), 0 at 0, where Maximum's rule splits the tie between x and -x.
+namespace {
+std::vector<Value> AbsBackward(const GradContext& c) {
+  const Value x = c.inputs[0], zero = ZerosLike(x);
+  return {Where(Greater(x, zero), c.grad, Where(Less(x, zero), -c.grad, zero))};
+}
+}  // namespace
+
+DAGRAD_UNARY_OP(kAbs, abs, "Abs", AbsFn, AbsBackward, OnnxTwin("Abs"));
+
+Value Abs(Value x) { return Unary(kAbs, x); }
 
 #undef DAGRAD_UNARY_OP
 

@@ -237,6 +237,7 @@ TEST(OnnxExport, UnaryTwinsMatchOnnxRuntime) {
   const std::string runner = OrtRunner();
   if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
   ExpectUnaryMatchesOnnxRuntime(runner, "softplus", Softplus);
+  ExpectUnaryMatchesOnnxRuntime(runner, "abs", Abs);
 }
 
 TEST(OnnxExport, Gpt) {

@@ -24,6 +24,7 @@ DAGRAD_OP_CASE(rsqrt, UnaryCase(Rsqrt, 0.5, 2.0));
 DAGRAD_OP_CASE(sigmoid, UnaryCase(Sigmoid, -3.0, 3.0));
 DAGRAD_OP_CASE(sin, UnaryCase(Sin, -3.0, 3.0));
 DAGRAD_OP_CASE(cos, UnaryCase(Cos, -3.0, 3.0));
+DAGRAD_OP_CASE(abs, UnaryCase(Abs));
 DAGRAD_OP_CASE(softplus,
                With(UnaryCase(Softplus, -3.0, 3.0),
                     {{.name = "tails",
@@ -198,6 +199,7 @@ DAGRAD_GOLDENS("edges",
                {"sin_specials", G(Sin(in.at("x")))},
                {"cos_specials", G(Cos(in.at("x")))},
                {"scale_specials", G(Scale(in.at("x"), attrs["factor"]))},
-               {"add_scalar_specials", G(AddScalar(in.at("x"), attrs["offset"]))});
+               {"add_scalar_specials", G(AddScalar(in.at("x"), attrs["offset"]))},
+               {"abs_specials", G(Abs(in.at("x")))});
 
 }  // namespace dagrad::testing
