@@ -5,10 +5,12 @@
 // kernel, gradient rule, and the facts the planner needs (may it run in
 // place, is it a view, which inputs does it write).
 //
-// CUDA kernels are not here: they live in ops/cuda/, which registers them by
-// op name with the CUDA device (engine/cuda/kernel_registry.h). That
-// keeps OpDefs constant data, keeps a build without CUDA free of CUDA
-// symbols, and gives one table to check for coverage.
+// CUDA kernels are not here: they live in ops/cuda/, which registers them
+// against the OpDef with the CUDA device (engine/cuda/kernel_registry.h).
+// That keeps OpDefs constant data, keeps a build without CUDA free of CUDA
+// symbols, and gives one table to check for coverage. Likewise the ONNX
+// layer (ops/onnx/, above the ops) writes an op as the OpDef's `onnx`
+// field describes, and a test fails for an op that describes none.
 //
 // An op's gradient rule builds ordinary graph nodes, so backward passes are
 // graphs too. Ops fall in three groups for autodiff:
@@ -143,6 +145,26 @@ struct Placement {
 };
 using PlacementFn = std::optional<Placement> (*)(const Node& node);
 
+// How ONNX export writes an op (the ONNX layer, ops/onnx/export_ops.h,
+// reads it; the engine and the ops include nothing of ONNX). Every op
+// declares one; tests/onnx_coverage_test.cc fails for an op left at
+// kUndeclared, for a kExporter op without an exporter, and for an exporter
+// of an op that is not kExporter.
+enum class OnnxKind : uint8_t {
+  kUndeclared,  // the default: an error in the coverage test
+  kTwin,        // one ONNX node, op `text`, on the same inputs ("Relu")
+  kExporter,    // written by an exporter function of the ONNX layer
+  kNone,        // no ONNX form; `text` says why ("a backward op")
+};
+struct OnnxForm {
+  OnnxKind kind = OnnxKind::kUndeclared;
+  absl::string_view text;
+};
+//   .onnx = OnnxTwin("Relu")   .onnx = kOnnxExporter   .onnx = NoOnnx("why")
+constexpr OnnxForm OnnxTwin(absl::string_view onnx_op) { return {OnnxKind::kTwin, onnx_op}; }
+inline constexpr OnnxForm kOnnxExporter = {OnnxKind::kExporter, {}};
+constexpr OnnxForm NoOnnx(absl::string_view why) { return {OnnxKind::kNone, why}; }
+
 struct OpDef {
   absl::string_view name;       // "matmul": unique, used in paths and errors
   absl::string_view dot_label;  // "MatMul": what DOT prints
@@ -177,6 +199,8 @@ struct OpDef {
   // writes a variable and can fail has one, so that a bad feed fails the
   // run before any update.
   Kernel check = nullptr;
+  // onnx: how ONNX export writes the op (OnnxForm above).
+  OnnxForm onnx;
 
   // Writes says whether the op writes input `i` (its bit in `mutates`), and
   // NoGradient whether input `i` takes no gradient (nondiff_inputs); an op

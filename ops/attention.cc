@@ -110,7 +110,8 @@ const OpDef kAttention = {.name = "attention",
                           .cpu = AttentionCpu,
                           .grad = AttentionBackward,
                           .nondiff_inputs = 1u << kAttnKeep | 1u << kAttnValidLens,
-                          .random = true};
+                          .random = true,
+                          .onnx = kOnnxExporter};
 
 // attention_grad has no rule: second derivatives through the fused op are
 // Unimplemented (the composed subgraph has them).
@@ -119,7 +120,8 @@ const OpDef kAttentionGrad = {.name = "attention_grad",
                               .infer = InferAttentionGrad,
                               .cpu = AttentionGradCpu,
                               .nondiff_inputs = 1u << kAttnKeep | 1u << kAttnValidLens,
-                              .random = true};
+                              .random = true,
+                              .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 // The backward carries the forward's dropout stream, so it redraws the
 // forward's mask.
@@ -151,6 +153,9 @@ Value BuildAttention(Value q, Value k, Value v, const SoftmaxMask& mask,
 
 }  // namespace
 
+DAGRAD_REGISTER_OP(kAttention, attention);
+DAGRAD_REGISTER_OP(kAttentionGrad, attention_grad);
+
 Value Attention(Value q, Value k, Value v, const SoftmaxMask& mask,
                 const AttentionOptions& options) {
   return BuildAttention(q, k, v, mask, options, /*packed=*/false);
@@ -159,7 +164,5 @@ Value Attention(Value q, Value k, Value v, const SoftmaxMask& mask,
 Value PackedAttention(Value qkv, const SoftmaxMask& mask, const AttentionOptions& options) {
   return BuildAttention(qkv, Value(), Value(), mask, options, /*packed=*/true);
 }
-
-std::vector<const OpDef*> AttentionOps() { return {&kAttention, &kAttentionGrad}; }
 
 }  // namespace dagrad

@@ -107,14 +107,19 @@ Value Binary(const OpDef& op, Value a, Value b) { return BuildOp(op, {a, b}); }
 namespace {
 std::vector<Value> AddBackward(const GradContext& c) { return {c.grad, c.grad}; }
 const OpDef kAdd = {.name = "add", .dot_label = "Add", .infer = InferArith,
-                    .cpu = ArithKernel<AddFn>, .grad = AddBackward, .inplace = true};
+                    .cpu = ArithKernel<AddFn>, .grad = AddBackward, .inplace = true,
+                    .onnx = OnnxTwin("Add")};
 
 std::vector<Value> SubBackward(const GradContext& c) {
   return {c.grad, c.needs[1] ? -c.grad : Value()};
 }
 const OpDef kSub = {.name = "sub", .dot_label = "Sub", .infer = InferArith,
-                    .cpu = ArithKernel<SubFn>, .grad = SubBackward, .inplace = true};
+                    .cpu = ArithKernel<SubFn>, .grad = SubBackward, .inplace = true,
+                    .onnx = OnnxTwin("Sub")};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kAdd, add);
+DAGRAD_REGISTER_OP(kSub, sub);
 
 Value Add(Value a, Value b) { return Binary(kAdd, a, b); }
 Value Sub(Value a, Value b) { return Binary(kSub, a, b); }
@@ -127,8 +132,11 @@ std::vector<Value> MulBackward(const GradContext& c) {
           c.needs[1] ? c.grad * c.inputs[0] : Value()};
 }
 const OpDef kMul = {.name = "mul", .dot_label = "Mul", .infer = InferArith,
-                    .cpu = ArithKernel<MulFn>, .grad = MulBackward, .inplace = true};
+                    .cpu = ArithKernel<MulFn>, .grad = MulBackward, .inplace = true,
+                    .onnx = OnnxTwin("Mul")};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kMul, mul);
 
 Value Mul(Value a, Value b) { return Binary(kMul, a, b); }
 
@@ -140,8 +148,11 @@ std::vector<Value> DivBackward(const GradContext& c) {
   return {q, c.needs[1] ? -(q * c.output) : Value()};
 }
 const OpDef kDiv = {.name = "div", .dot_label = "Div", .infer = InferArith,
-                    .cpu = ArithKernel<DivFn>, .grad = DivBackward, .inplace = true};
+                    .cpu = ArithKernel<DivFn>, .grad = DivBackward, .inplace = true,
+                    .onnx = OnnxTwin("Div")};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kDiv, div);
 
 Value Div(Value a, Value b) { return Binary(kDiv, a, b); }
 
@@ -159,11 +170,16 @@ std::vector<Value> MaximumBackward(const GradContext& c) { return MaxMinBackward
 std::vector<Value> MinimumBackward(const GradContext& c) { return MaxMinBackward(c, false); }
 
 const OpDef kMaximum = {.name = "maximum", .dot_label = "Maximum", .infer = InferArith,
-                        .cpu = ArithKernel<MaxFn>, .grad = MaximumBackward, .inplace = true};
+                        .cpu = ArithKernel<MaxFn>, .grad = MaximumBackward, .inplace = true,
+                        .onnx = OnnxTwin("Max")};
 // An OpDef, not -Maximum(-a, -b): Neg is float-only, and that is four passes.
 const OpDef kMinimum = {.name = "minimum", .dot_label = "Minimum", .infer = InferArith,
-                        .cpu = ArithKernel<MinFn>, .grad = MinimumBackward, .inplace = true};
+                        .cpu = ArithKernel<MinFn>, .grad = MinimumBackward, .inplace = true,
+                        .onnx = OnnxTwin("Min")};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kMaximum, maximum);
+DAGRAD_REGISTER_OP(kMinimum, minimum);
 
 Value Maximum(Value a, Value b) { return Binary(kMaximum, a, b); }
 Value Minimum(Value a, Value b) { return Binary(kMinimum, a, b); }
@@ -185,8 +201,11 @@ std::vector<Value> Atan2Backward(const GradContext& c) {
 }
 
 const OpDef kAtan2 = {.name = "atan2", .dot_label = "Atan2", .infer = InferFloatArith,
-                      .cpu = ArithKernel<Atan2Fn>, .grad = Atan2Backward, .inplace = true};
+                      .cpu = ArithKernel<Atan2Fn>, .grad = Atan2Backward, .inplace = true,
+                      .onnx = NoOnnx("ONNX (opset 17) has no atan2, and no exporter composes one")};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kAtan2, atan2);
 
 Value Atan2(Value y, Value x) { return Binary(kAtan2, y, x); }
 
@@ -194,12 +213,19 @@ Value Atan2(Value y, Value x) { return Binary(kAtan2, y, x); }
 
 namespace {
 const OpDef kEqual = {.name = "equal", .dot_label = "==", .infer = InferCompare,
-                      .cpu = CompareKernel<EqFn>, .differentiable = false};
+                      .cpu = CompareKernel<EqFn>, .differentiable = false,
+                      .onnx = OnnxTwin("Equal")};
 const OpDef kLess = {.name = "less", .dot_label = "<", .infer = InferCompare,
-                     .cpu = CompareKernel<LtFn>, .differentiable = false};
+                     .cpu = CompareKernel<LtFn>, .differentiable = false,
+                     .onnx = OnnxTwin("Less")};
 const OpDef kGreater = {.name = "greater", .dot_label = ">", .infer = InferCompare,
-                        .cpu = CompareKernel<GtFn>, .differentiable = false};
+                        .cpu = CompareKernel<GtFn>, .differentiable = false,
+                        .onnx = OnnxTwin("Greater")};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kEqual, equal);
+DAGRAD_REGISTER_OP(kLess, less);
+DAGRAD_REGISTER_OP(kGreater, greater);
 
 Value Equal(Value a, Value b) { return Binary(kEqual, a, b); }
 Value Less(Value a, Value b) { return Binary(kLess, a, b); }
@@ -219,9 +245,11 @@ absl::Status OrKernel(const KernelContext& ctx) {
 }
 
 const OpDef kAnd = {.name = "logical_and", .dot_label = "And", .infer = InferLogic,
-                    .cpu = AndKernel, .differentiable = false, .inplace = true};
+                    .cpu = AndKernel, .differentiable = false, .inplace = true,
+                    .onnx = OnnxTwin("And")};
 const OpDef kOr = {.name = "logical_or", .dot_label = "Or", .infer = InferLogic,
-                   .cpu = OrKernel, .differentiable = false, .inplace = true};
+                   .cpu = OrKernel, .differentiable = false, .inplace = true,
+                   .onnx = OnnxTwin("Or")};
 
 absl::StatusOr<TensorType> InferNot(const InferContext& ctx) {
   if (ctx.in(0).dtype != DType::kBool) {
@@ -239,17 +267,17 @@ absl::Status NotKernel(const KernelContext& ctx) {
 }
 
 const OpDef kNot = {.name = "logical_not", .dot_label = "Not", .infer = InferNot,
-                    .cpu = NotKernel, .differentiable = false, .inplace = true};
+                    .cpu = NotKernel, .differentiable = false, .inplace = true,
+                    .onnx = OnnxTwin("Not")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kAnd, logical_and);
+DAGRAD_REGISTER_OP(kOr, logical_or);
+DAGRAD_REGISTER_OP(kNot, logical_not);
 
 Value LogicalAnd(Value a, Value b) { return Binary(kAnd, a, b); }
 Value LogicalOr(Value a, Value b) { return Binary(kOr, a, b); }
 Value LogicalNot(Value a) { return BuildOp(kNot, {a}); }
-
-std::vector<const OpDef*> BinaryOps() {
-  return {&kAdd,  &kSub,  &kMul,     &kDiv, &kMaximum, &kMinimum, &kAtan2,
-          &kEqual, &kLess, &kGreater, &kAnd, &kOr,      &kNot};
-}
 
 }  // namespace dagrad

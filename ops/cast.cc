@@ -75,14 +75,15 @@ const OpDef kCast = {.name = "cast",
                      .infer = InferCast,
                      .cpu = CastKernel,
                      .grad = CastBackward,
-                     .reduced_floats = kReducedFloatBits};
+                     .reduced_floats = kReducedFloatBits,
+                     .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kCast, cast);
 
 Value Cast(Value x, DType dtype) {
   return BuildOp(kCast, {x}, Attrs().Str("dtype", std::string(DTypeName(dtype))));
 }
-
-std::vector<const OpDef*> CastOps() { return {&kCast}; }
 
 }  // namespace dagrad

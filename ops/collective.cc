@@ -47,7 +47,8 @@ const OpDef kAllReduce = {.name = "all_reduce",
                           .cpu = AllReduceKernel,
                           .grad = AllReduceBackward,
                           .inplace = true,
-                          .collective = true};
+                          .collective = true,
+                          .onnx = NoOnnx("a collective; an ONNX model runs in one process")};
 
 // ---- all_reduce_start -------------------------------------------------------------
 
@@ -118,7 +119,8 @@ const OpDef kStart = {.name = "all_reduce_start",
                       .cpu = StartKernel,
                       .grad = StartBackward,
                       .collective = true,
-                      .early = true};
+                      .early = true,
+                      .onnx = NoOnnx("a collective; an ONNX model runs in one process")};
 
 // ---- all_reduce_wait --------------------------------------------------------------
 
@@ -149,9 +151,14 @@ const OpDef kWait = {.name = "all_reduce_wait",
                      .cpu = WaitKernel,
                      .grad = WaitBackward,
                      .inplace = true,
-                     .collective = true};
+                     .collective = true,
+                     .onnx = NoOnnx("a collective; an ONNX model runs in one process")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kAllReduce, all_reduce);
+DAGRAD_REGISTER_OP(kStart, all_reduce_start);
+DAGRAD_REGISTER_OP(kWait, all_reduce_wait);
 
 Value AllReduce(Value x) { return BuildOp(kAllReduce, {x}); }
 
@@ -161,7 +168,5 @@ Value StartAllReduce(const std::vector<Value>& values, int64_t first_begin, int6
 }
 
 Value WaitAllReduce(Value started) { return BuildOp(kWait, {started}); }
-
-std::vector<const OpDef*> CollectiveOps() { return {&kAllReduce, &kStart, &kWait}; }
 
 }  // namespace dagrad

@@ -131,12 +131,13 @@ const OpDef kDropout = {.name = "dropout",
                         .cpu = DropoutKernel,
                         .grad = DropoutBackward,
                         .inplace = true,
-                        .random = true};
+                        .random = true,
+                        .onnx = OnnxTwin("Identity")};
 
 }  // namespace
 
-Value Dropout(Value x, double p) { return BuildOp(kDropout, {x}, Attrs().Float("p", p)); }
+DAGRAD_REGISTER_OP(kDropout, dropout);
 
-std::vector<const OpDef*> DropoutOps() { return {&kDropout}; }
+Value Dropout(Value x, double p) { return BuildOp(kDropout, {x}, Attrs().Float("p", p)); }
 
 }  // namespace dagrad

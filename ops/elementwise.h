@@ -79,6 +79,7 @@ Value Tanh(Value x);
 Value Sigmoid(Value x);
 Value Sin(Value x);
 Value Cos(Value x);
+Value Abs(Value x);  // |x|; gradient g sign(x): 0 at +-0 and NaN, as torch's
 
 // CPow returns x ** exponent as C's pow computes it for every exponent,
 // as numpy and ONNX's Pow do: pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf,
@@ -159,6 +160,7 @@ DAGRAD_MATH_FN(Erf, erff, erf)
 DAGRAD_MATH_FN(Tanh, tanhf, tanh)
 DAGRAD_MATH_FN(Sin, sinf, sin)
 DAGRAD_MATH_FN(Cos, cosf, cos)
+DAGRAD_MATH_FN(Fabs, fabsf, fabs)
 #undef DAGRAD_MATH_FN
 
 #if defined(__CUDA_ARCH__)
@@ -200,6 +202,7 @@ DAGRAD_STATELESS_FN(TanhFn, math::Tanh(x));
 DAGRAD_STATELESS_FN(SigmoidFn, T(1) / (T(1) + math::Exp(-x)));
 DAGRAD_STATELESS_FN(SinFn, math::Sin(x));
 DAGRAD_STATELESS_FN(CosFn, math::Cos(x));
+DAGRAD_STATELESS_FN(AbsFn, math::Fabs(x));
 // torch's formula: x above the threshold 20, log1p(exp(x)) below it.
 DAGRAD_STATELESS_FN(SoftplusFn, x > T(20) ? x : math::Log1p(math::Exp(x)));
 #undef DAGRAD_STATELESS_FN
@@ -246,19 +249,20 @@ struct ScaleFn {
 // one kernel template on float32 and float64: ops/cuda/unary.cu registers a
 // CUDA kernel for every line, so a new op's line here is its CUDA kernel.
 #define DAGRAD_UNARY_MATH_OPS(X) \
-  X("neg", NegFn)                \
-  X("exp", ExpFn)                \
-  X("log", LogFn)                \
-  X("sqrt", SqrtFn)              \
-  X("rsqrt", RsqrtFn)            \
-  X("pow", PowFn)                \
-  X("scale", ScaleFn)            \
-  X("relu", ReluFn)              \
-  X("tanh", TanhFn)              \
-  X("sigmoid", SigmoidFn)        \
-  X("sin", SinFn)                \
-  X("cos", CosFn)                \
-  X("softplus", SoftplusFn)
+  X(neg, NegFn)                  \
+  X(exp, ExpFn)                  \
+  X(log, LogFn)                  \
+  X(sqrt, SqrtFn)                \
+  X(rsqrt, RsqrtFn)              \
+  X(pow, PowFn)                  \
+  X(scale, ScaleFn)              \
+  X(relu, ReluFn)                \
+  X(tanh, TanhFn)                \
+  X(sigmoid, SigmoidFn)          \
+  X(sin, SinFn)                  \
+  X(cos, CosFn)                  \
+  X(softplus, SoftplusFn)        \
+  X(abs, AbsFn)
 
 // ---- activation gradients: dx = g * f'(x) --------------------------------------
 
@@ -318,20 +322,20 @@ struct Atan2Fn {
 // dtype, or on float32 and float64 for a functor over std::floating_point
 // only; comparisons on every dtype; logic on bool.
 #define DAGRAD_BINARY_ARITH_OPS(X) \
-  X("add", AddFn)                  \
-  X("sub", SubFn)                  \
-  X("mul", MulFn)                  \
-  X("div", DivFn)                  \
-  X("maximum", MaxFn)              \
-  X("minimum", MinFn)                \
-  X("atan2", Atan2Fn)
+  X(add, AddFn)                    \
+  X(sub, SubFn)                    \
+  X(mul, MulFn)                    \
+  X(div, DivFn)                    \
+  X(maximum, MaxFn)                \
+  X(minimum, MinFn)                  \
+  X(atan2, Atan2Fn)
 #define DAGRAD_BINARY_COMPARE_OPS(X) \
-  X("equal", EqFn)                   \
-  X("less", LtFn)                    \
-  X("greater", GtFn)
+  X(equal, EqFn)                     \
+  X(less, LtFn)                      \
+  X(greater, GtFn)
 #define DAGRAD_BINARY_LOGIC_OPS(X) \
-  X("logical_and", AndFn)          \
-  X("logical_or", OrFn)
+  X(logical_and, AndFn)            \
+  X(logical_or, OrFn)
 
 // kFloatOnly<Fn>: Fn is written for float and double only (over
 // std::floating_point); the kernels run it on those dtypes alone, and the

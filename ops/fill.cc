@@ -139,9 +139,12 @@ const OpDef kFill = {.name = "fill",
                      .dot_label = "Fill",
                      .infer = InferFill,
                      .cpu = FillKernel,
-                     .differentiable = false};
+                     .differentiable = false,
+                     .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kFill, fill);
 
 Value Fill(Graph& g, const Shape& shape, FillValue value, DType dtype) {
   Attrs attrs;
@@ -240,7 +243,8 @@ const OpDef kArange = {.name = "arange",
                        .dot_label = "Arange",
                        .infer = InferArange,
                        .cpu = ArangeKernel,
-                       .differentiable = false};
+                       .differentiable = false,
+                       .onnx = kOnnxExporter};
 
 // IntegerStop returns an integer dtype's stop: a non-integer double stop
 // becomes the integer next to it beyond the elements (ceil going up, floor
@@ -253,6 +257,8 @@ FillValue IntegerStop(FillValue stop, FillValue step) {
 
 }  // namespace
 
+DAGRAD_REGISTER_OP(kArange, arange);
+
 Value Arange(Graph& g, FillValue start, FillValue stop, FillValue step, DType dtype) {
   Attrs attrs;
   attrs.Str("dtype", std::string(DTypeName(dtype)));
@@ -261,7 +267,5 @@ Value Arange(Graph& g, FillValue start, FillValue stop, FillValue step, DType dt
   SetValueAttr(attrs, "step", step, dtype);
   return BuildOpIn(g, kArange, {}, std::move(attrs));
 }
-
-std::vector<const OpDef*> FillOps() { return {&kFill, &kArange}; }
 
 }  // namespace dagrad

@@ -108,9 +108,12 @@ const OpDef kGather = {.name = "gather",
                        .cpu = GatherKernel,
                        .grad = GatherBackward,
                        .nondiff_inputs = 0b10,
-                       .reduced_floats = kReducedFloatBits};
+                       .reduced_floats = kReducedFloatBits,
+                       .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kGather, gather);
 
 Value Gather(Value params, Value indices, int64_t axis) {
   return BuildOp(kGather, {params, indices}, Attrs().Int("axis", axis));
@@ -233,14 +236,15 @@ const OpDef kScatterAdd = {.name = "scatter_add",
                            .infer = InferScatterAdd,
                            .cpu = ScatterAddKernel,
                            .grad = ScatterAddBackward,
-                           .nondiff_inputs = 0b01};
+                           .nondiff_inputs = 0b01,
+                           .onnx = NoOnnx("gather's backward op, not in inference graphs")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kScatterAdd, scatter_add);
 
 Value ScatterAdd(Value indices, Value updates, int64_t n, int64_t axis) {
   return BuildOp(kScatterAdd, {indices, updates}, Attrs().Int("axis", axis).Int("n", n));
 }
-
-std::vector<const OpDef*> GatherOps() { return {&kGather, &kScatterAdd}; }
 
 }  // namespace dagrad

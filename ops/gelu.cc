@@ -88,12 +88,14 @@ const OpDef kGelu = {.name = "gelu",
                      .infer = InferGelu,
                      .cpu = GeluKernel,
                      .grad = GeluGradRule,
-                     .inplace = true};
+                     .inplace = true,
+                     .onnx = kOnnxExporter};
 // gelu_grad has no rule: a third derivative through GELU is out of scope.
 const OpDef kGeluGrad = {.name = "gelu_grad",
                          .dot_label = "GELU'",
                          .infer = InferGeluGrad,
-                         .cpu = GeluGradKernel};
+                         .cpu = GeluGradKernel,
+                         .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 Attrs FormAttrs(GeluApproximate approximate) {
   return Attrs().Str("approximate",
@@ -101,6 +103,9 @@ Attrs FormAttrs(GeluApproximate approximate) {
 }
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kGelu, gelu);
+DAGRAD_REGISTER_OP(kGeluGrad, gelu_grad);
 
 absl::string_view GeluApproximateName(GeluApproximate approximate) {
   return approximate == GeluApproximate::kTanh ? "tanh" : "none";
@@ -113,7 +118,5 @@ Value Gelu(Value x, GeluApproximate approximate) {
 Value GeluGrad(Value x, Value g, GeluApproximate approximate) {
   return BuildOp(kGeluGrad, {x, g}, FormAttrs(approximate));
 }
-
-std::vector<const OpDef*> GeluOps() { return {&kGelu, &kGeluGrad}; }
 
 }  // namespace dagrad

@@ -131,9 +131,12 @@ const OpDef kLayerNorm = {.name = "layer_norm",
                           .infer = InferLayerNorm,
                           .cpu = LayerNormKernel,
                           .grad = LayerNormBackward,
-                          .inplace = true};
+                          .inplace = true,
+                          .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kLayerNorm, layer_norm);
 
 Value LayerNorm(Value x, Value gamma, Value beta, double eps) {
   return BuildOp(kLayerNorm, {x, gamma, beta}, Attrs().Float("eps", eps),
@@ -162,9 +165,12 @@ const OpDef kLayerNormGrad = {.name = "layer_norm_grad",
                               .dot_label = "LayerNorm'",
                               .infer = InferLayerNormGrad,
                               .cpu = LayerNormGradKernel,
-                              .inplace = true};
+                              .inplace = true,
+                              .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kLayerNormGrad, layer_norm_grad);
 
 Value LayerNormGrad(Value x, Value gamma, Value g, double eps) {
   return BuildOp(kLayerNormGrad, {x, gamma, g}, Attrs().Float("eps", eps),
@@ -242,16 +248,15 @@ const OpDef kLayerNormParamGrad = {.name = "layer_norm_param_grad",
                                    .dot_label = "LayerNormParams'",
                                    .infer = InferLayerNormParamGrad,
                                    .cpu = LayerNormParamGradKernel,
-                                   .grad = LayerNormParamGradBackward};
+                                   .grad = LayerNormParamGradBackward,
+                                   .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 }  // namespace
 
+DAGRAD_REGISTER_OP(kLayerNormParamGrad, layer_norm_param_grad);
+
 Value LayerNormParamGrad(Value x, Value g, double eps) {
   return BuildOp(kLayerNormParamGrad, {x, g}, Attrs().Float("eps", eps));
-}
-
-std::vector<const OpDef*> LayerNormOps() {
-  return {&kLayerNorm, &kLayerNormGrad, &kLayerNormParamGrad};
 }
 
 }  // namespace dagrad

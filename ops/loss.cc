@@ -157,9 +157,12 @@ const OpDef kCrossEntropy = {.name = "cross_entropy",
                              .infer = InferCrossEntropy,
                              .cpu = CrossEntropyKernel,
                              .grad = CrossEntropyBackward,
-                             .nondiff_inputs = 0b10};
+                             .nondiff_inputs = 0b10,
+                             .onnx = NoOnnx("a training loss: export its logits")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kCrossEntropy, cross_entropy);
 
 Value CrossEntropy(Value logits, Value targets, CrossEntropyOptions options) {
   if (options.reduction < CrossEntropyOptions::kMean ||
@@ -233,7 +236,8 @@ const OpDef kCrossEntropyGrad = {.name = "cross_entropy_grad",
                                  .infer = InferCrossEntropyGrad,
                                  .cpu = CrossEntropyGradKernel,
                                  .nondiff_inputs = 0b010,
-                                 .inplace = true};
+                                 .inplace = true,
+                                 .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 Value CrossEntropyGrad(Value logits, Value targets, Value g, const Attrs& attrs) {
   return BuildOp(kCrossEntropyGrad, {logits, targets, g}, attrs);
@@ -241,6 +245,6 @@ Value CrossEntropyGrad(Value logits, Value targets, Value g, const Attrs& attrs)
 
 }  // namespace
 
-std::vector<const OpDef*> LossOps() { return {&kCrossEntropy, &kCrossEntropyGrad}; }
+DAGRAD_REGISTER_OP(kCrossEntropyGrad, cross_entropy_grad);
 
 }  // namespace dagrad

@@ -222,16 +222,18 @@ std::vector<Value> MatMulBackward(const GradContext& c) {
 
 const OpDef kMatMul = {.name = "matmul", .dot_label = "MatMul", .infer = InferMatMul,
                        .cpu = MatMulKernel, .grad = MatMulBackward,
-                       .reduced_floats = DTypeBit(DType::kBFloat16)};
+                       .reduced_floats = DTypeBit(DType::kBFloat16),
+                       .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kMatMul, matmul);
 
 Value MatMul(Value a, Value b, MatMulOptions o) {
   Attrs attrs = Attrs().Bool("transpose_a", o.transpose_a).Bool("transpose_b", o.transpose_b);
   if (o.output.has_value()) attrs.Str("dtype", std::string(DTypeName(*o.output)));
   return BuildOp(kMatMul, {a, b}, std::move(attrs));
 }
-
 
 // ---- linear -----------------------------------------------------------------
 
@@ -317,14 +319,15 @@ std::vector<Value> LinearBackward(const GradContext& c) {
 
 const OpDef kLinear = {.name = "linear", .dot_label = "Linear", .infer = InferLinear,
                        .cpu = LinearKernel, .grad = LinearBackward,
-                       .reduced_floats = DTypeBit(DType::kBFloat16)};
+                       .reduced_floats = DTypeBit(DType::kBFloat16),
+                       .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kLinear, linear);
 
 Value Linear(Value x, Value w, Value b) {
   return BuildOp(kLinear, {x, w, b}, Attrs(), /*optional=*/0b100);
 }
-
-std::vector<const OpDef*> MatMulOps() { return {&kMatMul, &kLinear}; }
 
 }  // namespace dagrad

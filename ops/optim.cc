@@ -91,9 +91,12 @@ absl::Status SgdKernel(const KernelContext& ctx) {
 }
 
 const OpDef kSgdUpdate = {.name = "sgd_update", .dot_label = "SGD", .infer = InferSgd,
-                          .cpu = SgdKernel, .differentiable = false, .mutates = 0b101};
+                          .cpu = SgdKernel, .differentiable = false, .mutates = 0b101,
+                          .onnx = NoOnnx("an optimizer step, not in inference graphs")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kSgdUpdate, sgd_update);
 
 Value SgdUpdate(Value param, Value grad, Value velocity, Value lr, const SgdOptions& o,
                 Value grad_scale, Value guard) {
@@ -170,9 +173,12 @@ absl::Status AdamKernel(const KernelContext& ctx) {
 
 const OpDef kAdamUpdate = {.name = "adam_update", .dot_label = "Adam", .infer = InferAdam,
                            .cpu = AdamKernel, .differentiable = false, .mutates = 0b1101,
-                           .check = AdamCheck};
+                           .check = AdamCheck,
+                           .onnx = NoOnnx("an optimizer step, not in inference graphs")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kAdamUpdate, adam_update);
 
 Value AdamUpdate(Value param, Value grad, Value m, Value v, Value lr, Value step,
                  const AdamOptions& o, Value grad_scale, Value guard) {
@@ -185,7 +191,5 @@ Value AdamUpdate(Value param, Value grad, Value m, Value v, Value lr, Value step
                      .Bool("decoupled", o.decoupled),
                  /*optional=*/0b11000000);
 }
-
-std::vector<const OpDef*> OptimOps() { return {&kSgdUpdate, &kAdamUpdate}; }
 
 }  // namespace dagrad

@@ -248,8 +248,11 @@ Value Reduce(const OpDef& op, Value x, std::vector<int64_t> axes, bool keepdims)
 namespace {
 std::vector<Value> SumBackward(const GradContext& c) { return {Unreduce(c, c.grad)}; }
 const OpDef kSum = {.name = "sum", .dot_label = "Sum", .infer = InferReduce,
-                    .cpu = ReduceKernel<Reduction::kSum>, .grad = SumBackward};
+                    .cpu = ReduceKernel<Reduction::kSum>, .grad = SumBackward,
+                    .onnx = kOnnxExporter};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kSum, sum);
 
 Value Sum(Value x, std::vector<int64_t> axes, bool keepdims) {
   return Reduce(kSum, x, std::move(axes), keepdims);
@@ -290,9 +293,12 @@ std::vector<Value> MeanBackward(const GradContext& c) {
 }
 
 const OpDef kMean = {.name = "mean", .dot_label = "Mean", .infer = InferMean,
-                     .cpu = ReduceKernel<Reduction::kMean>, .grad = MeanBackward};
+                     .cpu = ReduceKernel<Reduction::kMean>, .grad = MeanBackward,
+                     .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kMean, mean);
 
 Value Mean(Value x, std::vector<int64_t> axes, bool keepdims) {
   return Reduce(kMean, x, std::move(axes), keepdims);
@@ -310,13 +316,14 @@ std::vector<Value> MaxBackward(const GradContext& c) {
   return {Unreduce(c, c.grad) * hit / ties};
 }
 const OpDef kMax = {.name = "max", .dot_label = "Max", .infer = InferReduce,
-                    .cpu = ReduceKernel<Reduction::kMax>, .grad = MaxBackward};
+                    .cpu = ReduceKernel<Reduction::kMax>, .grad = MaxBackward,
+                    .onnx = kOnnxExporter};
 }  // namespace
+
+DAGRAD_REGISTER_OP(kMax, max);
 
 Value Max(Value x, std::vector<int64_t> axes, bool keepdims) {
   return Reduce(kMax, x, std::move(axes), keepdims);
 }
-
-std::vector<const OpDef*> ReduceOps() { return {&kSum, &kMean, &kMax}; }
 
 }  // namespace dagrad

@@ -1,43 +1,42 @@
 #include "ops/registry.h"
 
-namespace dagrad {
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
-const std::vector<const OpDef*>& AllOps() {
-  static const std::vector<const OpDef*>* const ops = [] {
-    auto* all = new std::vector<const OpDef*>();
-    for (auto family : {
-             UnaryOps,
-             BinaryOps,
-             ReduceOps,
-             ShapeOps,
-             MatMulOps,
-             OptimOps,
-             LayerNormOps,
-             GatherOps,
-             SelectOps,
-             FillOps,
-             SoftmaxOps,
-             DropoutOps,
-             AttentionOps,
-             LossOps,
-             GeluOps,
-             SamplingOps,
-             CollectiveOps,
-             CastOps,
-             SumOfSquaresOps,
-         }) {
-      for (const OpDef* op : family()) all->push_back(op);
-    }
-    return all;
-  }();
+namespace dagrad {
+namespace {
+
+// Built on first use, so that registrations from static initialisers in
+// any order find it; kept ordered by name, so AllOps() does not depend on
+// the order the linker put the ops' files in.
+std::vector<const OpDef*>& Registered() {
+  static auto* const ops = new std::vector<const OpDef*>();
   return *ops;
 }
 
-const OpDef* FindOp(absl::string_view name) {
-  for (const OpDef* op : AllOps()) {
-    if (op->name == name) return op;
+bool ByName(const OpDef* a, const OpDef* b) { return a->name < b->name; }
+
+}  // namespace
+
+OpRegistrar::OpRegistrar(const OpDef& op) {
+  std::vector<const OpDef*>& ops = Registered();
+  auto at = std::lower_bound(ops.begin(), ops.end(), &op, ByName);
+  if (at != ops.end() && (*at)->name == op.name) {
+    std::fprintf(stderr, "dagrad: two ops are called '%s'\n", std::string(op.name).c_str());
+    std::abort();
   }
-  return nullptr;
+  ops.insert(at, &op);
+}
+
+const std::vector<const OpDef*>& AllOps() { return Registered(); }
+
+const OpDef* FindOp(absl::string_view name) {
+  const std::vector<const OpDef*>& ops = Registered();
+  auto at = std::lower_bound(ops.begin(), ops.end(), name,
+                             [](const OpDef* op, absl::string_view n) { return op->name < n; });
+  return at != ops.end() && (*at)->name == name ? *at : nullptr;
 }
 
 }  // namespace dagrad

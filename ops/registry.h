@@ -1,8 +1,10 @@
 // ops/registry.h
 //
-// The list of every op dagrad defines, one entry per op family. Adding an op
-// to a family adds it to that family's list in its own file; adding a family
-// adds one declaration here and one line in registry.cc.
+// Every op dagrad defines. Each OpDef registers itself where it is defined,
+// with DAGRAD_REGISTER_OP right after it (a family's macro, such as
+// DAGRAD_UNARY_OP, does it for its ops): no list names the ops. The ops'
+// archive is linked whole (tools/cmake/layers.cmake), so every op's file,
+// and its registration, is in every program that links dagrad.
 //
 //   for (const OpDef* op : AllOps()) std::cout << op->name << "\n";
 //
@@ -28,32 +30,30 @@
 
 namespace dagrad {
 
-// AllOps returns every op, grouped by family, in a fixed order.
+// AllOps returns every registered op, ordered by name.
 const std::vector<const OpDef*>& AllOps();
 
 // FindOp returns the op called `name`, or null.
 const OpDef* FindOp(absl::string_view name);
 
-// Per-family lists, defined in each family's .cc.
-std::vector<const OpDef*> UnaryOps();
-std::vector<const OpDef*> BinaryOps();
-std::vector<const OpDef*> ReduceOps();
-std::vector<const OpDef*> ShapeOps();
-std::vector<const OpDef*> MatMulOps();
-std::vector<const OpDef*> OptimOps();
-std::vector<const OpDef*> LayerNormOps();
-std::vector<const OpDef*> GatherOps();
-std::vector<const OpDef*> SelectOps();
-std::vector<const OpDef*> FillOps();
-std::vector<const OpDef*> SoftmaxOps();
-std::vector<const OpDef*> DropoutOps();
-std::vector<const OpDef*> AttentionOps();
-std::vector<const OpDef*> LossOps();
-std::vector<const OpDef*> GeluOps();
-std::vector<const OpDef*> SamplingOps();
-std::vector<const OpDef*> CollectiveOps();
-std::vector<const OpDef*> CastOps();
-std::vector<const OpDef*> SumOfSquaresOps();
+// OpRegistrar adds `op` to AllOps() when the program starts (a static
+// initialiser: OpDefs are constants, ready before any). An OpDef outlives
+// the program; two ops of one name abort the program, naming it.
+class OpRegistrar {
+ public:
+  explicit OpRegistrar(const OpDef& op);
+};
+
+// DAGRAD_REGISTER_OP(kRelu, relu); after the OpDef kRelu, in namespace
+// dagrad, registers it and names it op_defs::relu (`symbol`, the op's name)
+// for the op's other parts to key by, such as its CUDA kernel
+// (ops/cuda/registry.h): a misspelt op is then a link error.
+#define DAGRAD_REGISTER_OP(var, symbol)          \
+  namespace op_defs {                            \
+  extern const OpDef& symbol;                    \
+  const OpDef& symbol = var;                     \
+  }                                              \
+  const OpRegistrar dagrad_registrar_##symbol(var)
 
 }  // namespace dagrad
 

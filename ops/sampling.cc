@@ -162,25 +162,34 @@ const OpDef kArgMax = {.name = "argmax",
                        .dot_label = "ArgMax",
                        .infer = InferArgMax,
                        .cpu = ArgMaxKernel,
-                       .differentiable = false};
+                       .differentiable = false,
+                       .onnx = NoOnnx("sampling runs outside the exported model")};
 const OpDef kTopKValues = {.name = "topk_values",
                            .dot_label = "TopK",
                            .infer = InferTopKValues,
                            .cpu = TopKValuesKernel,
-                           .differentiable = false};
+                           .differentiable = false,
+                           .onnx = NoOnnx("sampling runs outside the exported model")};
 const OpDef kTopKIndices = {.name = "topk_indices",
                             .dot_label = "TopK indices",
                             .infer = InferTopKIndices,
                             .cpu = TopKIndicesKernel,
-                            .differentiable = false};
+                            .differentiable = false,
+                            .onnx = NoOnnx("sampling runs outside the exported model")};
 const OpDef kMultinomial = {.name = "multinomial",
                             .dot_label = "Multinomial",
                             .infer = InferMultinomial,
                             .cpu = MultinomialKernel,
                             .differentiable = false,
-                            .random = true};
+                            .random = true,
+                            .onnx = NoOnnx("sampling runs outside the exported model")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kArgMax, argmax);
+DAGRAD_REGISTER_OP(kTopKValues, topk_values);
+DAGRAD_REGISTER_OP(kTopKIndices, topk_indices);
+DAGRAD_REGISTER_OP(kMultinomial, multinomial);
 
 Value ArgMax(Value x, int64_t axis) {
   return BuildOp(kArgMax, {x}, Attrs().Int("axis", axis));
@@ -194,10 +203,6 @@ TopKResult TopK(Value x, int64_t k, int64_t axis) {
 Value Multinomial(Value probs, uint64_t seed) {
   return BuildOp(kMultinomial, {probs},
                  Attrs().Int("seed", static_cast<int64_t>(seed)));
-}
-
-std::vector<const OpDef*> SamplingOps() {
-  return {&kArgMax, &kTopKValues, &kTopKIndices, &kMultinomial};
 }
 
 }  // namespace dagrad

@@ -65,12 +65,13 @@ const OpDef kWhere = {.name = "where",
                       .infer = InferWhere,
                       .cpu = WhereKernel,
                       .grad = WhereBackward,
-                      .nondiff_inputs = 0b001};
+                      .nondiff_inputs = 0b001,
+                      .onnx = OnnxTwin("Where")};
 
 }  // namespace
 
-Value Where(Value cond, Value a, Value b) { return BuildOp(kWhere, {cond, a, b}); }
+DAGRAD_REGISTER_OP(kWhere, where);
 
-std::vector<const OpDef*> SelectOps() { return {&kWhere}; }
+Value Where(Value cond, Value a, Value b) { return BuildOp(kWhere, {cond, a, b}); }
 
 }  // namespace dagrad

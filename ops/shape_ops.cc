@@ -80,9 +80,12 @@ std::vector<Value> ReshapeBackward(const GradContext& c) {
 const OpDef kReshape = {.name = "reshape", .dot_label = "Reshape",
                         .infer = InferReshape, .cpu = ViewKernel,
                         .grad = ReshapeBackward, .view = ReshapeView,
-                        .reduced_floats = kReducedFloatBits};
+                        .reduced_floats = kReducedFloatBits,
+                        .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kReshape, reshape);
 
 Value Reshape(Value x, std::vector<int64_t> dims) {
   return BuildOp(kReshape, {x}, Attrs().Ints("shape", std::move(dims)));
@@ -147,9 +150,12 @@ std::vector<Value> PermuteBackward(const GradContext& c) {
 
 const OpDef kPermute = {.name = "permute", .dot_label = "Permute",
                         .infer = InferPermute, .cpu = PermuteKernel,
-                        .grad = PermuteBackward, .reduced_floats = kReducedFloatBits};
+                        .grad = PermuteBackward, .reduced_floats = kReducedFloatBits,
+                        .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kPermute, permute);
 
 Value Permute(Value x, std::vector<int64_t> perm) {
   return BuildOp(kPermute, {x}, Attrs().Ints("perm", std::move(perm)));
@@ -204,9 +210,12 @@ std::vector<Value> BroadcastToBackward(const GradContext& c) { return {c.grad}; 
 
 const OpDef kBroadcastTo = {.name = "broadcast_to", .dot_label = "BroadcastTo",
                             .infer = InferBroadcastTo, .cpu = BroadcastToKernel,
-                            .grad = BroadcastToBackward, .reduced_floats = kReducedFloatBits};
+                            .grad = BroadcastToBackward, .reduced_floats = kReducedFloatBits,
+                            .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kBroadcastTo, broadcast_to);
 
 Value BroadcastTo(Value x, const Shape& shape) {
   if (x.ok() && x.shape() == shape) return x;
@@ -280,9 +289,12 @@ std::vector<Value> ConcatBackward(const GradContext& c) {
 
 const OpDef kConcat = {.name = "concat", .dot_label = "Concat",
                        .infer = InferConcat, .cpu = ConcatKernel,
-                       .grad = ConcatBackward, .reduced_floats = kReducedFloatBits};
+                       .grad = ConcatBackward, .reduced_floats = kReducedFloatBits,
+                       .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kConcat, concat);
 
 Value Concat(const std::vector<Value>& values, int64_t axis) {
   if (values.empty()) return Value();
@@ -356,9 +368,12 @@ std::optional<int64_t> SliceView(const Node& node, const Node& input) {
 
 const OpDef kSlice = {.name = "slice", .dot_label = "Slice", .infer = InferSlice,
                       .cpu = SliceKernel, .grad = SliceBackward, .view = SliceView,
-                      .reduced_floats = kReducedFloatBits};
+                      .reduced_floats = kReducedFloatBits,
+                      .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kSlice, slice);
 
 Value Slice(Value x, int64_t axis, int64_t start, int64_t end, int64_t step) {
   return BuildOp(kSlice, {x},
@@ -409,7 +424,8 @@ std::optional<Placement> UnslicePlacement(const Node& node) {
 
 const OpDef kUnslice = {.name = "unslice", .dot_label = "Unslice",
                         .infer = InferUnslice, .cpu = UnsliceKernel,
-                        .grad = UnsliceBackward, .placement = UnslicePlacement};
+                        .grad = UnsliceBackward, .placement = UnslicePlacement,
+                        .onnx = NoOnnx("slice's backward op, not in inference graphs")};
 
 Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs) {
   Attrs a = slice_attrs;
@@ -419,8 +435,6 @@ Value Unslice(Value g, const Shape& full, const Attrs& slice_attrs) {
 
 }  // namespace
 
-std::vector<const OpDef*> ShapeOps() {
-  return {&kReshape, &kPermute, &kBroadcastTo, &kConcat, &kSlice, &kUnslice};
-}
+DAGRAD_REGISTER_OP(kUnslice, unslice);
 
 }  // namespace dagrad

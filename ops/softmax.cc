@@ -255,9 +255,12 @@ const OpDef kMaskedSoftmax = {.name = "softmax",
                               .cpu = MaskedSoftmaxKernel,
                               .grad = MaskedSoftmaxBackward,
                               .nondiff_inputs = 1u << kKeep | 1u << kValidLens,
-                              .inplace = true};
+                              .inplace = true,
+                              .onnx = kOnnxExporter};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kMaskedSoftmax, softmax);
 
 Value MaskedSoftmax(Value scores, const SoftmaxMask& mask, double scale) {
   // Only non-default attributes are set, so DOT labels stay short.
@@ -342,10 +345,12 @@ const OpDef kSoftmaxGrad = {.name = "softmax_grad",
                             .infer = InferSoftmaxGrad,
                             .cpu = SoftmaxGradKernel,
                             .grad = SoftmaxGradBackward,
-                            .inplace = true};
-
+                            .inplace = true,
+                            .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kSoftmaxGrad, softmax_grad);
 
 Value SoftmaxGrad(Value y, Value g) { return BuildOp(kSoftmaxGrad, {g, y}); }
 
@@ -398,12 +403,13 @@ const OpDef kLogSoftmax = {.name = "log_softmax",
                            .infer = InferLogSoftmax,
                            .cpu = LogSoftmaxKernel,
                            .grad = LogSoftmaxBackward,
-                           .inplace = true};
+                           .inplace = true,
+                           .onnx = kOnnxExporter};
 
 }  // namespace
 
-Value LogSoftmax(Value x) { return BuildOp(kLogSoftmax, {x}); }
+DAGRAD_REGISTER_OP(kLogSoftmax, log_softmax);
 
-std::vector<const OpDef*> SoftmaxOps() { return {&kMaskedSoftmax, &kSoftmaxGrad, &kLogSoftmax}; }
+Value LogSoftmax(Value x) { return BuildOp(kLogSoftmax, {x}); }
 
 }  // namespace dagrad

@@ -111,12 +111,13 @@ const OpDef kSumOfSquares = {.name = "sum_of_squares",
                              .dot_label = "SumOfSquares",
                              .infer = InferSumOfSquares,
                              .cpu = SumOfSquaresKernel,
-                             .grad = SumOfSquaresBackward};
+                             .grad = SumOfSquaresBackward,
+                             .onnx = NoOnnx("the gradient norm of a training step's clipping")};
 
 }  // namespace
 
-Value SumOfSquares(const std::vector<Value>& xs) { return BuildOp(kSumOfSquares, xs); }
+DAGRAD_REGISTER_OP(kSumOfSquares, sum_of_squares);
 
-std::vector<const OpDef*> SumOfSquaresOps() { return {&kSumOfSquares}; }
+Value SumOfSquares(const std::vector<Value>& xs) { return BuildOp(kSumOfSquares, xs); }
 
 }  // namespace dagrad

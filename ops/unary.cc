@@ -10,6 +10,7 @@
 #include "ops/fill.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace dagrad {
 namespace {
@@ -63,13 +64,16 @@ Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
 }
 
 // In the gradient rules below, `c.output` is y = f(x) and `c.grad` is dL/dy.
-#define DAGRAD_UNARY_OP(var, op_name, label, Fn, grad_rule) \
-  const OpDef var = {.name = op_name,                       \
-                     .dot_label = label,                    \
-                     .infer = InferFloatUnary,              \
-                     .cpu = UnaryKernel<Fn>,                \
-                     .grad = grad_rule,                     \
-                     .inplace = true}
+// `onnx_form` is the OpDef's OnnxForm (engine/op.h); the op registers itself.
+#define DAGRAD_UNARY_OP(var, symbol, label, Fn, grad_rule, onnx_form) \
+  const OpDef var = {.name = #symbol,                                \
+                     .dot_label = label,                               \
+                     .infer = InferFloatUnary,                         \
+                     .cpu = UnaryKernel<Fn>,                           \
+                     .grad = grad_rule,                                \
+                     .inplace = true,                                  \
+                     .onnx = onnx_form};                               \
+  DAGRAD_REGISTER_OP(var, symbol)
 
 }  // namespace
 
@@ -77,8 +81,9 @@ Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
 
 namespace {
 std::vector<Value> NegBackward(const GradContext& c) { return {-c.grad}; }
-DAGRAD_UNARY_OP(kNeg, "neg", "Neg", NegFn, NegBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kNeg, neg, "Neg", NegFn, NegBackward, OnnxTwin("Neg"));
 
 Value Neg(Value x) { return Unary(kNeg, x); }
 
@@ -86,8 +91,9 @@ Value Neg(Value x) { return Unary(kNeg, x); }
 
 namespace {
 std::vector<Value> ExpBackward(const GradContext& c) { return {c.grad * c.output}; }
-DAGRAD_UNARY_OP(kExp, "exp", "Exp", ExpFn, ExpBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kExp, exp, "Exp", ExpFn, ExpBackward, OnnxTwin("Exp"));
 
 Value Exp(Value x) { return Unary(kExp, x); }
 
@@ -95,8 +101,9 @@ Value Exp(Value x) { return Unary(kExp, x); }
 
 namespace {
 std::vector<Value> LogBackward(const GradContext& c) { return {c.grad / c.inputs[0]}; }
-DAGRAD_UNARY_OP(kLog, "log", "Log", LogFn, LogBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kLog, log, "Log", LogFn, LogBackward, OnnxTwin("Log"));
 
 Value Log(Value x) { return Unary(kLog, x); }
 
@@ -104,8 +111,9 @@ Value Log(Value x) { return Unary(kLog, x); }
 
 namespace {
 std::vector<Value> SqrtBackward(const GradContext& c) { return {c.grad * 0.5 / c.output}; }
-DAGRAD_UNARY_OP(kSqrt, "sqrt", "Sqrt", SqrtFn, SqrtBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kSqrt, sqrt, "Sqrt", SqrtFn, SqrtBackward, OnnxTwin("Sqrt"));
 
 Value Sqrt(Value x) { return Unary(kSqrt, x); }
 
@@ -116,8 +124,9 @@ namespace {
 std::vector<Value> RsqrtBackward(const GradContext& c) {
   return {c.grad * (Pow(c.output, 3.0) * -0.5)};
 }
-DAGRAD_UNARY_OP(kRsqrt, "rsqrt", "Rsqrt", RsqrtFn, RsqrtBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kRsqrt, rsqrt, "Rsqrt", RsqrtFn, RsqrtBackward, kOnnxExporter);
 
 Value Rsqrt(Value x) { return Unary(kRsqrt, x); }
 
@@ -134,8 +143,9 @@ std::vector<Value> PowBackward(const GradContext& c) {
   const Value x = c.inputs[0];
   return {c.grad * ((c.attrs().GetBool("c_pow") ? CPow(x, p - 1.0) : Pow(x, p - 1.0)) * p)};
 }
-DAGRAD_UNARY_OP(kPow, "pow", "Pow", PowFn, PowBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kPow, pow, "Pow", PowFn, PowBackward, kOnnxExporter);
 
 Value Pow(Value x, double exponent) {
   return Unary(kPow, x, Attrs().Float("exponent", exponent));
@@ -150,8 +160,9 @@ namespace {
 std::vector<Value> ScaleBackward(const GradContext& c) {
   return {c.grad * c.attrs().GetFloat("alpha", 1.0)};
 }
-DAGRAD_UNARY_OP(kScale, "scale", "Scale", ScaleFn, ScaleBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kScale, scale, "Scale", ScaleFn, ScaleBackward, kOnnxExporter);
 
 Value Scale(Value x, double factor) {
   return Unary(kScale, x, Attrs().Float("alpha", factor));
@@ -166,8 +177,9 @@ namespace {
 std::vector<Value> ReluBackward(const GradContext& c) {
   return {ReluGrad(c.inputs[0], c.grad)};
 }
-DAGRAD_UNARY_OP(kRelu, "relu", "ReLU", ReluFn, ReluBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kRelu, relu, "ReLU", ReluFn, ReluBackward, OnnxTwin("Relu"));
 
 Value Relu(Value x) { return Unary(kRelu, x); }
 
@@ -186,9 +198,12 @@ const OpDef kReluGrad = {.name = "relu_grad",
                          .infer = InferActivationGrad,
                          .cpu = ActivationGradKernel<ReluBackwardFn>,
                          .grad = ReluGradBackward,
-                         .nondiff_inputs = 0b01};
+                         .nondiff_inputs = 0b01,
+                         .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 }  // namespace
+
+DAGRAD_REGISTER_OP(kReluGrad, relu_grad);
 
 Value ReluGrad(Value x, Value g) { return BuildOp(kReluGrad, {x, g}); }
 
@@ -198,8 +213,9 @@ namespace {
 std::vector<Value> TanhBackward(const GradContext& c) {
   return {c.grad * (1.0 - c.output * c.output)};
 }
-DAGRAD_UNARY_OP(kTanh, "tanh", "Tanh", TanhFn, TanhBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kTanh, tanh, "Tanh", TanhFn, TanhBackward, OnnxTwin("Tanh"));
 
 Value Tanh(Value x) { return Unary(kTanh, x); }
 
@@ -209,8 +225,9 @@ namespace {
 std::vector<Value> SigmoidBackward(const GradContext& c) {
   return {c.grad * (c.output * (1.0 - c.output))};
 }
-DAGRAD_UNARY_OP(kSigmoid, "sigmoid", "Sigmoid", SigmoidFn, SigmoidBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kSigmoid, sigmoid, "Sigmoid", SigmoidFn, SigmoidBackward, OnnxTwin("Sigmoid"));
 
 Value Sigmoid(Value x) { return Unary(kSigmoid, x); }
 
@@ -218,11 +235,12 @@ Value Sigmoid(Value x) { return Unary(kSigmoid, x); }
 
 namespace {
 std::vector<Value> SinBackward(const GradContext& c) { return {c.grad * Cos(c.inputs[0])}; }
-DAGRAD_UNARY_OP(kSin, "sin", "Sin", SinFn, SinBackward);
 // An OpDef, not Sin(x + pi/2): x + pi/2 rounds, losing cos's digits near pi/2.
 std::vector<Value> CosBackward(const GradContext& c) { return {-(c.grad * Sin(c.inputs[0]))}; }
-DAGRAD_UNARY_OP(kCos, "cos", "Cos", CosFn, CosBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kSin, sin, "Sin", SinFn, SinBackward, OnnxTwin("Sin"));
+DAGRAD_UNARY_OP(kCos, cos, "Cos", CosFn, CosBackward, OnnxTwin("Cos"));
 
 Value Sin(Value x) { return Unary(kSin, x); }
 Value Cos(Value x) { return Unary(kCos, x); }
@@ -237,16 +255,28 @@ namespace {
 std::vector<Value> SoftplusBackward(const GradContext& c) {
   return {c.grad * Sigmoid(c.inputs[0])};
 }
-DAGRAD_UNARY_OP(kSoftplus, "softplus", "Softplus", SoftplusFn, SoftplusBackward);
 }  // namespace
+
+DAGRAD_UNARY_OP(kSoftplus, softplus, "Softplus", SoftplusFn, SoftplusBackward,
+                OnnxTwin("Softplus"));
 
 Value Softplus(Value x) { return Unary(kSoftplus, x); }
 
-#undef DAGRAD_UNARY_OP
+// ---- abs: y = |x|, dy/dx = sign(x), 0 at +-0 and NaN ------------------------
 
-std::vector<const OpDef*> UnaryOps() {
-  return {&kNeg,  &kExp, &kLog, &kSqrt,     &kRsqrt, &kPow,     &kScale,
-          &kRelu, &kTanh, &kSigmoid, &kSin, &kCos, &kSoftplus, &kReluGrad};
+// An OpDef, not Maximum(x, -x): one pass, |-0| = +0, and torch's gradient
+// g sign(x), 0 at 0, where Maximum's rule splits the tie between x and -x.
+namespace {
+std::vector<Value> AbsBackward(const GradContext& c) {
+  const Value x = c.inputs[0], zero = ZerosLike(x);
+  return {Where(Greater(x, zero), c.grad, Where(Less(x, zero), -c.grad, zero))};
 }
+}  // namespace
+
+DAGRAD_UNARY_OP(kAbs, abs, "Abs", AbsFn, AbsBackward, OnnxTwin("Abs"));
+
+Value Abs(Value x) { return Unary(kAbs, x); }
+
+#undef DAGRAD_UNARY_OP
 
 }  // namespace dagrad

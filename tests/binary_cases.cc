@@ -8,6 +8,7 @@
 #include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -184,5 +185,40 @@ DAGRAD_OP_CASE(
           b.Out(LogicalNot(b.Input("q", DType::kBool, {1024, 1024}, 0, 0.5)));
         },
     .flags = kIntegerOutput);
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+DAGRAD_GOLDENS("basic_ops",
+               {"add_broadcast", G(Add(in.at("a"), in.at("b")))},
+               {"sub_broadcast_leading", G(Sub(in.at("a"), in.at("b")))},
+               {"mul_broadcast_both", G(Mul(in.at("a"), in.at("b")))},
+               {"div_broadcast", G(Div(in.at("a"), in.at("b")))},
+               {"maximum_broadcast", G(Maximum(in.at("a"), in.at("b")))},
+               {"minimum_same_shape", G(Minimum(in.at("a"), in.at("b")))},
+               {"add_int64", G(Add(in.at("a"), in.at("b")))},
+               {"mul_float64", G(Mul(in.at("a"), in.at("b")))},
+               {"equal_broadcast", G(Equal(in.at("a"), in.at("b")))},
+               {"less_broadcast", G(Less(in.at("a"), in.at("b")))},
+               {"greater_broadcast", G(Greater(in.at("a"), in.at("b")))},
+               {"less_int64", G(Less(in.at("a"), in.at("b")))},
+               {"logical_and_broadcast", G(LogicalAnd(in.at("a"), in.at("b")))},
+               {"logical_or_broadcast", G(LogicalOr(in.at("a"), in.at("b")))},
+               {"logical_not", G(LogicalNot(in.at("a")))},
+               {"atan2_quadrants", G(Atan2(in.at("y"), in.at("x")))});
+
+DAGRAD_GOLDENS("edges",
+               {"add_specials", G(Add(in.at("a"), in.at("b")))},
+               {"sub_specials", G(Sub(in.at("a"), in.at("b")))},
+               {"mul_specials", G(Mul(in.at("a"), in.at("b")))},
+               {"div_specials", G(Div(in.at("a"), in.at("b")))},
+               {"maximum_specials", G(Maximum(in.at("a"), in.at("b")))},
+               {"maximum_nan_broadcast", G(Maximum(in.at("a"), in.at("b")))},
+               {"maximum_infinities_grad", G(Maximum(in.at("a"), in.at("b")))},
+               {"minimum_specials", G(Minimum(in.at("a"), in.at("b")))},
+               {"minimum_infinities_grad", G(Minimum(in.at("a"), in.at("b")))},
+               {"equal_specials", G(Equal(in.at("a"), in.at("b")))},
+               {"less_specials", G(Less(in.at("a"), in.at("b")))},
+               {"greater_specials", G(Greater(in.at("a"), in.at("b")))});
 
 }  // namespace dagrad::testing

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/elementwise.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -76,5 +77,21 @@ DAGRAD_OP_CASE(
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Cast(b.Input("x", d, {1024, 1024}), DType::kFloat64));
     });
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+DAGRAD_GOLDENS("basic_ops",
+               {"cast_float32_to_int64", G(Cast(in.at("x"), GoldenDType(attrs)))},
+               {"cast_float32_to_int32", G(Cast(in.at("x"), GoldenDType(attrs)))},
+               {"cast_float32_to_bool", G(Cast(in.at("x"), GoldenDType(attrs)))},
+               {"cast_float32_to_float64", G(Cast(in.at("x"), GoldenDType(attrs)))},
+               {"cast_float64_to_float32", G(Cast(in.at("x"), GoldenDType(attrs)))},
+               {"cast_int64_to_float32", G(Cast(in.at("x"), GoldenDType(attrs)))},
+               {"cast_bool_to_float32", G(Cast(in.at("x"), GoldenDType(attrs)))});
+
+DAGRAD_GOLDENS("edges",
+               {"cast_specials_to_float64", G(Cast(in.at("x"), GoldenDType(attrs)))},
+               {"cast_float64_overflow_to_float32", G(Cast(in.at("x"), GoldenDType(attrs)))});
 
 }  // namespace dagrad::testing

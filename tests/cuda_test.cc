@@ -88,7 +88,7 @@ TEST(CudaCoverage, EveryOpHasACudaKernel) {
   const std::set<std::string> views = AlwaysViews();
   for (const OpDef* op : AllOps()) {
     if (views.count(std::string(op->name))) continue;
-    EXPECT_NE(CudaKernelFor(op->name), nullptr) << "op '" << op->name << "' has no CUDA kernel";
+    EXPECT_NE(CudaKernelFor(*op), nullptr) << "op '" << op->name << "' has no CUDA kernel";
   }
   EXPECT_EQ(CudaKernelCount(), static_cast<int>(AllOps().size() - views.size()))
       << "the CUDA table names an op that AllOps() does not list";

@@ -1,9 +1,11 @@
 // The op cases (tests/support/op_case.h) of fill and arange, ops/fill.cc.
 // Folding is off, so that they run as kernels rather than on the host.
 
+#include <cmath>
 #include <cstdint>
 
 #include "ops/fill.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 
 namespace dagrad::testing {
@@ -45,5 +47,52 @@ DAGRAD_OP_CASE(arange,
                             .modes = kBackendModes,
                             .fold_constants = false}},
                .flags = kIntegerOutput);
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+// Number reads a float attribute; JSON has no infinities, so the generators
+// write them as strings.
+double Number(const nlohmann::json& j) {
+  if (!j.is_string()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  return s == "inf" ? HUGE_VAL : s == "-inf" ? -HUGE_VAL : std::nan("");
+}
+
+// FillValueOf reads a value of fill or arange: an integer as an integer.
+FillValue FillValueOf(const nlohmann::json& j) {
+  if (j.is_number_integer()) return j.get<int64_t>();
+  return Number(j);
+}
+
+Value FillOf(Graph& g, const nlohmann::json& a) {
+  return Fill(g, Shape(GoldenInts(a["shape"])), FillValueOf(a["value"]), GoldenDType(a));
+}
+
+Value ArangeOf(Graph& g, const nlohmann::json& a) {
+  return Arange(g, FillValueOf(a["start"]), FillValueOf(a["stop"]), FillValueOf(a["step"]),
+                GoldenDType(a));
+}
+
+}  // namespace
+
+DAGRAD_GOLDENS("nn_ops",
+               {"fill_float32", G(FillOf(g, attrs))},
+               {"fill_float64_inf", G(FillOf(g, attrs))},
+               {"fill_int32", G(FillOf(g, attrs))},
+               {"fill_int64_scalar", G(FillOf(g, attrs))},
+               {"fill_bool", G(FillOf(g, attrs))},
+               {"fill_empty", G(FillOf(g, attrs))},
+               {"arange_int64", G(ArangeOf(g, attrs))},
+               {"arange_int64_step3", G(ArangeOf(g, attrs))},
+               {"arange_int32_negative_step", G(ArangeOf(g, attrs))},
+               {"arange_float32_fraction", G(ArangeOf(g, attrs))},
+               {"arange_float64_negative_step", G(ArangeOf(g, attrs))},
+               {"arange_float32_default_step", G(ArangeOf(g, attrs))},
+               {"zeros_like_float32", G(ZerosLike(in.at("x")))},
+               {"ones_like_int64", G(OnesLike(in.at("x")))},
+               {"ones_like_bool", G(OnesLike(in.at("x")))});
 
 }  // namespace dagrad::testing

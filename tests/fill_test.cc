@@ -227,7 +227,7 @@ TEST(Arange, IntegersAreExact) {
 // hand with the other type is refused, not read as 0.
 TEST(Fill, AttributeOfTheOtherTypeIsRefused) {
   Graph g;
-  const OpDef& fill = *FillOps()[0];
+  const OpDef& fill = *FindOp("fill");
   const Attrs int64_fill = Attrs().Ints("shape", {2}).Str("dtype", "int64");
   EXPECT_STATUS(BuildOpIn(g, fill, {}, Attrs(int64_fill).Float("value", 2.0)).status(),
                 absl::StatusCode::kInvalidArgument,

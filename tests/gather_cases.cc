@@ -7,6 +7,7 @@
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/reduce.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -115,5 +116,22 @@ DAGRAD_OP_CASE(
       b.Out(ScatterAdd(b.Input("ids", DType::kInt64, {8192}, 0, 32000),
                        b.Input("u", d, {8192, 256}), 32000));
     });
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+// scatter_add through the gradients.
+DAGRAD_GOLDENS("nn_ops",
+               {"gather_axis0_repeats",
+                G(Gather(in.at("params"), in.at("indices"), attrs["axis"]))},
+               {"gather_middle_axis_int32",
+                G(Gather(in.at("params"), in.at("indices"), attrs["axis"]))},
+               {"gather_last_axis_negative",
+                G(Gather(in.at("params"), in.at("indices"), attrs["axis"]))},
+               {"gather_scalar_index", G(Gather(in.at("params"), in.at("indices"), attrs["axis"]))},
+               {"gather_int64_params", G(Gather(in.at("params"), in.at("indices"), attrs["axis"]))},
+               {"gather_matches_torch_gather",
+                G(Gather(in.at("params"), in.at("indices"), attrs["axis"]))},
+               {"embedding", G(Embedding(in.at("table"), in.at("ids")))});
 
 }  // namespace dagrad::testing

@@ -4,6 +4,7 @@
 // tails.
 
 #include "ops/gelu.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -57,5 +58,33 @@ DAGRAD_OP_CASE(
                          b.Input("g", d, {1024, 1024})));
         },
     .flags = kBackwardOnly);
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+Value GeluOf(const GoldenInputs& in, const nlohmann::json& a) {
+  return Gelu(in.at("x"), a["approximate"] == "tanh" ? GeluApproximate::kTanh
+                                                      : GeluApproximate::kNone);
+}
+
+}  // namespace
+
+DAGRAD_GOLDENS("basic_ops",
+               {"gelu_exact", G(Gelu(in.at("x")))},
+               {"gelu_grad", G(GeluGrad(in.at("x"), in.at("g")))});
+
+// Both forms (the "approximate" attribute, as torch's).
+DAGRAD_GOLDENS("nn_ops",
+               {"gelu_none_wide", G(GeluOf(in, attrs))},
+               {"gelu_none_near_switch", G(GeluOf(in, attrs))},
+               {"gelu_none_float64", G(GeluOf(in, attrs))},
+               {"gelu_tanh_wide", G(GeluOf(in, attrs))},
+               {"gelu_tanh_near_switch", G(GeluOf(in, attrs))},
+               {"gelu_tanh_float64", G(GeluOf(in, attrs))});
+
+DAGRAD_GOLDENS("edges",
+               {"gelu_specials", G(Gelu(in.at("x")))});
 
 }  // namespace dagrad::testing

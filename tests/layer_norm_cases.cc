@@ -7,6 +7,7 @@
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -113,5 +114,36 @@ DAGRAD_OP_CASE(layer_norm_param_grad,
                             .build = LayerNormDParams({2, 70, 300}),
                             .modes = kBackendModes}},
                .bench = LayerNormDParams({2048, 512}));
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+Value Optional(const GoldenInputs& in, const char* name) {
+  auto it = in.find(name);
+  return it == in.end() ? Value() : it->second;
+}
+
+Value LayerNormOf(const GoldenInputs& in, const nlohmann::json& a) {
+  return LayerNorm(in.at("x"), Optional(in, "gamma"), Optional(in, "beta"), a["eps"]);
+}
+
+}  // namespace
+
+// layer_norm_grad and layer_norm_param_grad through the gradients. dx
+// scales with 1/std: the constant row's is 1/sqrt(eps) ~ 316 times gy.
+DAGRAD_GOLDENS("nn_ops",
+               {"layer_norm_affine_3d", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},
+               {"layer_norm_plain", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},
+               {"layer_norm_gamma_only", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},
+               {"layer_norm_beta_only", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},
+               {"layer_norm_large_mean", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)},
+               {"layer_norm_constant_row", GT(LayerNormOf(in, attrs), 1e-5, 1e-4)},
+               {"layer_norm_float64", G(LayerNormOf(in, attrs))},
+               {"layer_norm_wide_rows", GT(LayerNormOf(in, attrs), 1e-5, 2e-6)});
+
+DAGRAD_GOLDENS("edges",
+               {"layer_norm_specials", G(LayerNormOf(in, attrs))});
 
 }  // namespace dagrad::testing

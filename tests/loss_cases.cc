@@ -6,6 +6,7 @@
 
 #include "ops/autodiff/autodiff.h"
 #include "ops/loss.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -128,5 +129,23 @@ DAGRAD_OP_CASE(
                                b.Input("t", DType::kInt64, {4096}, 0, 1000)));
         },
     .flags = kBackwardOnly);
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+Value CrossEntropyOf(const GoldenInputs& in, const nlohmann::json& a) {
+  const std::string r = a["reduction"];
+  return CrossEntropy(in.at("logits"), in.at("targets"),
+                      {.reduction = r == "none" ? CrossEntropyOptions::kNone
+                                                : CrossEntropyOptions::kMean});
+}
+
+}  // namespace
+
+DAGRAD_GOLDENS("edges",
+               {"cross_entropy_specials_none", G(CrossEntropyOf(in, attrs))},
+               {"cross_entropy_neg_inf_logits", G(CrossEntropyOf(in, attrs))});
 
 }  // namespace dagrad::testing

@@ -9,6 +9,7 @@
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -141,5 +142,38 @@ DAGRAD_OP_CASE(
       b.Out(Linear(b.Input("x", d, {32, 64, 256}), b.Input("w", d, {512, 256}),
                    b.Input("bias", d, {512})));
     });
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+Value MatMulOf(const GoldenInputs& in, const nlohmann::json& a) {
+  return MatMul(in.at("a"), in.at("b"),
+                {.transpose_a = a["transpose_a"].get<bool>(),
+                 .transpose_b = a["transpose_b"].get<bool>()});
+}
+
+}  // namespace
+
+// Products of up to 5 terms: a few float32 ulps of 4.
+DAGRAD_GOLDENS("basic_ops",
+               {"matmul_plain", GT(MatMulOf(in, attrs), 1e-5, 2e-6)},
+               {"matmul_transpose_a", GT(MatMulOf(in, attrs), 1e-5, 2e-6)},
+               {"matmul_transpose_b", GT(MatMulOf(in, attrs), 1e-5, 2e-6)},
+               {"matmul_transpose_both", GT(MatMulOf(in, attrs), 1e-5, 2e-6)},
+               {"matmul_shared_rhs", GT(MatMulOf(in, attrs), 1e-5, 2e-6)},
+               {"matmul_shared_lhs", GT(MatMulOf(in, attrs), 1e-5, 2e-6)},
+               {"matmul_batch_broadcast", GT(MatMulOf(in, attrs), 1e-5, 2e-6)},
+               {"matmul_float64", G(MatMulOf(in, attrs))},
+               {"linear_bias",
+                GT(Linear(in.at("input"), in.at("weight"), in.at("bias")), 1e-5, 2e-6)},
+               {"linear_no_bias", GT(Linear(in.at("input"), in.at("weight")), 1e-5, 2e-6)});
+
+DAGRAD_GOLDENS("edges",
+               {"linear_1d_input",
+                GT(Linear(in.at("input"), in.at("weight"), in.at("bias")), 1e-5, 2e-6)},
+               {"linear_1d_input_no_bias",
+                GT(Linear(in.at("input"), in.at("weight")), 1e-5, 2e-6)});
 
 }  // namespace dagrad::testing

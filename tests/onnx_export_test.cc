@@ -207,6 +207,39 @@ TEST(OnnxExport, MultiheadAttentionMatchesOnnxRuntime) {
   }
 }
 
+// ExpectUnaryMatchesOnnxRuntime exports op(x) for x of edge and ordinary
+// values (float32) and checks that ONNX Runtime gives dagrad's outputs.
+void ExpectUnaryMatchesOnnxRuntime(const std::string& runner, const std::string& name,
+                                   Value (*op)(Value)) {
+  const std::string dir = ::testing::TempDir() + "/onnx_export_" + name;
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::vector<float> xs = {-100, -30, -20.5, -5, -1, -1e-3, -0.0f, 0,   1e-3,
+                                 0.5,  1,   3,     19.5, 20.5, 30,  88,  100, 1e4};
+  const Tensor x = testing::T<float>({2, 9}, xs);
+  Graph g;
+  Value y = op(g.Input("x", DType::kFloat32, {2, 9}));
+  ASSERT_TRUE(ExportOnnx(g, {y}, dir + "/op.onnx", {.output_names = {"y"}}).ok()) << name;
+  auto want = testing::RunOnce(g, {y}, {{g.Find("x"), x}});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(WriteSafetensors(dir + "/in.safetensors", {.tensors = {{"x", x}}}).ok());
+  const std::string run = "node '" + runner + "' --model=" + dir + "/op.onnx --input=" + dir +
+                          "/in.safetensors --output=" + dir + "/out.safetensors";
+  ASSERT_EQ(std::system(run.c_str()), 0) << run;
+  auto got = ReadSafetensors(dir + "/out.safetensors");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_NE(got->Find("y"), nullptr) << name;
+  testing::ExpectAllClose((*want)[0], testing::AsDoubles(*got->Find("y")), 1e-6, 1e-7, name);
+}
+
+// Unary ops exported as their ONNX twin (OpDef::onnx) compute what ONNX
+// Runtime computes, edges included.
+TEST(OnnxExport, UnaryTwinsMatchOnnxRuntime) {
+  const std::string runner = OrtRunner();
+  if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
+  ExpectUnaryMatchesOnnxRuntime(runner, "softplus", Softplus);
+  ExpectUnaryMatchesOnnxRuntime(runner, "abs", Abs);
+}
+
 TEST(OnnxExport, Gpt) {
   Graph g;
   auto model = models::Gpt::Create(

@@ -7,8 +7,10 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -185,5 +187,53 @@ DAGRAD_OP_CASE(
                    },
                .modes = kBackendModes,
                .gradients = false}}));
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+Value Reduce(Value (*op)(Value, std::vector<int64_t>, bool), const GoldenInputs& in,
+             const nlohmann::json& a) {
+  return op(in.at("x"), GoldenInts(a["axes"]), a["keepdims"].get<bool>());
+}
+
+// Each reduction over NaN, +-inf and signed zeros along each kind of axis,
+// and sum and mean over empty rows and columns.
+GoldenBuilders ReduceEdges() {
+  GoldenBuilders b;
+  for (const char* where : {"rows", "columns", "middle", "non_contiguous", "all"}) {
+    b.push_back({absl::StrCat("sum_specials_", where), G(Reduce(Sum, in, attrs))});
+    b.push_back({absl::StrCat("mean_specials_", where), G(Reduce(Mean, in, attrs))});
+    b.push_back({absl::StrCat("max_specials_", where), G(Reduce(Max, in, attrs))});
+  }
+  for (const char* where : {"rows", "columns"}) {
+    b.push_back({absl::StrCat("sum_empty_", where), G(Reduce(Sum, in, attrs))});
+    b.push_back({absl::StrCat("mean_empty_", where), G(Reduce(Mean, in, attrs))});
+  }
+  return b;
+}
+const bool kReduceEdges = RegisterGoldens("edges", ReduceEdges());
+
+}  // namespace
+
+DAGRAD_GOLDENS("basic_ops",
+               {"sum_all", G(Reduce(Sum, in, attrs))},
+               {"sum_last", G(Reduce(Sum, in, attrs))},
+               {"sum_leading_keepdims", G(Reduce(Sum, in, attrs))},
+               {"sum_non_contiguous", G(Reduce(Sum, in, attrs))},
+               {"sum_middle_keepdims", G(Reduce(Sum, in, attrs))},
+               {"sum_int64", G(Reduce(Sum, in, attrs))},
+               {"mean_all", G(Reduce(Mean, in, attrs))},
+               {"mean_last", G(Reduce(Mean, in, attrs))},
+               {"mean_leading_keepdims", G(Reduce(Mean, in, attrs))},
+               {"mean_non_contiguous", G(Reduce(Mean, in, attrs))},
+               {"mean_middle_keepdims", G(Reduce(Mean, in, attrs))},
+               {"max_all", G(Reduce(Max, in, attrs))},
+               {"max_last", G(Reduce(Max, in, attrs))},
+               {"max_leading_keepdims", G(Reduce(Max, in, attrs))},
+               {"max_non_contiguous", G(Reduce(Max, in, attrs))},
+               {"max_middle_keepdims", G(Reduce(Max, in, attrs))},
+               {"max_ties", G(Reduce(Max, in, attrs))});
 
 }  // namespace dagrad::testing

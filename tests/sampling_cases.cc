@@ -5,6 +5,7 @@
 // differentiable: backends only, timed forward only.
 
 #include "ops/sampling.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -73,5 +74,26 @@ DAGRAD_OP_CASE(
           b.Out(Multinomial(b.Input("p", d, {1024, 1024}, 0, 1), 1));
         },
     .flags = kIntegerOutput);
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+DAGRAD_GOLDENS("nn_ops",
+               {"argmax_rows", G(ArgMax(in.at("x"), attrs["axis"]))},
+               {"argmax_axis0", G(ArgMax(in.at("x"), attrs["axis"]))},
+               {"argmax_middle_axis", G(ArgMax(in.at("x"), attrs["axis"]))},
+               {"argmax_ties_int64", G(ArgMax(in.at("x"), attrs["axis"]))},
+               {"argmax_nan", G(ArgMax(in.at("x"), attrs["axis"]))},
+               {"topk_values_rows", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+               {"topk_indices_rows", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+               {"topk_values_middle_axis", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+               {"topk_indices_middle_axis", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+               {"topk_values_int32", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+               {"topk_indices_int32", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+               {"topk_values_float64_axis0", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+               {"topk_indices_float64_axis0",
+                G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)},
+               {"topk_values_k_zero", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).values)},
+               {"topk_indices_k_zero", G(TopK(in.at("x"), attrs["k"], attrs["axis"]).indices)});
 
 }  // namespace dagrad::testing

@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/select.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -66,5 +67,17 @@ DAGRAD_OP_CASE(
       b.Out(Where(b.Input("c", DType::kBool, {1024, 1024}, 0, 0.5), b.Input("a", d, {1024, 1024}),
                   b.Input("b", d, {1024})));
     });
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+DAGRAD_GOLDENS("nn_ops",
+               {"where_broadcast", G(Where(in.at("cond"), in.at("a"), in.at("b")))},
+               {"where_same_shape", G(Where(in.at("cond"), in.at("a"), in.at("b")))},
+               {"where_scalar_b", G(Where(in.at("cond"), in.at("a"), in.at("b")))},
+               {"where_int64", G(Where(in.at("cond"), in.at("a"), in.at("b")))});
+
+DAGRAD_GOLDENS("edges",
+               {"where_specials", G(Where(in.at("cond"), in.at("a"), in.at("b")))});
 
 }  // namespace dagrad::testing

@@ -8,6 +8,7 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -155,5 +156,29 @@ DAGRAD_OP_CASE(
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(Slice(b.Input("x", d, {1024, 1024}), 1, 1, 1023, 2));
     });
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+Value SliceOf(const GoldenInputs& in, const nlohmann::json& a) {
+  return Slice(in.at("x"), a["axis"], a["start"], a["end"], a["step"]);
+}
+
+}  // namespace
+
+// unslice through slice's gradient.
+DAGRAD_GOLDENS("basic_ops",
+               {"reshape_infer", G(Reshape(in.at("x"), GoldenInts(attrs["shape"])))},
+               {"permute_4d", G(Permute(in.at("x"), GoldenInts(attrs["perm"])))},
+               {"permute_int64", G(Permute(in.at("x"), GoldenInts(attrs["perm"])))},
+               {"broadcast_to", G(BroadcastTo(in.at("x"), Shape(GoldenInts(attrs["shape"]))))},
+               {"concat_middle_axis",
+                G(Concat({in.at("a"), in.at("b"), in.at("a")}, attrs["axis"]))},
+               {"concat_bool_first_axis", G(Concat({in.at("a"), in.at("b")}, attrs["axis"]))},
+               {"slice_step", G(SliceOf(in, attrs))},
+               {"slice_negative_start_clamped_end", G(SliceOf(in, attrs))},
+               {"slice_middle_axis_step3", G(SliceOf(in, attrs))});
 
 }  // namespace dagrad::testing

@@ -7,6 +7,7 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -211,5 +212,12 @@ DAGRAD_OP_CASE(
       b.Out(SoftmaxGrad(b.Input("y", d, {16, 8, 128, 128}, 0, 1),
                         b.Input("g", d, {16, 8, 128, 128})));
     });
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+DAGRAD_GOLDENS("edges",
+               {"softmax_specials_masked", G(MaskedSoftmax(in.at("x"), {.keep = in.at("keep")}))},
+               {"log_softmax_specials", G(LogSoftmax(in.at("x")))});
 
 }  // namespace dagrad::testing

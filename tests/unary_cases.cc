@@ -6,10 +6,12 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/reduce.h"
+#include "tests/support/golden_registry.h"
 #include "tests/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -22,6 +24,7 @@ DAGRAD_OP_CASE(rsqrt, UnaryCase(Rsqrt, 0.5, 2.0));
 DAGRAD_OP_CASE(sigmoid, UnaryCase(Sigmoid, -3.0, 3.0));
 DAGRAD_OP_CASE(sin, UnaryCase(Sin, -3.0, 3.0));
 DAGRAD_OP_CASE(cos, UnaryCase(Cos, -3.0, 3.0));
+DAGRAD_OP_CASE(abs, UnaryCase(Abs));
 DAGRAD_OP_CASE(softplus,
                With(UnaryCase(Softplus, -3.0, 3.0),
                     {{.name = "tails",
@@ -143,5 +146,60 @@ DAGRAD_OP_CASE(
     .bench = [](CaseBuilder& b, DType d) {
       b.Out(ReluGrad(b.Input("x", d, {1024, 1024}), b.Input("g", d, {1024, 1024})));
     });
+
+// ---- PyTorch goldens (tests/support/golden_registry.h): tools/goldens/basic_ops.py,
+// nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
+
+namespace {
+
+
+// Pow at each exponent torch special-cases, and float64 at 0.
+GoldenBuilders PowEdges() {
+  GoldenBuilders b;
+  for (const char* p : {"0", "1", "2", "3", "half", "minus_half", "minus_1", "minus_2",
+                        "minus_1_5", "2_5"}) {
+    b.push_back({absl::StrCat("pow_", p, "_specials"), G(Pow(in.at("x"), attrs["exponent"]))});
+  }
+  b.push_back({"pow_0_specials_float64", G(Pow(in.at("x"), attrs["exponent"]))});
+  return b;
+}
+const bool kPowEdges = RegisterGoldens("edges", PowEdges());
+
+}  // namespace
+
+DAGRAD_GOLDENS("basic_ops",
+               {"neg", G(Neg(in.at("x")))},
+               {"exp", G(Exp(in.at("x")))},
+               {"log", G(Log(in.at("x")))},
+               {"sqrt", G(Sqrt(in.at("x")))},
+               {"rsqrt", G(Rsqrt(in.at("x")))},
+               {"pow_square", G(Pow(in.at("x"), attrs["exponent"]))},
+               {"pow_cube", G(Pow(in.at("x"), attrs["exponent"]))},
+               {"pow_fractional", G(Pow(in.at("x"), attrs["exponent"]))},
+               {"scale", G(Scale(in.at("x"), attrs["factor"]))},
+               {"add_scalar", G(AddScalar(in.at("x"), attrs["offset"]))},
+               {"relu", G(Relu(in.at("x")))},
+               {"tanh", G(Tanh(in.at("x")))},
+               {"sigmoid", G(Sigmoid(in.at("x")))},
+               {"sin", G(Sin(in.at("x")))},
+               {"cos", G(Cos(in.at("x")))},
+               {"sin_float64", G(Sin(in.at("x")))},
+               {"softplus_tails", G(Softplus(in.at("x")))},
+               {"relu_grad", G(ReluGrad(in.at("x"), in.at("g")))});
+
+DAGRAD_GOLDENS("edges",
+               {"neg_specials", G(Neg(in.at("x")))},
+               {"exp_specials", G(Exp(in.at("x")))},
+               {"log_specials", G(Log(in.at("x")))},
+               {"sqrt_specials", G(Sqrt(in.at("x")))},
+               {"rsqrt_specials", G(Rsqrt(in.at("x")))},
+               {"relu_specials", G(Relu(in.at("x")))},
+               {"tanh_specials", G(Tanh(in.at("x")))},
+               {"sigmoid_specials", G(Sigmoid(in.at("x")))},
+               {"sin_specials", G(Sin(in.at("x")))},
+               {"cos_specials", G(Cos(in.at("x")))},
+               {"scale_specials", G(Scale(in.at("x"), attrs["factor"]))},
+               {"add_scalar_specials", G(AddScalar(in.at("x"), attrs["offset"]))},
+               {"abs_specials", G(Abs(in.at("x")))});
 
 }  // namespace dagrad::testing

@@ -1,5 +1,5 @@
 // The CUDA device: memory from the device's stream-ordered pool, one
-// non-blocking stream per device, kernels looked up by op name in the table
+// non-blocking stream per device, kernels looked up by OpDef in the table
 // the ops register (engine/cuda/kernel_registry.h).
 
 #include "engine/cuda/cuda_device.h"
@@ -165,7 +165,7 @@ class CudaDeviceImpl final : public Device {
     return absl::OkStatus();
   }
 
-  Kernel KernelFor(const OpDef& op) const override { return CudaKernelFor(op.name); }
+  Kernel KernelFor(const OpDef& op) const override { return CudaKernelFor(op); }
 
   void* kernel_state() const override {
     // The executor asks for this once per run, on the thread that then

@@ -9,7 +9,7 @@ namespace {
 
 struct Table {
   std::mutex mu;
-  absl::flat_hash_map<absl::string_view, Kernel> kernels;
+  absl::flat_hash_map<const OpDef*, Kernel> kernels;
 };
 
 // Built on first use, so that registrations from static initialisers in
@@ -21,16 +21,16 @@ Table& TheTable() {
 
 }  // namespace
 
-void RegisterCudaKernels(absl::Span<const CudaKernelEntry> entries) {
+void RegisterCudaKernel(const OpDef& op, Kernel kernel) {
   Table& t = TheTable();
   std::lock_guard<std::mutex> lock(t.mu);
-  for (const CudaKernelEntry& e : entries) t.kernels.emplace(e.op, e.kernel);
+  t.kernels.emplace(&op, kernel);
 }
 
-Kernel CudaKernelFor(absl::string_view op_name) {
+Kernel CudaKernelFor(const OpDef& op) {
   Table& t = TheTable();
   std::lock_guard<std::mutex> lock(t.mu);
-  auto it = t.kernels.find(op_name);
+  auto it = t.kernels.find(&op);
   return it == t.kernels.end() ? nullptr : it->second;
 }
 

@@ -187,8 +187,7 @@ absl::Status AttentionCuda(const KernelContext& ctx) {
 }  // namespace
 }  // namespace cuda
 
-std::vector<CudaKernelEntry> CudaAttentionKernels() {
-  return {{"attention", cuda::AttentionCuda}, {"attention_grad", AttentionGradCuda}};
-}
+DAGRAD_CUDA_KERNEL(attention, cuda::AttentionCuda);
+DAGRAD_CUDA_KERNEL(attention_grad, AttentionGradCuda);
 
 }  // namespace dagrad

@@ -104,17 +104,15 @@ absl::Status NotKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaBinaryKernels() {
-#define DAGRAD_ARITH_CUDA_KERNEL(name, Fn) {name, ArithKernel<Fn>},
-#define DAGRAD_COMPARE_CUDA_KERNEL(name, Fn) {name, CompareKernel<Fn>},
-#define DAGRAD_LOGIC_CUDA_KERNEL(name, Fn) {name, LogicKernel<Fn>},
-  return {DAGRAD_BINARY_ARITH_OPS(DAGRAD_ARITH_CUDA_KERNEL)      //
-          DAGRAD_BINARY_COMPARE_OPS(DAGRAD_COMPARE_CUDA_KERNEL)  //
-          DAGRAD_BINARY_LOGIC_OPS(DAGRAD_LOGIC_CUDA_KERNEL)      //
-          {"logical_not", NotKernel}};
+#define DAGRAD_ARITH_CUDA_KERNEL(symbol, Fn) DAGRAD_CUDA_KERNEL(symbol, ArithKernel<Fn>);
+DAGRAD_BINARY_ARITH_OPS(DAGRAD_ARITH_CUDA_KERNEL)
 #undef DAGRAD_ARITH_CUDA_KERNEL
+#define DAGRAD_COMPARE_CUDA_KERNEL(symbol, Fn) DAGRAD_CUDA_KERNEL(symbol, CompareKernel<Fn>);
+DAGRAD_BINARY_COMPARE_OPS(DAGRAD_COMPARE_CUDA_KERNEL)
 #undef DAGRAD_COMPARE_CUDA_KERNEL
+#define DAGRAD_LOGIC_CUDA_KERNEL(symbol, Fn) DAGRAD_CUDA_KERNEL(symbol, LogicKernel<Fn>);
+DAGRAD_BINARY_LOGIC_OPS(DAGRAD_LOGIC_CUDA_KERNEL)
 #undef DAGRAD_LOGIC_CUDA_KERNEL
-}
+DAGRAD_CUDA_KERNEL(logical_not, NotKernel);
 
 }  // namespace dagrad

@@ -77,6 +77,6 @@ absl::Status CastKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaCastKernels() { return {{"cast", CastKernel}}; }
+DAGRAD_CUDA_KERNEL(cast, CastKernel);
 
 }  // namespace dagrad

@@ -103,10 +103,8 @@ absl::Status WaitKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaCollectiveKernels() {
-  return {{"all_reduce", AllReduceKernel},
-          {"all_reduce_start", StartKernel},
-          {"all_reduce_wait", WaitKernel}};
-}
+DAGRAD_CUDA_KERNEL(all_reduce, AllReduceKernel);
+DAGRAD_CUDA_KERNEL(all_reduce_start, StartKernel);
+DAGRAD_CUDA_KERNEL(all_reduce_wait, WaitKernel);
 
 }  // namespace dagrad

@@ -78,6 +78,6 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaDropoutKernels() { return {{"dropout", DropoutKernel}}; }
+DAGRAD_CUDA_KERNEL(dropout, DropoutKernel);
 
 }  // namespace dagrad

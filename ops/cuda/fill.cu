@@ -49,8 +49,7 @@ absl::Status ArangeKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaFillKernels() {
-  return {{"fill", FillKernel}, {"arange", ArangeKernel}};
-}
+DAGRAD_CUDA_KERNEL(fill, FillKernel);
+DAGRAD_CUDA_KERNEL(arange, ArangeKernel);
 
 }  // namespace dagrad

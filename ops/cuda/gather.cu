@@ -208,8 +208,7 @@ absl::Status ScatterAddKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaGatherKernels() {
-  return {{"gather", GatherKernel}, {"scatter_add", ScatterAddKernel}};
-}
+DAGRAD_CUDA_KERNEL(gather, GatherKernel);
+DAGRAD_CUDA_KERNEL(scatter_add, ScatterAddKernel);
 
 }  // namespace dagrad

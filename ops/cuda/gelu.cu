@@ -50,11 +50,7 @@ absl::Status GeluGradKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaGeluKernels() {
-  return {
-      {"gelu", GeluKernel},
-      {"gelu_grad", GeluGradKernel},
-  };
-}
+DAGRAD_CUDA_KERNEL(gelu, GeluKernel);
+DAGRAD_CUDA_KERNEL(gelu_grad, GeluGradKernel);
 
 }  // namespace dagrad

@@ -171,10 +171,8 @@ absl::Status LayerNormParamGradKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaLayerNormKernels() {
-  return {{"layer_norm", LayerNormKernel},
-          {"layer_norm_grad", LayerNormGradKernel},
-          {"layer_norm_param_grad", LayerNormParamGradKernel}};
-}
+DAGRAD_CUDA_KERNEL(layer_norm, LayerNormKernel);
+DAGRAD_CUDA_KERNEL(layer_norm_grad, LayerNormGradKernel);
+DAGRAD_CUDA_KERNEL(layer_norm_param_grad, LayerNormParamGradKernel);
 
 }  // namespace dagrad

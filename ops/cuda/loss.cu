@@ -218,8 +218,7 @@ absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaLossKernels() {
-  return {{"cross_entropy", CrossEntropyKernel}, {"cross_entropy_grad", CrossEntropyGradKernel}};
-}
+DAGRAD_CUDA_KERNEL(cross_entropy, CrossEntropyKernel);
+DAGRAD_CUDA_KERNEL(cross_entropy_grad, CrossEntropyGradKernel);
 
 }  // namespace dagrad

@@ -207,8 +207,7 @@ absl::Status LinearKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaMatMulKernels() {
-  return {{"matmul", MatMulKernel}, {"linear", LinearKernel}};
-}
+DAGRAD_CUDA_KERNEL(matmul, MatMulKernel);
+DAGRAD_CUDA_KERNEL(linear, LinearKernel);
 
 }  // namespace dagrad

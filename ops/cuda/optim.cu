@@ -141,8 +141,7 @@ absl::Status AdamKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaOptimKernels() {
-  return {{"sgd_update", SgdKernel}, {"adam_update", AdamKernel}};
-}
+DAGRAD_CUDA_KERNEL(sgd_update, SgdKernel);
+DAGRAD_CUDA_KERNEL(adam_update, AdamKernel);
 
 }  // namespace dagrad

@@ -361,12 +361,8 @@ absl::Status ReduceKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaReduceKernels() {
-  return {
-      {"sum", ReduceKernel<Reduction::kSum>},
-      {"mean", ReduceKernel<Reduction::kMean>},
-      {"max", ReduceKernel<Reduction::kMax>},
-  };
-}
+DAGRAD_CUDA_KERNEL(sum, ReduceKernel<Reduction::kSum>);
+DAGRAD_CUDA_KERNEL(mean, ReduceKernel<Reduction::kMean>);
+DAGRAD_CUDA_KERNEL(max, ReduceKernel<Reduction::kMax>);
 
 }  // namespace dagrad

@@ -125,13 +125,9 @@ absl::Status MultinomialKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaSamplingKernels() {
-  return {
-      {"argmax", ArgMaxKernel},
-      {"topk_values", TopKValuesKernel},
-      {"topk_indices", TopKIndicesKernel},
-      {"multinomial", MultinomialKernel},
-  };
-}
+DAGRAD_CUDA_KERNEL(argmax, ArgMaxKernel);
+DAGRAD_CUDA_KERNEL(topk_values, TopKValuesKernel);
+DAGRAD_CUDA_KERNEL(topk_indices, TopKIndicesKernel);
+DAGRAD_CUDA_KERNEL(multinomial, MultinomialKernel);
 
 }  // namespace dagrad

@@ -56,6 +56,6 @@ absl::Status WhereKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaSelectKernels() { return {{"where", WhereKernel}}; }
+DAGRAD_CUDA_KERNEL(where, WhereKernel);
 
 }  // namespace dagrad

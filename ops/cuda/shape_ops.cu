@@ -143,11 +143,10 @@ absl::Status UnsliceKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaShapeKernels() {
-  return {
-      {"permute", PermuteKernel}, {"broadcast_to", BroadcastToKernel},
-      {"concat", ConcatKernel},    {"slice", SliceKernel},     {"unslice", UnsliceKernel},
-  };
-}
+DAGRAD_CUDA_KERNEL(permute, PermuteKernel);
+DAGRAD_CUDA_KERNEL(broadcast_to, BroadcastToKernel);
+DAGRAD_CUDA_KERNEL(concat, ConcatKernel);
+DAGRAD_CUDA_KERNEL(slice, SliceKernel);
+DAGRAD_CUDA_KERNEL(unslice, UnsliceKernel);
 
 }  // namespace dagrad

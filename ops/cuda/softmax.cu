@@ -194,12 +194,8 @@ absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaSoftmaxKernels() {
-  return {
-      {"softmax", MaskedSoftmaxKernel},
-      {"softmax_grad", SoftmaxGradKernel},
-      {"log_softmax", LogSoftmaxKernel},
-  };
-}
+DAGRAD_CUDA_KERNEL(softmax, MaskedSoftmaxKernel);
+DAGRAD_CUDA_KERNEL(softmax_grad, SoftmaxGradKernel);
+DAGRAD_CUDA_KERNEL(log_softmax, LogSoftmaxKernel);
 
 }  // namespace dagrad

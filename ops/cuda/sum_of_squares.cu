@@ -129,8 +129,6 @@ absl::Status SumOfSquaresKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaSumOfSquaresKernels() {
-  return {{"sum_of_squares", SumOfSquaresKernel}};
-}
+DAGRAD_CUDA_KERNEL(sum_of_squares, SumOfSquaresKernel);
 
 }  // namespace dagrad

@@ -63,11 +63,9 @@ absl::Status ActivationGradKernel(const KernelContext& ctx) {
 
 }  // namespace
 
-std::vector<CudaKernelEntry> CudaUnaryKernels() {
-#define DAGRAD_UNARY_CUDA_KERNEL(name, Fn) {name, UnaryKernel<Fn>},
-  return {DAGRAD_UNARY_MATH_OPS(DAGRAD_UNARY_CUDA_KERNEL)  //
-          {"relu_grad", ActivationGradKernel<ReluBackwardFn>}};
+#define DAGRAD_UNARY_CUDA_KERNEL(symbol, Fn) DAGRAD_CUDA_KERNEL(symbol, UnaryKernel<Fn>);
+DAGRAD_UNARY_MATH_OPS(DAGRAD_UNARY_CUDA_KERNEL)
 #undef DAGRAD_UNARY_CUDA_KERNEL
-}
+DAGRAD_CUDA_KERNEL(relu_grad, ActivationGradKernel<ReluBackwardFn>);
 
 }  // namespace dagrad

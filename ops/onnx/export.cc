@@ -135,11 +135,13 @@ absl::Status AddNodes(OnnxBuilder& b, onnx::GraphProto* graph, const std::vector
       DAGRAD_RETURN_IF_ERROR(AddLeaf(b, graph, node, options));
       continue;
     }
-    onnx_export::OnnxExporter exporter = onnx_export::FindOnnxExporter(node.op->name);
+    onnx_export::OnnxExporter exporter = onnx_export::FindOnnxExporter(*node.op);
     if (exporter == nullptr) {
+      const OnnxForm& form = node.op->onnx;
       return absl::UnimplementedError(absl::StrCat(
-          "ONNX export: op '", node.op->name, "' (node ", node.path(),
-          ") has no ONNX mapping; export the graph of the model's outputs without it"));
+          "ONNX export: op '", node.op->name, "' (node ", node.path(), ") has no ONNX form",
+          form.kind == OnnxKind::kNone ? absl::StrCat(" (", form.text, ")") : "",
+          "; export the graph of the model's outputs without it"));
     }
     b.SetCurrent(node);
     DAGRAD_RETURN_IF_ERROR(exporter(b, node));

@@ -8,30 +8,17 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "engine/op.h"
+#include "ops/registry.h"
 
 namespace dagrad::onnx_export {
 namespace {
 
-// The ops whose ONNX op computes the same function on the same inputs.
-absl::string_view OnnxTwin(absl::string_view op) {
-  static const auto* twins = new absl::flat_hash_map<absl::string_view, absl::string_view>{
-      {"add", "Add"},           {"sub", "Sub"},         {"mul", "Mul"},
-      {"div", "Div"},           {"maximum", "Max"},     {"minimum", "Min"},
-      {"equal", "Equal"},       {"less", "Less"},       {"greater", "Greater"},
-      {"logical_and", "And"},   {"logical_or", "Or"},   {"logical_not", "Not"},
-      {"neg", "Neg"},           {"exp", "Exp"},         {"log", "Log"},
-      {"sqrt", "Sqrt"},         {"relu", "Relu"},       {"tanh", "Tanh"},
-      {"sigmoid", "Sigmoid"},   {"sin", "Sin"},         {"cos", "Cos"},
-      {"where", "Where"},       {"dropout", "Identity"}};
-  auto it = twins->find(op);
-  return it == twins->end() ? absl::string_view() : it->second;
-}
-
-// An op with an ONNX twin; dropout is the identity at inference.
+// An op with an ONNX twin (OpDef::onnx); dropout's is Identity, as it is
+// at inference.
 absl::Status ExportTwin(OnnxBuilder& b, const Node& node) {
   std::vector<std::string> inputs;
   for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i) inputs.push_back(b.In(node, i));
-  b.Add(OnnxTwin(node.op->name), std::move(inputs), b.Out(node));
+  b.Add(node.op->onnx.text, std::move(inputs), b.Out(node));
   return absl::OkStatus();
 }
 
@@ -69,27 +56,21 @@ absl::Status ExportCast(OnnxBuilder& b, const Node& node) {
 }  // namespace
 
 OnnxExporterList ElementwiseExporters() {
-  OnnxExporterList list = {{"rsqrt", ExportRsqrt}, {"pow", ExportPow},
-                           {"scale", ExportScale}, {"cast", ExportCast}};
-  for (absl::string_view op :
-       {"add", "sub", "mul", "div", "maximum", "minimum", "equal", "less", "greater",
-        "logical_and", "logical_or", "logical_not", "neg", "exp", "log", "sqrt", "relu", "tanh",
-        "sigmoid", "sin", "cos", "where", "dropout"}) {
-    list.push_back({op, ExportTwin});
-  }
-  return list;
+  return {{"rsqrt", ExportRsqrt}, {"pow", ExportPow}, {"scale", ExportScale}, {"cast", ExportCast}};
 }
 
-OnnxExporter FindOnnxExporter(absl::string_view op_name) {
+OnnxExporter FindOnnxExporter(const OpDef& op) {
   static const auto* table = [] {
-    auto* t = new absl::flat_hash_map<absl::string_view, OnnxExporter>();
+    auto* t = new absl::flat_hash_map<const OpDef*, OnnxExporter>();
     for (const OnnxExporterList& list :
          {ElementwiseExporters(), ShapeExporters(), NnExporters()}) {
-      for (const auto& [name, exporter] : list) (*t)[name] = exporter;
+      for (const auto& [name, exporter] : list) (*t)[FindOp(name)] = exporter;
     }
     return t;
   }();
-  auto it = table->find(op_name);
+  if (op.onnx.kind == OnnxKind::kTwin) return ExportTwin;
+  if (op.onnx.kind != OnnxKind::kExporter) return nullptr;
+  auto it = table->find(&op);
   return it == table->end() ? nullptr : it->second;
 }
 

@@ -1,9 +1,15 @@
 // ops/onnx/export_ops.h
 //
-// The table from dagrad ops to ONNX (opset 17): one exporter per op, a small
-// function that writes the op's node as standard ONNX nodes with an
-// OnnxBuilder (ops/onnx/export_builder.h), its result named b.Out(node).
-// Adding an op to the export is one entry in its family's list.
+// The exporters from dagrad ops to ONNX (opset 17), by the OpDef's `onnx`
+// field (engine/op.h): an op whose ONNX twin computes the same function on
+// the same inputs (OnnxTwin("Relu")) needs nothing here; an op marked
+// kOnnxExporter has a small function that writes its node as standard ONNX
+// nodes with an OnnxBuilder (ops/onnx/export_builder.h), its result
+// named b.Out(node), listed in its family's list below. The lists name ops
+// once; the table resolves the names to OpDefs (FindOp), and
+// tests/onnx_coverage_test.cc fails when an op has no ONNX form declared,
+// when a kOnnxExporter op has no exporter, or when a list names an op that
+// does not exist or is not kOnnxExporter.
 //
 //   absl::Status ExportRelu(OnnxBuilder& b, const Node& node) {
 //     b.Add("Relu", {b.In(node, 0)}, b.Out(node));
@@ -20,15 +26,17 @@
 #include "absl/strings/string_view.h"
 #include "engine/graph.h"
 #include "ops/onnx/export_builder.h"
+#include "engine/op.h"
 
 namespace dagrad::onnx_export {
 
 using OnnxExporter = absl::Status (*)(OnnxBuilder& b, const Node& node);
 using OnnxExporterList = std::vector<std::pair<absl::string_view, OnnxExporter>>;
 
-// FindOnnxExporter returns the exporter of the op called `op_name`, or null
-// for an op ONNX export does not cover.
-OnnxExporter FindOnnxExporter(absl::string_view op_name);
+// FindOnnxExporter returns the exporter of `op`: the twin exporter for an
+// OnnxTwin op, the listed function for a kOnnxExporter one, and null for an
+// op ONNX export does not cover (NoOnnx, or none declared).
+OnnxExporter FindOnnxExporter(const OpDef& op);
 
 // Per-family lists: elementwise (export_ops.cc), shapes and indexing
 // (export_ops_shape.cc), matmul, normalisation and softmax (export_ops_nn.cc).

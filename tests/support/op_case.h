@@ -25,10 +25,10 @@
 //   1. ops/elementwise.h (an elementwise op): its declaration and example,
 //      its functor and its line of the family's list, which gives it its
 //      CUDA kernel; another family's op declares itself in its header and
-//      adds its CUDA kernel to ops/cuda/<family>.cu.
+//      adds its CUDA kernel to ops/cuda/<family>.cu (DAGRAD_CUDA_KERNEL).
 //   2. ops/<family>.cc: the op in one place — shape inference, CPU kernel,
-//      gradient rule, OpDef (appended to the family's list, e.g.
-//      UnaryOps()), builder.
+//      gradient rule, OpDef (with its ONNX form, .onnx) registered with
+//      DAGRAD_REGISTER_OP (the family's macro does it), builder.
 //   3. tests/<family>_cases.cc: its case, one macro; for a unary op
 //        DAGRAD_OP_CASE(softplus, UnaryCase(Softplus, -3, 3));
 //      for a binary one
@@ -40,7 +40,8 @@
 //   coverage test names any op left without a case. `ctest -R OpCase` runs
 //   the case in every mode, `dagrad_bench --op=NAME` times it; the op's own
 //   behaviour tests (hand-worked values, errors) stay in
-//   tests/<family>_test.cc, its PyTorch goldens in golden_ops_test.cc.
+//   tests/<family>_test.cc; its PyTorch goldens' builders go in its case
+//   file too (DAGRAD_GOLDENS, tests/support/golden_registry.h).
 //
 // Which flags, which fields:
 //   - An op with integer or bool outputs (comparisons, an argmax, top-k

@@ -45,9 +45,10 @@ set_target_properties(dagrad_shared PROPERTIES
   OUTPUT_NAME dagrad EXPORT_NAME dagrad
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
   DAGRAD_STATIC_CUDA_RUNTIME ON CUDA_RUNTIME_LIBRARY Static)
-# (dagrad_ops_cuda is linked whole already, by the layers that link it.)
+# (dagrad_ops and dagrad_ops_cuda are linked whole already, by the layers
+# that link them.)
 set(layer_archives "")
-foreach(layer dagrad_engine dagrad_ops dagrad_autodiff dagrad_models)
+foreach(layer dagrad_engine dagrad_autodiff dagrad_models)
   list(APPEND layer_archives $<TARGET_FILE:${layer}>)
 endforeach()
 # The MPI communicator goes in too, MPI linked privately (after it, below):

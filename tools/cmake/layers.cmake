@@ -96,19 +96,21 @@ dagrad_stage_headers(dagrad_ops ${ops_headers} ops/internal/*.h ops/cpu/internal
 target_link_libraries(dagrad_ops PUBLIC dagrad_engine)
 include(tools/cmake/isa_kernels.cmake)
 dagrad_add_isa_kernels(dagrad_ops)
-# The ops' CUDA kernels register themselves with the CUDA device when the
-# program starts (ops/cuda/registry.cc); nothing names them, so their
-# archive is linked whole. `ops_layer` is the ops layer as the layers above
-# link it: dagrad_ops, and dagrad_ops_cuda with the CUDA backend.
-set(ops_layer dagrad_ops)
+# The ops register themselves when the program starts (ops/registry.h), and
+# so do their CUDA kernels (ops/cuda/registry.h); nothing names an op's
+# file, so the ops' archives are linked whole, here and in installed
+# consumers. `ops_layer` is the ops layer as the layers above link it:
+# dagrad_ops, and dagrad_ops_cuda with the CUDA backend.
+# (The installed name is spelled out: CMake 3.25 does not add the export's
+# namespace inside $<LINK_LIBRARY>.)
+set(ops_layer "$<BUILD_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad_ops>>"
+    "$<INSTALL_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad::dagrad_ops>>")
 if(DAGRAD_HAVE_CUDA)
   dagrad_add_layer(ops_cuda)
-  target_link_libraries(dagrad_ops_cuda PUBLIC dagrad_ops)
+  target_link_libraries(dagrad_ops_cuda PUBLIC ${ops_layer})
   dagrad_add_cuda_sources(dagrad_ops_cuda ops/cuda)
-  # (The installed name is spelled out: CMake 3.25 does not add the export's
-  # namespace inside $<LINK_LIBRARY>.)
   set(ops_layer "$<BUILD_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad_ops_cuda>>"
-      "$<INSTALL_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad::dagrad_ops_cuda>>" dagrad_ops)
+      "$<INSTALL_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,dagrad::dagrad_ops_cuda>>" ${ops_layer})
 endif()
 
 dagrad_layer_files(autodiff_sources cc ops/autodiff)

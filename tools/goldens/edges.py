@@ -2,8 +2,8 @@
 elementwise op and reduction, gradients at 0 (pow, sqrt, log, rsqrt), at
 +-inf and at NaN, softmax rows that are fully masked or hold NaN or +inf,
 the mean over no elements, and Linear with a 1-D input. Writes
-tests/data/goldens/edges.json; tests/golden_ops_test.cc maps each case name
-to the dagrad builder.
+tests/data/goldens/edges.json; the ops' case files (tests/*_cases.cc,
+DAGRAD_GOLDENS) map each case name to the dagrad builder.
 
 Where dagrad documents a different convention than torch, the convention is
 applied here with torch ops, and said so:
@@ -164,6 +164,13 @@ def linear(c):
            grads=("input", "weight"))
 
 
+def added(c):
+    """Cases of ops added since: last, since each case draws its gy from the
+    file's one random stream, so a case put earlier would change the inputs
+    of every case after it."""
+    c.case("abs_specials", torch.abs, {"x": specials()}, grads=("x",))
+
+
 def main():
     c = Cases("edges", seed=0)
     unary(c)
@@ -171,6 +178,7 @@ def main():
     reduce(c)
     softmax(c)
     linear(c)
+    added(c)
     c.write()
 
 
