@@ -123,7 +123,8 @@ TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
       RunDagrad(std::string(kTextTrain) + "--data=" + data + " --out=" + dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("sample:\n"));
-  EXPECT_THAT(r.out, HasSubstr("validation loss"));
+  // 60 x 86 bytes: a validation split of 516, (516 - 1) / 16 windows.
+  EXPECT_THAT(r.out, HasSubstr(" nats/byte over the whole split (32 windows) after 6 steps"));
   for (const char* file :
        {"model.safetensors", "checkpoint.safetensors", "metrics.csv",
         "loss.svg", "attention.svg", "forward.dot", "train_step.dot"}) {
@@ -148,6 +149,20 @@ TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
   const CliResult resumed = RunDagrad(args + " --resume");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(MetricsWithoutTime(part), metrics);
+}
+
+TEST(CliGpt, EvalWindowsCapsTheValidationAndSaysSo) {
+  const std::string data = WriteCorpus("gpt_eval_windows_data", 60);
+  const std::string args = std::string(kTextTrain) + "--data=" + data + " --steps=1 --out=";
+  const CliResult r = RunDagrad(args + FreshDir("gpt_eval_windows") + " --eval_windows=5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(" nats/byte over 5 of the split's 32 windows (--eval_windows)"));
+  const CliResult negative = RunDagrad(args + FreshDir("gpt_eval_neg") + " --eval_windows=-1");
+  EXPECT_EQ(negative.code, 2);
+  EXPECT_THAT(negative.err, HasSubstr("--eval_windows must be >= 0 (0: the whole split), got -1"));
+  const CliResult toy = RunDagrad("train --task=copy --eval_windows=5 --out=" + FreshDir("toy_ew"));
+  EXPECT_EQ(toy.code, 2);
+  EXPECT_THAT(toy.err, HasSubstr("--eval_windows applies to --task=text only"));
 }
 
 // --task=text trains in the loop every task shares (tools/cli/train_run.h):

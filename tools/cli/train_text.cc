@@ -30,6 +30,9 @@
 #include "tools/cli/train_parallel.h"
 
 ABSL_FLAG(std::string, data, "", "--task=text: the text file to train on (bytes are tokens)");
+ABSL_FLAG(int64_t, eval_windows, 0,
+          "--task=text: validation windows scored, >= 0; 0: every window of the split (its "
+          "last 10%, in windows of --seq_len bytes), N: the first N");
 ABSL_DECLARE_FLAG(int64_t, seq_len);
 ABSL_DECLARE_FLAG(int64_t, dim);
 ABSL_DECLARE_FLAG(int64_t, heads);
@@ -54,6 +57,11 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const RunFlags& flags) {
              .dropout = absl::GetFlag(FLAGS_dropout)};
   DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
   ApplyRunFlags(flags, c);
+  c.eval_windows = absl::GetFlag(FLAGS_eval_windows);
+  if (c.eval_windows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--eval_windows must be >= 0 (0: the whole split), got ", c.eval_windows));
+  }
   DAGRAD_RETURN_IF_ERROR(c.Validate());
   return c;
 }
@@ -132,8 +140,13 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
   DAGRAD_ASSIGN_OR_RETURN(
       std::string sample,
       t.Sample(prompt, 200, {.temperature = 0.8, .seed = t.config().seed}));
-  std::cout << absl::StrFormat("validation loss %.4f nats/byte after %d steps\n",
-                               final_eval.loss, t.step());
+  const int64_t all = t.data().validation_windows();
+  std::cout << absl::StrFormat(
+      "validation loss %.4f nats/byte over %s after %d steps\n", final_eval.loss,
+      t.eval_windows() == all
+          ? absl::StrCat("the whole split (", all, " windows)")
+          : absl::StrCat(t.eval_windows(), " of the split's ", all, " windows (--eval_windows)"),
+      t.step());
   outputs.PrintSummary(std::cout);
   std::cout << "sample:\n" << sample << "\n";
   if (t.config().profile) std::cout << StepProfile(t.train_plan().profile(), job);
