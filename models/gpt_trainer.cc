@@ -51,10 +51,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
     DAGRAD_RETURN_IF_ERROR(SameDataAsRankZero(*comm, data, config.data));
   }
   t->data_ = std::make_unique<TextData>(std::move(data));
-  t->schedule_ = {.peak = config.lr,
-                  .warmup_steps = config.warmup,
-                  .total_steps = config.steps,
-                  .final_fraction = config.final_lr_fraction};
+  t->schedule_ = RunSchedule(config);
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
   return t;
 }
@@ -129,7 +126,8 @@ absl::StatusOr<StepResult> GptTrainer::Step() {
   TextBatch batch;
   DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
   DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));
-  return RunTrainingStep(s, LearningRate(schedule_, s),
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(schedule_, s));
+  return RunTrainingStep(s, lr,
                          {{tokens_, batch.tokens}, {targets_, batch.targets}}, global.targets);
 }
 

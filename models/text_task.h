@@ -84,8 +84,13 @@ struct TextTrainConfig {
   OptimizerOptions optimizer{
       .kind = OptimizerKind::kAdamW, .weight_decay = 0.1, .clip_norm = 1.0};
   double lr = 1e-3;                // peak, finite and > 0
-  int64_t warmup = 0;              // linear warmup steps, then cosine decay
+  int64_t warmup = 0;              // linear warmup steps, then lr_decay
   double final_lr_fraction = 0.1;  // in [0, 1]
+  LrDecay lr_decay = LrDecay::kCosine;
+  // Set: the learning rate of step s (1-based) is lr_schedule(s), in place
+  // of lr, warmup, lr_decay and final_lr_fraction (RunSchedule); a value
+  // that is not finite and >= 0 stops the step with InvalidArgument.
+  LrFunction lr_schedule;
   uint64_t seed = 0;
   // Validation windows scored, >= 0: 0 scores the whole split, N the first
   // min(N, TextData::validation_windows()).

@@ -89,10 +89,21 @@ HEADER_EXAMPLE(Optimizer) {
       BuildTrainingStep(loss, g.Parameters(), {.kind = OptimizerKind::kAdamW,
                                                .weight_decay = 0.01, .clip_norm = 1.0}));
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, ts.updates));
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(sched, t));
   DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{tokens, batch},
-      {ts.lr, Tensor::Scalar(LearningRate(sched, t))}, {ts.step, Tensor::Scalar<double>(t)}},
+      {ts.lr, Tensor::Scalar(lr)}, {ts.step, Tensor::Scalar<double>(t)}},
       {.training = true, .step = t}));
   EXPECT_GT(out[0].data<float>()[0], 0);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(LrSchedule) {
+  LrSchedule warm_cosine{.peak = 6e-4, .warmup_steps = 100, .total_steps = 2000,
+                         .final_fraction = 0.1};
+  LrSchedule nanogpt{.custom = [](int64_t s) { return 6e-4 * std::min<double>(s, 101) / 101; }};
+  DAGRAD_ASSIGN_OR_RETURN(const double first, LearningRate(warm_cosine, 1));  // 6e-6
+  EXPECT_DOUBLE_EQ(first, 6e-4 / 100);
+  EXPECT_DOUBLE_EQ(*LearningRate(nanogpt, 1), 6e-4 / 101);  // nanoGPT's get_lr(0)
   return absl::OkStatus();
 }
 
