@@ -97,16 +97,6 @@ HEADER_EXAMPLE(Optimizer) {
   return absl::OkStatus();
 }
 
-HEADER_EXAMPLE(LrSchedule) {
-  LrSchedule warm_cosine{.peak = 6e-4, .warmup_steps = 100, .total_steps = 2000,
-                         .final_fraction = 0.1};
-  LrSchedule nanogpt{.custom = [](int64_t s) { return 6e-4 * std::min<double>(s, 101) / 101; }};
-  DAGRAD_ASSIGN_OR_RETURN(const double first, LearningRate(warm_cosine, 1));  // 6e-6
-  EXPECT_DOUBLE_EQ(first, 6e-4 / 100);
-  EXPECT_DOUBLE_EQ(*LearningRate(nanogpt, 1), 6e-4 / 101);  // nanoGPT's get_lr(0)
-  return absl::OkStatus();
-}
-
 HEADER_EXAMPLE(OptimizerGroups) {
   TinyModel m;
   Graph& g = m.g;
