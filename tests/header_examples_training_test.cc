@@ -1,6 +1,6 @@
-// The examples of engine/feed_conversion.h and LrSchedule
-// (engine/autodiff/optimizer.h), line for line, run
-// (tests/header_examples.h).
+// The examples of engine/feed_conversion.h, LrSchedule
+// (engine/autodiff/optimizer.h) and engine/utf8.h's writers of generated
+// text, line for line, run (tests/header_examples.h).
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -12,6 +12,7 @@
 #include "engine/graph.h"
 #include "engine/status_macros.h"
 #include "engine/tensor.h"
+#include "engine/utf8.h"
 #include "tests/header_examples.h"
 
 namespace dagrad {
@@ -35,6 +36,21 @@ HEADER_EXAMPLE(LrSchedule) {
   DAGRAD_ASSIGN_OR_RETURN(const double first, LearningRate(warm_cosine, 1));  // 6e-6
   EXPECT_DOUBLE_EQ(first, 6e-4 / 100);
   EXPECT_DOUBLE_EQ(*LearningRate(nanogpt, 1), 6e-4 / 101);  // nanoGPT's get_lr(0)
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(Utf8Terminal) {
+  TerminalText("caf\xc3\xa9\n\xff");  // "caf\xc3\xa9\n" then the 4 characters \xff
+  EXPECT_EQ(TerminalText("caf\xc3\xa9\n\xff"), "caf\xc3\xa9\n\\xff");
+  // Tabs stay; a C0 control, DEL, a C1 control (two bytes, shown as one), a
+  // lone continuation byte and a truncated sequence are escaped.
+  EXPECT_EQ(TerminalText("\t\x01\x7f\xc2\x85\x80\xe2\x82"), "\t\\x01\\x7f\\x85\\x80\\xe2\\x82");
+  IncompleteTail("a\xc3");  // 1
+  EXPECT_EQ(IncompleteTail("a\xc3"), 1u);
+  EXPECT_EQ(IncompleteTail("a\xe2\x82"), 2u);
+  EXPECT_EQ(IncompleteTail("a\xe2\x82\xac"), 0u);  // the euro sign, whole
+  EXPECT_EQ(IncompleteTail("a\x80"), 0u);            // no lead byte: nothing to wait for
+  EXPECT_EQ(IncompleteTail("\xc3\xa9"), 0u);
   return absl::OkStatus();
 }
 

@@ -65,7 +65,8 @@ ABSL_FLAG(std::string, on_nonfinite, "stop",
           "stop as above after --max_consecutive_skips skipped in a row");
 ABSL_FLAG(int64_t, max_consecutive_skips, 8,
           "with --on_nonfinite=skip, stop at this many non-finite steps in a row (>= 1)");
-ABSL_FLAG(uint64_t, seed, 0, "seed for initialisation, data and dropout");
+ABSL_FLAG(uint64_t, seed, 0,
+          "train: seed for initialisation, data and dropout; generate: seed for sampling");
 ABSL_FLAG(bool, resume, false,
           "continue from --out/checkpoint.safetensors (or from checkpoint.prev.safetensors "
           "when that one is damaged), exactly as if never stopped. SIGTERM, "

@@ -4,8 +4,10 @@
 // checkpoint kept) and writes to --out: checkpoint.safetensors (every
 // --eval_every steps), metrics.csv (validation loss in eval_loss),
 // model.safetensors (model=gpt: `dagrad eval`, `dagrad generate`,
-// tools/reference/gpt.py), loss.svg, attention.svg, forward.dot and
-// train_step.dot; it prints a generated sample at the end. Under mpirun the
+// tools/reference/gpt.py), loss.svg, attention.svg, forward.dot,
+// train_step.dot and forward.svg (TrainOutputs::RenderForward, which says
+// when it draws none); it prints a generated sample at the end, as valid
+// UTF-8 (TerminalText). Under mpirun the
 // ranks train data parallel (models/gpt_trainer.h); rank 0 alone prints,
 // validates, samples and writes.
 
@@ -24,6 +26,7 @@
 #include "engine/dot.h"
 #include "engine/file_io.h"
 #include "engine/status_macros.h"
+#include "engine/utf8.h"
 #include "models/gpt_trainer.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/svg_plot.h"
@@ -135,6 +138,8 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
     written.insert(written.begin() + 2, "checkpoint.prev.safetensors");
   }
   outputs.SetWritten(std::move(written));
+  DAGRAD_RETURN_IF_ERROR(outputs.RenderForward(t.config().model.layers));
+  DAGRAD_RETURN_IF_ERROR(stopped());
   const std::string& text = t.data().validation();
   const std::string prompt = text.substr(0, std::min<size_t>(16, text.size()));
   DAGRAD_ASSIGN_OR_RETURN(
@@ -148,7 +153,7 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
           : absl::StrCat(t.eval_windows(), " of the split's ", all, " windows (--eval_windows)"),
       t.step());
   outputs.PrintSummary(std::cout);
-  std::cout << "sample:\n" << sample << "\n";
+  std::cout << "sample:\n" << TerminalText(sample) << "\n";
   if (t.config().profile) std::cout << StepProfile(t.train_plan().profile(), job);
   return absl::OkStatus();
 }
