@@ -5,12 +5,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/checked_math.h"
+#include "engine/feed_conversion.h"
 #include "engine/op.h"
 #include "engine/plan/internal/plan_memory.h"
 #include "engine/status_macros.h"
@@ -396,8 +398,11 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
   if (plan.owner_ != this) {
     return absl::InvalidArgumentError("Run: the plan was compiled by another executor");
   }
+  // An integer fed to a float input is converted here, exactly; the copy
+  // lives until the run has read it.
+  DAGRAD_ASSIGN_OR_RETURN(const std::optional<Feeds> converted, ExactFloatFeeds(graph_, feeds));
   FedInputs fed;
-  DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, feeds, device_feeds, fed));
+  DAGRAD_RETURN_IF_ERROR(ValidateFeeds(plan, converted ? *converted : feeds, device_feeds, fed));
   DAGRAD_RETURN_IF_ERROR(CheckHostInputs(plan, fed));
   // From here on copies may be queued: a failure drains them.
   if (absl::Status started = StartRun(plan, fed, options); !started.ok()) return Drain(started);

@@ -243,7 +243,9 @@ class Executor {
   // a plan of another executor; a missing or duplicate feed; a feed of a
   // node that is not an input of this graph; a feed of the wrong dtype or
   // shape (inputs of the graph that the plan does not read may be fed and
-  // are ignored); a kernel's error (e.g. an index out of
+  // are ignored; an int32 or int64 tensor fed to a float32 or float64 input
+  // of its shape is converted, and refused when an element would round:
+  // engine/feed_conversion.h); a kernel's error (e.g. an index out of
   // range), named with the node's path; with check_numerics, the first node
   // producing NaN or Inf. After any of these no variable has changed (see
   // the file comment).

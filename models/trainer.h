@@ -352,8 +352,8 @@ absl::Status RewriteForPrecision(Precision precision, std::initializer_list<Valu
 absl::Status ValidateOptimizer(const OptimizerOptions& o);
 
 // ValidateRun and RunMetadata cover the settings every training config
-// holds under these names: batch, steps, optimizer, lr, warmup,
-// final_lr_fraction, seed, memory_limit_bytes, max_consecutive_skips.
+// holds under these names: batch, steps, optimizer, lr, warmup, lr_decay,
+// lr_schedule, final_lr_fraction, seed, memory_limit_bytes, max_consecutive_skips.
 // ValidateRun returns InvalidArgument naming the first bad one.
 //
 //   DAGRAD_RETURN_IF_ERROR(ValidateRun(config));
@@ -380,18 +380,38 @@ absl::Status ValidateRun(const Config& c) {
   return ValidateOptimizer(c.optimizer);
 }
 
-// RunMetadata: the settings of ValidateRun that shape a run's numbers.
+// RunMetadata: the settings of ValidateRun that shape a run's numbers (a
+// custom schedule by the name "custom" only).
 template <typename Config>
 std::map<std::string, std::string> RunMetadata(const Config& c) {
   return {{"batch", absl::StrCat(c.batch)},
           {"steps", absl::StrCat(c.steps)},
           {"optimizer", OptimizerName(c.optimizer.kind)},
+          {"beta1", absl::StrCat(c.optimizer.beta1)},
+          {"beta2", absl::StrCat(c.optimizer.beta2)},
+          {"eps", absl::StrCat(c.optimizer.eps)},
+          {"lr_decay", c.lr_schedule ? "custom" : LrDecayName(c.lr_decay)},
           {"weight_decay", absl::StrCat(c.optimizer.weight_decay)},
           {"clip", absl::StrCat(c.optimizer.clip_norm)},
           {"lr", absl::StrCat(c.lr)},
           {"warmup", absl::StrCat(c.warmup)},
           {"final_lr_fraction", absl::StrCat(c.final_lr_fraction)},
           {"seed", absl::StrCat(c.seed)}};
+}
+
+// RunSchedule is a config's learning-rate schedule (LrSchedule): its
+// lr_schedule when set, else warmup to lr over warmup steps, then lr_decay
+// to lr * final_lr_fraction at the last step.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(RunSchedule(config), step));
+template <typename Config>
+LrSchedule RunSchedule(const Config& c) {
+  return {.peak = c.lr,
+          .warmup_steps = c.warmup,
+          .total_steps = c.steps,
+          .final_fraction = c.final_lr_fraction,
+          .decay = c.lr_decay,
+          .custom = c.lr_schedule};
 }
 
 }  // namespace dagrad::models

@@ -6,6 +6,7 @@
 //
 //   Value y = Relu(Add(MatMul(x, w), b));     // b broadcasts over rows
 //   Value z = (a - b) * c / 2.0;              // operators build the same ops
+//   Value r = 2.0 / (a * a + 1.0);            // a scalar on either side
 //
 // Errors (in the returned Value): shapes that do not broadcast, differing
 // dtypes, a non-floating input to a math op.
@@ -125,6 +126,8 @@ inline Value operator-(double s, Value a) { return AddScalar(Neg(a), s); }
 inline Value operator*(Value a, double s) { return Scale(a, s); }
 inline Value operator*(double s, Value a) { return Scale(a, s); }
 inline Value operator/(Value a, double s) { return Scale(a, 1.0 / s); }
+// s / a is torch's a.reciprocal() * s, rounding as it does.
+inline Value operator/(double s, Value a) { return Scale(Pow(a, -1.0), s); }
 
 // ==== The math, for one element ===============================================
 //

@@ -112,8 +112,12 @@ namespace {
 absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(CheckLogitsAndTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs));
-  const bool none = reduction == CrossEntropyOptions::kNone;
-  return TensorType{ctx.in(0).dtype, none ? LeadingShape(ctx.in(0).shape) : Shape()};
+  // A loss per row (none), else a scalar: the shape is built from a span of
+  // either length, as GCC 12 warns (-Wmaybe-uninitialized, a false
+  // positive of absl's InlinedVector) when it sees an empty Shape moved.
+  const Shape& in = ctx.in(0).shape;
+  const int64_t rank = reduction == CrossEntropyOptions::kNone ? in.rank() - 1 : 0;
+  return TensorType{ctx.in(0).dtype, Shape(absl::MakeConstSpan(in.dims().data(), rank))};
 }
 
 absl::Status CrossEntropyKernel(const KernelContext& ctx) {

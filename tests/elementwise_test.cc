@@ -33,6 +33,22 @@ TEST(Elementwise, HandComputedValues) {
   ExpectAllClose(out[7], {4, 7, 10, 13}, 0, 0, "scale+shift");
 }
 
+TEST(Elementwise, ScalarDividedByAValue) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {4});
+  Value a = g.Input("a", DType::kFloat32, {2});
+  Value r = 2.0 / (a * a + 1.0);
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(3.0 / x), {x}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {3.0 / x, grads[0], r},
+                                         {{x, T<double>({4}, {2, -4, 0.5, 0})},
+                                          {a, T<float>({2}, {1, 3})}}));
+  const double inf = std::numeric_limits<double>::infinity();
+  ExpectAllClose(out[0], {1.5, -0.75, 6, inf}, 0, 0, "3 / x");
+  ExpectAllClose(out[1], {-0.75, -3.0 / 16, -12, -inf}, 1e-15, 0, "-3 / x^2");
+  EXPECT_EQ(out[2].dtype(), DType::kFloat32);
+  ExpectAllClose(out[2], {1, 0.2}, 1e-7, 0, "2 / (a^2 + 1)");
+}
+
 TEST(Elementwise, TranscendentalValues) {
   Graph g;
   Value x = g.Input("x", DType::kFloat64, {3});

@@ -82,6 +82,46 @@ TEST(Executor, FeedValidation) {
                 absl::StatusCode::kInvalidArgument, "another executor");
 }
 
+// Integers fed to float inputs: converted exactly, or refused when one
+// would round (float64 holds every integer up to 2^53, float32 up to 2^24).
+TEST(Executor, IntegerFeedsOfFloatInputs) {
+  Graph g;
+  Value step = g.Input("step", DType::kFloat64, {});
+  Value x = g.Input("x", DType::kFloat32, {3});
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({step * 2.0, x * 0.5}));
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{step, Tensor::Scalar(3)},
+                                                  {x, T<int64_t>({3}, {-7, 0, 1 << 24})}}));
+  EXPECT_EQ(out[0].dtype(), DType::kFloat64);
+  ExpectAllClose(out[0], {6}, 0, 0, "int32 step");
+  ExpectAllClose(out[1], {-3.5, 0, 8388608}, 0, 0, "int64 into float32");
+  const int64_t two53 = int64_t{1} << 53;
+  ASSERT_OK_AND_ASSIGN(out, exec.Run(*plan, {{step, Tensor::Scalar<int64_t>(-two53)},
+                                             {x, T<int32_t>({3}, {1, 2, 3})}}));
+  ExpectAllClose(out[0], {-2.0 * static_cast<double>(two53)}, 0, 0, "-2^53");
+  // 2^53 + 2 and 2^63 - 1024 are float64 values; 2^53 + 1 and 2^63 - 1 are not.
+  EXPECT_TRUE(exec.Run(*plan, {{step, Tensor::Scalar<int64_t>(two53 + 2)}, {x, T<int32_t>({3}, {1, 2, 3})}}).ok());
+  EXPECT_TRUE(exec.Run(*plan, {{step, Tensor::Scalar<int64_t>(INT64_MAX - 1023)}, {x, T<int32_t>({3}, {1, 2, 3})}}).ok());
+  EXPECT_STATUS(
+      exec.Run(*plan, {{step, Tensor::Scalar<int64_t>(two53 + 1)}, {x, T<int32_t>({3}, {1, 2, 3})}})
+          .status(),
+      absl::StatusCode::kInvalidArgument,
+      "feed of 'step': int64 value 9007199254740993 at element 0 is not exactly a float64 (which "
+      "holds every integer up to 2^53 in magnitude); feed a float64 tensor");
+  EXPECT_STATUS(
+      exec.Run(*plan, {{step, Tensor::Scalar<int64_t>(INT64_MAX)}, {x, T<int32_t>({3}, {1, 2, 3})}})
+          .status(),
+      absl::StatusCode::kInvalidArgument, "value 9223372036854775807 at element 0");
+  EXPECT_STATUS(exec.Run(*plan, {{step, Tensor::Scalar(1)}, {x, T<int32_t>({3}, {1, 16777217, 3})}})
+                    .status(),
+                absl::StatusCode::kInvalidArgument,
+                "feed of 'x': int32 value 16777217 at element 1 is not exactly a float32 (which "
+                "holds every integer up to 2^24 in magnitude)");
+  // Another shape is the usual mismatch; floats are not fed to integers.
+  EXPECT_STATUS(exec.Run(*plan, {{step, Tensor::Scalar(1)}, {x, T<int32_t>({2}, {1, 2})}}).status(),
+                absl::StatusCode::kInvalidArgument, "feed of 'x': expected float32 (3,), got int32 (2,)");
+}
+
 TEST(Executor, CompileErrors) {
   Graph g;
   Value x = g.Input("x", DType::kFloat32, {2});

@@ -2,10 +2,12 @@
 // (models/gpt/text_task.h), decay of matrices only, and GptTrainer (learning,
 // exact resume, checkpoints that `dagrad generate` reads).
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
 
+#include "engine/io/checkpoint.h"
 #include "models/gpt/gpt_trainer.h"
 #include "models/gpt/text_task.h"
 #include "ops/elementwise.h"
@@ -35,16 +37,20 @@ TEST(TextData, SplitsNinetyTenAndTargetsAreTheNextBytes) {
   ASSERT_OK_AND_ASSIGN(TextBatch other, d.TrainBatch(3, 2, 16));
   EXPECT_EQ(testing::AsDoubles(again.tokens), testing::AsDoubles(b.tokens));
   EXPECT_NE(testing::AsDoubles(other.tokens), testing::AsDoubles(b.tokens));
-  ASSERT_OK_AND_ASSIGN(TextBatch val, d.Validation(10));
-  EXPECT_EQ(val.tokens.shape(), Shape({2, 4}));  // (10 - 1) / 4 windows
+  EXPECT_EQ(d.validation_windows(), 2);  // (10 - 1) / 4 windows
+  ASSERT_OK_AND_ASSIGN(TextBatch val, d.Validation(0, 2));
+  EXPECT_EQ(val.tokens.shape(), Shape({2, 4}));
+  EXPECT_STATUS(d.Validation(1, 2).status(), absl::StatusCode::kOutOfRange,
+                "validation windows [1, 1 + 2) are not within the split's 2 windows");
+  EXPECT_EQ(d.Validation(0, 0).status().code(), absl::StatusCode::kOutOfRange);
 }
 
 TEST(TextData, BinaryBytesAreTokens) {
   std::string bytes(200, '\0');
   for (int i = 0; i < 200; ++i) bytes[i] = static_cast<char>(255 - i % 256);
   ASSERT_OK_AND_ASSIGN(TextData d, TextData::FromBytes(bytes, 3, "bin"));
-  ASSERT_OK_AND_ASSIGN(TextBatch b, d.Validation(1));
-  EXPECT_EQ(b.tokens.data<int64_t>()[0], 255 - 180);
+  ASSERT_OK_AND_ASSIGN(TextBatch b, d.Validation(1, 1));
+  EXPECT_EQ(b.tokens.data<int64_t>()[0], 255 - 183);  // byte 180 + 3 of the file
 }
 
 TEST(TextData, Errors) {
@@ -123,6 +129,73 @@ TEST(GptTrainer, LearnsAndResumesExactly) {
   EXPECT_STATUS(mismatched->LoadCheckpoint(ckpt),
                 absl::StatusCode::kFailedPrecondition,
                 "lr: checkpoint 0.003, this run 0.001");
+}
+
+// WindowByWindowLoss is the oracle of Evaluate: the trained weights, saved
+// and loaded into a Gpt of batch 1, run on each of the first `windows`
+// validation windows, with the cross-entropy worked out here in double
+// from the logits.
+void WindowByWindowLoss(GptTrainer& t, int64_t windows, double* loss) {
+  const std::string saved = testing::FreshDir("gpt_eval_oracle") + "/model.safetensors";
+  ASSERT_OK(t.SaveModel(saved));
+  const int64_t T = t.config().model.block_size;
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(Gpt gpt, Gpt::Create(g, t.config().model));
+  Value tokens = g.Input("tokens", DType::kInt64, {1, T});
+  Value logits = gpt(tokens);
+  Executor exec(g);
+  ASSERT_OK(LoadVariables(exec, gpt.parameters(), saved).status());
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({logits}));
+  const std::string& text = t.data().validation();
+  ASSERT_LT(windows * T, static_cast<int64_t>(text.size()));
+  double sum = 0;
+  for (int64_t w = 0; w < windows; ++w) {
+    ASSERT_OK_AND_ASSIGN(Tensor window, Tensor::Zeros(DType::kInt64, {1, T}));
+    for (int64_t i = 0; i < T; ++i) {
+      window.data<int64_t>()[i] = static_cast<unsigned char>(text[w * T + i]);
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exec.Run(*plan, {{tokens, window}}));
+    const float* z = out[0].data<float>();
+    for (int64_t i = 0; i < T; ++i, z += 256) {
+      double max = z[0], norm = 0;
+      for (int v = 1; v < 256; ++v) max = std::max<double>(max, z[v]);
+      for (int v = 0; v < 256; ++v) norm += std::exp(z[v] - max);
+      const int target = static_cast<unsigned char>(text[w * T + i + 1]);
+      sum += max + std::log(norm) - z[target];
+    }
+  }
+  *loss = sum / static_cast<double>(windows * T);
+}
+
+TEST(GptTrainer, EvaluatesTheWholeSplitWithTheLastPartialBatch) {
+  // 400 x 86 bytes: a validation split of 3440, 214 windows of 16 (more
+  // than the 64 once scored) = 53 batches of 4 and a last one of 2.
+  TextTrainConfig c = SmallConfig(WriteCorpus("gpt_eval_whole", 400));
+  c.batch = 4;
+  c.eval_windows = 0;
+  ASSERT_OK_AND_ASSIGN(auto t, GptTrainer::Create(c));
+  for (int i = 0; i < 3; ++i) ASSERT_OK(t->Step().status());
+  ASSERT_EQ(t->eval_windows(), 214);
+  ASSERT_OK_AND_ASSIGN(const EvalResult whole, t->Evaluate());
+  double oracle = 0;
+  WindowByWindowLoss(*t, 214, &oracle);
+  EXPECT_NEAR(whole.loss, oracle, 1e-4);
+}
+
+TEST(GptTrainer, EvalWindowsCapsTheWindowsScored) {
+  TextTrainConfig c = SmallConfig(WriteCorpus("gpt_eval_cap", 40));
+  c.batch = 3;
+  c.eval_windows = 5;  // a batch of 3 and one of 2
+  ASSERT_OK_AND_ASSIGN(auto t, GptTrainer::Create(c));
+  for (int i = 0; i < 2; ++i) ASSERT_OK(t->Step().status());
+  ASSERT_EQ(t->eval_windows(), 5);
+  ASSERT_OK_AND_ASSIGN(const EvalResult first, t->Evaluate());
+  double oracle = 0;
+  WindowByWindowLoss(*t, 5, &oracle);
+  EXPECT_NEAR(first.loss, oracle, 1e-4);
+  c.eval_windows = -1;
+  EXPECT_STATUS(GptTrainer::Create(c).status(), absl::StatusCode::kInvalidArgument,
+                "eval_windows must be >= 0 (0: the whole validation split), got -1");
 }
 
 TEST(GptTrainer, SampleStartsWithThePrompt) {

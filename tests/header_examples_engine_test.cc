@@ -99,8 +99,9 @@ HEADER_EXAMPLE(Optimizer) {
       BuildTrainingStep(loss, g.Parameters(), {.kind = OptimizerKind::kAdamW,
                                                .weight_decay = 0.01, .clip_norm = 1.0}));
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({loss}, ts.updates));
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(sched, t));
   DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {{tokens, batch},
-      {ts.lr, Tensor::Scalar(LearningRate(sched, t))}, {ts.step, Tensor::Scalar<double>(t)}},
+      {ts.lr, Tensor::Scalar(lr)}, {ts.step, Tensor::Scalar<double>(t)}},
       {.training = true, .step = t}));
   EXPECT_GT(out[0].data<float>()[0], 0);
   return absl::OkStatus();

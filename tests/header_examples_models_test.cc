@@ -81,6 +81,30 @@ HEADER_EXAMPLE(ModelsToyTrainer) {
   return absl::OkStatus();
 }
 
+// A user's schedule drives the trainer; a value it should not return
+// stops the step that asked for it.
+HEADER_EXAMPLE(ModelsRunSchedule) {
+  TrainConfig config{.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1,
+                               .ffn = 32, .dropout = 0.0},
+                     .batch = 4, .steps = 3,
+                     .lr_schedule = [](int64_t s) { return s < 3 ? 0.25 * s : -1.0; },
+                     .eval_size = 8};
+  const int64_t step = 2;
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(RunSchedule(config), step));
+  EXPECT_EQ(lr, 0.5);
+  EXPECT_EQ(RunMetadata(config)["lr_decay"], "custom");
+  DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
+  DAGRAD_ASSIGN_OR_RETURN(StepResult first, trainer->Step());
+  EXPECT_EQ(first.lr, 0.25);
+  DAGRAD_ASSIGN_OR_RETURN(StepResult second, trainer->Step());
+  EXPECT_EQ(second.lr, 0.5);
+  const absl::Status third = trainer->Step().status();
+  EXPECT_EQ(third.message(),
+            "the learning-rate schedule's value at step 3 must be finite and >= 0, got -1");
+  EXPECT_EQ(trainer->step(), 2);
+  return absl::OkStatus();
+}
+
 HEADER_EXAMPLE(ModelsTransformer) {
   Graph g;
   Value tokens = g.Input("tokens", DType::kInt64, {B, 32});

@@ -172,7 +172,9 @@ HEADER_EXAMPLE(OpsElementwise) {
   Value b = g.Parameter("b", {E}, Initializer::Zeros());
   Value y = Relu(Add(MatMul(x, w), b));     // b broadcasts over rows
   Value z = (a - b) * c / 2.0;              // operators build the same ops
+  Value r = 2.0 / (a * a + 1.0);            // a scalar on either side
   EXPECT_EQ(y.shape(), z.shape());
+  EXPECT_EQ(r.shape(), a.shape());
   return g.status();
 }
 

@@ -2,6 +2,7 @@
 // parameter groups and clip_grad_norm_; the LR schedule against hand-worked
 // values; unused parameters; and the errors.
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -192,12 +193,53 @@ TEST(Optimizer, NamesRoundTrip) {
 
 TEST(LrSchedule, WarmupThenCosine) {
   const LrSchedule s{.peak = 1.0, .warmup_steps = 10, .total_steps = 110, .final_fraction = 0.1};
-  EXPECT_DOUBLE_EQ(LearningRate(s, 1), 0.1);
-  EXPECT_DOUBLE_EQ(LearningRate(s, 10), 1.0);
-  EXPECT_NEAR(LearningRate(s, 60), 0.1 + 0.9 * 0.5, 1e-12);  // half way: cos = 0
-  EXPECT_NEAR(LearningRate(s, 110), 0.1, 1e-12);
-  EXPECT_NEAR(LearningRate(s, 500), 0.1, 1e-12);
-  EXPECT_DOUBLE_EQ(LearningRate({.peak = 0.5, .total_steps = 0}, 7), 0.5);  // no schedule
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 1), 0.1);
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 10), 1.0);
+  EXPECT_NEAR(*LearningRate(s, 35), 0.1 + 0.9 * (1 + std::sqrt(0.5)) / 2, 1e-12);  // cos(pi/4)
+  EXPECT_NEAR(*LearningRate(s, 60), 0.1 + 0.9 * 0.5, 1e-12);  // half way: cos = 0
+  EXPECT_NEAR(*LearningRate(s, 110), 0.1, 1e-12);
+  EXPECT_NEAR(*LearningRate(s, 500), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(*LearningRate({.peak = 0.5, .total_steps = 0}, 7), 0.5);  // no schedule
+}
+
+TEST(LrSchedule, WarmupThenLinearOrConstant) {
+  LrSchedule s{.peak = 2.0, .warmup_steps = 4, .total_steps = 14, .final_fraction = 0.25,
+               .decay = LrDecay::kLinear};
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 2), 1.0);                  // 2 * 2 / 4
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 4), 2.0);
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 6), 2 * (0.25 + 0.75 * 0.8));  // progress 2 / 10
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 14), 0.5);
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 30), 0.5);
+  s.decay = LrDecay::kConstant;
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 3), 1.5);
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 5), 2.0);
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 30), 2.0);
+  for (LrDecay d : {LrDecay::kCosine, LrDecay::kLinear, LrDecay::kConstant}) {
+    EXPECT_EQ(*ParseLrDecay(LrDecayName(d)), d);
+  }
+  EXPECT_STATUS(ParseLrDecay("step").status(), absl::StatusCode::kInvalidArgument,
+                "unknown learning-rate decay 'step' (cosine, linear, constant)");
+}
+
+TEST(LrSchedule, CustomFunction) {
+  // nanoGPT's get_lr(it) at it = s - 1: warmup (it + 1) / (W + 1), W = 2,
+  // then cosine from 1 to 0.1 over it in [2, 6].
+  auto nanogpt = [](int64_t s) {
+    const double it = static_cast<double>(s - 1);
+    if (it < 2) return (it + 1) / 3;
+    return 0.1 + 0.45 * (1 + std::cos(M_PI * std::min(1.0, (it - 2) / 4)));
+  };
+  const LrSchedule s{.peak = 5.0, .decay = LrDecay::kConstant, .custom = nanogpt};
+  ASSERT_OK(ValidateLrSchedule(s));
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 1), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(*LearningRate(s, 3), 1.0);
+  EXPECT_NEAR(*LearningRate(s, 5), 0.55, 1e-12);
+  const LrSchedule bad{.custom = [](int64_t s) { return s == 3 ? -1.0 : 1.0; }};
+  EXPECT_TRUE(LearningRate(bad, 2).ok());
+  EXPECT_STATUS(LearningRate(bad, 3).status(), absl::StatusCode::kInvalidArgument,
+                "the learning-rate schedule's value at step 3 must be finite and >= 0, got -1");
+  const LrSchedule nan{.custom = [](int64_t) { return std::nan(""); }};
+  EXPECT_FALSE(LearningRate(nan, 1).ok());
 }
 
 TEST(Optimizer, UpdatesRunAfterEveryReaderOfTheParameter) {

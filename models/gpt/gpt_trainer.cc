@@ -1,5 +1,6 @@
 #include "models/gpt/gpt_trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -50,10 +51,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
     DAGRAD_RETURN_IF_ERROR(SameDataAsRankZero(*comm, data, config.data));
   }
   t->data_ = std::make_unique<TextData>(std::move(data));
-  t->schedule_ = {.peak = config.lr,
-                  .warmup_steps = config.warmup,
-                  .total_steps = config.steps,
-                  .final_fraction = config.final_lr_fraction};
+  t->schedule_ = RunSchedule(config);
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
   return t;
 }
@@ -61,7 +59,6 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
 absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   const TextTrainConfig& c = config_;
   const int64_t T = c.model.block_size, B = share_.rows();
-  DAGRAD_ASSIGN_OR_RETURN(validation_, data_->Validation(c.eval_windows));
   graph_ = std::make_unique<Graph>();
   Graph& g = *graph_;
   DAGRAD_ASSIGN_OR_RETURN(model_, Gpt::Create(g, c.model));
@@ -79,17 +76,10 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   BuildStepStats(logits_, targets_);
   {
     Graph::Scope scope(g, "eval");
-    eval_tokens_ = g.Input("tokens", DType::kInt64, validation_.tokens.shape());
-    eval_targets_ =
-        g.Input("targets", DType::kInt64, validation_.targets.shape());
-    Value logits = model_(eval_tokens_);
-    Value loss = CrossEntropy(logits, eval_targets_);
-    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss, &logits}));
-    eval_stats_ = EvalStats(loss, logits, eval_targets_);
     window_tokens_ = g.Input("window", DType::kInt64, {1, T});
-    attention_ =
-        model_.Forward(window_tokens_, {.keep_attention = true}).attention;
+    attention_ = model_.Forward(window_tokens_, {.keep_attention = true}).attention;
   }
+  DAGRAD_RETURN_IF_ERROR(BuildEval());
   DAGRAD_RETURN_IF_ERROR(g.status());
   exec_ = std::make_unique<Executor>(
       g, std::move(device),
@@ -99,8 +89,32 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
                       .profile = c.profile,
                       .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
-  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_stats_}));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
+  for (EvalForward* e : {&eval_full_, &eval_last_}) {
+    if (e->rows > 0) {
+      DAGRAD_ASSIGN_OR_RETURN(e->plan, exec_->Compile({e->stats}));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GptTrainer::BuildEval() {
+  const int64_t all = data_->validation_windows();
+  eval_windows_ = config_.eval_windows == 0 ? all : std::min(all, config_.eval_windows);
+  eval_full_.rows = std::min(eval_windows_, config_.batch);
+  eval_last_.rows = eval_windows_ % eval_full_.rows;
+  for (EvalForward* e : {&eval_full_, &eval_last_}) {
+    if (e->rows == 0) continue;
+    Graph& g = *graph_;
+    Graph::Scope scope(g, e == &eval_full_ ? "eval" : "eval_last");
+    const Shape shape({e->rows, config_.model.block_size});
+    e->tokens = g.Input("tokens", DType::kInt64, shape);
+    e->targets = g.Input("targets", DType::kInt64, shape);
+    Value logits = model_(e->tokens);
+    Value loss = CrossEntropy(logits, e->targets);
+    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(config_.optimizer.precision, {&loss, &logits}));
+    e->stats = EvalStats(loss, logits, e->targets);
+  }
   return absl::OkStatus();
 }
 
@@ -112,27 +126,34 @@ absl::StatusOr<StepResult> GptTrainer::Step() {
   TextBatch batch;
   DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
   DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));
-  return RunTrainingStep(s, LearningRate(schedule_, s),
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(schedule_, s));
+  return RunTrainingStep(s, lr,
                          {{tokens_, batch.tokens}, {targets_, batch.targets}}, global.targets);
 }
 
 absl::StatusOr<EvalResult> GptTrainer::Evaluate() {
-  DAGRAD_ASSIGN_OR_RETURN(
-      std::vector<Tensor> out,
-      exec_->Run(*eval_plan_, {{eval_tokens_, validation_.tokens},
-                               {eval_targets_, validation_.targets}}));
-  return EvalResultOf(out[0]);
+  // Each batch's loss is the mean over its tokens: weighted by its count
+  // of tokens, the sum over batches is the mean over every token scored.
+  double loss_sum = 0, correct = 0, counted = 0;
+  for (int64_t first = 0; first < eval_windows_; first += eval_full_.rows) {
+    EvalForward& e = eval_windows_ - first >= eval_full_.rows ? eval_full_ : eval_last_;
+    DAGRAD_ASSIGN_OR_RETURN(const TextBatch b, data_->Validation(first, e.rows));
+    DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                            exec_->Run(*e.plan, {{e.tokens, b.tokens}, {e.targets, b.targets}}));
+    const double* stats = out[0].data<double>();  // [loss, correct, counted]
+    loss_sum += stats[0] * stats[2];
+    correct += stats[1];
+    counted += stats[2];
+  }
+  return EvalResult{.loss = loss_sum / counted, .accuracy = TokenAccuracy(correct, counted)};
 }
 
 absl::StatusOr<std::vector<Tensor>> GptTrainer::Attention(std::string* window) {
   const int64_t T = config_.model.block_size;
-  DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::Zeros(DType::kInt64, {1, T}));
-  const int64_t* first = validation_.tokens.data<int64_t>();
-  std::copy(first, first + T, tokens.data<int64_t>());
-  *window = TokensToBytes(absl::MakeConstSpan(first, T));
-  DAGRAD_ASSIGN_OR_RETURN(
-      std::vector<Tensor> out,
-      exec_->Run(*attention_plan_, {{window_tokens_, tokens}}));
+  DAGRAD_ASSIGN_OR_RETURN(const TextBatch first, data_->Validation(0, 1));
+  *window = TokensToBytes(absl::MakeConstSpan(first.tokens.data<int64_t>(), T));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                          exec_->Run(*attention_plan_, {{window_tokens_, first.tokens}}));
   for (Tensor& w : out) {  // (1, H, T, T) -> (H, T, T)
     DAGRAD_ASSIGN_OR_RETURN(w, w.Reshaped({config_.model.heads, T, T}));
   }

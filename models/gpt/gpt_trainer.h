@@ -62,9 +62,13 @@ class GptTrainer : public Trainer {
   // Step runs step step()+1 (Trainer::Step); accuracy is the fraction of
   // next bytes the logits' argmax predicts.
   absl::StatusOr<StepResult> Step() override;
-  // Evaluate returns the mean loss and accuracy over the validation windows
-  // (eval mode).
+  // Evaluate returns the mean token loss and the accuracy over the
+  // validation windows scored, eval_windows() of them (eval mode), run
+  // config.batch windows at a time.
   absl::StatusOr<EvalResult> Evaluate() override;
+  // eval_windows is how many validation windows Evaluate scores: all the
+  // split's (TextData::validation_windows) unless config.eval_windows caps it.
+  int64_t eval_windows() const { return eval_windows_; }
   // Attention returns, per layer, the weights (H, T, T) of the first
   // validation window, and that window's bytes.
   absl::StatusOr<std::vector<Tensor>> Attention(std::string* window);
@@ -84,7 +88,15 @@ class GptTrainer : public Trainer {
 
  private:
   GptTrainer() = default;
+  // EvalForward is the validation forward of `rows` windows, in its own
+  // scope of the graph, and its compiled plan.
+  struct EvalForward {
+    int64_t rows = 0;
+    Value tokens, targets, stats;
+    std::unique_ptr<Plan> plan;
+  };
   absl::Status Build(std::unique_ptr<Device> device);
+  absl::Status BuildEval();
   std::vector<Value> Parameters() const override;
   TrainingState State() const override;
   std::map<std::string, std::string> ModelMetadata() const override;
@@ -92,11 +104,15 @@ class GptTrainer : public Trainer {
   TextTrainConfig config_;
   std::unique_ptr<TextData> data_;
   Gpt model_;
-  std::unique_ptr<Plan> eval_plan_, attention_plan_;
+  std::unique_ptr<Plan> attention_plan_;
   Value tokens_, targets_, logits_, loss_;
-  Value eval_tokens_, eval_targets_, eval_stats_, window_tokens_;
+  Value window_tokens_;
   std::vector<Value> attention_;
-  TextBatch validation_;
+  // The scored windows run in batches of eval_full_.rows and, when that
+  // does not divide them, one last batch of eval_last_.rows: a graph has
+  // one shape, and a padded last batch would weigh its padding's tokens.
+  int64_t eval_windows_ = 0;
+  EvalForward eval_full_, eval_last_;
   LrSchedule schedule_;
 };
 

@@ -84,15 +84,19 @@ absl::StatusOr<TextBatch> TextData::TrainBatch(uint64_t seed, uint64_t index,
   return Windows(train_, offsets);
 }
 
-absl::StatusOr<TextBatch> TextData::Validation(int64_t max_windows) const {
-  if (max_windows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("validation windows must be >= 1, got ", max_windows));
+int64_t TextData::validation_windows() const {
+  return (static_cast<int64_t>(validation_.size()) - 1) / seq_len_;
+}
+
+absl::StatusOr<TextBatch> TextData::Validation(int64_t first, int64_t count) const {
+  const int64_t n = validation_windows();
+  if (first < 0 || count < 1 || first > n - count) {
+    return absl::OutOfRangeError(absl::StrCat("validation windows [", first, ", ", first,
+                                              " + ", count, ") are not within the split's ",
+                                              n, " windows"));
   }
-  const int64_t fit = (static_cast<int64_t>(validation_.size()) - 1) / seq_len_;
-  std::vector<int64_t> offsets(std::min(fit, max_windows));
-  for (size_t i = 0; i < offsets.size(); ++i)
-    offsets[i] = static_cast<int64_t>(i) * seq_len_;
+  std::vector<int64_t> offsets(count);
+  for (int64_t i = 0; i < count; ++i) offsets[i] = (first + i) * seq_len_;
   return Windows(validation_, offsets);
 }
 
@@ -102,9 +106,9 @@ absl::Status TextTrainConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("text models are byte-level: vocab 256, got ", model.vocab));
   }
-  if (eval_windows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("eval_windows must be >= 1, got ", eval_windows));
+  if (eval_windows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eval_windows must be >= 0 (0: the whole validation split), got ", eval_windows));
   }
   return ValidateRun(*this);
 }

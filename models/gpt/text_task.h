@@ -11,7 +11,8 @@
 // bytes, targets its last seq_len (logits at t predict byte t + 1), so
 // batch i is a pure function of (seed, i) and a resumed run sees the
 // batches an uninterrupted one would. The validation set is the split's
-// consecutive windows, up to max_windows of them.
+// consecutive windows (offsets 0, seq_len, 2 seq_len, ...): all
+// validation_windows() of them, or the first TextTrainConfig::eval_windows.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt", 64));
 //   DAGRAD_ASSIGN_OR_RETURN(TextBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
@@ -54,9 +55,13 @@ class TextData {
   // TrainBatch returns batch number `index` of the training split.
   absl::StatusOr<TextBatch> TrainBatch(uint64_t seed, uint64_t index,
                                        int64_t batch) const;
-  // Validation returns the validation split's first windows, at most
-  // max_windows (>= 1) of them.
-  absl::StatusOr<TextBatch> Validation(int64_t max_windows) const;
+  // Validation returns `count` consecutive validation windows from window
+  // `first` on: OutOfRange unless 0 <= first, 1 <= count and first + count
+  // <= validation_windows().
+  absl::StatusOr<TextBatch> Validation(int64_t first, int64_t count) const;
+  // validation_windows is how many windows the validation split holds,
+  // (bytes - 1) / seq_len: every byte but the first is a target once.
+  int64_t validation_windows() const;
 
   int64_t seq_len() const { return seq_len_; }
   const std::string& train() const { return train_; }
@@ -79,10 +84,17 @@ struct TextTrainConfig {
   OptimizerOptions optimizer{
       .kind = OptimizerKind::kAdamW, .weight_decay = 0.1, .clip_norm = 1.0};
   double lr = 1e-3;                // peak, finite and > 0
-  int64_t warmup = 0;              // linear warmup steps, then cosine decay
+  int64_t warmup = 0;              // linear warmup steps, then lr_decay
   double final_lr_fraction = 0.1;  // in [0, 1]
+  LrDecay lr_decay = LrDecay::kCosine;
+  // Set: the learning rate of step s (1-based) is lr_schedule(s), in place
+  // of lr, warmup, lr_decay and final_lr_fraction (RunSchedule); a value
+  // that is not finite and >= 0 stops the step with InvalidArgument.
+  LrFunction lr_schedule;
   uint64_t seed = 0;
-  int64_t eval_windows = 64;  // validation windows (>= 1)
+  // Validation windows scored, >= 0: 0 scores the whole split, N the first
+  // min(N, TextData::validation_windows()).
+  int64_t eval_windows = 0;
   // Debugging and limits; they do not change the numbers of a run.
   bool check_numerics = false;
   int64_t memory_limit_bytes = 0;

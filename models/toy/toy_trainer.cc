@@ -63,8 +63,7 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(
   t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
   t->parallel_ = data_parallel;
   DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.batch, data_parallel));
-  t->schedule_ = {.peak = config.lr, .warmup_steps = config.warmup, .total_steps = config.steps,
-                  .final_fraction = config.final_lr_fraction};
+  t->schedule_ = RunSchedule(config);
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
   return t;
 }
@@ -135,8 +134,9 @@ absl::StatusOr<StepResult> ToyTrainer::Step() {
   DAGRAD_ASSIGN_OR_RETURN(const TaskBatch global,
                           train_data_->Batch(static_cast<uint64_t>(s), config_.batch));
   DAGRAD_ASSIGN_OR_RETURN(const TaskBatch batch, Slice(global));
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(schedule_, s));
   return RunTrainingStep(
-      s, LearningRate(schedule_, s),
+      s, lr,
       {{tokens_, batch.tokens}, {lengths_, batch.lengths}, {targets_, batch.targets}},
       global.targets);
 }

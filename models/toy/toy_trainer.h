@@ -65,8 +65,13 @@ struct TrainConfig {
   // ValidateOptimizerOptions's ranges; skip_nonfinite is always set.
   OptimizerOptions optimizer{.kind = OptimizerKind::kAdam, .clip_norm = 1.0};
   double lr = 1e-3;        // peak learning rate, finite and > 0
-  int64_t warmup = 30;     // linear warmup steps, then cosine decay
+  int64_t warmup = 30;     // linear warmup steps, then lr_decay
   double final_lr_fraction = 0.1;  // in [0, 1]
+  LrDecay lr_decay = LrDecay::kCosine;
+  // Set: the learning rate of step s (1-based) is lr_schedule(s), in place
+  // of lr, warmup, lr_decay and final_lr_fraction (RunSchedule); a value
+  // that is not finite and >= 0 stops the step with InvalidArgument.
+  LrFunction lr_schedule;
   uint64_t seed = 0;
   int64_t eval_size = 512;  // held-out sequences, drawn from EvalSeed(seed)
   // Debugging and limits; they do not change the numbers of a run.

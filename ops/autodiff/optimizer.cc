@@ -63,6 +63,7 @@ absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
 }
 
 absl::Status ValidateLrSchedule(const LrSchedule& s) {
+  if (s.custom) return absl::OkStatus();
   const double inf = std::numeric_limits<double>::infinity();
   if (!(s.peak > 0 && s.peak < inf)) return Bad("lr (peak)", "finite and > 0", s.peak);
   if (s.warmup_steps < 0) {
@@ -291,16 +292,42 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   return ts;
 }
 
-double LearningRate(const LrSchedule& s, int64_t step) {
+absl::StatusOr<LrDecay> ParseLrDecay(const std::string& name) {
+  if (name == "cosine") return LrDecay::kCosine;
+  if (name == "linear") return LrDecay::kLinear;
+  if (name == "constant") return LrDecay::kConstant;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown learning-rate decay '", name, "' (cosine, linear, constant)"));
+}
+
+const char* LrDecayName(LrDecay decay) {
+  switch (decay) {
+    case LrDecay::kCosine: return "cosine";
+    case LrDecay::kLinear: return "linear";
+    case LrDecay::kConstant: return "constant";
+  }
+  return "?";
+}
+
+absl::StatusOr<double> LearningRate(const LrSchedule& s, int64_t step) {
+  if (s.custom) {
+    const double lr = s.custom(step);
+    if (!(lr >= 0 && lr < std::numeric_limits<double>::infinity())) {
+      return Bad(absl::StrCat("the learning-rate schedule's value at step ", step),
+                 "finite and >= 0", lr);
+    }
+    return lr;
+  }
   if (s.warmup_steps > 0 && step <= s.warmup_steps) {
     return s.peak * static_cast<double>(step) / static_cast<double>(s.warmup_steps);
   }
   const int64_t decay = s.total_steps - s.warmup_steps;
-  if (decay <= 0) return s.peak;
+  if (decay <= 0 || s.decay == LrDecay::kConstant) return s.peak;
   const double progress =
       std::min(1.0, static_cast<double>(step - s.warmup_steps) / static_cast<double>(decay));
-  const double cosine = 0.5 * (1 + std::cos(M_PI * progress));
-  return s.peak * (s.final_fraction + (1 - s.final_fraction) * cosine);
+  const double left = s.decay == LrDecay::kCosine ? 0.5 * (1 + std::cos(M_PI * progress))
+                                                  : 1 - progress;
+  return s.peak * (s.final_fraction + (1 - s.final_fraction) * left);
 }
 
 }  // namespace dagrad

@@ -21,6 +21,7 @@
 #include "models/toy/toy_trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
+#include "tools/cli/optimizer_flags.h"
 #include "tools/cli/out_dir.h"
 #include "tools/cli/stop_signals.h"
 #include "tools/cli/train_outputs.h"
@@ -48,16 +49,14 @@ ABSL_FLAG(bool, overlap, true,
           "sum every bucket after backward)");
 ABSL_FLAG(int64_t, steps, 300, "training steps");
 ABSL_FLAG(double, lr, 1e-3,
-          "peak learning rate, finite and > 0 (linear warmup, then cosine decay to 10%); one "
-          "too large for the model ends in a non-finite stop (see --on_nonfinite)");
+          "peak learning rate, finite and > 0 (linear warmup over --warmup steps, then "
+          "--lr_decay); one too large for the model ends in a non-finite stop (see "
+          "--on_nonfinite)");
 ABSL_FLAG(int64_t, warmup, 30, "warmup steps");
-ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
 ABSL_FLAG(std::string, precision, "fp32",
           "fp32; bf16: matrix products read bfloat16 casts and accumulate in float32, the rest "
           "and the parameters (checkpoints) stay float32; tf32: on cuda, float32 products in "
           "TF32 (on the cpu, fp32)");
-ABSL_FLAG(double, weight_decay, 0.0, "weight decay, finite and >= 0 (decoupled for adamw)");
-ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this, finite and >= 0 (0: off)");
 ABSL_FLAG(std::string, on_nonfinite, "stop",
           "when a step's loss or global gradient norm is NaN or Inf, its update is never "
           "applied. stop: exit 1 naming the step and the value, keeping the last checkpoint "
@@ -66,7 +65,8 @@ ABSL_FLAG(std::string, on_nonfinite, "stop",
           "stop as above after --max_consecutive_skips skipped in a row");
 ABSL_FLAG(int64_t, max_consecutive_skips, 8,
           "with --on_nonfinite=skip, stop at this many non-finite steps in a row (>= 1)");
-ABSL_FLAG(uint64_t, seed, 0, "seed for initialisation, data and dropout");
+ABSL_FLAG(uint64_t, seed, 0,
+          "train: seed for initialisation, data and dropout; generate: seed for sampling");
 ABSL_FLAG(bool, resume, false,
           "continue from --out/checkpoint.safetensors (or from checkpoint.prev.safetensors "
           "when that one is damaged), exactly as if never stopped. SIGTERM, "
@@ -87,7 +87,8 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const RunFlags& flags) {
   if (!task.ok()) return absl::InvalidArgumentError(absl::StrCat("--task: ", task.status().message()));
   c.task = *task;
   DAGRAD_RETURN_IF_ERROR(
-      RefuseFlagsNotFor({"data"}, "--task=text", "the toy tasks generate their sequences"));
+      RefuseFlagsNotFor({"data", "eval_windows"}, "--task=text",
+                        "the toy tasks generate their sequences and score a held-out set of 512"));
   c.model = {.vocab = absl::GetFlag(FLAGS_vocab), .seq_len = absl::GetFlag(FLAGS_seq_len),
              .dim = absl::GetFlag(FLAGS_dim), .heads = absl::GetFlag(FLAGS_heads),
              .layers = absl::GetFlag(FLAGS_layers), .ffn = absl::GetFlag(FLAGS_ffn),
@@ -352,14 +353,13 @@ int RunTrain() {
 }  // namespace
 
 absl::StatusOr<RunFlags> RunFlagsFromFlags() {
-  auto kind = ParseOptimizerKind(absl::GetFlag(FLAGS_optimizer));
-  if (!kind.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", kind.status().message()));
-  }
+  DAGRAD_ASSIGN_OR_RETURN(OptimizerOptions optimizer, OptimizerFromFlags());
+  DAGRAD_ASSIGN_OR_RETURN(const LrDecay lr_decay, LrDecayFromFlags());
   auto precision = ParsePrecision(absl::GetFlag(FLAGS_precision));
   if (!precision.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--precision: ", precision.status().message()));
   }
+  optimizer.precision = *precision;
   auto policy = models::ParseNonFinitePolicy(absl::GetFlag(FLAGS_on_nonfinite));
   if (!policy.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--on_nonfinite: ", policy.status().message()));
@@ -372,11 +372,10 @@ absl::StatusOr<RunFlags> RunFlagsFromFlags() {
   return RunFlags{.batch = absl::GetFlag(FLAGS_batch),
                   .steps = absl::GetFlag(FLAGS_steps),
                   .warmup = absl::GetFlag(FLAGS_warmup),
-                  .optimizer = {.kind = *kind,
-                                .weight_decay = absl::GetFlag(FLAGS_weight_decay),
-                                .clip_norm = absl::GetFlag(FLAGS_clip),
-                                .precision = *precision},
+                  .optimizer = optimizer,
                   .lr = absl::GetFlag(FLAGS_lr),
+                  .lr_decay = lr_decay,
+                  .final_lr_fraction = FinalLrFractionFlag(),
                   .seed = absl::GetFlag(FLAGS_seed),
                   .on_nonfinite = *policy,
                   .max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips),
@@ -459,8 +458,8 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
 Command TrainCommand() {
   return {"train",
           "train the toy attention model on a synthetic task, or a GPT on a text file",
-          {"task", "data", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
-           "batch", "steps", "lr", "warmup", "optimizer", "precision", "weight_decay", "clip", "on_nonfinite",
+          {"task", "data", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
+           "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "clip", "on_nonfinite",
            "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
           RunTrain};
 }

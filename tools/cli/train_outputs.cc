@@ -317,7 +317,10 @@ absl::Status TrainOutputs::RenderForward(int64_t layers) {
   absl::Status rendered = RenderDot(path("forward.dot"), "svg", path("forward.svg"));
   if (rendered.ok()) {
     written_.push_back("forward.svg");
-  } else if (!absl::IsUnavailable(rendered)) {
+  } else if (absl::IsUnavailable(rendered)) {
+    note_ = absl::StrCat("forward.svg is not drawn: ", rendered.message(),
+                         "; forward.dot holds the graph");
+  } else {
     return rendered;
   }
   return absl::OkStatus();

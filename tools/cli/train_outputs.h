@@ -113,12 +113,13 @@ class TrainOutputs {
   void PrintSummary(std::ostream& out) const;
   // SetWritten names the files PrintSummary lists (WriteAll sets them).
   void SetWritten(std::vector<std::string> names) { written_ = std::move(names); }
+  // RenderForward draws forward.dot as forward.svg, adding it to the files
+  // written, when Graphviz is there and the model of `layers` layers is
+  // small enough for it to finish soon; else PrintSummary says why not.
+  absl::Status RenderForward(int64_t layers);
 
  private:
   absl::Status WriteMetrics() const;
-  // RenderForward draws forward.dot as forward.svg when Graphviz is there
-  // and the model has few enough layers for it to finish soon (else notes why not).
-  absl::Status RenderForward(int64_t layers);
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   // What SaveCheckpoint does with the files it finds.

@@ -37,6 +37,8 @@ struct RunFlags {
   int64_t batch = 0, steps = 0, warmup = 0;
   OptimizerOptions optimizer;
   double lr = 0;
+  LrDecay lr_decay = LrDecay::kCosine;
+  double final_lr_fraction = 0;
   uint64_t seed = 0;
   models::NonFinitePolicy on_nonfinite = models::NonFinitePolicy::kStop;
   int64_t max_consecutive_skips = 0;
@@ -45,7 +47,8 @@ struct RunFlags {
 };
 
 // RunFlagsFromFlags reads them: InvalidArgument naming the flag for an
-// unknown --optimizer, --precision or --on_nonfinite, a negative
+// unknown --optimizer, --lr_decay, --precision or --on_nonfinite, Adam's
+// flags with --optimizer=sgd (OptimizerFromFlags), a negative
 // --memory_limit_mb, or --eval_every < 1. (The values' ranges are the config's Validate's.)
 absl::StatusOr<RunFlags> RunFlagsFromFlags();
 
@@ -57,6 +60,8 @@ void ApplyRunFlags(const RunFlags& f, Config& c) {
   c.warmup = f.warmup;
   c.optimizer = f.optimizer;
   c.lr = f.lr;
+  c.lr_decay = f.lr_decay;
+  c.final_lr_fraction = f.final_lr_fraction;
   c.seed = f.seed;
   c.on_nonfinite = f.on_nonfinite;
   c.max_consecutive_skips = f.max_consecutive_skips;

@@ -4,8 +4,10 @@
 // checkpoint kept) and writes to --out: checkpoint.safetensors (every
 // --eval_every steps), metrics.csv (validation loss in eval_loss),
 // model.safetensors (model=gpt: `dagrad eval`, `dagrad generate`,
-// tools/reference/gpt.py), loss.svg, attention.svg, forward.dot and
-// train_step.dot; it prints a generated sample at the end. Under mpirun the
+// tools/reference/gpt.py), loss.svg, attention.svg, forward.dot,
+// train_step.dot and forward.svg (TrainOutputs::RenderForward, which says
+// when it draws none); it prints a generated sample at the end, as valid
+// UTF-8 (TerminalText). Under mpirun the
 // ranks train data parallel (models/gpt/gpt_trainer.h); rank 0 alone prints,
 // validates, samples and writes.
 
@@ -24,12 +26,16 @@
 #include "engine/dot/dot.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
+#include "engine/io/utf8.h"
 #include "models/gpt/gpt_trainer.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/svg_plot.h"
 #include "tools/cli/train_parallel.h"
 
 ABSL_FLAG(std::string, data, "", "--task=text: the text file to train on (bytes are tokens)");
+ABSL_FLAG(int64_t, eval_windows, 0,
+          "--task=text: validation windows scored, >= 0; 0: every window of the split (its "
+          "last 10%, in windows of --seq_len bytes), N: the first N");
 ABSL_DECLARE_FLAG(int64_t, seq_len);
 ABSL_DECLARE_FLAG(int64_t, dim);
 ABSL_DECLARE_FLAG(int64_t, heads);
@@ -54,6 +60,11 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const RunFlags& flags) {
              .dropout = absl::GetFlag(FLAGS_dropout)};
   DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
   ApplyRunFlags(flags, c);
+  c.eval_windows = absl::GetFlag(FLAGS_eval_windows);
+  if (c.eval_windows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--eval_windows must be >= 0 (0: the whole split), got ", c.eval_windows));
+  }
   DAGRAD_RETURN_IF_ERROR(c.Validate());
   return c;
 }
@@ -127,15 +138,22 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
     written.insert(written.begin() + 2, "checkpoint.prev.safetensors");
   }
   outputs.SetWritten(std::move(written));
+  DAGRAD_RETURN_IF_ERROR(outputs.RenderForward(t.config().model.layers));
+  DAGRAD_RETURN_IF_ERROR(stopped());
   const std::string& text = t.data().validation();
   const std::string prompt = text.substr(0, std::min<size_t>(16, text.size()));
   DAGRAD_ASSIGN_OR_RETURN(
       std::string sample,
       t.Sample(prompt, 200, {.temperature = 0.8, .seed = t.config().seed}));
-  std::cout << absl::StrFormat("validation loss %.4f nats/byte after %d steps\n",
-                               final_eval.loss, t.step());
+  const int64_t all = t.data().validation_windows();
+  std::cout << absl::StrFormat(
+      "validation loss %.4f nats/byte over %s after %d steps\n", final_eval.loss,
+      t.eval_windows() == all
+          ? absl::StrCat("the whole split (", all, " windows)")
+          : absl::StrCat(t.eval_windows(), " of the split's ", all, " windows (--eval_windows)"),
+      t.step());
   outputs.PrintSummary(std::cout);
-  std::cout << "sample:\n" << sample << "\n";
+  std::cout << "sample:\n" << TerminalText(sample) << "\n";
   if (t.config().profile) std::cout << StepProfile(t.train_plan().profile(), job);
   return absl::OkStatus();
 }
