@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ops/cpu_isa.h"
+#include "ops/cpu_threads.h"
 #include "ops/small_gemm.h"
 
 extern "C" {
@@ -217,6 +218,7 @@ void ApplyThreads(int n) { bli_thread_set_num_threads(n); }
 absl::Status ConfigureCpu() {
   absl::call_once(configure_once, [] {
     State().status = CheckThreadsEnv();
+    if (State().status.ok()) State().status = CheckWaitPolicyEnv();
     if (State().status.ok()) State().status = ChooseCpuIsa().status();
     if (State().status.ok()) State().status = SelectArch();
     // Any BLIS call initialises BLIS, so threads are applied only after the
@@ -234,6 +236,7 @@ CpuInfo GetCpuInfo() {
   info.chosen_by = State().chosen_by;
   info.cpu_features = State().features;
   info.threads = NumThreads();
+  info.wait_policy = WaitPolicyName(ActiveWaitPolicy());
   return info;
 }
 
@@ -306,7 +309,8 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
   const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
   // kSmallGemmMaxMadds is measured on one thread: a product BLIS may split
   // over several threads stays with BLIS above 2^18 multiply-adds.
-  const bool whole_thread = one_thread || NumThreads() == 1 || m * n * k <= (int64_t{1} << 18);
+  const int threads = one_thread ? 1 : ComputeThreads();
+  const bool whole_thread = threads == 1 || m * n * k <= (int64_t{1} << 18);
   if (IsSmallGemm(kernels, m, n, k) && whole_thread && csc == 1) {
     SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
@@ -317,9 +321,10 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
     csb = 1;
   }
   // The thread count is passed on every call, so it holds in any calling
-  // thread; one thread when asked: the caller spreads products over them.
+  // thread; one thread when asked (the caller spreads products over them)
+  // or while the cores are busy (ComputeThreads).
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(one_thread ? 1 : NumThreads(), &rntm);
+  bli_rntm_set_num_threads(threads, &rntm);
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, const_cast<T*>(a), rsa,
                   csa, const_cast<T*>(b), rsb, csb, &beta, c, rsc, csc, nullptr, &rntm);
   return absl::OkStatus();

@@ -33,7 +33,8 @@ namespace dagrad {
 // and the BLIS kernel set (once per process) and returns FailedPrecondition,
 // naming the variable and the valid choices, when DAGRAD_CPU_ISA or
 // BLIS_ARCH_TYPE asks for a level or set this BLIS or this CPU cannot run,
-// or DAGRAD_NUM_THREADS is not a thread count in [1, MaxThreads()].
+// DAGRAD_NUM_THREADS is not a thread count in [1, MaxThreads()], or
+// DAGRAD_WAIT_POLICY is not a wait policy (ops/cpu_threads.h).
 // Later calls return the first call's result.
 absl::Status ConfigureCpu();
 
@@ -43,6 +44,7 @@ struct CpuInfo {
   std::string chosen_by;    // "BLIS_ARCH_TYPE", "cpu features" or "BLIS"
   std::string cpu_features;  // the features that decided, e.g. "avx512f avx2 fma"
   int threads = 1;
+  std::string wait_policy;  // "auto" or "spin" (ops/cpu_threads.h)
 };
 
 // GetCpuInfo describes the configured backend (configuring it if needed).

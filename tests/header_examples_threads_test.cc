@@ -1,0 +1,30 @@
+// The examples of the CPU thread headers (ops/cpu_threads.h), line for
+// line.
+#include "ops/cpu_threads.h"
+#include "engine/status_macros.h"
+#include "tests/header_examples.h"
+
+namespace dagrad {
+namespace {
+
+HEADER_EXAMPLE(WaitPolicy) {
+  const WaitPolicy saved = ActiveWaitPolicy();
+  DAGRAD_ASSIGN_OR_RETURN(WaitPolicy policy, ParseWaitPolicy("spin"));
+  SetWaitPolicy(policy);   // ActiveWaitPolicy() == WaitPolicy::kSpin
+  EXPECT_EQ(ActiveWaitPolicy(), WaitPolicy::kSpin);
+  SetWaitPolicy(saved);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(BusyGauge) {
+  BusyGauge gauge;
+  gauge.Sample(0, 0);
+  gauge.Sample(kBusySampleNs, kBusySampleNs / 2);   // waited half the time
+  // gauge.Busy(kBusySampleNs) == true, until kBusyBackoffNs later
+  EXPECT_TRUE(gauge.Busy(kBusySampleNs));
+  EXPECT_FALSE(gauge.Busy(kBusySampleNs + kBusyBackoffNs));
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace dagrad
