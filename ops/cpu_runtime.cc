@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/cpu_budget.h"
 #include "ops/cpu_isa.h"
 #include "ops/cpu_threads.h"
 #include "ops/small_gemm.h"
@@ -195,12 +196,13 @@ absl::Status CheckThreadsEnv() {
   return env == nullptr ? absl::OkStatus() : EnvThreads(env).status();
 }
 
-int DefaultThreads() {
+// DefaultThreads is the count before any SetNumThreads, and its source.
+ThreadBudget DefaultThreads() {
   if (const char* env = std::getenv("DAGRAD_NUM_THREADS")) {
     absl::StatusOr<int> n = EnvThreads(env);
-    if (n.ok()) return *n;
+    if (n.ok()) return {*n, "DAGRAD_NUM_THREADS"};
   }
-  return HardwareThreads();
+  return BudgetThreads(ReadCpuLimits());
 }
 
 // The thread count every kernel reads, from any thread: 0 until first use,
@@ -208,6 +210,7 @@ int DefaultThreads() {
 // OpenMP's own setting is per calling thread, so kernels never rely on it:
 // ParallelFor and Gemm pass this count explicitly.
 std::atomic<int> threads{0};
+std::atomic<bool> threads_set{false};  // by SetNumThreads
 
 // BLIS's process-wide default, for BLIS calls that pass no runtime of their
 // own (dagrad's Gemm always passes one).
@@ -236,6 +239,7 @@ CpuInfo GetCpuInfo() {
   info.chosen_by = State().chosen_by;
   info.cpu_features = State().features;
   info.threads = NumThreads();
+  info.threads_source = threads_set.load() ? "SetNumThreads" : DefaultThreads().source;
   info.wait_policy = WaitPolicyName(ActiveWaitPolicy());
   return info;
 }
@@ -249,6 +253,7 @@ absl::Status SetNumThreads(int n) {
                      HardwareThreads(), " hardware threads)"));
   }
   threads.store(n < 1 ? 1 : n, std::memory_order_relaxed);
+  threads_set.store(true);
   if (ConfigureCpu().ok()) ApplyThreads(NumThreads());
   return absl::OkStatus();
 }
@@ -257,7 +262,7 @@ int NumThreads() {
   int n = threads.load(std::memory_order_relaxed);
   if (n != 0) return n;
   int expected = 0;
-  threads.compare_exchange_strong(expected, DefaultThreads(), std::memory_order_relaxed);
+  threads.compare_exchange_strong(expected, DefaultThreads().threads, std::memory_order_relaxed);
   return threads.load(std::memory_order_relaxed);
 }
 

@@ -45,6 +45,9 @@ struct CpuInfo {
   std::string cpu_features;  // the features that decided, e.g. "avx512f avx2 fma"
   int threads = 1;
   std::string wait_policy;  // "auto" or "spin" (ops/cpu_threads.h)
+  // Where `threads` came from: "SetNumThreads", "DAGRAD_NUM_THREADS", or
+  // the default's limits (ThreadBudget::source, ops/cpu_budget.h).
+  std::string threads_source;
 };
 
 // GetCpuInfo describes the configured backend (configuring it if needed).
@@ -66,10 +69,12 @@ int MaxThreads();
 absl::Status SetNumThreads(int n);
 
 // NumThreads is the count in force: SetNumThreads's, else the environment's
-// DAGRAD_NUM_THREADS (read once, on first use), else the hardware's. A
-// DAGRAD_NUM_THREADS that is not an integer in [1, MaxThreads()] makes
-// ConfigureCpu fail (FailedPrecondition naming it); NumThreads then uses
-// the hardware's count.
+// DAGRAD_NUM_THREADS (read once, on first use), else the cores this process
+// may use (BudgetThreads, ops/cpu_budget.h: affinity, cgroup quota, MPI
+// ranks on the node). A DAGRAD_NUM_THREADS that is not an integer in
+// [1, MaxThreads()] makes ConfigureCpu fail (FailedPrecondition naming it);
+// NumThreads then uses the default. The count is process-wide: executors in
+// one process share it and one OpenMP pool (ops/cpu_threads.h).
 int NumThreads();
 
 // Gemm computes C = alpha * A·B + beta * C for an m×k A, a k×n B and an m×n

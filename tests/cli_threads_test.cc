@@ -1,5 +1,5 @@
 // `dagrad info`'s threads line: the wait policy in force (--wait_policy,
-// DAGRAD_WAIT_POLICY, else auto).
+// DAGRAD_WAIT_POLICY, else auto) and where the thread count came from.
 
 #include <string>
 
@@ -34,6 +34,19 @@ TEST(CliThreads, AnUnknownWaitPolicyIsAUsageErrorNamingTheChoices) {
   EXPECT_EQ(env.code, 2);
   EXPECT_THAT(env.err, HasSubstr("DAGRAD_WAIT_POLICY='sleepy' is not a wait policy; valid: "
                                  "'auto' or 'spin'"));
+}
+
+TEST(CliThreads, InfoSaysWhereTheThreadCountCameFrom) {
+  const CliResult flag = RunDagrad("info --threads=1");
+  ASSERT_EQ(flag.code, 0) << flag.err;
+  EXPECT_THAT(flag.out, HasSubstr("\nthreads: 1 (SetNumThreads), "));
+  const CliResult env = RunDagrad("info", "env DAGRAD_NUM_THREADS=1");
+  ASSERT_EQ(env.code, 0) << env.err;
+  EXPECT_THAT(env.out, HasSubstr("\nthreads: 1 (DAGRAD_NUM_THREADS), "));
+  const CliResult fallback = RunDagrad("info", "env -u DAGRAD_NUM_THREADS");
+  ASSERT_EQ(fallback.code, 0) << fallback.err;
+  EXPECT_THAT(fallback.out, ContainsRegex("\nthreads: [0-9]+ \\([0-9]+ hardware threads.* -> "
+                                          "[0-9]+\\), "));
 }
 
 }  // namespace

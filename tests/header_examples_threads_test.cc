@@ -1,5 +1,6 @@
-// The examples of the CPU thread headers (ops/cpu_threads.h), line for
-// line.
+// The examples of the CPU thread headers (ops/cpu_threads.h,
+// ops/cpu_budget.h), line for line.
+#include "ops/cpu_budget.h"
 #include "ops/cpu_threads.h"
 #include "engine/status_macros.h"
 #include "tests/header_examples.h"
@@ -23,6 +24,21 @@ HEADER_EXAMPLE(BusyGauge) {
   // gauge.Busy(kBusySampleNs) == true, until kBusyBackoffNs later
   EXPECT_TRUE(gauge.Busy(kBusySampleNs));
   EXPECT_FALSE(gauge.Busy(kBusySampleNs + kBusyBackoffNs));
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ThreadBudget) {
+  ThreadBudget budget = BudgetThreads(ReadCpuLimits());
+  // budget.threads >= 1; budget.source says which limit decided
+  EXPECT_GE(budget.threads, 1);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(BudgetThreads) {
+  ThreadBudget b = BudgetThreads({.hardware_threads = 8, .affinity_cpus = 8,
+                                  .cgroup_cpu_max = "max 100000", .mpi_local_ranks = "2"});
+  // b.threads == 4
+  EXPECT_EQ(b.threads, 4);
   return absl::OkStatus();
 }
 

@@ -25,7 +25,7 @@ int RunInfo() {
             << "cpu: BLIS " << cpu.blis_version << ", kernel set '" << cpu.blis_arch
             << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
             << (cpu.threads == 1 ? "" : "s") << "\n"
-            << "threads: " << cpu.threads << ", wait policy "
+            << "threads: " << cpu.threads << " (" << cpu.threads_source << "), wait policy "
             << cpu.wait_policy << "\n"
             << "cpu features: " << cpu.cpu_features << "\n"
             << "kernels: " << CpuIsaName(isa->isa) << " (chosen by " << isa->chosen_by << ")\n"
