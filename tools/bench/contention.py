@@ -3,14 +3,15 @@ on a quiet machine and beside competing processes, and prints each side's
 median, mean and p90 milliseconds per step (issue 38).
 
     /usr/bin/python3 tools/bench/contention.py [--build build] [--steps 40] [--threads 2]
-                                               [--policies spin auto]
+                                               [--max_seconds 60] [--policies spin auto]
 
 Conditions, each started and stopped here: quiet (no competitor), one busy
 loop (a process spinning on one core), and one busy loop per core. Under each
 condition and for each case, dagrad runs once per wait policy
 (DAGRAD_WAIT_POLICY, ops/cpu_threads.h: one binary does the A/B) and PyTorch
 runs once, one after the other. dagrad's steps are `dagrad_bench
---step_times=CASE` (3 untimed warm-up steps, then each step timed alone);
+--step_times=CASE` (2 untimed warm-up steps, then each step timed alone, up
+to --steps, or fewer but at least 3 once a run has taken --max_seconds);
 PyTorch's are the same models (tools/bench/torch_anchor.py's toy step and
 tools/reference/gpt.py's GPT, batch 32, T 64, AdamW) timed the same way by
 this script, run as a worker of itself. Both use the same BLIS kernel set
@@ -68,13 +69,16 @@ def torch_step(case, threads):
     return step
 
 
-def torch_worker(case, steps, threads):
+def torch_worker(case, steps, threads, seconds):
     step = torch_step(case, threads)
     ms = []
-    for i in range(steps + 3):
+    begin = time.perf_counter()
+    for i in range(steps + 2):
+        if len(ms) >= 3 and time.perf_counter() - begin > seconds:
+            break
         start = time.perf_counter()
         step()
-        if i >= 3:
+        if i >= 2:
             ms.append((time.perf_counter() - start) * 1e3)
     print(json.dumps({"case": case, "ms": ms}))
 
@@ -115,12 +119,14 @@ def environment(args):
 def measure(args, env, case):
     """{side: [ms]} for dagrad under each policy and for PyTorch."""
     bench = [os.path.join(args.build, "tools", "dagrad_bench"), f"--step_times={case}",
-             f"--steps={args.steps}", f"--threads={args.threads}"]
+             f"--steps={args.steps}", f"--threads={args.threads}",
+             f"--max_seconds={args.max_seconds}"]
     out = {}
     for policy in args.policies:
         out[f"dagrad {policy}"] = run_json(bench, dict(env, DAGRAD_WAIT_POLICY=policy))
     out["pytorch"] = run_json([sys.executable, os.path.abspath(__file__), "--torch_worker", case,
-                               "--steps", str(args.steps), "--threads", str(args.threads)], env)
+                               "--steps", str(args.steps), "--threads", str(args.threads),
+                               "--max_seconds", str(args.max_seconds)], env)
     return out
 
 
@@ -129,20 +135,22 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--max_seconds", type=float, default=60.0)
     p.add_argument("--policies", nargs="+", default=["spin", "auto"])
     p.add_argument("--cases", nargs="+", default=CASES, choices=CASES)
     p.add_argument("--torch_worker", choices=CASES, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.torch_worker:
-        return torch_worker(args.torch_worker, args.steps, args.threads)
+        return torch_worker(args.torch_worker, args.steps, args.threads, args.max_seconds)
     env, info = environment(args)
     cores = len(os.sched_getaffinity(0))
     print(info.splitlines()[1], "|", re.search(r"^kernels: .*$", info, re.M).group(0))
-    print(f"{cores} cores, {args.threads} threads, {args.steps} steps per run, "
+    print(f"{cores} cores, {args.threads} threads, at most {args.steps} steps or "
+          f"{args.max_seconds:g} s per run (n: steps timed), "
           f"BLIS_ARCH_TYPE={env['BLIS_ARCH_TYPE']}")
     quiet = {}
-    print(f"{'condition':<14} {'case':<15} {'side':<12} {'median':>8} {'mean':>8} {'p90':>8} "
-          f"{'x quiet':>8}")
+    print(f"{'condition':<14} {'case':<15} {'side':<12} {'n':>3} {'median':>8} {'mean':>8} "
+          f"{'p90':>8} {'x quiet':>8}")
     for name, loops in [("quiet", 0), ("1 busy loop", 1), (f"{cores} busy loops", cores)]:
         procs = busy_loops(loops)
         try:
@@ -151,8 +159,8 @@ def main():
                 for side, ms in measure(args, env, case).items():
                     med, mean, p90 = summary(ms)
                     quiet.setdefault((case, side), med)
-                    print(f"{name:<14} {case:<15} {side:<12} {med:8.1f} {mean:8.1f} {p90:8.1f} "
-                          f"{mean / quiet[(case, side)]:8.2f}", flush=True)
+                    print(f"{name:<14} {case:<15} {side:<12} {len(ms):3d} {med:8.1f} {mean:8.1f} "
+                          f"{p90:8.1f} {mean / quiet[(case, side)]:8.2f}", flush=True)
             print(f"  load average {start_load} -> {load()}; fair share predicts "
                   f"{max(1.0, (args.threads + loops) / cores):.2f}x", flush=True)
         finally:

@@ -18,10 +18,12 @@
 // for the training step the plan's "peak_bytes" and "intermediate_bytes".
 //
 // The step-times mode, for tools/bench/contention.py: the toy or GPT
-// training step above, --steps times after 3 warm-up steps, each timed
-// alone (wall clock), printed as one JSON line {"case": ..., "ms": [...]}:
+// training step above, --steps times after 2 warm-up steps (fewer, but at
+// least 3, when --max_seconds pass first), each timed alone (wall clock),
+// printed as one JSON line {"case": ..., "ms": [...]}:
 //
-//   ./build/tools/dagrad_bench --step_times=toy_train_step|gpt_train_step --steps=60 --threads=2
+//   ./build/tools/dagrad_bench --step_times=toy_train_step|gpt_train_step --steps=60 \
+//       --threads=2 [--max_seconds=60]
 //
 // The op cases' timing mode (tests/support/op_case.h; linked in when the
 // tests are built, through tools/bench/op_timing.h):
@@ -282,15 +284,19 @@ std::optional<int> OpMode(int& argc, char** argv) {
 }
 
 // StepTimes prints the wall time of each of `steps` steps of `trainer`
-// after 3 untimed ones.
+// after 2 untimed ones, stopping early (after 3 at least) past `seconds`.
 int StepTimes(const std::string& name, absl::StatusOr<std::unique_ptr<models::Trainer>> trainer,
-              int steps) {
+              int steps, double seconds) {
   std::vector<double> ms;
-  for (int i = 0; trainer.ok() && i < steps + 3; ++i) {
+  const auto begin = std::chrono::steady_clock::now();
+  const auto over = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > seconds;
+  };
+  for (int i = 0; trainer.ok() && i < steps + 2 && !(ms.size() >= 3 && over()); ++i) {
     const auto start = std::chrono::steady_clock::now();
     if (auto r = (*trainer)->Step(); !r.ok()) trainer = r.status();
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
-    if (i >= 3) ms.push_back(took.count());
+    if (i >= 2) ms.push_back(took.count());
   }
   if (!trainer.ok()) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), trainer.status().ToString().c_str());
@@ -303,21 +309,24 @@ int StepTimes(const std::string& name, absl::StatusOr<std::unique_ptr<models::Tr
   return 0;
 }
 
-// StepTimesMode handles --step_times=CASE --steps=N (with --threads=N):
+// StepTimesMode handles --step_times=CASE --steps=N (with --threads=N and
+// --max_seconds=S):
 // nullopt when --step_times is absent, else the exit status.
 std::optional<int> StepTimesMode(int argc, char** argv) {
   std::string name;
   int steps = 50, threads = 0;
+  double seconds = 1e9;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--step_times=", 0) == 0) name = arg.substr(13);
     if (arg.rfind("--steps=", 0) == 0 && !absl::SimpleAtoi(arg.substr(8), &steps)) steps = -1;
     if (arg.rfind("--threads=", 0) == 0 && !absl::SimpleAtoi(arg.substr(10), &threads)) threads = -1;
+    if (arg.rfind("--max_seconds=", 0) == 0 && !absl::SimpleAtod(arg.substr(14), &seconds)) seconds = -1;
   }
   if (name.empty()) return std::nullopt;
-  if (steps < 1 || threads < 0 || (name != "toy_train_step" && name != "gpt_train_step")) {
+  if (steps < 1 || threads < 0 || !(seconds > 0) || (name != "toy_train_step" && name != "gpt_train_step")) {
     std::fprintf(stderr, "usage: --step_times=toy_train_step|gpt_train_step --steps=N>=1 "
-                         "[--threads=N>=0]\n");
+                         "[--threads=N>=0] [--max_seconds=S>0]\n");
     return 2;
   }
   absl::Status st = ConfigureCpu();
@@ -327,8 +336,8 @@ std::optional<int> StepTimesMode(int argc, char** argv) {
     return 2;
   }
   const nn::AttentionPath fused = nn::AttentionPath::kFused;
-  if (name == "gpt_train_step") return StepTimes(name, GptBenchTrainer(fused), steps);
-  return StepTimes(name, models::ToyTrainer::Create(ToyBenchConfig(fused)), steps);
+  if (name == "gpt_train_step") return StepTimes(name, GptBenchTrainer(fused), steps, seconds);
+  return StepTimes(name, models::ToyTrainer::Create(ToyBenchConfig(fused)), steps, seconds);
 }
 
 }  // namespace
