@@ -13,16 +13,20 @@ namespace {
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
+// InfoOut is the output of `dagrad info <args>` under `env`, which must
+// succeed.
+std::string InfoOut(const std::string& args, const std::string& env) {
+  const CliResult r = RunDagrad("info " + args, env);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.out;
+}
+
 TEST(CliThreads, InfoSaysWhichWaitPolicyIsInForce) {
-  const CliResult fallback = RunDagrad("info", "env -u DAGRAD_WAIT_POLICY");
-  ASSERT_EQ(fallback.code, 0) << fallback.err;
-  EXPECT_THAT(fallback.out, ContainsRegex("\nthreads: [0-9]+[^\n]*, wait policy auto\n"));
-  const CliResult env = RunDagrad("info", "env DAGRAD_WAIT_POLICY=spin");
-  ASSERT_EQ(env.code, 0) << env.err;
-  EXPECT_THAT(env.out, HasSubstr(", wait policy spin\n"));
-  const CliResult flag = RunDagrad("info --wait_policy=auto", "env DAGRAD_WAIT_POLICY=spin");
-  ASSERT_EQ(flag.code, 0) << flag.err;
-  EXPECT_THAT(flag.out, HasSubstr(", wait policy auto\n"));
+  EXPECT_THAT(InfoOut("", "env -u DAGRAD_WAIT_POLICY"),
+              ContainsRegex("\nthreads: [0-9]+[^\n]*, wait policy auto\n"));
+  EXPECT_THAT(InfoOut("", "env DAGRAD_WAIT_POLICY=spin"), HasSubstr(", wait policy spin\n"));
+  EXPECT_THAT(InfoOut("--wait_policy=auto", "env DAGRAD_WAIT_POLICY=spin"),
+              HasSubstr(", wait policy auto\n"));
 }
 
 TEST(CliThreads, AnUnknownWaitPolicyIsAUsageErrorNamingTheChoices) {
@@ -37,16 +41,11 @@ TEST(CliThreads, AnUnknownWaitPolicyIsAUsageErrorNamingTheChoices) {
 }
 
 TEST(CliThreads, InfoSaysWhereTheThreadCountCameFrom) {
-  const CliResult flag = RunDagrad("info --threads=1");
-  ASSERT_EQ(flag.code, 0) << flag.err;
-  EXPECT_THAT(flag.out, HasSubstr("\nthreads: 1 (SetNumThreads), "));
-  const CliResult env = RunDagrad("info", "env DAGRAD_NUM_THREADS=1");
-  ASSERT_EQ(env.code, 0) << env.err;
-  EXPECT_THAT(env.out, HasSubstr("\nthreads: 1 (DAGRAD_NUM_THREADS), "));
-  const CliResult fallback = RunDagrad("info", "env -u DAGRAD_NUM_THREADS");
-  ASSERT_EQ(fallback.code, 0) << fallback.err;
-  EXPECT_THAT(fallback.out, ContainsRegex("\nthreads: [0-9]+ \\([0-9]+ hardware threads.* -> "
-                                          "[0-9]+\\), "));
+  EXPECT_THAT(InfoOut("--threads=1", ""), HasSubstr("\nthreads: 1 (SetNumThreads), "));
+  EXPECT_THAT(InfoOut("", "env DAGRAD_NUM_THREADS=1"),
+              HasSubstr("\nthreads: 1 (DAGRAD_NUM_THREADS), "));
+  EXPECT_THAT(InfoOut("", "env -u DAGRAD_NUM_THREADS"),
+              ContainsRegex("\nthreads: [0-9]+ \\([0-9]+ hardware threads.* -> [0-9]+\\), "));
 }
 
 }  // namespace
