@@ -65,7 +65,8 @@ inline constexpr double kBusyWaitFraction = 0.15;
 // stay, the next stay doubles, up to kBusyMaxBackoffNs.
 inline constexpr int64_t kBusyBackoffNs = 500'000'000;
 inline constexpr int64_t kBusyMaxBackoffNs = 8'000'000'000;
-// How often a thread reads its schedstat (about 5 us a read).
+// How often a thread reads its schedstat (6-7 us a read on a loaded Zen 5:
+// 0.03% of the time).
 inline constexpr int64_t kBusySampleNs = 20'000'000;
 
 // BusyGauge decides, from samples of a thread's clock and of the time it
