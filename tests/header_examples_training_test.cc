@@ -6,13 +6,13 @@
 #include <optional>
 #include <string>
 
-#include "ops/autodiff/optimizer.h"
 #include "engine/executor.h"
 #include "engine/feed_conversion.h"
 #include "engine/graph.h"
+#include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "engine/tensor.h"
-#include "engine/io/utf8.h"
+#include "ops/autodiff/optimizer.h"
 #include "tests/header_examples.h"
 
 namespace dagrad {

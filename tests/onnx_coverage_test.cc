@@ -8,9 +8,9 @@
 
 #include <string>
 
-#include "ops/onnx/export_ops.h"
 #include "engine/op.h"
 #include "gtest/gtest.h"
+#include "ops/onnx/export_ops.h"
 #include "ops/registry.h"
 
 namespace dagrad {

@@ -14,8 +14,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/cpu/cpu_budget.h"
+#include "ops/cpu/cpu_threads.h"
 #include "ops/cpu/internal/cpu_isa.h"
-#include "ops/cpu/internal/gemm.h"
 #include "ops/cpu/internal/small_gemm.h"
 
 extern "C" {
@@ -195,12 +196,13 @@ absl::Status CheckThreadsEnv() {
   return env == nullptr ? absl::OkStatus() : EnvThreads(env).status();
 }
 
-int DefaultThreads() {
+// DefaultThreads is the count before any SetNumThreads, and its source.
+ThreadBudget DefaultThreads() {
   if (const char* env = std::getenv("DAGRAD_NUM_THREADS")) {
     absl::StatusOr<int> n = EnvThreads(env);
-    if (n.ok()) return *n;
+    if (n.ok()) return {*n, "DAGRAD_NUM_THREADS"};
   }
-  return HardwareThreads();
+  return BudgetThreads(ReadCpuLimits());
 }
 
 // The thread count every kernel reads, from any thread: 0 until first use,
@@ -208,6 +210,7 @@ int DefaultThreads() {
 // OpenMP's own setting is per calling thread, so kernels never rely on it:
 // ParallelFor and Gemm pass this count explicitly.
 std::atomic<int> threads{0};
+std::atomic<bool> threads_set{false};  // by SetNumThreads
 
 // BLIS's process-wide default, for BLIS calls that pass no runtime of their
 // own (dagrad's Gemm always passes one).
@@ -218,6 +221,7 @@ void ApplyThreads(int n) { bli_thread_set_num_threads(n); }
 absl::Status ConfigureCpu() {
   absl::call_once(configure_once, [] {
     State().status = CheckThreadsEnv();
+    if (State().status.ok()) State().status = CheckWaitPolicyEnv();
     if (State().status.ok()) State().status = ChooseCpuIsa().status();
     if (State().status.ok()) State().status = SelectArch();
     // Any BLIS call initialises BLIS, so threads are applied only after the
@@ -235,6 +239,8 @@ CpuInfo GetCpuInfo() {
   info.chosen_by = State().chosen_by;
   info.cpu_features = State().features;
   info.threads = NumThreads();
+  info.threads_source = threads_set.load() ? "SetNumThreads" : DefaultThreads().source;
+  info.wait_policy = WaitPolicyName(ActiveWaitPolicy());
   return info;
 }
 
@@ -247,6 +253,7 @@ absl::Status SetNumThreads(int n) {
                      HardwareThreads(), " hardware threads)"));
   }
   threads.store(n < 1 ? 1 : n, std::memory_order_relaxed);
+  threads_set.store(true);
   if (ConfigureCpu().ok()) ApplyThreads(NumThreads());
   return absl::OkStatus();
 }
@@ -255,7 +262,7 @@ int NumThreads() {
   int n = threads.load(std::memory_order_relaxed);
   if (n != 0) return n;
   int expected = 0;
-  threads.compare_exchange_strong(expected, DefaultThreads(), std::memory_order_relaxed);
+  threads.compare_exchange_strong(expected, DefaultThreads().threads, std::memory_order_relaxed);
   return threads.load(std::memory_order_relaxed);
 }
 
@@ -307,7 +314,8 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
   const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
   // kSmallGemmMaxMadds is measured on one thread: a product BLIS may split
   // over several threads stays with BLIS above 2^18 multiply-adds.
-  const bool whole_thread = one_thread || NumThreads() == 1 || m * n * k <= (int64_t{1} << 18);
+  const int threads = one_thread ? 1 : ComputeThreads();
+  const bool whole_thread = threads == 1 || m * n * k <= (int64_t{1} << 18);
   if (IsSmallGemm(kernels, m, n, k) && whole_thread && csc == 1) {
     SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
     return absl::OkStatus();
@@ -318,9 +326,10 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
     csb = 1;
   }
   // The thread count is passed on every call, so it holds in any calling
-  // thread; one thread when asked: the caller spreads products over them.
+  // thread; one thread when asked (the caller spreads products over them)
+  // or while the cores are busy (ComputeThreads).
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(one_thread ? 1 : NumThreads(), &rntm);
+  bli_rntm_set_num_threads(threads, &rntm);
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, const_cast<T*>(a), rsa,
                   csa, const_cast<T*>(b), rsb, csb, &beta, c, rsc, csc, nullptr, &rntm);
   return absl::OkStatus();

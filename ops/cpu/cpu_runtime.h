@@ -31,7 +31,8 @@ namespace dagrad {
 // and the BLIS kernel set (once per process) and returns FailedPrecondition,
 // naming the variable and the valid choices, when DAGRAD_CPU_ISA or
 // BLIS_ARCH_TYPE asks for a level or set this BLIS or this CPU cannot run,
-// or DAGRAD_NUM_THREADS is not a thread count in [1, MaxThreads()].
+// DAGRAD_NUM_THREADS is not a thread count in [1, MaxThreads()], or
+// DAGRAD_WAIT_POLICY is not a wait policy (ops/cpu/cpu_threads.h).
 // Later calls return the first call's result.
 absl::Status ConfigureCpu();
 
@@ -41,6 +42,10 @@ struct CpuInfo {
   std::string chosen_by;    // "BLIS_ARCH_TYPE", "cpu features" or "BLIS"
   std::string cpu_features;  // the features that decided, e.g. "avx512f avx2 fma"
   int threads = 1;
+  std::string wait_policy;  // "auto" or "spin" (ops/cpu/cpu_threads.h)
+  // Where `threads` came from: "SetNumThreads", "DAGRAD_NUM_THREADS", or
+  // the default's limits (ThreadBudget::source, ops/cpu/cpu_budget.h).
+  std::string threads_source;
 };
 
 // GetCpuInfo describes the configured backend (configuring it if needed).
@@ -62,10 +67,12 @@ int MaxThreads();
 absl::Status SetNumThreads(int n);
 
 // NumThreads is the count in force: SetNumThreads's, else the environment's
-// DAGRAD_NUM_THREADS (read once, on first use), else the hardware's. A
-// DAGRAD_NUM_THREADS that is not an integer in [1, MaxThreads()] makes
-// ConfigureCpu fail (FailedPrecondition naming it); NumThreads then uses
-// the hardware's count.
+// DAGRAD_NUM_THREADS (read once, on first use), else the cores this process
+// may use (BudgetThreads, ops/cpu/cpu_budget.h: affinity, cgroup quota, MPI
+// ranks on the node). A DAGRAD_NUM_THREADS that is not an integer in
+// [1, MaxThreads()] makes ConfigureCpu fail (FailedPrecondition naming it);
+// NumThreads then uses the default. The count is process-wide: executors in
+// one process share it and one OpenMP pool (ops/cpu/cpu_threads.h).
 int NumThreads();
 
 }  // namespace dagrad

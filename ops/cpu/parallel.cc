@@ -2,11 +2,11 @@
 
 #include <omp.h>
 
-#include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/cpu_threads.h"
 
 namespace dagrad {
 
-int64_t MaxParallelChunks() { return omp_in_parallel() ? 1 : NumThreads(); }
+int64_t MaxParallelChunks() { return omp_in_parallel() ? 1 : ComputeThreads(); }
 
 void ParallelChunks(int64_t n, int64_t chunks, absl::FunctionRef<void(int64_t, int64_t)> f) {
 #pragma omp parallel for num_threads(chunks) schedule(static)

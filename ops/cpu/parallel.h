@@ -1,8 +1,10 @@
 // ops/cpu/parallel.h
 //
-// ParallelFor splits [0, n) into contiguous chunks over NumThreads() threads
-// (OpenMP, the same runtime BLIS uses, so the two never oversubscribe the
-// cores: BLIS runs between our parallel regions, not inside them). The count
+// ParallelFor splits [0, n) into contiguous chunks over ComputeThreads()
+// threads: NumThreads(), or one while the cores are busy (ops/cpu/cpu_threads.h).
+// They are OpenMP's, the same runtime BLIS uses, so the two never
+// oversubscribe the cores: BLIS runs between our parallel regions, not
+// inside them. The count
 // is passed explicitly, so it holds in every calling thread (OpenMP's own
 // setting is per thread). Chunks are at least `grain` long; small loops stay
 // on the calling thread, and so does a loop inside another's chunk. The
@@ -38,7 +40,7 @@ inline int64_t RowGrain(int64_t row_elements) {
 // many OpenMP threads; ParallelFor's work, compiled with OpenMP.
 void ParallelChunks(int64_t n, int64_t chunks, absl::FunctionRef<void(int64_t, int64_t)> f);
 
-// MaxParallelChunks is NumThreads(), or 1 inside a parallel region.
+// MaxParallelChunks is ComputeThreads(), or 1 inside a parallel region.
 int64_t MaxParallelChunks();
 
 template <typename F>

@@ -25,8 +25,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "engine/graph.h"
-#include "ops/onnx/export_builder.h"
 #include "engine/op.h"
+#include "ops/onnx/export_builder.h"
 
 namespace dagrad::onnx_export {
 

@@ -6,8 +6,14 @@
 //
 // writes the outputs of the op-case config test NAME to FILE and exits 0,
 // or prints why not and exits 1.
+//
+// The tests run under the spin wait policy unless DAGRAD_WAIT_POLICY says
+// otherwise: under auto a busy machine would make the kernels use one
+// thread, and the thread-count tests (and every multi-thread path) would
+// test less, or fail, by the load of the moment.
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -30,6 +36,7 @@ const char* Flag(int argc, char** argv, const char* flag) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  setenv("DAGRAD_WAIT_POLICY", "spin", /*overwrite=*/0);
   if (const char* path = Flag(argc, argv, kOutputsFlag)) {
     const char* name = Flag(argc, argv, kCaseFlag);
     const absl::Status st = dagrad::testing::WriteCaseOutputs(name ? name : "", path);

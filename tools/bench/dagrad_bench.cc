@@ -17,6 +17,14 @@
 // Counters: "flops" (counted multiply-adds x 2 of the matrix products), and
 // for the training step the plan's "peak_bytes" and "intermediate_bytes".
 //
+// The step-times mode, for tools/bench/contention.py: the toy or GPT
+// training step above, --steps times after 2 warm-up steps (fewer, but at
+// least 3, when --max_seconds pass first), each timed alone (wall clock),
+// printed as one JSON line {"case": ..., "ms": [...]}:
+//
+//   ./build/tools/dagrad_bench --step_times=toy_train_step|gpt_train_step --steps=60 \
+//       --threads=2 [--max_seconds=60]
+//
 // The op cases' timing mode (tests/support/op_case.h; linked in when the
 // tests are built, through tools/bench/op_timing.h):
 //
@@ -33,6 +41,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -41,7 +50,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/executor.h"
 #include "models/gpt/gpt_trainer.h"
@@ -131,7 +142,7 @@ double ToyStepFlops(const models::ToyConfig& m, int64_t batch) {
 
 // A GPT training step on a text file of a repeated pangram, with the model
 // and batch tools/bench/gpt_compare.py trains by default.
-void BM_GptTrainStep(benchmark::State& state, nn::AttentionPath path) {
+absl::StatusOr<std::unique_ptr<models::GptTrainer>> GptBenchTrainer(nn::AttentionPath path) {
   const std::string file = absl::StrCat(std::filesystem::temp_directory_path().string(),
                                         "/dagrad_bench_text_", getpid(), ".txt");
   {
@@ -146,18 +157,28 @@ void BM_GptTrainStep(benchmark::State& state, nn::AttentionPath path) {
   config.steps = 1 << 30;
   auto trainer = models::GptTrainer::Create(config);
   std::filesystem::remove(file);
+  return trainer;
+}
+
+void BM_GptTrainStep(benchmark::State& state, nn::AttentionPath path) {
+  auto trainer = GptBenchTrainer(path);
   if (!trainer.ok()) return Fail(state, trainer.status());
   for (auto _ : state) {
     if (auto r = (*trainer)->Step(); !r.ok()) return Fail(state, r.status());
   }
 }
 
-void BM_ToyTrainStep(benchmark::State& state, nn::AttentionPath path) {
+models::TrainConfig ToyBenchConfig(nn::AttentionPath path) {
   models::TrainConfig config;
   config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
                   .dropout = 0.1, .attention = path};
   config.batch = 64;
   config.steps = 1 << 30;
+  return config;
+}
+
+void BM_ToyTrainStep(benchmark::State& state, nn::AttentionPath path) {
+  const models::TrainConfig config = ToyBenchConfig(path);
   auto trainer = models::ToyTrainer::Create(config);
   if (!trainer.ok()) return Fail(state, trainer.status());
   for (auto _ : state) {
@@ -262,10 +283,68 @@ std::optional<int> OpMode(int& argc, char** argv) {
   return report->complete ? 0 : 1;
 }
 
+// StepTimes prints the wall time of each of `steps` steps of `trainer`
+// after 2 untimed ones, stopping early (after 3 at least) past `seconds`.
+int StepTimes(const std::string& name, absl::StatusOr<std::unique_ptr<models::Trainer>> trainer,
+              int steps, double seconds) {
+  std::vector<double> ms;
+  const auto begin = std::chrono::steady_clock::now();
+  const auto over = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > seconds;
+  };
+  for (int i = 0; trainer.ok() && i < steps + 2 && !(ms.size() >= 3 && over()); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (auto r = (*trainer)->Step(); !r.ok()) trainer = r.status();
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    if (i >= 2) ms.push_back(took.count());
+  }
+  if (!trainer.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), trainer.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("{\"case\": \"%s\", \"ms\": [%s]}\n", name.c_str(),
+              absl::StrJoin(ms, ", ", [](std::string* out, double v) {
+                absl::StrAppend(out, absl::SixDigits(v));
+              }).c_str());
+  return 0;
+}
+
+// StepTimesMode handles --step_times=CASE --steps=N (with --threads=N and
+// --max_seconds=S):
+// nullopt when --step_times is absent, else the exit status.
+std::optional<int> StepTimesMode(int argc, char** argv) {
+  std::string name;
+  int steps = 50, threads = 0;
+  double seconds = 1e9;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--step_times=", 0) == 0) name = arg.substr(13);
+    if (arg.rfind("--steps=", 0) == 0 && !absl::SimpleAtoi(arg.substr(8), &steps)) steps = -1;
+    if (arg.rfind("--threads=", 0) == 0 && !absl::SimpleAtoi(arg.substr(10), &threads)) threads = -1;
+    if (arg.rfind("--max_seconds=", 0) == 0 && !absl::SimpleAtod(arg.substr(14), &seconds)) seconds = -1;
+  }
+  if (name.empty()) return std::nullopt;
+  if (steps < 1 || threads < 0 || !(seconds > 0) || (name != "toy_train_step" && name != "gpt_train_step")) {
+    std::fprintf(stderr, "usage: --step_times=toy_train_step|gpt_train_step --steps=N>=1 "
+                         "[--threads=N>=0] [--max_seconds=S>0]\n");
+    return 2;
+  }
+  absl::Status st = ConfigureCpu();
+  if (st.ok() && threads > 0) st = SetNumThreads(threads);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return 2;
+  }
+  const nn::AttentionPath fused = nn::AttentionPath::kFused;
+  if (name == "gpt_train_step") return StepTimes(name, GptBenchTrainer(fused), steps, seconds);
+  return StepTimes(name, models::ToyTrainer::Create(ToyBenchConfig(fused)), steps, seconds);
+}
+
 }  // namespace
 }  // namespace dagrad
 
 int main(int argc, char** argv) {
+  if (std::optional<int> status = dagrad::StepTimesMode(argc, argv)) return *status;
   if (std::optional<int> status = dagrad::OpMode(argc, argv)) return *status;
   return dagrad::BenchMain(argc, argv,
                            dagrad::OpsToTime().empty() ? dagrad::Register : dagrad::RegisterOps, 0);

@@ -11,10 +11,14 @@
 #include "absl/strings/str_split.h"
 #include "engine/cuda/cuda_device.h"
 #include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/cpu_threads.h"
 
 ABSL_FLAG(int, threads, 0,
           "CPU threads for BLIS and dagrad's kernels (0: one per core; at most 4 x the "
           "hardware threads)");
+ABSL_FLAG(std::string, wait_policy, "",
+          "how CPU threads wait: auto (one thread while other processes keep the cores busy) "
+          "or spin (every thread always); empty: DAGRAD_WAIT_POLICY, else auto");
 ABSL_FLAG(std::string, out, "",
           "dot: the .dot file to write (required); train: the output directory "
           "(empty: runs/train); export: the .onnx file to write (required)");
@@ -79,6 +83,11 @@ absl::Status ApplyThreadsFlag() {
     return absl::InvalidArgumentError(
         absl::StrCat("--threads must be at most ", MaxThreads(),
                      " (4 x the hardware threads), got ", threads));
+  }
+  if (const std::string policy = absl::GetFlag(FLAGS_wait_policy); !policy.empty()) {
+    absl::StatusOr<WaitPolicy> parsed = ParseWaitPolicy(policy);
+    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--wait_policy: ", parsed.status().message()));
+    SetWaitPolicy(*parsed);
   }
   return threads > 0 ? SetNumThreads(threads) : absl::OkStatus();
 }

@@ -22,12 +22,15 @@ ABSL_DECLARE_FLAG(bool, profile);
 ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(bool, tf32);
 ABSL_DECLARE_FLAG(std::string, attention);
+ABSL_DECLARE_FLAG(std::string, wait_policy);
 
 namespace dagrad::cli {
 
 // ApplyThreadsFlag sets the CPU thread count from --threads (0 = one per
-// core); InvalidArgument for a negative value or one above MaxThreads()
-// (4 x the hardware threads, ops/cpu/cpu_runtime.h).
+// core) and the wait policy from --wait_policy (empty: unchanged,
+// ops/cpu/cpu_threads.h); InvalidArgument for a negative count, one above
+// MaxThreads() (4 x the hardware threads, ops/cpu/cpu_runtime.h), or a policy
+// that is not auto or spin.
 absl::Status ApplyThreadsFlag();
 
 // ExecutorOptionsFromFlags returns --check_numerics, --memory_limit_mb and --profile as

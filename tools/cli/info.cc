@@ -25,6 +25,8 @@ int RunInfo() {
             << "cpu: BLIS " << cpu.blis_version << ", kernel set '" << cpu.blis_arch
             << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
             << (cpu.threads == 1 ? "" : "s") << "\n"
+            << "threads: " << cpu.threads << " (" << cpu.threads_source << "), wait policy "
+            << cpu.wait_policy << "\n"
             << "cpu features: " << cpu.cpu_features << "\n"
             << "kernels: " << CpuIsaName(isa->isa) << " (chosen by " << isa->chosen_by << ")\n"
             << "bf16 products: " << bf16->description << "\n"
@@ -40,7 +42,7 @@ int RunInfo() {
 
 Command InfoCommand() {
   return {"info", "print the BLIS kernel set, dagrad's kernel level, threads, CUDA devices and Graphviz",
-          {"threads"}, RunInfo};
+          {"threads", "wait_policy"}, RunInfo};
 }
 
 }  // namespace dagrad::cli

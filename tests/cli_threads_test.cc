@@ -1,0 +1,52 @@
+// `dagrad info`'s threads line: the wait policy in force (--wait_policy,
+// DAGRAD_WAIT_POLICY, else auto) and where the thread count came from.
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/cli_runner.h"
+
+namespace dagrad::testing {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+
+// InfoOut is the output of `dagrad info <args>` under `env`, which must
+// succeed.
+std::string InfoOut(const std::string& args, const std::string& env) {
+  const CliResult r = RunDagrad("info " + args, env);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.out;
+}
+
+TEST(CliThreads, InfoSaysWhichWaitPolicyIsInForce) {
+  EXPECT_THAT(InfoOut("", "env -u DAGRAD_WAIT_POLICY"),
+              ContainsRegex("\nthreads: [0-9]+[^\n]*, wait policy auto\n"));
+  EXPECT_THAT(InfoOut("", "env DAGRAD_WAIT_POLICY=spin"), HasSubstr(", wait policy spin\n"));
+  EXPECT_THAT(InfoOut("--wait_policy=auto", "env DAGRAD_WAIT_POLICY=spin"),
+              HasSubstr(", wait policy auto\n"));
+}
+
+TEST(CliThreads, AnUnknownWaitPolicyIsAUsageErrorNamingTheChoices) {
+  const CliResult flag = RunDagrad("info --wait_policy=passive");
+  EXPECT_EQ(flag.code, 2);
+  EXPECT_THAT(flag.err, HasSubstr("--wait_policy: wait policy 'passive' is not one of 'auto' "
+                                  "or 'spin'"));
+  const CliResult env = RunDagrad("info", "env DAGRAD_WAIT_POLICY=sleepy");
+  EXPECT_EQ(env.code, 2);
+  EXPECT_THAT(env.err, HasSubstr("DAGRAD_WAIT_POLICY='sleepy' is not a wait policy; valid: "
+                                 "'auto' or 'spin'"));
+}
+
+TEST(CliThreads, InfoSaysWhereTheThreadCountCameFrom) {
+  EXPECT_THAT(InfoOut("--threads=1", ""), HasSubstr("\nthreads: 1 (SetNumThreads), "));
+  EXPECT_THAT(InfoOut("", "env DAGRAD_NUM_THREADS=1"),
+              HasSubstr("\nthreads: 1 (DAGRAD_NUM_THREADS), "));
+  EXPECT_THAT(InfoOut("", "env -u DAGRAD_NUM_THREADS"),
+              ContainsRegex("\nthreads: [0-9]+ \\([0-9]+ hardware threads.* -> [0-9]+\\), "));
+}
+
+}  // namespace
+}  // namespace dagrad::testing
