@@ -26,7 +26,10 @@ absl::StatusOr<TensorType> InferSumOfSquares(const InferContext& ctx) {
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
     DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, static_cast<int>(i), "input"));
   }
-  return TensorType{DType::kFloat64, Shape({})};
+  // Copied from a constant: GCC 12 warns (-Wmaybe-uninitialized, a false
+  // positive of absl's InlinedVector) when it sees an empty Shape moved.
+  static const TensorType kScalarFloat64{DType::kFloat64, Shape()};
+  return kScalarFloat64;
 }
 
 // LaneTreeSum adds value(0), ..., value(n - 1) in the order of

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/cli_runner.h"
@@ -38,6 +39,15 @@ TEST(CliThreads, AnUnknownWaitPolicyIsAUsageErrorNamingTheChoices) {
   EXPECT_EQ(env.code, 2);
   EXPECT_THAT(env.err, HasSubstr("DAGRAD_WAIT_POLICY='sleepy' is not a wait policy; valid: "
                                  "'auto' or 'spin'"));
+}
+
+TEST(CliThreads, EveryCommandThatRunsKernelsTakesTheWaitPolicy) {
+  for (const char* command : {"train --steps=1", "eval --checkpoint=none.safetensors",
+                              "generate --checkpoint=none.safetensors"}) {
+    const CliResult r = RunDagrad(absl::StrCat(command, " --wait_policy=passive"));
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_THAT(r.err, HasSubstr("--wait_policy: wait policy 'passive' is not one of")) << command;
+  }
 }
 
 TEST(CliThreads, InfoSaysWhereTheThreadCountCameFrom) {

@@ -183,7 +183,7 @@ Command EvalCommand() {
   return {"eval",
           "run a trained model (or --model=file.onnx) on inputs from a safetensors file "
           "(eval mode)",
-          {"checkpoint", "model", "input", "output", "threads", "check_numerics", "memory_limit_mb",
+          {"checkpoint", "model", "input", "output", "threads", "wait_policy", "check_numerics", "memory_limit_mb",
            "device", "tf32", "attention"},
           RunEval};
 }

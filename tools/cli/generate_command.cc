@@ -110,7 +110,7 @@ Command GenerateCommand() {
   return {"generate",
           "continue a prompt with a GPT checkpoint (prompt + bytes on stdout)",
           {"checkpoint", "prompt", "prompt_file", "tokens", "temperature",
-           "top_k", "seed", "kv_cache", "timing", "threads", "device", "attention"},
+           "top_k", "seed", "kv_cache", "timing", "threads", "wait_policy", "device", "attention"},
           RunGenerate};
 }
 

@@ -460,7 +460,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
+           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
           RunTrain};
 }
 
