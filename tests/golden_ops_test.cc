@@ -23,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/executor.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/registry.h"
 #include "tests/support/golden.h"
 #include "tests/support/golden_registry.h"

@@ -17,6 +17,7 @@
 #include "ops/cpu/cpu_budget.h"
 #include "ops/cpu/cpu_threads.h"
 #include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/gemm.h"
 #include "ops/cpu/internal/small_gemm.h"
 
 extern "C" {
