@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "engine/bfloat16.h"
 #include "engine/executor.h"
 #include "engine/initializer.h"
 #include "ops/autodiff/autodiff.h"
@@ -249,6 +250,8 @@ double AsDouble(const Tensor& t, int64_t i) {
     case DType::kInt32: return t.data<int32_t>()[i];
     case DType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
     case DType::kBool: return t.data<bool>()[i];
+    case DType::kBFloat16: return BFloat16ToFloat(t.data<BFloat16>()[i]);
+    case DType::kFloat16: return Float16ToFloat(t.data<Float16>()[i]);
   }
   return 0;
 }
