@@ -65,6 +65,7 @@
 #include "ops/autodiff/precision.h"
 
 // Layers (dagrad::nn) and models.
+#include "models/fit.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_generator.h"
 #include "models/gpt/gpt_trainer.h"
@@ -74,6 +75,8 @@
 #include "models/nn/positional_encoding.h"
 #include "models/toy/tasks.h"
 #include "models/toy/toy_trainer.h"
+#include "models/run_config.h"
+#include "models/run_directory.h"
 #include "models/toy/transformer.h"
 #include "models/trainer.h"
 

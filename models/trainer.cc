@@ -51,13 +51,6 @@ int64_t CountTargets(const Tensor& targets) {
 
 }  // namespace
 
-absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name) {
-  if (name == "stop") return NonFinitePolicy::kStop;
-  if (name == "skip") return NonFinitePolicy::kSkip;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown non-finite policy '", name, "' (stop, skip)"));
-}
-
 absl::Status NonFiniteSteps::NonFinite(int64_t step, double loss, double grad_norm) {
   const bool skip = policy_ == NonFinitePolicy::kSkip;
   if (skip && in_a_row_ + 1 < max_in_a_row_) {
@@ -265,18 +258,6 @@ absl::Status BatchShare::BroadcastState(Executor& exec, const std::vector<Value>
   step = counts[0];
   skips.SetCounts(counts[1], counts[2]);
   return absl::OkStatus();
-}
-
-absl::Status ValidateOptimizer(const OptimizerOptions& o) {
-  if (!(o.weight_decay >= 0) || !std::isfinite(o.weight_decay)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("weight_decay must be finite and >= 0, got ", o.weight_decay));
-  }
-  if (!(o.clip_norm >= 0) || !std::isfinite(o.clip_norm)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("clip must be finite and >= 0, got ", o.clip_norm));
-  }
-  return ValidateOptimizerOptions(o);
 }
 
 void Trainer::BuildStepStats(Value logits, Value targets) {

@@ -19,8 +19,8 @@
 //    config is FailedPrecondition listing every differing field.
 //  - Data parallelism (BatchShare): a rank's rows of the global batch, its
 //    share of the loss, the job's accuracy and rank 0's state at the start.
-//  - The settings of a run that both configs (TrainConfig, TextTrainConfig)
-//    hold under the same names: RunMetadata and ValidateRun.
+//  - The settings of a run that every task's config embeds (RunConfig,
+//    models/run_config.h); run_config() is the trainer's.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<GptTrainer> gpt, GptTrainer::Create(config));
 //   std::unique_ptr<Trainer> t = std::move(gpt);
@@ -32,7 +32,6 @@
 #ifndef DAGRAD_MODELS_TRAINER_H_
 #define DAGRAD_MODELS_TRAINER_H_
 
-#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -49,6 +48,7 @@
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "ops/autodiff/optimizer.h"
+#include "models/run_config.h"
 #include "ops/autodiff/precision.h"
 
 namespace dagrad::models {
@@ -66,13 +66,6 @@ struct EvalResult {
   double loss = 0;
   double accuracy = 0;
 };
-
-// NonFinitePolicy: what a step whose loss or gradient norm is not finite
-// does (see the file comment).
-enum class NonFinitePolicy { kStop, kSkip };
-
-// ParseNonFinitePolicy accepts "stop" and "skip"; InvalidArgument else.
-absl::StatusOr<NonFinitePolicy> ParseNonFinitePolicy(const std::string& name);
 
 // NonFiniteSteps applies a NonFinitePolicy and counts skipped updates.
 //
@@ -288,6 +281,8 @@ class Trainer {
   // holds a NaN or Inf.
   absl::Status SaveModel(const std::string& path);
 
+  // run_config is the run's settings (the task's config's `run`).
+  virtual const RunConfig& run_config() const = 0;
   int64_t step() const { return step_; }
   // Updates skipped so far (on_nonfinite = kSkip), in all and in a row.
   int64_t skipped_updates() const { return skips_.total(); }
@@ -346,73 +341,6 @@ class Trainer {
 //
 //   DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(Precision::kBFloat16, {&loss, &logits}));
 absl::Status RewriteForPrecision(Precision precision, std::initializer_list<Value*> values);
-
-// ValidateOptimizer checks weight decay and clipping in the CLI's words
-// (--weight_decay, --clip), then the rest as ValidateOptimizerOptions.
-absl::Status ValidateOptimizer(const OptimizerOptions& o);
-
-// ValidateRun and RunMetadata cover the settings every training config
-// holds under these names: batch, steps, optimizer, lr, warmup, lr_decay,
-// lr_schedule, final_lr_fraction, seed, memory_limit_bytes, max_consecutive_skips.
-// ValidateRun returns InvalidArgument naming the first bad one.
-//
-//   DAGRAD_RETURN_IF_ERROR(ValidateRun(config));
-//   std::map<std::string, std::string> m = RunMetadata(config);  // "lr" -> "0.001", ...
-template <typename Config>
-absl::Status ValidateRun(const Config& c) {
-  auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
-  if (c.batch < 1) return bad(absl::StrCat("batch must be >= 1, got ", c.batch));
-  if (c.steps < 0) return bad(absl::StrCat("steps must be >= 0, got ", c.steps));
-  if (!(c.lr > 0) || !std::isfinite(c.lr)) {
-    return bad(absl::StrCat("lr must be finite and > 0, got ", c.lr));
-  }
-  if (c.warmup < 0) return bad(absl::StrCat("warmup must be >= 0, got ", c.warmup));
-  if (!(c.final_lr_fraction >= 0 && c.final_lr_fraction <= 1)) {
-    return bad(absl::StrCat("final_lr_fraction must be in [0, 1], got ", c.final_lr_fraction));
-  }
-  if (c.memory_limit_bytes < 0) {
-    return bad(absl::StrCat("memory limit must be >= 0, got ", c.memory_limit_bytes));
-  }
-  if (c.max_consecutive_skips < 1) {
-    return bad(
-        absl::StrCat("max_consecutive_skips must be >= 1, got ", c.max_consecutive_skips));
-  }
-  return ValidateOptimizer(c.optimizer);
-}
-
-// RunMetadata: the settings of ValidateRun that shape a run's numbers (a
-// custom schedule by the name "custom" only).
-template <typename Config>
-std::map<std::string, std::string> RunMetadata(const Config& c) {
-  return {{"batch", absl::StrCat(c.batch)},
-          {"steps", absl::StrCat(c.steps)},
-          {"optimizer", OptimizerName(c.optimizer.kind)},
-          {"beta1", absl::StrCat(c.optimizer.beta1)},
-          {"beta2", absl::StrCat(c.optimizer.beta2)},
-          {"eps", absl::StrCat(c.optimizer.eps)},
-          {"lr_decay", c.lr_schedule ? "custom" : LrDecayName(c.lr_decay)},
-          {"weight_decay", absl::StrCat(c.optimizer.weight_decay)},
-          {"clip", absl::StrCat(c.optimizer.clip_norm)},
-          {"lr", absl::StrCat(c.lr)},
-          {"warmup", absl::StrCat(c.warmup)},
-          {"final_lr_fraction", absl::StrCat(c.final_lr_fraction)},
-          {"seed", absl::StrCat(c.seed)}};
-}
-
-// RunSchedule is a config's learning-rate schedule (LrSchedule): its
-// lr_schedule when set, else warmup to lr over warmup steps, then lr_decay
-// to lr * final_lr_fraction at the last step.
-//
-//   DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(RunSchedule(config), step));
-template <typename Config>
-LrSchedule RunSchedule(const Config& c) {
-  return {.peak = c.lr,
-          .warmup_steps = c.warmup,
-          .total_steps = c.steps,
-          .final_fraction = c.final_lr_fraction,
-          .decay = c.lr_decay,
-          .custom = c.lr_schedule};
-}
 
 }  // namespace dagrad::models
 

@@ -197,8 +197,8 @@ TEST(AttentionPaths, ToyTrainingSteps) {
     models::TrainConfig c;
     c.model = {.vocab = 8, .seq_len = 8, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
                .dropout = 0.0, .attention = path};
-    c.batch = 4;
-    c.steps = 3;
+    c.run.batch = 4;
+    c.run.steps = 3;
     ASSERT_OK_AND_ASSIGN(auto trainer, models::ToyTrainer::Create(c));
     losses.emplace_back();
     for (int i = 0; i < 3; ++i) {

@@ -272,7 +272,7 @@ TEST(CudaTraining, HundredTrainerStepsMatchCpuLosses) {
   models::TrainConfig config;
   config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2,
                   .ffn = 512, .dropout = 0.1};
-  config.steps = 100;
+  config.run.steps = 100;
   config.eval_size = 8;
   ASSERT_OK_AND_ASSIGN(auto cpu, models::ToyTrainer::Create(config));
   ASSERT_OK_AND_ASSIGN(auto gpu, models::ToyTrainer::Create(config, *CudaDevice()));

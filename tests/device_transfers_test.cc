@@ -256,7 +256,7 @@ TEST(DeviceFeeds, AnUploadCountsAgainstTheMemoryLimit) {
 
 models::TrainConfig SmallToy() {
   return {.model = {.vocab = 7, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1, .ffn = 32},
-          .min_len = 2, .batch = 4, .steps = 3, .eval_size = 4};
+          .min_len = 2, .run = {.batch = 4, .steps = 3}, .eval_size = 4};
 }
 
 // The training checkpoint of a device that is not the host is one copy to

@@ -88,12 +88,13 @@ TEST(DecayMatrices, DecaysMatricesOnly) {
 }
 
 TextTrainConfig SmallConfig(const std::string& data) {
-  return {.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
-          .data = data,
-          .batch = 8,
-          .steps = 12,
-          .lr = 3e-3,
-          .eval_windows = 8};
+  TextTrainConfig c{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
+                    .data = data,
+                    .eval_windows = 8};
+  c.run.batch = 8;
+  c.run.steps = 12;
+  c.run.lr = 3e-3;
+  return c;
 }
 
 TEST(GptTrainer, LearnsAndResumesExactly) {
@@ -103,7 +104,7 @@ TEST(GptTrainer, LearnsAndResumesExactly) {
   ASSERT_OK_AND_ASSIGN(const EvalResult initial, full->Evaluate());
   EXPECT_NEAR(initial.loss, std::log(256.0), 0.2);  // GPT-2 init: near uniform
   std::vector<double> losses;
-  while (full->step() < c.steps) {
+  while (full->step() < c.run.steps) {
     ASSERT_OK_AND_ASSIGN(StepResult r, full->Step());
     losses.push_back(r.loss);
   }
@@ -119,12 +120,12 @@ TEST(GptTrainer, LearnsAndResumesExactly) {
   ASSERT_OK_AND_ASSIGN(auto resumed, GptTrainer::Create(c));
   ASSERT_OK(resumed->LoadCheckpoint(ckpt));
   EXPECT_EQ(resumed->step(), 5);
-  for (int64_t s = 5; s < c.steps; ++s) {
+  for (int64_t s = 5; s < c.run.steps; ++s) {
     ASSERT_OK_AND_ASSIGN(StepResult r, resumed->Step());
     EXPECT_EQ(r.loss, losses[s]) << "step " << r.step;
   }
   TextTrainConfig other = c;
-  other.lr = 1e-3;
+  other.run.lr = 1e-3;
   ASSERT_OK_AND_ASSIGN(auto mismatched, GptTrainer::Create(other));
   EXPECT_STATUS(mismatched->LoadCheckpoint(ckpt),
                 absl::StatusCode::kFailedPrecondition,
@@ -171,7 +172,7 @@ TEST(GptTrainer, EvaluatesTheWholeSplitWithTheLastPartialBatch) {
   // 400 x 86 bytes: a validation split of 3440, 214 windows of 16 (more
   // than the 64 once scored) = 53 batches of 4 and a last one of 2.
   TextTrainConfig c = SmallConfig(WriteCorpus("gpt_eval_whole", 400));
-  c.batch = 4;
+  c.run.batch = 4;
   c.eval_windows = 0;
   ASSERT_OK_AND_ASSIGN(auto t, GptTrainer::Create(c));
   for (int i = 0; i < 3; ++i) ASSERT_OK(t->Step().status());
@@ -184,7 +185,7 @@ TEST(GptTrainer, EvaluatesTheWholeSplitWithTheLastPartialBatch) {
 
 TEST(GptTrainer, EvalWindowsCapsTheWindowsScored) {
   TextTrainConfig c = SmallConfig(WriteCorpus("gpt_eval_cap", 40));
-  c.batch = 3;
+  c.run.batch = 3;
   c.eval_windows = 5;  // a batch of 3 and one of 2
   ASSERT_OK_AND_ASSIGN(auto t, GptTrainer::Create(c));
   for (int i = 0; i < 2; ++i) ASSERT_OK(t->Step().status());
@@ -200,7 +201,7 @@ TEST(GptTrainer, EvalWindowsCapsTheWindowsScored) {
 
 TEST(GptTrainer, SampleStartsWithThePrompt) {
   TextTrainConfig c = SmallConfig(WriteCorpus("gpt_sample", 20));
-  c.steps = 2;
+  c.run.steps = 2;
   ASSERT_OK_AND_ASSIGN(auto t, GptTrainer::Create(c));
   ASSERT_OK_AND_ASSIGN(std::string text, t->Sample("the ", 30, {.seed = 2}));
   EXPECT_EQ(text.size(), 34u);

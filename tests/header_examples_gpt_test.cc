@@ -1,6 +1,8 @@
 // The examples of models/gpt/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h,
 // token_sampler.h, trainer.h and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "engine/executor.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
+#include "models/fit.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/gpt_generator.h"
 #include "models/gpt/gpt_trainer.h"
@@ -76,9 +79,11 @@ HEADER_EXAMPLE(ModelsTextTaskAndTrainer) {
   // b.tokens, b.targets int64 (32, 64)
   EXPECT_EQ(b.tokens.shape(), Shape({32, 64}));
   TextTrainConfig config{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
-                         .data = "corpus.txt", .batch = 4, .steps = 2};
+                         .data = "corpus.txt"};
+  config.run.batch = 4;
+  config.run.steps = 2;
   DAGRAD_ASSIGN_OR_RETURN(auto trainer, GptTrainer::Create(config));
-  while (trainer->step() < config.steps) {
+  while (trainer->step() < config.run.steps) {
     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());  // r.loss: nats per byte
   }
   DAGRAD_ASSIGN_OR_RETURN(EvalResult val, trainer->Evaluate());
@@ -89,11 +94,32 @@ HEADER_EXAMPLE(ModelsTextTaskAndTrainer) {
   return absl::OkStatus();
 }
 
+// models::Fit over a GPT trainer, resumable: a second call continues the
+// first's run directory.
+HEADER_EXAMPLE(ModelsFit) {
+  WriteCorpus("input.txt");
+  if (mkdir("runs", 0755) != 0 || mkdir("runs/gpt", 0755) != 0) return absl::InternalError("mkdir");
+  TextTrainConfig config{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
+                         .data = "input.txt", .eval_windows = 4};
+  config.run.batch = 4;
+  config.run.steps = 3;
+  for (bool resume : {false, true}) {
+    DAGRAD_ASSIGN_OR_RETURN(auto trainer, models::GptTrainer::Create(config));
+    DAGRAD_ASSIGN_OR_RETURN(models::FitResult fit,
+                            models::Fit(*trainer, {.dir = "runs/gpt", .resume = resume}));
+    if (fit.end == models::FitEnd::kComplete) std::printf("val %.4f\n", fit.final_eval.loss);
+    EXPECT_EQ(fit.rows.size(), 1u);  // step 3's, the last
+  }
+  return absl::OkStatus();
+}
+
 HEADER_EXAMPLE(ModelsTrainer) {
   WriteCorpus("corpus.txt");
   TextTrainConfig config{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
-                         .data = "corpus.txt", .batch = 4, .steps = 2};
-  const int64_t steps = config.steps;
+                         .data = "corpus.txt"};
+  config.run.batch = 4;
+  config.run.steps = 2;
+  const int64_t steps = config.run.steps;
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<GptTrainer> gpt, GptTrainer::Create(config));
   std::unique_ptr<Trainer> t = std::move(gpt);
   while (t->step() < steps) {
@@ -107,7 +133,7 @@ HEADER_EXAMPLE(ModelsTrainer) {
 HEADER_EXAMPLE(ModelsNonFiniteRefusal) {
   TrainConfig config{.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1,
                                .ffn = 32, .dropout = 0.0},
-                     .batch = 4, .steps = 1, .warmup = 1, .eval_size = 8};
+                     .run = {.batch = 4, .steps = 1, .warmup = 1}, .eval_size = 8};
   DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
   DAGRAD_RETURN_IF_ERROR(std::system("mkdir -p run") == 0 ? absl::OkStatus()
                                                           : absl::InternalError("mkdir"));
@@ -154,11 +180,16 @@ HEADER_EXAMPLE(ModelsTrainingState) {
   return absl::OkStatus();
 }
 
-HEADER_EXAMPLE(ModelsRunSettings) {
-  TextTrainConfig config;
-  DAGRAD_RETURN_IF_ERROR(ValidateRun(config));
-  std::map<std::string, std::string> m = RunMetadata(config);  // "lr" -> "0.001", ...
+HEADER_EXAMPLE(ModelsRunConfig) {
+  models::TextTrainConfig config{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
+                                 .data = "input.txt"};
+  config.run.steps = 2000;
+  config.run.optimizer.beta2 = 0.99;
+  DAGRAD_RETURN_IF_ERROR(config.run.Validate());
+  std::map<std::string, std::string> m = config.run.ToMetadata();  // "lr" -> "0.001", ...
   EXPECT_EQ(m["lr"], "0.001");
+  EXPECT_EQ(m["beta2"], "0.99");
+  EXPECT_EQ(m["optimizer"], "adamw");
   return absl::OkStatus();
 }
 

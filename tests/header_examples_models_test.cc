@@ -67,9 +67,9 @@ HEADER_EXAMPLE(ModelsTrainerCounts) {
 HEADER_EXAMPLE(ModelsToyTrainer) {
   TrainConfig config{.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1,
                                .ffn = 32, .dropout = 0.0},
-                     .batch = 4, .steps = 2, .warmup = 1, .eval_size = 8};
+                     .run = {.batch = 4, .steps = 2, .warmup = 1}, .eval_size = 8};
   DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
-  while (trainer->step() < config.steps) {
+  while (trainer->step() < config.run.steps) {
     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());
   }
   DAGRAD_ASSIGN_OR_RETURN(EvalResult e, trainer->Evaluate());
@@ -86,13 +86,13 @@ HEADER_EXAMPLE(ModelsToyTrainer) {
 HEADER_EXAMPLE(ModelsRunSchedule) {
   TrainConfig config{.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1,
                                .ffn = 32, .dropout = 0.0},
-                     .batch = 4, .steps = 3,
-                     .lr_schedule = [](int64_t s) { return s < 3 ? 0.25 * s : -1.0; },
+                     .run = {.batch = 4, .steps = 3,
+                             .lr_schedule = [](int64_t s) { return s < 3 ? 0.25 * s : -1.0; }},
                      .eval_size = 8};
   const int64_t step = 2;
-  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(RunSchedule(config), step));
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(config.run.Schedule(), step));
   EXPECT_EQ(lr, 0.5);
-  EXPECT_EQ(RunMetadata(config)["lr_decay"], "custom");
+  EXPECT_EQ(config.run.ToMetadata()["lr_decay"], "custom");
   DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
   DAGRAD_ASSIGN_OR_RETURN(StepResult first, trainer->Step());
   EXPECT_EQ(first.lr, 0.25);
@@ -102,6 +102,22 @@ HEADER_EXAMPLE(ModelsRunSchedule) {
   EXPECT_EQ(third.message(),
             "the learning-rate schedule's value at step 3 must be finite and >= 0, got -1");
   EXPECT_EQ(trainer->step(), 2);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsRunDirectory) {
+  TrainConfig config{.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1,
+                               .ffn = 32, .dropout = 0.0},
+                     .run = {.batch = 4, .steps = 1, .warmup = 1}, .eval_size = 8};
+  DAGRAD_ASSIGN_OR_RETURN(auto toy, ToyTrainer::Create(config));
+  Trainer& trainer = *toy;
+  if (mkdir("runs", 0755) != 0 || mkdir("runs/gpt", 0755) != 0) return absl::InternalError("mkdir");
+  RunDirectory files("runs/gpt");
+  DAGRAD_RETURN_IF_ERROR(files.StartMetrics());
+  DAGRAD_RETURN_IF_ERROR(files.SaveCheckpoint(trainer));
+  std::string warning;
+  DAGRAD_ASSIGN_OR_RETURN(std::string from, files.LoadCheckpoint(trainer, &warning));
+  EXPECT_EQ(from, "runs/gpt/checkpoint.safetensors");
   return absl::OkStatus();
 }
 

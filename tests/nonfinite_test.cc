@@ -193,9 +193,9 @@ models::TrainConfig Tiny() {
   models::TrainConfig c;
   c.model = {.vocab = 8, .seq_len = 8, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
              .dropout = 0.1};
-  c.batch = 8;
-  c.steps = 20;
-  c.warmup = 3;
+  c.run.batch = 8;
+  c.run.steps = 20;
+  c.run.warmup = 3;
   c.eval_size = 8;
   return c;
 }
@@ -205,28 +205,28 @@ TEST(TrainConfigValidate, NamesTheFieldAndTheValue) {
     void (*set)(models::TrainConfig&);
     const char* message;
   } cases[] = {
-      {[](models::TrainConfig& c) { c.lr = kNaN; }, "lr must be finite and > 0, got nan"},
-      {[](models::TrainConfig& c) { c.lr = kInf; }, "lr must be finite and > 0, got inf"},
-      {[](models::TrainConfig& c) { c.lr = -1; }, "lr must be finite and > 0, got -1"},
-      {[](models::TrainConfig& c) { c.final_lr_fraction = kNaN; },
+      {[](models::TrainConfig& c) { c.run.lr = kNaN; }, "lr must be finite and > 0, got nan"},
+      {[](models::TrainConfig& c) { c.run.lr = kInf; }, "lr must be finite and > 0, got inf"},
+      {[](models::TrainConfig& c) { c.run.lr = -1; }, "lr must be finite and > 0, got -1"},
+      {[](models::TrainConfig& c) { c.run.final_lr_fraction = kNaN; },
        "final_lr_fraction must be in [0, 1], got nan"},
-      {[](models::TrainConfig& c) { c.final_lr_fraction = -0.5; }, "got -0.5"},
-      {[](models::TrainConfig& c) { c.optimizer.weight_decay = kNaN; },
+      {[](models::TrainConfig& c) { c.run.final_lr_fraction = -0.5; }, "got -0.5"},
+      {[](models::TrainConfig& c) { c.run.optimizer.weight_decay = kNaN; },
        "weight_decay must be finite and >= 0, got nan"},
-      {[](models::TrainConfig& c) { c.optimizer.weight_decay = -kInf; }, "got -inf"},
-      {[](models::TrainConfig& c) { c.optimizer.clip_norm = kNaN; },
+      {[](models::TrainConfig& c) { c.run.optimizer.weight_decay = -kInf; }, "got -inf"},
+      {[](models::TrainConfig& c) { c.run.optimizer.clip_norm = kNaN; },
        "clip must be finite and >= 0, got nan"},
-      {[](models::TrainConfig& c) { c.optimizer.clip_norm = kInf; }, "clip must be finite"},
-      {[](models::TrainConfig& c) { c.optimizer.beta1 = kNaN; }, "beta1 must be in [0, 1)"},
-      {[](models::TrainConfig& c) { c.optimizer.eps = -1; }, "eps must be finite and > 0"},
+      {[](models::TrainConfig& c) { c.run.optimizer.clip_norm = kInf; }, "clip must be finite"},
+      {[](models::TrainConfig& c) { c.run.optimizer.beta1 = kNaN; }, "beta1 must be in [0, 1)"},
+      {[](models::TrainConfig& c) { c.run.optimizer.eps = -1; }, "eps must be finite and > 0"},
       {[](models::TrainConfig& c) {
-         c.optimizer.kind = OptimizerKind::kSgd;
-         c.optimizer.momentum = kNaN;
+         c.run.optimizer.kind = OptimizerKind::kSgd;
+         c.run.optimizer.momentum = kNaN;
        },
        "momentum must be in [0, 1), got nan"},
       {[](models::TrainConfig& c) { c.model.dropout = kNaN; }, "dropout must be in [0, 1)"},
-      {[](models::TrainConfig& c) { c.warmup = -1; }, "warmup must be >= 0, got -1"},
-      {[](models::TrainConfig& c) { c.max_consecutive_skips = 0; },
+      {[](models::TrainConfig& c) { c.run.warmup = -1; }, "warmup must be >= 0, got -1"},
+      {[](models::TrainConfig& c) { c.run.max_consecutive_skips = 0; },
        "max_consecutive_skips must be >= 1, got 0"},
   };
   for (const auto& bad : cases) {
@@ -246,9 +246,9 @@ TEST(TrainConfigValidate, NamesTheFieldAndTheValue) {
 // A learning rate this large diverges within a few steps.
 models::TrainConfig Diverging(models::NonFinitePolicy policy) {
   models::TrainConfig c = Tiny();
-  c.lr = 1e30;
-  c.on_nonfinite = policy;
-  c.max_consecutive_skips = 3;
+  c.run.lr = 1e30;
+  c.run.on_nonfinite = policy;
+  c.run.max_consecutive_skips = 3;
   return c;
 }
 
@@ -269,12 +269,12 @@ struct GptCase {
       models::NonFinitePolicy policy) {
     models::TextTrainConfig c{.model = {.block_size = 8, .dim = 8, .heads = 2, .layers = 1},
                               .data = WriteCorpus("nonfinite_text", 10),
-                              .batch = 4,
-                              .steps = 20,
-                              .lr = 1e30,
                               .eval_windows = 2};
-    c.on_nonfinite = policy;
-    c.max_consecutive_skips = 3;
+    c.run.batch = 4;
+    c.run.steps = 20;
+    c.run.lr = 1e30;
+    c.run.on_nonfinite = policy;
+    c.run.max_consecutive_skips = 3;
     return models::GptTrainer::Create(c);
   }
 };

@@ -280,8 +280,8 @@ TEST(Names, EmptyScopesNeverMakeADoubleSlash) {
 models::TrainConfig SmallTrainConfig() {
   models::TrainConfig c;
   c.model = {.vocab = 8, .seq_len = 8, .dim = 16, .heads = 2, .layers = 1, .ffn = 32};
-  c.batch = 4;
-  c.steps = 2;
+  c.run.batch = 4;
+  c.run.steps = 2;
   return c;
 }
 
@@ -290,7 +290,7 @@ TEST(TrainerMemory, ParametersAndAdamStateOverTheLimitAreRefusedUpFront) {
   c.model.dim = 8192;
   c.model.ffn = 32768;
   c.model.layers = 4;
-  c.memory_limit_bytes = int64_t{8} << 30;
+  c.run.memory_limit_bytes = int64_t{8} << 30;
   auto trainer = models::ToyTrainer::Create(c);
   EXPECT_STATUS(trainer.status(), absl::StatusCode::kResourceExhausted,
                 "over the memory limit of 8.59 GB");

@@ -91,30 +91,30 @@ TEST(TrainerStats, StepAndEvaluationCountTheLogitsAsTheHost) {
   c.model = {.vocab = 7, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
              .dropout = 0.3};
   c.min_len = 2;
-  c.batch = c.eval_size = 12;
-  c.seed = 5;
+  c.run.batch = c.eval_size = 12;
+  c.run.seed = 5;
   ASSERT_OK_AND_ASSIGN(auto trainer, models::ToyTrainer::Create(c));
   Graph& g = trainer->graph();
-  Executor reference(g, {.seed = c.seed});
+  Executor reference(g, {.seed = c.run.seed});
   ASSERT_OK_AND_ASSIGN(auto plan, reference.Compile({trainer->logits()}));
   const models::TaskConfig task{.task = c.task, .vocab = c.model.vocab,
                                 .seq_len = c.model.seq_len, .min_len = c.min_len};
   auto feeds = [&](const models::TaskBatch& b) {
     return Feeds{{g.Find("tokens"), b.tokens}, {g.Find("lengths"), b.lengths}};
   };
-  ASSERT_OK_AND_ASSIGN(auto train, models::TaskGenerator::Create(task, c.seed));
-  ASSERT_OK_AND_ASSIGN(const models::TaskBatch batch, train.Batch(1, c.batch));
+  ASSERT_OK_AND_ASSIGN(auto train, models::TaskGenerator::Create(task, c.run.seed));
+  ASSERT_OK_AND_ASSIGN(const models::TaskBatch batch, train.Batch(1, c.run.batch));
   ASSERT_OK_AND_ASSIGN(auto step_logits,
                        reference.Run(*plan, feeds(batch), {.training = true, .step = 1}));
   ASSERT_OK_AND_ASSIGN(const models::StepResult r, trainer->Step());
   const auto [correct, counted] = HostCounts(step_logits[0], batch.targets);
-  EXPECT_LT(counted, c.batch * c.model.seq_len);  // padding was ignored
+  EXPECT_LT(counted, c.run.batch * c.model.seq_len);  // padding was ignored
   EXPECT_EQ(r.accuracy, static_cast<double>(correct) / counted);
 
   const std::string path = ::testing::TempDir() + "/trainer_stats_model.safetensors";
   ASSERT_OK(trainer->SaveModel(path));
   ASSERT_OK(LoadVariables(reference, g.Parameters(), path).status());
-  ASSERT_OK_AND_ASSIGN(auto eval, models::TaskGenerator::Create(task, models::EvalSeed(c.seed)));
+  ASSERT_OK_AND_ASSIGN(auto eval, models::TaskGenerator::Create(task, models::EvalSeed(c.run.seed)));
   ASSERT_OK_AND_ASSIGN(const models::TaskBatch held_out, eval.Batch(0, c.eval_size));
   ASSERT_OK_AND_ASSIGN(auto eval_logits, reference.Run(*plan, feeds(held_out)));
   ASSERT_OK_AND_ASSIGN(const models::EvalResult e, trainer->Evaluate());

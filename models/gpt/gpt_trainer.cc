@@ -43,15 +43,15 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
   std::unique_ptr<GptTrainer> t(new GptTrainer());
   t->config_ = config;
   t->parallel_ = data_parallel;
-  DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.batch, data_parallel));
-  t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
+  DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.run.batch, data_parallel));
+  t->skips_ = NonFiniteSteps(config.run.on_nonfinite, config.run.max_consecutive_skips);
   DAGRAD_ASSIGN_OR_RETURN(TextData data,
                           TextData::Load(config.data, config.model.block_size));
   if (Communicator* comm = data_parallel.communicator.get()) {
     DAGRAD_RETURN_IF_ERROR(SameDataAsRankZero(*comm, data, config.data));
   }
   t->data_ = std::make_unique<TextData>(std::move(data));
-  t->schedule_ = RunSchedule(config);
+  t->schedule_ = config.run.Schedule();
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
   return t;
 }
@@ -66,8 +66,8 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = model_(tokens_);
   loss_ = share_.MeanLoss(g, logits_, targets_);
-  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss_, &logits_}));
-  OptimizerOptions optimizer = c.optimizer;
+  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.run.optimizer.precision, {&loss_, &logits_}));
+  OptimizerOptions optimizer = c.run.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   optimizer.data_parallel = parallel_;
   DAGRAD_ASSIGN_OR_RETURN(
@@ -83,10 +83,10 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
   DAGRAD_RETURN_IF_ERROR(g.status());
   exec_ = std::make_unique<Executor>(
       g, std::move(device),
-      ExecutorOptions{.seed = c.seed,
-                      .check_numerics = c.check_numerics,
-                      .memory_limit_bytes = c.memory_limit_bytes,
-                      .profile = c.profile,
+      ExecutorOptions{.seed = c.run.seed,
+                      .check_numerics = c.run.check_numerics,
+                      .memory_limit_bytes = c.run.memory_limit_bytes,
+                      .profile = c.run.profile,
                       .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(attention_));
@@ -101,7 +101,7 @@ absl::Status GptTrainer::Build(std::unique_ptr<Device> device) {
 absl::Status GptTrainer::BuildEval() {
   const int64_t all = data_->validation_windows();
   eval_windows_ = config_.eval_windows == 0 ? all : std::min(all, config_.eval_windows);
-  eval_full_.rows = std::min(eval_windows_, config_.batch);
+  eval_full_.rows = std::min(eval_windows_, config_.run.batch);
   eval_last_.rows = eval_windows_ % eval_full_.rows;
   for (EvalForward* e : {&eval_full_, &eval_last_}) {
     if (e->rows == 0) continue;
@@ -112,7 +112,7 @@ absl::Status GptTrainer::BuildEval() {
     e->targets = g.Input("targets", DType::kInt64, shape);
     Value logits = model_(e->tokens);
     Value loss = CrossEntropy(logits, e->targets);
-    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(config_.optimizer.precision, {&loss, &logits}));
+    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(config_.run.optimizer.precision, {&loss, &logits}));
     e->stats = EvalStats(loss, logits, e->targets);
   }
   return absl::OkStatus();
@@ -122,7 +122,7 @@ absl::StatusOr<StepResult> GptTrainer::Step() {
   const int64_t s = step_ + 1;
   DAGRAD_ASSIGN_OR_RETURN(
       const TextBatch global,
-      data_->TrainBatch(config_.seed, static_cast<uint64_t>(s), config_.batch));
+      data_->TrainBatch(config_.run.seed, static_cast<uint64_t>(s), config_.run.batch));
   TextBatch batch;
   DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
   DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));

@@ -9,12 +9,12 @@
 // Non-finite steps and checkpoints follow the policies every trainer shares
 // (models/trainer.h), so `dagrad train --task=text` runs the reverse task's
 // loop: stop signals, --on_nonfinite, the previous checkpoint kept. Under
-// config.optimizer.precision (ops/autodiff/precision.h) the training and
+// config.run.optimizer.precision (ops/autodiff/precision.h) the training and
 // validation forwards are rewritten (RewriteForPrecision); the attention
 // forward stays float32, and so do the parameters and checkpoints.
 //
 // Data parallelism (DataParallelOptions with a communicator of N ranks), as
-// ToyTrainer's (models/trainer.h, BatchShare): config.batch is the global
+// ToyTrainer's (models/trainer.h, BatchShare): config.run.batch is the global
 // batch, every rank draws it whole (TextData::TrainBatch) and trains on
 // rows [r B/N, (r+1) B/N) with its share of the global mean loss and
 // dropout counters offset by its first row, so that every parameter is
@@ -23,7 +23,7 @@
 // and the files are the caller's to do on rank 0 only.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, GptTrainer::Create(config));
-//   while (trainer->step() < config.steps) {
+//   while (trainer->step() < config.run.steps) {
 //     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());  // r.loss: nats per byte
 //   }
 //   DAGRAD_ASSIGN_OR_RETURN(EvalResult val, trainer->Evaluate());
@@ -64,7 +64,7 @@ class GptTrainer : public Trainer {
   absl::StatusOr<StepResult> Step() override;
   // Evaluate returns the mean token loss and the accuracy over the
   // validation windows scored, eval_windows() of them (eval mode), run
-  // config.batch windows at a time.
+  // config.run.batch windows at a time.
   absl::StatusOr<EvalResult> Evaluate() override;
   // eval_windows is how many validation windows Evaluate scores: all the
   // split's (TextData::validation_windows) unless config.eval_windows caps it.
@@ -82,6 +82,7 @@ class GptTrainer : public Trainer {
   // model's metadata (model=gpt): what `dagrad eval`, `dagrad generate` and
   // tools/reference/gpt.py load.
   const TextTrainConfig& config() const { return config_; }
+  const RunConfig& run_config() const override { return config_.run; }
   const TextData& data() const { return *data_; }
   Value logits() const { return logits_; }
   Value loss() const { return loss_; }

@@ -110,12 +110,12 @@ absl::Status TextTrainConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "eval_windows must be >= 0 (0: the whole validation split), got ", eval_windows));
   }
-  return ValidateRun(*this);
+  return run.Validate();
 }
 
 std::map<std::string, std::string> TextTrainConfig::ToMetadata() const {
   std::map<std::string, std::string> m = model.ToMetadata();
-  m.merge(RunMetadata(*this));
+  m.merge(run.ToMetadata());
   m["task"] = "text";
   m["data"] = data;
   m["eval_windows"] = absl::StrCat(eval_windows);

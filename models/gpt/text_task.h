@@ -79,37 +79,20 @@ class TextData {
 struct TextTrainConfig {
   GptConfig model;   // model.block_size is the window length seq_len
   std::string data;  // the text file
-  int64_t batch = 32;
-  int64_t steps = 300;
-  OptimizerOptions optimizer{
-      .kind = OptimizerKind::kAdamW, .weight_decay = 0.1, .clip_norm = 1.0};
-  double lr = 1e-3;                // peak, finite and > 0
-  int64_t warmup = 0;              // linear warmup steps, then lr_decay
-  double final_lr_fraction = 0.1;  // in [0, 1]
-  LrDecay lr_decay = LrDecay::kCosine;
-  // Set: the learning rate of step s (1-based) is lr_schedule(s), in place
-  // of lr, warmup, lr_decay and final_lr_fraction (RunSchedule); a value
-  // that is not finite and >= 0 stops the step with InvalidArgument.
-  LrFunction lr_schedule;
-  uint64_t seed = 0;
+  // batch, steps, optimizer, schedule, seed, ...: AdamW with weight decay
+  // 0.1 and no warmup unless set.
+  RunConfig run{.batch = 32,
+                .optimizer = {.kind = OptimizerKind::kAdamW, .weight_decay = 0.1, .clip_norm = 1.0},
+                .warmup = 0};
   // Validation windows scored, >= 0: 0 scores the whole split, N the first
   // min(N, TextData::validation_windows()).
   int64_t eval_windows = 0;
-  // Debugging and limits; they do not change the numbers of a run.
-  bool check_numerics = false;
-  int64_t memory_limit_bytes = 0;
-  bool profile = false;  // time every kernel (GptTrainer::train_plan().profile())
-  // A step with a non-finite loss or gradient norm: stop, or skip its update
-  // and stop after max_consecutive_skips (>= 1) skipped in a row
-  // (models/trainer.h).
-  NonFinitePolicy on_nonfinite = NonFinitePolicy::kStop;
-  int64_t max_consecutive_skips = 8;
 
   // Validate returns InvalidArgument naming the first bad field
-  // (ValidateRun's, then the text task's).
+  // (the model's, the text task's, then RunConfig::Validate's).
   absl::Status Validate() const;
-  // ToMetadata: the model's (GptConfig::ToMetadata), RunMetadata and the
-  // text task's fields: every field that shapes the run's numbers.
+  // ToMetadata: the model's (GptConfig::ToMetadata), RunConfig::ToMetadata and
+  // the text task's fields: every field that shapes the run's numbers.
   std::map<std::string, std::string> ToMetadata() const;
 };
 

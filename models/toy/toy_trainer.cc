@@ -22,11 +22,11 @@ absl::StatusOr<MemoryBudget> DataBudget(const TaskGenerator& train, const TaskGe
                                         const TrainConfig& c) {
   const int64_t T = c.model.seq_len;
   DAGRAD_ASSIGN_OR_RETURN(const int64_t eval_bytes, eval.BatchBytes(c.eval_size));
-  DAGRAD_ASSIGN_OR_RETURN(const int64_t batch_bytes, train.BatchBytes(c.batch));
+  DAGRAD_ASSIGN_OR_RETURN(const int64_t batch_bytes, train.BatchBytes(c.run.batch));
   MemoryBudget data;
   data.Add("data", absl::StrCat("evaluation set int64 (", c.eval_size, ", ", T, ") x2"),
            eval_bytes);
-  data.Add("data", absl::StrCat("training batch int64 (", c.batch, ", ", T, ") x2"),
+  data.Add("data", absl::StrCat("training batch int64 (", c.run.batch, ", ", T, ") x2"),
            batch_bytes);
   return data;
 }
@@ -42,12 +42,12 @@ absl::Status TrainConfig::Validate() const {
   if (eval_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat("eval_size must be >= 1, got ", eval_size));
   }
-  return ValidateRun(*this);
+  return run.Validate();
 }
 
 std::map<std::string, std::string> TrainConfig::ToMetadata() const {
   std::map<std::string, std::string> m = model.ToMetadata();
-  m.merge(RunMetadata(*this));
+  m.merge(run.ToMetadata());
   m["task"] = TaskName(task);
   m["min_len"] = absl::StrCat(min_len);
   m["eval_size"] = absl::StrCat(eval_size);
@@ -60,10 +60,10 @@ absl::StatusOr<std::unique_ptr<ToyTrainer>> ToyTrainer::Create(
   DAGRAD_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<ToyTrainer> t(new ToyTrainer());
   t->config_ = config;
-  t->skips_ = NonFiniteSteps(config.on_nonfinite, config.max_consecutive_skips);
+  t->skips_ = NonFiniteSteps(config.run.on_nonfinite, config.run.max_consecutive_skips);
   t->parallel_ = data_parallel;
-  DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.batch, data_parallel));
-  t->schedule_ = RunSchedule(config);
+  DAGRAD_ASSIGN_OR_RETURN(t->share_, BatchShare::Create(config.run.batch, data_parallel));
+  t->schedule_ = config.run.Schedule();
   DAGRAD_RETURN_IF_ERROR(t->Build(std::move(device)));
   return t;
 }
@@ -73,8 +73,8 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   const int64_t T = c.model.seq_len, B = share_.rows();
   const TaskConfig task{.task = c.task, .vocab = c.model.vocab, .seq_len = T,
                         .min_len = c.min_len};
-  DAGRAD_ASSIGN_OR_RETURN(TaskGenerator train, TaskGenerator::Create(task, c.seed));
-  DAGRAD_ASSIGN_OR_RETURN(TaskGenerator eval, TaskGenerator::Create(task, EvalSeed(c.seed)));
+  DAGRAD_ASSIGN_OR_RETURN(TaskGenerator train, TaskGenerator::Create(task, c.run.seed));
+  DAGRAD_ASSIGN_OR_RETURN(TaskGenerator eval, TaskGenerator::Create(task, EvalSeed(c.run.seed)));
   train_data_ = std::make_unique<TaskGenerator>(train);
   DAGRAD_ASSIGN_OR_RETURN(const MemoryBudget data, DataBudget(train, eval, c));
 
@@ -89,8 +89,8 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = (*model_)(tokens_, lengths_).logits;
   loss_ = share_.MeanLoss(g, logits_, targets_);
-  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss_, &logits_}));
-  OptimizerOptions optimizer = c.optimizer;
+  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.run.optimizer.precision, {&loss_, &logits_}));
+  OptimizerOptions optimizer = c.run.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
   optimizer.data_parallel = parallel_;
   DAGRAD_ASSIGN_OR_RETURN(ts_, BuildTrainingStep(loss_, model_->parameters(), optimizer));
@@ -109,17 +109,17 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
     Graph::Scope scope(g, "eval");
     Value logits = (*model_)(eval_tokens_, eval_lengths_).logits;
     Value loss = CrossEntropy(logits, eval_targets_);
-    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.optimizer.precision, {&loss, &logits}));
+    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.run.optimizer.precision, {&loss, &logits}));
     eval_stats_ = EvalStats(loss, logits, eval_targets_);
     sample_attention_ = (*model_)(sample_tokens_, sample_lengths_, true).attention;
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
 
   exec_ = std::make_unique<Executor>(g, std::move(device),
-                                     ExecutorOptions{.seed = c.seed,
-                                                     .check_numerics = c.check_numerics,
-                                                     .memory_limit_bytes = c.memory_limit_bytes,
-                                                     .profile = c.profile,
+                                     ExecutorOptions{.seed = c.run.seed,
+                                                     .check_numerics = c.run.check_numerics,
+                                                     .memory_limit_bytes = c.run.memory_limit_bytes,
+                                                     .profile = c.run.profile,
                                                      .reserved = data,
                                                      .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
@@ -132,7 +132,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
 absl::StatusOr<StepResult> ToyTrainer::Step() {
   const int64_t s = step_ + 1;
   DAGRAD_ASSIGN_OR_RETURN(const TaskBatch global,
-                          train_data_->Batch(static_cast<uint64_t>(s), config_.batch));
+                          train_data_->Batch(static_cast<uint64_t>(s), config_.run.batch));
   DAGRAD_ASSIGN_OR_RETURN(const TaskBatch batch, Slice(global));
   DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(schedule_, s));
   return RunTrainingStep(

@@ -12,13 +12,13 @@
 // attention sample stays float32, and so do the parameters and checkpoints.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
-//   while (trainer->step() < config.steps) {
+//   while (trainer->step() < config.run.steps) {
 //     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());
 //   }
 //   DAGRAD_ASSIGN_OR_RETURN(EvalResult e, trainer->Evaluate());
 //
 // Data parallelism (DataParallelOptions with a communicator of N ranks):
-// config.batch is the global batch; every rank draws it whole from the
+// config.run.batch is the global batch; every rank draws it whole from the
 // task's generator and trains on rows [r B/N, (r+1) B/N), with dropout
 // counters offset by its first row, and a loss that is its sum over its
 // targets divided by the global batch's count of targets, so that the
@@ -60,30 +60,8 @@ struct TrainConfig {
   ToyConfig model;         // model.seq_len is the sequence length T
   Task task = Task::kReverse;
   int64_t min_len = 0;     // 0: fixed length T
-  int64_t batch = 64;
-  int64_t steps = 300;
-  // ValidateOptimizerOptions's ranges; skip_nonfinite is always set.
-  OptimizerOptions optimizer{.kind = OptimizerKind::kAdam, .clip_norm = 1.0};
-  double lr = 1e-3;        // peak learning rate, finite and > 0
-  int64_t warmup = 30;     // linear warmup steps, then lr_decay
-  double final_lr_fraction = 0.1;  // in [0, 1]
-  LrDecay lr_decay = LrDecay::kCosine;
-  // Set: the learning rate of step s (1-based) is lr_schedule(s), in place
-  // of lr, warmup, lr_decay and final_lr_fraction (RunSchedule); a value
-  // that is not finite and >= 0 stops the step with InvalidArgument.
-  LrFunction lr_schedule;
-  uint64_t seed = 0;
-  int64_t eval_size = 512;  // held-out sequences, drawn from EvalSeed(seed)
-  // Debugging and limits; they do not change the numbers of a run.
-  bool check_numerics = false;     // stop at the first node producing NaN/Inf
-  // Device bytes the executor may use; 0: no limit. On the CPU the host's
-  // available memory is a limit too (ExecutorOptions::check_host_memory).
-  int64_t memory_limit_bytes = 0;
-  bool profile = false;            // time every kernel (see train_plan().profile())
-  // A step with a non-finite loss or gradient norm: stop, or skip its update
-  // and stop after max_consecutive_skips (>= 1) skipped in a row.
-  NonFinitePolicy on_nonfinite = NonFinitePolicy::kStop;
-  int64_t max_consecutive_skips = 8;
+  RunConfig run;           // batch, steps, optimizer, schedule, seed, ...
+  int64_t eval_size = 512;  // held-out sequences, drawn from EvalSeed(run.seed)
 
   // Validate returns InvalidArgument naming the first bad field.
   absl::Status Validate() const;
@@ -122,6 +100,7 @@ class ToyTrainer : public Trainer {
   // the model config as metadata (loadable by the reference's
   // from_metadata).
   const TrainConfig& config() const { return config_; }
+  const RunConfig& run_config() const override { return config_.run; }
   // The forward logits and loss of the training step.
   Value logits() const { return logits_; }
   Value loss() const { return loss_; }

@@ -153,8 +153,8 @@ absl::StatusOr<std::unique_ptr<models::GptTrainer>> GptBenchTrainer(nn::Attentio
   config.data = file;
   config.model = {.block_size = 64, .dim = 128, .heads = 4, .layers = 4, .dropout = 0.0,
                   .attention = path};
-  config.batch = 32;
-  config.steps = 1 << 30;
+  config.run.batch = 32;
+  config.run.steps = 1 << 30;
   auto trainer = models::GptTrainer::Create(config);
   std::filesystem::remove(file);
   return trainer;
@@ -172,8 +172,8 @@ models::TrainConfig ToyBenchConfig(nn::AttentionPath path) {
   models::TrainConfig config;
   config.model = {.vocab = 16, .seq_len = 32, .dim = 128, .heads = 4, .layers = 2, .ffn = 512,
                   .dropout = 0.1, .attention = path};
-  config.batch = 64;
-  config.steps = 1 << 30;
+  config.run.batch = 64;
+  config.run.steps = 1 << 30;
   return config;
 }
 
@@ -184,7 +184,7 @@ void BM_ToyTrainStep(benchmark::State& state, nn::AttentionPath path) {
   for (auto _ : state) {
     if (auto r = (*trainer)->Step(); !r.ok()) return Fail(state, r.status());
   }
-  state.counters["flops"] = ToyStepFlops(config.model, config.batch);
+  state.counters["flops"] = ToyStepFlops(config.model, config.run.batch);
   state.counters["peak_bytes"] = static_cast<double>((*trainer)->train_plan().peak_bytes());
   state.counters["intermediate_bytes"] =
       static_cast<double>((*trainer)->train_plan().intermediate_bytes());

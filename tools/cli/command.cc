@@ -92,6 +92,7 @@ std::string InFlagTerms(absl::string_view message) {
   return absl::StrReplaceAll(message, {
                                           {"ExecutorOptions::memory_limit_bytes", "--memory_limit_mb"},
                                           {"ExecutorOptions::check_numerics set", "--check_numerics"},
+                                          {"RunConfig::lr", "--lr"},
                                       });
 }
 

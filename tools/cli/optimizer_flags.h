@@ -4,7 +4,7 @@
 // --beta2, --eps, --weight_decay, --clip (OptimizerOptions,
 // ops/autodiff/optimizer.h) and --lr_decay, --final_lr_fraction (the
 // schedule after --warmup, LrSchedule). Their ranges are checked where the
-// config is (ValidateOptimizerOptions, models::ValidateRun), naming the flag.
+// config is (ValidateOptimizerOptions, models::RunConfig::Validate), naming the flag.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(OptimizerOptions o, OptimizerFromFlags());  // o.beta2 = --beta2
 

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
+#include "models/fit.h"
 #include "models/toy/toy_trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
@@ -81,7 +82,7 @@ ABSL_FLAG(int64_t, stop_after, 0,
 namespace dagrad::cli {
 namespace {
 
-absl::StatusOr<models::TrainConfig> ConfigFromFlags(const RunFlags& flags) {
+absl::StatusOr<models::TrainConfig> ConfigFromFlags(const models::RunConfig& run) {
   models::TrainConfig c;
   auto task = models::ParseTask(absl::GetFlag(FLAGS_task));
   if (!task.ok()) return absl::InvalidArgumentError(absl::StrCat("--task: ", task.status().message()));
@@ -95,7 +96,7 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const RunFlags& flags) {
              .dropout = absl::GetFlag(FLAGS_dropout)};
   DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
   c.min_len = absl::GetFlag(FLAGS_min_len);
-  ApplyRunFlags(flags, c);
+  c.run = run;
   if (absl::Status st = c.Validate(); !st.ok()) return st;
   return c;
 }
@@ -129,151 +130,65 @@ class Progress {
   bool tty_;
 };
 
-// StepRate is the rate the progress line shows: steps per second of the
-// steps alone, from the third one this process runs (the first two plan,
-// warm up and record the step: ExecutorOptions::record_runs), without the
-// evaluations and checkpoints between them.
-class StepRate {
- public:
-  template <typename Step>
-  auto Time(Step&& step) {
-    const auto started = std::chrono::steady_clock::now();
-    auto result = step();
-    if (++steps_ > kWarmup) {
-      seconds_ +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    }
-    return result;
+// Stopped reports a run stopped by a signal (its checkpoint saved) and
+// returns 128 + the signal.
+int Stopped(Job& job, int64_t step) {
+  const int sig = AgreedStopSignal(job, StopSignal());
+  if (job.writer()) {
+    std::cerr << "dagrad train: " << StopSignalName(sig) << ": stopped at step " << step
+              << "; resume with --resume" << std::endl;
   }
-  double per_second() const { return seconds_ > 0 ? (steps_ - kWarmup) / seconds_ : 0; }
-
- private:
-  static constexpr int64_t kWarmup = 2;
-  int64_t steps_ = 0;
-  double seconds_ = 0;
-};
-
-// TrainLoop runs the steps up to `last`, evaluating, logging and
-// checkpointing every eval_every steps, and stops cleanly on a stop signal.
-struct TrainLoop {
-  const Command& cmd;
-  Job& job;
-  models::Trainer& t;
-  TrainOutputs& outputs;
-  int64_t steps, eval_every, last;
-  int64_t saved_step;  // the checkpoint's step; -1 when there is none yet
-
-  // Run returns an exit code when the run must end, nullopt at `last`.
-  std::optional<int> Run() {
-    Progress progress(steps);
-    const auto start = std::chrono::steady_clock::now();
-    StepRate rate;
-    while (t.step() < last) {
-      if (AgreedStopSignal(job, StopSignal())) break;
-      absl::StatusOr<models::StepResult> r = rate.Time([&] { return t.Step(); });
-      if (!r.ok()) {
-        progress.Finish();
-        return StepFailed(r.status());
-      }
-      MaybeRaiseForTest("step", r->step);
-      if (!job.writer()) continue;
-      outputs.AddStep(*r);
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      progress.Update(r->step, r->loss, r->accuracy, rate.per_second(), false);
-      if (r->step % eval_every != 0 && r->step != last) continue;
-      MaybeRaiseForTest("eval", r->step);
-      absl::StatusOr<models::EvalResult> e = t.Evaluate();
-      if (!e.ok()) return Failure(cmd, e.status());
-      absl::Status st =
-          outputs.AppendRow(r->step, *e, r->lr, outputs.elapsed_before() + seconds);
-      if (st.ok()) st = outputs.SaveCheckpoint(t);
-      if (models::IsNonFiniteRefusal(st)) {
-        // The loss and gradients were finite, yet an update overflowed the
-        // parameters. Rank 0 alone saves, so the job is not agreed.
-        return StepFailed(absl::AbortedError(absl::StrCat(
-                              "step ", r->step, ": ", st.message(),
-                              " (an update too large for this model: lower --lr)")),
-                          /*every_rank=*/false);
-      }
-      if (!st.ok()) return Failure(cmd, st);
-      outputs.DropSavedWindow();
-      saved_step = r->step;
-      const MetricsRow& row = outputs.rows().back();
-      progress.Update(r->step, row.loss, row.train_accuracy, rate.per_second(), true);
-    }
-    progress.Finish();
-    if (AgreedStopSignal(job, StopSignal())) return Stop();
-    return std::nullopt;
-  }
-
-  // Stop saves the steps since the last checkpoint, the open metrics window
-  // first (it is used only beside a checkpoint of its step), and returns
-  // 128 + the signal.
-  int Stop() {
-    const int sig = AgreedStopSignal(job, StopSignal());
-    MaybeRaiseForTest("stopping", t.step());
-    if (job.writer() && t.step() != saved_step) {
-      absl::Status st = outputs.SaveWindow();
-      if (st.ok()) st = outputs.SaveCheckpoint(t);
-      if (!st.ok()) return Failure(cmd, st);
-    }
-    if (job.writer()) {
-      std::cerr << "dagrad train: " << StopSignalName(sig) << ": stopped at step " << t.step()
-                << "; resume with --resume" << std::endl;
-    }
-    // No rank exits before rank 0 has saved and said so: the launcher ends
-    // a job at its first rank to exit non-zero, rank 0 mid-save included.
-    AgreedStopSignal(job, sig);
-    return 128 + sig;
-  }
-
-  // StepFailed reports a failed step; for a non-finite stop (Aborted), which
-  // checkpoint is kept. every_rank: every rank of a data-parallel job saw
-  // it (the loss and norm are global) and stops here; otherwise the abort
-  // path ends the others.
-  int StepFailed(const absl::Status& st, bool every_rank = true) {
-    if (!absl::IsAborted(st)) return Failure(cmd, st);
-    job.agreed_stop = every_rank;
-    std::cerr << "dagrad train: " << InFlagTerms(st.message()) << "\n"
-              << (saved_step >= 0 ? absl::StrCat(outputs.checkpoint_path(), " keeps step ",
-                                                 saved_step, "; nothing after it was saved")
-                                  : std::string("no checkpoint was written"))
-              << "\n";
-    return kExitFailure;
-  }
-};
-
-// StartOrResume loads the checkpoint for --resume, saying from where, or
-// starts a new metrics file. Resuming a complete run is not an error: its
-// final outputs are written again.
-absl::Status StartOrResume(models::Trainer& t, TrainOutputs& outputs, int64_t steps) {
-  if (!absl::GetFlag(FLAGS_resume)) return outputs.StartMetrics();
-  std::string warning;
-  DAGRAD_ASSIGN_OR_RETURN(const std::string from, outputs.LoadCheckpoint(t, &warning));
-  if (!warning.empty()) std::cerr << "dagrad train: " << warning << "\n";
-  DAGRAD_RETURN_IF_ERROR(outputs.ResumeMetrics(t.step()));
-  std::cout << "resumed from " << from << " at step " << t.step() << "\n";
-  if (t.step() >= steps) {
-    std::cout << "checkpoint is at step " << t.step() << ", --steps=" << steps
-              << ": nothing to train (the run is complete); writing its outputs again\n";
-  }
-  return absl::OkStatus();
+  // No rank exits before rank 0 has saved and said so: the launcher ends
+  // a job at its first rank to exit non-zero, rank 0 mid-save included.
+  AgreedStopSignal(job, sig);
+  return 128 + sig;
 }
 
-// FinishRun evaluates the trained model, writes the final outputs (a stop
-// signal meanwhile saves and stops) and prints the summary.
-int FinishRun(TrainLoop& loop, const TrainingRun& run) {
-  if (!loop.job.writer()) return kExitOk;
-  absl::StatusOr<models::EvalResult> final_eval = loop.t.Evaluate();
-  if (!final_eval.ok()) return Failure(loop.cmd, final_eval.status());
-  if (StopSignal()) return loop.Stop();
-  absl::Status written = run.finish(*final_eval, loop.outputs, [] {
+// FitOptionsFromFlags: models::Fit's options from the flags, reporting
+// progress (a bar on a terminal), resumes and the test hook's phases.
+models::FitOptions FitOptionsFromFlags(const std::string& out, int64_t steps, Job& job,
+                                       Progress& progress) {
+  auto rate = std::make_shared<double>(0);
+  return {.dir = out,
+          .eval_every = absl::GetFlag(FLAGS_eval_every),
+          .stop_after = absl::GetFlag(FLAGS_stop_after),
+          .resume = absl::GetFlag(FLAGS_resume),
+          .writer = job.writer(),
+          .stop_requested = [&job] { return AgreedStopSignal(job, StopSignal()) != 0; },
+          .on_step =
+              [&job, &progress, rate](const models::FitProgress& p) {
+                MaybeRaiseForTest("step", p.step.step);
+                *rate = p.steps_per_second;
+                if (job.writer()) progress.Update(p.step.step, p.step.loss, p.step.accuracy, *rate, false);
+              },
+          .on_row =
+              [&progress, rate](const models::MetricsRow& row) {
+                progress.Update(row.step, row.loss, row.train_accuracy, *rate, true);
+              },
+          .on_resume =
+              [steps](const models::FitResume& r) {
+                if (!r.warning.empty()) std::cerr << "dagrad train: " << r.warning << "\n";
+                std::cout << "resumed from " << r.path << " at step " << r.step << "\n";
+                if (r.step < steps) return;
+                std::cout << "checkpoint is at step " << r.step << ", --steps=" << steps
+                          << ": nothing to train (the run is complete); writing its outputs again\n";
+              },
+          .on_phase = [](const std::string& phase, int64_t step) { MaybeRaiseForTest(phase, step); }};
+}
+
+// FinishRun writes a complete run's final outputs (a stop signal meanwhile
+// stops) and prints the summary.
+int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, const models::FitResult& fit,
+              const std::string& out) {
+  if (!job.writer()) return kExitOk;
+  if (StopSignal()) return Stopped(job, fit.step);
+  TrainOutputs outputs(out, fit.rows);
+  absl::Status written = run.finish(fit.final_eval, outputs, [] {
     MaybeRaiseForTest("outputs");
     return StopSignal() != 0;
   });
-  if (absl::IsCancelled(written)) return loop.Stop();
-  if (!written.ok()) return Failure(loop.cmd, written);
+  if (absl::IsCancelled(written)) return Stopped(job, fit.step);
+  if (!written.ok()) return Failure(cmd, written);
   return kExitOk;
 }
 
@@ -285,7 +200,7 @@ absl::Status FinishToy(models::ToyTrainer& t, const Job& job,
   std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
                                final_eval.accuracy, final_eval.loss, t.step());
   outputs.PrintSummary(std::cout);
-  if (t.config().profile) std::cout << StepProfile(t.train_plan().profile(), job);
+  if (t.config().run.profile) std::cout << StepProfile(t.train_plan().profile(), job);
   return absl::OkStatus();
 }
 
@@ -301,13 +216,13 @@ absl::StatusOr<DataParallelOptions> ParallelOptions(const Job& job) {
                              .overlap = absl::GetFlag(FLAGS_overlap)};
 }
 
-int RunToyTrain(const Command& cmd, const RunFlags& flags, const DataParallelOptions& parallel,
+int RunToyTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                 Job& job) {
-  absl::StatusOr<models::TrainConfig> config = ConfigFromFlags(flags);
+  absl::StatusOr<models::TrainConfig> config = ConfigFromFlags(run);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
   models::ToyTrainer* toy = nullptr;  // owned by RunTraining
-  TrainingRun run{
-      .steps = config->steps,
+  TrainingRun training{
+      .steps = config->run.steps,
       .default_out = "runs/train",
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
@@ -320,17 +235,17 @@ int RunToyTrain(const Command& cmd, const RunFlags& flags, const DataParallelOpt
                     const std::function<bool()>& stop) {
         return FinishToy(*toy, job, final_eval, outputs, stop);
       }};
-  return RunTraining(cmd, run, job);
+  return RunTraining(cmd, training, job);
 }
 
 // RunTask runs the training of --task as a rank of `job`; the exit code.
 int RunTask(const Command& cmd, Job& job) {
-  absl::StatusOr<RunFlags> flags = RunFlagsFromFlags();
-  if (!flags.ok()) return UsageError(cmd, std::string(flags.status().message()));
+  absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
+  if (!run.ok()) return UsageError(cmd, std::string(run.status().message()));
   absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
   if (!parallel.ok()) return UsageError(cmd, std::string(parallel.status().message()));
-  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *flags, *parallel, job);
-  return RunToyTrain(cmd, *flags, *parallel, job);
+  if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *run, *parallel, job);
+  return RunToyTrain(cmd, *run, *parallel, job);
 }
 
 int RunTrain() {
@@ -352,7 +267,7 @@ int RunTrain() {
 
 }  // namespace
 
-absl::StatusOr<RunFlags> RunFlagsFromFlags() {
+absl::StatusOr<models::RunConfig> RunConfigFromFlags() {
   DAGRAD_ASSIGN_OR_RETURN(OptimizerOptions optimizer, OptimizerFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(const LrDecay lr_decay, LrDecayFromFlags());
   auto precision = ParsePrecision(absl::GetFlag(FLAGS_precision));
@@ -369,19 +284,19 @@ absl::StatusOr<RunFlags> RunFlagsFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--eval_every must be >= 1, got ", absl::GetFlag(FLAGS_eval_every)));
   }
-  return RunFlags{.batch = absl::GetFlag(FLAGS_batch),
-                  .steps = absl::GetFlag(FLAGS_steps),
-                  .warmup = absl::GetFlag(FLAGS_warmup),
-                  .optimizer = optimizer,
-                  .lr = absl::GetFlag(FLAGS_lr),
-                  .lr_decay = lr_decay,
-                  .final_lr_fraction = FinalLrFractionFlag(),
-                  .seed = absl::GetFlag(FLAGS_seed),
-                  .on_nonfinite = *policy,
-                  .max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips),
-                  .check_numerics = exec.check_numerics,
-                  .profile = exec.profile,
-                  .memory_limit_bytes = exec.memory_limit_bytes};
+  return models::RunConfig{.batch = absl::GetFlag(FLAGS_batch),
+                           .steps = absl::GetFlag(FLAGS_steps),
+                           .optimizer = optimizer,
+                           .lr = absl::GetFlag(FLAGS_lr),
+                           .warmup = absl::GetFlag(FLAGS_warmup),
+                           .final_lr_fraction = FinalLrFractionFlag(),
+                           .lr_decay = lr_decay,
+                           .seed = absl::GetFlag(FLAGS_seed),
+                           .on_nonfinite = *policy,
+                           .max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips),
+                           .check_numerics = exec.check_numerics,
+                           .memory_limit_bytes = exec.memory_limit_bytes,
+                           .profile = exec.profile};
 }
 
 // AgreedConfig is what every rank checks against rank 0's: the value of
@@ -440,19 +355,24 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   absl::StatusOr<std::unique_ptr<models::Trainer>> trainer = run.create(*std::move(device));
   if (!trainer.ok()) return Failure(cmd, trainer.status());
   models::Trainer& t = **trainer;
-  TrainOutputs outputs(out);
-  absl::Status started = job.writer() ? StartOrResume(t, outputs, run.steps) : absl::OkStatus();
-  if (started.ok()) started = t.BroadcastState();
-  if (!started.ok()) return Failure(cmd, started);
-  TrainLoop loop{cmd, job, t, outputs, run.steps, absl::GetFlag(FLAGS_eval_every),
-                 stop_after > 0 ? std::min(stop_after, run.steps) : run.steps,
-                 absl::GetFlag(FLAGS_resume) ? t.step() : -1};
-  if (std::optional<int> code = loop.Run()) return *code;
-  if (t.step() < run.steps) {
-    if (job.writer()) std::cout << "stopped after step " << t.step() << "; continue with --resume\n";
-    return kExitOk;
+  Progress progress(run.steps);
+  absl::StatusOr<models::FitResult> fit = models::Fit(t, FitOptionsFromFlags(out, run.steps, job, progress));
+  progress.Finish();
+  if (!fit.ok()) return Failure(cmd, fit.status());
+  switch (fit->end) {
+    case models::FitEnd::kNonFinite:
+      job.agreed_stop = fit->every_rank;
+      std::cerr << "dagrad train: " << InFlagTerms(fit->message) << "\n";
+      return kExitFailure;
+    case models::FitEnd::kStopRequested:
+      return Stopped(job, fit->step);
+    case models::FitEnd::kStopAfter:
+      if (job.writer()) std::cout << "stopped after step " << fit->step << "; continue with --resume\n";
+      return kExitOk;
+    case models::FitEnd::kComplete:
+      break;
   }
-  return FinishRun(loop, run);
+  return FinishRun(cmd, job, run, *fit, out);
 }
 
 Command TrainCommand() {

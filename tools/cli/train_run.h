@@ -8,10 +8,9 @@
 // supplies its trainer and its final outputs: the toy tasks
 // (train_command.cc) and text (train_text.cc).
 //
-//   RunFlags flags = ...;                         // RunFlagsFromFlags()
 //   models::TextTrainConfig config;
-//   ApplyRunFlags(flags, config);
-//   return RunTraining(cmd, {.steps = config.steps, .default_out = "runs/text",
+//   DAGRAD_ASSIGN_OR_RETURN(config.run, RunConfigFromFlags());
+//   return RunTraining(cmd, {.steps = config.run.steps, .default_out = "runs/text",
 //                            .create = ..., .finish = ...}, job);
 
 #ifndef DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
@@ -31,44 +30,13 @@
 
 namespace dagrad::cli {
 
-// RunFlags: the flags of the settings every training config holds
-// (models::ValidateRun), and the executor's debugging flags.
-struct RunFlags {
-  int64_t batch = 0, steps = 0, warmup = 0;
-  OptimizerOptions optimizer;
-  double lr = 0;
-  LrDecay lr_decay = LrDecay::kCosine;
-  double final_lr_fraction = 0;
-  uint64_t seed = 0;
-  models::NonFinitePolicy on_nonfinite = models::NonFinitePolicy::kStop;
-  int64_t max_consecutive_skips = 0;
-  bool check_numerics = false, profile = false;
-  int64_t memory_limit_bytes = 0;
-};
-
-// RunFlagsFromFlags reads them: InvalidArgument naming the flag for an
-// unknown --optimizer, --lr_decay, --precision or --on_nonfinite, Adam's
+// RunConfigFromFlags reads the settings every task's config embeds
+// (models::RunConfig) from their flags: InvalidArgument naming the flag for
+// an unknown --optimizer, --lr_decay, --precision or --on_nonfinite, Adam's
 // flags with --optimizer=sgd (OptimizerFromFlags), a negative
-// --memory_limit_mb, or --eval_every < 1. (The values' ranges are the config's Validate's.)
-absl::StatusOr<RunFlags> RunFlagsFromFlags();
-
-// ApplyRunFlags copies them into a training config.
-template <typename Config>
-void ApplyRunFlags(const RunFlags& f, Config& c) {
-  c.batch = f.batch;
-  c.steps = f.steps;
-  c.warmup = f.warmup;
-  c.optimizer = f.optimizer;
-  c.lr = f.lr;
-  c.lr_decay = f.lr_decay;
-  c.final_lr_fraction = f.final_lr_fraction;
-  c.seed = f.seed;
-  c.on_nonfinite = f.on_nonfinite;
-  c.max_consecutive_skips = f.max_consecutive_skips;
-  c.check_numerics = f.check_numerics;
-  c.profile = f.profile;
-  c.memory_limit_bytes = f.memory_limit_bytes;
-}
+// --memory_limit_mb, or --eval_every < 1. (The values' ranges are
+// RunConfig::Validate's.)
+absl::StatusOr<models::RunConfig> RunConfigFromFlags();
 
 // TrainingRun: what a task gives RunTraining.
 struct TrainingRun {

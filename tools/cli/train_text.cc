@@ -45,7 +45,7 @@ ABSL_DECLARE_FLAG(double, dropout);
 namespace dagrad::cli {
 namespace {
 
-absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const RunFlags& flags) {
+absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const models::RunConfig& run) {
   models::TextTrainConfig c;
   c.data = absl::GetFlag(FLAGS_data);
   if (c.data.empty()) return absl::InvalidArgumentError("--task=text needs --data=FILE");
@@ -59,7 +59,7 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const RunFlags& flags) {
              .layers = absl::GetFlag(FLAGS_layers),
              .dropout = absl::GetFlag(FLAGS_dropout)};
   DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
-  ApplyRunFlags(flags, c);
+  c.run = run;
   c.eval_windows = absl::GetFlag(FLAGS_eval_windows);
   if (c.eval_windows < 0) {
     return absl::InvalidArgumentError(
@@ -144,7 +144,7 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
   const std::string prompt = text.substr(0, std::min<size_t>(16, text.size()));
   DAGRAD_ASSIGN_OR_RETURN(
       std::string sample,
-      t.Sample(prompt, 200, {.temperature = 0.8, .seed = t.config().seed}));
+      t.Sample(prompt, 200, {.temperature = 0.8, .seed = t.config().run.seed}));
   const int64_t all = t.data().validation_windows();
   std::cout << absl::StrFormat(
       "validation loss %.4f nats/byte over %s after %d steps\n", final_eval.loss,
@@ -154,20 +154,20 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
       t.step());
   outputs.PrintSummary(std::cout);
   std::cout << "sample:\n" << TerminalText(sample) << "\n";
-  if (t.config().profile) std::cout << StepProfile(t.train_plan().profile(), job);
+  if (t.config().run.profile) std::cout << StepProfile(t.train_plan().profile(), job);
   return absl::OkStatus();
 }
 
 }  // namespace
 
-int RunTextTrain(const Command& cmd, const RunFlags& flags, const DataParallelOptions& parallel,
+int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                  Job& job) {
-  absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(flags);
+  absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(run);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
   const std::string dir = absl::GetFlag(FLAGS_out).empty() ? "runs/text" : absl::GetFlag(FLAGS_out);
   models::GptTrainer* gpt = nullptr;  // owned by RunTraining
-  TrainingRun run{
-      .steps = config->steps,
+  TrainingRun training{
+      .steps = config->run.steps,
       .default_out = dir,
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
@@ -181,7 +181,7 @@ int RunTextTrain(const Command& cmd, const RunFlags& flags, const DataParallelOp
                     const std::function<bool()>& stop) {
         return Finish(*gpt, job, dir, final_eval, outputs, stop);
       }};
-  return RunTraining(cmd, run, job);
+  return RunTraining(cmd, training, job);
 }
 
 }  // namespace dagrad::cli

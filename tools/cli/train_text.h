@@ -14,7 +14,7 @@ namespace dagrad::cli {
 // RunTextTrain runs `cmd` (the train command) with --task=text and the
 // shared training flags (RunTraining) as a rank of `job`, data parallel
 // with `parallel` when the job has several ranks; the exit code.
-int RunTextTrain(const Command& cmd, const RunFlags& flags, const DataParallelOptions& parallel,
+int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                  Job& job);
 
 }  // namespace dagrad::cli
