@@ -319,4 +319,10 @@ absl::Status Trainer::SaveModel(const std::string& path) {
   return SaveFiniteVariables(*exec_, Parameters(), ModelMetadata(), path);
 }
 
+absl::StatusOr<SafetensorsFile> Trainer::Weights() {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile weights, CollectVariables(*exec_, Parameters()));
+  weights.metadata = ModelMetadata();
+  return weights;
+}
+
 }  // namespace dagrad::models

@@ -280,6 +280,10 @@ class Trainer {
   // FailedPrecondition naming the tensor, and nothing written, when one
   // holds a NaN or Inf.
   absl::Status SaveModel(const std::string& path);
+  // Weights returns the parameters' current values under their checkpoint
+  // names, with the model's metadata: SaveModel's file, in memory (e.g.
+  // for a Generator).
+  absl::StatusOr<SafetensorsFile> Weights();
 
   // run_config is the run's settings (the task's config's `run`).
   virtual const RunConfig& run_config() const = 0;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "models/gpt/gpt.h"
-#include "models/gpt/gpt_generator.h"
+#include "models/generator.h"
 #include "models/nn/attention.h"
 #include "models/toy/toy_trainer.h"
 #include "models/toy/transformer.h"
@@ -216,7 +216,7 @@ TEST(AttentionPaths, GptGeneratesTheSameTokens) {
   const std::string model = GptGoldens() + "model.safetensors";
   std::vector<std::vector<int64_t>> runs;
   for (AttentionPath path : {AttentionPath::kFused, AttentionPath::kComposed}) {
-    ASSERT_OK_AND_ASSIGN(auto gen, models::GptGenerator::Load(model, CpuDevice(), path));
+    ASSERT_OK_AND_ASSIGN(auto gen, models::Generator::Load(model, CpuDevice(), {.attention = path}));
     for (bool cache : {true, false}) {
       for (double temperature : {0.0, 0.8}) {
         ASSERT_OK_AND_ASSIGN(std::vector<int64_t> tokens,

@@ -1,5 +1,5 @@
 // The metadata lies: every reader of a checkpoint (the library's
-// ToyConfig/GptConfig::FromCheckpoint and GptGenerator::Load, `dagrad eval`,
+// ToyConfig/GptConfig::FromCheckpoint and Generator::Load, `dagrad eval`,
 // `generate`, `export` and `train --resume`) refuses a file whose tensors
 // are not exactly those of the model its metadata describes, naming the
 // file and the tensor, with exit code 2 from the CLI; never a model built
@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
 #include "models/gpt/gpt.h"
-#include "models/gpt/gpt_generator.h"
+#include "models/generator.h"
 #include "models/toy/transformer.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/gpt_fixtures.h"
@@ -151,7 +151,7 @@ TEST(CheckpointMetadata, EveryReaderRefusesAGptCheckpointWhoseMetadataLies) {
   for (const Lie& lie : kGptLies) {
     SCOPED_TRACE(lie.key + "=" + lie.value + lie.drop);
     const std::string path = ExpectEveryReaderRefuses<models::GptConfig>(GptGoldens(), lie, dir);
-    EXPECT_STATUS(models::GptGenerator::Load(path).status(), absl::StatusCode::kInvalidArgument,
+    EXPECT_STATUS(models::Generator::Load(path).status(), absl::StatusCode::kInvalidArgument,
                   lie.why);
     ExpectRefused(RunDagrad("generate --checkpoint=" + path + " --prompt=ab --tokens=1"), path,
                   lie, "generate");

@@ -28,17 +28,17 @@ TEST(TextData, SplitsNinetyTenAndTargetsAreTheNextBytes) {
                           4, "mem"));
   EXPECT_EQ(d.train().size(), 90u);
   EXPECT_EQ(d.validation(), std::string(10, 'x'));
-  ASSERT_OK_AND_ASSIGN(TextBatch b, d.TrainBatch(3, 1, 16));
+  ASSERT_OK_AND_ASSIGN(TokenBatch b, d.TrainBatch(3, 1, 16));
   for (int64_t i = 0; i < 16 * 4; ++i) {
     if (i % 4 < 3)
       EXPECT_EQ(b.targets.data<int64_t>()[i], b.tokens.data<int64_t>()[i + 1]);
   }
-  ASSERT_OK_AND_ASSIGN(TextBatch again, d.TrainBatch(3, 1, 16));
-  ASSERT_OK_AND_ASSIGN(TextBatch other, d.TrainBatch(3, 2, 16));
+  ASSERT_OK_AND_ASSIGN(TokenBatch again, d.TrainBatch(3, 1, 16));
+  ASSERT_OK_AND_ASSIGN(TokenBatch other, d.TrainBatch(3, 2, 16));
   EXPECT_EQ(testing::AsDoubles(again.tokens), testing::AsDoubles(b.tokens));
   EXPECT_NE(testing::AsDoubles(other.tokens), testing::AsDoubles(b.tokens));
   EXPECT_EQ(d.validation_windows(), 2);  // (10 - 1) / 4 windows
-  ASSERT_OK_AND_ASSIGN(TextBatch val, d.Validation(0, 2));
+  ASSERT_OK_AND_ASSIGN(TokenBatch val, d.Validation(0, 2));
   EXPECT_EQ(val.tokens.shape(), Shape({2, 4}));
   EXPECT_STATUS(d.Validation(1, 2).status(), absl::StatusCode::kOutOfRange,
                 "validation windows [1, 1 + 2) are not within the split's 2 windows");
@@ -49,7 +49,7 @@ TEST(TextData, BinaryBytesAreTokens) {
   std::string bytes(200, '\0');
   for (int i = 0; i < 200; ++i) bytes[i] = static_cast<char>(255 - i % 256);
   ASSERT_OK_AND_ASSIGN(TextData d, TextData::FromBytes(bytes, 3, "bin"));
-  ASSERT_OK_AND_ASSIGN(TextBatch b, d.Validation(1, 1));
+  ASSERT_OK_AND_ASSIGN(TokenBatch b, d.Validation(1, 1));
   EXPECT_EQ(b.tokens.data<int64_t>()[0], 255 - 183);  // byte 180 + 3 of the file
 }
 

@@ -1,4 +1,4 @@
-// The examples of models/gpt/gpt.h, gpt_generator.h, gpt_trainer.h, text_task.h,
+// The examples of models/gpt/gpt.h, generator.h, gpt_trainer.h, text_task.h,
 // token_sampler.h, trainer.h and of nn::Linear::Tied, line for line, run (tests/header_examples.h).
 
 #include <sys/stat.h>
@@ -16,7 +16,9 @@
 #include "engine/status_macros.h"
 #include "models/fit.h"
 #include "models/gpt/gpt.h"
-#include "models/gpt/gpt_generator.h"
+#include "models/language_model.h"
+#include "models/lm_trainer.h"
+#include "models/generator.h"
 #include "models/gpt/gpt_trainer.h"
 #include "models/gpt/text_task.h"
 #include "models/gpt/token_sampler.h"
@@ -47,7 +49,7 @@ HEADER_EXAMPLE(ModelsGpt) {
   EXPECT_EQ(logits.shape(), Shape({8, 64, 256}));
   Value token = g.Input("token", DType::kInt64, {8, 1});
   Value pos = Fill(g, {1}, 3, DType::kInt64);
-  GptPast cache;
+  KvPast cache;
   for (int l = 0; l < 4; ++l) {
     cache.keys.push_back(g.Input(absl::StrCat("k", l), DType::kFloat32, {8, 4, 3, 32}));
     cache.values.push_back(g.Input(absl::StrCat("v", l), DType::kFloat32, {8, 4, 3, 32}));
@@ -75,7 +77,7 @@ HEADER_EXAMPLE(ModelsLinearTied) {
 HEADER_EXAMPLE(ModelsTextTaskAndTrainer) {
   WriteCorpus("corpus.txt");
   DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt", 64));
-  DAGRAD_ASSIGN_OR_RETURN(TextBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
+  DAGRAD_ASSIGN_OR_RETURN(TokenBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
   // b.tokens, b.targets int64 (32, 64)
   EXPECT_EQ(b.tokens.shape(), Shape({32, 64}));
   TextTrainConfig config{.model = {.block_size = 16, .dim = 16, .heads = 2, .layers = 1},
@@ -222,7 +224,57 @@ HEADER_EXAMPLE(ModelsTokenSampler) {
   return absl::OkStatus();
 }
 
-HEADER_EXAMPLE(ModelsGptGenerator) {
+// A checkpoint of any model the library knows, loaded by its metadata.
+HEADER_EXAMPLE(ModelsLanguageModel) {
+  {
+    Graph trained_graph;
+    DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(trained_graph, {.block_size = 8, .dim = 8,
+                                                                     .heads = 2, .layers = 1}));
+    Executor trained_exec(trained_graph);
+    if (mkdir("run", 0755) != 0) return absl::InternalError("mkdir run");
+    DAGRAD_RETURN_IF_ERROR(SaveVariables(trained_exec, trained.parameters(), trained.Metadata(),
+                                         "run/model.safetensors"));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint("run/model.safetensors"));
+  Graph g;
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
+                          LoadLanguageModel(g, file, "run/model.safetensors"));
+  Value logits = model->Logits(g.Input("tokens", DType::kInt64, {2, 8}));
+  EXPECT_EQ(logits.shape(), Shape({2, 8, 256}));
+  EXPECT_TRUE(model->causal());
+  return g.status();
+}
+
+// A user's data and model through LmTrainer and Fit: here the windows of
+// a counting sequence, and a GPT built by the user's function.
+HEADER_EXAMPLE(ModelsLmTrainer) {
+  auto MyBatch = [](uint64_t step, int64_t rows) -> absl::StatusOr<TokenBatch> {
+    std::vector<int64_t> x(rows * 64), y(rows * 64);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (step + i) % 256, y[i] = (step + i + 1) % 256;
+    TokenBatch b;
+    DAGRAD_ASSIGN_OR_RETURN(b.tokens, Tensor::FromVector<int64_t>({rows, 64}, x));
+    DAGRAD_ASSIGN_OR_RETURN(b.targets, Tensor::FromVector<int64_t>({rows, 64}, y));
+    return b;
+  };
+  auto MyVal = [&](int64_t first, int64_t count) { return MyBatch(1000 + first, count); };
+  auto build_my_model = [](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
+    DAGRAD_ASSIGN_OR_RETURN(Gpt gpt, Gpt::Create(g, {.block_size = 64, .dim = 8, .heads = 2,
+                                                     .layers = 1}));
+    return std::make_unique<Gpt>(std::move(gpt));
+  };
+  if (mkdir("runs", 0755) != 0 || mkdir("runs/mine", 0755) != 0) return absl::InternalError("mkdir");
+  LmData data{.train = [&](uint64_t step, int64_t batch) { return MyBatch(step, batch); },
+              .validation = [&](int64_t first, int64_t count) { return MyVal(first, count); },
+              .validation_windows = 10, .window = 64};
+  DAGRAD_ASSIGN_OR_RETURN(auto trainer, LmTrainer::Create(build_my_model, data,
+                                                          {.run = {.batch = 8, .steps = 20}}));
+  DAGRAD_ASSIGN_OR_RETURN(FitResult fit, Fit(*trainer, {.dir = "runs/mine"}));
+  EXPECT_EQ(fit.end, FitEnd::kComplete);
+  EXPECT_EQ(fit.step, 20);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsGenerator) {
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(g, {.block_size = 8, .dim = 8, .heads = 2,
                                                        .layers = 1}));
@@ -231,7 +283,7 @@ HEADER_EXAMPLE(ModelsGptGenerator) {
                                                           : absl::InternalError("mkdir"));
   DAGRAD_RETURN_IF_ERROR(SaveVariables(exec, trained.parameters(),
                                        trained.config().ToMetadata(), "run/model.safetensors"));
-  DAGRAD_ASSIGN_OR_RETURN(auto gen, GptGenerator::Load("run/model.safetensors"));
+  DAGRAD_ASSIGN_OR_RETURN(auto gen, Generator::Load("run/model.safetensors"));
   const std::string prompt = "Copyright ";
   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
       gen->Generate(BytesToTokens(prompt),

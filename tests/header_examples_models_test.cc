@@ -8,6 +8,8 @@
 #include <cstdint>
 
 #include "models/dagrad.h"
+#include "models/plot/plots.h"
+#include "models/plot/svg.h"
 #include "tests/header_examples.h"
 
 namespace dagrad::models {
@@ -187,3 +189,31 @@ HEADER_EXAMPLE(NnMaskConverters) {
 
 }  // namespace
 }  // namespace dagrad::nn
+
+namespace dagrad::plot {
+namespace {
+
+HEADER_EXAMPLE(PlotSvg) {
+  const std::vector<double> xs = {1, 2, 3}, ys = {2.0, 1.5, 1.2};
+  LineChart chart{.title = "loss", .x_label = "step", .y_label = "cross-entropy"};
+  chart.series.push_back({"train", xs, ys});
+  std::string svg = RenderSvg(840, 320, {Panel::Line(chart, 0, 0, 840, 320)});
+  EXPECT_NE(svg.find("cross-entropy"), std::string::npos);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(PlotPlots) {
+  models::FitResult fit;
+  fit.rows = {{.step = 10, .loss = 2.0}, {.step = 20, .loss = 1.0}};
+  DAGRAD_ASSIGN_OR_RETURN(Tensor layer,
+                          Tensor::FromVector<float>({1, 3, 3}, std::vector<float>(9, 1.0f / 3)));
+  const std::vector<Tensor> weights = {layer};
+  std::string curves = plot::LossCurves(fit.rows);   // models::FitResult's rows
+  std::string heads = plot::AttentionHeatmaps(weights, {"a", "b", "c"}, "attention");
+  DAGRAD_ASSIGN_OR_RETURN(std::string table, plot::PositionalEncoding(32, 16));
+  EXPECT_NE(heads.find("layer 0, head 0"), std::string::npos);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace dagrad::plot

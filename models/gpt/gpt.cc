@@ -180,7 +180,7 @@ absl::StatusOr<Gpt> Gpt::Create(Graph& g, const GptConfig& c) {
 // `heads` and returns the mask: each new query sees every kept cached key,
 // and the new keys causally (offset P in the concatenated axis would also
 // admit unkept slots, so the mask is written out).
-SoftmaxMask Gpt::AppendPast(int64_t l, const GptPast& past, nn::HeadsQkv& heads) const {
+SoftmaxMask Gpt::AppendPast(int64_t l, const KvPast& past, nn::HeadsQkv& heads) const {
   const int64_t T = heads.q.dim(2), P = past.keys[l].dim(2);
   heads.k = Concat({past.keys[l], heads.k}, 2);
   heads.v = Concat({past.values[l], heads.v}, 2);
@@ -233,7 +233,7 @@ GptOutputs Gpt::Forward(Value tokens, const GptForwardOptions& options) const {
   if (graph_ == nullptr) return {nn::NotCreated(tokens, "Gpt")};
   Graph& g = *graph_;
   if (!tokens.ok()) return {tokens};
-  const GptPast* past = options.past;
+  const KvPast* past = options.past;
   const bool past_ok =
       past == nullptr ||
       (static_cast<int64_t>(past->keys.size()) == config_.layers &&
@@ -258,6 +258,20 @@ GptOutputs Gpt::Forward(Value tokens, const GptForwardOptions& options) const {
   }
   out.logits = lm_head_(ln_f_(x));
   return out;
+}
+
+std::vector<int64_t> Gpt::axis_sizes() const {
+  return {config_.heads, config_.dim / config_.heads};
+}
+
+std::optional<KvCacheShape> Gpt::kv_cache() const {
+  return KvCacheShape{.layers = config_.layers, .heads = config_.heads,
+                      .head_dim = config_.dim / config_.heads, .dtype = config_.dtype};
+}
+
+CachedForward Gpt::ForwardCached(Value tokens, Value positions, const KvPast& past) const {
+  GptOutputs out = Forward(tokens, {.positions = positions, .past = &past});
+  return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
 }
 
 }  // namespace dagrad::models

@@ -52,6 +52,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/graph.h"
 #include "engine/io/safetensors.h"
+#include "models/language_model.h"
 #include "models/nn/nn.h"
 
 namespace dagrad::models {
@@ -88,17 +89,9 @@ struct GptConfig {
   absl::Status Validate() const;
 };
 
-// GptPast holds, per layer, the keys and values (B, H, P, Dh) of P earlier
-// positions and which of them the new tokens may attend: keep bool (P),
-// true for a filled cache slot (a cache of fixed capacity P).
-struct GptPast {
-  std::vector<Value> keys, values;
-  Value keep;
-};
-
 struct GptForwardOptions {
   Value positions;  // int64 (T): the new tokens' positions; null: 0..T-1
-  const GptPast* past = nullptr;  // null: no earlier positions
+  const KvPast* past = nullptr;  // null: no earlier positions (KvPast: a KV cache)
   bool keep_attention = false;
 };
 
@@ -108,7 +101,8 @@ struct GptOutputs {
   std::vector<Value> attention;     // per layer (B, H, T, P + T), when asked
 };
 
-class Gpt {
+// Gpt is a LanguageModel: causal, with a KV cache.
+class Gpt : public LanguageModel {
  public:
   Gpt() = default;  // empty until assigned a model made by Create
   // Create declares the parameters under g's current scope. The errors of
@@ -122,7 +116,19 @@ class Gpt {
 
   const GptConfig& config() const { return config_; }
   // The reference's state_dict order, the tied weight once.
-  const std::vector<Value>& parameters() const { return parameters_; }
+  const std::vector<Value>& parameters() const override { return parameters_; }
+
+  // LanguageModel: Logits ignores lengths (causal: padding at the end
+  // changes nothing before it); Metadata is config().ToMetadata().
+  int64_t vocab() const override { return config_.vocab; }
+  int64_t max_len() const override { return config_.block_size; }
+  std::string max_len_name() const override { return "block_size"; }
+  bool causal() const override { return true; }
+  Value Logits(Value tokens, Value lengths = Value()) const override { return (*this)(tokens); }
+  std::map<std::string, std::string> Metadata() const override { return config_.ToMetadata(); }
+  std::vector<int64_t> axis_sizes() const override;
+  std::optional<KvCacheShape> kv_cache() const override;
+  CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const override;
   nn::NamedParameters named_parameters() const {
     return nn::RelativeNames(scope_, parameters_);
   }
@@ -140,7 +146,7 @@ class Gpt {
                    const GptForwardOptions& options, GptOutputs& out) const;
   Value Attention(const Block& block, Value x, int64_t l,
                   const GptForwardOptions& options, GptOutputs& out) const;
-  SoftmaxMask AppendPast(int64_t l, const GptPast& past, nn::HeadsQkv& heads) const;
+  SoftmaxMask AppendPast(int64_t l, const KvPast& past, nn::HeadsQkv& heads) const;
 
   Graph* graph_ = nullptr;
   std::string scope_;

@@ -1,10 +1,9 @@
 // models/gpt/gpt_trainer.h
 //
-// GptTrainer trains a models::Gpt on a text file (models/gpt/text_task.h): one
-// graph holds the training step (forward, cross-entropy, backward, clipping,
-// AdamW decaying matrices only), the validation forward and a forward that
-// keeps the attention weights of the first validation window; each is
-// compiled once. Data, dropout and the learning rate are functions of
+// GptTrainer trains a models::Gpt on a text file (models/gpt/text_task.h):
+// an LmTrainer (models/lm_trainer.h: the training step, with AdamW
+// decaying matrices only, and the validation forward) with a forward that
+// keeps the attention weights of the first validation window. Data, dropout and the learning rate are functions of
 // (seed, step), so a run resumed from a checkpoint continues exactly.
 // Non-finite steps and checkpoints follow the policies every trainer shares
 // (models/trainer.h), so `dagrad train --task=text` runs the reverse task's
@@ -40,15 +39,17 @@
 #include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/io/file_io.h"
+#include "models/generator.h"
 #include "models/gpt/gpt.h"
-#include "models/gpt/gpt_generator.h"
 #include "models/gpt/text_task.h"
+#include "models/lm_trainer.h"
 #include "models/trainer.h"
 #include "ops/autodiff/optimizer.h"
 
 namespace dagrad::models {
 
-class GptTrainer : public Trainer {
+// GptTrainer is the LmTrainer of a Gpt on a TextData.
+class GptTrainer : public LmTrainer {
  public:
   // Create reads the data (TextData::Load's errors) and builds and
   // compiles the model (TextTrainConfig::Validate's errors and the
@@ -59,21 +60,11 @@ class GptTrainer : public Trainer {
       const TextTrainConfig& config, std::unique_ptr<Device> device = CpuDevice(),
       const DataParallelOptions& data_parallel = {});
 
-  // Step runs step step()+1 (Trainer::Step); accuracy is the fraction of
-  // next bytes the logits' argmax predicts.
-  absl::StatusOr<StepResult> Step() override;
-  // Evaluate returns the mean token loss and the accuracy over the
-  // validation windows scored, eval_windows() of them (eval mode), run
-  // config.run.batch windows at a time.
-  absl::StatusOr<EvalResult> Evaluate() override;
-  // eval_windows is how many validation windows Evaluate scores: all the
-  // split's (TextData::validation_windows) unless config.eval_windows caps it.
-  int64_t eval_windows() const { return eval_windows_; }
   // Attention returns, per layer, the weights (H, T, T) of the first
   // validation window, and that window's bytes.
   absl::StatusOr<std::vector<Tensor>> Attention(std::string* window);
   // Sample continues `prompt` (non-empty bytes) with `tokens` bytes from the
-  // current weights (GptGenerator).
+  // current weights (Generator).
   absl::StatusOr<std::string> Sample(const std::string& prompt, int64_t tokens,
                                      const SamplingOptions& sampling);
 
@@ -81,40 +72,21 @@ class GptTrainer : public Trainer {
   // gpt-text-train-state/1; SaveModel writes the parameters with the
   // model's metadata (model=gpt): what `dagrad eval`, `dagrad generate` and
   // tools/reference/gpt.py load.
-  const TextTrainConfig& config() const { return config_; }
-  const RunConfig& run_config() const override { return config_.run; }
-  const TextData& data() const { return *data_; }
-  Value logits() const { return logits_; }
-  Value loss() const { return loss_; }
+  const TextTrainConfig& config() const { return text_config_; }
+  const TextData& data() const { return *text_; }
 
  private:
   GptTrainer() = default;
-  // EvalForward is the validation forward of `rows` windows, in its own
-  // scope of the graph, and its compiled plan.
-  struct EvalForward {
-    int64_t rows = 0;
-    Value tokens, targets, stats;
-    std::unique_ptr<Plan> plan;
-  };
-  absl::Status Build(std::unique_ptr<Device> device);
-  absl::Status BuildEval();
-  std::vector<Value> Parameters() const override;
-  TrainingState State() const override;
-  std::map<std::string, std::string> ModelMetadata() const override;
+  // The forward that keeps the attention weights of one window.
+  absl::Status BuildMore() override;
+  absl::Status CompileMore() override;
+  const Gpt& gpt() const { return static_cast<const Gpt&>(model()); }
 
-  TextTrainConfig config_;
-  std::unique_ptr<TextData> data_;
-  Gpt model_;
+  TextTrainConfig text_config_;
+  std::unique_ptr<TextData> text_;
   std::unique_ptr<Plan> attention_plan_;
-  Value tokens_, targets_, logits_, loss_;
   Value window_tokens_;
   std::vector<Value> attention_;
-  // The scored windows run in batches of eval_full_.rows and, when that
-  // does not divide them, one last batch of eval_last_.rows: a graph has
-  // one shape, and a padded last batch would weigh its padding's tokens.
-  int64_t eval_windows_ = 0;
-  EvalForward eval_full_, eval_last_;
-  LrSchedule schedule_;
 };
 
 }  // namespace dagrad::models

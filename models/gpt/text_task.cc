@@ -47,10 +47,10 @@ absl::StatusOr<TextData> TextData::FromBytes(std::string bytes, int64_t seq_len,
   return d;
 }
 
-absl::StatusOr<TextBatch> TextData::Windows(
+absl::StatusOr<TokenBatch> TextData::Windows(
     const std::string& split, const std::vector<int64_t>& offsets) const {
   const int64_t B = static_cast<int64_t>(offsets.size()), T = seq_len_;
-  TextBatch b;
+  TokenBatch b;
   DAGRAD_ASSIGN_OR_RETURN(b.tokens, Tensor::Zeros(DType::kInt64, {B, T}));
   DAGRAD_ASSIGN_OR_RETURN(b.targets, Tensor::Zeros(DType::kInt64, {B, T}));
   int64_t* tokens = b.tokens.data<int64_t>();
@@ -65,7 +65,7 @@ absl::StatusOr<TextBatch> TextData::Windows(
   return b;
 }
 
-absl::StatusOr<TextBatch> TextData::TrainBatch(uint64_t seed, uint64_t index,
+absl::StatusOr<TokenBatch> TextData::TrainBatch(uint64_t seed, uint64_t index,
                                                int64_t batch) const {
   if (batch < 1)
     return absl::InvalidArgumentError(
@@ -88,7 +88,7 @@ int64_t TextData::validation_windows() const {
   return (static_cast<int64_t>(validation_.size()) - 1) / seq_len_;
 }
 
-absl::StatusOr<TextBatch> TextData::Validation(int64_t first, int64_t count) const {
+absl::StatusOr<TokenBatch> TextData::Validation(int64_t first, int64_t count) const {
   const int64_t n = validation_windows();
   if (first < 0 || count < 1 || first > n - count) {
     return absl::OutOfRangeError(absl::StrCat("validation windows [", first, ", ", first,

@@ -15,7 +15,7 @@
 // validation_windows() of them, or the first TextTrainConfig::eval_windows.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt", 64));
-//   DAGRAD_ASSIGN_OR_RETURN(TextBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
+//   DAGRAD_ASSIGN_OR_RETURN(TokenBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
 //   // b.tokens, b.targets int64 (32, 64)
 
 #ifndef DAGRAD_MODELS_GPT_TEXT_TASK_H_
@@ -30,15 +30,12 @@
 #include "absl/strings/string_view.h"
 #include "engine/tensor.h"
 #include "models/gpt/gpt.h"
+#include "models/lm_trainer.h"
 #include "models/trainer.h"
 #include "ops/autodiff/optimizer.h"
 
 namespace dagrad::models {
 
-struct TextBatch {
-  Tensor tokens;   // int64 (B, T)
-  Tensor targets;  // int64 (B, T): the next bytes
-};
 
 class TextData {
  public:
@@ -53,12 +50,12 @@ class TextData {
                                             absl::string_view name);
 
   // TrainBatch returns batch number `index` of the training split.
-  absl::StatusOr<TextBatch> TrainBatch(uint64_t seed, uint64_t index,
+  absl::StatusOr<TokenBatch> TrainBatch(uint64_t seed, uint64_t index,
                                        int64_t batch) const;
   // Validation returns `count` consecutive validation windows from window
   // `first` on: OutOfRange unless 0 <= first, 1 <= count and first + count
   // <= validation_windows().
-  absl::StatusOr<TextBatch> Validation(int64_t first, int64_t count) const;
+  absl::StatusOr<TokenBatch> Validation(int64_t first, int64_t count) const;
   // validation_windows is how many windows the validation split holds,
   // (bytes - 1) / seq_len: every byte but the first is a target once.
   int64_t validation_windows() const;
@@ -69,7 +66,7 @@ class TextData {
 
  private:
   TextData() = default;
-  absl::StatusOr<TextBatch> Windows(const std::string& split,
+  absl::StatusOr<TokenBatch> Windows(const std::string& split,
                                     const std::vector<int64_t>& offsets) const;
 
   int64_t seq_len_ = 0;

@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/graph.h"
 #include "engine/io/safetensors.h"
+#include "models/language_model.h"
 #include "models/nn/nn.h"
 
 namespace dagrad::models {
@@ -68,7 +69,9 @@ struct ToyOutputs {
   std::vector<Value> attention;       // per layer (B, H, T, T), when asked
 };
 
-class ToyTransformer {
+// ToyTransformer is a LanguageModel: bidirectional (an encoder, not
+// causal), reading lengths.
+class ToyTransformer : public LanguageModel {
  public:
   static absl::StatusOr<ToyTransformer> Create(Graph& g, const ToyConfig& config);
 
@@ -78,7 +81,20 @@ class ToyTransformer {
 
   const ToyConfig& config() const { return config_; }
   // parameters in the reference's state_dict order.
-  const std::vector<Value>& parameters() const { return parameters_; }
+  const std::vector<Value>& parameters() const override { return parameters_; }
+
+  // LanguageModel: Metadata is config().ToMetadata() (no "model" key, as
+  // the PyTorch reference's files).
+  int64_t vocab() const override { return config_.vocab; }
+  int64_t max_len() const override { return config_.seq_len; }
+  std::string max_len_name() const override { return "seq_len"; }
+  bool causal() const override { return false; }
+  bool takes_lengths() const override { return true; }
+  Value Logits(Value tokens, Value lengths = Value()) const override {
+    return (*this)(tokens, lengths).logits;
+  }
+  std::map<std::string, std::string> Metadata() const override { return config_.ToMetadata(); }
+  std::vector<int64_t> axis_sizes() const override;
   nn::NamedParameters named_parameters() const { return nn::RelativeNames(scope_, parameters_); }
 
  private:

@@ -1,8 +1,9 @@
-// `dagrad export`: writes a trained model (toy transformer or GPT
-// checkpoint) as an ONNX model for inference (ops/onnx/export.h), its
-// input `tokens` int64 (batch, sequence) and, for the toy model, `lengths`
-// int64 (batch) as `dagrad eval`'s input file names them, its output
-// `logits` (batch, sequence, vocab). Batch and sequence are symbolic.
+// `dagrad export`: writes a trained model (any models::LanguageModel a
+// checkpoint names: the toy transformer, the GPT) as an ONNX model for
+// inference (ops/onnx/export.h), its input `tokens` int64 (batch, sequence)
+// and, for a model that reads them (the toy transformer), `lengths` int64
+// (batch) as `dagrad eval`'s input file names them, its output `logits`
+// (batch, sequence, vocab). Batch and sequence are symbolic.
 
 #include <iostream>
 #include <set>
@@ -15,11 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
-#include "models/gpt/gpt.h"
-#include "models/toy/transformer.h"
+#include "models/language_model.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
-#include "tools/cli/eval_gpt.h"
 #ifdef DAGRAD_HAVE_ONNX
 #include "ops/onnx/export.h"
 #endif
@@ -58,46 +57,27 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ExportSizes(const std::vector<Value>
   return std::pair{batch, sequence};
 }
 
-// ToyGraph builds the toy transformer's logits for tokens (B, T), lengths (B).
-absl::StatusOr<Value> ToyGraph(Graph& g, const SafetensorsFile& ckpt, const std::string& path) {
-  absl::StatusOr<models::ToyConfig> c = models::ToyConfig::FromCheckpoint(ckpt, path);
-  if (!c.ok()) return c.status();
-  DAGRAD_ASSIGN_OR_RETURN(c->attention, AttentionFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, *c));
-  const int64_t head = c->dim / c->heads;
-  DAGRAD_ASSIGN_OR_RETURN(
-      auto sizes, ExportSizes(model.parameters(), {2, 3, c->heads, head, head / 2, c->dim / 2},
-                              c->seq_len));
-  Value tokens = g.Input("tokens", DType::kInt64, {sizes.first, sizes.second});
-  Value lengths = g.Input("lengths", DType::kInt64, {sizes.first});
-  return model(tokens, lengths).logits;
-}
-
-// GptGraph builds the GPT's logits for tokens (B, T).
-absl::StatusOr<Value> GptGraph(Graph& g, const SafetensorsFile& ckpt, const std::string& path) {
-  absl::StatusOr<models::GptConfig> c = models::GptConfig::FromCheckpoint(ckpt, path);
-  if (!c.ok()) return c.status();
-  DAGRAD_ASSIGN_OR_RETURN(c->attention, AttentionFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(models::Gpt model, models::Gpt::Create(g, *c));
-  const int64_t head = c->dim / c->heads;
-  DAGRAD_ASSIGN_OR_RETURN(
-      auto sizes,
-      ExportSizes(model.parameters(), {2, 3, c->heads, head}, c->block_size));
-  return model(g.Input("tokens", DType::kInt64, {sizes.first, sizes.second}));
-}
-
 absl::Status Export(const std::string& checkpoint, const std::string& out) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint(checkpoint));
+  DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
   Graph g;
-  const bool gpt = IsGptCheckpoint(ckpt);
-  DAGRAD_ASSIGN_OR_RETURN(Value logits,
-                          gpt ? GptGraph(g, ckpt, checkpoint) : ToyGraph(g, ckpt, checkpoint));
-  DAGRAD_RETURN_IF_ERROR(g.status());
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<models::LanguageModel> model,
+                          models::LoadLanguageModel(g, ckpt, checkpoint, {.attention = attention}));
+  std::vector<int64_t> axes = model->axis_sizes();
+  axes.insert(axes.end(), {2, 3});  // pairs, and q, k, v
+  DAGRAD_ASSIGN_OR_RETURN(auto sizes, ExportSizes(model->parameters(), axes, model->max_len()));
   OnnxExportOptions options;
   options.variables = &ckpt;
   options.output_names = {"logits"};
   options.dynamic_dims = {{"tokens", 0, "batch"}, {"tokens", 1, "sequence"}};
-  if (!gpt) options.dynamic_dims.push_back({"lengths", 0, "batch"});
+  const Value tokens = g.Input("tokens", DType::kInt64, {sizes.first, sizes.second});
+  Value lengths;
+  if (model->takes_lengths()) {
+    lengths = g.Input("lengths", DType::kInt64, {sizes.first});
+    options.dynamic_dims.push_back({"lengths", 0, "batch"});
+  }
+  const Value logits = model->Logits(tokens, lengths);
+  DAGRAD_RETURN_IF_ERROR(g.status());
   return ExportOnnx(g, {logits}, out, options);
 }
 

@@ -15,7 +15,7 @@
 #include "engine/io/file_io.h"
 #include "engine/io/utf8.h"
 #include "engine/status_macros.h"
-#include "models/gpt/gpt_generator.h"
+#include "models/generator.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 
@@ -69,8 +69,8 @@ int RunGenerate() {
   if (!device.ok()) return Failure(cmd, device.status());
   absl::StatusOr<nn::AttentionPath> attention = AttentionFromFlags();
   if (!attention.ok()) return UsageError(cmd, std::string(attention.status().message()));
-  auto gen = models::GptGenerator::Load(absl::GetFlag(FLAGS_checkpoint),
-                                        *std::move(device), *attention);
+  auto gen = models::Generator::Load(absl::GetFlag(FLAGS_checkpoint), *std::move(device),
+                                     {.attention = *attention});
   if (!gen.ok()) return Failure(cmd, gen.status());
   // The prompt, then each byte as it is drawn, as valid UTF-8 (TerminalText):
   // a sequence still incomplete waits for its next bytes.

@@ -10,84 +10,13 @@
 #include "engine/executor.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
-#include "models/nn/positional_encoding.h"
-#include "tools/cli/svg_plot.h"
+#include "models/plot/plots.h"
 
 namespace dagrad::cli {
-namespace {
 
-absl::Status LossSvg(const std::vector<models::MetricsRow>& rows, const std::string& path) {
-  Series loss{"train"}, eval_loss{"held-out"}, train_acc{"train"}, eval_acc{"held-out"};
-  for (const models::MetricsRow& r : rows) {
-    loss.x.push_back(r.step), loss.y.push_back(r.loss);
-    eval_loss.x.push_back(r.step), eval_loss.y.push_back(r.eval_loss);
-    train_acc.x.push_back(r.step), train_acc.y.push_back(r.train_accuracy);
-    eval_acc.x.push_back(r.step), eval_acc.y.push_back(r.eval_accuracy);
-  }
-  const std::string svg = RenderSvg(
-      900, 340,
-      {Panel::Line({"loss", "step", "cross-entropy", {loss, eval_loss}}, 0, 20, 450, 320),
-       Panel::Line({"token accuracy", "step", "accuracy", {train_acc, eval_acc}}, 450, 20, 450,
-                   320)},
-      "training");
-  return WriteFileAtomically(path, svg);
+absl::Status TrainOutputs::WriteLossSvg() const {
+  return WriteFileAtomically(path("loss.svg"), plot::LossCurves(rows_));
 }
-
-absl::Status AttentionSvg(const models::AttentionSample& sample, int64_t heads,
-                          const std::string& path) {
-  std::vector<std::string> labels;
-  for (int64_t t : sample.tokens) labels.push_back(absl::StrCat(t));
-  const int layers = static_cast<int>(sample.weights.size());
-  const double cell = 230;
-  std::vector<Panel> panels;
-  for (int l = 0; l < layers; ++l) {
-    const Tensor& w = sample.weights[l];
-    const int len = static_cast<int>(w.shape()[1]);
-    for (int64_t h = 0; h < heads; ++h) {
-      Heatmap m;
-      m.title = absl::StrCat("layer ", l, ", head ", h);
-      m.rows = m.cols = len;
-      m.values.assign(w.data<float>() + h * len * len, w.data<float>() + (h + 1) * len * len);
-      m.row_labels = m.col_labels = labels;
-      m.row_axis = "query";
-      m.col_axis = "key";
-      panels.push_back(Panel::Map(std::move(m), h * cell, 30 + l * cell, cell, cell));
-    }
-  }
-  return WriteFileAtomically(
-      path, RenderSvg(cell * heads, 30 + cell * layers, panels,
-                      "attention weights for a held-out sequence (row: query, column: key)"));
-}
-
-absl::Status PositionalEncodingSvg(int64_t max_len, int64_t dim, const std::string& path) {
-  Graph g;
-  Value table = models::SinusoidalTable(g, max_len, dim);
-  Executor exec(g);
-  DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({table}));
-  DAGRAD_ASSIGN_OR_RETURN(auto out, exec.Run(*plan, {}));
-  const float* p = out[0].data<float>();
-  Heatmap m{.title = absl::StrCat("P (", max_len, " positions x ", dim, " dims)"),
-            .rows = static_cast<int>(max_len), .cols = static_cast<int>(dim),
-            .values = std::vector<double>(p, p + max_len * dim), .min = -1, .max = 1,
-            .row_axis = "position", .col_axis = "encoding dimension"};
-  LineChart curves{"columns 6-9 (as d2l plots them)", "position", "value", {}};
-  for (int64_t c = std::min<int64_t>(6, dim - 1); c < std::min<int64_t>(10, dim); ++c) {
-    Series s{absl::StrCat("col ", c)};
-    for (int64_t i = 0; i < max_len; ++i) {
-      s.x.push_back(i);
-      s.y.push_back(p[i * dim + c]);
-    }
-    curves.series.push_back(std::move(s));
-  }
-  return WriteFileAtomically(path, RenderSvg(980, 380,
-                                             {Panel::Map(m, 0, 30, 480, 340),
-                                              Panel::Line(curves, 500, 30, 480, 340)},
-                                             "sinusoidal positional encoding"));
-}
-
-}  // namespace
-
-absl::Status TrainOutputs::WriteLossSvg() const { return LossSvg(rows_, path("loss.svg")); }
 
 
 absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer,
@@ -101,10 +30,17 @@ absl::Status TrainOutputs::WriteAll(models::ToyTrainer& trainer,
   DAGRAD_RETURN_IF_ERROR(stopped());
   DAGRAD_RETURN_IF_ERROR(WriteLossSvg());
   DAGRAD_ASSIGN_OR_RETURN(models::AttentionSample sample, trainer.SampleAttention(0));
-  DAGRAD_RETURN_IF_ERROR(AttentionSvg(sample, c.model.heads, path("attention.svg")));
+  std::vector<std::string> labels;
+  for (int64_t t : sample.tokens) labels.push_back(absl::StrCat(t));
+  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(
+      path("attention.svg"),
+      plot::AttentionHeatmaps(sample.weights, labels,
+                              "attention weights for a held-out sequence (row: query, column: "
+                              "key)")));
   DAGRAD_RETURN_IF_ERROR(stopped());
-  DAGRAD_RETURN_IF_ERROR(
-      PositionalEncodingSvg(c.model.seq_len, c.model.dim, path("positional_encoding.svg")));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string encoding,
+                          plot::PositionalEncoding(c.model.seq_len, c.model.dim));
+  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(path("positional_encoding.svg"), encoding));
   DAGRAD_RETURN_IF_ERROR(stopped());
   const Graph& g = trainer.graph();
   DAGRAD_ASSIGN_OR_RETURN(

@@ -28,8 +28,8 @@
 #include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/gpt/gpt_trainer.h"
+#include "models/plot/plots.h"
 #include "tools/cli/common_flags.h"
-#include "tools/cli/svg_plot.h"
 #include "tools/cli/train_parallel.h"
 
 ABSL_FLAG(std::string, data, "", "--task=text: the text file to train on (bytes are tokens)");
@@ -78,25 +78,10 @@ absl::Status AttentionSvg(models::GptTrainer& t, const std::string& path) {
     labels.push_back(ch >= 32 && ch < 127 ? std::string(1, ch)
                                           : absl::StrFormat("%02x", ch & 0xff));
   }
-  const int64_t H = t.config().model.heads, T = t.config().model.block_size;
-  const double cell = 230;
-  std::vector<Panel> panels;
-  for (size_t l = 0; l < weights.size(); ++l) {
-    for (int64_t h = 0; h < H; ++h) {
-      Heatmap m{.title = absl::StrCat("layer ", l, ", head ", h),
-                .rows = static_cast<int>(T),
-                .cols = static_cast<int>(T)};
-      const float* w = weights[l].data<float>() + h * T * T;
-      m.values.assign(w, w + T * T);
-      m.row_labels = m.col_labels = labels;
-      m.row_axis = "query", m.col_axis = "key";
-      panels.push_back(Panel::Map(std::move(m), h * cell, 30 + l * cell, cell, cell));
-    }
-  }
   return WriteFileAtomically(
-      path, RenderSvg(cell * H, 30 + cell * weights.size(), panels,
-                      "causal attention on the first validation window (row: query, "
-                      "column: key)"));
+      path, plot::AttentionHeatmaps(weights, labels,
+                                    "causal attention on the first validation window (row: "
+                                    "query, column: key)"));
 }
 
 // GraphDots writes forward.dot and train_step.dot.

@@ -45,7 +45,8 @@ LAYERS = [
     ("models", ["models/",  # tasks, trainers, the umbrella header
                 "models/nn/",  # layers (dagrad::nn)
                 "models/gpt/",  # the GPT, its trainer and generator
-                "models/toy/"]),  # the toy transformer and tasks
+                "models/toy/",  # the toy transformer and tasks
+                "models/plot/"]),  # SVG charts of a run (dagrad::plot)
     ("tools", ["tools/"]),  # the dagrad CLI, benchmarks
     ("tests", ["tests/"]),  # the test suite
 ]

@@ -1,4 +1,4 @@
-#include "models/gpt/gpt_generator.h"
+#include "models/generator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,65 +24,67 @@ std::string TokensToBytes(absl::Span<const int64_t> tokens) {
   return bytes;
 }
 
-absl::StatusOr<std::unique_ptr<GptGenerator>> GptGenerator::Create(
-    const GptConfig& config, const SafetensorsFile& weights,
-    std::unique_ptr<Device> device) {
-  DAGRAD_RETURN_IF_ERROR(config.Validate());
-  std::unique_ptr<GptGenerator> gen(new GptGenerator());
-  gen->config_ = config;
+absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(
+    const ModelBuilder& build, const SafetensorsFile& weights, std::unique_ptr<Device> device) {
+  std::unique_ptr<Generator> gen(new Generator());
+  gen->graph_ = std::make_unique<Graph>();
+  DAGRAD_ASSIGN_OR_RETURN(gen->model_, build(*gen->graph_));
+  if (!gen->model_->causal()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generation continues causal models only; this one (model=",
+        ModelKind(gen->model_->Metadata()), ") sees every position of its input"));
+  }
   DAGRAD_RETURN_IF_ERROR(gen->Build(weights, std::move(device)));
   return gen;
 }
 
-absl::StatusOr<std::unique_ptr<GptGenerator>> GptGenerator::Load(
-    const std::string& path, std::unique_ptr<Device> device, nn::AttentionPath attention) {
+absl::StatusOr<std::unique_ptr<Generator>> Generator::Load(
+    const std::string& path, std::unique_ptr<Device> device, const LanguageModelOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
-  DAGRAD_ASSIGN_OR_RETURN(GptConfig config, GptConfig::FromCheckpoint(file, path));
-  config.attention = attention;
-  return Create(config, file, std::move(device));
+  return Create([&](Graph& g) { return LoadLanguageModel(g, file, path, options); }, file,
+                std::move(device));
 }
 
-absl::Status GptGenerator::Build(const SafetensorsFile& weights,
-                                 std::unique_ptr<Device> device) {
-  const GptConfig& c = config_;
-  graph_ = std::make_unique<Graph>();
+absl::Status Generator::Build(const SafetensorsFile& weights, std::unique_ptr<Device> device) {
   Graph& g = *graph_;
-  DAGRAD_ASSIGN_OR_RETURN(model_, Gpt::Create(g, c));
-  window_tokens_ = g.Input("window_tokens", DType::kInt64, {1, c.block_size});
-  window_logits_ = model_(window_tokens_);
-  const int64_t P = c.block_size - 1, H = c.heads, Dh = c.dim / c.heads;
+  window_tokens_ = g.Input("window_tokens", DType::kInt64, {1, model_->max_len()});
+  window_logits_ = model_->Logits(window_tokens_);
   std::vector<Value> step_fetches;
-  if (P > 0) {  // with block_size 1 there is nothing to cache
-    for (int64_t l = 0; l < c.layers; ++l) {
-      past_.keys.push_back(
-          g.Input(absl::StrCat("past_keys_", l), c.dtype, {1, H, P, Dh}));
-      past_.values.push_back(
-          g.Input(absl::StrCat("past_values_", l), c.dtype, {1, H, P, Dh}));
-      for (std::vector<Tensor>* cache : {&cache_keys_, &cache_values_}) {
-        DAGRAD_ASSIGN_OR_RETURN(Tensor zeros,
-                                Tensor::Zeros(c.dtype, {1, H, P, Dh}));
-        cache->push_back(std::move(zeros));
-      }
-    }
-    past_.keep = g.Input("past_keep", DType::kBool, {P});
-    DAGRAD_ASSIGN_OR_RETURN(cache_keep_, Tensor::Zeros(DType::kBool, {P}));
-    step_token_ = g.Input("step_token", DType::kInt64, {1, 1});
-    step_position_ = g.Input("step_position", DType::kInt64, {1});
-    step_ = model_.Forward(step_token_,
-                           {.positions = step_position_, .past = &past_});
-    step_fetches = {step_.logits};
-    for (int64_t l = 0; l < c.layers; ++l) {
-      step_fetches.push_back(step_.keys[l]);
-      step_fetches.push_back(step_.values[l]);
-    }
+  const std::optional<KvCacheShape> kv = model_->kv_cache();
+  // With block_size 1 there is nothing to cache.
+  if (kv && model_->max_len() > 1) {
+    DAGRAD_RETURN_IF_ERROR(BuildCacheStep(*kv, step_fetches));
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
   exec_ = std::make_unique<Executor>(g, std::move(device));
-  DAGRAD_RETURN_IF_ERROR(
-      AssignVariables(*exec_, model_.parameters(), weights, "gpt weights"));
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, model_->parameters(), weights, "model weights"));
   DAGRAD_ASSIGN_OR_RETURN(window_plan_, exec_->Compile({window_logits_}));
-  if (P > 0) {
+  if (!step_fetches.empty()) {
     DAGRAD_ASSIGN_OR_RETURN(step_plan_, exec_->Compile(step_fetches));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Generator::BuildCacheStep(const KvCacheShape& kv, std::vector<Value>& fetches) {
+  Graph& g = *graph_;
+  const int64_t P = model_->max_len() - 1, H = kv.heads, Dh = kv.head_dim;
+  for (int64_t l = 0; l < kv.layers; ++l) {
+    past_.keys.push_back(g.Input(absl::StrCat("past_keys_", l), kv.dtype, {1, H, P, Dh}));
+    past_.values.push_back(g.Input(absl::StrCat("past_values_", l), kv.dtype, {1, H, P, Dh}));
+    for (std::vector<Tensor>* cache : {&cache_keys_, &cache_values_}) {
+      DAGRAD_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(kv.dtype, {1, H, P, Dh}));
+      cache->push_back(std::move(zeros));
+    }
+  }
+  past_.keep = g.Input("past_keep", DType::kBool, {P});
+  DAGRAD_ASSIGN_OR_RETURN(cache_keep_, Tensor::Zeros(DType::kBool, {P}));
+  step_token_ = g.Input("step_token", DType::kInt64, {1, 1});
+  step_position_ = g.Input("step_position", DType::kInt64, {1});
+  step_ = model_->ForwardCached(step_token_, step_position_, past_);
+  fetches = {step_.logits};
+  for (int64_t l = 0; l < kv.layers; ++l) {
+    fetches.push_back(step_.keys[l]);
+    fetches.push_back(step_.values[l]);
   }
   return absl::OkStatus();
 }
@@ -117,11 +119,11 @@ void StoreSlot(const Tensor& fresh, int64_t p, Tensor& cache) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<float>> GptGenerator::WindowLogits(
+absl::StatusOr<std::vector<float>> Generator::WindowLogits(
     absl::Span<const int64_t> window) {
   // Right-padding is exact: a causal model's row t never sees positions > t.
   DAGRAD_ASSIGN_OR_RETURN(
-      Tensor tokens, Tensor::Zeros(DType::kInt64, {1, config_.block_size}));
+      Tensor tokens, Tensor::Zeros(DType::kInt64, {1, model_->max_len()}));
   std::copy(window.begin(), window.end(), tokens.data<int64_t>());
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
@@ -129,9 +131,9 @@ absl::StatusOr<std::vector<float>> GptGenerator::WindowLogits(
   return Row(out[0], static_cast<int64_t>(window.size()) - 1);
 }
 
-absl::StatusOr<std::vector<float>> GptGenerator::CachedLogits(
+absl::StatusOr<std::vector<float>> Generator::CachedLogits(
     int64_t token, int64_t position) {
-  const int64_t P = config_.block_size - 1;
+  const int64_t P = model_->max_len() - 1;
   bool* keep = cache_keep_.data<bool>();
   for (int64_t p = 0; p < P; ++p) keep[p] = p < position;
   DAGRAD_ASSIGN_OR_RETURN(Tensor token_tensor,
@@ -141,14 +143,14 @@ absl::StatusOr<std::vector<float>> GptGenerator::CachedLogits(
   Feeds feeds = {{step_token_, token_tensor},
                  {step_position_, position_tensor},
                  {past_.keep, cache_keep_}};
-  for (int64_t l = 0; l < config_.layers; ++l) {
+  for (size_t l = 0; l < past_.keys.size(); ++l) {
     feeds.push_back({past_.keys[l], cache_keys_[l]});
     feeds.push_back({past_.values[l], cache_values_[l]});
   }
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                           exec_->Run(*step_plan_, feeds));
   if (position < P) {  // the last position's keys are never attended to
-    for (int64_t l = 0; l < config_.layers; ++l) {
+    for (size_t l = 0; l < past_.keys.size(); ++l) {
       StoreSlot(out[1 + 2 * l], position, cache_keys_[l]);
       StoreSlot(out[2 + 2 * l], position, cache_values_[l]);
     }
@@ -156,7 +158,7 @@ absl::StatusOr<std::vector<float>> GptGenerator::CachedLogits(
   return Row(out[0], 0);
 }
 
-absl::StatusOr<std::vector<int64_t>> GptGenerator::Generate(
+absl::StatusOr<std::vector<int64_t>> Generator::Generate(
     absl::Span<const int64_t> prompt, const GenerateOptions& options) {
   DAGRAD_RETURN_IF_ERROR(CheckSampling(options.sampling));
   if (options.tokens < 0) {
@@ -166,15 +168,15 @@ absl::StatusOr<std::vector<int64_t>> GptGenerator::Generate(
   if (prompt.empty())
     return absl::InvalidArgumentError("generate: the prompt is empty");
   for (size_t i = 0; i < prompt.size(); ++i) {
-    if (prompt[i] < 0 || prompt[i] >= config_.vocab) {
+    if (prompt[i] < 0 || prompt[i] >= model_->vocab()) {
       return absl::InvalidArgumentError(
           absl::StrCat("generate: prompt token ", i, " is ", prompt[i],
-                       ", outside [0, ", config_.vocab, ")"));
+                       ", outside [0, ", model_->vocab(), ")"));
     }
   }
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<TokenSampler> sampler,
-                          TokenSampler::Create(config_.vocab, options.sampling));
-  const int64_t block = config_.block_size;
+                          TokenSampler::Create(model_->vocab(), options.sampling));
+  const int64_t block = model_->max_len();
   const bool cache = options.kv_cache && step_plan_ != nullptr;
   std::vector<int64_t> seq(prompt.begin(), prompt.end());
   int64_t cached = 0;  // positions whose keys and values are in the cache

@@ -1,6 +1,7 @@
-// Generation with models::Gpt (models/gpt/gpt_generator.h): greedy output equals
-// the reference's (tools/goldens/gpt.py), the KV cache changes nothing, also
-// after the window slides, and sampling is seeded.
+// Generation (models/generator.h) with models::Gpt and with any causal
+// LanguageModel: greedy output equals the reference's
+// (tools/goldens/gpt.py), the KV cache changes nothing, also after the
+// window slides, and sampling is seeded.
 
 #include <cmath>
 #include <string>
@@ -8,8 +9,9 @@
 
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
+#include "models/generator.h"
 #include "models/gpt/gpt.h"
-#include "models/gpt/gpt_generator.h"
+#include "models/toy/transformer.h"
 #include "ops/fill.h"
 #include "ops/shape_ops.h"
 #include "tests/support/gpt_fixtures.h"
@@ -24,7 +26,7 @@ const std::string kGoldens = testing::GptGoldens();
 
 TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
   ASSERT_OK_AND_ASSIGN(auto gen,
-                       GptGenerator::Load(kGoldens + "model.safetensors"));
+                       Generator::Load(kGoldens + "model.safetensors"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile in,
                        ReadSafetensors(kGoldens + "input.safetensors"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile want,
@@ -35,8 +37,8 @@ TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
   const int64_t T = tokens.shape()[1], total = greedy.shape()[1];
   // Prompt and output overflow the window: the last total - block_size
   // tokens come after it slid, where the cache is rebuilt for every token.
-  ASSERT_LT(T, gen->config().block_size);
-  ASSERT_GT(total, gen->config().block_size + 4);
+  ASSERT_LT(T, gen->model().max_len());
+  ASSERT_GT(total, gen->model().max_len() + 4);
   for (int64_t b = 0; b < tokens.shape()[0]; ++b) {
     const int64_t* row = tokens.data<int64_t>() + b * T;
     const int64_t* expected = greedy.data<int64_t>() + b * total;
@@ -54,7 +56,7 @@ TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
 
 TEST(GptGenerate, CacheEqualsRecomputingTheWindowWhenSampling) {
   ASSERT_OK_AND_ASSIGN(auto gen,
-                       GptGenerator::Load(kGoldens + "model.safetensors"));
+                       Generator::Load(kGoldens + "model.safetensors"));
   const std::vector<int64_t> prompt = {72, 105};
   for (uint64_t seed : {1, 2}) {
     GenerateOptions options{
@@ -86,7 +88,7 @@ TEST(GptGenerate, ForwardWithPastContinuesTheSequence) {
   Value all = g.Input("tokens", DType::kInt64, {B, T1 + T2});
   Value full = model(all);
   GptOutputs first = model.Forward(Slice(all, 1, 0, T1));
-  GptPast past{first.keys, first.values, Fill(g, {T1}, 1, DType::kBool)};
+  KvPast past{first.keys, first.values, Fill(g, {T1}, 1, DType::kBool)};
   Value rest =
       model
           .Forward(Slice(all, 1, T1, T1 + T2),
@@ -151,7 +153,7 @@ TEST(TokenSampler, ATemperatureNearZeroIsGreedy) {
 
 // A seed reproduces a sample byte for byte, and another seed draws another.
 TEST(TokenSampler, ASeedReproducesItsSample) {
-  ASSERT_OK_AND_ASSIGN(auto gen, GptGenerator::Load(kGoldens + "model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(auto gen, Generator::Load(kGoldens + "model.safetensors"));
   auto sample = [&](uint64_t seed) {
     absl::StatusOr<std::vector<int64_t>> out = gen->Generate(
         BytesToTokens("Hi"),
@@ -167,15 +169,65 @@ TEST(TokenSampler, ASeedReproducesItsSample) {
 
 TEST(GptGenerate, Errors) {
   ASSERT_OK_AND_ASSIGN(auto gen,
-                       GptGenerator::Load(kGoldens + "model.safetensors"));
+                       Generator::Load(kGoldens + "model.safetensors"));
   EXPECT_STATUS(gen->Generate({}, {}).status(),
                 absl::StatusCode::kInvalidArgument, "empty");
   EXPECT_STATUS(gen->Generate({300}, {}).status(),
                 absl::StatusCode::kInvalidArgument, "outside [0, 256)");
-  EXPECT_STATUS(GptGenerator::Load(kGoldens + "input.safetensors").status(),
+  EXPECT_STATUS(Generator::Load(kGoldens + "input.safetensors").status(),
                 absl::StatusCode::kInvalidArgument, "'model' is missing");
   EXPECT_EQ(TokensToBytes(BytesToTokens(std::string("a\xff\0b", 4))),
             std::string("a\xff\0b", 4));
+}
+
+// A user's causal model: the GPT's function behind the interface alone,
+// without a KV cache, so that the generator recomputes the window.
+class WrappedGpt : public LanguageModel {
+ public:
+  explicit WrappedGpt(Gpt gpt) : gpt_(std::move(gpt)) {}
+  int64_t vocab() const override { return gpt_.vocab(); }
+  int64_t max_len() const override { return gpt_.max_len(); }
+  bool causal() const override { return true; }
+  Value Logits(Value tokens, Value lengths) const override { return gpt_(tokens); }
+  const std::vector<Value>& parameters() const override { return gpt_.parameters(); }
+  std::map<std::string, std::string> Metadata() const override { return {{"model", "mine"}}; }
+
+ private:
+  Gpt gpt_;
+};
+
+TEST(Generator, AnyCausalModelContinuesAsTheReferenceDoes) {
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile file, ReadCheckpoint(kGoldens + "model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(const GptConfig config,
+                       GptConfig::FromCheckpoint(file, kGoldens + "model.safetensors"));
+  auto build = [&](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
+    absl::StatusOr<Gpt> gpt = Gpt::Create(g, config);
+    if (!gpt.ok()) return gpt.status();
+    return std::make_unique<WrappedGpt>(*std::move(gpt));
+  };
+  ASSERT_OK_AND_ASSIGN(auto gen, Generator::Create(build, file));
+  EXPECT_FALSE(gen->model().kv_cache().has_value());
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile in, ReadSafetensors(kGoldens + "input.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(kGoldens + "expected.safetensors"));
+  const Tensor& tokens = *in.Find("tokens");
+  const Tensor& greedy = *want.Find("greedy");
+  const int64_t T = tokens.shape()[1], total = greedy.shape()[1];
+  const int64_t* row = tokens.data<int64_t>();
+  ASSERT_OK_AND_ASSIGN(std::vector<int64_t> got,
+                       gen->Generate(std::vector<int64_t>(row, row + T),
+                                     {.tokens = total - T, .sampling = {.temperature = 0}}));
+  EXPECT_EQ(got, std::vector<int64_t>(greedy.data<int64_t>() + T, greedy.data<int64_t>() + total));
+}
+
+TEST(Generator, RefusesAModelThatIsNotCausal) {
+  auto build = [](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
+    absl::StatusOr<ToyTransformer> toy = ToyTransformer::Create(g, ToyConfig{});
+    if (!toy.ok()) return toy.status();
+    return std::make_unique<ToyTransformer>(*std::move(toy));
+  };
+  EXPECT_STATUS(Generator::Create(build, SafetensorsFile{}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "generation continues causal models only; this one (model=toy)");
 }
 
 }  // namespace

@@ -1,24 +1,27 @@
-// models/gpt/gpt_generator.h
+// models/generator.h
 //
-// Text generation with a trained models::Gpt: greedy or sampled (temperature,
-// top-k, Philox-seeded), with a KV cache.
+// Generation with any trained causal LanguageModel (models/language_model.h:
+// the GPT, or a user's model): greedy or sampled (temperature, top-k,
+// Philox-seeded), with a KV cache when the model has one.
 //
 // Train, then sample:
 //
-//   DAGRAD_ASSIGN_OR_RETURN(auto gen, GptGenerator::Load("run/model.safetensors"));
+//   DAGRAD_ASSIGN_OR_RETURN(auto gen, Generator::Load("run/model.safetensors"));
 //   const std::string prompt = "Copyright ";
 //   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
 //       gen->Generate(BytesToTokens(prompt),
 //                     {.tokens = 200, .sampling = {.temperature = 0.8, .top_k = 40, .seed = 1}}));
 //   std::cout << prompt << TokensToBytes(more);
 //
-// (GptGenerator::Create takes the weights as a SafetensorsFile, e.g. the
-// CollectVariables of a training executor, to sample without a file.)
+// (Generator::Create builds the model with a function of a graph and takes
+// the weights as a SafetensorsFile, e.g. the CollectVariables of a training
+// executor, to sample without a file.)
 //
-// The context. The model sees at most block_size tokens: the last
-// block_size of prompt + generated so far (a sliding window).
+// The context. The model sees at most block_size = max_len() tokens: the
+// last block_size of prompt + generated so far (a sliding window).
 //
-// The KV cache. While the sequence fits the window, every token, of the
+// The KV cache (a model whose kv_cache() is set, as the GPT's; others
+// recompute the window for every token). While the sequence fits the window, every token, of the
 // prompt too, runs through the model once, as one position: its keys and
 // values are kept (per layer (1, H, block_size - 1, Dh)) and the new token
 // attends to them: token n costs one position's projections and MLP and an
@@ -30,7 +33,7 @@
 // the model computes on it and what generation without the cache costs.
 // The cache pays for the first block_size tokens of prompt and output
 // only. Greedy output with and without the cache is the same, before and
-// after the window slides (gpt_generate_test.cc).
+// after the window slides (generator_test.cc).
 //
 // Sampling (models/gpt/token_sampler.h, with the library's ArgMax, TopK and
 // Multinomial ops). Temperature 0 is greedy (argmax, the first of equal
@@ -38,8 +41,8 @@
 // temperature), restricted to the top_k largest logits when top_k > 0, with
 // Multinomial's Philox draw at step i: a seed reproduces a sample.
 
-#ifndef DAGRAD_MODELS_GPT_GPT_GENERATOR_H_
-#define DAGRAD_MODELS_GPT_GPT_GENERATOR_H_
+#ifndef DAGRAD_MODELS_GENERATOR_H_
+#define DAGRAD_MODELS_GENERATOR_H_
 
 #include <cstdint>
 #include <functional>
@@ -53,8 +56,8 @@
 #include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/io/safetensors.h"
-#include "models/gpt/gpt.h"
 #include "models/gpt/token_sampler.h"
+#include "models/language_model.h"
 
 namespace dagrad::models {
 
@@ -72,19 +75,24 @@ struct GenerateOptions {
 std::vector<int64_t> BytesToTokens(absl::string_view bytes);
 std::string TokensToBytes(absl::Span<const int64_t> tokens);
 
-class GptGenerator {
+// ModelBuilder builds a model in the graph it is given.
+using ModelBuilder = std::function<absl::StatusOr<std::unique_ptr<LanguageModel>>(Graph&)>;
+
+class Generator {
  public:
-  // Create builds the model of `config` and loads `weights` (checkpoint
-  // names, as Gpt::named_parameters): AssignVariables's errors.
-  static absl::StatusOr<std::unique_ptr<GptGenerator>> Create(
-      const GptConfig& config, const SafetensorsFile& weights,
+  // Create builds the model with `build` in a graph of its own and loads
+  // `weights` (checkpoint names, as the model's parameters have them):
+  // `build`'s errors, InvalidArgument for a model that is not causal, then
+  // AssignVariables's errors.
+  static absl::StatusOr<std::unique_ptr<Generator>> Create(
+      const ModelBuilder& build, const SafetensorsFile& weights,
       std::unique_ptr<Device> device = CpuDevice());
-  // Load reads a checkpoint with model=gpt metadata (ReadCheckpoint's and
-  // GptConfig::FromCheckpoint's errors, then Create's); its attention runs
-  // by `attention` (GptConfig::attention), which the metadata do not say.
-  static absl::StatusOr<std::unique_ptr<GptGenerator>> Load(
+  // Load reads a checkpoint of a model LoadLanguageModel knows
+  // (ReadCheckpoint's and LoadLanguageModel's errors, then Create's); its
+  // attention runs by options.attention, which the metadata do not say.
+  static absl::StatusOr<std::unique_ptr<Generator>> Load(
       const std::string& path, std::unique_ptr<Device> device = CpuDevice(),
-      nn::AttentionPath attention = nn::AttentionPath::kFused);
+      const LanguageModelOptions& options = {});
 
   // Generate returns options.tokens new tokens following `prompt`.
   // InvalidArgument for an empty prompt, a token outside [0, vocab) or bad
@@ -92,12 +100,13 @@ class GptGenerator {
   absl::StatusOr<std::vector<int64_t>> Generate(
       absl::Span<const int64_t> prompt, const GenerateOptions& options);
 
-  const GptConfig& config() const { return config_; }
+  const LanguageModel& model() const { return *model_; }
 
  private:
-  GptGenerator() = default;
-  absl::Status Build(const SafetensorsFile& weights,
-                     std::unique_ptr<Device> device);
+  Generator() = default;
+  absl::Status Build(const SafetensorsFile& weights, std::unique_ptr<Device> device);
+  // BuildCacheStep adds the graph of one cached step (kv_cache()'s shape).
+  absl::Status BuildCacheStep(const KvCacheShape& kv, std::vector<Value>& fetches);
   // The logits after the last token of `window` (<= block_size tokens).
   absl::StatusOr<std::vector<float>> WindowLogits(
       absl::Span<const int64_t> window);
@@ -106,19 +115,19 @@ class GptGenerator {
   absl::StatusOr<std::vector<float>> CachedLogits(int64_t token,
                                                   int64_t position);
 
-  GptConfig config_;
+  // Declared first, so destroyed last: the model and plans refer to it.
   std::unique_ptr<Graph> graph_;
-  Gpt model_;
+  std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<Executor> exec_;
   std::unique_ptr<Plan> window_plan_, step_plan_;
   Value window_tokens_, window_logits_;
   Value step_token_, step_position_;
-  GptPast past_;
-  GptOutputs step_;
+  KvPast past_;
+  CachedForward step_;
   std::vector<Tensor> cache_keys_, cache_values_;  // per layer (1, H, P, Dh)
   Tensor cache_keep_;                              // bool (P)
 };
 
 }  // namespace dagrad::models
 
-#endif  // DAGRAD_MODELS_GPT_GPT_GENERATOR_H_
+#endif  // DAGRAD_MODELS_GENERATOR_H_

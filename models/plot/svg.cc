@@ -1,4 +1,4 @@
-#include "tools/cli/svg_plot.h"
+#include "models/plot/svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace dagrad::cli {
+namespace dagrad::plot {
 namespace {
 
 constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
@@ -206,4 +206,4 @@ std::string RenderSvg(double width, double height, const std::vector<Panel>& pan
   return out;
 }
 
-}  // namespace dagrad::cli
+}  // namespace dagrad::plot

@@ -1,21 +1,23 @@
-// tools/cli/svg_plot.h
+// models/plot/svg.h
 //
-// Small, dependency-free SVG charts for `dagrad train`: line charts (loss
-// and accuracy curves, positional-encoding columns) and grids of heatmaps
-// (attention weights per layer and head, the positional-encoding table).
-// Output is deterministic for the same data.
+// Small, dependency-free SVG charts (dagrad::plot): line charts (loss and
+// accuracy curves, positional-encoding columns) and grids of heatmaps
+// (attention weights per layer and head, the positional-encoding table);
+// models/plot/plots.h draws a training run's with them. Output is
+// deterministic for the same data.
 //
 //   LineChart chart{.title = "loss", .x_label = "step", .y_label = "cross-entropy"};
 //   chart.series.push_back({"train", xs, ys});
 //   std::string svg = RenderSvg(840, 320, {Panel::Line(chart, 0, 0, 840, 320)});
 
-#ifndef DAGRAD_TOOLS_CLI_SVG_PLOT_H_
-#define DAGRAD_TOOLS_CLI_SVG_PLOT_H_
+#ifndef DAGRAD_MODELS_PLOT_SVG_H_
+#define DAGRAD_MODELS_PLOT_SVG_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
-namespace dagrad::cli {
+namespace dagrad::plot {
 
 struct Series {
   std::string name;
@@ -65,6 +67,6 @@ std::string RenderSvg(double width, double height, const std::vector<Panel>& pan
 // XmlEscape escapes &, <, >, " and ' for SVG text and attributes.
 std::string XmlEscape(const std::string& text);
 
-}  // namespace dagrad::cli
+}  // namespace dagrad::plot
 
-#endif  // DAGRAD_TOOLS_CLI_SVG_PLOT_H_
+#endif  // DAGRAD_MODELS_PLOT_SVG_H_

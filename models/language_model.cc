@@ -1,0 +1,88 @@
+#include "models/language_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "models/gpt/gpt.h"
+#include "models/toy/transformer.h"
+
+namespace dagrad::models {
+namespace {
+
+// Build makes the built-in model of Config's checkpoint.
+template <typename Config, typename Model>
+absl::StatusOr<std::unique_ptr<LanguageModel>> Build(Graph& g, const SafetensorsFile& checkpoint,
+                                                     absl::string_view path,
+                                                     const LanguageModelOptions& options) {
+  absl::StatusOr<Config> config = Config::FromCheckpoint(checkpoint, path);
+  if (!config.ok()) return config.status();
+  config->attention = options.attention;
+  absl::StatusOr<Model> model = Model::Create(g, *config);
+  if (!model.ok()) return model.status();
+  return std::make_unique<Model>(*std::move(model));
+}
+
+absl::flat_hash_map<std::string, LanguageModelFactory>& Registry() {
+  static auto* registry = new absl::flat_hash_map<std::string, LanguageModelFactory>{
+      {"gpt", Build<GptConfig, Gpt>},
+      {"toy", Build<ToyConfig, ToyTransformer>},
+  };
+  return *registry;
+}
+
+}  // namespace
+
+CachedForward LanguageModel::ForwardCached(Value tokens, Value, const KvPast&) const {
+  Graph& g = *tokens.graph();
+  return {.logits = g.Error(absl::UnimplementedError(
+              "this model has no KV cache (LanguageModel::kv_cache is nullopt)"))};
+}
+
+absl::Status RegisterLanguageModel(const std::string& kind, LanguageModelFactory factory) {
+  if (!Registry().emplace(kind, std::move(factory)).second) {
+    return absl::AlreadyExistsError(absl::StrCat("a model kind '", kind, "' is registered"));
+  }
+  return absl::OkStatus();
+}
+
+std::string ModelKind(const std::map<std::string, std::string>& metadata) {
+  auto it = metadata.find("model");
+  return it == metadata.end() ? "toy" : it->second;
+}
+
+namespace {
+
+std::string KnownKinds() {
+  std::vector<std::string> known;
+  for (const auto& [name, factory] : Registry()) known.push_back(name);
+  std::sort(known.begin(), known.end());
+  return absl::StrJoin(known, ", ");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
+    Graph& g, const SafetensorsFile& checkpoint, absl::string_view path,
+    const LanguageModelOptions& options) {
+  const std::string kind = ModelKind(checkpoint.metadata);
+  auto it = Registry().find(kind);
+  if (it == Registry().end()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": metadata 'model' is '", kind,
+                                                   "', not a model this program knows (",
+                                                   KnownKinds(), ")"));
+  }
+  absl::StatusOr<std::unique_ptr<LanguageModel>> model = it->second(g, checkpoint, path, options);
+  if (!model.ok() && checkpoint.metadata.count("model") == 0) {
+    // Not the toy transformer's file either, which names no model.
+    return absl::Status(model.status().code(),
+                        absl::StrCat(path, ": metadata 'model' is missing (", KnownKinds(),
+                                     "), and as the toy transformer's: ",
+                                     model.status().message()));
+  }
+  return model;
+}
+
+}  // namespace dagrad::models

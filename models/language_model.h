@@ -1,0 +1,134 @@
+// models/language_model.h
+//
+// LanguageModel: the interface every model of token sequences implements —
+// the toy transformer (models/toy/transformer.h), the GPT
+// (models/gpt/gpt.h), a user's own model of nn:: layers — so that one
+// evaluation, ONNX export and generation path serves them all
+// (`dagrad eval`, `dagrad export`, `dagrad generate`, models::Generator).
+//
+// A model is built in a graph, from a config or from a checkpoint's
+// metadata (LoadLanguageModel, which knows the library's models and those
+// a program registers with RegisterLanguageModel), and gives:
+//  - Logits: int64 tokens (B, T), T <= max_len(), to logits (B, T, vocab()).
+//  - parameters(), in its checkpoints' order, and Metadata(), what a
+//    checkpoint records to rebuild it ("model" names the kind).
+//  - For a causal model with a KV cache, ForwardCached: the logits of new
+//    tokens attending to the keys and values of earlier positions.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint("run/model.safetensors"));
+//   Graph g;
+//   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
+//                           LoadLanguageModel(g, file, "run/model.safetensors"));
+//   Value logits = model->Logits(g.Input("tokens", DType::kInt64, {2, 8}));
+
+#ifndef DAGRAD_MODELS_LANGUAGE_MODEL_H_
+#define DAGRAD_MODELS_LANGUAGE_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/dtype.h"
+#include "engine/graph.h"
+#include "engine/io/safetensors.h"
+#include "models/nn/attention.h"
+
+namespace dagrad::models {
+
+// The graph inputs of a KV cache: per layer the keys and values of P
+// earlier positions (B, H, P, Dh), and keep, bool (P): which slots hold a
+// position (a new token attends to those alone).
+struct KvPast {
+  std::vector<Value> keys, values;
+  Value keep;
+};
+
+// The shape of a model's KV cache, per layer (1, heads, P, head_dim).
+struct KvCacheShape {
+  int64_t layers = 0, heads = 0, head_dim = 0;
+  DType dtype = DType::kFloat32;
+};
+
+// What ForwardCached builds: the new tokens' logits (B, T, vocab) and their
+// keys and values per layer (B, H, T, Dh), for the cache.
+struct CachedForward {
+  Value logits;
+  std::vector<Value> keys, values;
+};
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+
+  virtual int64_t vocab() const = 0;
+  // The longest sequence the model takes (its positions), and the name its
+  // config gives that size (in messages: "T <= block_size 8").
+  virtual int64_t max_len() const = 0;
+  virtual std::string max_len_name() const { return "max_len"; }
+  // Causal: the logits at t depend on tokens 0..t alone, so the model can
+  // continue a prompt (Generator) and right-padding changes nothing before it.
+  virtual bool causal() const = 0;
+  // Whether Logits reads `lengths`, int64 (B): the valid tokens of each
+  // row, keys past them masked (padding at the end); else it ignores them.
+  virtual bool takes_lengths() const { return false; }
+  // Logits builds, in the model's graph, logits (B, T, vocab) of int64
+  // tokens (B, T) with T <= max_len(); an error Value for other inputs.
+  virtual Value Logits(Value tokens, Value lengths = Value()) const = 0;
+  // The parameters, in the order (and under the names) of its checkpoints.
+  virtual const std::vector<Value>& parameters() const = 0;
+  // Metadata: what a model file records so that LoadLanguageModel rebuilds
+  // the model ("model" names its kind; the toy transformer's files, which
+  // the PyTorch reference reads, have none).
+  virtual std::map<std::string, std::string> Metadata() const = 0;
+  // The sizes of the model's own axes (heads, head size, ...), which an
+  // example batch or sequence length must differ from for ONNX export to
+  // tell them apart and keep them symbolic.
+  virtual std::vector<int64_t> axis_sizes() const { return {}; }
+
+  // A causal model with a KV cache says its shape, and ForwardCached builds
+  // the logits of tokens (B, T) at positions, int64 (T), attending to
+  // `past` and to each other causally; others return nullopt (a Generator
+  // then recomputes the window for every token).
+  virtual std::optional<KvCacheShape> kv_cache() const { return std::nullopt; }
+  virtual CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const;
+};
+
+// How LoadLanguageModel builds a model; not recorded in checkpoints.
+struct LanguageModelOptions {
+  nn::AttentionPath attention = nn::AttentionPath::kFused;
+};
+
+// A factory builds a kind of model in `g` from a checkpoint at `path`,
+// checking that the file holds exactly that model's tensors.
+using LanguageModelFactory = std::function<absl::StatusOr<std::unique_ptr<LanguageModel>>(
+    Graph& g, const SafetensorsFile& checkpoint, absl::string_view path,
+    const LanguageModelOptions& options)>;
+
+// RegisterLanguageModel makes LoadLanguageModel build the checkpoints whose
+// metadata say model=`kind` with `factory`; AlreadyExists for a kind
+// registered before (gpt and the toy transformer, "toy", are built in).
+absl::Status RegisterLanguageModel(const std::string& kind, LanguageModelFactory factory);
+
+// ModelKind is the kind a checkpoint's metadata names: "model", or "toy"
+// for the toy transformer's files, which have none.
+std::string ModelKind(const std::map<std::string, std::string>& metadata);
+
+// LoadLanguageModel builds in `g` the model of the checkpoint at `path`
+// (whose parameters the caller then loads, e.g. with AssignVariables):
+// InvalidArgument naming the path for an unknown kind (listing the known
+// ones), or the factory's errors (metadata or tensors that do not fit;
+// for a file that names no model, prefixed with "metadata 'model' is
+// missing").
+absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
+    Graph& g, const SafetensorsFile& checkpoint, absl::string_view path,
+    const LanguageModelOptions& options = {});
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_LANGUAGE_MODEL_H_

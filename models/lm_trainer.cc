@@ -1,0 +1,152 @@
+#include "models/lm_trainer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
+#include "ops/loss.h"
+
+namespace dagrad::models {
+namespace {
+
+absl::Status Validate(const LmData& data, const LmTrainConfig& config) {
+  DAGRAD_RETURN_IF_ERROR(config.run.Validate());
+  if (config.eval_windows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eval_windows must be >= 0 (0: every validation window), got ", config.eval_windows));
+  }
+  if (!data.train || !data.validation) {
+    return absl::InvalidArgumentError("LmData needs both a train and a validation function");
+  }
+  if (data.validation_windows < 1 || data.window < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LmData needs validation_windows >= 1 and window >= 1, got ",
+                     data.validation_windows, " and ", data.window));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LmTrainer>> LmTrainer::Create(
+    const ModelBuilder& build, LmData data, const LmTrainConfig& config,
+    std::unique_ptr<Device> device, const DataParallelOptions& data_parallel) {
+  std::unique_ptr<LmTrainer> t(new LmTrainer());
+  DAGRAD_RETURN_IF_ERROR(t->Init(build, std::move(data), config, std::move(device), data_parallel));
+  return t;
+}
+
+absl::Status LmTrainer::Init(const ModelBuilder& build, LmData data, const LmTrainConfig& config,
+                             std::unique_ptr<Device> device,
+                             const DataParallelOptions& data_parallel) {
+  DAGRAD_RETURN_IF_ERROR(Validate(data, config));
+  config_ = config;
+  data_ = std::move(data);
+  parallel_ = data_parallel;
+  DAGRAD_ASSIGN_OR_RETURN(share_, BatchShare::Create(config.run.batch, data_parallel));
+  skips_ = NonFiniteSteps(config.run.on_nonfinite, config.run.max_consecutive_skips);
+  schedule_ = config.run.Schedule();
+  return Build(build, std::move(device));
+}
+
+absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device> device) {
+  const RunConfig& run = config_.run;
+  graph_ = std::make_unique<Graph>();
+  Graph& g = *graph_;
+  DAGRAD_ASSIGN_OR_RETURN(model_, build(g));
+  if (!model_->causal() || data_.window > model_->max_len()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmTrainer trains causal models on windows of at most their max_len; this one is ",
+        model_->causal() ? "causal" : "not causal", " with ", model_->max_len_name(), " ",
+        model_->max_len(), ", the data's windows ", data_.window));
+  }
+  const Shape shape({share_.rows(), data_.window});
+  tokens_ = g.Input("tokens", DType::kInt64, shape);
+  targets_ = g.Input("targets", DType::kInt64, shape);
+  logits_ = model_->Logits(tokens_);
+  loss_ = share_.MeanLoss(g, logits_, targets_);
+  DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(run.optimizer.precision, {&loss_, &logits_}));
+  OptimizerOptions optimizer = run.optimizer;
+  optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter
+  optimizer.data_parallel = parallel_;
+  DAGRAD_ASSIGN_OR_RETURN(
+      ts_, BuildTrainingStep(loss_, DecayMatrices(model_->parameters(), optimizer.weight_decay),
+                             optimizer));
+  BuildStepStats(logits_, targets_);
+  DAGRAD_RETURN_IF_ERROR(BuildEval());
+  DAGRAD_RETURN_IF_ERROR(BuildMore());
+  DAGRAD_RETURN_IF_ERROR(g.status());
+  exec_ = std::make_unique<Executor>(g, std::move(device),
+                                     ExecutorOptions{.seed = run.seed,
+                                                     .check_numerics = run.check_numerics,
+                                                     .memory_limit_bytes = run.memory_limit_bytes,
+                                                     .profile = run.profile,
+                                                     .communicator = parallel_.communicator});
+  DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
+  for (EvalForward* e : {&eval_full_, &eval_last_}) {
+    if (e->rows > 0) {
+      DAGRAD_ASSIGN_OR_RETURN(e->plan, exec_->Compile({e->stats}));
+    }
+  }
+  return CompileMore();
+}
+
+absl::Status LmTrainer::BuildEval() {
+  const int64_t all = data_.validation_windows;
+  eval_windows_ = config_.eval_windows == 0 ? all : std::min(all, config_.eval_windows);
+  eval_full_.rows = std::min(eval_windows_, config_.run.batch);
+  eval_last_.rows = eval_windows_ % eval_full_.rows;
+  for (EvalForward* e : {&eval_full_, &eval_last_}) {
+    if (e->rows == 0) continue;
+    Graph& g = *graph_;
+    Graph::Scope scope(g, e == &eval_full_ ? "eval" : "eval_last");
+    const Shape shape({e->rows, data_.window});
+    e->tokens = g.Input("tokens", DType::kInt64, shape);
+    e->targets = g.Input("targets", DType::kInt64, shape);
+    Value logits = model_->Logits(e->tokens);
+    Value loss = CrossEntropy(logits, e->targets);
+    DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(config_.run.optimizer.precision, {&loss, &logits}));
+    e->stats = EvalStats(loss, logits, e->targets);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepResult> LmTrainer::Step() {
+  const int64_t s = step_ + 1;
+  DAGRAD_ASSIGN_OR_RETURN(const TokenBatch global,
+                          data_.train(static_cast<uint64_t>(s), config_.run.batch));
+  TokenBatch batch;
+  DAGRAD_ASSIGN_OR_RETURN(batch.tokens, share_.Rows(global.tokens));
+  DAGRAD_ASSIGN_OR_RETURN(batch.targets, share_.Rows(global.targets));
+  DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(schedule_, s));
+  return RunTrainingStep(s, lr, {{tokens_, batch.tokens}, {targets_, batch.targets}},
+                         global.targets);
+}
+
+absl::StatusOr<EvalResult> LmTrainer::Evaluate() {
+  // Each batch's loss is the mean over its tokens: weighted by its count
+  // of tokens, the sum over batches is the mean over every token scored.
+  double loss_sum = 0, correct = 0, counted = 0;
+  for (int64_t first = 0; first < eval_windows_; first += eval_full_.rows) {
+    EvalForward& e = eval_windows_ - first >= eval_full_.rows ? eval_full_ : eval_last_;
+    DAGRAD_ASSIGN_OR_RETURN(const TokenBatch b, data_.validation(first, e.rows));
+    DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                            exec_->Run(*e.plan, {{e.tokens, b.tokens}, {e.targets, b.targets}}));
+    const double* stats = out[0].data<double>();  // [loss, correct, counted]
+    loss_sum += stats[0] * stats[2];
+    correct += stats[1];
+    counted += stats[2];
+  }
+  return EvalResult{.loss = loss_sum / counted, .accuracy = TokenAccuracy(correct, counted)};
+}
+
+TrainingState LmTrainer::State() const {
+  std::map<std::string, std::string> m = model_->Metadata();
+  m.merge(config_.run.ToMetadata());
+  m["eval_windows"] = absl::StrCat(config_.eval_windows);
+  for (const auto& [key, value] : config_.metadata) m[key] = value;
+  return {config_.format, m};
+}
+
+}  // namespace dagrad::models

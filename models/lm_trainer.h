@@ -1,0 +1,131 @@
+// models/lm_trainer.h
+//
+// LmTrainer trains any causal LanguageModel (models/language_model.h: the
+// GPT, a user's model of nn:: layers) on batches of token windows and their
+// next tokens, with everything a models::Trainer has: checkpoints that
+// resume exactly, the non-finite policy, data parallelism, mixed precision,
+// and so models::Fit (models/fit.h). One graph holds the training step
+// (forward, cross-entropy, backward, clipping, the optimizer decaying
+// matrices only) and the validation forward; each is compiled once. The
+// batch of step s must be a function of s (and the run's seed), so that a
+// resumed run draws the batches the uninterrupted run would have.
+//
+//   LmData data{.train = [&](uint64_t step, int64_t batch) { return MyBatch(step, batch); },
+//               .validation = [&](int64_t first, int64_t count) { return MyVal(first, count); },
+//               .validation_windows = 10, .window = 64};
+//   DAGRAD_ASSIGN_OR_RETURN(auto trainer, LmTrainer::Create(build_my_model, data,
+//                                                           {.run = {.batch = 8, .steps = 20}}));
+//   DAGRAD_ASSIGN_OR_RETURN(FitResult fit, Fit(*trainer, {.dir = "runs/mine"}));
+
+#ifndef DAGRAD_MODELS_LM_TRAINER_H_
+#define DAGRAD_MODELS_LM_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/device/device.h"
+#include "engine/tensor.h"
+#include "models/generator.h"
+#include "models/language_model.h"
+#include "models/trainer.h"
+
+namespace dagrad::models {
+
+// TokenBatch: windows of tokens and, for each position, the token to predict.
+struct TokenBatch {
+  Tensor tokens;   // int64 (B, T)
+  Tensor targets;  // int64 (B, T): the next tokens (-100: ignored)
+};
+
+// LmData: what an LmTrainer trains and validates on, windows of `window`
+// tokens.
+struct LmData {
+  // train returns the global batch of step `step` (1-based), `batch` rows.
+  std::function<absl::StatusOr<TokenBatch>(uint64_t step, int64_t batch)> train;
+  // validation returns `count` validation windows from window `first` on.
+  std::function<absl::StatusOr<TokenBatch>(int64_t first, int64_t count)> validation;
+  int64_t validation_windows = 0;  // >= 1
+  int64_t window = 0;              // T, >= 1 and <= the model's max_len()
+};
+
+struct LmTrainConfig {
+  RunConfig run;
+  // Validation windows scored, >= 0: 0 scores them all, N the first
+  // min(N, validation_windows).
+  int64_t eval_windows = 0;
+  // Checkpoints: their format, and what they record beside the model's
+  // metadata and the run's settings (a resume under other values is refused).
+  std::string format = "lm-train-state/1";
+  std::map<std::string, std::string> metadata;
+};
+
+class LmTrainer : public Trainer {
+ public:
+  // Create builds the model with `build`, then the training step and the
+  // validation forward, and compiles them. InvalidArgument for a bad run
+  // config or data, or a model that is not causal; `build`'s and the
+  // executor's errors; data parallel, a global batch the ranks do not divide.
+  static absl::StatusOr<std::unique_ptr<LmTrainer>> Create(
+      const ModelBuilder& build, LmData data, const LmTrainConfig& config,
+      std::unique_ptr<Device> device = CpuDevice(), const DataParallelOptions& data_parallel = {});
+
+  // Step runs step step()+1 on data.train(step()+1); accuracy is the
+  // fraction of targets the logits' argmax predicts.
+  absl::StatusOr<StepResult> Step() override;
+  // Evaluate returns the mean token loss and the accuracy over the
+  // validation windows scored, eval_windows() of them (eval mode), run
+  // run.batch windows at a time and a last, smaller batch for the rest.
+  absl::StatusOr<EvalResult> Evaluate() override;
+  int64_t eval_windows() const { return eval_windows_; }
+
+  const RunConfig& run_config() const override { return config_.run; }
+  const LanguageModel& model() const { return *model_; }
+  // The forward logits and loss of the training step.
+  Value logits() const { return logits_; }
+  Value loss() const { return loss_; }
+
+ protected:
+  LmTrainer() = default;
+  // Init is Create's work, for a subclass that adds to the graph in
+  // BuildMore (before the executor exists) and compiles it in CompileMore.
+  absl::Status Init(const ModelBuilder& build, LmData data, const LmTrainConfig& config,
+                    std::unique_ptr<Device> device, const DataParallelOptions& data_parallel);
+  virtual absl::Status BuildMore() { return absl::OkStatus(); }
+  virtual absl::Status CompileMore() { return absl::OkStatus(); }
+
+  std::vector<Value> Parameters() const override { return model_->parameters(); }
+  TrainingState State() const override;
+  std::map<std::string, std::string> ModelMetadata() const override { return model_->Metadata(); }
+
+
+ private:
+  // EvalForward is the validation forward of `rows` windows, in its own
+  // scope of the graph, and its compiled plan.
+  struct EvalForward {
+    int64_t rows = 0;
+    Value tokens, targets, stats;
+    std::unique_ptr<Plan> plan;
+  };
+  absl::Status Build(const ModelBuilder& build, std::unique_ptr<Device> device);
+  absl::Status BuildEval();
+
+  LmTrainConfig config_;
+  LmData data_;
+  std::unique_ptr<LanguageModel> model_;
+  Value tokens_, targets_, logits_, loss_;
+  // The scored windows run in batches of eval_full_.rows and, when that
+  // does not divide them, one last batch of eval_last_.rows: a graph has
+  // one shape, and a padded last batch would weigh its padding's tokens.
+  int64_t eval_windows_ = 0;
+  EvalForward eval_full_, eval_last_;
+  LrSchedule schedule_;
+};
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_LM_TRAINER_H_
