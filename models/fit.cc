@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/io/dir_lock.h"
 #include "engine/status_macros.h"
 
 namespace dagrad::models {
@@ -41,6 +42,11 @@ class FitLoop {
 
   absl::StatusOr<FitResult> Run() {
     const int64_t steps = t_.run_config().steps;
+    if (o_.writer && !o_.dir_locked) {
+      std::vector<std::string> removed;  // what a killed writer left
+      DAGRAD_ASSIGN_OR_RETURN(DirectoryLock lock, LockDirectory(o_.dir, &removed));
+      lock_.emplace(std::move(lock));
+    }
     if (o_.writer) DAGRAD_RETURN_IF_ERROR(StartOrResume());
     DAGRAD_RETURN_IF_ERROR(t_.BroadcastState());
     saved_step_ = o_.resume ? t_.step() : -1;
@@ -137,6 +143,7 @@ class FitLoop {
   Trainer& t_;
   const FitOptions& o_;
   RunDirectory files_;
+  std::optional<DirectoryLock> lock_;
   StepRate rate_;
   int64_t saved_step_ = -1;  // the checkpoint's step; -1 when there is none yet
 };

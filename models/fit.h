@@ -51,8 +51,11 @@ struct FitResume {
 };
 
 struct FitOptions {
-  // The run directory (it must exist): checkpoints and metrics.csv.
+  // The run directory (it must exist): checkpoints and metrics.csv. Fit
+  // locks it while it runs (engine/io/dir_lock.h: a second run there is
+  // refused) unless dir_locked says the caller holds its DirectoryLock.
   std::string dir;
+  bool dir_locked = false;
   int64_t eval_every = 10;  // >= 1
   int64_t stop_after = 0;   // >= 0; N: return after step N (kStopAfter), 0: train all steps
   // Continue from the run directory's checkpoint (its config must equal
@@ -100,7 +103,8 @@ struct FitResult {
 // Fit trains `trainer` up to its run config's steps as the file comment
 // says. Errors: options that are invalid (InvalidArgument); the run
 // directory's and the trainer's (a checkpoint that does not load, a file
-// that cannot be written). Resuming a run that is complete is not an
+// that cannot be written; FailedPrecondition when another run holds the
+// directory). Resuming a run that is complete is not an
 // error: it evaluates again and returns kComplete.
 absl::StatusOr<FitResult> Fit(Trainer& trainer, const FitOptions& options);
 

@@ -8,6 +8,7 @@
 #include "models/fit.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "engine/io/dir_lock.h"
 #include "models/toy/toy_trainer.h"
 #include "support/test_util.h"
 
@@ -170,6 +172,21 @@ TEST(Fit, ANonFiniteStepEndsTheRunNamingTheStepAndTheCheckpointKept) {
   EXPECT_THAT(r.message, HasSubstr(absl::StrCat("step ", r.step + 1)));
   EXPECT_THAT(r.message, ::testing::AnyOf(HasSubstr("keeps step"),
                                           HasSubstr("no checkpoint was written")));
+}
+
+TEST(Fit, ARunDirectoryInUseIsRefusedNamingItsHolder) {
+  const std::string dir = NewDir();
+  std::vector<std::string> removed;
+  absl::StatusOr<DirectoryLock> held = LockDirectory(dir, &removed);
+  ASSERT_TRUE(held.ok()) << held.status();
+  auto t = NewTrainer();
+  const absl::StatusOr<FitResult> refused = Fit(*t, {.dir = dir});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrCat(dir, " is in use by another writer (pid ", getpid(), ")")));
+  EXPECT_EQ(t->step(), 0);
+  // The caller that holds the lock says so.
+  EXPECT_EQ(FitOk(*t, {.dir = dir, .dir_locked = true, .stop_after = 1}).step, 1);
 }
 
 TEST(Fit, BadOptionsAreRefusedNamingTheField) {

@@ -22,6 +22,7 @@
 #include "engine/initializer.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/crc32c.h"
+#include "engine/io/dir_lock.h"
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "engine/io/utf8.h"
@@ -44,6 +45,16 @@ namespace dagrad {
 namespace {
 
 constexpr int64_t B = 2, T = 3, E = 4, V = 5;
+
+HEADER_EXAMPLE(EngineDirectoryLock) {
+  if (mkdir("runs", 0755) != 0 || mkdir("runs/train", 0755) != 0) return absl::InternalError("mkdir");
+  std::vector<std::string> removed;
+  DAGRAD_ASSIGN_OR_RETURN(DirectoryLock lock, LockDirectory("runs/train", &removed));
+  // ... train; the lock is released when `lock` is destroyed
+  EXPECT_EQ(LockDirectory("runs/train", &removed).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  return absl::OkStatus();
+}
 
 HEADER_EXAMPLE(Attrs) {
   Attrs a = Attrs().Int("axis", -1).Bool("keepdims", true);

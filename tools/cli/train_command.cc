@@ -16,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "engine/io/dir_lock.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
 #include "models/fit.h"
@@ -23,7 +25,6 @@
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/optimizer_flags.h"
-#include "tools/cli/out_dir.h"
 #include "tools/cli/stop_signals.h"
 #include "tools/cli/train_outputs.h"
 #include "tools/cli/train_parallel.h"
@@ -150,6 +151,7 @@ models::FitOptions FitOptionsFromFlags(const std::string& out, int64_t steps, Jo
                                        Progress& progress) {
   auto rate = std::make_shared<double>(0);
   return {.dir = out,
+          .dir_locked = true,  // RunTraining holds it
           .eval_every = absl::GetFlag(FLAGS_eval_every),
           .stop_after = absl::GetFlag(FLAGS_stop_after),
           .resume = absl::GetFlag(FLAGS_resume),
@@ -311,12 +313,18 @@ std::map<std::string, std::string> AgreedConfig(const Command& cmd) {
 
 // OpenOutDir makes --out and claims it (the writer only), removing what a
 // killed run left there.
-absl::Status OpenOutDir(const std::string& out, std::optional<OutDirLock>& lock) {
+absl::Status OpenOutDir(const std::string& out, std::optional<DirectoryLock>& lock) {
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
   std::vector<std::string> stale;
-  absl::StatusOr<OutDirLock> claimed = ClaimOutDir(out, &stale);
+  absl::StatusOr<DirectoryLock> claimed = LockDirectory(out, &stale);
+  if (absl::IsFailedPrecondition(claimed.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--out=", absl::StrReplaceAll(claimed.status().message(),
+                                      {{"another writer", "another dagrad train"}}),
+        "; wait for it to end or choose another --out"));
+  }
   if (!claimed.ok()) return claimed.status();
   lock.emplace(*std::move(claimed));
   if (!stale.empty()) {
@@ -335,7 +343,7 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
     job.agreed_stop = absl::IsInvalidArgument(st);
     return UsageError(cmd, std::string(st.message()));
   }
-  std::optional<OutDirLock> lock;
+  std::optional<DirectoryLock> lock;
   if (job.writer()) {
     if (absl::Status st = OpenOutDir(out, lock); !st.ok()) {
       return absl::IsInvalidArgument(st) ? UsageError(cmd, std::string(st.message()))

@@ -1,4 +1,4 @@
-#include "tools/cli/out_dir.h"
+#include "engine/io/dir_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/io/file_io.h"
 
-namespace dagrad::cli {
+namespace dagrad {
 namespace {
 
 absl::Status SysError(absl::string_view what, const std::string& path) {
@@ -38,25 +38,25 @@ absl::Status WritePid(int fd, const std::string& path) {
 
 }  // namespace
 
-OutDirLock::~OutDirLock() {
+DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::StatusOr<OutDirLock> ClaimOutDir(const std::string& dir, std::vector<std::string>* removed) {
+absl::StatusOr<DirectoryLock> LockDirectory(const std::string& dir,
+                                            std::vector<std::string>* removed) {
   const std::string path = dir + "/.lock";
   // O_CLOEXEC: a program run from here (Graphviz) must not inherit the lock
   // and keep it after this process ends.
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) return SysError("cannot open the lock file", path);
-  OutDirLock lock(fd);
+  DirectoryLock lock(fd);
   int locked;
   while ((locked = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
   }
   if (locked != 0) {
     if (errno != EWOULDBLOCK) return SysError("cannot lock", path);
     return absl::FailedPreconditionError(
-        absl::StrCat("--out=", dir, " is in use by another dagrad train (", Holder(fd),
-                     "); wait for it to end or choose another --out"));
+        absl::StrCat(dir, " is in use by another writer (", Holder(fd), ")"));
   }
   if (absl::Status st = WritePid(fd, path); !st.ok()) return st;
   absl::StatusOr<std::vector<std::string>> stale = RemoveStaleTemporaryFiles(dir);
@@ -65,4 +65,4 @@ absl::StatusOr<OutDirLock> ClaimOutDir(const std::string& dir, std::vector<std::
   return lock;
 }
 
-}  // namespace dagrad::cli
+}  // namespace dagrad
