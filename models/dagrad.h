@@ -65,6 +65,7 @@
 #include "ops/autodiff/precision.h"
 
 // Layers (dagrad::nn) and models.
+#include "models/evaluate.h"
 #include "models/fit.h"
 #include "models/generator.h"
 #include "models/gpt/gpt.h"

@@ -14,6 +14,7 @@
 #include "engine/executor.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
+#include "models/evaluate.h"
 #include "models/fit.h"
 #include "models/gpt/gpt.h"
 #include "models/language_model.h"
@@ -271,6 +272,28 @@ HEADER_EXAMPLE(ModelsLmTrainer) {
   DAGRAD_ASSIGN_OR_RETURN(FitResult fit, Fit(*trainer, {.dir = "runs/mine"}));
   EXPECT_EQ(fit.end, FitEnd::kComplete);
   EXPECT_EQ(fit.step, 20);
+  return absl::OkStatus();
+}
+
+// EvaluateModel on a saved GPT and a file of inputs.
+HEADER_EXAMPLE(ModelsEvaluate) {
+  {
+    Graph trained_graph;
+    DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(trained_graph, {.block_size = 8, .dim = 8,
+                                                                     .heads = 2, .layers = 1}));
+    Executor trained_exec(trained_graph);
+    if (mkdir("run", 0755) != 0) return absl::InternalError("mkdir run");
+    DAGRAD_RETURN_IF_ERROR(SaveVariables(trained_exec, trained.parameters(), trained.Metadata(),
+                                         "run/model.safetensors"));
+    DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::FromVector<int64_t>({1, 3}, {72, 105, 33}));
+    DAGRAD_RETURN_IF_ERROR(WriteSafetensors("input.safetensors", {{{"tokens", tokens}}, {}}));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint("run/model.safetensors"));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors("input.safetensors"));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile out,
+      EvaluateModel(ckpt, "run/model.safetensors", in, "input.safetensors"));
+  const Tensor* logits = out.Find("logits");            // (B, T, vocab)
+  EXPECT_EQ(logits->shape(), Shape({1, 3, 256}));
   return absl::OkStatus();
 }
 

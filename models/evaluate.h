@@ -1,0 +1,52 @@
+// models/evaluate.h
+//
+// EvaluateModel: a trained model (any a checkpoint names: LoadLanguageModel)
+// run in eval mode on token sequences — what `dagrad eval` writes, and what
+// the PyTorch references compare against: logits and, given targets, the
+// loss and every parameter's gradient.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint("run/model.safetensors"));
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors("input.safetensors"));
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile out,
+//       EvaluateModel(ckpt, "run/model.safetensors", in, "input.safetensors"));
+//   const Tensor* logits = out.Find("logits");            // (B, T, vocab)
+
+#ifndef DAGRAD_MODELS_EVALUATE_H_
+#define DAGRAD_MODELS_EVALUATE_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/device/device.h"
+#include "engine/executor.h"
+#include "engine/io/safetensors.h"
+#include "models/language_model.h"
+
+namespace dagrad::models {
+
+// CheckModelInputs checks the tensors of `inputs` (named `path` in
+// messages) against `model`: int64 tokens (B, T) with 1 <= T <= max_len()
+// and every token in [0, vocab()); optional lengths (B) in [1, T], for a
+// model that reads them; optional targets shaped as tokens, -100 ignored;
+// nothing else. InvalidArgument naming the tensor, the element and the
+// bound.
+absl::Status CheckModelInputs(const SafetensorsFile& inputs, const LanguageModel& model,
+                              absl::string_view path);
+
+// EvaluateModel builds the model of `checkpoint` (LoadLanguageModel, with
+// `model_options`), loads its weights and runs it in eval mode on `inputs`
+// (CheckModelInputs): logits, and with targets the loss (mean cross-entropy
+// over the targets not ignored) and grad.<parameter> for every parameter;
+// the metadata name the checkpoint and the inputs. The errors of each step.
+absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
+                                              absl::string_view checkpoint_path,
+                                              const SafetensorsFile& inputs,
+                                              absl::string_view inputs_path,
+                                              std::unique_ptr<Device> device = CpuDevice(),
+                                              const ExecutorOptions& options = {},
+                                              const LanguageModelOptions& model_options = {});
+
+}  // namespace dagrad::models
+
+#endif  // DAGRAD_MODELS_EVALUATE_H_
