@@ -147,7 +147,7 @@ using PlacementFn = std::optional<Placement> (*)(const Node& node);
 
 // How ONNX export writes an op (the ONNX layer, ops/onnx/export_ops.h,
 // reads it; the engine and the ops include nothing of ONNX). Every op
-// declares one; tests/onnx_coverage_test.cc fails for an op left at
+// declares one; tests/onnx/onnx_coverage_test.cc fails for an op left at
 // kUndeclared, for a kExporter op without an exporter, and for an exporter
 // of an op that is not kExporter.
 enum class OnnxKind : uint8_t {

@@ -160,7 +160,7 @@ absl::Status LayerNormGradKernel(const KernelContext& ctx) {
 }
 
 // Backward-only: no rule, so a second derivative through it is an error
-// that names it (its op case is flagged kBackwardOnly, tests/layer_norm_cases.cc).
+// that names it (its op case is flagged kBackwardOnly, tests/autodiff/layer_norm_cases.cc).
 const OpDef kLayerNormGrad = {.name = "layer_norm_grad",
                               .dot_label = "LayerNorm'",
                               .infer = InferLayerNormGrad,

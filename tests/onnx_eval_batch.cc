@@ -1,8 +1,8 @@
 // tests/onnx_eval_batch.cc
 //
 // Runs many ONNX models through dagrad's importer in one process, for the
-// differential and shape-inference tests (tests/onnx_differential_test.py,
-// tests/onnx_shape_inference_test.py), which would otherwise start one
+// differential and shape-inference tests (tests/onnx/onnx_differential_test.py,
+// tests/onnx/onnx_shape_inference_test.py), which would otherwise start one
 // `dagrad eval` per model.
 //
 //   onnx_eval_batch MANIFEST

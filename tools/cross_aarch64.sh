@@ -10,10 +10,11 @@
 #
 # The build uses tools/cmake/aarch64-linux-gnu.cmake, whose emulator runs
 # gtest's test discovery and the tests that start the `dagrad` CLI. The
-# suite runs as one dagrad_tests process (one qemu start instead of one per
-# test, about 35 s on 2 cores), less one test that cannot pass under
-# qemu-user (see `filter`); a gtest filter such as 'CpuIsa.*:Softmax*'
-# replaces that default. Without the arm64 libraries (a mirror that serves
+# suite runs as one process per layer's test binary (dagrad_engine_tests,
+# dagrad_ops_tests, ...: a qemu start each instead of one per test, about
+# 35 s on 2 cores), less one test that cannot pass under qemu-user (see
+# `filter`); a gtest filter such as 'CpuIsa.*:Softmax*' replaces that
+# default in every binary. Without the arm64 libraries (a mirror that serves
 # no arm64, or no dpkg), the script only compiles every library source for
 # aarch64 against the host's headers, as a check that the code builds for
 # ARM. Not part of .ci/run: too slow for every run.
@@ -75,7 +76,7 @@ mkdir -p "$out"
 cmake -S . -B "$out" -DCMAKE_TOOLCHAIN_FILE=tools/cmake/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=Release -DDAGRAD_CUDA=OFF -DDAGRAD_BUILD_BENCHMARKS=OFF > "$out/configure.log" 2>&1 ||
   { echo "configure failed: see $out/configure.log"; exit 1; }
-cmake --build "$out" -j"$(nproc)" --target dagrad_tests dagrad_cli ||
+cmake --build "$out" -j"$(nproc)" --target dagrad_test_binaries dagrad_cli ||
   { echo "build failed"; exit 1; }
 # The kernels must be NEON code, not scalar loops.
 neon=$(aarch64-linux-gnu-objdump -d "$out"/CMakeFiles/dagrad_kernels_baseline.dir/ops/cpu/kernels/small_gemm_kernel.cc.o |
@@ -84,7 +85,11 @@ echo "SmallGemm kernel: $neon NEON fmul .4s instructions"
 [[ $neon -gt 0 ]] || { echo "the aarch64 kernels are not NEON code"; exit 1; }
 qemu-aarch64-static -L / "$out/tools/dagrad" info
 start=$SECONDS
-(cd "$out/tests" && qemu-aarch64-static -L / ./dagrad_tests --gtest_brief=1 --gtest_filter="$filter")
-status=$?
+status=0
+for bin in "$out"/tests/dagrad_*_tests; do
+  echo "== ${bin##*/}"
+  (cd "$out/tests" && qemu-aarch64-static -L / "./${bin##*/}" --gtest_brief=1 --gtest_filter="$filter") ||
+    status=1
+done
 echo "aarch64 suite under qemu: exit $status after $((SECONDS - start)) s (filter '$filter')"
 exit $status

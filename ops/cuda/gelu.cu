@@ -1,7 +1,7 @@
 // CUDA kernels of GELU (ops/gelu.cc): gelu and gelu_grad, both forms, with
 // the float64 CPU kernel's functors (ops/math/gelu_math.h: CUDA's erf, exp and
 // tanh). They agree with the CPU's vectorised float32 kernels within a few
-// ulps (tests/gelu_test.cc states the bound).
+// ulps (tests/autodiff/gelu_test.cc states the bound).
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"

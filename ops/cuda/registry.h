@@ -3,7 +3,7 @@
 // The CUDA kernels of the ops register themselves, each in its family's
 // ops/cuda/<family>.cu, against the op's OpDef, with the CUDA device
 // (engine/cuda/kernel_registry.h) when the program starts; the archive is
-// linked whole (tools/cmake/layers.cmake). tests/cuda_test.cc checks that
+// linked whole (tools/cmake/layers.cmake). tests/models/cuda_test.cc checks that
 // every op in AllOps() has a kernel there, which needs no GPU. Only built
 // with the CUDA backend (DAGRAD_WITH_CUDA).
 //

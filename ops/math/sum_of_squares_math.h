@@ -15,7 +15,7 @@
 //
 // A CUDA block of kSquaresLanes threads is one chunk's lanes; on the CPU a
 // loop over the chunk's rows of kSquaresLanes elements updates every lane
-// once per row, which keeps each lane's order. tests/sum_of_squares_test.cc
+// once per row, which keeps each lane's order. tests/autodiff/sum_of_squares_test.cc
 // writes the order out as a plain loop and checks the CPU kernel against
 // it bit for bit; the op case checks the CUDA kernel against the CPU's.
 

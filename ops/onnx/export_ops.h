@@ -7,7 +7,7 @@
 // nodes with an OnnxBuilder (ops/onnx/export_builder.h), its result
 // named b.Out(node), listed in its family's list below. The lists name ops
 // once; the table resolves the names to OpDefs (FindOp), and
-// tests/onnx_coverage_test.cc fails when an op has no ONNX form declared,
+// tests/onnx/onnx_coverage_test.cc fails when an op has no ONNX form declared,
 // when a kOnnxExporter op has no exporter, or when a list names an op that
 // does not exist or is not kOnnxExporter.
 //

@@ -25,7 +25,7 @@
 //   ./build/tools/dagrad_bench --step_times=toy_train_step|gpt_train_step --steps=60 \
 //       --threads=2 [--max_seconds=60]
 //
-// The op cases' timing mode (tests/support/op_case.h; linked in when the
+// The op cases' timing mode (tests/autodiff/support/op_case.h; linked in when the
 // tests are built, through tools/bench/op_timing.h):
 //
 //   ./build/tools/dagrad_bench --op=softmax[,matmul,...]|all [--threads=1]

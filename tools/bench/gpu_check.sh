@@ -24,15 +24,19 @@
 #   build     unpack .debs/ into /tmp/dagrad-deps (never into /), configure
 #             for sm_90 (plus compute_90 PTX) with device line tables
 #             (DAGRAD_CUDA_LINEINFO, so the sanitizer names file:line),
-#             build the tests, cuda_bench and the CLI into build-gpu/
-#   test      the CUDA tests and the recorded-run tests in one dagrad_tests
-#             process (one CUDA context, not one per test): each op and
+#             build the test binaries that hold CUDA tests, cuda_bench and
+#             the CLI into build-gpu/
+#   test      the CUDA tests and the recorded-run tests, one process per
+#             layer's test binary that holds some (dagrad_ops_tests,
+#             dagrad_autodiff_tests, dagrad_models_tests, dagrad_cli_tests:
+#             one CUDA context each, not one per test): each op and
 #             gradient against the CPU on poisoned outputs, dropout bit for
 #             bit, 100 trainer steps against the CPU, CUDA-graph replays
 #             against kernel-by-kernel runs, `dagrad train` and `dagrad
 #             eval` on the GPU (CudaCli.*)
 #   sanitize  compute-sanitizer memcheck over the same tests less the
-#             largest and longest, until 90 s before the budget; then
+#             largest and longest, binary after binary, until 90 s before
+#             the budget; then
 #             racecheck over the kernels with shared-memory trees in the
 #             time left
 #   bench     tools/bench/cuda_bench and tools/bench/torch_cuda_anchor.py
@@ -55,6 +59,10 @@ build=build-gpu
 debs=(libabsl-dev libabsl20220623 libblis-openmp-dev libblis4-openmp libgtest-dev libgmock-dev
       libbenchmark-dev libbenchmark1debian nlohmann-json3-dev)
 test_filter=${DAGRAD_GPU_TEST_FILTER:-'*Cuda*:RecordedRuns.*'}
+# The test binaries (tests/CMakeLists.txt) that hold CUDA or recorded-run
+# tests: CudaTransfers; the op cases and CudaAttention; the composite
+# cases, Cuda{Device,Training,...} and RecordedRuns; CudaCli.
+test_bins=(dagrad_ops_tests dagrad_autodiff_tests dagrad_models_tests dagrad_cli_tests)
 # Under memcheck every kernel runs 10-100 times slower: leave out the
 # cases over tens of millions of elements and the training runs (100 and
 # 300 steps).
@@ -129,7 +137,8 @@ build() {
     -DCMAKE_CUDA_ARCHITECTURES=90 -DDAGRAD_CUDA_LINEINFO=ON -DCMAKE_PREFIX_PATH="$deps/usr" \
     >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; fail "configure failed"; }
   # Only what the stages run: the tests, the benchmark and the CLI.
-  timeout "$(left)" cmake --build "$build" -j"$(nproc)" --target dagrad_tests cuda_bench dagrad_cli \
+  timeout "$(left)" cmake --build "$build" -j"$(nproc)" --target \
+    "${test_bins[@]}" cuda_bench dagrad_cli \
     >"$out/build.log" 2>&1 ||
     { grep -m20 -A5 "error" "$out/build.log"; tail -5 "$out/build.log"; fail "build failed or ran past the budget (log: build.log)"; }
   echo "built: $("$build/tools/dagrad" info | grep '^cuda')"
@@ -139,9 +148,13 @@ build() {
 # calls, or the stage runs alone).
 built() {
   unpack
-  [[ -x $build/tests/dagrad_tests && -x $build/tools/cuda_bench ]] && return
-  echo "no build in $build/: building first"
-  build
+  local bin
+  for bin in "${test_bins[@]/#/tests/}" tools/cuda_bench; do
+    [[ -x $build/$bin ]] && continue
+    echo "no build in $build/: building first"
+    build
+    return
+  done
 }
 
 # gtest_summary prints a gtest log's totals and failures.
@@ -152,35 +165,48 @@ gtest_summary() {
 
 run_tests() {
   built
-  timeout --kill-after=10 "$(left)" "$build/tests/dagrad_tests" --gtest_filter="$test_filter" \
-    --gtest_output="xml:$out/tests.xml" >"$out/tests.log" 2>&1
-  local rc=$?
-  gtest_summary "$out/tests.log"
-  if ((rc == 124 || rc == 137)); then
-    echo "tests: stopped at the budget; last started: $(grep '^\[ RUN' "$out/tests.log" | tail -1)"
-  elif ((rc > 1)); then
-    echo "tests: exit $rc; last started: $(grep '^\[ RUN' "$out/tests.log" | tail -1)"
-  fi
-  echo "tests: exit $rc (log: tests.log, tests.xml)"
-  return $rc
+  local bin rc status=0
+  for bin in "${test_bins[@]}"; do
+    timeout --kill-after=10 "$(left)" "$build/tests/$bin" --gtest_filter="$test_filter" \
+      --gtest_output="xml:$out/$bin.xml" >"$out/$bin.log" 2>&1
+    rc=$?
+    echo "$bin:"
+    gtest_summary "$out/$bin.log"
+    if ((rc == 124 || rc == 137)); then
+      echo "tests: stopped at the budget; last started: $(grep '^\[ RUN' "$out/$bin.log" | tail -1)"
+    elif ((rc > 1)); then
+      echo "tests: exit $rc; last started: $(grep '^\[ RUN' "$out/$bin.log" | tail -1)"
+    fi
+    ((rc == 0)) || status=$rc
+  done
+  echo "tests: exit $status (logs: <binary>.log, <binary>.xml)"
+  return $status
 }
 
-# sanitizer TOOL FILTER LOG CAP: compute-sanitizer over dagrad_tests, for
-# at most CAP seconds.
+# sanitizer TOOL FILTER LOG CAP: compute-sanitizer over each test binary
+# in turn (its log LOG less .log, then _<binary>.log), all of them within
+# CAP seconds.
 sanitizer() {
-  local tool=$1 filter=$2 log=$3 cap=$4
-  timeout --kill-after=10 "$cap" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-    --print-limit 50 "$build/tests/dagrad_tests" --gtest_filter="$filter" --gtest_brief=1 \
-    >"$out/$log" 2>&1
-  local rc=$?
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$log" | tail -2
-  case $rc in
-    0) echo "$tool: clean" ;;
-    3) echo "$tool: errors (log: $log)"; grep -m20 -E "^========= +(Invalid|Error|Race|Program hit|at )" "$out/$log" ;;
-    124 | 137) echo "$tool: stopped at the budget (log: $log)" ;;
-    *) echo "$tool: exit $rc (log: $log)" ;;
-  esac
-  return $rc
+  local tool=$1 filter=$2 log=${3%.log} cap=$4
+  local deadline=$((SECONDS + cap)) bin rc status=0
+  for bin in "${test_bins[@]}"; do
+    local s=$((deadline - SECONDS))
+    ((s > 1)) || { echo "$tool: $bin skipped, the time is spent"; continue; }
+    timeout --kill-after=10 "$s" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+      --print-limit 50 "$build/tests/$bin" --gtest_filter="$filter" --gtest_brief=1 \
+      >"$out/${log}_$bin.log" 2>&1
+    rc=$?
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/${log}_$bin.log" | tail -2
+    case $rc in
+      0) echo "$tool $bin: clean" ;;
+      3) echo "$tool $bin: errors (log: ${log}_$bin.log)"
+         grep -m20 -E "^========= +(Invalid|Error|Race|Program hit|at )" "$out/${log}_$bin.log" ;;
+      124 | 137) echo "$tool $bin: stopped at the budget (log: ${log}_$bin.log)" ;;
+      *) echo "$tool $bin: exit $rc (log: ${log}_$bin.log)" ;;
+    esac
+    ((rc == 0)) || status=$rc
+  done
+  return $status
 }
 
 sanitize() {

@@ -1,6 +1,6 @@
 // tools/bench/op_timing.h
 //
-// The hook through which the op cases (tests/support/op_case.h) reach
+// The hook through which the op cases (tests/autodiff/support/op_case.h) reach
 // dagrad_bench's timing mode. The tools layer may not include tests/, so
 // the cases, when linked into a program (the build links them into
 // dagrad_bench when it builds the tests), install an OpTimingSource at
@@ -36,7 +36,7 @@ struct OpTimingGraph {
   std::string size;             // "bench" or "config <name>": what size is timed
 };
 
-// The coverage table of the op cases (tests/support/op_coverage.h).
+// The coverage table of the op cases (tests/autodiff/support/op_coverage.h).
 struct OpCoverageReport {
   std::string table;
   bool complete = false;  // every op has exactly one case, run in every mode

@@ -1,6 +1,6 @@
 """Goldens for dagrad's basic ops: ops/unary.cc, ops/binary.cc, ops/reduce.cc,
 ops/shape_ops.cc and ops/matmul.cc. Writes tests/data/goldens/basic_ops.json;
-the ops' case files (tests/*_cases.cc, DAGRAD_GOLDENS) map each case name
+the ops' case files (tests/*/*_cases.cc, DAGRAD_GOLDENS) map each case name
 to the dagrad builder.
 
     /usr/bin/python3 tools/goldens/basic_ops.py

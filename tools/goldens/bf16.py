@@ -1,4 +1,4 @@
-"""PyTorch goldens of the 16-bit floats (tests/bf16_golden_test.cc):
+"""PyTorch goldens of the 16-bit floats (tests/autodiff/bf16_golden_test.cc):
   tests/data/goldens/bf16.json
       cast_edges   float32 x -> x.to(bfloat16), x.to(float16): NaN, +-inf,
                    +-0, subnormals of both formats, values that round up,
@@ -21,7 +21,7 @@
 
 Casts from float64 and from integers are not here: torch rounds those to
 float32 first, and can land on a tie that was none; dagrad rounds once
-(engine/bfloat16.h), which tests/bf16_test.cc checks against a reference
+(engine/bfloat16.h), which tests/engine/bf16_test.cc checks against a reference
 of its own.
 """
 import math

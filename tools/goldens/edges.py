@@ -2,7 +2,7 @@
 elementwise op and reduction, gradients at 0 (pow, sqrt, log, rsqrt), at
 +-inf and at NaN, softmax rows that are fully masked or hold NaN or +inf,
 the mean over no elements, and Linear with a 1-D input. Writes
-tests/data/goldens/edges.json; the ops' case files (tests/*_cases.cc,
+tests/data/goldens/edges.json; the ops' case files (tests/*/*_cases.cc,
 DAGRAD_GOLDENS) map each case name to the dagrad builder.
 
 Where dagrad documents a different convention than torch, the convention is

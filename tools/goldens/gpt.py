@@ -1,4 +1,4 @@
-"""Goldens for models::Gpt (tests/gpt_test.cc) from the reference model
+"""Goldens for models::Gpt (tests/models/gpt_test.cc) from the reference model
 tools/reference/gpt.py, under tests/data/goldens/gpt/:
   model.safetensors     a checkpoint written by the reference (save_checkpoint):
                         the tied weight once, metadata model=gpt and the config

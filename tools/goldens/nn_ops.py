@@ -1,7 +1,7 @@
 """Goldens for dagrad's layer_norm, gather/embedding, where, fill, arange,
 gelu, argmax and topk (ops/layer_norm.cc, ops/gather.cc, ops/select.cc,
 ops/fill.cc, ops/gelu.cc, ops/sampling.cc). Writes
-tests/data/goldens/nn_ops.json; the ops' case files (tests/*_cases.cc,
+tests/data/goldens/nn_ops.json; the ops' case files (tests/*/*_cases.cc,
 DAGRAD_GOLDENS) map each case name to the dagrad builder.
 
     /usr/bin/python3 tools/goldens/nn_ops.py

@@ -1,5 +1,5 @@
-"""Writes the safetensors fixtures for tests/safetensors_test.cc and
-tests/checkpoint_test.cc with the reference numpy writer
+"""Writes the safetensors fixtures for tests/engine/safetensors_test.cc and
+tests/ops/checkpoint_test.cc with the reference numpy writer
 (tools/goldens/safetensors_io.py), so that dagrad's reader is checked
 against files it did not write, and its writer against the reference's bytes.
 

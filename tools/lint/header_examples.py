@@ -14,16 +14,16 @@ A block of such lines is an example when one of its lines, less a trailing
 with its value: "Max(a, b)  // 3"); the others are formulas and shapes.
 Lists in prose ("- ...", "1. ...") are not examples either.
 Every example must appear, line for line (leading and trailing blanks
-aside), in one of tests/header_examples_*_test.cc, in an op's case
-(tests/*_cases.cc: an op's example may be a line of the config that runs
-it), or, for models/nn/*.h, in tests/nn_layers_test.cc; all of them compile
+aside), in one of tests/*/header_examples_*_test.cc (the folder of the
+header's layer), in an op's case (tests/*/*_cases.cc: an op's example may be a line of the config that runs
+it), or, for models/nn/*.h, in tests/models/nn_layers_test.cc; all of them compile
 and run it. This check prints each example that none holds, as
 
-  ops/gather.h:45: example not in tests/header_examples_*_test.cc:
+  ops/gather.h:45: example not in tests/*/header_examples_*_test.cc:
       Value table = ...
 
 and exits 1, else 0. ctest runs it (test `header_examples`), and
-tests/header_examples_lint_test.py shows it failing.
+tests/lint/header_examples_lint_test.py shows it failing.
 """
 
 import glob
@@ -37,10 +37,11 @@ HEADER_GLOBS = ["engine/*.h", "engine/plan/*.h", "engine/io/*.h", "engine/dot/*.
                 "ops/*.h", "ops/math/*.h", "ops/cpu/*.h", "models/*.h", "models/*/*.h"]
 # The tests that hold the examples: the header examples tests, the op cases
 # (an op added to a family writes its example in the config of its case),
-# and the nn layers' own (tests/nn_layers_test.cc copies the models/nn/*.h
+# and the nn layers' own (tests/models/nn_layers_test.cc copies the models/nn/*.h
 # examples).
-TEST_GLOBS = ["tests/header_examples_*_test.cc", "tests/*_cases.cc", "tests/nn_layers_test.cc"]
-TEST_GLOB = "tests/header_examples_*_test.cc"  # where a new example goes
+TEST_GLOBS = ["tests/*/header_examples_*_test.cc", "tests/*/*_cases.cc",
+              "tests/models/nn_layers_test.cc"]
+TEST_GLOB = "tests/*/header_examples_*_test.cc"  # where a new example goes
 EXAMPLE_LINE = re.compile(r"^\s*//   (.*)$")
 TRAILING_COMMENT = re.compile(r"\s*//.*$")
 PROSE_LIST = re.compile(r"^(- |\d+\. )")  # a list in prose: "- ...", "1. ..."
@@ -117,8 +118,8 @@ def main(argv):
             print(f"    {line}")
     if missing:
         print(f"{len(missing)} header example(s) are compiled by no test: copy each "
-              f"into a HEADER_EXAMPLE of {TEST_GLOB} (tests/header_examples.h), "
-              f"or an op's into a config of its case (tests/*_cases.cc)")
+              f"into a HEADER_EXAMPLE of {TEST_GLOB} (tests/support/header_examples.h), "
+              f"or an op's into a config of its case (tests/*/*_cases.cc)")
         return 1
     return 0
 

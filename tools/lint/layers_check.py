@@ -10,9 +10,14 @@ CUDA sources under ROOT and prints each one that reaches up, as
 
   engine/graph.cc:7: includes "ops/registry.h" (layer ops); layer engine may include engine
 
+A test file under a layer's test folder (tests/engine/, tests/ops/, ...)
+is held to its layer the same way, as
+
+  tests/engine/x_test.cc:3: includes "ops/registry.h" (layer ops); tests of layer engine may include engine
+
 It exits 1 when it found one, else 0. Headers outside the layers (absl,
 the system) are not checked. ctest runs it (test `layers`), and
-tests/layers_check_test.py shows it failing on a tree with an upward include.
+tests/lint/layers_check_test.py shows it failing on a tree with an upward include.
 """
 
 import os
@@ -65,6 +70,34 @@ ALLOWED = {
     "tests": {"engine", "mpi", "ops", "autodiff", "onnx", "models", "tools", "tests"},
 }
 
+# The test folders mirror the layers (tests/CMakeLists.txt): each is built
+# into one binary linked against the layers written here, and may include
+# their headers and the test folders of those layers (tests/support/ is the
+# engine's). Other folders under tests/ (the lint tests, fuzzers, MPI, the
+# install consumer) take in everything.
+TEST_FOLDERS = {
+    "tests/support/": "engine",
+    "tests/engine/": "engine",
+    "tests/ops/": "ops",
+    "tests/autodiff/": "autodiff",
+    "tests/onnx/": "onnx",
+    "tests/models/": "models",
+    "tests/cli/": "tools",
+}
+TEST_ALLOWED = {
+    "engine": {"engine"},
+    "ops": {"engine", "ops"},
+    "autodiff": {"engine", "ops", "autodiff"},
+    # ONNX tests that differentiate an imported model link autodiff beside it.
+    "onnx": {"engine", "ops", "autodiff", "onnx"},
+    # Exporting the library's models to ONNX takes both.
+    "models": {"engine", "ops", "autodiff", "onnx", "models"},
+    "tools": {"engine", "mpi", "ops", "autodiff", "onnx", "models", "tools"},
+}
+# The op cases reach dagrad_bench's timing mode through this header-only
+# hook of engine types (tools/bench/op_timing.h says why).
+TEST_HOOKS = {"tools/bench/op_timing.h"}
+
 SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh")
 TOP_FOLDERS = sorted({f.split("/")[0] for _, folders in LAYERS for f in folders})
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
@@ -77,6 +110,27 @@ def layer_of(path):
         if folder in folders or (name in OPEN_LAYERS and path.startswith(folders[0])):
             return name
     return None
+
+
+def test_layer_of(path):
+    """Returns the layer of a file under a test folder (TEST_FOLDERS), or
+    None."""
+    for folder, layer in TEST_FOLDERS.items():
+        if path.startswith(folder):
+            return layer
+    return None
+
+
+def upward_test_include(path, line_no, header):
+    """Returns the message for a test file's include of a layer, or test
+    folder, above its own, or None."""
+    own = test_layer_of(path)
+    target = test_layer_of(header) if header.startswith("tests/") else layer_of(header)
+    if own is None or target is None or target in TEST_ALLOWED[own] or header in TEST_HOOKS:
+        return None
+    may = ", ".join(n for n, _ in LAYERS if n in TEST_ALLOWED[own])
+    return (f'{path}:{line_no}: includes "{header}" (layer {target}); tests of layer {own} '
+            f"may include {may}")
 
 
 def is_internal(path):
@@ -99,6 +153,10 @@ def upward_includes(root):
             for line_no, line in enumerate(f, 1):
                 m = INCLUDE.match(line)
                 if not m:
+                    continue
+                test_problem = upward_test_include(path, line_no, m.group(1))
+                if test_problem:
+                    problems.append(test_problem)
                     continue
                 if (is_internal(m.group(1)) and path.endswith(".h") and not is_internal(path)
                         and own not in OPEN_LAYERS):

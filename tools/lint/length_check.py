@@ -13,7 +13,7 @@ that holds them. Each one over a limit is printed as
   engine/plan/planner.cc: 612 lines (at most 500)
 
 and the check exits 1, else 0. ctest runs it (test `length`), and
-tests/length_check_test.py shows it failing on a long function and file.
+tests/lint/length_check_test.py shows it failing on a long function and file.
 """
 
 import os

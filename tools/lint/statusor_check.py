@@ -17,7 +17,7 @@ and the script exits 1 when there is one, else 0. It works on the text, as
 grep would: a StatusOr variable is one declared `absl::StatusOr<...> x =`
 or `auto x = F(...)` where F is declared anywhere in the tree to return
 absl::StatusOr; comments and string literals are ignored. ctest runs it
-(test `statusor`), and tests/statusor_check_test.py shows it failing on
+(test `statusor`), and tests/lint/statusor_check_test.py shows it failing on
 unchecked uses.
 """
 

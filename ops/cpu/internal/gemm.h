@@ -36,7 +36,7 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a,
 // rows) and B are widened to float32 and multiplied by Gemm<float>. The
 // products of two bfloat16 are exact in float32, so the two differ only in
 // summation order: each is within 2 (k + 2) eps (|alpha| |A|·|B| + |beta
-// C|) of the exact product, eps = 2^-24 (tests/gemm_bf16_test.cc), and the
+// C|) of the exact product, eps = 2^-24 (tests/ops/gemm_bf16_test.cc), and the
 // native kernel counts subnormal inputs and results as zero. Each element of C is
 // summed over k in one fixed order: the same bits on any thread count.
 // beta == 0 reads no C. Returns the status of ConfigureCpu.

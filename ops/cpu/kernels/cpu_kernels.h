@@ -215,7 +215,7 @@ struct CpuKernels {
   // 1 / (1 + |x| / (2 sqrt(2))), the same code for every element (the tail
   // too). The avx2 and avx512 levels fuse the polynomials' multiply-adds;
   // every level keeps |y - gelu(x)| <= 2^-23 |x| + 2^-24 |gelu(x)| and
-  // |dx - g gelu'(x)| <= |g| 2^-22 (1 + |x|) (tests/gelu_test.cc), so two
+  // |dx - g gelu'(x)| <= |g| 2^-22 (1 + |x|) (tests/autodiff/gelu_test.cc), so two
   // levels differ by at most twice that.
   void (*gelu_f32)(const GeluArgs& args, int64_t begin, int64_t end);
   void (*gelu_grad_f32)(const GeluArgs& args, int64_t begin, int64_t end);

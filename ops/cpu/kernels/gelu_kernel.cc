@@ -9,7 +9,7 @@
 //
 // both fitted (weighted least squares, iterated to equal ripple) to
 // erf(u) / u and erfc(|u|) exp(s) / t on their ranges. Phi's error is then
-// within 2^-23 of the exact value everywhere (tests/gelu_test.cc), against
+// within 2^-23 of the exact value everywhere (tests/autodiff/gelu_test.cc), against
 // 2^-24 for 0.5 * (1 + erff(u)); for negative x the tail 0.5 * erfc(|u|)
 // keeps Phi's relative error within 2^-16 down to x = -12, where
 // 1 + erff(u) would cancel to nothing. exp(-s) is also sqrt(2 pi) phi(x),

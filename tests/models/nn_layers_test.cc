@@ -1,0 +1,385 @@
+// The usage examples of the dagrad::nn headers (models/nn/*.h), copied here
+// between "example" markers so that they compile and run (a test checks
+// that every line of each header example is here), plus PyTorch's
+// parameter names, the errors of Create and of a layer used before Create.
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "engine/executor.h"
+#include "engine/status_macros.h"
+#include "models/nn/nn.h"
+#include "models/toy/transformer.h"
+#include "ops/elementwise.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::vector<std::string> Names(const nn::NamedParameters& named) {
+  std::vector<std::string> names;
+  for (const auto& [name, p] : named) names.push_back(name);
+  return names;
+}
+
+// Shapes checks that every Value is ok and has the shape listed for it.
+void ExpectShapes(std::initializer_list<std::pair<Value, Shape>> values) {
+  for (const auto& [v, shape] : values) {
+    ASSERT_OK(v.status());
+    EXPECT_EQ(v.shape().ToString(), shape.ToString()) << v.path();
+  }
+}
+
+absl::Status LayersExamples(Graph& g, Value x, Value tokens, Value h) {
+  // example: models/nn/layers.h Linear
+  DAGRAD_ASSIGN_OR_RETURN(nn::Linear fc,
+      nn::Linear::Create(g, "fc", {.in_features = 4, .out_features = 3}));
+  Value y = fc(x);   // x (B, 4) -> y (B, 3); parameters "fc/weight", "fc/bias"
+  // example: models/nn/layers.h Embedding
+  DAGRAD_ASSIGN_OR_RETURN(nn::Embedding emb,
+      nn::Embedding::Create(g, "tok_emb", {.num_embeddings = 16, .embedding_dim = 8}));
+  Value e = emb(tokens);   // tokens int64 (B, T) -> e (B, T, 8)
+  // example: models/nn/layers.h LayerNorm
+  DAGRAD_ASSIGN_OR_RETURN(nn::LayerNorm ln,
+      nn::LayerNorm::Create(g, "ln_f", {.normalized_shape = 8}));
+  Value n = ln(h);   // (B, T, 8); parameters "ln_f/weight", "ln_f/bias"
+  // example: models/nn/layers.h Dropout
+  DAGRAD_ASSIGN_OR_RETURN(nn::Dropout drop, nn::Dropout::Create(g, "drop", 0.1));
+  Value d = drop(h);   // same shape as h
+  // example: models/nn/layers.h Mlp
+  DAGRAD_ASSIGN_OR_RETURN(nn::Mlp mlp,
+      nn::Mlp::Create(g, "mlp", {.in_features = 8, .hidden_features = 32,
+                                 .activation = nn::Activation::kGeluTanh}));
+  Value m = mlp(h);   // (B, T, 8); parameters "mlp/fc1/weight", ..., "mlp/fc2/bias"
+  // end of examples
+  ExpectShapes({{y, {2, 3}}, {e, {2, 5, 8}}, {n, {2, 5, 8}}, {d, {2, 5, 8}}, {m, {2, 5, 8}}});
+  EXPECT_EQ(fc.weight().path(), "fc/weight");
+  EXPECT_EQ(ln.bias().path(), "ln_f/bias");
+  EXPECT_THAT(Names(mlp.named_parameters()),
+              ElementsAre("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"));
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, Layers) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 4});
+  Value tokens = g.Input("tokens", DType::kInt64, {2, 5});
+  Value h = g.Input("h", DType::kFloat32, {2, 5, 8});
+  ASSERT_OK(LayersExamples(g, x, tokens, h));
+}
+
+absl::Status AttentionExamples(Graph& g, Value x, Value lengths, Value memory) {
+  // example: models/nn/attention.h
+  DAGRAD_ASSIGN_OR_RETURN(nn::MultiheadAttention mha,
+      nn::MultiheadAttention::Create(g, "self_attn", {.embed_dim = 8, .num_heads = 2}));
+  nn::AttentionOutput y =
+      mha(x, x, x, {.valid_lens = lengths}, nn::AttentionWeights::kPerHead);
+  // x (B, T, 8): y.output (B, T, 8); y.weights (B, 2, T, T), before dropout
+  nn::AttentionOutput z = mha(x, memory, memory);   // cross-attention, memory (B, S, 8)
+  // end of example
+  ExpectShapes({{y.output, {2, 5, 8}}, {y.weights, {2, 2, 5, 5}}, {z.output, {2, 5, 8}}});
+  EXPECT_THAT(Names(mha.named_parameters()),
+              ElementsAre("in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"));
+  return absl::OkStatus();
+}
+
+// AttentionPath's examples: the composed path by option, and its names.
+TEST(NnExamples, AttentionPath) {
+  using nn::AttentionPath, nn::MultiheadAttention, nn::ParseAttentionPath;
+  Graph g;
+  // example: models/nn/attention.h, ParseAttentionPath
+  absl::StatusOr<AttentionPath> path = ParseAttentionPath("composed");
+  // example: models/nn/attention.h, MultiheadAttentionOptions::attention
+  auto composed = MultiheadAttention::Create(
+      g, "composed", {.embed_dim = 8, .num_heads = 2, .attention = AttentionPath::kComposed});
+  // end of examples
+  ASSERT_OK(path.status());
+  EXPECT_EQ(*path, AttentionPath::kComposed);
+  EXPECT_EQ(nn::AttentionPathName(*path), "composed");
+  EXPECT_EQ(*ParseAttentionPath("fused"), AttentionPath::kFused);
+  EXPECT_STATUS(ParseAttentionPath("flash").status(), absl::StatusCode::kInvalidArgument,
+                "attention must be fused or composed, got 'flash'");
+  ASSERT_OK(composed.status());
+  EXPECT_EQ(composed->options().attention, AttentionPath::kComposed);
+}
+
+// The converters' examples, with B = 2, H = 4, T = 5, S = 7, E = 8.
+absl::Status AttentionMaskExamples(Graph& g, Value q, Value k, Value v) {
+  using nn::AttentionOutput, nn::AttentionWeights, nn::KeepFromKeyPaddingMask,
+      nn::BiasFromAttnMask, nn::BiasFromKeyPaddingMask;
+  const int64_t H = 4;
+  DAGRAD_ASSIGN_OR_RETURN(
+      nn::MultiheadAttention mha,
+      nn::MultiheadAttention::Create(g, "mha", {.embed_dim = 8, .num_heads = H}));
+  {
+    Value kpm = g.Input("kpm", DType::kBool, {2, 7});
+    Value am = g.Input("am", DType::kFloat32, {8, 5, 7});
+    // example: models/nn/attention.h, porting a PyTorch call
+    AttentionOutput y = mha(q, k, v, {.keep = KeepFromKeyPaddingMask(kpm),
+                                      .bias = BiasFromAttnMask(am, H)},
+                            AttentionWeights::kPerHead);
+    // example: models/nn/attention.h, KeepFromKeyPaddingMask
+    Value keep = KeepFromKeyPaddingMask(kpm);   // kpm bool (2, 7) -> (2, 1, 1, 7)
+    // end of examples
+    ExpectShapes({{y.output, {2, 5, 8}}, {y.weights, {2, 4, 5, 7}}, {keep, {2, 1, 1, 7}}});
+  }
+  Value kpm = g.Input("kpm_float", DType::kFloat32, {2, 7});
+  Value am = g.Input("am_float", DType::kFloat32, {8, 5, 7});
+  // example: models/nn/attention.h, BiasFromAttnMask
+  Value bias = BiasFromAttnMask(am, 4);        // am float (8, 5, 7) -> (2, 4, 5, 7)
+  mha(q, k, v, {.bias = bias + BiasFromKeyPaddingMask(kpm)});  // both masks
+  // end of example
+  ExpectShapes({{bias, {2, 4, 5, 7}},
+                {mha(q, k, v, {.bias = bias + BiasFromKeyPaddingMask(kpm)}).output, {2, 5, 8}}});
+  return absl::OkStatus();
+}
+
+// SplitPackedHeads and AttendHeads, with B = 2, T = 5, E = 8, 2 heads.
+TEST(NnExamples, AttentionCore) {
+  using nn::HeadsQkv, nn::HeadsAttention, nn::SplitPackedHeads, nn::AttendHeads;
+  Graph g;
+  Value qkv = g.Input("qkv", DType::kFloat32, {2, 5, 24});
+  // example: models/nn/attention.h, SplitPackedHeads
+  HeadsQkv h = SplitPackedHeads(qkv, 2);      // qkv (B, T, 24): h.q (B, 2, T, 4)
+  // example: models/nn/attention.h, AttendHeads
+  HeadsAttention a = AttendHeads(h.q, h.k, h.v, {.causal = true}, 0.5, 0.0);
+  // a.merged (B, T, 8), a.weights (B, 2, T, T)
+  // end of examples
+  ExpectShapes({{h.q, {2, 2, 5, 4}}, {h.k, {2, 2, 5, 4}}, {h.v, {2, 2, 5, 4}},
+                {a.merged, {2, 5, 8}}, {a.weights, {2, 2, 5, 5}}});
+  EXPECT_FALSE(SplitPackedHeads(g.Input("bad", DType::kFloat32, {2, 5, 20}), 2).q.ok());
+}
+
+TEST(NnExamples, AttentionMasks) {
+  Graph g;
+  ASSERT_OK(AttentionMaskExamples(g, g.Input("q", DType::kFloat32, {2, 5, 8}),
+                                  g.Input("k", DType::kFloat32, {2, 7, 8}),
+                                  g.Input("v", DType::kFloat32, {2, 7, 8})));
+}
+
+TEST(NnExamples, Attention) {
+  Graph g;
+  ASSERT_OK(AttentionExamples(g, g.Input("x", DType::kFloat32, {2, 5, 8}),
+                              g.Input("lengths", DType::kInt64, {2}),
+                              g.Input("memory", DType::kFloat32, {2, 3, 8})));
+}
+
+absl::Status TransformerExample(Graph& g, Value x, Value lengths) {
+  // example: models/nn/transformer_block.h
+  DAGRAD_ASSIGN_OR_RETURN(nn::TransformerBlock block,
+      nn::TransformerBlock::Create(g, "h/0", {.d_model = 8, .nhead = 2,
+                                              .dim_feedforward = 32,
+                                              .activation = nn::Activation::kGelu,
+                                              .norm_first = true, .causal = true}));
+  Value y = block(x);                        // x (B, T, 8) -> (B, T, 8)
+  Value z = block(x, {.mask = {.valid_lens = lengths}});   // padded keys masked
+  // example: models/nn/module.h
+  nn::NamedParameters named = block.named_parameters();
+  // {{"self_attn.in_proj_weight", w}, ..., {"norm2.bias", b}}
+  // end of examples
+  ExpectShapes({{y, {2, 5, 8}}, {z, {2, 5, 8}}});
+  EXPECT_THAT(Names(named),
+              ElementsAre("self_attn.in_proj_weight", "self_attn.in_proj_bias",
+                          "self_attn.out_proj.weight", "self_attn.out_proj.bias",
+                          "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
+                          "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"));
+  EXPECT_EQ(named.front().second.path(), "h/0/self_attn/in_proj_weight");
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, TransformerBlock) {
+  Graph g;
+  ASSERT_OK(TransformerExample(g, g.Input("x", DType::kFloat32, {2, 5, 8}),
+                               g.Input("lengths", DType::kInt64, {2})));
+}
+
+absl::Status SequentialExample(Graph& g, Value x) {
+  // example: models/nn/sequential.h
+  DAGRAD_ASSIGN_OR_RETURN(nn::Sequential net, nn::Sequential::Create(g, "net"));
+  DAGRAD_RETURN_IF_ERROR(net.Append<nn::Linear>({.in_features = 2, .out_features = 16}));
+  net.Append([](Value h) { return Relu(h); });
+  DAGRAD_RETURN_IF_ERROR(net.Append<nn::Linear>({.in_features = 16, .out_features = 1}));
+  Value y = net(x);   // x (B, 2) -> (B, 1); named_parameters "0.weight", ..., "2.bias"
+  // end of example
+  ExpectShapes({{y, {3, 1}}});
+  EXPECT_THAT(Names(net.named_parameters()),
+              ElementsAre("0.weight", "0.bias", "2.weight", "2.bias"));
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, Sequential) {
+  Graph g;
+  ASSERT_OK(SequentialExample(g, g.Input("x", DType::kFloat32, {3, 2})));
+}
+
+// example: models/nn/nn.h
+class Gpt {
+ public:
+  absl::Status Init(Graph& g) {
+    DAGRAD_ASSIGN_OR_RETURN(wte_, nn::Embedding::Create(g, "wte",
+        {.num_embeddings = 65, .embedding_dim = 32}));
+    DAGRAD_ASSIGN_OR_RETURN(block_, nn::TransformerBlock::Create(g, "h/0",
+        {.d_model = 32, .nhead = 4, .dim_feedforward = 128, .dropout = 0.0,
+         .activation = nn::Activation::kGelu, .norm_first = true, .causal = true}));
+    DAGRAD_ASSIGN_OR_RETURN(ln_f_, nn::LayerNorm::Create(g, "ln_f",
+        {.normalized_shape = 32}));
+    return absl::OkStatus();
+  }
+  Value operator()(Value tokens) const { return ln_f_(block_(wte_(tokens))); }
+
+ private:
+  nn::Embedding wte_;
+  nn::TransformerBlock block_;
+  nn::LayerNorm ln_f_;
+};
+// end of example
+
+TEST(NnExamples, MembersFilledInLater) {
+  Graph g;
+  Gpt gpt;
+  ASSERT_OK(gpt.Init(g));
+  Value tokens = g.Input("tokens", DType::kInt64, {2, 6});
+  Value y = gpt(tokens);
+  ExpectShapes({{y, {2, 6, 32}}});
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{tokens, RandomInts({2, 6}, 1, 0, 65)}}));
+  for (double v : AsDoubles(out[0])) ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST(Nn, LayerUsedBeforeCreateIsAnError) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2, 4});
+  EXPECT_STATUS(nn::Linear()(x).status(), absl::StatusCode::kFailedPrecondition,
+                "Linear applied before Create");
+  EXPECT_STATUS(nn::TransformerBlock()(x).status(), absl::StatusCode::kFailedPrecondition,
+                "TransformerBlock");
+  EXPECT_STATUS(nn::MultiheadAttention()(x, x, x).output.status(),
+                absl::StatusCode::kFailedPrecondition, "MultiheadAttention");
+  EXPECT_EQ(nn::Dropout()(x), x);  // p = 0: the identity
+}
+
+TEST(Nn, CreateRejectsBadOptions) {
+  Graph g;
+  EXPECT_STATUS(nn::Linear::Create(g, "fc/w.b", {.in_features = 2, .out_features = 2}).status(),
+                absl::StatusCode::kInvalidArgument, "without '.'");
+  EXPECT_STATUS(nn::Linear::Create(g, "a//b", {.in_features = 2, .out_features = 2}).status(),
+                absl::StatusCode::kInvalidArgument, "non-empty segments");
+  EXPECT_STATUS(nn::Linear::Create(g, "fc", {.in_features = 0, .out_features = 2}).status(),
+                absl::StatusCode::kInvalidArgument, "sizes must be >= 1, got 0");
+  EXPECT_STATUS(
+      nn::Embedding::Create(g, "e", {.num_embeddings = 3, .embedding_dim = 2,
+                                     .dtype = DType::kInt64}).status(),
+      absl::StatusCode::kInvalidArgument, "dtype must be float32 or float64");
+  EXPECT_STATUS(nn::LayerNorm::Create(g, "ln", {.normalized_shape = 4, .eps = 0}).status(),
+                absl::StatusCode::kInvalidArgument, "eps must be a finite number > 0");
+  EXPECT_STATUS(nn::Dropout::Create(g, "drop", 1.5).status(), absl::StatusCode::kInvalidArgument,
+                "dropout must be in [0, 1)");
+  EXPECT_STATUS(nn::TransformerBlock::Create(g, "blk", {.d_model = 6, .nhead = 4}).status(),
+                absl::StatusCode::kInvalidArgument, "not divisible by num_heads 4");
+}
+
+TEST(Nn, BlockChecksItsMemory) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {1, 3, 4});
+  ASSERT_OK_AND_ASSIGN(auto enc,
+                       nn::TransformerBlock::Create(g, "enc", {.d_model = 4, .nhead = 2}));
+  ASSERT_OK_AND_ASSIGN(
+      auto dec,
+      nn::TransformerBlock::Create(g, "dec",
+                                   {.d_model = 4, .nhead = 2, .cross_attention = true}));
+  EXPECT_STATUS(dec(x).status(), absl::StatusCode::kInvalidArgument,
+                "cross-attention needs a memory");
+  EXPECT_STATUS(enc(x, {.memory = x}).status(), absl::StatusCode::kInvalidArgument,
+                "without cross_attention");
+  EXPECT_EQ(Names(dec.named_parameters()).back(), "norm3.bias");
+}
+
+TEST(Nn, ToyTransformerHasTheReferenceStateDictNames) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(auto model,
+                       models::ToyTransformer::Create(g, {.vocab = 8, .seq_len = 4, .dim = 8,
+                                                          .heads = 2, .layers = 1, .ffn = 16}));
+  EXPECT_THAT(
+      Names(model.named_parameters()),
+      ElementsAre("embedding.weight", "encoder.layers.0.self_attn.in_proj_weight",
+                  "encoder.layers.0.self_attn.in_proj_bias",
+                  "encoder.layers.0.self_attn.out_proj.weight",
+                  "encoder.layers.0.self_attn.out_proj.bias", "encoder.layers.0.linear1.weight",
+                  "encoder.layers.0.linear1.bias", "encoder.layers.0.linear2.weight",
+                  "encoder.layers.0.linear2.bias", "encoder.layers.0.norm1.weight",
+                  "encoder.layers.0.norm1.bias", "encoder.layers.0.norm2.weight",
+                  "encoder.layers.0.norm2.bias", "head.weight", "head.bias"));
+  EXPECT_EQ(model.parameters(), g.Parameters());
+}
+
+std::string ReadSource(const std::string& path) {
+  std::ifstream in(std::string(DAGRAD_TEST_DATA_DIR) + "/../../" + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ExampleLines returns the code lines of the header's usage examples: the
+// runs of "//   " comment lines with a statement (a line ending in ';',
+// perhaps followed by a comment).
+std::vector<std::string> ExampleLines(const std::string& header) {
+  std::vector<std::string> lines, run;
+  auto flush = [&] {
+    static const std::regex kStatement(R"(;\s*(//.*)?$)");
+    const bool example = std::any_of(run.begin(), run.end(), [](const std::string& l) {
+      return std::regex_search(l, kStatement);
+    });
+    if (example) lines.insert(lines.end(), run.begin(), run.end());
+    run.clear();
+  };
+  for (absl::string_view line : absl::StrSplit(header, '\n')) {
+    if (absl::ConsumePrefix(&line, "//   ")) {
+      run.emplace_back(absl::StripAsciiWhitespace(line));
+    } else {
+      flush();
+    }
+  }
+  flush();
+  return lines;
+}
+
+absl::Status TiedExample(Graph& g, Value x) {
+  DAGRAD_ASSIGN_OR_RETURN(nn::Embedding wte,
+      nn::Embedding::Create(g, "wte", {.num_embeddings = 5, .embedding_dim = 3}));
+  // example: models/nn/layers.h (Linear::Tied)
+  DAGRAD_ASSIGN_OR_RETURN(nn::Linear head,
+      nn::Linear::Tied(g, "lm_head", wte.weight()));   // (V, D): x (B, T, D) -> (B, T, V)
+  // end of example
+  ExpectShapes({{head(x), {2, 4, 5}}});
+  EXPECT_EQ(g.Parameters().size(), 1u);  // the head declares no parameter
+  return absl::OkStatus();
+}
+
+TEST(NnExamples, LinearTied) {
+  Graph g;
+  ASSERT_OK(TiedExample(g, g.Input("x", DType::kFloat32, {2, 4, 3})));
+}
+
+TEST(NnExamples, EveryHeaderExampleIsCompiledHere) {
+  const std::string test = ReadSource("tests/models/nn_layers_test.cc");
+  ASSERT_FALSE(test.empty());
+  for (const char* header : {"models/nn/nn.h", "models/nn/module.h", "models/nn/layers.h",
+                             "models/nn/attention.h", "models/nn/transformer_block.h",
+                             "models/nn/sequential.h"}) {
+    const std::vector<std::string> lines = ExampleLines(ReadSource(header));
+    EXPECT_FALSE(lines.empty()) << header << " has no example";
+    for (const std::string& line : lines) {
+      EXPECT_TRUE(absl::StrContains(test, line)) << header << " example line not tested: " << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dagrad::testing

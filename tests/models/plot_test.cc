@@ -1,0 +1,58 @@
+// dagrad::plot (models/plot/): the pictures of a run hold what they draw,
+// escape what they print, and are the same for the same data.
+
+#include "models/plot/plots.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "models/plot/svg.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::plot {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Plot, AttentionHeatmapsDrawEveryHeadOfEveryLayerWithEscapedLabels) {
+  // Two layers of three heads over two positions.
+  const Tensor w = testing::T<float>({3, 2, 2}, {1, 0, 0.5, 0.5, 1, 0, 0, 1, 0.2, 0.8, 1, 0});
+  const std::string svg = AttentionHeatmaps({w, w}, {"<a>", "&"}, "weights \"x\"");
+  EXPECT_EQ(Count(svg, "layer 0, head "), 3);
+  EXPECT_EQ(Count(svg, "layer 1, head "), 3);
+  EXPECT_THAT(svg, HasSubstr("&lt;a&gt;"));
+  EXPECT_THAT(svg, HasSubstr("&amp;"));
+  EXPECT_THAT(svg, HasSubstr("weights &quot;x&quot;"));
+  EXPECT_THAT(svg, Not(HasSubstr("<a>")));
+  EXPECT_EQ(svg, AttentionHeatmaps({w, w}, {"<a>", "&"}, "weights \"x\""));  // deterministic
+}
+
+TEST(Plot, LossCurvesDrawBothSplits) {
+  const std::string svg = LossCurves({{.step = 10, .loss = 2.0, .eval_loss = 2.5},
+                                      {.step = 20, .loss = 1.0, .eval_loss = 1.5}});
+  EXPECT_THAT(svg, HasSubstr("cross-entropy"));
+  EXPECT_THAT(svg, HasSubstr("held-out"));
+  EXPECT_THAT(svg, HasSubstr("token accuracy"));
+}
+
+TEST(Plot, PositionalEncodingDrawsTheTableAndFourColumns) {
+  ASSERT_OK_AND_ASSIGN(const std::string svg, PositionalEncoding(16, 12));
+  EXPECT_THAT(svg, HasSubstr("P (16 positions x 12 dims)"));
+  for (const char* col : {"col 6", "col 7", "col 8", "col 9"}) EXPECT_THAT(svg, HasSubstr(col));
+}
+
+TEST(Plot, XmlEscapeEscapesTheFiveCharacters) {
+  EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+}
+
+}  // namespace
+}  // namespace dagrad::plot
