@@ -24,13 +24,10 @@ constexpr int64_t kBatch = 16, kContext = 32, kDim = 64, kHeads = 4, kLayers = 2
 class Gpt {
  public:
   absl::Status Init(Graph& g, int64_t vocab) {
-    const Initializer normal = Initializer::Normal(0.0, 0.02);
     DAGRAD_ASSIGN_OR_RETURN(wte_, nn::Embedding::Create(g, "wte", {.num_embeddings = vocab,
-                                                                   .embedding_dim = kDim,
-                                                                   .init = normal}));
+                                                                   .embedding_dim = kDim}));
     DAGRAD_ASSIGN_OR_RETURN(wpe_, nn::Embedding::Create(g, "wpe", {.num_embeddings = kContext,
-                                                                   .embedding_dim = kDim,
-                                                                   .init = normal}));
+                                                                   .embedding_dim = kDim}));
     for (int i = 0; i < kLayers; ++i) {
       DAGRAD_ASSIGN_OR_RETURN(blocks_[i], nn::TransformerBlock::Create(g, "h/" + std::to_string(i),
           {.d_model = kDim, .nhead = kHeads, .dim_feedforward = 4 * kDim, .dropout = 0.0,
@@ -76,7 +73,8 @@ absl::StatusOr<float> TrainAndSample(int steps) {
   Value next = ArgMax(gpt(prompt), -1);  // the same weights; greedy, inside the graph
   DAGRAD_ASSIGN_OR_RETURN(TrainingStep step, BuildTrainingStep(loss,  // decay matrices only
       DecayMatrices(g.Parameters(), 0.01), {.kind = OptimizerKind::kAdamW, .clip_norm = 1.0}));
-  Executor exec(g);
+  Executor exec(g);  // GPT-2's init: N(0, 0.02), residual projections / sqrt(2 layers)
+  DAGRAD_RETURN_IF_ERROR(models::InitGpt2(exec, g.Parameters(), kLayers));
   DAGRAD_ASSIGN_OR_RETURN(auto train, exec.Compile({loss}, step.updates));
   DAGRAD_ASSIGN_OR_RETURN(auto sample, exec.Compile({next}));
 
