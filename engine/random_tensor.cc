@@ -25,7 +25,9 @@ absl::StatusOr<Tensor> Draw(absl::string_view function, DType dtype, const Shape
   }
   absl::StatusOr<Tensor> out = Tensor::Zeros(dtype, shape);
   if (!out.ok()) return Invalid(function, absl::StrCat("shape: ", out.status().message()));
-  if (absl::Status st = init.Validate(shape, dtype); !st.ok()) return Invalid(function, st.message());
+  if (absl::Status st = init.Validate(shape, dtype); !st.ok()) {
+    return Invalid(function, st.message());
+  }
   DAGRAD_RETURN_IF_ERROR(init.Fill(seed, kStream, *out));
   return out;
 }
