@@ -9,6 +9,13 @@
 //   g.Parameter("weight", {out, in}, Initializer::XavierUniform());
 //   g.Parameter("bias", {out}, Initializer::Zeros());
 //   g.Parameter("table", {V, E}, Initializer::Normal(0.0, 0.1).WithSeed(7));
+//
+// TruncatedNormal is torch.nn.init.trunc_normal_ (absolute bounds):
+//   Graph g;
+//   g.Parameter("pos", {64, 128}, Initializer::TruncatedNormal(0.0, 0.02, -0.04, 0.04));
+//
+// engine/random_tensor.h draws whole tensors from them (RandomNormal, ...)
+// and re-draws an executor's parameters by name (InitParameters).
 
 #ifndef DAGRAD_ENGINE_INITIALIZER_H_
 #define DAGRAD_ENGINE_INITIALIZER_H_
@@ -25,7 +32,9 @@
 namespace dagrad {
 
 struct Initializer {
-  enum class Kind { kZeros, kOnes, kConstant, kUniform, kNormal, kXavierUniform };
+  enum class Kind {
+    kZeros, kOnes, kConstant, kUniform, kNormal, kXavierUniform, kTruncatedNormal
+  };
 
   static Initializer Zeros() { return {Kind::kZeros}; }
   static Initializer Ones() { return {Kind::kOnes}; }
@@ -36,6 +45,15 @@ struct Initializer {
   }
   static Initializer Normal(double mean, double stddev) {
     return {Kind::kNormal, mean, stddev};
+  }
+  // TruncatedNormal draws from N(mean, stddev) restricted to [low, high]:
+  // torch.nn.init.trunc_normal_, whose bounds are absolute values, not
+  // multiples of stddev (so its defaults, -2 and 2, are these). It inverts
+  // the normal CDF (as PyTorch does), so every draw takes the same time,
+  // however little mass the bounds hold.
+  static Initializer TruncatedNormal(double mean, double stddev, double low = -2.0,
+                                     double high = 2.0) {
+    return {Kind::kTruncatedNormal, mean, stddev, low, high};
   }
   // XavierUniform draws from U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)),
   // with fans computed as PyTorch does: for (out, in, k...) shapes,
@@ -51,7 +69,9 @@ struct Initializer {
   }
 
   // Validate returns InvalidArgument, naming them, for bad parameters (high
-  // < low, negative stddev, a Xavier init of a tensor with rank < 2), a
+  // < low, negative stddev, a Xavier init of a tensor with rank < 2; for a
+  // truncated normal, stddev <= 0, low >= high, or bounds that hold no mass
+  // a double can represent, such as [100, 101] for N(0, 1)), a
   // random kind for a dtype that is not floating, and a constant `dtype`
   // cannot hold: the values the Fill op rejects (CheckValueFits in
   // engine/dtype.h: 1.5 or 3e9 for int32, 2 for bool; float dtypes take inf
@@ -73,6 +93,7 @@ struct Initializer {
   Kind kind = Kind::kZeros;
   double a = 0;  // constant value, low, mean or gain
   double b = 0;  // high or stddev
+  double c = 0, d = 0;  // a truncated normal's low and high
   std::optional<uint64_t> seed;
 };
 

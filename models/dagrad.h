@@ -32,6 +32,7 @@
 #include "engine/initializer.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
+#include "engine/random_tensor.h"
 #include "engine/shape.h"
 #include "engine/status_macros.h"
 #include "engine/tensor.h"

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/random_tensor.h"
 #include "engine/status_macros.h"
 #include "ops/attention.h"
 #include "ops/dropout.h"
@@ -272,6 +274,31 @@ std::optional<KvCacheShape> Gpt::kv_cache() const {
 CachedForward Gpt::ForwardCached(Value tokens, Value positions, const KvPast& past) const {
   GptOutputs out = Forward(tokens, {.positions = positions, .past = &past});
   return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
+}
+
+std::optional<double> Gpt2Std(absl::string_view name, const Shape& shape, int64_t layers) {
+  if (shape.rank() >= 2) {
+    for (absl::string_view residual :
+         {"c_proj.weight", "out_proj.weight", "linear2.weight", "fc2.weight"}) {
+      if (absl::EndsWith(name, residual)) return kInitStd / std::sqrt(2.0 * layers);
+    }
+    return kInitStd;
+  }
+  if (absl::EndsWith(name, "bias")) return 0.0;
+  return std::nullopt;
+}
+
+absl::Status InitGpt2(Executor& exec, const std::vector<Value>& parameters, int64_t layers) {
+  if (layers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("InitGpt2: layers must be >= 1, got ", layers));
+  }
+  ParameterRule gpt2 = [layers](const std::string& name,
+                                const Value& p) -> std::optional<Initializer> {
+    const std::optional<double> sd = Gpt2Std(name, p.shape(), layers);
+    if (!sd) return std::nullopt;
+    return *sd > 0 ? Initializer::Normal(0.0, *sd) : Initializer::Zeros();
+  };
+  return InitParametersBy(exec, parameters, gpt2).status();
 }
 
 }  // namespace dagrad::models

@@ -45,11 +45,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/executor.h"
 #include "engine/graph.h"
 #include "engine/io/safetensors.h"
 #include "models/language_model.h"
@@ -158,6 +160,32 @@ class Gpt : public LanguageModel {
   nn::Linear lm_head_;
   std::vector<Value> parameters_;
 };
+
+// Gpt2Std returns the standard deviation GPT-2's initialisation (nanoGPT's
+// _init_weights) gives the parameter `name` (a checkpoint name) of `shape`
+// in a model of `layers` blocks, or nullopt where it leaves PyTorch's:
+//   rank >= 2 (linear weights, embeddings)              0.02
+//   ... whose name ends c_proj.weight, out_proj.weight,
+//   linear2.weight or fc2.weight (a residual branch's
+//   last projection: GPT's, torch.nn's, timm's names)   0.02 / sqrt(2 layers)
+//   rank 1 named *bias (linear and LayerNorm biases)    0 (a std of 0)
+//   other rank-1 (LayerNorm weights)                    nullopt: stays 1
+//
+//   std::optional<double> s = Gpt2Std("h.0.mlp.c_proj.weight", {64, 256}, 2);   // 0.01
+std::optional<double> Gpt2Std(absl::string_view name, const Shape& shape, int64_t layers);
+
+// InitGpt2 re-initialises `parameters` held by `exec` as GPT-2 does:
+// N(0, Gpt2Std) for each with a std, zeros for the std of 0, in one call
+// for any model built from dagrad::nn layers (models::Gpt is created so).
+// InvalidArgument: layers < 1, and InitParameter's errors (engine/
+// random_tensor.h), before any parameter is written.
+//
+//   Graph g;
+//   DAGRAD_ASSIGN_OR_RETURN(nn::TransformerBlock block,
+//       nn::TransformerBlock::Create(g, "h/0", {.d_model = 8, .nhead = 2}));
+//   Executor exec(g);
+//   DAGRAD_RETURN_IF_ERROR(models::InitGpt2(exec, g.Parameters(), /*layers=*/1));
+absl::Status InitGpt2(Executor& exec, const std::vector<Value>& parameters, int64_t layers);
 
 }  // namespace dagrad::models
 

@@ -26,9 +26,10 @@ absl::string_view AttentionPathName(AttentionPath path) {
   return path == AttentionPath::kFused ? "fused" : "composed";
 }
 
-absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
-    Graph& g, absl::string_view name, const MultiheadAttentionOptions& options) {
-  MultiheadAttentionOptions c = options;
+namespace {
+
+// CheckOptions returns the first option Create rejects.
+absl::Status CheckOptions(absl::string_view name, const MultiheadAttentionOptions& c) {
   const int64_t E = c.embed_dim, H = c.num_heads;
   auto fail = [&](const std::string& why) {
     return absl::InvalidArgumentError(
@@ -51,6 +52,16 @@ absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
   if (c.rotary && !(c.rotary_base > 0 && std::isfinite(c.rotary_base))) {
     return fail(absl::StrCat("rotary_base must be finite and > 0, got ", c.rotary_base));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
+    Graph& g, absl::string_view name, const MultiheadAttentionOptions& options) {
+  if (absl::Status st = CheckOptions(name, options); !st.ok()) return st;
+  MultiheadAttentionOptions c = options;
+  const int64_t E = c.embed_dim;
   if (c.kdim == 0) c.kdim = E;
   if (c.vdim == 0) c.vdim = E;
 
@@ -59,7 +70,7 @@ absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
   m.options_ = c;
   Graph::Scope scope(g, name);
   m.scope_ = g.scope();
-  const Initializer xavier = Initializer::XavierUniform();
+  const Initializer xavier = c.in_proj_weight_init.value_or(Initializer::XavierUniform());
   if (c.kdim == E && c.vdim == E) {
     m.in_proj_weight_ = g.Parameter("in_proj_weight", {3 * E, E}, xavier, c.dtype);
   } else {
@@ -67,19 +78,28 @@ absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
     m.k_proj_weight_ = g.Parameter("k_proj_weight", {E, c.kdim}, xavier, c.dtype);
     m.v_proj_weight_ = g.Parameter("v_proj_weight", {E, c.vdim}, xavier, c.dtype);
   }
-  if (c.bias) m.in_proj_bias_ = g.Parameter("in_proj_bias", {3 * E}, Initializer::Zeros(), c.dtype);
+  if (c.bias) {
+    m.in_proj_bias_ = g.Parameter("in_proj_bias", {3 * E},
+                                  c.in_proj_bias_init.value_or(Initializer::Zeros()), c.dtype);
+  }
   if (c.add_bias_kv) {
     // torch.nn.init.xavier_normal_ on (1, 1, E): fan_in = fan_out = E, so
     // std = sqrt(2 / (fan_in + fan_out)) = 1/sqrt(E).
-    const Initializer xavier_normal = Initializer::Normal(0.0, std::sqrt(1.0 / E));
+    const Initializer xavier_normal =
+        c.bias_kv_init.value_or(Initializer::Normal(0.0, std::sqrt(1.0 / E)));
     m.bias_k_ = g.Parameter("bias_k", {1, 1, E}, xavier_normal, c.dtype);
     m.bias_v_ = g.Parameter("bias_v", {1, 1, E}, xavier_normal, c.dtype);
   }
   {
     Graph::Scope out(g, "out_proj");
     const double bound = 1.0 / std::sqrt(static_cast<double>(E));
-    m.out_weight_ = g.Parameter("weight", {E, E}, Initializer::Uniform(-bound, bound), c.dtype);
-    if (c.bias) m.out_bias_ = g.Parameter("bias", {E}, Initializer::Zeros(), c.dtype);
+    m.out_weight_ = g.Parameter(
+        "weight", {E, E}, c.out_proj_weight_init.value_or(Initializer::Uniform(-bound, bound)),
+        c.dtype);
+    if (c.bias) {
+      m.out_bias_ = g.Parameter("bias", {E}, c.out_proj_bias_init.value_or(Initializer::Zeros()),
+                                c.dtype);
+    }
   }
   for (const Value& p : m.parameters()) {
     if (!p.ok()) return p.status();

@@ -23,7 +23,7 @@
 //   out_proj/weight (E, E) [out_proj.weight], out_proj/bias (E) [out_proj.bias]
 // Initialisation as PyTorch: Xavier-uniform in-projections (on the packed
 // tensor), Xavier-normal bias_k and bias_v (N(0, 1/E) for their shape),
-// out_proj.weight U(±1/sqrt(E)), zero biases.
+// out_proj.weight U(±1/sqrt(E)), zero biases; the options' *_init replace them.
 //
 // Masks, all optional, combine (see ops/softmax.h); each is over the S
 // given keys, and the appended keys are always visible, as PyTorch pads its
@@ -130,6 +130,15 @@ struct MultiheadAttentionOptions {
   //   auto composed = MultiheadAttention::Create(
   //       g, "composed", {.embed_dim = 8, .num_heads = 2, .attention = AttentionPath::kComposed});
   AttentionPath attention = AttentionPath::kFused;
+  // Initializers that replace PyTorch's (the banner's) where given:
+  // in_proj_weight_init for in_proj_weight (or q/k/v_proj_weight),
+  // bias_kv_init for bias_k and bias_v; the bias inits are unused without
+  // `bias`, as LinearOptions::bias_init is.
+  //   nn::MultiheadAttentionOptions small_out = {.embed_dim = 8, .num_heads = 2,
+  //       .out_proj_weight_init = Initializer::Normal(0.0, 0.01)};
+  std::optional<Initializer> in_proj_weight_init, in_proj_bias_init;
+  std::optional<Initializer> out_proj_weight_init, out_proj_bias_init;
+  std::optional<Initializer> bias_kv_init;
 };
 
 struct AttentionMask {

@@ -115,8 +115,12 @@ absl::StatusOr<LayerNorm> LayerNorm::Create(Graph& g, absl::string_view prefix,
   m.scope_ = g.scope();
   m.eps_ = options.eps;
   if (options.elementwise_affine) {
-    m.weight_ = g.Parameter("weight", {D}, Initializer::Ones(), options.dtype);
-    if (options.bias) m.bias_ = g.Parameter("bias", {D}, Initializer::Zeros(), options.dtype);
+    m.weight_ = g.Parameter("weight", {D}, options.weight_init.value_or(Initializer::Ones()),
+                            options.dtype);
+    if (options.bias) {
+      m.bias_ = g.Parameter("bias", {D}, options.bias_init.value_or(Initializer::Zeros()),
+                            options.dtype);
+    }
   }
   DAGRAD_RETURN_IF_ERROR(FirstError(m.parameters()));
   return m;
@@ -177,11 +181,15 @@ absl::StatusOr<Mlp> Mlp::Create(Graph& g, absl::string_view prefix, const MlpOpt
   DAGRAD_ASSIGN_OR_RETURN(
       m.fc1_, Linear::Create(g, "fc1", {.in_features = options.in_features,
                                         .out_features = options.hidden_features,
-                                        .bias = options.bias, .dtype = options.dtype}));
+                                        .bias = options.bias, .dtype = options.dtype,
+                                        .weight_init = options.weight_init,
+                                        .bias_init = options.bias_init}));
   DAGRAD_ASSIGN_OR_RETURN(
       m.fc2_, Linear::Create(g, "fc2", {.in_features = options.hidden_features,
                                         .out_features = out, .bias = options.bias,
-                                        .dtype = options.dtype}));
+                                        .dtype = options.dtype,
+                                        .weight_init = options.weight_init,
+                                        .bias_init = options.bias_init}));
   DAGRAD_ASSIGN_OR_RETURN(m.dropout_, Dropout::Create(g, "drop", options.dropout));
   return m;
 }

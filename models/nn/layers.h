@@ -117,10 +117,13 @@ struct LayerNormOptions {
   bool elementwise_affine = true;  // weight (D), ones
   bool bias = true;                // bias (D), zeros; only with elementwise_affine
   DType dtype = DType::kFloat32;
+  // Replace the ones and zeros where given.
+  std::optional<Initializer> weight_init, bias_init;
 };
 
 // LayerNorm is torch.nn.LayerNorm(D) over the last axis: x (..., D) ->
-// (..., D) (ops/layer_norm.h).
+// (..., D) (ops/layer_norm.h); weight ones and bias zeros unless the
+// options' weight_init and bias_init say otherwise.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(nn::LayerNorm ln,
 //       nn::LayerNorm::Create(g, "ln_f", {.normalized_shape = 8}));
@@ -184,6 +187,8 @@ struct MlpOptions {
   bool bias = true;
   double dropout = 0.0;  // after the activation and after fc2, as timm's
   DType dtype = DType::kFloat32;
+  // fc1's and fc2's LinearOptions::weight_init and bias_init.
+  std::optional<Initializer> weight_init, bias_init;
 };
 
 // Mlp is timm's Mlp: y = drop(fc2(drop(act(fc1(x))))), x (..., in) ->

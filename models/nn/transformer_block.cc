@@ -15,11 +15,18 @@ absl::StatusOr<TransformerBlock> TransformerBlock::Create(
   m.graph_ = &g;
   m.scope_ = g.scope();
   m.options_ = c;
+  // The residual projections take residual_weight_init over weight_init.
+  const std::optional<Initializer> residual =
+      c.residual_weight_init ? c.residual_weight_init : c.weight_init;
   const MultiheadAttentionOptions attention = {.embed_dim = c.d_model,
                                                .num_heads = c.nhead,
                                                .dropout = c.dropout,
                                                .dtype = c.dtype,
-                                               .attention = c.attention};
+                                               .attention = c.attention,
+                                               .in_proj_weight_init = c.weight_init,
+                                               .in_proj_bias_init = c.bias_init,
+                                               .out_proj_weight_init = residual,
+                                               .out_proj_bias_init = c.bias_init};
   // One statement each, in PyTorch's order: it fixes the parameters' order
   // (the state_dict's) and the node ids.
   DAGRAD_ASSIGN_OR_RETURN(m.self_attn_, MultiheadAttention::Create(g, "self_attn", attention));
@@ -28,12 +35,16 @@ absl::StatusOr<TransformerBlock> TransformerBlock::Create(
                             MultiheadAttention::Create(g, "multihead_attn", attention));
   }
   const LinearOptions up = {.in_features = c.d_model, .out_features = c.dim_feedforward,
-                            .dtype = c.dtype};
+                            .dtype = c.dtype, .weight_init = c.weight_init,
+                            .bias_init = c.bias_init};
   const LinearOptions down = {.in_features = c.dim_feedforward, .out_features = c.d_model,
-                              .dtype = c.dtype};
+                              .dtype = c.dtype, .weight_init = residual,
+                              .bias_init = c.bias_init};
   DAGRAD_ASSIGN_OR_RETURN(m.linear1_, Linear::Create(g, "linear1", up));
   DAGRAD_ASSIGN_OR_RETURN(m.linear2_, Linear::Create(g, "linear2", down));
-  const LayerNormOptions norm = {.normalized_shape = c.d_model, .eps = c.eps, .dtype = c.dtype};
+  const LayerNormOptions norm = {.normalized_shape = c.d_model, .eps = c.eps, .dtype = c.dtype,
+                                 .weight_init = c.norm_weight_init,
+                                 .bias_init = c.norm_bias_init};
   DAGRAD_ASSIGN_OR_RETURN(m.norm1_, LayerNorm::Create(g, "norm1", norm));
   DAGRAD_ASSIGN_OR_RETURN(m.norm2_, LayerNorm::Create(g, "norm2", norm));
   if (c.cross_attention) {

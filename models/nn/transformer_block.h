@@ -31,6 +31,7 @@
 #define DAGRAD_MODELS_NN_TRANSFORMER_BLOCK_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,18 @@ struct TransformerBlockOptions {
   double eps = 1e-5;              // of the LayerNorms
   DType dtype = DType::kFloat32;
   AttentionPath attention = AttentionPath::kFused;  // MultiheadAttentionOptions::attention
+  // Initializers that replace PyTorch's where given. weight_init: every
+  // matrix (the attentions' in- and out-projections, linear1, linear2);
+  // residual_weight_init, when given, instead for the projections that end a
+  // residual branch (self_attn.out_proj, multihead_attn.out_proj, linear2:
+  // GPT-2 scales these by 1/sqrt(2 layers)); bias_init: the attentions' and
+  // the linears' biases; norm_weight_init, norm_bias_init: the LayerNorms'.
+  //   nn::TransformerBlockOptions gpt2 = {.d_model = 8, .nhead = 2,
+  //       .weight_init = Initializer::Normal(0.0, 0.02),
+  //       .residual_weight_init = Initializer::Normal(0.0, 0.02 / std::sqrt(2.0 * 4)),
+  //       .bias_init = Initializer::Zeros()};
+  std::optional<Initializer> weight_init, residual_weight_init, bias_init;
+  std::optional<Initializer> norm_weight_init, norm_bias_init;
 };
 
 // TransformerBlockInputs: what a block attends to besides x.

@@ -1,0 +1,283 @@
+// Random tensors and parameter re-initialisation (engine/random_tensor.h,
+// Initializer::TruncatedNormal): large draws against their distribution's
+// moments, computed here from the textbook formulas (a truncated normal's by
+// its density and CDF), within a few standard errors; determinism per seed;
+// every error path; InitParameters by name.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/executor.h"
+#include "engine/random_tensor.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+constexpr int64_t kDraws = 200000;
+
+struct Moments {
+  double mean = 0, var = 0, m4 = 0, min = 0, max = 0;
+};
+
+Moments Measure(const Tensor& t) {
+  const std::vector<double> x = AsDoubles(t);
+  Moments m;
+  for (double v : x) m.mean += v;
+  m.mean /= x.size();
+  for (double v : x) {
+    const double d2 = (v - m.mean) * (v - m.mean);
+    m.var += d2;
+    m.m4 += d2 * d2;
+  }
+  m.var /= x.size() - 1;
+  m.m4 /= x.size();
+  m.min = *std::min_element(x.begin(), x.end());
+  m.max = *std::max_element(x.begin(), x.end());
+  return m;
+}
+
+// ExpectMoments checks the sample mean and variance against the
+// distribution's within 5 standard errors (the variance's from the sample's
+// fourth central moment: sqrt((m4 - var²) / n)).
+void ExpectMoments(const Tensor& t, double mean, double var, const std::string& what) {
+  const Moments m = Measure(t);
+  const double n = t.num_elements();
+  EXPECT_NEAR(m.mean, mean, 5 * std::sqrt(var / n)) << what;
+  EXPECT_NEAR(m.var, var, 5 * std::sqrt((m.m4 - m.var * m.var) / n)) << what;
+}
+
+double Pdf(double x) { return std::exp(-x * x / 2) / std::sqrt(2 * std::numbers::pi); }
+double Cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+// The truncated normal's mean and variance (Johnson, Kotz and Balakrishnan),
+// a = (low - mean) / std, b = (high - mean) / std, Z = Φ(b) - Φ(a).
+void TruncatedMoments(double mu, double sigma, double low, double high, double* mean,
+                      double* var) {
+  const double a = (low - mu) / sigma, b = (high - mu) / sigma;
+  const double z = Cdf(b) - Cdf(a), d = (Pdf(a) - Pdf(b)) / z;
+  *mean = mu + sigma * d;
+  *var = sigma * sigma * (1 + (a * Pdf(a) - b * Pdf(b)) / z - d * d);
+}
+
+TEST(RandomTensor, NormalMatchesItsMoments) {
+  ASSERT_OK_AND_ASSIGN(Tensor t, RandomNormal(DType::kFloat64, {kDraws}, 1.5, 2.0, 3));
+  ExpectMoments(t, 1.5, 4.0, "N(1.5, 2)");
+  ASSERT_OK_AND_ASSIGN(Tensor f, RandomNormal(DType::kFloat32, {400, 500}, -1.0, 0.5, 3));
+  EXPECT_EQ(f.shape(), Shape({400, 500}));
+  ExpectMoments(f, -1.0, 0.25, "float32 N(-1, 0.5)");
+}
+
+TEST(RandomTensor, UniformMatchesItsMomentsAndBounds) {
+  ASSERT_OK_AND_ASSIGN(Tensor t, RandomUniform(DType::kFloat64, {kDraws}, -1.0, 3.0, 5));
+  ExpectMoments(t, 1.0, 16.0 / 12, "U[-1, 3)");
+  const Moments m = Measure(t);
+  EXPECT_GE(m.min, -1.0);
+  EXPECT_LT(m.max, 3.0);
+  EXPECT_LT(m.min, -1.0 + 1e-3);  // the whole range is reached
+  EXPECT_GT(m.max, 3.0 - 1e-3);
+}
+
+TEST(RandomTensor, TruncatedNormalMatchesTheFormula) {
+  struct Case {
+    double mu, sigma, low, high;
+  };
+  // trunc_normal_'s defaults; an asymmetric window; both tails far out
+  // (1 - Φ(6) is 1e-9: the upper one needs the mirrored CDF).
+  for (const Case& c : {Case{0, 1, -2, 2}, Case{0.5, 2, -1, 4}, Case{0, 1, 3, 5},
+                        Case{0, 1, 6, 7}, Case{0, 1, -9, -8}, Case{0, 0.02, -0.04, 0.04}}) {
+    const std::string what = absl::StrCat("N(", c.mu, ", ", c.sigma, ") on [", c.low, ", ",
+                                          c.high, "]");
+    ASSERT_OK_AND_ASSIGN(Tensor t, RandomTruncatedNormal(DType::kFloat64, {kDraws}, c.mu,
+                                                         c.sigma, c.low, c.high, 11));
+    double mean, var;
+    TruncatedMoments(c.mu, c.sigma, c.low, c.high, &mean, &var);
+    ExpectMoments(t, mean, var, what);
+    const Moments m = Measure(t);
+    EXPECT_GE(m.min, c.low) << what;
+    EXPECT_LE(m.max, c.high) << what;
+  }
+}
+
+TEST(RandomTensor, LowPrecisionDtypesKeepTheBounds) {
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    ASSERT_OK_AND_ASSIGN(Tensor t,
+                         RandomTruncatedNormal(dtype, {kDraws}, 0.0, 1.0, -2.0, 2.0, 1));
+    EXPECT_EQ(t.dtype(), dtype);
+    double mean, var;
+    TruncatedMoments(0, 1, -2, 2, &mean, &var);
+    const Moments m = Measure(t);
+    EXPECT_GE(m.min, -2.0);
+    EXPECT_LE(m.max, 2.0);
+    // Rounding to bfloat16 (8 significant bits) moves a value by 2^-9 of it at most.
+    EXPECT_NEAR(m.var, var, 0.02) << DTypeName(dtype);
+  }
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+TEST(RandomTensor, DeterministicPerSeedAndDifferentAcrossSeeds) {
+  ASSERT_OK_AND_ASSIGN(Tensor a, RandomNormal(DType::kFloat32, {64}, 0, 1, 42));
+  ASSERT_OK_AND_ASSIGN(Tensor b, RandomNormal(DType::kFloat32, {64}, 0, 1, 42));
+  ASSERT_OK_AND_ASSIGN(Tensor c, RandomNormal(DType::kFloat32, {64}, 0, 1, 43));
+  EXPECT_TRUE(SameBytes(a, b));
+  EXPECT_FALSE(SameBytes(a, c));
+  ASSERT_OK_AND_ASSIGN(Tensor u1, RandomUniform(DType::kFloat64, {64}, 0, 1, 7));
+  ASSERT_OK_AND_ASSIGN(Tensor u2, RandomUniform(DType::kFloat64, {64}, 0, 1, 7));
+  ASSERT_OK_AND_ASSIGN(Tensor u3, RandomUniform(DType::kFloat64, {64}, 0, 1, 8));
+  EXPECT_TRUE(SameBytes(u1, u2));
+  EXPECT_FALSE(SameBytes(u1, u3));
+  ASSERT_OK_AND_ASSIGN(Tensor t1, RandomTruncatedNormal(DType::kFloat64, {64}, 0, 1, -1, 1, 7));
+  ASSERT_OK_AND_ASSIGN(Tensor t2, RandomTruncatedNormal(DType::kFloat64, {64}, 0, 1, -1, 1, 7));
+  ASSERT_OK_AND_ASSIGN(Tensor t3, RandomTruncatedNormal(DType::kFloat64, {64}, 0, 1, -1, 1, 9));
+  EXPECT_TRUE(SameBytes(t1, t2));
+  EXPECT_FALSE(SameBytes(t1, t3));
+}
+
+TEST(RandomTensor, ErrorsNameTheArgument) {
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  const double nan = std::nan("");
+  EXPECT_STATUS(RandomNormal(DType::kInt32, {2}, 0, 1, 0).status(), kInvalid, "dtype");
+  EXPECT_STATUS(RandomNormal(DType::kFloat32, {-2}, 0, 1, 0).status(), kInvalid, "shape");
+  EXPECT_STATUS(RandomNormal(DType::kFloat32, {2}, nan, 1, 0).status(), kInvalid, "mean");
+  EXPECT_STATUS(RandomNormal(DType::kFloat32, {2}, 0, -1, 0).status(), kInvalid, "std");
+  EXPECT_STATUS(RandomNormal(DType::kFloat32, {2}, 0, INFINITY, 0).status(), kInvalid, "std");
+  EXPECT_STATUS(RandomUniform(DType::kBool, {2}, 0, 1, 0).status(), kInvalid, "dtype");
+  EXPECT_STATUS(RandomUniform(DType::kFloat32, {2}, 1, 1, 0).status(), kInvalid, "low < high");
+  EXPECT_STATUS(RandomUniform(DType::kFloat32, {2}, 0, INFINITY, 0).status(), kInvalid,
+                "low < high");
+  EXPECT_STATUS(RandomTruncatedNormal(DType::kInt64, {2}, 0, 1, -2, 2, 0).status(), kInvalid,
+                "dtype");
+  EXPECT_STATUS(RandomTruncatedNormal(DType::kFloat32, {2}, 0, 0, -2, 2, 0).status(),
+                kInvalid, "std");
+  EXPECT_STATUS(RandomTruncatedNormal(DType::kFloat32, {2}, 0, 1, 2, -2, 0).status(),
+                kInvalid, "low < high");
+  EXPECT_STATUS(RandomTruncatedNormal(DType::kFloat32, {2}, 0, 1, 100, 101, 0).status(),
+                kInvalid, "no probability mass");
+  EXPECT_STATUS(RandomTruncatedNormal(DType::kFloat32, {2}, 0, 1, -101, -100, 0).status(),
+                kInvalid, "no probability mass");
+  EXPECT_STATUS(RandomTruncatedNormal(DType::kFloat32, {2}, nan, 1, -2, 2, 0).status(),
+                kInvalid, "mean");
+}
+
+TEST(TruncatedNormalInitializer, ValidatesAndFillsParameters) {
+  EXPECT_STATUS(Initializer::TruncatedNormal(0, -1).Validate({2}, DType::kFloat32),
+                absl::StatusCode::kInvalidArgument, "stddev > 0");
+  EXPECT_STATUS(Initializer::TruncatedNormal(0, 1, 100, 101).Validate({2}, DType::kFloat32),
+                absl::StatusCode::kInvalidArgument, "no probability mass");
+  EXPECT_STATUS(Initializer::TruncatedNormal(0, 1).Validate({2}, DType::kInt32),
+                absl::StatusCode::kInvalidArgument, "floating dtype");
+  EXPECT_EQ(Initializer::TruncatedNormal(0, 0.5).ToString(), "truncated_normal(0, 0.5, [-2, 2])");
+  Graph g;
+  Value w = g.Parameter("w", {300, 300}, Initializer::TruncatedNormal(0.0, 0.02, -0.04, 0.04));
+  ASSERT_OK(w.status());
+  Value bad = g.Parameter("bad", {2}, Initializer::TruncatedNormal(0.0, 1.0, 1.0, 1.0));
+  EXPECT_STATUS(bad.status(), absl::StatusCode::kInvalidArgument, "low < high");
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(Tensor value, exec.Read(w));
+  double mean, var;
+  TruncatedMoments(0, 0.02, -0.04, 0.04, &mean, &var);
+  ExpectMoments(value, mean, var, "parameter w");
+  const Moments m = Measure(value);
+  EXPECT_GE(m.min, -0.04);
+  EXPECT_LE(m.max, 0.04);
+}
+
+TEST(MatchesName, Globs) {
+  EXPECT_TRUE(MatchesName("*c_proj.weight", "h.0.mlp.c_proj.weight"));
+  EXPECT_TRUE(MatchesName("*.weight", "fc.weight"));
+  EXPECT_FALSE(MatchesName("*.weight", "fc.weight_g"));
+  EXPECT_FALSE(MatchesName("*.weight", "weight"));
+  EXPECT_TRUE(MatchesName("h.?.ln_1.*", "h.3.ln_1.bias"));
+  EXPECT_FALSE(MatchesName("h.?.ln_1.*", "h.10.ln_1.bias"));
+  EXPECT_TRUE(MatchesName("*", ""));
+  EXPECT_TRUE(MatchesName("a*b*c", "aXbYbZc"));
+  EXPECT_FALSE(MatchesName("a*b*c", "aXbYbZ"));
+  EXPECT_TRUE(MatchesName("exact", "exact"));
+  EXPECT_FALSE(MatchesName("exact", "exactly"));
+}
+
+// A small two-layer graph: fc/weight (64, 32), fc/bias (64), out/weight
+// (8, 64), out/bias (8).
+struct TwoLayers {
+  Graph g;
+  Value fc_w, fc_b, out_w, out_b;
+  TwoLayers() {
+    {
+      Graph::Scope s(g, "fc");
+      fc_w = g.Parameter("weight", {64, 32}, Initializer::XavierUniform());
+      fc_b = g.Parameter("bias", {64}, Initializer::Ones());
+    }
+    Graph::Scope s(g, "out");
+    out_w = g.Parameter("weight", {8, 64}, Initializer::XavierUniform());
+    out_b = g.Parameter("bias", {8}, Initializer::Ones());
+  }
+};
+
+std::vector<double> ValuesOf(Executor& exec, Value v) {
+  absl::StatusOr<Tensor> t = exec.Read(v);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? AsDoubles(*t) : std::vector<double>{};
+}
+
+TEST(InitParameters, ReinitialisesTheParametersMatched) {
+  TwoLayers m;
+  Executor exec(m.g);
+  const std::vector<double> fc_w = ValuesOf(exec, m.fc_w), out_w = ValuesOf(exec, m.out_w);
+  ASSERT_OK_AND_ASSIGN(int n, InitParameters(exec, m.g.Parameters(), "*.bias",
+                                             Initializer::Constant(-3.0)));
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(ValuesOf(exec, m.fc_b), std::vector<double>(64, -3.0));
+  EXPECT_EQ(ValuesOf(exec, m.out_b), std::vector<double>(8, -3.0));
+  EXPECT_EQ(ValuesOf(exec, m.fc_w), fc_w);  // not matched: unchanged
+  ASSERT_OK_AND_ASSIGN(n, InitParameters(exec, m.g.Parameters(), "out.weight",
+                                         Initializer::Constant(0.5)));
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(ValuesOf(exec, m.out_w), std::vector<double>(8 * 64, 0.5));
+  EXPECT_NE(ValuesOf(exec, m.out_w), out_w);
+}
+
+TEST(InitParameters, DrawsAsTheGraphWouldHave) {
+  // Re-drawing with an initializer gives what declaring it would have:
+  // the same seed and path key the same stream.
+  TwoLayers m;
+  Executor exec(m.g, {.seed = 5});
+  ASSERT_OK(InitParameter(exec, m.fc_w, Initializer::Normal(0.0, 0.02)));
+  Graph g2;
+  Graph::Scope s(g2, "fc");
+  Value w2 = g2.Parameter("weight", {64, 32}, Initializer::Normal(0.0, 0.02));
+  Executor exec2(g2, {.seed = 5});
+  EXPECT_EQ(ValuesOf(exec, m.fc_w), ValuesOf(exec2, w2));
+  ASSERT_OK_AND_ASSIGN(Tensor drawn, exec.Read(m.fc_w));
+  ExpectMoments(drawn, 0.0, 0.02 * 0.02, "fc.weight");
+}
+
+TEST(InitParameters, ErrorsChangeNothing) {
+  TwoLayers m;
+  Executor exec(m.g);
+  const std::vector<double> fc_b = ValuesOf(exec, m.fc_b), fc_w = ValuesOf(exec, m.fc_w);
+  EXPECT_STATUS(InitParameters(exec, m.g.Parameters(), "*.gamma", Initializer::Zeros()).status(),
+                absl::StatusCode::kInvalidArgument, "'*.gamma' matches none");
+  // Xavier needs rank 2: the biases match first, and the error leaves them.
+  EXPECT_STATUS(InitParameters(exec, m.g.Parameters(), "*", Initializer::XavierUniform())
+                    .status(),
+                absl::StatusCode::kInvalidArgument, "fc/bias");
+  EXPECT_EQ(ValuesOf(exec, m.fc_b), fc_b);
+  EXPECT_EQ(ValuesOf(exec, m.fc_w), fc_w);  // drawn before the error, not written
+  TwoLayers other;
+  EXPECT_STATUS(InitParameter(exec, other.fc_w, Initializer::Zeros()),
+                absl::StatusCode::kInvalidArgument, "not a variable of this executor");
+  EXPECT_STATUS(InitParameters(exec, {m.fc_w, Value()}, "*", Initializer::Zeros()).status(),
+                absl::StatusCode::kFailedPrecondition, "");
+  ASSERT_OK(InitParameter(exec, m.fc_b, Initializer::Constant(1.5)));
+  EXPECT_EQ(ValuesOf(exec, m.fc_b), std::vector<double>(64, 1.5));
+}
+
+}  // namespace
+}  // namespace dagrad::testing
