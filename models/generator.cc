@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(
     const ModelBuilder& build, const SafetensorsFile& weights, std::unique_ptr<Device> device) {
   std::unique_ptr<Generator> gen(new Generator());
   gen->graph_ = std::make_unique<Graph>();
-  DAGRAD_ASSIGN_OR_RETURN(gen->model_, build(*gen->graph_));
+  DAGRAD_ASSIGN_OR_RETURN(gen->model_, BuildModel(build, *gen->graph_));
   if (!gen->model_->causal()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "generation continues causal models only; this one (model=",

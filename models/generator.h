@@ -75,9 +75,6 @@ struct GenerateOptions {
 std::vector<int64_t> BytesToTokens(absl::string_view bytes);
 std::string TokensToBytes(absl::Span<const int64_t> tokens);
 
-// ModelBuilder builds a model in the graph it is given.
-using ModelBuilder = std::function<absl::StatusOr<std::unique_ptr<LanguageModel>>(Graph&)>;
-
 class Generator {
  public:
   // Create builds the model with `build` in a graph of its own and loads

@@ -41,6 +41,16 @@ CachedForward LanguageModel::ForwardCached(Value tokens, Value, const KvPast&) c
               "this model has no KV cache (LanguageModel::kv_cache is nullopt)"))};
 }
 
+absl::StatusOr<std::unique_ptr<LanguageModel>> BuildModel(const ModelBuilder& build, Graph& g) {
+  if (!build) return absl::InvalidArgumentError("the model builder is empty");
+  absl::StatusOr<std::unique_ptr<LanguageModel>> model = build(g);
+  if (model.ok() && *model == nullptr) {
+    return absl::InvalidArgumentError("the model builder returned no model");
+  }
+  if (model.ok() && !g.status().ok()) return g.status();
+  return model;
+}
+
 absl::Status RegisterLanguageModel(const std::string& kind, LanguageModelFactory factory) {
   if (!Registry().emplace(kind, std::move(factory)).second) {
     return absl::AlreadyExistsError(absl::StrCat("a model kind '", kind, "' is registered"));

@@ -99,6 +99,15 @@ class LanguageModel {
   virtual CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const;
 };
 
+// ModelBuilder builds a model in the graph it is given (what Generator and
+// LmTrainer take, to build the model in a graph of their own).
+using ModelBuilder = std::function<absl::StatusOr<std::unique_ptr<LanguageModel>>(Graph&)>;
+
+// BuildModel calls `build` on `g`: its errors, InvalidArgument when it
+// returns no model, and the graph's first error (a layer the builder made
+// with a bad shape, say).
+absl::StatusOr<std::unique_ptr<LanguageModel>> BuildModel(const ModelBuilder& build, Graph& g);
+
 // How LoadLanguageModel builds a model; not recorded in checkpoints.
 struct LanguageModelOptions {
   nn::AttentionPath attention = nn::AttentionPath::kFused;

@@ -54,7 +54,7 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
   const RunConfig& run = config_.run;
   graph_ = std::make_unique<Graph>();
   Graph& g = *graph_;
-  DAGRAD_ASSIGN_OR_RETURN(model_, build(g));
+  DAGRAD_ASSIGN_OR_RETURN(model_, BuildModel(build, g));
   if (!model_->causal() || data_.window > model_->max_len()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "LmTrainer trains causal models on windows of at most their max_len; this one is ",

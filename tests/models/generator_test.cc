@@ -219,6 +219,20 @@ TEST(Generator, AnyCausalModelContinuesAsTheReferenceDoes) {
   EXPECT_EQ(got, std::vector<int64_t>(greedy.data<int64_t>() + T, greedy.data<int64_t>() + total));
 }
 
+TEST(Generator, RefusesABuilderThatGivesNoModelOrABrokenGraph) {
+  auto none = [](Graph&) -> absl::StatusOr<std::unique_ptr<LanguageModel>> { return nullptr; };
+  EXPECT_STATUS(Generator::Create(none, SafetensorsFile{}).status(),
+                absl::StatusCode::kInvalidArgument, "the model builder returned no model");
+  auto broken = [](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
+    absl::StatusOr<Gpt> gpt = Gpt::Create(g, {.block_size = 4, .dim = 8, .heads = 2, .layers = 1});
+    if (!gpt.ok()) return gpt.status();
+    Reshape(g.Input("x", DType::kFloat32, {2, 3}), {5});  // an error in the builder's graph
+    return std::make_unique<Gpt>(*std::move(gpt));
+  };
+  EXPECT_STATUS(Generator::Create(broken, SafetensorsFile{}).status(),
+                absl::StatusCode::kInvalidArgument, "reshape");
+}
+
 TEST(Generator, RefusesAModelThatIsNotCausal) {
   auto build = [](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
     absl::StatusOr<ToyTransformer> toy = ToyTransformer::Create(g, ToyConfig{});

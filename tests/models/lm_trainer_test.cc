@@ -124,6 +124,11 @@ TEST(LmTrainer, RefusesWhatDoesNotFit) {
   no_validation.validation = nullptr;
   EXPECT_STATUS(LmTrainer::Create(Bigram::Build, no_validation, Config()).status(),
                 absl::StatusCode::kInvalidArgument, "needs both a train and a validation");
+  auto none = [](Graph&) -> absl::StatusOr<std::unique_ptr<LanguageModel>> { return nullptr; };
+  EXPECT_STATUS(LmTrainer::Create(none, CountingData(), Config()).status(),
+                absl::StatusCode::kInvalidArgument, "the model builder returned no model");
+  EXPECT_STATUS(LmTrainer::Create(ModelBuilder(), CountingData(), Config()).status(),
+                absl::StatusCode::kInvalidArgument, "the model builder is empty");
   LmTrainConfig bad = Config();
   bad.eval_windows = -1;
   EXPECT_STATUS(LmTrainer::Create(Bigram::Build, CountingData(), bad).status(),
