@@ -1,6 +1,7 @@
 #include "models/gpt/gpt.h"
 
 #include <cmath>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -260,6 +261,13 @@ GptOutputs Gpt::Forward(Value tokens, const GptForwardOptions& options) const {
   }
   out.logits = lm_head_(ln_f_(x));
   return out;
+}
+
+ModelBuilder Gpt::Builder(const GptConfig& config) {
+  return [config](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
+    DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, config));
+    return std::make_unique<Gpt>(std::move(model));
+  };
 }
 
 std::vector<int64_t> Gpt::axis_sizes() const {

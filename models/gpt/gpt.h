@@ -110,6 +110,9 @@ class Gpt : public LanguageModel {
   // Create declares the parameters under g's current scope. The errors of
   // GptConfig::Validate.
   static absl::StatusOr<Gpt> Create(Graph& g, const GptConfig& config);
+  // Builder returns a ModelBuilder that creates the Gpt of `config` (for
+  // Generator and LmTrainer, which build the model in a graph of their own).
+  static ModelBuilder Builder(const GptConfig& config);
 
   // tokens int (B, T), T <= block_size -> logits (B, T, vocab); an error
   // Value for other shapes or dtypes.

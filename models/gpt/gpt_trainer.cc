@@ -57,11 +57,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
             },
             .validation_windows = data->validation_windows(),
             .window = config.model.block_size};
-  auto build = [&config](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
-    DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, config.model));
-    return std::make_unique<Gpt>(std::move(model));
-  };
-  DAGRAD_RETURN_IF_ERROR(t->Init(build, std::move(lm),
+  DAGRAD_RETURN_IF_ERROR(t->Init(Gpt::Builder(config.model), std::move(lm),
                                  {.run = config.run,
                                   .eval_windows = config.eval_windows,
                                   .format = kFormat,
@@ -99,11 +95,7 @@ absl::StatusOr<std::string> GptTrainer::Sample(
     const SamplingOptions& sampling) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile weights,
                           CollectVariables(*exec_, model().parameters()));
-  auto build = [this](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
-    DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, text_config_.model));
-    return std::make_unique<Gpt>(std::move(model));
-  };
-  DAGRAD_ASSIGN_OR_RETURN(auto gen, Generator::Create(build, weights));
+  DAGRAD_ASSIGN_OR_RETURN(auto gen, Generator::Create(Gpt::Builder(text_config_.model), weights));
   DAGRAD_ASSIGN_OR_RETURN(
       std::vector<int64_t> more,
       gen->Generate(BytesToTokens(prompt),

@@ -33,6 +33,17 @@
 namespace dagrad::models {
 namespace {
 
+// SaveUntrainedGpt writes run/model.safetensors: a small GPT at its
+// initialisation, with its metadata, as `dagrad train` would save one.
+absl::Status SaveUntrainedGpt() {
+  Graph g;
+  DAGRAD_ASSIGN_OR_RETURN(Gpt gpt, Gpt::Create(g, {.block_size = 8, .dim = 8, .heads = 2,
+                                                   .layers = 1}));
+  Executor exec(g);
+  if (mkdir("run", 0755) != 0) return absl::InternalError("mkdir run");
+  return SaveVariables(exec, gpt.parameters(), gpt.Metadata(), "run/model.safetensors");
+}
+
 // WriteCorpus writes `name` (a few KB of text) in the example's directory.
 void WriteCorpus(const std::string& name) {
   std::ofstream out(name);
@@ -227,15 +238,7 @@ HEADER_EXAMPLE(ModelsTokenSampler) {
 
 // A checkpoint of any model the library knows, loaded by its metadata.
 HEADER_EXAMPLE(ModelsLanguageModel) {
-  {
-    Graph trained_graph;
-    DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(trained_graph, {.block_size = 8, .dim = 8,
-                                                                     .heads = 2, .layers = 1}));
-    Executor trained_exec(trained_graph);
-    if (mkdir("run", 0755) != 0) return absl::InternalError("mkdir run");
-    DAGRAD_RETURN_IF_ERROR(SaveVariables(trained_exec, trained.parameters(), trained.Metadata(),
-                                         "run/model.safetensors"));
-  }
+  DAGRAD_RETURN_IF_ERROR(SaveUntrainedGpt());
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint("run/model.safetensors"));
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
@@ -277,17 +280,9 @@ HEADER_EXAMPLE(ModelsLmTrainer) {
 
 // EvaluateModel on a saved GPT and a file of inputs.
 HEADER_EXAMPLE(ModelsEvaluate) {
-  {
-    Graph trained_graph;
-    DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(trained_graph, {.block_size = 8, .dim = 8,
-                                                                     .heads = 2, .layers = 1}));
-    Executor trained_exec(trained_graph);
-    if (mkdir("run", 0755) != 0) return absl::InternalError("mkdir run");
-    DAGRAD_RETURN_IF_ERROR(SaveVariables(trained_exec, trained.parameters(), trained.Metadata(),
-                                         "run/model.safetensors"));
-    DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::FromVector<int64_t>({1, 3}, {72, 105, 33}));
-    DAGRAD_RETURN_IF_ERROR(WriteSafetensors("input.safetensors", {{{"tokens", tokens}}, {}}));
-  }
+  DAGRAD_RETURN_IF_ERROR(SaveUntrainedGpt());
+  DAGRAD_ASSIGN_OR_RETURN(Tensor tokens, Tensor::FromVector<int64_t>({1, 3}, {72, 105, 33}));
+  DAGRAD_RETURN_IF_ERROR(WriteSafetensors("input.safetensors", {{{"tokens", tokens}}, {}}));
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint("run/model.safetensors"));
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors("input.safetensors"));
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile out,
@@ -298,14 +293,7 @@ HEADER_EXAMPLE(ModelsEvaluate) {
 }
 
 HEADER_EXAMPLE(ModelsGenerator) {
-  Graph g;
-  DAGRAD_ASSIGN_OR_RETURN(Gpt trained, Gpt::Create(g, {.block_size = 8, .dim = 8, .heads = 2,
-                                                       .layers = 1}));
-  Executor exec(g);
-  DAGRAD_RETURN_IF_ERROR(std::system("mkdir -p run") == 0 ? absl::OkStatus()
-                                                          : absl::InternalError("mkdir"));
-  DAGRAD_RETURN_IF_ERROR(SaveVariables(exec, trained.parameters(),
-                                       trained.config().ToMetadata(), "run/model.safetensors"));
+  DAGRAD_RETURN_IF_ERROR(SaveUntrainedGpt());
   DAGRAD_ASSIGN_OR_RETURN(auto gen, Generator::Load("run/model.safetensors"));
   const std::string prompt = "Copyright ";
   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
