@@ -82,6 +82,8 @@
 #include "models/plot/svg.h"
 #include "models/run_config.h"
 #include "models/run_directory.h"
+#include "models/run_outputs.h"
+#include "models/stop_signals.h"
 #include "models/toy/transformer.h"
 #include "models/trainer.h"
 

@@ -86,8 +86,8 @@ class LmTrainer : public Trainer {
   const RunConfig& run_config() const override { return config_.run; }
   const LanguageModel& model() const { return *model_; }
   // The forward logits and loss of the training step.
-  Value logits() const { return logits_; }
-  Value loss() const { return loss_; }
+  Value logits() const override { return logits_; }
+  Value loss() const override { return loss_; }
 
  protected:
   LmTrainer() = default;

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -296,6 +297,15 @@ class Trainer {
   // The compiled training step (after Create).
   const Plan& train_plan() const { return *train_plan_; }
   Graph& graph() { return *graph_; }
+  // The forward logits and loss of the training step.
+  virtual Value logits() const = 0;
+  virtual Value loss() const = 0;
+  // Pictures draws the model as trained so far: (file name, SVG) pairs
+  // such as attention heatmaps (WriteRunOutputs writes them); none unless
+  // a trainer has its own.
+  virtual absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pictures() {
+    return std::vector<std::pair<std::string, std::string>>{};
+  }
 
  protected:
   // Parameters: the model's, in the order checkpoints hold them.

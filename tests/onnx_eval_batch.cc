@@ -8,8 +8,8 @@
 //   onnx_eval_batch MANIFEST
 //
 // Each line of MANIFEST is `name<TAB>mode<TAB>model<TAB>input<TAB>output`.
-// Mode `fed` is `dagrad eval --model` itself (cli::EvaluateOnnx, compiled
-// in): the graph inputs take their shapes from the input file and are fed
+// Mode `fed` is `dagrad eval --model` itself (EvaluateOnnxFiles,
+// ops/onnx/run.h): the graph inputs take their shapes from the input file and are fed
 // when the plan runs. Mode `folded` fixes them to their values at import
 // (OnnxInputValues), so every node whose inputs are all known is folded by
 // the importer instead. Before each model it prints `start NAME`; after it
@@ -29,7 +29,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "ops/onnx/import.h"
-#include "tools/cli/onnx_model.h"
+#include "ops/onnx/run.h"
 
 namespace dagrad {
 namespace {
@@ -62,7 +62,7 @@ absl::Status EvaluateFolded(const Job& job) {
 
 absl::Status Evaluate(const Job& job) {
   if (job.mode == "fed") {
-    return cli::EvaluateOnnx(job.model, job.input, job.output, CpuDevice(), ExecutorOptions());
+    return EvaluateOnnxFiles(job.model, job.input, job.output, CpuDevice(), ExecutorOptions());
   }
   if (job.mode == "folded") return EvaluateFolded(job);
   return absl::InvalidArgumentError("mode must be fed or folded, not " + job.mode);

@@ -79,10 +79,15 @@ absl::StatusOr<std::string> ToDot(const Graph& g, absl::Span<const Value> roots,
 //   DAGRAD_RETURN_IF_ERROR(WriteDotFile("/tmp/model.dot", dot));
 absl::Status WriteDotFile(const std::string& path, const std::string& dot);
 
+// DotProgram is Graphviz's `dot`: the one CMake found (DAGRAD_DOT_PROGRAM)
+// when it is still executable, else the first on the PATH, else "" (none).
+//
+//   if (DotProgram().empty()) std::cerr << "no Graphviz: DOT files only\n";
+std::string DotProgram();
+
 // RenderDot runs Graphviz, `<program> -T<format> -o <out> <dot_path>`, to
 // draw the DOT file at `dot_path` as "svg" or "png" into `out_path`. The
-// program is `dot_program` when given, else the `dot` CMake found
-// (DAGRAD_DOT_PROGRAM), else `dot` on the PATH. It is started directly
+// program is `dot_program` when given, else DotProgram(). It is started directly
 // (posix_spawn, no shell), its output captured; the image is written to a
 // temporary file and renamed to `out_path` only on success, so a failure
 // leaves no partial image.

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "engine/dot/dot.h"
 #include "engine/io/file_io.h"
@@ -77,6 +79,18 @@ absl::StatusOr<ChildResult> Run(const std::vector<std::string>& argv, int& spawn
 
 }  // namespace
 
+std::string DotProgram() {
+  const std::string built = DAGRAD_DOT_PROGRAM;
+  if (!built.empty() && ::access(built.c_str(), X_OK) == 0) return built;
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  for (absl::string_view dir : absl::StrSplit(path, ':')) {
+    const std::string candidate = absl::StrCat(dir, "/dot");
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
 absl::Status RenderDot(const std::string& dot_path, const std::string& format,
                        const std::string& out_path, const std::string& dot_program) {
   if (format != "svg" && format != "png") {
@@ -88,8 +102,8 @@ absl::Status RenderDot(const std::string& dot_path, const std::string& format,
   } else {
     ::close(fd);
   }
-  std::string program = dot_program.empty() ? DAGRAD_DOT_PROGRAM : dot_program;
-  if (program.empty()) program = "dot";
+  std::string program = dot_program.empty() ? DotProgram() : dot_program;
+  if (program.empty()) program = "dot";  // absent: spawning it says so
   // Creating the temporary file here reports an unwritable destination
   // against `out_path` (dot would name the temporary file); O_EXCL makes the
   // name ours, and dot's -o then overwrites it.

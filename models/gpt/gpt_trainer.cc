@@ -10,6 +10,7 @@
 #include "engine/io/crc32c.h"
 #include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
+#include "models/plot/plots.h"
 #include "ops/loss.h"
 #include "ops/shape_ops.h"
 
@@ -101,6 +102,23 @@ absl::StatusOr<std::string> GptTrainer::Sample(
       gen->Generate(BytesToTokens(prompt),
                     {.tokens = tokens, .sampling = sampling}));
   return prompt + TokensToBytes(more);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> GptTrainer::Pictures() {
+  std::string window;
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> weights, Attention(&window));
+  std::vector<std::string> labels;
+  for (char ch : window) {
+    labels.push_back(ch >= 32 && ch < 127 ? std::string(1, ch)
+                                          : absl::StrFormat("%02x", ch & 0xff));
+  }
+  std::vector<std::pair<std::string, std::string>> pictures;
+  pictures.emplace_back(
+      "attention.svg",
+      plot::AttentionHeatmaps(weights, labels,
+                              "causal attention on the first validation window (row: query, "
+                              "column: key)"));
+  return pictures;
 }
 
 }  // namespace dagrad::models

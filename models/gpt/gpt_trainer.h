@@ -63,6 +63,8 @@ class GptTrainer : public LmTrainer {
   // Attention returns, per layer, the weights (H, T, T) of the first
   // validation window, and that window's bytes.
   absl::StatusOr<std::vector<Tensor>> Attention(std::string* window);
+  // Pictures: attention.svg, the heatmaps of Attention's window.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pictures() override;
   // Sample continues `prompt` (non-empty bytes) with `tokens` bytes from the
   // current weights (Generator).
   absl::StatusOr<std::string> Sample(const std::string& prompt, int64_t tokens,

@@ -7,6 +7,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/plan/memory_budget.h"
 #include "engine/status_macros.h"
+#include "models/plot/plots.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/shape_ops.h"
@@ -191,6 +192,21 @@ absl::StatusOr<TaskBatch> ToyTrainer::Slice(const TaskBatch& global) const {
   DAGRAD_ASSIGN_OR_RETURN(b.lengths, share_.Rows(global.lengths));
   DAGRAD_ASSIGN_OR_RETURN(b.targets, share_.Rows(global.targets));
   return b;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ToyTrainer::Pictures() {
+  DAGRAD_ASSIGN_OR_RETURN(AttentionSample sample, SampleAttention(0));
+  std::vector<std::string> labels;
+  for (int64_t t : sample.tokens) labels.push_back(absl::StrCat(t));
+  std::vector<std::pair<std::string, std::string>> pictures;
+  pictures.emplace_back("attention.svg",
+                        plot::AttentionHeatmaps(sample.weights, labels,
+                                                "attention weights for a held-out sequence "
+                                                "(row: query, column: key)"));
+  DAGRAD_ASSIGN_OR_RETURN(std::string encoding,
+                          plot::PositionalEncoding(config_.model.seq_len, config_.model.dim));
+  pictures.emplace_back("positional_encoding.svg", std::move(encoding));
+  return pictures;
 }
 
 }  // namespace dagrad::models

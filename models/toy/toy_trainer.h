@@ -94,6 +94,9 @@ class ToyTrainer : public Trainer {
   absl::StatusOr<EvalResult> Evaluate() override;
   // SampleAttention returns attention weights for held-out sequence `index`.
   absl::StatusOr<AttentionSample> SampleAttention(int64_t index);
+  // Pictures: attention.svg, the heatmaps of held-out sequence 0, and
+  // positional_encoding.svg, the model's sinusoidal encoding.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pictures() override;
 
   // Checkpoints (Trainer::SaveCheckpoint) are of format toy-train-state/1;
   // SaveModel writes the parameters under PyTorch's state_dict names with
@@ -102,8 +105,8 @@ class ToyTrainer : public Trainer {
   const TrainConfig& config() const { return config_; }
   const RunConfig& run_config() const override { return config_.run; }
   // The forward logits and loss of the training step.
-  Value logits() const { return logits_; }
-  Value loss() const { return loss_; }
+  Value logits() const override { return logits_; }
+  Value loss() const override { return loss_; }
 
  private:
   ToyTrainer() = default;

@@ -229,6 +229,8 @@ HEADER_EXAMPLE(Dot) {
   DAGRAD_RETURN_IF_ERROR(WriteDotFile("/tmp/model.dot", dot));
   absl::Status s = RenderDot("model.dot", "svg", "model.svg");
   if (absl::IsUnavailable(s)) std::cerr << "no Graphviz: " << s << "\n";
+  if (DotProgram().empty()) std::cerr << "no Graphviz: DOT files only\n";
+  EXPECT_EQ(DotProgram().empty(), absl::IsUnavailable(s));
   return s;
 }
 

@@ -4,7 +4,7 @@
 // without saving a NaN; every bad value is a one-line usage error.
 //
 // Signals are raised by the program itself at exact points through its
-// test hook (DAGRAD_TEST_RAISE, tools/cli/stop_signals.h): the handler and
+// test hook (DAGRAD_TEST_RAISE, models/stop_signals.h): the handler and
 // the stop path are the real ones, and no test depends on timing.
 
 #include <signal.h>

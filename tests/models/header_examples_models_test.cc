@@ -6,8 +6,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
 
 #include "models/dagrad.h"
+#include "models/example_graphs.h"
+#include "models/parallel_job.h"
 #include "models/plot/plots.h"
 #include "models/plot/svg.h"
 #include "tests/support/header_examples.h"
@@ -120,6 +125,45 @@ HEADER_EXAMPLE(ModelsRunDirectory) {
   std::string warning;
   DAGRAD_ASSIGN_OR_RETURN(std::string from, files.LoadCheckpoint(trainer, &warning));
   EXPECT_EQ(from, "runs/gpt/checkpoint.safetensors");
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsRunOutputs) {
+  TrainConfig config{.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1,
+                               .ffn = 32, .dropout = 0.0},
+                     .run = {.batch = 4, .steps = 2, .warmup = 1}, .eval_size = 8};
+  DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
+  if (mkdir("runs", 0755) != 0 || mkdir("runs/gpt", 0755) != 0) return absl::InternalError("mkdir");
+  DAGRAD_ASSIGN_OR_RETURN(FitResult fit, Fit(*trainer, {.dir = "runs/gpt"}));
+  DAGRAD_ASSIGN_OR_RETURN(RunOutputs outputs,
+                          WriteRunOutputs(*trainer, "runs/gpt", fit.rows, {.title = "gpt"}));
+  std::cout << outputs.Summary();   // "wrote to runs/gpt/: model.safetensors ..."
+  EXPECT_EQ(outputs.written[0], "model.safetensors");
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsStopSignals) {
+  InstallStopSignals();
+  FitOptions options{.dir = "runs/x", .stop_requested = [] { return StopSignal() != 0; }};
+  EXPECT_FALSE(options.stop_requested());
+  return absl::OkStatus();
+}
+
+// A job of one rank, over a communicator of one process.
+HEADER_EXAMPLE(ModelsParallelJob) {
+  std::shared_ptr<Communicator> comm = SingleProcessCommunicator();
+  Job job{comm, comm->rank(), comm->size()};
+  DAGRAD_RETURN_IF_ERROR(CheckSameConfig(job, {{"dim", "128"}, {"lr", "0.001"}}));
+  const bool stop = AgreedStopSignal(job, StopSignal()) != 0;   // models/stop_signals.h
+  EXPECT_FALSE(stop);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(ModelsExampleGraphs) {
+  Graph g;
+  DAGRAD_ASSIGN_OR_RETURN(ExampleGraph mha, BuildExample("mha", g, nn::AttentionPath::kComposed));
+  DAGRAD_ASSIGN_OR_RETURN(std::string dot, ToDot(g, {mha.loss}));
+  EXPECT_NE(dot.find("digraph"), std::string::npos);
   return absl::OkStatus();
 }
 

@@ -11,10 +11,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "ops/onnx/import.h"
+#include "ops/onnx/run.h"
 #include "ops/onnx/onnx_tensor.h"
 #include "tests/support/header_examples.h"
 
@@ -34,6 +37,19 @@ HEADER_EXAMPLE(OnnxImport) {
   DAGRAD_RETURN_IF_ERROR(m.LoadParameters(exec));
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile({m.outputs[0].value}));
   EXPECT_EQ(plan->info().steps.empty(), false);
+  return absl::OkStatus();
+}
+
+HEADER_EXAMPLE(OnnxRunFiles) {
+  DAGRAD_RETURN_IF_ERROR(CopyModel("encoder.onnx"));
+  DAGRAD_ASSIGN_OR_RETURN(Tensor src, Tensor::Zeros(DType::kFloat32, Shape({2, 16, 8})));
+  SafetensorsFile in;
+  in.tensors.push_back({"src", src});
+  DAGRAD_RETURN_IF_ERROR(WriteSafetensors("in.safetensors", in));
+  DAGRAD_RETURN_IF_ERROR(EvaluateOnnxFiles("encoder.onnx", "in.safetensors",
+                                           "out.safetensors", CpuDevice(), {}));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile out, ReadSafetensors("out.safetensors"));
+  EXPECT_EQ(out.tensors.size(), 1u);
   return absl::OkStatus();
 }
 

@@ -1,14 +1,9 @@
 #include "tools/cli/common_flags.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
-
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "engine/cuda/cuda_device.h"
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/cpu_threads.h"
@@ -90,18 +85,6 @@ absl::Status ApplyThreadsFlag() {
     SetWaitPolicy(*parsed);
   }
   return threads > 0 ? SetNumThreads(threads) : absl::OkStatus();
-}
-
-std::string DotProgram() {
-  const std::string built = DAGRAD_DOT_PROGRAM;
-  if (!built.empty() && access(built.c_str(), X_OK) == 0) return built;
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  for (absl::string_view dir : absl::StrSplit(path, ':')) {
-    const std::string candidate = absl::StrCat(dir, "/dot");
-    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
 }
 
 }  // namespace dagrad::cli

@@ -51,9 +51,6 @@ absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32 = false);
 // value otherwise.
 absl::StatusOr<nn::AttentionPath> AttentionFromFlags();
 
-// DotProgram is the Graphviz `dot` found at build time or on PATH, or "".
-std::string DotProgram();
-
 }  // namespace dagrad::cli
 
 #endif  // DAGRAD_TOOLS_CLI_COMMON_FLAGS_H_

@@ -1,5 +1,5 @@
 // `dagrad dot`: writes the DOT of a built-in graph, or of an ONNX model
-// (--model=file.onnx, onnx_model.h), and renders it.
+// (--model=file.onnx, ops/onnx/run.h), and renders it.
 
 #include <iostream>
 
@@ -14,8 +14,11 @@
 #include "ops/autodiff/autodiff.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
-#include "tools/cli/example_graphs.h"
+#include "models/example_graphs.h"
 #include "tools/cli/onnx_model.h"
+#ifdef DAGRAD_HAVE_ONNX
+#include "ops/reduce.h"
+#endif
 
 ABSL_FLAG(std::string, model, "mlp",
           "built-in graph: mlp, mha, positional_encoding, toy; or an ONNX file (*.onnx)");
@@ -36,26 +39,50 @@ struct DrawnGraph {
   Value loss;
 };
 
-absl::StatusOr<DrawnGraph> BuildDrawnGraph() {
-  const std::string model = absl::GetFlag(FLAGS_model);
-  const bool backward = absl::GetFlag(FLAGS_backward);
-  if (IsOnnxPath(model)) {
-    DAGRAD_ASSIGN_OR_RETURN(OnnxDotGraph onnx,
-                            ImportOnnxForDot(model, absl::GetFlag(FLAGS_input), backward));
-    return DrawnGraph{std::move(onnx.graph), std::move(onnx.roots), onnx.loss};
+// OnnxDrawnGraph imports --model=file.onnx with the shapes of --input (or
+// symbolic dims of 1), drawn from its outputs; its loss, for --backward,
+// is the sum of its first output.
+absl::StatusOr<DrawnGraph> OnnxDrawnGraph(const std::string& model) {
+#ifdef DAGRAD_HAVE_ONNX
+  DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnxForInputs(model, absl::GetFlag(FLAGS_input)));
+  DrawnGraph drawn{std::move(m.graph), {}, Value()};
+  for (const OnnxValue& out : m.outputs) drawn.roots.push_back(out.value);
+  if (!absl::GetFlag(FLAGS_backward)) return drawn;
+  if (m.outputs.empty() || !IsFloating(m.outputs[0].value.dtype())) {
+    return absl::InvalidArgumentError("--backward needs a model whose first output is float");
   }
+  drawn.loss = Sum(m.outputs[0].value);
+  drawn.roots.push_back(drawn.loss);
+  return drawn;
+#else
+  return NoOnnx(model);
+#endif
+}
+
+// ExampleDrawnGraph builds the built-in graph --model names.
+absl::StatusOr<DrawnGraph> ExampleDrawnGraph(const std::string& model) {
   if (!absl::GetFlag(FLAGS_input).empty()) {
     return absl::InvalidArgumentError("--input is for --model=file.onnx");
   }
   DrawnGraph drawn{std::make_unique<Graph>(), {}, Value()};
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(ExampleGraph example, BuildExample(model, *drawn.graph, attention));
+  DAGRAD_ASSIGN_OR_RETURN(models::ExampleGraph example,
+                          models::BuildExample(model, *drawn.graph, attention));
   drawn.roots = example.outputs;
   drawn.roots.push_back(example.loss);
   drawn.loss = example.loss;
-  if (!backward) return drawn;
+  return drawn;
+}
+
+// BuildDrawnGraph builds --model's graph and, with --backward, the
+// gradients of its loss with respect to its parameters.
+absl::StatusOr<DrawnGraph> BuildDrawnGraph() {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  DAGRAD_ASSIGN_OR_RETURN(DrawnGraph drawn,
+                          IsOnnxPath(model) ? OnnxDrawnGraph(model) : ExampleDrawnGraph(model));
+  if (!absl::GetFlag(FLAGS_backward)) return drawn;
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads,
-                          Gradients(example.loss, drawn.graph->Parameters()));
+                          Gradients(drawn.loss, drawn.graph->Parameters()));
   for (const Value& v : grads) {
     if (!v.is_null()) drawn.roots.push_back(v);
   }

@@ -2,7 +2,7 @@
 // names: the toy transformer, the GPT) on token sequences from a
 // safetensors file, in eval mode, and writes logits (and, given targets,
 // the loss and every parameter's gradient) to another safetensors file.
-// With --model=file.onnx it runs an ONNX model instead (onnx_model.h).
+// With --model=file.onnx it runs an ONNX model instead (ops/onnx/run.h).
 
 #include <iostream>
 

@@ -4,6 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "engine/cuda/cuda_device.h"
+#include "engine/dot/dot.h"
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/registry.h"

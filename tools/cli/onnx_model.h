@@ -1,16 +1,8 @@
 // tools/cli/onnx_model.h
 //
-// The ONNX paths of the `dagrad` CLI: `--model=file.onnx` loads an ONNX
-// model wherever a checkpoint loads.
-//
-//   dagrad eval --model=encoder.onnx --input=in.safetensors --output=out.safetensors
-//   dagrad dot --model=encoder.onnx --input=in.safetensors --out=encoder.dot
-//
-// eval takes each graph input, by its ONNX name, from the input file with
-// its shape, runs the model in eval mode, and writes each graph output
-// under its ONNX name. dot draws the imported graph; its symbolic dims are
-// the input file's shapes when --input is given, else 1. A dagrad built
-// without ONNX (DAGRAD_ONNX=OFF) says so.
+// `--model=file.onnx` runs an ONNX model (`dagrad eval`) or draws it
+// (`dagrad dot`) with ops/onnx/run.h. A dagrad built without ONNX
+// (DAGRAD_ONNX=OFF, or libonnx-dev missing) says so.
 
 #ifndef DAGRAD_TOOLS_CLI_ONNX_MODEL_H_
 #define DAGRAD_TOOLS_CLI_ONNX_MODEL_H_
@@ -19,37 +11,35 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "absl/strings/string_view.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/device/device.h"
 #include "engine/executor.h"
-#include "engine/graph.h"
+#ifdef DAGRAD_HAVE_ONNX
+#include "ops/onnx/run.h"
+#endif
 
 namespace dagrad::cli {
 
 // IsOnnxPath says whether a --model value names an ONNX file (".onnx").
-bool IsOnnxPath(absl::string_view path);
+inline bool IsOnnxPath(absl::string_view path) { return absl::EndsWith(path, ".onnx"); }
 
-// EvaluateOnnx writes `output` (each graph output by ONNX name) for the
-// graph inputs found by ONNX name in `input`. InvalidArgument naming the
-// file and tensor for an input missing from `input`, an unexpected tensor,
-// or a shape or dtype the model refuses; the import's errors otherwise.
-absl::Status EvaluateOnnx(const std::string& model, const std::string& input,
-                          const std::string& output, std::unique_ptr<Device> device,
-                          const ExecutorOptions& options);
+// NoOnnx is the error for an ONNX file given to a dagrad without ONNX.
+inline absl::Status NoOnnx(const std::string& model) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      model, ": this dagrad was built without ONNX (DAGRAD_ONNX=OFF or libonnx-dev missing)"));
+}
 
-// OnnxDotGraph is an imported model to draw: its graph, what to draw from
-// (the outputs; with backward, the gradients of the sum of the first
-// output with respect to the parameters) and that sum, drawn as the loss.
-struct OnnxDotGraph {
-  std::unique_ptr<Graph> graph;
-  std::vector<Value> roots;
-  Value loss;
-};
-
-// ImportOnnxForDot imports `model` with shapes from `input` ("" for none:
-// symbolic dims are 1).
-absl::StatusOr<OnnxDotGraph> ImportOnnxForDot(const std::string& model,
-                                              const std::string& input, bool backward);
+// EvaluateOnnx is EvaluateOnnxFiles (ops/onnx/run.h), or NoOnnx.
+inline absl::Status EvaluateOnnx(const std::string& model, const std::string& input,
+                                 const std::string& output, std::unique_ptr<Device> device,
+                                 const ExecutorOptions& options) {
+#ifdef DAGRAD_HAVE_ONNX
+  return EvaluateOnnxFiles(model, input, output, std::move(device), options);
+#else
+  return NoOnnx(model);
+#endif
+}
 
 }  // namespace dagrad::cli
 

@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -25,8 +24,7 @@
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/optimizer_flags.h"
-#include "tools/cli/stop_signals.h"
-#include "tools/cli/train_outputs.h"
+#include "models/stop_signals.h"
 #include "tools/cli/train_parallel.h"
 #include "tools/cli/train_run.h"
 #include "tools/cli/train_text.h"
@@ -134,14 +132,14 @@ class Progress {
 // Stopped reports a run stopped by a signal (its checkpoint saved) and
 // returns 128 + the signal.
 int Stopped(Job& job, int64_t step) {
-  const int sig = AgreedStopSignal(job, StopSignal());
+  const int sig = models::AgreedStopSignal(job, models::StopSignal());
   if (job.writer()) {
-    std::cerr << "dagrad train: " << StopSignalName(sig) << ": stopped at step " << step
+    std::cerr << "dagrad train: " << models::StopSignalName(sig) << ": stopped at step " << step
               << "; resume with --resume" << std::endl;
   }
   // No rank exits before rank 0 has saved and said so: the launcher ends
   // a job at its first rank to exit non-zero, rank 0 mid-save included.
-  AgreedStopSignal(job, sig);
+  models::AgreedStopSignal(job, sig);
   return 128 + sig;
 }
 
@@ -156,10 +154,10 @@ models::FitOptions FitOptionsFromFlags(const std::string& out, int64_t steps, Jo
           .stop_after = absl::GetFlag(FLAGS_stop_after),
           .resume = absl::GetFlag(FLAGS_resume),
           .writer = job.writer(),
-          .stop_requested = [&job] { return AgreedStopSignal(job, StopSignal()) != 0; },
+          .stop_requested = [&job] { return models::AgreedStopSignal(job, models::StopSignal()) != 0; },
           .on_step =
               [&job, &progress, rate](const models::FitProgress& p) {
-                MaybeRaiseForTest("step", p.step.step);
+                models::MaybeRaiseForTest("step", p.step.step);
                 *rate = p.steps_per_second;
                 if (job.writer()) progress.Update(p.step.step, p.step.loss, p.step.accuracy, *rate, false);
               },
@@ -175,35 +173,26 @@ models::FitOptions FitOptionsFromFlags(const std::string& out, int64_t steps, Jo
                 std::cout << "checkpoint is at step " << r.step << ", --steps=" << steps
                           << ": nothing to train (the run is complete); writing its outputs again\n";
               },
-          .on_phase = [](const std::string& phase, int64_t step) { MaybeRaiseForTest(phase, step); }};
+          .on_phase = [](const std::string& phase, int64_t step) { models::MaybeRaiseForTest(phase, step); }};
 }
 
 // FinishRun writes a complete run's final outputs (a stop signal meanwhile
-// stops) and prints the summary.
-int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, const models::FitResult& fit,
-              const std::string& out) {
+// stops) and reports them.
+int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, models::Trainer& trainer,
+              const models::FitResult& fit, const std::string& out) {
   if (!job.writer()) return kExitOk;
-  if (StopSignal()) return Stopped(job, fit.step);
-  TrainOutputs outputs(out, fit.rows);
-  absl::Status written = run.finish(fit.final_eval, outputs, [] {
-    MaybeRaiseForTest("outputs");
-    return StopSignal() != 0;
-  });
-  if (absl::IsCancelled(written)) return Stopped(job, fit.step);
-  if (!written.ok()) return Failure(cmd, written);
+  if (models::StopSignal()) return Stopped(job, fit.step);
+  models::RunOutputsOptions options = run.outputs;
+  options.stop = [] {
+    models::MaybeRaiseForTest("outputs");
+    return models::StopSignal() != 0;
+  };
+  absl::StatusOr<models::RunOutputs> outputs = models::WriteRunOutputs(trainer, out, fit.rows, options);
+  if (absl::IsCancelled(outputs.status())) return Stopped(job, fit.step);
+  absl::Status reported = outputs.ok() ? run.report(fit.final_eval, *outputs) : outputs.status();
+  if (!reported.ok()) return Failure(cmd, reported);
+  if (trainer.run_config().profile) std::cout << models::StepProfile(trainer.train_plan().profile(), job);
   return kExitOk;
-}
-
-// FinishToy writes the toy model's outputs (TrainingRun::finish).
-absl::Status FinishToy(models::ToyTrainer& t, const Job& job,
-                       const models::EvalResult& final_eval, TrainOutputs& outputs,
-                       const std::function<bool()>& stop) {
-  DAGRAD_RETURN_IF_ERROR(outputs.WriteAll(t, stop));
-  std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
-                               final_eval.accuracy, final_eval.loss, t.step());
-  outputs.PrintSummary(std::cout);
-  if (t.config().run.profile) std::cout << StepProfile(t.train_plan().profile(), job);
-  return absl::OkStatus();
 }
 
 // ParallelFlags are what every rank must agree on, and the buckets.
@@ -226,6 +215,7 @@ int RunToyTrain(const Command& cmd, const models::RunConfig& run, const DataPara
   TrainingRun training{
       .steps = config->run.steps,
       .default_out = "runs/train",
+      .outputs = {.title = "toy transformer", .layers = config->model.layers},
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
         DAGRAD_ASSIGN_OR_RETURN(auto t,
@@ -233,9 +223,11 @@ int RunToyTrain(const Command& cmd, const models::RunConfig& run, const DataPara
         toy = t.get();
         return t;
       },
-      .finish = [&](const models::EvalResult& final_eval, TrainOutputs& outputs,
-                    const std::function<bool()>& stop) {
-        return FinishToy(*toy, job, final_eval, outputs, stop);
+      .report = [&](const models::EvalResult& final_eval, const models::RunOutputs& outputs) {
+        std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
+                                     final_eval.accuracy, final_eval.loss, toy->step())
+                  << outputs.Summary();
+        return absl::OkStatus();
       }};
   return RunTraining(cmd, training, job);
 }
@@ -338,7 +330,7 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
   const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
   if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
-  if (absl::Status st = CheckSameConfig(job, AgreedConfig(cmd)); !st.ok()) {
+  if (absl::Status st = models::CheckSameConfig(job, AgreedConfig(cmd)); !st.ok()) {
     // Every rank learnt of a mismatch: none aborts, so each prints its own.
     job.agreed_stop = absl::IsInvalidArgument(st);
     return UsageError(cmd, std::string(st.message()));
@@ -352,7 +344,7 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   }
   // From here on a stop signal is handled: one during the set-up stops
   // the run before its first step.
-  InstallStopSignals();
+  models::InstallStopSignals();
   absl::StatusOr<std::unique_ptr<Device>> device =
       DeviceFromFlags(/*tf32=*/absl::GetFlag(FLAGS_precision) == "tf32");
   if (!device.ok()) return Failure(cmd, device.status());
@@ -380,7 +372,7 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
     case models::FitEnd::kComplete:
       break;
   }
-  return FinishRun(cmd, job, run, *fit, out);
+  return FinishRun(cmd, job, run, t, *fit, out);
 }
 
 Command TrainCommand() {

@@ -5,13 +5,13 @@
 // a checkpoint and exit 128+signal), --resume with the fallback to the
 // previous checkpoint, non-finite steps (--on_nonfinite), evaluation,
 // metrics and checkpoints every --eval_every steps, --stop_after. A task
-// supplies its trainer and its final outputs: the toy tasks
+// supplies its trainer and the report of its results: the toy tasks
 // (train_command.cc) and text (train_text.cc).
 //
 //   models::TextTrainConfig config;
 //   DAGRAD_ASSIGN_OR_RETURN(config.run, RunConfigFromFlags());
 //   return RunTraining(cmd, {.steps = config.run.steps, .default_out = "runs/text",
-//                            .create = ..., .finish = ...}, job);
+//                            .create = ..., .report = ...}, job);
 
 #ifndef DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
 #define DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
@@ -22,10 +22,10 @@
 
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
+#include "models/run_outputs.h"
 #include "models/trainer.h"
 #include "ops/autodiff/optimizer.h"
 #include "tools/cli/command.h"
-#include "tools/cli/train_outputs.h"
 #include "tools/cli/train_parallel.h"
 
 namespace dagrad::cli {
@@ -42,15 +42,15 @@ absl::StatusOr<models::RunConfig> RunConfigFromFlags();
 struct TrainingRun {
   int64_t steps = 0;        // the config's
   std::string default_out;  // --out when it is not given
+  models::RunOutputsOptions outputs;  // its title and layers
   // create builds the trainer on `device`.
   std::function<absl::StatusOr<std::unique_ptr<models::Trainer>>(std::unique_ptr<Device>)>
       create;
-  // finish writes a completed run's final outputs (the trainer's model
-  // first) and prints its summary, given the final evaluation; it asks
-  // `stop` between files and returns Cancelled once that says true.
-  std::function<absl::Status(const models::EvalResult& final_eval, TrainOutputs& outputs,
-                             const std::function<bool()>& stop)>
-      finish;
+  // report prints a completed run's results, given its final evaluation
+  // and the outputs written (models::WriteRunOutputs).
+  std::function<absl::Status(const models::EvalResult& final_eval,
+                             const models::RunOutputs& outputs)>
+      report;
 };
 
 // RunTraining trains as the file comment says, as a rank of `job`

@@ -5,7 +5,7 @@
 // --eval_every steps), metrics.csv (validation loss in eval_loss),
 // model.safetensors (model=gpt: `dagrad eval`, `dagrad generate`,
 // tools/reference/gpt.py), loss.svg, attention.svg, forward.dot,
-// train_step.dot and forward.svg (TrainOutputs::RenderForward, which says
+// train_step.dot and forward.svg (models/run_outputs.h, which says
 // when it draws none); it prints a generated sample at the end, as valid
 // UTF-8 (TerminalText). Under mpirun the
 // ranks train data parallel (models/gpt/gpt_trainer.h); rank 0 alone prints,
@@ -14,21 +14,15 @@
 #include "tools/cli/train_text.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
-#include <utility>
-#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/dot/dot.h"
-#include "engine/io/file_io.h"
 #include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/gpt/gpt_trainer.h"
-#include "models/plot/plots.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/train_parallel.h"
 
@@ -69,62 +63,10 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const models::RunConfig&
   return c;
 }
 
-// AttentionSvg draws the attention weights of the first validation window.
-absl::Status AttentionSvg(models::GptTrainer& t, const std::string& path) {
-  std::string window;
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> weights, t.Attention(&window));
-  std::vector<std::string> labels;
-  for (char ch : window) {
-    labels.push_back(ch >= 32 && ch < 127 ? std::string(1, ch)
-                                          : absl::StrFormat("%02x", ch & 0xff));
-  }
-  return WriteFileAtomically(
-      path, plot::AttentionHeatmaps(weights, labels,
-                                    "causal attention on the first validation window (row: "
-                                    "query, column: key)"));
-}
-
-// GraphDots writes forward.dot and train_step.dot.
-absl::Status GraphDots(models::GptTrainer& t, const std::string& dir) {
-  DAGRAD_ASSIGN_OR_RETURN(std::string forward,
-                          ToDot(t.graph(), {t.logits(), t.loss()},
-                                {.title = "gpt: forward", .losses = {t.loss()}}));
-  DAGRAD_RETURN_IF_ERROR(WriteDotFile(dir + "/forward.dot", forward));
-  std::vector<Value> roots = t.training_step().updates;
-  roots.push_back(t.loss());
-  DAGRAD_ASSIGN_OR_RETURN(std::string step,
-                          ToDot(t.graph(), roots,
-                                {.title = "gpt: training step", .losses = {t.loss()}}));
-  return WriteDotFile(dir + "/train_step.dot", step);
-}
-
-// Finish writes the model, the pictures and the graphs, asking `stop`
-// between files, and prints the validation loss and a sample continuing
-// the validation text's first bytes (TrainingRun::finish).
-absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& dir,
-                    const models::EvalResult& final_eval, TrainOutputs& outputs,
-                    const std::function<bool()>& stop) {
-  auto stopped = [&stop] {
-    return stop() ? absl::CancelledError("stopped while writing the outputs")
-                  : absl::OkStatus();
-  };
-  DAGRAD_RETURN_IF_ERROR(t.SaveModel(dir + "/model.safetensors"));
-  DAGRAD_RETURN_IF_ERROR(stopped());
-  DAGRAD_RETURN_IF_ERROR(outputs.WriteLossSvg());
-  DAGRAD_RETURN_IF_ERROR(AttentionSvg(t, dir + "/attention.svg"));
-  DAGRAD_RETURN_IF_ERROR(stopped());
-  DAGRAD_RETURN_IF_ERROR(GraphDots(t, dir));
-  DAGRAD_RETURN_IF_ERROR(stopped());
-  std::vector<std::string> written = {"model.safetensors", "checkpoint.safetensors",
-                                      "metrics.csv",       "loss.svg",
-                                      "attention.svg",     "forward.dot",
-                                      "train_step.dot"};
-  if (std::filesystem::exists(outputs.previous_checkpoint_path())) {
-    written.insert(written.begin() + 2, "checkpoint.prev.safetensors");
-  }
-  outputs.SetWritten(std::move(written));
-  DAGRAD_RETURN_IF_ERROR(outputs.RenderForward(t.config().model.layers));
-  DAGRAD_RETURN_IF_ERROR(stopped());
+// Report prints the validation loss, the files written and a sample
+// continuing the validation text's first bytes (TrainingRun::report).
+absl::Status Report(models::GptTrainer& t, const models::EvalResult& final_eval,
+                    const models::RunOutputs& outputs) {
   const std::string& text = t.data().validation();
   const std::string prompt = text.substr(0, std::min<size_t>(16, text.size()));
   DAGRAD_ASSIGN_OR_RETURN(
@@ -137,9 +79,7 @@ absl::Status Finish(models::GptTrainer& t, const Job& job, const std::string& di
           ? absl::StrCat("the whole split (", all, " windows)")
           : absl::StrCat(t.eval_windows(), " of the split's ", all, " windows (--eval_windows)"),
       t.step());
-  outputs.PrintSummary(std::cout);
-  std::cout << "sample:\n" << TerminalText(sample) << "\n";
-  if (t.config().run.profile) std::cout << StepProfile(t.train_plan().profile(), job);
+  std::cout << outputs.Summary() << "sample:\n" << TerminalText(sample) << "\n";
   return absl::OkStatus();
 }
 
@@ -149,11 +89,11 @@ int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataPar
                  Job& job) {
   absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(run);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
-  const std::string dir = absl::GetFlag(FLAGS_out).empty() ? "runs/text" : absl::GetFlag(FLAGS_out);
   models::GptTrainer* gpt = nullptr;  // owned by RunTraining
   TrainingRun training{
       .steps = config->run.steps,
-      .default_out = dir,
+      .default_out = "runs/text",
+      .outputs = {.title = "gpt", .layers = config->model.layers},
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
         if (job.writer()) std::cout << "task text: a byte-level GPT on " << config->data << "\n";
@@ -162,9 +102,8 @@ int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataPar
         gpt = t.get();
         return t;
       },
-      .finish = [&](const models::EvalResult& final_eval, TrainOutputs& outputs,
-                    const std::function<bool()>& stop) {
-        return Finish(*gpt, job, dir, final_eval, outputs, stop);
+      .report = [&](const models::EvalResult& final_eval, const models::RunOutputs& outputs) {
+        return Report(*gpt, final_eval, outputs);
       }};
   return RunTraining(cmd, training, job);
 }

@@ -33,7 +33,7 @@ import sys
 
 HEADER_GLOBS = ["engine/*.h", "engine/plan/*.h", "engine/io/*.h", "engine/dot/*.h",
                 "engine/device/*.h", "ops/autodiff/*.h", "engine/cuda/cuda_device.h",
-                "ops/onnx/import.h", "ops/onnx/onnx_tensor.h",
+                "ops/onnx/import.h", "ops/onnx/onnx_tensor.h", "ops/onnx/run.h",
                 "ops/*.h", "ops/math/*.h", "ops/cpu/*.h", "models/*.h", "models/*/*.h"]
 # The tests that hold the examples: the header examples tests, the op cases
 # (an op added to a family writes its example in the config of its case),

@@ -1,4 +1,4 @@
-#include "tools/cli/example_graphs.h"
+#include "models/example_graphs.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -10,7 +10,7 @@
 #include "ops/loss.h"
 #include "ops/reduce.h"
 
-namespace dagrad::cli {
+namespace dagrad::models {
 namespace {
 
 // Mean of squares: a simple scalar loss for models without targets.
@@ -89,4 +89,4 @@ absl::StatusOr<ExampleGraph> BuildExample(const std::string& name, Graph& g,
   return out;
 }
 
-}  // namespace dagrad::cli
+}  // namespace dagrad::models

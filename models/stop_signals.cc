@@ -1,4 +1,4 @@
-#include "tools/cli/stop_signals.h"
+#include "models/stop_signals.h"
 
 #include <signal.h>
 
@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 
-namespace dagrad::cli {
+namespace dagrad::models {
 namespace {
 
 // The handler may touch nothing but a lock-free atomic.
@@ -97,4 +97,4 @@ void MaybeRaiseForTest(const std::string& phase, int64_t step) {
   }
 }
 
-}  // namespace dagrad::cli
+}  // namespace dagrad::models

@@ -1,18 +1,24 @@
-// tools/cli/example_graphs.h
+// models/example_graphs.h
 //
-// The built-in graphs `dagrad dot --model=NAME` draws.
+// Small graphs that show what dagrad builds, to draw (`dagrad dot
+// --model=NAME`) or to try the engine on: an MLP with a cross-entropy loss,
+// multi-head attention, a positional encoding, the toy transformer.
+//
+//   Graph g;
+//   DAGRAD_ASSIGN_OR_RETURN(ExampleGraph mha, BuildExample("mha", g, nn::AttentionPath::kComposed));
+//   DAGRAD_ASSIGN_OR_RETURN(std::string dot, ToDot(g, {mha.loss}));
 
-#ifndef DAGRAD_TOOLS_CLI_EXAMPLE_GRAPHS_H_
-#define DAGRAD_TOOLS_CLI_EXAMPLE_GRAPHS_H_
+#ifndef DAGRAD_MODELS_EXAMPLE_GRAPHS_H_
+#define DAGRAD_MODELS_EXAMPLE_GRAPHS_H_
 
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "engine/graph.h"
 #include "models/nn/attention.h"
 
-namespace dagrad::cli {
+namespace dagrad::models {
 
 struct ExampleGraph {
   Value loss;                  // a scalar to differentiate
@@ -29,6 +35,6 @@ std::vector<std::string> ExampleNames();
 absl::StatusOr<ExampleGraph> BuildExample(const std::string& name, Graph& g,
                                           nn::AttentionPath attention);
 
-}  // namespace dagrad::cli
+}  // namespace dagrad::models
 
-#endif  // DAGRAD_TOOLS_CLI_EXAMPLE_GRAPHS_H_
+#endif  // DAGRAD_MODELS_EXAMPLE_GRAPHS_H_
