@@ -51,7 +51,7 @@ struct FitResume {
 };
 
 struct FitOptions {
-  // The run directory (it must exist): checkpoints and metrics.csv. Fit
+  // The run directory, made when missing: checkpoints and metrics.csv. Fit
   // locks it while it runs (engine/io/dir_lock.h: a second run there is
   // refused) unless dir_locked says the caller holds its DirectoryLock.
   std::string dir;

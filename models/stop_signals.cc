@@ -80,6 +80,11 @@ void InstallStopSignals() {
 
 int StopSignal() { return first_signal.load(); }
 
+std::function<bool()> StopOnSignals() {
+  InstallStopSignals();
+  return [] { return StopSignal() != 0; };
+}
+
 std::string StopSignalName(int sig) {
   switch (sig) {
     case SIGTERM: return "SIGTERM";

@@ -11,8 +11,7 @@
 // leaves every file either old or new. Fit (models/fit.h) stops this way
 // when its stop_requested says so:
 //
-//   InstallStopSignals();
-//   FitOptions options{.dir = "runs/x", .stop_requested = [] { return StopSignal() != 0; }};
+//   FitOptions options{.dir = "runs/x", .stop_requested = StopOnSignals()};
 //
 // Test hook (not a user interface): DAGRAD_TEST_RAISE="SIG@phase[:step],..."
 // makes MaybeRaiseForTest(phase, step) raise SIG (TERM, INT or USR1) in
@@ -24,6 +23,7 @@
 #define DAGRAD_MODELS_STOP_SIGNALS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace dagrad::models {
@@ -33,6 +33,10 @@ void InstallStopSignals();
 
 // StopSignal is the first stop signal received, or 0.
 int StopSignal();
+
+// StopOnSignals installs the handlers and returns whether a stop signal
+// has come, as a function (what FitOptions::stop_requested takes).
+std::function<bool()> StopOnSignals();
 
 // StopSignalName is "SIGTERM", "SIGINT" or "SIGUSR1" for those signals.
 std::string StopSignalName(int sig);

@@ -189,6 +189,20 @@ TEST(Fit, ARunDirectoryInUseIsRefusedNamingItsHolder) {
   EXPECT_EQ(FitOk(*t, {.dir = dir, .dir_locked = true, .stop_after = 1}).step, 1);
 }
 
+TEST(Fit, MakesAMissingRunDirectoryAndRefusesOneItCannotMake) {
+  const std::string dir = NewDir() + "/runs/first";
+  auto t = NewTrainer();
+  EXPECT_EQ(FitOk(*t, {.dir = dir, .stop_after = 1}).step, 1);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.csv"));
+  const std::string file = NewDir() + "/a_file";
+  std::ofstream(file) << "not a directory";
+  auto u = NewTrainer();
+  const absl::Status refused = Fit(*u, {.dir = file + "/run"}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(),
+              HasSubstr(absl::StrCat("cannot create the run directory '", file, "/run'")));
+}
+
 TEST(Fit, BadOptionsAreRefusedNamingTheField) {
   auto t = NewTrainer();
   EXPECT_THAT(Fit(*t, {.dir = NewDir(), .eval_every = 0}).status().message(),

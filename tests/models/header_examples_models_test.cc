@@ -143,8 +143,7 @@ HEADER_EXAMPLE(ModelsRunOutputs) {
 }
 
 HEADER_EXAMPLE(ModelsStopSignals) {
-  InstallStopSignals();
-  FitOptions options{.dir = "runs/x", .stop_requested = [] { return StopSignal() != 0; }};
+  FitOptions options{.dir = "runs/x", .stop_requested = StopOnSignals()};
   EXPECT_FALSE(options.stop_requested());
   return absl::OkStatus();
 }
