@@ -1,4 +1,4 @@
-// `dagrad train`'s optimizer and schedule flags (tools/cli/optimizer_flags.h)
+// `dagrad train`'s optimizer and schedule flags (tools/cli/run_config_flags.cc)
 // reach the optimizer: one Adam step, worked by hand from the initial
 // weights and the checkpoint's moments; and their errors.
 

@@ -20,7 +20,7 @@
 #include "tools/cli/common_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, checkpoint);  // eval_command.cc
-ABSL_DECLARE_FLAG(uint64_t, seed);           // train_command.cc
+ABSL_DECLARE_FLAG(uint64_t, seed);           // run_config_flags.cc
 ABSL_FLAG(std::string, prompt, "", "the text to continue");
 ABSL_FLAG(std::string, prompt_file, "",
           "read the prompt from this file (instead of --prompt)");

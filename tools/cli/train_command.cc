@@ -5,13 +5,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -23,11 +26,11 @@
 #include "models/toy/toy_trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
-#include "tools/cli/optimizer_flags.h"
 #include "models/stop_signals.h"
-#include "tools/cli/train_parallel.h"
 #include "tools/cli/train_run.h"
-#include "tools/cli/train_text.h"
+#if DAGRAD_HAVE_MPI
+#include "engine/mpi/mpi_communicator.h"
+#endif
 
 ABSL_FLAG(std::string, task, "reverse", "reverse, copy or sort; text: a GPT on --data");
 ABSL_FLAG(int64_t, vocab, 16, "toy tasks: vocabulary size (token 0 is padding)");
@@ -39,34 +42,12 @@ ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
 ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
 ABSL_FLAG(int64_t, ffn, 512, "toy tasks: feed-forward width F (the GPT's is 4 x dim)");
 ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1 - 2^-10]");
-ABSL_FLAG(int64_t, batch, 64,
-          "sequences per step; under mpirun the global batch, split evenly over the ranks");
 ABSL_FLAG(double, bucket_mb, 4,
           "under mpirun: MiB of gradients per all-reduce bucket (> 0), each summed as soon as "
           "backward has produced it");
 ABSL_FLAG(bool, overlap, true,
           "under mpirun: overlap each bucket's all-reduce with the rest of backward (false: "
           "sum every bucket after backward)");
-ABSL_FLAG(int64_t, steps, 300, "training steps");
-ABSL_FLAG(double, lr, 1e-3,
-          "peak learning rate, finite and > 0 (linear warmup over --warmup steps, then "
-          "--lr_decay); one too large for the model ends in a non-finite stop (see "
-          "--on_nonfinite)");
-ABSL_FLAG(int64_t, warmup, 30, "warmup steps");
-ABSL_FLAG(std::string, precision, "fp32",
-          "fp32; bf16: matrix products read bfloat16 casts and accumulate in float32, the rest "
-          "and the parameters (checkpoints) stay float32; tf32: on cuda, float32 products in "
-          "TF32 (on the cpu, fp32)");
-ABSL_FLAG(std::string, on_nonfinite, "stop",
-          "when a step's loss or global gradient norm is NaN or Inf, its update is never "
-          "applied. stop: exit 1 naming the step and the value, keeping the last checkpoint "
-          "(rerun with --check_numerics to find the node). skip: skip that update (parameters "
-          "and optimizer state unchanged, counted in metrics.csv's skipped column) and go on; "
-          "stop as above after --max_consecutive_skips skipped in a row");
-ABSL_FLAG(int64_t, max_consecutive_skips, 8,
-          "with --on_nonfinite=skip, stop at this many non-finite steps in a row (>= 1)");
-ABSL_FLAG(uint64_t, seed, 0,
-          "train: seed for initialisation, data and dropout; generate: seed for sampling");
 ABSL_FLAG(bool, resume, false,
           "continue from --out/checkpoint.safetensors (or from checkpoint.prev.safetensors "
           "when that one is damaged), exactly as if never stopped. SIGTERM, "
@@ -77,6 +58,8 @@ ABSL_FLAG(bool, resume, false,
 ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many steps");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop after this step (0: run all --steps), to continue later with --resume");
+
+ABSL_DECLARE_FLAG(std::string, precision);  // run_config_flags.cc
 
 namespace dagrad::cli {
 namespace {
@@ -232,6 +215,28 @@ int RunToyTrain(const Command& cmd, const models::RunConfig& run, const DataPara
   return RunTraining(cmd, training, job);
 }
 
+// JoinJob returns the MPI job this process was launched in
+// (models/parallel_job.h), or a job of its own. FailedPrecondition when an
+// MPI launcher started it but dagrad was built without MPI (each rank would
+// train alone over the same files).
+absl::StatusOr<Job> JoinJob() {
+#if DAGRAD_HAVE_MPI
+  if (!LaunchedByMpi()) return Job{};
+  DAGRAD_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> comm, MpiCommunicator());
+  return Job{comm, comm->rank(), comm->size()};
+#else
+  int size = 1;
+  const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (world != nullptr && absl::SimpleAtoi(world, &size) && size > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "launched as one of ", size,
+        " MPI ranks, but this dagrad was built without MPI (-DDAGRAD_MPI=ON needs "
+        "libopenmpi-dev)"));
+  }
+  return Job{};
+#endif
+}
+
 // RunTask runs the training of --task as a rank of `job`; the exit code.
 int RunTask(const Command& cmd, Job& job) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
@@ -260,38 +265,6 @@ int RunTrain() {
 }
 
 }  // namespace
-
-absl::StatusOr<models::RunConfig> RunConfigFromFlags() {
-  DAGRAD_ASSIGN_OR_RETURN(OptimizerOptions optimizer, OptimizerFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(const LrDecay lr_decay, LrDecayFromFlags());
-  auto precision = ParsePrecision(absl::GetFlag(FLAGS_precision));
-  if (!precision.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--precision: ", precision.status().message()));
-  }
-  optimizer.precision = *precision;
-  auto policy = models::ParseNonFinitePolicy(absl::GetFlag(FLAGS_on_nonfinite));
-  if (!policy.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--on_nonfinite: ", policy.status().message()));
-  }
-  DAGRAD_ASSIGN_OR_RETURN(const ExecutorOptions exec, ExecutorOptionsFromFlags());
-  if (absl::GetFlag(FLAGS_eval_every) < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--eval_every must be >= 1, got ", absl::GetFlag(FLAGS_eval_every)));
-  }
-  return models::RunConfig{.batch = absl::GetFlag(FLAGS_batch),
-                           .steps = absl::GetFlag(FLAGS_steps),
-                           .optimizer = optimizer,
-                           .lr = absl::GetFlag(FLAGS_lr),
-                           .warmup = absl::GetFlag(FLAGS_warmup),
-                           .final_lr_fraction = FinalLrFractionFlag(),
-                           .lr_decay = lr_decay,
-                           .seed = absl::GetFlag(FLAGS_seed),
-                           .on_nonfinite = *policy,
-                           .max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips),
-                           .check_numerics = exec.check_numerics,
-                           .memory_limit_bytes = exec.memory_limit_bytes,
-                           .profile = exec.profile};
-}
 
 // AgreedConfig is what every rank checks against rank 0's: the value of
 // each of the command's flags.

@@ -6,7 +6,10 @@
 // previous checkpoint, non-finite steps (--on_nonfinite), evaluation,
 // metrics and checkpoints every --eval_every steps, --stop_after. A task
 // supplies its trainer and the report of its results: the toy tasks
-// (train_command.cc) and text (train_text.cc).
+// (train_command.cc) and text (train_text.cc). Under `mpirun -np N` (or
+// srun) every rank trains on its slice of the global batch
+// (models/parallel_job.h); rank 0 alone prints and writes files; a rank
+// that fails ends the whole job (Communicator::Abort), so none waits.
 //
 //   models::TextTrainConfig config;
 //   DAGRAD_ASSIGN_OR_RETURN(config.run, RunConfigFromFlags());
@@ -26,15 +29,17 @@
 #include "models/trainer.h"
 #include "ops/autodiff/optimizer.h"
 #include "tools/cli/command.h"
-#include "tools/cli/train_parallel.h"
+#include "models/parallel_job.h"
 
 namespace dagrad::cli {
 
-// RunConfigFromFlags reads the settings every task's config embeds
-// (models::RunConfig) from their flags: InvalidArgument naming the flag for
-// an unknown --optimizer, --lr_decay, --precision or --on_nonfinite, Adam's
-// flags with --optimizer=sgd (OptimizerFromFlags), a negative
-// --memory_limit_mb, or --eval_every < 1. (The values' ranges are
+using models::Job;
+
+// RunConfigFromFlags (run_config_flags.cc) reads the settings every
+// task's config embeds (models::RunConfig) from their flags:
+// InvalidArgument naming the flag for an unknown --optimizer, --lr_decay,
+// --precision or --on_nonfinite, Adam's flags with --optimizer=sgd, a
+// negative --memory_limit_mb, or --eval_every < 1. (The values' ranges are
 // RunConfig::Validate's.)
 absl::StatusOr<models::RunConfig> RunConfigFromFlags();
 
@@ -53,8 +58,14 @@ struct TrainingRun {
       report;
 };
 
+// RunTextTrain runs `cmd` (the train command) with --task=text
+// (train_text.cc) as a rank of `job`, data parallel with `parallel` when
+// the job has several ranks; the exit code.
+int RunTextTrain(const Command& cmd, const models::RunConfig& run,
+                 const DataParallelOptions& parallel, Job& job);
+
 // RunTraining trains as the file comment says, as a rank of `job`
-// (train_parallel.h: a process on its own, or one of an MPI job's ranks,
+// (models/parallel_job.h: a process on its own, or one of an MPI job's ranks,
 // of which rank 0 alone prints and writes files), and returns the exit code.
 int RunTraining(const Command& cmd, const TrainingRun& run, Job& job);
 

@@ -11,7 +11,7 @@
 // ranks train data parallel (models/gpt/gpt_trainer.h); rank 0 alone prints,
 // validates, samples and writes.
 
-#include "tools/cli/train_text.h"
+#include "tools/cli/train_run.h"
 
 #include <algorithm>
 #include <iostream>
@@ -24,7 +24,6 @@
 #include "engine/status_macros.h"
 #include "models/gpt/gpt_trainer.h"
 #include "tools/cli/common_flags.h"
-#include "tools/cli/train_parallel.h"
 
 ABSL_FLAG(std::string, data, "", "--task=text: the text file to train on (bytes are tokens)");
 ABSL_FLAG(int64_t, eval_windows, 0,
