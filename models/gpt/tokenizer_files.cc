@@ -130,7 +130,8 @@ absl::Status FillVocabulary(std::vector<std::pair<std::string, int64_t>> entries
     }
     taken[id] = true;
     if (vocab.ids.contains(token)) {
-      return absl::InvalidArgumentError(absl::StrCat("the token ", Quote(token), " is given twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the token ", Quote(token), " is given twice"));
     }
     DAGRAD_ASSIGN_OR_RETURN(vocab.token_bytes[id], TokenBytes(token));
     vocab.ids.emplace(std::move(token), static_cast<int32_t>(id));
@@ -210,14 +211,16 @@ absl::StatusOr<std::vector<Gpt2Merge>> ReadGpt2Merges(const std::string& path,
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();
   std::vector<Gpt2Merge> merges;
-  absl::flat_hash_map<uint64_t, size_t> line_of;  // pair -> its line
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, size_t> line_of;  // pair -> its line
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i == 0 && absl::StartsWith(lines[i], "#version")) continue;
     const std::string where = absl::StrCat(path, " line ", i + 1, ": ");
     absl::StatusOr<Gpt2Merge> merge = ReadMerge(lines[i], vocab);
-    if (!merge.ok()) return absl::InvalidArgumentError(where + std::string(merge.status().message()));
-    const uint64_t key = (static_cast<uint64_t>(merge->left) << 32) | static_cast<uint32_t>(merge->right);
-    if (const auto [it, fresh] = line_of.try_emplace(key, i + 1); !fresh) {
+    if (!merge.ok()) {
+      return absl::InvalidArgumentError(where + std::string(merge.status().message()));
+    }
+    const std::pair<int32_t, int32_t> pair = {merge->left, merge->right};
+    if (const auto [it, fresh] = line_of.try_emplace(pair, i + 1); !fresh) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, "the pair ", Quote(lines[i]), " was given on line ", it->second));
     }

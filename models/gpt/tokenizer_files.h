@@ -1,12 +1,11 @@
 // models/gpt/tokenizer_files.h
 //
 // The readers of GPT-2's tokenizer files, as Hugging Face ships them, for
-// Gpt2Tokenizer (tokenizer.h):
-//   vocab.json  one JSON object, token -> id; a token is written in byte
-//               symbols (Gpt2ByteSymbol), the ids are 0..N-1, each once;
-//   merges.txt  one merge a line, "LEFT RIGHT" in byte symbols, by rank
-//               (the first line is rank 0); a first line "#version..." is
-//               a comment, and the file ends with a newline or not.
+// Gpt2Tokenizer (tokenizer.h). vocab.json is one JSON object, token -> id,
+// each token written in byte symbols (Gpt2ByteSymbol), the ids 0..N-1, each
+// once. merges.txt has one merge a line, "LEFT RIGHT" in byte symbols, by
+// rank (the first is rank 0); a first line "#version..." is a comment, and
+// the file may end with a newline or not.
 //
 // Gpt2ByteSymbol is encoder.py's bytes_to_unicode: bytes '!'..'~',
 // 0xA1..0xAC and 0xAE..0xFF stand for themselves, the other 68 for U+0100
