@@ -18,6 +18,9 @@
 // tokens and splits it like any text ("<|", "endoftext", "|>"), which is
 // what EncodeOrdinary does.
 //
+// A loaded tokenizer is immutable: Encode keeps its cache of merged words
+// for the one call, so threads may share one tokenizer.
+//
 //   DAGRAD_ASSIGN_OR_RETURN(Gpt2Tokenizer tokenizer, Gpt2Tokenizer::LoadDirectory(dir));
 //   std::vector<int64_t> ids = tokenizer.Encode("Hello world<|endoftext|>");
 //   DAGRAD_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(ids));
