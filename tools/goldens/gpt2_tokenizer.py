@@ -6,10 +6,11 @@ module, merges by rank, every occurrence of the best pair in one pass), over
 the fixture's vocab.json and merges.txt. The texts are the cases the
 fixture does not reach: Unicode spaces and their neighbours, numbers and
 letters of other scripts, marks, case-sensitive contractions, the special
-token's text (which encoder.py does not special-case), long words, and
-bytes that are not UTF-8. encoder.py takes a Python str; a byte that is not
-UTF-8 is read with Python's `surrogateescape` (a lone surrogate, category
-Cs: neither a letter, a number nor a space) and written back as that byte.
+token's text (which encoder.py does not special-case), long words, bytes
+that are not UTF-8, and a seeded random mix of all of them. encoder.py
+takes a Python str; a byte that is not UTF-8 is read with Python's
+`surrogateescape` (a lone surrogate, category Cs: neither a letter, a number
+nor a space) and written back as that byte.
 
 Writes tests/data/hf_gpt2_tiny/tokenizer_extra_cases.json: each case's
 bytes in hex and its ids. Needs the `regex` module (Debian: python3-regex).
@@ -17,6 +18,7 @@ bytes in hex and its ids. Needs the `regex` module (Debian: python3-regex).
 
 import json
 import os
+import random
 
 import regex
 
@@ -85,10 +87,38 @@ TEXTS = [
     "xyz" * 700,
     " the" * 300 + "  ",
 ]
+SPACES = [0x9, 0xA, 0xB, 0xC, 0xD, 0x1C, 0x1F, 0x85, 0xA0, 0x1680, 0x2000, 0x200A, 0x2028,
+          0x2029, 0x202F, 0x205F, 0x3000, 0x200B, 0x200D, 0xFEFF, 0x180E]
+# Blocks of Unicode 6 or older, so that any Unicode version's categories agree.
+BLOCKS = [(0xA1, 0x2FF), (0x300, 0x36F), (0x370, 0x3FF), (0x400, 0x4FF), (0x590, 0x6FF),
+          (0x900, 0x97F), (0xE00, 0xE7F), (0x2150, 0x218F), (0x2460, 0x24FF), (0x3040, 0x30FF),
+          (0x4E00, 0x4E80), (0xAC00, 0xAC80), (0x1F300, 0x1F64F), (0x1D400, 0x1D4FF)]
+
+
+def mixed_text(seed, n):
+    """n random pieces: ASCII, Unicode spaces, letters, marks and numbers of
+    other scripts, symbols, contractions and bytes that are not UTF-8."""
+    rng = random.Random(seed)
+    palette = [chr(c) for c in list(range(0x20, 0x7F)) * 4 + SPACES]
+    for lo, hi in BLOCKS:
+        palette += [chr(c) for c in range(lo, hi) if not 0xD800 <= c < 0xE000]
+    out = bytearray()
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.03:
+            out += bytes([rng.randrange(0x80, 0x100)])
+        elif r < 0.05:
+            out += b"'" + rng.choice([b"s", b"t", b"re", b"ve", b"m", b"ll", b"d", b"S", b"x"])
+        else:
+            out += rng.choice(palette).encode("utf-8")
+    return bytes(out)
+
+
 RAW = [
     b"ab\xffcd \xe2\x82 z\x80\x80 \xed\xa0\x80 done\xc3",
     b"\xc0\xaf \xf4\x90\x80\x80 caf\xc3\xa9\xff's",
     bytes(range(256)),
+    mixed_text(7, 4000),
 ]
 
 
