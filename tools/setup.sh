@@ -4,7 +4,7 @@
 # every package is present.
 #
 #   bash tools/setup.sh            # build + test dependencies
-#   bash tools/setup.sh --torch    # also python3-torch (goldens, benchmarks)
+#   bash tools/setup.sh --torch    # also python3-torch, python3-regex (goldens, benchmarks)
 #   bash tools/setup.sh --fuzz     # also clang and libFuzzer (the fuzz targets)
 #   bash tools/setup.sh --onnx     # also node and ONNX Runtime (tools/onnx/, npm)
 # The optional parts' libraries (ONNX, Open MPI) are in the default set;
@@ -12,12 +12,12 @@
 set -euo pipefail
 
 packages=(build-essential cmake libabsl-dev libblis-dev libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev graphviz python3
+          libbenchmark-dev nlohmann-json3-dev libicu-dev graphviz python3
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
           libopenmpi-dev openmpi-bin)
 for arg in "$@"; do
   case "$arg" in
-    --torch) packages+=(python3-torch python3-numpy) ;;
+    --torch) packages+=(python3-torch python3-numpy python3-regex) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     --onnx)  # node from Debian unless one (NodeSource's, say, with its npm) is on the PATH
       onnx_runtime=1

@@ -39,6 +39,7 @@ Command TrainCommand();
 Command EvalCommand();
 Command GenerateCommand();
 Command ExportCommand();
+Command TokenizeCommand();
 
 // ParseFlags sets the command's flags from argv[first...]; on a usage error
 // returns InvalidArgument with the one-line message. Sets *help when --help

@@ -16,7 +16,7 @@ namespace {
 std::vector<dagrad::cli::Command> Commands() {
   return {dagrad::cli::InfoCommand(), dagrad::cli::DotCommand(), dagrad::cli::TrainCommand(),
           dagrad::cli::EvalCommand(), dagrad::cli::GenerateCommand(),
-          dagrad::cli::ExportCommand()};
+          dagrad::cli::ExportCommand(), dagrad::cli::TokenizeCommand()};
 }
 
 int PrintUsage(std::ostream& out) {

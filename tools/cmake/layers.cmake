@@ -131,7 +131,7 @@ dagrad_layer_files(models_sources cc ${DAGRAD_FOLDERS_MODELS})
 dagrad_add_layer(models ${models_sources})
 list(TRANSFORM DAGRAD_FOLDERS_MODELS APPEND "/*.h" OUTPUT_VARIABLE models_headers)
 dagrad_stage_headers(dagrad_models ${models_headers})
-target_link_libraries(dagrad_models PUBLIC dagrad_autodiff)
+target_link_libraries(dagrad_models PUBLIC dagrad_autodiff PRIVATE ICU::uc)
 
 add_library(dagrad INTERFACE)
 add_library(dagrad::dagrad ALIAS dagrad)
