@@ -286,14 +286,20 @@ std::vector<int64_t> Gpt::axis_sizes() const {
   return {config_.heads, config_.dim / config_.heads};
 }
 
+KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype) {
+  return {.layers = layers, .heads = heads, .head_dim = dim / heads, .dtype = dtype};
+}
+
+CachedForward ToCachedForward(GptOutputs out) {
+  return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
+}
+
 std::optional<KvCacheShape> Gpt::kv_cache() const {
-  return KvCacheShape{.layers = config_.layers, .heads = config_.heads,
-                      .head_dim = config_.dim / config_.heads, .dtype = config_.dtype};
+  return GptKvCache(config_.layers, config_.heads, config_.dim, config_.dtype);
 }
 
 CachedForward Gpt::ForwardCached(Value tokens, Value positions, const KvPast& past) const {
-  GptOutputs out = Forward(tokens, {.positions = positions, .past = &past});
-  return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
+  return ToCachedForward(Forward(tokens, {.positions = positions, .past = &past}));
 }
 
 std::optional<double> Gpt2Std(absl::string_view name, const Shape& shape, int64_t layers) {

@@ -123,6 +123,14 @@ struct CausalAttentionOptions {
 Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& attention,
                           const GptForwardOptions& options, GptOutputs& out);
 
+// GptKvCache is the KV cache of a GPT of `layers` blocks, `heads` heads
+// over width `dim`: per layer (1, heads, P, dim / heads) of `dtype`.
+KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype);
+
+// ToCachedForward is what ForwardCached returns of a Forward with a past:
+// its logits, keys and values.
+CachedForward ToCachedForward(GptOutputs out);
+
 // Gpt is a LanguageModel: causal, with a KV cache.
 class Gpt : public LanguageModel {
  public:

@@ -133,18 +133,4 @@ GptOutputs Gpt2::Forward(Value tokens, const GptForwardOptions& options) const {
   return out;
 }
 
-std::vector<int64_t> Gpt2::axis_sizes() const {
-  return {config_.heads, config_.dim / config_.heads};
-}
-
-std::optional<KvCacheShape> Gpt2::kv_cache() const {
-  return KvCacheShape{.layers = config_.layers, .heads = config_.heads,
-                      .head_dim = config_.dim / config_.heads, .dtype = config_.dtype};
-}
-
-CachedForward Gpt2::ForwardCached(Value tokens, Value positions, const KvPast& past) const {
-  GptOutputs out = Forward(tokens, {.positions = positions, .past = &past});
-  return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
-}
-
 }  // namespace dagrad::models

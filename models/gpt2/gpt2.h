@@ -76,9 +76,15 @@ class Gpt2 : public LanguageModel {
     return Forward(tokens).logits;
   }
   std::map<std::string, std::string> Metadata() const override { return config_.ToMetadata(); }
-  std::vector<int64_t> axis_sizes() const override;
-  std::optional<KvCacheShape> kv_cache() const override;
-  CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const override;
+  std::vector<int64_t> axis_sizes() const override {
+    return {config_.heads, config_.dim / config_.heads};
+  }
+  std::optional<KvCacheShape> kv_cache() const override {
+    return GptKvCache(config_.layers, config_.heads, config_.dim, config_.dtype);
+  }
+  CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const override {
+    return ToCachedForward(Forward(tokens, {.positions = positions, .past = &past}));
+  }
 
  private:
   // HF's Conv1D: y = x·weight + bias, weight (in, out) as stored.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -133,29 +132,45 @@ absl::StatusOr<Gpt2Config> ReadHfGpt2Config(absl::string_view dir) {
   return ParseHfGpt2Config(text, path);
 }
 
-absl::StatusOr<SafetensorsFile> ReadHfWeights(absl::string_view dir) {
-  const std::string single = InDir(dir, kWeights), index = InDir(dir, kIndex);
-  absl::StatusOr<SafetensorsFile> file = ReadSafetensors(single);
+namespace {
+
+// ReadWeights is ReadHfWeights, and sets `source` to the file it read
+// (model.safetensors or the index), which messages name.
+absl::StatusOr<SafetensorsFile> ReadWeights(absl::string_view dir, std::string& source) {
+  source = InDir(dir, kWeights);
+  absl::StatusOr<SafetensorsFile> file = ReadSafetensors(source);
   if (absl::IsNotFound(file.status())) {
-    file = ReadShards(dir, index);
+    source = InDir(dir, kIndex);
+    file = ReadShards(dir, source);
     if (absl::IsNotFound(file.status())) {
       return absl::NotFoundError(absl::StrCat(dir, ": neither ", kWeights, " nor ", kIndex,
                                               " is there (", file.status().message(), ")"));
     }
   }
   if (!file.ok()) return file.status();
-  DAGRAD_RETURN_IF_ERROR(NormaliseNames(*file, dir));
+  DAGRAD_RETURN_IF_ERROR(NormaliseNames(*file, source));
   return file;
+}
+
+}  // namespace
+
+absl::StatusOr<SafetensorsFile> ReadHfWeights(absl::string_view dir) {
+  std::string source;
+  return ReadWeights(dir, source);
 }
 
 absl::StatusOr<HfGpt2Files> ReadHfGpt2(absl::string_view dir) {
   HfGpt2Files files;
+  std::string source;
   DAGRAD_ASSIGN_OR_RETURN(files.config, ReadHfGpt2Config(dir));
-  DAGRAD_ASSIGN_OR_RETURN(files.weights, ReadHfWeights(dir));
+  DAGRAD_ASSIGN_OR_RETURN(files.weights, ReadWeights(dir, source));
   files.weights.metadata = files.config.ToMetadata();
-  const std::string single = InDir(dir, kWeights);
-  const std::string source = std::filesystem::exists(single) ? single : InDir(dir, kIndex);
-  DAGRAD_RETURN_IF_ERROR(Gpt2Config::FromCheckpoint(files.weights, source).status());
+  absl::Status fits = Gpt2Config::FromCheckpoint(files.weights, source).status();
+  if (!fits.ok()) {
+    return absl::Status(fits.code(), absl::StrCat(InDir(dir, "config.json"),
+                                                  " describes another model than its weights: ",
+                                                  fits.message()));
+  }
   return files;
 }
 
