@@ -3,15 +3,19 @@
 // transformers 5.17): logits, HF's shifted loss and every gradient under
 // HF's names, the greedy continuation through the KV cache, bf16, fp16
 // and sharded weights, dagrad's own checkpoint of the model, and GPT-2
-// 124M's shapes.
+// 124M's shapes; other configurations (odd head counts, each activation,
+// n_inner, bf16 weights) against the float64 model, itself checked against
+// transformers and by finite differences.
 
 #include "models/gpt2/gpt2.h"
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/executor.h"
 #include "engine/io/checkpoint.h"
@@ -25,6 +29,7 @@
 #include "ops/autodiff/autodiff.h"
 #include "ops/loss.h"
 #include "ops/shape_ops.h"
+#include "tests/autodiff/support/gradcheck.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
@@ -37,6 +42,8 @@ using ::dagrad::testing::FreshDir;
 using ::dagrad::testing::MaxRelativeError;
 
 const std::string kTiny = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
+
+SafetensorsFile FixtureWeights() { return ReadSafetensors(kTiny + "/model.safetensors").value(); }
 
 const SafetensorsFile& Expected() {
   static const SafetensorsFile* expected =
@@ -67,40 +74,136 @@ struct Computed {
   std::vector<std::pair<std::string, Tensor>> grads;
 };
 
-absl::StatusOr<Computed> Compute(const std::string& dir) {
+absl::StatusOr<Computed> ComputeModel(const Gpt2Config& config, const SafetensorsFile& weights,
+                                      const Tensor& input_ids, const Tensor& input_labels) {
   Graph g;
-  DAGRAD_ASSIGN_OR_RETURN(HfGpt2 hf, LoadHfGpt2(g, dir));
-  const Shape shape = Want("input_ids").shape();
-  const int64_t T = shape[1];
-  Value ids = g.Input("input_ids", DType::kInt64, shape);
-  Value labels = g.Input("labels", DType::kInt64, shape);
-  Value logits = hf.model->Logits(ids);
+  DAGRAD_ASSIGN_OR_RETURN(Gpt2 model, Gpt2::Create(g, config));
+  const int64_t T = input_ids.shape()[1];
+  Value ids = g.Input("input_ids", DType::kInt64, input_ids.shape());
+  Value labels = g.Input("labels", DType::kInt64, input_ids.shape());
+  Value logits = model.Logits(ids);
   Value loss = CrossEntropy(Slice(logits, 1, 0, T - 1), Slice(labels, 1, 1, T));
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, hf.model->parameters()));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, model.parameters()));
   DAGRAD_RETURN_IF_ERROR(g.status());
   Executor exec(g);
-  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, hf.model->parameters(), hf.weights, dir));
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, model.parameters(), weights, "weights"));
   std::vector<Value> fetches = {logits, loss};
   fetches.insert(fetches.end(), grads.begin(), grads.end());
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile(fetches));
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                          exec.Run(*plan, {{ids, Want("input_ids")}, {labels, Want("labels")}}));
+                          exec.Run(*plan, {{ids, input_ids}, {labels, input_labels}}));
   Computed c{.logits = out[0], .loss = out[1]};
-  const nn::NamedParameters named = hf.model->named_parameters();
+  const nn::NamedParameters named = model.named_parameters();
   for (size_t i = 0; i < named.size(); ++i) c.grads.emplace_back(named[i].first, out[2 + i]);
   return c;
 }
 
+// Compute: the model of the directory `dir` on the fixture's input.
+absl::StatusOr<Computed> Compute(const std::string& dir) {
+  DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files files, ReadHfGpt2(dir));
+  return ComputeModel(files.config, files.weights, Want("input_ids"), Want("labels"));
+}
+
+// FromFile: the logits, loss and grad.<name> tensors of a file, as
+// Computed (those of the fixture, and of EvaluateModel).
+Computed FromFile(const SafetensorsFile& f) {
+  Computed c{.logits = *f.Find("logits"), .loss = *f.Find("loss")};
+  for (const auto& [name, tensor] : f.tensors) {
+    if (absl::StartsWith(name, "grad.")) c.grads.emplace_back(name.substr(5), tensor);
+  }
+  return c;
+}
+
+Computed Transformers() { return FromFile(Expected()); }
+
+// ExpectClose checks the targets: logits within 1e-5, loss within 1e-6,
+// every gradient within 1e-4 of the largest of `want`'s, and no gradient
+// missing on either side.
+void ExpectClose(const Computed& got, const Computed& want) {
+  EXPECT_LE(MaxAbsDifference(got.logits, want.logits), 1e-5);
+  EXPECT_LE(MaxAbsDifference(got.loss, want.loss), 1e-6);
+  ASSERT_EQ(got.grads.size(), want.grads.size());
+  std::map<std::string, const Tensor*> wanted;
+  for (const auto& [name, tensor] : want.grads) wanted[name] = &tensor;
+  for (const auto& [name, grad] : got.grads) {
+    ASSERT_EQ(wanted.count(name), 1u) << name;
+    EXPECT_LE(MaxRelativeError(grad, *wanted[name]), 1e-4) << name;
+  }
+}
+
 TEST(Gpt2Model, MatchesTransformersLogitsLossAndEveryGradient) {
   ASSERT_OK_AND_ASSIGN(Computed c, Compute(kTiny));
-  EXPECT_LE(MaxAbsDifference(c.logits, Want("logits")), 1e-5);
-  EXPECT_LE(MaxAbsDifference(c.loss, Want("loss")), 1e-6);
-  for (const auto& [name, grad] : c.grads) {
-    EXPECT_LE(MaxRelativeError(grad, Want("grad." + name)), 1e-4) << name;
+  ExpectClose(c, Transformers());  // the tied head's gradient is in wte's
+}
+
+SafetensorsFile Converted(SafetensorsFile f, DType dtype) {
+  for (auto& [name, tensor] : f.tensors) tensor = ConvertFloats(tensor, dtype).value();
+  return f;
+}
+
+// The float64 model, the reference for the configurations the fixture
+// does not cover, is itself checked against transformers.
+TEST(Gpt2Model, Float64ReferenceMatchesTransformers) {
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  files.config.dtype = DType::kFloat64;
+  ASSERT_OK_AND_ASSIGN(Computed c, ComputeModel(files.config,
+                                                Converted(files.weights, DType::kFloat64),
+                                                Want("input_ids"), Want("labels")));
+  ExpectClose(c, Transformers());
+}
+
+// RandomWeights: every parameter of `config`'s model uniform in [-0.5,
+// 0.5), stored as `dtype`.
+SafetensorsFile RandomWeights(const Gpt2Config& config, uint64_t seed, DType dtype) {
+  Graph scratch;
+  SafetensorsFile f;
+  for (const auto& [name, value] : Gpt2::Create(scratch, config)->named_parameters()) {
+    f.tensors.emplace_back(name, testing::Random(dtype, value.shape(), seed++, -0.5, 0.5));
   }
-  // Every gradient transformers gives has a twin (the tied head's is in
-  // wte's): input_ids, labels, logits, loss and the grads.
-  EXPECT_EQ(Expected().tensors.size(), 4 + c.grads.size());
+  return f;
+}
+
+// Odd head counts and widths, each activation, a custom n_inner, and
+// bfloat16 weights: float32 within the targets of the float64 model on
+// the same weights.
+TEST(Gpt2Model, OtherConfigurationsMatchTheFloat64Reference) {
+  const std::vector<Gpt2Config> configs = {
+      {.vocab = 50, .positions = 12, .dim = 30, .heads = 5, .layers = 3, .inner = 70,
+       .activation = "gelu"},
+      {.vocab = 33, .positions = 9, .dim = 21, .heads = 7, .layers = 1},
+      {.vocab = 40, .positions = 16, .dim = 16, .heads = 1, .layers = 2, .activation = "relu"},
+  };
+  uint64_t seed = 1;
+  for (const Gpt2Config& config : configs) {
+    for (DType stored : {DType::kFloat32, DType::kBFloat16}) {
+      SCOPED_TRACE(absl::StrCat(config.dim, "/", config.heads, " ", DTypeName(stored)));
+      const SafetensorsFile weights = RandomWeights(config, seed += 100, stored);
+      const Tensor ids = testing::RandomInts({2, config.positions}, seed, 0, config.vocab);
+      Tensor labels = testing::RandomInts({2, config.positions}, seed + 1, 0, config.vocab);
+      for (int t = 0; t < 3; ++t) labels.data<int64_t>()[config.positions + t] = -100;
+      ASSERT_OK_AND_ASSIGN(Computed got, ComputeModel(config, weights, ids, labels));
+      Gpt2Config reference = config;
+      reference.dtype = DType::kFloat64;
+      ASSERT_OK_AND_ASSIGN(Computed want, ComputeModel(reference,
+                                                       Converted(weights, DType::kFloat64),
+                                                       ids, labels));
+      ExpectClose(got, want);
+    }
+  }
+}
+
+TEST(Gpt2Model, GradcheckWholeModelFloat64) {
+  ASSERT_OK(testing::GradCheck(
+      [](testing::CaseBuilder& b) {
+        auto model = Gpt2::Create(b.graph(), {.vocab = 7, .positions = 4, .dim = 6, .heads = 3,
+                                              .layers = 2, .inner = 5,
+                                              .dtype = DType::kFloat64});
+        if (!model.ok()) return b.Out(b.graph().Error(model.status()));
+        Value tokens = b.Input("tokens", DType::kInt64, {2, 4}, 0, 7);
+        Value targets = b.Input("targets", DType::kInt64, {2, 4}, 0, 7);
+        b.Out(CrossEntropy(model->Logits(tokens), targets));
+      },
+      {}, /*training=*/false, /*seed=*/3));
 }
 
 TEST(Gpt2Model, ParametersAreHfStateDictInOrderWithConv1DLayout) {
@@ -137,13 +240,7 @@ TEST(Gpt2Model, EvaluateModelWithShiftedTargetsGivesTransformersResults) {
   in.tensors.emplace_back("tokens", Want("input_ids"));
   in.tensors.emplace_back("targets", *Tensor::FromVector<int64_t>({B, T}, targets));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile out, EvaluateModel(files.weights, kTiny, in, "in"));
-  EXPECT_LE(MaxAbsDifference(*out.Find("logits"), Want("logits")), 1e-5);
-  EXPECT_LE(MaxAbsDifference(*out.Find("loss"), Want("loss")), 1e-6);
-  for (const auto& [name, tensor] : Expected().tensors) {
-    if (name.rfind("grad.", 0) != 0) continue;
-    ASSERT_NE(out.Find(name), nullptr) << name;
-    EXPECT_LE(MaxRelativeError(*out.Find(name), tensor), 1e-4) << name;
-  }
+  ExpectClose(FromFile(out), Transformers());
 }
 
 TEST(Gpt2Model, GreedyEqualsTransformersWithTheKvCache) {
@@ -192,15 +289,8 @@ std::string CopyWith(const std::string& name, const SafetensorsFile& weights, in
   return dir;
 }
 
-SafetensorsFile Converted(DType dtype) {
-  SafetensorsFile f = ReadSafetensors(kTiny + "/model.safetensors").value();
-  for (auto& [name, tensor] : f.tensors) tensor = ConvertFloats(tensor, dtype).value();
-  return f;
-}
-
 TEST(Gpt2Model, ShardedWeightsGiveTransformersLogits) {
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile weights, ReadSafetensors(kTiny + "/model.safetensors"));
-  ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_sharded", weights, 3)));
+  ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_sharded", FixtureWeights(), 3)));
   EXPECT_LE(MaxAbsDifference(c.logits, Want("logits")), 1e-5);
 }
 
@@ -211,7 +301,8 @@ TEST(Gpt2Model, Bf16AndFp16WeightsLoadWithinTheirPrecision) {
   const double max_logit = MaxAbsDifference(Want("logits"), *Tensor::Zeros(DType::kFloat32,
                                                                            Want("logits").shape()));
   for (auto [dtype, bound] : {std::pair{DType::kBFloat16, 1e-2}, {DType::kFloat16, 1e-3}}) {
-    ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_16bit", Converted(dtype))));
+    const SafetensorsFile weights = Converted(FixtureWeights(), dtype);
+    ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_16bit", weights)));
     const double error = MaxAbsDifference(c.logits, Want("logits")) / max_logit;
     EXPECT_LE(error, bound) << DTypeName(dtype);
     EXPECT_GT(error, 0) << DTypeName(dtype) << ": the weights were not rounded";
