@@ -152,6 +152,18 @@ TEST(Gpt2Model, Float64ReferenceMatchesTransformers) {
   ExpectClose(c, Transformers());
 }
 
+// A configuration the transformers fixture lacks (odd heads, n_inner,
+// layer_norm_epsilon 1e-3, the exact GELU) against the PyTorch GPT-2 of
+// tools/goldens/gpt2.py, itself checked against the fixture there.
+TEST(Gpt2Model, MatchesPyTorchGpt2InAnotherConfiguration) {
+  const std::string dir = std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt2_odd";
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(dir + "/forward_backward.safetensors"));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(dir));
+  ASSERT_OK_AND_ASSIGN(Computed got, ComputeModel(files.config, files.weights,
+                                                  *want.Find("input_ids"), *want.Find("labels")));
+  ExpectClose(got, FromFile(want));
+}
+
 // RandomWeights: every parameter of `config`'s model uniform in [-0.5,
 // 0.5), stored as `dtype`.
 SafetensorsFile RandomWeights(const Gpt2Config& config, uint64_t seed, DType dtype) {
