@@ -84,14 +84,14 @@ absl::StatusOr<std::map<std::string, std::string>> ReadWeightMap(const std::stri
   }
   std::map<std::string, std::string> map;
   for (const auto& [tensor, shard] : j["weight_map"].items()) {
-    if (!shard.is_string() || shard.get<std::string>().empty() ||
-        absl::StrContains(shard.get<std::string>(), "/") || shard.get<std::string>() == "." ||
-        shard.get<std::string>() == "..") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": field 'weight_map' maps '", tensor, "' to ", shard.dump(),
-                       ", not a file name in the model's directory"));
+    const std::string file = shard.is_string() ? shard.get<std::string>() : "";
+    if (file.empty() || absl::StrContains(file, "/") || file == "." || file == "..") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": field 'weight_map' maps '", tensor, "' to ",
+          shard.is_string() ? absl::StrCat("'", file, "'") : shard.type_name(),
+          ", not a file name in the model's directory"));
     }
-    map[tensor] = shard.get<std::string>();
+    map[tensor] = file;
   }
   return map;
 }

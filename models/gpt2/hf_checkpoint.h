@@ -60,9 +60,10 @@ struct HfGpt2Files {
 };
 
 // ReadHfGpt2 reads `dir`: ReadHfGpt2Config's and ReadHfWeights's errors,
-// then InvalidArgument naming the weights file and each tensor that is
-// missing, unexpected, or of a shape or dtype other than the config's
-// model has (MatchVariables).
+// then InvalidArgument naming config.json, the weights file and each
+// tensor that is missing, unexpected, or of a shape or dtype other than
+// the config's model has (MatchVariables); a config of more layers than
+// the weights hold is refused before any model is built.
 absl::StatusOr<HfGpt2Files> ReadHfGpt2(absl::string_view dir);
 
 // A model built from a directory, and the weights to assign to it.

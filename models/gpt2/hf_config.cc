@@ -21,6 +21,15 @@ using json = nlohmann::json;
 // enough that the products of sizes (3 n_embd, vocab x n_embd) fit in int64.
 constexpr int64_t kMaxSize = int64_t{1} << 24;
 
+// Shown is a value as a message shows it: a number, string or literal as
+// JSON (at most 64 characters), an array or object by its type alone
+// (dumping one nested a million deep would recurse that deep).
+std::string Shown(const json& j) {
+  if (j.is_structured()) return absl::StrCat("an ", j.type_name());
+  std::string text = j.dump();
+  return text.size() <= 64 ? text : absl::StrCat(text.substr(0, 61), "...");
+}
+
 absl::Status FieldError(absl::string_view path, absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": field '", field, "' ", what));
 }
@@ -38,7 +47,7 @@ absl::Status ReadInteger(const json& j, absl::string_view path, const char* fiel
   auto it = j.find(field);
   if (it == j.end()) return FieldError(path, field, "is missing");
   if (!it->is_number_integer()) {
-    return FieldError(path, field, absl::StrCat("is not an integer: ", it->dump()));
+    return FieldError(path, field, absl::StrCat("is not an integer: ", Shown(*it)));
   }
   out = it->get<int64_t>();
   return absl::OkStatus();
@@ -50,7 +59,7 @@ absl::Status RefuseIfSet(const json& j, absl::string_view path, const char* fiel
   auto it = j.find(field);
   if (it == j.end() || *it == ok) return absl::OkStatus();
   return FieldError(path, field,
-                    absl::StrCat("is ", it->dump(), "; dagrad supports only ", ok.dump()));
+                    absl::StrCat("is ", Shown(*it), "; dagrad supports only ", ok.dump()));
 }
 
 absl::Status RefuseUnsupported(const json& j, absl::string_view path) {
@@ -68,20 +77,20 @@ absl::Status ReadOptional(const json& j, absl::string_view path, Gpt2Config& c) 
   if (auto it = j.find("n_inner"); it != j.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 1) {
       return FieldError(path, "n_inner", absl::StrCat("must be null or an integer >= 1, got ",
-                                                      it->dump()));
+                                                      Shown(*it)));
     }
     c.inner = it->get<int64_t>();
   }
   if (auto it = j.find("layer_norm_epsilon"); it != j.end()) {
     if (!it->is_number()) {
-      return FieldError(path, "layer_norm_epsilon", absl::StrCat("is not a number: ", it->dump()));
+      return FieldError(path, "layer_norm_epsilon", absl::StrCat("is not a number: ", Shown(*it)));
     }
     c.layer_norm_epsilon = it->get<double>();
   }
   if (auto it = j.find("activation_function"); it != j.end()) {
     if (!it->is_string()) {
       return FieldError(path, "activation_function",
-                        absl::StrCat("is not a string: ", it->dump()));
+                        absl::StrCat("is not a string: ", Shown(*it)));
     }
     c.activation = it->get<std::string>();
   }

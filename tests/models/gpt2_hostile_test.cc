@@ -72,6 +72,18 @@ TEST(Gpt2Hostile, ConfigFieldsAreRefusedByName) {
   }
 }
 
+// A value nested a million deep is refused by its type, without recursing
+// into it (to print it, say).
+TEST(Gpt2Hostile, DeeplyNestedConfigValueIsRefusedByItsType) {
+  std::string text = FixtureConfig().dump();
+  const std::string field = "\"n_head\":4";
+  ASSERT_NE(text.find(field), std::string::npos);
+  text.replace(text.find(field), field.size(),
+               "\"n_head\":" + std::string(1 << 20, '[') + std::string(1 << 20, ']'));
+  const std::string dir = Directory("gpt2_deep", text, FixtureWeights());
+  EXPECT_THAT(Refusal(dir), HasSubstr("field 'n_head' is not an integer: an array"));
+}
+
 TEST(Gpt2Hostile, MissingOrMalformedConfigIsNamed) {
   json config = FixtureConfig();
   config.erase("n_layer");
