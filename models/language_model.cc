@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt2/gpt2.h"
 #include "models/toy/transformer.h"
 
 namespace dagrad::models {
@@ -28,6 +29,7 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> Build(Graph& g, const Safetensors
 absl::flat_hash_map<std::string, LanguageModelFactory>& Registry() {
   static auto* registry = new absl::flat_hash_map<std::string, LanguageModelFactory>{
       {"gpt", Build<GptConfig, Gpt>},
+      {"gpt2", Build<Gpt2Config, Gpt2>},
       {"toy", Build<ToyConfig, ToyTransformer>},
   };
   return *registry;

@@ -121,7 +121,8 @@ using LanguageModelFactory = std::function<absl::StatusOr<std::unique_ptr<Langua
 
 // RegisterLanguageModel makes LoadLanguageModel build the checkpoints whose
 // metadata say model=`kind` with `factory`; AlreadyExists for a kind
-// registered before (gpt and the toy transformer, "toy", are built in).
+// registered before (gpt, gpt2 (models/gpt2/gpt2.h) and the toy
+// transformer, "toy", are built in).
 absl::Status RegisterLanguageModel(const std::string& kind, LanguageModelFactory factory);
 
 // ModelKind is the kind a checkpoint's metadata names: "model", or "toy"

@@ -179,46 +179,58 @@ absl::StatusOr<Gpt> Gpt::Create(Graph& g, const GptConfig& c) {
   return m;
 }
 
+namespace {
+
 // AppendPast puts layer l's cached keys and values before the new ones in
 // `heads` and returns the mask: each new query sees every kept cached key,
 // and the new keys causally (offset P in the concatenated axis would also
 // admit unkept slots, so the mask is written out).
-SoftmaxMask Gpt::AppendPast(int64_t l, const KvPast& past, nn::HeadsQkv& heads) const {
+SoftmaxMask AppendPast(int64_t l, const KvPast& past, nn::HeadsQkv& heads) {
   const int64_t T = heads.q.dim(2), P = past.keys[l].dim(2);
   heads.k = Concat({past.keys[l], heads.k}, 2);
   heads.v = Concat({past.values[l], heads.v}, 2);
-  Graph& g = *graph_;
+  Graph& g = *heads.q.graph();
   Value cached = BroadcastTo(Reshape(past.keep, {1, P}), Shape({T, P}));
   Value new_keys = Less(Reshape(Arange(g, 0, T, 1, DType::kInt64), {1, T}),
                         Reshape(Arange(g, 1, T + 1, 1, DType::kInt64), {T, 1}));
   return {.keep = Concat({cached, new_keys}, 1)};
 }
 
-Value Gpt::Attention(const Block& b, Value x, int64_t l,
-                     const GptForwardOptions& options, GptOutputs& out) const {
-  const int64_t Dh = config_.dim / config_.heads;
+}  // namespace
+
+Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& attention,
+                          const GptForwardOptions& options, GptOutputs& out) {
+  if (!qkv.ok()) return qkv;
+  if (attention.heads < 1 || qkv.rank() != 3 || qkv.dim(-1) % (3 * attention.heads) != 0) {
+    return qkv.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "causal self-attention: qkv must be (B, T, 3E) with E a multiple of heads ",
+        attention.heads, " >= 1, got ", qkv.shape().ToString())));
+  }
+  const int64_t H = attention.heads, Dh = qkv.dim(-1) / (3 * H);
   const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-  const Value qkv = b.c_attn(x);
-  nn::HeadsQkv heads = nn::SplitPackedHeads(qkv, config_.heads);  // (B, H, T, Dh)
+  nn::HeadsQkv heads = nn::SplitPackedHeads(qkv, H);  // (B, H, T, Dh)
   out.keys.push_back(heads.k);
   out.values.push_back(heads.v);
   SoftmaxMask mask{.causal = true};
   if (options.past != nullptr) mask = AppendPast(l, *options.past, heads);
-  Value merged;
-  if (config_.attention == nn::AttentionPath::kComposed || options.keep_attention) {
+  if (attention.path == nn::AttentionPath::kComposed || options.keep_attention) {
     nn::HeadsAttention attended =
-        nn::AttendHeads(heads.q, heads.k, heads.v, mask, scale, config_.dropout);
+        nn::AttendHeads(heads.q, heads.k, heads.v, mask, scale, attention.dropout);
     if (options.keep_attention) out.attention.push_back(attended.weights);
-    merged = attended.merged;
-  } else {
-    // Fused (ops/attention.h); without a past, q, k and v are read in place
-    // from c_attn's output.
-    const AttentionOptions fused = {
-        .heads = config_.heads, .scale = scale, .dropout = config_.dropout};
-    merged = options.past == nullptr ? PackedAttention(qkv, mask, fused)
-                                     : dagrad::Attention(heads.q, heads.k, heads.v, mask, fused);
+    return attended.merged;
   }
-  return b.resid_dropout(b.attn_proj(merged));
+  // Fused (ops/attention.h); without a past, q, k and v are read in place
+  // from c_attn's output.
+  const AttentionOptions fused = {.heads = H, .scale = scale, .dropout = attention.dropout};
+  return options.past == nullptr ? PackedAttention(qkv, mask, fused)
+                                 : dagrad::Attention(heads.q, heads.k, heads.v, mask, fused);
+}
+
+Value Gpt::Attention(const Block& b, Value x, int64_t l,
+                     const GptForwardOptions& options, GptOutputs& out) const {
+  const CausalAttentionOptions attention = {
+      .heads = config_.heads, .dropout = config_.dropout, .path = config_.attention};
+  return b.resid_dropout(b.attn_proj(CausalSelfAttention(b.c_attn(x), l, attention, options, out)));
 }
 
 Value Gpt::ApplyBlock(const Block& b, Value x, int64_t l,
@@ -274,14 +286,20 @@ std::vector<int64_t> Gpt::axis_sizes() const {
   return {config_.heads, config_.dim / config_.heads};
 }
 
+KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype) {
+  return {.layers = layers, .heads = heads, .head_dim = dim / heads, .dtype = dtype};
+}
+
+CachedForward ToCachedForward(GptOutputs out) {
+  return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
+}
+
 std::optional<KvCacheShape> Gpt::kv_cache() const {
-  return KvCacheShape{.layers = config_.layers, .heads = config_.heads,
-                      .head_dim = config_.dim / config_.heads, .dtype = config_.dtype};
+  return GptKvCache(config_.layers, config_.heads, config_.dim, config_.dtype);
 }
 
 CachedForward Gpt::ForwardCached(Value tokens, Value positions, const KvPast& past) const {
-  GptOutputs out = Forward(tokens, {.positions = positions, .past = &past});
-  return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
+  return ToCachedForward(Forward(tokens, {.positions = positions, .past = &past}));
 }
 
 std::optional<double> Gpt2Std(absl::string_view name, const Shape& shape, int64_t layers) {

@@ -103,6 +103,34 @@ struct GptOutputs {
   std::vector<Value> attention;     // per layer (B, H, T, P + T), when asked
 };
 
+// How a GPT block's heads attend (Gpt's config, and models::Gpt2's).
+struct CausalAttentionOptions {
+  int64_t heads = 1;
+  double dropout = 0.0;  // on the attention weights
+  nn::AttentionPath path = nn::AttentionPath::kFused;
+};
+
+// CausalSelfAttention returns the merged heads (B, T, E) of a GPT block's
+// causal self-attention over qkv (B, T, 3E), c_attn's output: q, k and v
+// packed along the last axis, each H heads of Dh = E / H, scale
+// 1/sqrt(Dh). With options.past, the queries attend to layer l's cached
+// keys and values (the kept slots) before the new ones. Appends the new
+// keys and values (B, H, T, Dh), and with options.keep_attention the
+// weights, to `out`. The attention of Gpt and models::Gpt2.
+//
+//   GptOutputs out;
+//   Value merged = CausalSelfAttention(qkv, 0, {.heads = 2}, {}, out);   // qkv (B, T, 24)
+Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& attention,
+                          const GptForwardOptions& options, GptOutputs& out);
+
+// GptKvCache is the KV cache of a GPT of `layers` blocks, `heads` heads
+// over width `dim`: per layer (1, heads, P, dim / heads) of `dtype`.
+KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype);
+
+// ToCachedForward is what ForwardCached returns of a Forward with a past:
+// its logits, keys and values.
+CachedForward ToCachedForward(GptOutputs out);
+
 // Gpt is a LanguageModel: causal, with a KV cache.
 class Gpt : public LanguageModel {
  public:
@@ -151,7 +179,6 @@ class Gpt : public LanguageModel {
                    const GptForwardOptions& options, GptOutputs& out) const;
   Value Attention(const Block& block, Value x, int64_t l,
                   const GptForwardOptions& options, GptOutputs& out) const;
-  SoftmaxMask AppendPast(int64_t l, const KvPast& past, nn::HeadsQkv& heads) const;
 
   Graph* graph_ = nullptr;
   std::string scope_;

@@ -6,7 +6,7 @@
 # are the library's own and are not installed.
 set(DAGRAD_FOLDERS_ENGINE engine engine/plan engine/io engine/dot engine/device)
 set(DAGRAD_FOLDERS_OPS ops ops/math ops/cpu)
-set(DAGRAD_FOLDERS_MODELS models models/nn models/gpt models/toy models/plot)
+set(DAGRAD_FOLDERS_MODELS models models/nn models/gpt models/gpt2 models/toy models/plot)
 set(public_header_globs "")
 foreach(folder ${DAGRAD_FOLDERS_ENGINE} ${DAGRAD_FOLDERS_OPS} ops/autodiff ${DAGRAD_FOLDERS_MODELS})
   list(APPEND public_header_globs ${PROJECT_SOURCE_DIR}/${folder}/*.h)

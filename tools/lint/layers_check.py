@@ -50,6 +50,7 @@ LAYERS = [
     ("models", ["models/",  # tasks, trainers, the umbrella header
                 "models/nn/",  # layers (dagrad::nn)
                 "models/gpt/",  # the GPT, its trainer and generator
+                "models/gpt2/",  # Hugging Face's GPT-2: config, model, checkpoints
                 "models/toy/",  # the toy transformer and tasks
                 "models/plot/"]),  # SVG charts of a run (dagrad::plot)
     ("tools", ["tools/"]),  # the dagrad CLI, benchmarks
