@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Create(
 
 absl::StatusOr<std::unique_ptr<Generator>> Generator::Load(
     const std::string& path, std::unique_ptr<Device> device, const LanguageModelOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadModelFile(path));
   return Create([&](Graph& g) { return LoadLanguageModel(g, file, path, options); }, file,
                 std::move(device));
 }

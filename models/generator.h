@@ -84,8 +84,9 @@ class Generator {
   static absl::StatusOr<std::unique_ptr<Generator>> Create(
       const ModelBuilder& build, const SafetensorsFile& weights,
       std::unique_ptr<Device> device = CpuDevice());
-  // Load reads a checkpoint of a model LoadLanguageModel knows
-  // (ReadCheckpoint's and LoadLanguageModel's errors, then Create's); its
+  // Load reads a model LoadLanguageModel knows: a checkpoint, or a Hugging
+  // Face GPT-2 directory (ReadModelFile's and LoadLanguageModel's errors,
+  // then Create's); its
   // attention runs by options.attention, which the metadata do not say.
   static absl::StatusOr<std::unique_ptr<Generator>> Load(
       const std::string& path, std::unique_ptr<Device> device = CpuDevice(),

@@ -1,13 +1,17 @@
 #include "models/language_model.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "models/gpt/gpt.h"
+#include "engine/io/checkpoint.h"
+#include "engine/status_macros.h"
 #include "models/gpt2/gpt2.h"
+#include "models/gpt2/hf_checkpoint.h"
 #include "models/toy/transformer.h"
 
 namespace dagrad::models {
@@ -75,6 +79,13 @@ std::string KnownKinds() {
 }
 
 }  // namespace
+
+absl::StatusOr<SafetensorsFile> ReadModelFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return ReadCheckpoint(path);
+  DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files hf, ReadHfGpt2(path));
+  return std::move(hf.weights);
+}
 
 absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
     Graph& g, const SafetensorsFile& checkpoint, absl::string_view path,

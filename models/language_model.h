@@ -129,6 +129,15 @@ absl::Status RegisterLanguageModel(const std::string& kind, LanguageModelFactory
 // for the toy transformer's files, which have none.
 std::string ModelKind(const std::map<std::string, std::string>& metadata);
 
+// ReadModelFile reads the model at `path` as one checkpoint whose metadata
+// name its kind (what LoadLanguageModel, EvaluateModel and Generator take):
+// a directory is a Hugging Face GPT-2 (models/gpt2/hf_checkpoint.h:
+// config.json, its weights), anything else a dagrad model file or
+// checkpoint (ReadCheckpoint). Their errors, naming the file.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile gpt2, ReadModelFile("models/gpt2"));
+absl::StatusOr<SafetensorsFile> ReadModelFile(const std::string& path);
+
 // LoadLanguageModel builds in `g` the model of the checkpoint at `path`
 // (whose parameters the caller then loads, e.g. with AssignVariables):
 // InvalidArgument naming the path for an unknown kind (listing the known

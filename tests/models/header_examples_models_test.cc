@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -163,6 +164,15 @@ HEADER_EXAMPLE(ModelsExampleGraphs) {
   DAGRAD_ASSIGN_OR_RETURN(ExampleGraph mha, BuildExample("mha", g, nn::AttentionPath::kComposed));
   DAGRAD_ASSIGN_OR_RETURN(std::string dot, ToDot(g, {mha.loss}));
   EXPECT_NE(dot.find("digraph"), std::string::npos);
+  return absl::OkStatus();
+}
+
+// A Hugging Face GPT-2 directory, the test data's tiny one.
+HEADER_EXAMPLE(ModelsReadModelFile) {
+  std::filesystem::create_directories("models");
+  std::filesystem::copy(std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny", "models/gpt2");
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile gpt2, ReadModelFile("models/gpt2"));
+  EXPECT_EQ(ModelKind(gpt2.metadata), "gpt2");
   return absl::OkStatus();
 }
 

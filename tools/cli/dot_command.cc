@@ -20,8 +20,10 @@
 #include "ops/reduce.h"
 #endif
 
-ABSL_FLAG(std::string, model, "mlp",
-          "built-in graph: mlp, mha, positional_encoding, toy; or an ONNX file (*.onnx)");
+ABSL_FLAG(std::string, model, "",
+          "dot: a built-in graph (mlp, the default; mha, positional_encoding, toy) or an ONNX file; "
+          "eval: an ONNX file or a Hugging Face GPT-2 directory; generate, tokenize: a Hugging "
+          "Face GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt)");
 ABSL_DECLARE_FLAG(std::string, input);  // eval_command.cc
 ABSL_FLAG(std::string, render, "", "also render next to the .dot: svg or png");
 ABSL_FLAG(bool, backward, false, "draw the gradient graph of the model's loss too");
@@ -77,7 +79,7 @@ absl::StatusOr<DrawnGraph> ExampleDrawnGraph(const std::string& model) {
 // BuildDrawnGraph builds --model's graph and, with --backward, the
 // gradients of its loss with respect to its parameters.
 absl::StatusOr<DrawnGraph> BuildDrawnGraph() {
-  const std::string model = absl::GetFlag(FLAGS_model);
+  const std::string model = absl::GetFlag(FLAGS_model).empty() ? "mlp" : absl::GetFlag(FLAGS_model);
   DAGRAD_ASSIGN_OR_RETURN(DrawnGraph drawn,
                           IsOnnxPath(model) ? OnnxDrawnGraph(model) : ExampleDrawnGraph(model));
   if (!absl::GetFlag(FLAGS_backward)) return drawn;

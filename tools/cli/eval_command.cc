@@ -2,19 +2,20 @@
 // names: the toy transformer, the GPT) on token sequences from a
 // safetensors file, in eval mode, and writes logits (and, given targets,
 // the loss and every parameter's gradient) to another safetensors file.
-// With --model=file.onnx it runs an ONNX model instead (ops/onnx/run.h).
+// --model=DIR runs a Hugging Face GPT-2 directory (models/gpt2/) the same
+// way; --model=file.onnx runs an ONNX model (ops/onnx/run.h).
 
+#include <filesystem>
 #include <iostream>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "engine/executor.h"
-#include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "models/evaluate.h"
+#include "models/language_model.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/onnx_model.h"
@@ -32,37 +33,38 @@ ABSL_FLAG(std::string, output, "", "safetensors to write: logits, and with targe
 namespace dagrad::cli {
 namespace {
 
-// Evaluate runs the model of `checkpoint`, whatever it is, on `input`
-// (models::EvaluateModel) and writes `output`.
-absl::Status Evaluate(const std::string& checkpoint, const std::string& input,
+// Evaluate runs the model at `path` (models::ReadModelFile: a checkpoint,
+// or a Hugging Face GPT-2 directory) on `input` (models::EvaluateModel)
+// and writes `output`.
+absl::Status Evaluate(const std::string& path, const std::string& input,
                       const std::string& output, std::unique_ptr<Device> device,
                       const ExecutorOptions& options) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint(checkpoint));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile model, models::ReadModelFile(path));
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile result,
-                          models::EvaluateModel(ckpt, checkpoint, in, input, std::move(device),
+                          models::EvaluateModel(model, path, in, input, std::move(device),
                                                 options, {.attention = attention}));
   return WriteSafetensors(output, result);
 }
 
-// OnnxModelFlag returns --model when it names an ONNX file, "" when it is
-// not given, and an error for anything else.
-absl::StatusOr<std::string> OnnxModelFlag() {
+// ModelFlag returns --model when it names an ONNX file or a directory (a
+// Hugging Face GPT-2), "" when it is not given, and an error otherwise.
+absl::StatusOr<std::string> ModelFlag() {
   const std::string model = absl::GetFlag(FLAGS_model);
-  if (IsOnnxPath(model)) return model;
-  if (model == absl::GetFlagReflectionHandle(FLAGS_model).DefaultValue()) return std::string();
-  return absl::InvalidArgumentError(
-      absl::StrCat("eval's --model takes an .onnx file, got '", model, "'"));
+  if (model.empty() || IsOnnxPath(model) || std::filesystem::is_directory(model)) return model;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "eval's --model takes an .onnx file or a Hugging Face GPT-2 directory, got '", model, "'"));
 }
 
 int RunEval() {
   const Command cmd = EvalCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
-  absl::StatusOr<std::string> onnx = OnnxModelFlag();
-  if (!onnx.ok()) return UsageError(cmd, std::string(onnx.status().message()));
+  absl::StatusOr<std::string> model = ModelFlag();
+  if (!model.ok()) return UsageError(cmd, std::string(model.status().message()));
+  const std::string path = model->empty() ? absl::GetFlag(FLAGS_checkpoint) : *model;
   for (const auto& [flag, value] :
-       {std::pair{"checkpoint", onnx->empty() ? absl::GetFlag(FLAGS_checkpoint) : *onnx},
+       {std::pair{"checkpoint", path},
         std::pair{"input", absl::GetFlag(FLAGS_input)},
         std::pair{"output", absl::GetFlag(FLAGS_output)}}) {
     if (value.empty()) return UsageError(cmd, absl::StrCat("--", flag, " is required"));
@@ -75,11 +77,11 @@ int RunEval() {
   absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
   if (!device.ok()) return Failure(cmd, device.status());
   absl::Status st =
-      onnx->empty()
-          ? Evaluate(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_input),
-                     absl::GetFlag(FLAGS_output), *std::move(device), *options)
-          : EvaluateOnnx(*onnx, absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_output),
-                         *std::move(device), *options);
+      IsOnnxPath(path)
+          ? EvaluateOnnx(path, absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_output),
+                         *std::move(device), *options)
+          : Evaluate(path, absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_output),
+                     *std::move(device), *options);
   if (!st.ok()) return Failure(cmd, st);
   std::cout << "wrote " << absl::GetFlag(FLAGS_output) << "\n";
   return kExitOk;
@@ -89,8 +91,8 @@ int RunEval() {
 
 Command EvalCommand() {
   return {"eval",
-          "run a trained model (or --model=file.onnx) on inputs from a safetensors file "
-          "(eval mode)",
+          "run a trained model (--checkpoint, or --model: an ONNX file or a Hugging Face GPT-2 "
+          "directory) on inputs from a safetensors file (eval mode)",
           {"checkpoint", "model", "input", "output", "threads", "wait_policy", "check_numerics", "memory_limit_mb",
            "device", "tf32", "attention"},
           RunEval};
