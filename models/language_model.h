@@ -15,6 +15,7 @@
 //  - For a causal model with a KV cache, ForwardCached: the logits of new
 //    tokens attending to the keys and values of earlier positions.
 //
+//   // setup: SavedGpt
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint("run/model.safetensors"));
 //   Graph g;
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
