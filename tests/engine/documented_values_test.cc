@@ -14,6 +14,7 @@
 #include "engine/bfloat16.h"
 #include "engine/checked_math.h"
 #include "engine/dtype.h"
+#include "engine/executor.h"
 #include "engine/feed_conversion.h"
 #include "engine/graph.h"
 #include "engine/initializer.h"
@@ -21,6 +22,7 @@
 #include "engine/io/file_io.h"
 #include "engine/io/utf8.h"
 #include "engine/philox.h"
+#include "engine/random_tensor.h"
 #include "engine/plan/host_memory.h"
 #include "engine/plan/memory_budget.h"
 #include "engine/shape.h"
@@ -77,6 +79,21 @@ TEST(DocumentedValues, Utf8) {
   EXPECT_EQ(IncompleteTail("a\xe2\x82\xac"), 0u);  // the euro sign, whole
   EXPECT_EQ(IncompleteTail("a\x80"), 0u);            // no lead byte: nothing to wait for
   EXPECT_EQ(IncompleteTail("\xc3\xa9"), 0u);
+}
+
+TEST(DocumentedValues, ParametersInitialisedByRule) {
+  Graph g;
+  Value w = g.Parameter("w", {4, 4}, Initializer::XavierUniform());
+  { Graph::Scope fc(g, "fc"); g.Parameter("bias", {4}, Initializer::Ones()); }
+  Executor exec(g);
+  ParameterRule matrices = [](const std::string&, const Value& p) {
+    return p.rank() >= 2 ? std::optional(Initializer::Normal(0.0, 0.02)) : std::nullopt;
+  };
+  ASSERT_OK_AND_ASSIGN(int n, InitParametersBy(exec, g.Parameters(), matrices));
+  EXPECT_EQ(n, 1);
+  ASSERT_OK(InitParameter(exec, w, Initializer::TruncatedNormal(0.0, 0.02)));
+  ASSERT_OK_AND_ASSIGN(Tensor value, exec.Read(w));
+  for (float v : value.ToVector<float>()) EXPECT_LE(std::abs(v), 0.2f);   // within 10 std
 }
 
 TEST(DocumentedValues, FeedsConvertedExactly) {

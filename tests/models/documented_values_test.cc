@@ -15,13 +15,17 @@
 #include "models/evaluate.h"
 #include "models/generator.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt/text_task.h"
 #include "models/language_model.h"
+#include "models/plot/plots.h"
 #include "models/plot/svg.h"
 #include "models/run_directory.h"
 #include "models/toy/toy_trainer.h"
 #include "models/trainer.h"
+#include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/loss.h"
+#include "ops/matmul.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
@@ -169,6 +173,34 @@ TEST(DocumentedValues, ASavedGptEvaluatedAndSampled) {
   ASSERT_OK_AND_ASSIGN(std::vector<int64_t> again, gen->Generate(BytesToTokens("Copyright "), options));
   EXPECT_EQ(seen, printed.size());
   EXPECT_EQ(again, printed);
+}
+
+// Each row's argmax is class 2 of 4; the targets are right, wrong, ignored.
+TEST(DocumentedValues, TokenCountsAndEvalStats) {
+  Graph g;
+  Value logits = g.Input("logits", DType::kFloat32, {1, 3, 4});
+  Value targets = g.Input("targets", DType::kInt64, {1, 3});
+  Value counts = TokenCounts(logits, targets);
+  Value stats = EvalStats(CrossEntropy(logits, targets), logits, targets);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({counts, stats}));
+  ASSERT_OK_AND_ASSIGN(Tensor l, Tensor::FromVector<float>({1, 3, 4}, {0, 0, 1, 0, 0, 0, 1, 0,
+                                                                      0, 0, 1, 0}));
+  ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::FromVector<int64_t>({1, 3}, {2, 0, kIgnoreIndex}));
+  ASSERT_OK_AND_ASSIGN(auto out, exec.Run(*plan, {{logits, l}, {targets, t}}));
+  EXPECT_EQ(out[0].data<double>()[0], 1);  // correct
+  EXPECT_EQ(out[0].data<double>()[1], 2);  // counted
+  const EvalResult e = EvalResultOf(out[1]);
+  EXPECT_EQ(e.accuracy, 0.5);
+  // Cross-entropy of the two counted rows: log(3 + e) - 1 and log(3 + e).
+  EXPECT_NEAR(e.loss, std::log(3 + std::exp(1.0)) - 0.5, 1e-6);
+}
+
+TEST(DocumentedValues, AttentionHeatmapsNameEachHead) {
+  ASSERT_OK_AND_ASSIGN(Tensor layer,
+                       Tensor::FromVector<float>({1, 3, 3}, std::vector<float>(9, 1.0f / 3)));
+  const std::string heads = plot::AttentionHeatmaps({layer}, {"a", "b", "c"}, "attention");
+  EXPECT_NE(heads.find("layer 0, head 0"), std::string::npos);
 }
 
 TEST(DocumentedValues, SvgHoldsItsLabels) {

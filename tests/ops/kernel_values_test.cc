@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/attrs.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/internal/broadcast.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/cpu/internal/small_gemm.h"
@@ -69,6 +70,11 @@ TEST(KernelValues, SmallProducts) {
   ASSERT_TRUE(IsSmallGemm(*kernels, 2, 2, 2));
   SmallGemm<float>(*kernels, 2, 2, 2, 1, m4, 2, 1, eye, 2, 1, 0, out, 2);
   EXPECT_EQ(out[3], 4);
+}
+
+TEST(KernelValues, CpuInfoNamesBlisKernels) {
+  ASSERT_OK(ConfigureCpu());
+  EXPECT_FALSE(GetCpuInfo().blis_arch.empty());
 }
 
 TEST(KernelValues, FillValuesKeepIntegers) {
