@@ -8,7 +8,6 @@
 //   scope "encoder/layers/0/self_attn", name "in_proj_weight"
 //     -> "encoder.layers.0.self_attn.in_proj_weight"
 //
-//   // setup: Checkpoint
 //   DAGRAD_RETURN_IF_ERROR(SaveVariables(exec, g.Parameters(), {{"dim", "64"}}, path));
 //   DAGRAD_ASSIGN_OR_RETURN(auto metadata, LoadVariables(exec, g.Parameters(), path));
 //
@@ -93,7 +92,6 @@ struct ReadCheckpointOptions {
 // executor's graph, a variable listed twice, or two variables whose paths
 // map to one checkpoint name ("a/b.c" and "a.b/c" both give "a.b.c").
 //
-//   // setup: Checkpoint
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, CollectVariables(exec, g.Variables()));
 absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
                                                  absl::Span<const Value> variables);
@@ -180,7 +178,6 @@ absl::StatusOr<SafetensorsFile> ParseCheckpoint(absl::string_view bytes,
 // Errors: those of CollectVariables and WriteCheckpoint (NotFound for a
 // missing directory, ...); nothing is written then.
 //
-//   // setup: Checkpoint
 //   DAGRAD_RETURN_IF_ERROR(SaveVariables(exec, g.Parameters(),
 //                                        {{"step", absl::StrCat(step)}}, "ckpt.safetensors"));
 absl::Status SaveVariables(Executor& executor, absl::Span<const Value> variables,

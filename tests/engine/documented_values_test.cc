@@ -141,7 +141,8 @@ TEST(DocumentedValues, MemoryBudgets) {
   need.AddPart("matmul 'scores' float32 (64, 4, 512, 512)", scores_bytes);
   ASSERT_OK(need.CheckFits({.bytes = int64_t{1} << 30, .source = "a limit"}, "compiling"));
   EXPECT_EQ(need.total(), 268435456 + arena_bytes);
-  const absl::Status status = need.CheckFits({.bytes = 1000, .source = "a small limit"}, "compiling");
+  const absl::Status status =
+      need.CheckFits({.bytes = 1000, .source = "a small limit"}, "compiling");
   EXPECT_TRUE(absl::IsResourceExhausted(status)) << status;
   EXPECT_TRUE(absl::StrContains(status.message(), "matmul 'scores'")) << status;
 }

@@ -170,7 +170,8 @@ TEST(DocumentedValues, ASavedGptEvaluatedAndSampled) {
   EXPECT_EQ(printed.size(), 20u);
   size_t seen = 0;
   options.on_token = [&](int64_t t) { EXPECT_EQ(t, printed[seen++]); };
-  ASSERT_OK_AND_ASSIGN(std::vector<int64_t> again, gen->Generate(BytesToTokens("Copyright "), options));
+  ASSERT_OK_AND_ASSIGN(std::vector<int64_t> again,
+                       gen->Generate(BytesToTokens("Copyright "), options));
   EXPECT_EQ(seen, printed.size());
   EXPECT_EQ(again, printed);
 }

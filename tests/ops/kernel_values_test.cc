@@ -51,7 +51,9 @@ TEST(KernelValues, BroadcastLoopAddsARowToEach) {
   float y[6];
   BroadcastLoop<2>(out_shape, {&a_shape, &b_shape})
       .Run([&](int64_t out, const int64_t* in, const int64_t* step, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) y[out + i] = a[in[0] + i * step[0]] + b[in[1] + i * step[1]];
+        for (int64_t i = 0; i < n; ++i) {
+          y[out + i] = a[in[0] + i * step[0]] + b[in[1] + i * step[1]];
+        }
       });
   EXPECT_EQ(y[3], 14);
 }

@@ -1,10 +1,11 @@
 // The examples of the public headers' doc comments run as tests: the build
 // extracts them (tools/header_examples/extract.py says what counts as an
 // example) into one generated source per layer, each example the body of a
-// struct deriving from its setup (tests/<layer>/header_example_setups.h),
+// struct deriving from its setup (tests/<layer>/support/header_example_setups.h),
 // whose members (a graph `g`, inputs, an executor, files on disk) it uses:
 //
 //   struct ops_gather_34 : Default {
+//     static constexpr const char* kWhere = "ops/gather.h:34";
 //     absl::Status Run() {
 //   #line 34 "ops/gather.h"
 //       Value y = Gather(x, idx, 1);                   // the example
@@ -36,11 +37,11 @@ struct NoSetup {
   absl::Status Finish() { return absl::OkStatus(); }
 };
 
-// Runs the example Example (a setup's subclass with Run()) in a fresh
-// temporary directory, as the files it writes are named relative to it:
-// fails when Prepare(), Run() or Finish() return an error, and skips on
-// Unavailable (what the machine lacks, a GPU or Graphviz, rather than an
-// error of the example).
+// Runs the example Example (a setup's subclass with Run() and kWhere, its
+// header and line) in a fresh temporary directory, as the files it writes
+// are named relative to it: fails when Prepare(), Run() or Finish() return
+// an error, and skips on Unavailable (what the machine lacks, a GPU or
+// Graphviz, rather than an error of the example).
 template <typename Example>
 void RunHeaderExample() {
   char dir[] = "/tmp/dagrad_header_example_XXXXXX";
@@ -54,8 +55,8 @@ void RunHeaderExample() {
   }
   ASSERT_EQ(chdir("/"), 0);
   ASSERT_EQ(std::system(("rm -rf '" + std::string(dir) + "'").c_str()), 0);
-  if (absl::IsUnavailable(status)) GTEST_SKIP() << status;
-  EXPECT_TRUE(status.ok()) << status;
+  if (absl::IsUnavailable(status)) GTEST_SKIP() << Example::kWhere << ": " << status;
+  EXPECT_TRUE(status.ok()) << Example::kWhere << ": " << status;
 }
 
 }  // namespace dagrad::examples

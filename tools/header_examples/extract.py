@@ -18,8 +18,8 @@ of NOT_EXAMPLES (code-like text that is not a program: a layout, a formula).
 
 Each example becomes a test, HeaderExample.<header>_<line>, whose body is the
 block, line for line, in a fresh temporary directory, inside a setup: a
-struct of tests/<layer>/support/header_example_setups.h whose members (a graph `g`,
-inputs `x`, `tokens`, an executor, a file on disk) are in scope. The block
+struct of tests/<layer>/support/header_example_setups.h whose members (a
+graph `g`, inputs `x`, `tokens`, an executor, a file on disk) are in scope. The block
 runs in the layer's `Default` setup unless its first line names another:
 
   //   // setup: Checkpoint
@@ -29,8 +29,9 @@ The test fails when the block returns an error or its setup's Finish() does
 (the graph's first error), and is skipped on Unavailable (a GPU, Graphviz,
 what the machine lacks). `#line` directives point the compiler at the
 header, so an example that does not compile fails the build naming the
-header's line. A block this script cannot place (a header of no layer, an
-unknown setup) fails it, naming the header and line.
+header's line. A block this script cannot place (one naming an unknown
+setup, or whose braces never close) fails the extraction, and so the build,
+naming the header and line.
 """
 
 import glob
@@ -38,9 +39,10 @@ import os
 import re
 import sys
 
-# The headers whose examples run (the public ones, and a few internal), by the layer whose test binary runs them:
-# the lowest that the examples' own includes allow (engine examples build
-# their graphs from ops and differentiate them, so they run with the ops').
+# The headers whose examples run (the public ones, and a few internal), by
+# the layer whose test binary runs them: the lowest that the examples' own
+# includes allow (engine examples build their graphs from ops and
+# differentiate them, so they run with the ops').
 LAYERS = {
     "autodiff": ["engine/*.h", "engine/plan/*.h", "engine/io/*.h", "engine/dot/*.h",
                  "engine/device/*.h", "engine/cuda/cuda_device.h", "ops/*.h",
@@ -107,7 +109,8 @@ def depth(lines):
 def examples(root, header):
     """Yields (line, [lines], error) for each example of the header: a block,
     joined with the blocks after it while its braces stay open (a class
-    declared across two comments); error names a block whose braces never close."""
+    declared across two comments); error names a block whose braces never
+    close."""
     with open(os.path.join(root, header), encoding="utf-8") as f:
         text = f.read()
     pending = None
@@ -142,6 +145,7 @@ def test_source(header, line, lines, setup):
     body = [f"#line {line} \"{header}\""] + ["    " + code for code in lines]
     return "\n".join([
         f"struct {test_name(header, line)} : {setup} {{",
+        f"  static constexpr const char* kWhere = \"{header}:{line}\";",
         "  absl::Status Run() {",
         *body,
         "    return Finish();",
