@@ -100,17 +100,20 @@ class Tensor {
 // Errors: InvalidArgument when `t` or `to` is not a float dtype;
 // ResourceExhausted when the copy cannot be allocated.
 //
+//   // setup: Tensors
 //   DAGRAD_ASSIGN_OR_RETURN(Tensor wide, ConvertFloats(bf16_weights, DType::kFloat32));
 absl::StatusOr<Tensor> ConvertFloats(const Tensor& t, DType to);
 
 // FloatAt returns element `i` of the `dtype` elements at `data`, a float
 // dtype, as a double (exactly).
+//   // setup: Tensors
 //   double first = FloatAt(t.raw_data(), t.dtype(), 0);
 double FloatAt(const void* data, DType dtype, int64_t i);
 
 // FirstNonFinite returns the index of the first NaN or +-inf among the
 // `count` elements of dtype `dtype` at `data`, or -1; always -1 for integer
 // and bool dtypes.
+//   // setup: Tensors
 //   const bool finite = FirstNonFinite(t.raw_data(), t.dtype(), t.num_elements()) < 0;
 int64_t FirstNonFinite(const void* data, DType dtype, int64_t count);
 

@@ -5,6 +5,7 @@
 // the PyTorch references compare against: logits and, given targets, the
 // loss and every parameter's gradient.
 //
+//   // setup: SavedGpt
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint("run/model.safetensors"));
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors("input.safetensors"));
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile out,

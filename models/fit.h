@@ -15,6 +15,7 @@
 //  - Non-finite steps, as the trainer's NonFinitePolicy says: Fit returns
 //    FitEnd::kNonFinite naming the step, the value and the checkpoint kept.
 //
+//   // setup: TextRun
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, models::GptTrainer::Create(config));
 //   DAGRAD_ASSIGN_OR_RETURN(models::FitResult fit,
 //                           models::Fit(*trainer, {.dir = "runs/gpt", .resume = resume}));

@@ -6,6 +6,7 @@
 //
 // Train, then sample:
 //
+//   // setup: SavedGpt
 //   DAGRAD_ASSIGN_OR_RETURN(auto gen, Generator::Load("run/model.safetensors"));
 //   const std::string prompt = "Copyright ";
 //   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> more,
@@ -67,7 +68,8 @@ struct GenerateOptions {
   bool kv_cache = true;  // false: recompute the window for every token
   // on_token, if set, sees each new token as soon as it is drawn, e.g. to
   // print the text as it grows:
-  //   .on_token = [](int64_t t) { std::cout << TokensToBytes({t}) << std::flush; }
+  //   GenerateOptions printing{
+  //       .on_token = [](int64_t t) { std::cout << TokensToBytes({t}) << std::flush; }};
   std::function<void(int64_t)> on_token;
 };
 

@@ -15,6 +15,7 @@
 //  - For a causal model with a KV cache, ForwardCached: the logits of new
 //    tokens attending to the keys and values of earlier positions.
 //
+//   // setup: SavedGpt
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint("run/model.safetensors"));
 //   Graph g;
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
@@ -135,6 +136,7 @@ std::string ModelKind(const std::map<std::string, std::string>& metadata);
 // config.json, its weights), anything else a dagrad model file or
 // checkpoint (ReadCheckpoint). Their errors, naming the file.
 //
+//   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile gpt2, ReadModelFile("models/gpt2"));
 absl::StatusOr<SafetensorsFile> ReadModelFile(const std::string& path);
 

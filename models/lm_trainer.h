@@ -10,6 +10,7 @@
 // batch of step s must be a function of s (and the run's seed), so that a
 // resumed run draws the batches the uninterrupted run would have.
 //
+//   // setup: UserModel
 //   LmData data{.train = [&](uint64_t step, int64_t batch) { return MyBatch(step, batch); },
 //               .validation = [&](int64_t first, int64_t count) { return MyVal(first, count); },
 //               .validation_windows = 10, .window = 64};

@@ -72,6 +72,7 @@ struct RunConfig {
   // warmup to lr over warmup steps, then lr_decay to lr * final_lr_fraction
   // at the last step.
   //
+  //   // setup: TextRun
   //   DAGRAD_ASSIGN_OR_RETURN(const double lr, LearningRate(config.run.Schedule(), step));
   LrSchedule Schedule() const;
 };

@@ -15,6 +15,7 @@
 //    reopens it, so a resumed run writes the rows the uninterrupted run
 //    would have written.
 //
+//   // setup: ToyRunReference
 //   RunDirectory files("runs/gpt");
 //   DAGRAD_RETURN_IF_ERROR(files.StartMetrics());
 //   DAGRAD_RETURN_IF_ERROR(files.SaveCheckpoint(trainer));

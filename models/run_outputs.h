@@ -13,6 +13,7 @@
 // enough for it to finish soon (else RunOutputs::note says why not).
 // Every file is written atomically (temporary file, fsync, rename).
 //
+//   // setup: ToyRun
 //   DAGRAD_ASSIGN_OR_RETURN(FitResult fit, Fit(*trainer, {.dir = "runs/gpt"}));
 //   DAGRAD_ASSIGN_OR_RETURN(RunOutputs outputs,
 //                           WriteRunOutputs(*trainer, "runs/gpt", fit.rows, {.title = "gpt"}));

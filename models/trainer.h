@@ -22,6 +22,7 @@
 //  - The settings of a run that every task's config embeds (RunConfig,
 //    models/run_config.h); run_config() is the trainer's.
 //
+//   // setup: TextRun
 //   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<GptTrainer> gpt, GptTrainer::Create(config));
 //   std::unique_ptr<Trainer> t = std::move(gpt);
 //   while (t->step() < steps) {
@@ -70,6 +71,7 @@ struct EvalResult {
 
 // NonFiniteSteps applies a NonFinitePolicy and counts skipped updates.
 //
+//   // setup: NonFinite
 //   NonFiniteSteps skips(NonFinitePolicy::kSkip, 8);
 //   if (UpdateSkipped(loss, norm)) {
 //     DAGRAD_RETURN_IF_ERROR(skips.NonFinite(step, loss, norm));  // skipped
@@ -114,6 +116,7 @@ class NonFiniteSteps {
 // whose checkpoints are marked `format` (e.g. "toy-train-state/1") and
 // whose config is `config` (its ToMetadata).
 //
+//   // setup: State
 //   TrainingState state{"toy-train-state/1", config.ToMetadata()};
 //   DAGRAD_RETURN_IF_ERROR(state.Save(exec, vars, 5, skips, path, {}));
 //   DAGRAD_ASSIGN_OR_RETURN(int64_t step, state.Load(exec, vars, skips, path));
@@ -151,6 +154,7 @@ absl::Status SaveFiniteVariables(
 // diverged, which a caller may treat as a non-finite stop rather than as a
 // file it could not write.
 //
+//   // setup: ToyRun
 //   absl::Status st = trainer->SaveCheckpoint("run/ckpt.safetensors");
 //   if (IsNonFiniteRefusal(st)) st = absl::AbortedError(st.message());  // diverged
 bool IsNonFiniteRefusal(const absl::Status& status);
@@ -267,6 +271,7 @@ class Trainer {
   // this trainer's, listing every differing field ("dim: checkpoint 16,
   // this run 32; lr: checkpoint 0.001, this run 0.5").
   //
+  //   // setup: ToyRun
   //   DAGRAD_RETURN_IF_ERROR(trainer->SaveCheckpoint(
   //       "run/ckpt.safetensors", {.keep_previous_as = "run/ckpt.prev.safetensors"}));
   //   DAGRAD_RETURN_IF_ERROR(trainer->LoadCheckpoint("run/ckpt.safetensors"));

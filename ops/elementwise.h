@@ -136,6 +136,7 @@ inline Value operator/(double s, Value a) { return Scale(Pow(a, -1.0), s); }
 // NaN on both, pow(-0, 0.5) is -0 on both. A functor is built from the
 // node's attributes (most ignore them) and applied per element:
 //
+//   // setup: Kernel
 //   const TanhFn fn(ctx.attrs());
 //   for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
 //

@@ -12,6 +12,7 @@
 // computed by products that take the upstream gradient rounded to
 // bfloat16, as torch's autocast does. float16 operands are refused.
 //
+//   // setup: Products
 //   MatMul(a, b);                          // (..., M, K) x (..., K, N) -> (..., M, N)
 //   MatMul(q, k, {.transpose_b = true});   // (B, H, T, D) x (B, H, S, D) -> (B, H, T, S)
 //   Linear(x, w, bias);                    // x (..., in), w (out, in), bias (out) -> (..., out)
@@ -55,6 +56,7 @@ Value MatMul(Value a, Value b, MatMulOptions options = {});
 // row: (in) -> (out), forward and backward, as F.linear. Bfloat16 x and w
 // give float32, and then b is float32, added to the float32 product.
 //
+//   // setup: SmallLinear
 //   Value y = Linear(g.Input("x", DType::kFloat32, {4}), w, b);   // w (3, 4) -> y (3)
 Value Linear(Value x, Value w, Value b = Value());
 

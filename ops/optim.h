@@ -5,6 +5,7 @@
 // plan target). The executor runs an update after every other reader of the
 // variables it writes. Formulas follow torch.optim exactly.
 //
+//   // setup: Adam
 //   Value lr = g.Input("lr", DType::kFloat64, {});
 //   Value t = g.Input("step", DType::kFloat64, {});   // 1, 2, 3, ...
 //   Value update = AdamUpdate(w, dw, m, v, lr, t, {.weight_decay = 0.01, .decoupled = true});

@@ -6,6 +6,7 @@
 // not an error (engine/op.h). Each runs on the CPU and on CUDA with the
 // same results, draws included.
 //
+//   // setup: Sampling
 //   Value probs = Softmax(logits);                  // (B, V)
 //   Value greedy = ArgMax(logits, -1);              // (B,) int64
 //   TopKResult top = TopK(logits, 5, -1);           // (B, 5) values and indices

@@ -2,6 +2,7 @@
 //
 // Ops that move or view data without arithmetic.
 //
+//   // setup: Heads
 //   Reshape(x, {B, T, H, -1});       // one -1 is inferred; a view, no copy
 //   Permute(x, {0, 2, 1, 3});        // (B, T, H, D) -> (B, H, T, D)
 //   Transpose(x, -1, -2);            // swap two axes

@@ -76,6 +76,7 @@ absl::StatusOr<std::string> ToDot(const Graph& g, absl::Span<const Value> roots,
 //
 // Errors: those of WriteFileAtomically (NotFound for a missing directory, ...).
 //
+//   // setup: Files
 //   DAGRAD_RETURN_IF_ERROR(WriteDotFile("/tmp/model.dot", dot));
 absl::Status WriteDotFile(const std::string& path, const std::string& dot);
 
@@ -99,6 +100,7 @@ std::string DotProgram();
 // an error or prints any warning, with its output in the message; Internal
 // when it is killed by a signal.
 //
+//   // setup: Files
 //   absl::Status s = RenderDot("model.dot", "svg", "model.svg");
 //   if (absl::IsUnavailable(s)) std::cerr << "no Graphviz: " << s << "\n";
 absl::Status RenderDot(const std::string& dot_path, const std::string& format,

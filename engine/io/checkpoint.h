@@ -108,6 +108,7 @@ absl::StatusOr<SafetensorsFile> CollectVariables(Executor& executor,
 // device fails to take a value after all was validated (the variables may
 // then be partly loaded; that is a device fault, not a checkpoint's).
 //
+//   // setup: Checkpoint
 //   DAGRAD_RETURN_IF_ERROR(AssignVariables(exec, g.Parameters(), file, "pretrained"));
 absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variables,
                              const SafetensorsFile& file, absl::string_view source,
@@ -123,6 +124,7 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
 // Errors: those of AssignVariables, but for a Value of another graph than
 // the first one's; nothing about the device.
 //
+//   // setup: Checkpoint
 //   DAGRAD_RETURN_IF_ERROR(MatchVariables(g.Parameters(), file, "'pretrained'",
 //                                         {.from_metadata = "dim=64"}));
 absl::Status MatchVariables(absl::Span<const Value> variables, const SafetensorsFile& file,
@@ -136,6 +138,7 @@ absl::Status MatchVariables(absl::Span<const Value> variables, const Safetensors
 // those of SerializeSafetensors and WriteFileAtomically (nothing is
 // written then).
 //
+//   // setup: Checkpoint
 //   DAGRAD_RETURN_IF_ERROR(WriteCheckpoint("ckpt.safetensors", std::move(file)));
 absl::Status WriteCheckpoint(const std::string& path, SafetensorsFile file,
                              const AtomicWriteOptions& options = {});
@@ -151,6 +154,7 @@ absl::Status WriteCheckpoint(const std::string& path, SafetensorsFile file,
 // tensor 'w': ..."), or one of dagrad's without checksums; Unimplemented
 // for a dtype dagrad lacks.
 //
+//   // setup: Checkpoint
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ReadCheckpoint("ckpt.safetensors"));
 //   DAGRAD_ASSIGN_OR_RETURN(f, ReadCheckpoint("ckpt.safetensors", {.require_checksums = true}));
 absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path,
@@ -161,6 +165,7 @@ absl::StatusOr<SafetensorsFile> ReadCheckpoint(const std::string& path,
 // checkpoint that comes other than as a file, and for tests that check
 // thousands of damaged copies.
 //
+//   // setup: Checkpoint
 //   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile("ckpt.safetensors"));
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ParseCheckpoint(bytes));
 absl::StatusOr<SafetensorsFile> ParseCheckpoint(absl::string_view bytes,
@@ -186,6 +191,7 @@ absl::Status SaveVariables(Executor& executor, absl::Span<const Value> variables
 // Unimplemented for an unsupported dtype) and of AssignVariables
 // (InvalidArgument for a file that does not fit the variables).
 //
+//   // setup: Checkpoint
 //   DAGRAD_ASSIGN_OR_RETURN(auto metadata, LoadVariables(exec, g.Parameters(), path));
 //   int dim = std::stoi(metadata.at("dim"));
 absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
@@ -197,6 +203,7 @@ absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
 // value, so that a diverged run is never saved over a good checkpoint.
 // Integer and bool tensors are always finite.
 //
+//   // setup: Checkpoint
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, CollectVariables(exec, vars));
 //   DAGRAD_RETURN_IF_ERROR(RequireFinite(f));
 //   DAGRAD_RETURN_IF_ERROR(WriteSafetensors(path, f));

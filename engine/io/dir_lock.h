@@ -10,6 +10,7 @@
 // Claiming also removes the temporary files a killed writer left behind
 // (RemoveStaleTemporaryFiles).
 //
+//   // setup: Files
 //   std::vector<std::string> removed;
 //   DAGRAD_ASSIGN_OR_RETURN(DirectoryLock lock, LockDirectory("runs/train", &removed));
 //   // ... train; the lock is released when `lock` is destroyed

@@ -7,6 +7,7 @@
 // of the errno (NotFound, PermissionDenied, ResourceExhausted for a full
 // disk, ...).
 //
+//   // setup: Files
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("model.dot", dot));
 //   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile("model.dot"));
 
@@ -31,6 +32,7 @@ namespace dagrad {
 // a device, which has no end (/dev/zero) or is no file (a disk). A pipe and
 // a terminal are read to their end.
 //
+//   // setup: Files
 //   auto bytes = ReadFile("/tmp/w.safetensors");
 //   if (!bytes.ok()) return bytes.status();
 absl::StatusOr<std::string> ReadFile(const std::string& path);
@@ -41,6 +43,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // a hostile name can neither read what lies outside the folder nor make
 // the reader wait on a FIFO. Move-only; the destructor closes the file.
 //
+//   // setup: Files
 //   DAGRAD_ASSIGN_OR_RETURN(FileInFolder file, FileInFolder::Open("models/gpt", "w.bin"));
 //   std::string head(std::min<int64_t>(file.size(), 16), '\0');
 //   DAGRAD_RETURN_IF_ERROR(file.ReadAt(0, head.size(), head.data()));
@@ -112,6 +115,7 @@ struct AtomicWriteOptions {
 // is a directory, a device, a FIFO or a socket, which the rename would
 // replace (/dev/full, as root).
 //
+//   // setup: Files
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("/tmp/graph.dot", dot));
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(
 //       "run/ckpt.safetensors", bytes, {.keep_previous_as = "run/ckpt.prev.safetensors"}));
@@ -134,6 +138,7 @@ std::string TemporaryPathFor(const std::string& path);
 // Errors: those of opening and reading `dir` (NotFound, ...), and of
 // unlink, naming the file; files removed before an error stay removed.
 //
+//   // setup: Files
 //   auto removed = RemoveStaleTemporaryFiles("runs/train");
 //   if (removed.ok() && !removed->empty()) Print("removed", *removed);
 absl::StatusOr<std::vector<std::string>> RemoveStaleTemporaryFiles(const std::string& dir);

@@ -60,6 +60,7 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;
 
   // Find returns the tensor named `name`, or nullptr.
+  //   // setup: Files
   //   const Tensor* w = file.Find("encoder.layers.0.linear1.weight");
   const Tensor* Find(absl::string_view name) const;
 };
@@ -83,6 +84,7 @@ struct SafetensorsFile {
 // ResourceExhausted when memory for the tensors runs out. Each message
 // names the tensor and the offsets or field at fault.
 //
+//   // setup: Files
 //   auto f = ParseSafetensors(bytes);
 //   if (!f.ok()) return f.status();
 absl::StatusOr<SafetensorsFile> ParseSafetensors(absl::string_view bytes);
@@ -93,6 +95,7 @@ absl::StatusOr<SafetensorsFile> ParseSafetensors(absl::string_view bytes);
 // Errors: those of ReadFile (NotFound, PermissionDenied, ...) and of
 // ParseSafetensors.
 //
+//   // setup: Files
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile f, ReadSafetensors("model.safetensors"));
 //   for (const auto& [name, tensor] : f.tensors) Print(name, tensor.TypeString());
 absl::StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path);
@@ -104,6 +107,7 @@ absl::StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path);
 // a header larger than kMaxSafetensorsHeaderBytes (which no reader would
 // accept).
 //
+//   // setup: Files
 //   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, SerializeSafetensors(file));
 absl::StatusOr<std::string> SerializeSafetensors(const SafetensorsFile& file);
 
@@ -114,6 +118,7 @@ absl::StatusOr<std::string> SerializeSafetensors(const SafetensorsFile& file);
 // Errors: those of SerializeSafetensors (nothing is written) and of
 // WriteFileAtomically (NotFound for a missing directory, ...).
 //
+//   // setup: Files
 //   DAGRAD_RETURN_IF_ERROR(WriteSafetensors("/tmp/ckpt.safetensors", file));
 absl::Status WriteSafetensors(const std::string& path, const SafetensorsFile& file);
 

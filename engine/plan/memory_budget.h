@@ -11,6 +11,7 @@
 //   in /proc/meminfo): arena 1.02 PB, parameters 2.1 MB. Biggest: matmul
 //   'encoder/layer0/self_attn/scores' float32 (64, 4, 1000000, 1000000) = 256 TB; ...
 //
+//   // setup: Budget
 //   MemoryBudget need;
 //   need.Add("parameters", "variable 'w' float32 (8192, 8192)", 268435456);
 //   need.Add("arena", arena_bytes);                       // an aggregate, not listed

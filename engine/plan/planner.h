@@ -112,6 +112,7 @@ absl::StatusOr<ExecutionPlan> PlanGraph(const Graph& graph,
 // it allocates nothing, so that the plan's memory can be checked first
 // (Executor::Compile does).
 //
+//   // setup: Planner
 //   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan plan, PlanLayout(g, {loss}, {}));
 //   if (plan.arena_bytes + plan.folded_bytes > limit) return TooBig(plan);
 //   DAGRAD_RETURN_IF_ERROR(EvaluateFolded(g, plan));

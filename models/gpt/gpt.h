@@ -29,6 +29,7 @@
 // Initialisation (GPT-2's): matrices N(0, 0.02), each c_proj.weight
 // N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm weights 1.
 //
+//   // setup: GptShapes
 //   GptConfig config{.block_size = 64, .dim = 128, .heads = 4, .layers = 4};
 //   DAGRAD_ASSIGN_OR_RETURN(Gpt model, Gpt::Create(g, config));
 //   Value tokens = g.Input("tokens", DType::kInt64, {8, 64});
@@ -37,6 +38,7 @@
 //
 // Incremental decoding (a KV cache) uses Forward with `past`: the keys and
 // values of earlier positions, and the positions of the new tokens.
+//   // setup: KvCache
 //   GptOutputs out = model.Forward(token, {.positions = pos, .past = &cache});
 //   // out.logits (B, 1, vocab); out.keys[l], out.values[l] (B, H, 1, Dh)
 

@@ -21,6 +21,7 @@
 // makes every rank start from rank 0's state; Evaluate, Attention, Sample
 // and the files are the caller's to do on rank 0 only.
 //
+//   // setup: TextRun
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, GptTrainer::Create(config));
 //   while (trainer->step() < config.run.steps) {
 //     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());  // r.loss: nats per byte

@@ -14,6 +14,7 @@
 // consecutive windows (offsets 0, seq_len, 2 seq_len, ...): all
 // validation_windows() of them, or the first TextTrainConfig::eval_windows.
 //
+//   // setup: TextRun
 //   DAGRAD_ASSIGN_OR_RETURN(TextData data, TextData::Load("corpus.txt", 64));
 //   DAGRAD_ASSIGN_OR_RETURN(TokenBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 32));
 //   // b.tokens, b.targets int64 (32, 64)

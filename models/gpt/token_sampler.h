@@ -13,6 +13,7 @@
 // stream {seed, kMultinomialStream, i}), so a seed reproduces a sample on
 // the CPU and on CUDA alike, and another seed draws another.
 //
+//   // setup: SamplerLogits
 //   DAGRAD_ASSIGN_OR_RETURN(auto sampler,
 //       TokenSampler::Create(256, {.temperature = 0.8, .top_k = 40, .seed = 1}));
 //   DAGRAD_ASSIGN_OR_RETURN(int64_t next, sampler->Sample(logits, /*draw=*/0));

@@ -21,6 +21,7 @@
 // A loaded tokenizer is immutable: Encode keeps its cache of merged words
 // for the one call, so threads may share one tokenizer.
 //
+//   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(Gpt2Tokenizer tokenizer, Gpt2Tokenizer::LoadDirectory(dir));
 //   std::vector<int64_t> ids = tokenizer.Encode("Hello world<|endoftext|>");
 //   DAGRAD_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(ids));

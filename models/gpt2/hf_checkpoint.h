@@ -11,6 +11,7 @@
 // are dropped, and so is lm_head.weight when it equals wte's (a tied head
 // saved twice).
 //
+//   // setup: Gpt2Files
 //   Graph g;
 //   DAGRAD_ASSIGN_OR_RETURN(HfGpt2 hf, LoadHfGpt2(g, "gpt2"));
 //   Value logits = hf.model->Logits(g.Input("ids", DType::kInt64, {1, 8}));
@@ -19,6 +20,7 @@
 //
 // To generate, or to evaluate as `dagrad eval` does, the weights are a
 // checkpoint of their own (their metadata say model=gpt2 and the config):
+//   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files files, ReadHfGpt2("gpt2"));
 //   DAGRAD_ASSIGN_OR_RETURN(auto gen, Generator::Create(Gpt2::Builder(files.config), files.weights));
 

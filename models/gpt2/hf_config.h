@@ -17,6 +17,7 @@
 // add_cross_attention, scale_attn_weights false, tie_word_embeddings false,
 // and any other activation_function.
 //
+//   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(Gpt2Config c, ParseHfGpt2Config(json, "gpt2/config.json"));
 //   // c.dim 768, c.layers 12, ...
 

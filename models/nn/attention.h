@@ -56,6 +56,7 @@
 // Porting a PyTorch call
 //   y, w = mha(q, k, v, key_padding_mask=kpm, attn_mask=am, average_attn_weights=False)
 // (kpm bool (B, S), am float (B*H, T, S)):
+//   // setup: Masks
 //   AttentionOutput y = mha(q, k, v, {.keep = KeepFromKeyPaddingMask(kpm),
 //                                     .bias = BiasFromAttnMask(am, H)},
 //                           AttentionWeights::kPerHead);
@@ -235,6 +236,7 @@ HeadsQkv SplitPackedHeads(Value qkv, int64_t heads);
 // scale)) · v) for q (B, H, T, Dh) and k, v (B, H, S, Dh); dropout p is
 // applied in training runs only (ops/dropout.h). MatMul's and
 // MaskedSoftmax's errors, in the Values.
+//   // setup: SplitHeads
 //   HeadsAttention a = AttendHeads(h.q, h.k, h.v, {.causal = true}, 0.5, 0.0);
 //   // a.merged (B, T, 8), a.weights (B, 2, T, T)
 HeadsAttention AttendHeads(Value q, Value k, Value v, const SoftmaxMask& mask, double scale,
@@ -248,6 +250,7 @@ HeadsAttention AttendHeads(Value q, Value k, Value v, const SoftmaxMask& mask, d
 // KeepFromKeyPaddingMask: key_padding_mask bool (B, S) -> (B, 1, 1, S).
 // KeepFromAttnMask: bool attn_mask (T, S) -> (T, S), or (B*H, T, S) ->
 // (B, H, T, S) for `num_heads` H.
+//   // setup: Masks
 //   Value keep = KeepFromKeyPaddingMask(kpm);   // kpm bool (2, 7) -> (2, 1, 1, 7)
 Value KeepFromKeyPaddingMask(Value key_padding_mask);
 Value KeepFromAttnMask(Value attn_mask, int64_t num_heads);
@@ -257,6 +260,7 @@ Value KeepFromAttnMask(Value attn_mask, int64_t num_heads);
 // (B, H, T, S) for `num_heads` H (row b*H + h is batch b, head h).
 // BiasFromKeyPaddingMask: float key_padding_mask (B, S) -> (B, 1, 1, S).
 // Float32 or float64, the dtype of the attention's parameters.
+//   // setup: FloatMasks
 //   Value bias = BiasFromAttnMask(am, 4);        // am float (8, 5, 7) -> (2, 4, 5, 7)
 //   mha(q, k, v, {.bias = bias + BiasFromKeyPaddingMask(kpm)});  // both masks
 Value BiasFromAttnMask(Value attn_mask, int64_t num_heads);

@@ -40,6 +40,7 @@ struct LinearOptions {
 // kaiming_uniform_(a=sqrt(5)) for the weight, whose bound
 // sqrt(6 / ((1 + a²)·in)) is 1/sqrt(in), and its bias rule.
 //
+//   // setup: Features4
 //   DAGRAD_ASSIGN_OR_RETURN(nn::Linear fc,
 //       nn::Linear::Create(g, "fc", {.in_features = 4, .out_features = 3}));
 //   Value y = fc(x);   // x (B, 4) -> y (B, 3); parameters "fc/weight", "fc/bias"

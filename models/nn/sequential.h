@@ -5,6 +5,7 @@
 // are named "0.weight", "2.bias", ... A parameterless step (an activation)
 // takes an index too, as in PyTorch.
 //
+//   // setup: Features2
 //   DAGRAD_ASSIGN_OR_RETURN(nn::Sequential net, nn::Sequential::Create(g, "net"));
 //   DAGRAD_RETURN_IF_ERROR(net.Append<nn::Linear>({.in_features = 2, .out_features = 16}));
 //   net.Append([](Value h) { return Relu(h); });

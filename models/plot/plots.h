@@ -4,6 +4,7 @@
 // `dagrad train` writes them as loss.svg, attention.svg and
 // positional_encoding.svg):
 //
+//   // setup: Plots
 //   std::string curves = plot::LossCurves(fit.rows);   // models::FitResult's rows
 //   std::string heads = plot::AttentionHeatmaps(weights, {"a", "b", "c"}, "attention");
 //   DAGRAD_ASSIGN_OR_RETURN(std::string table, plot::PositionalEncoding(32, 16));

@@ -6,6 +6,7 @@
 // models/plot/plots.h draws a training run's with them. Output is
 // deterministic for the same data.
 //
+//   // setup: Plots
 //   LineChart chart{.title = "loss", .x_label = "step", .y_label = "cross-entropy"};
 //   chart.series.push_back({"train", xs, ys});
 //   std::string svg = RenderSvg(840, 320, {Panel::Line(chart, 0, 0, 840, 320)});

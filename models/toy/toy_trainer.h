@@ -11,6 +11,7 @@
 // training and evaluation forwards are rewritten (RewriteForPrecision); the
 // attention sample stays float32, and so do the parameters and checkpoints.
 //
+//   // setup: ToyRun
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, ToyTrainer::Create(config));
 //   while (trainer->step() < config.run.steps) {
 //     DAGRAD_ASSIGN_OR_RETURN(StepResult r, trainer->Step());

@@ -17,6 +17,7 @@
 // share of the job's loss (its sum over its targets divided by the job's
 // count of targets, AllReduce of the local count), as ToyTrainer builds it.
 //
+//   // setup: Model
 //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildTrainingStep(loss, g.Parameters(),
 //       {.data_parallel = {.communicator = comm, .bucket_bytes = 1 << 20}}));
 //   Executor exec(g, {.communicator = comm});

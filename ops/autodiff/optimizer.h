@@ -10,6 +10,7 @@
 // step; the learning rate and the step number are fed, so a schedule needs
 // no re-planning.
 //
+//   // setup: Model
 //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts,
 //       BuildTrainingStep(loss, g.Parameters(), {.kind = OptimizerKind::kAdamW,
 //                                                .weight_decay = 0.01, .clip_norm = 1.0}));
@@ -21,6 +22,7 @@
 //
 // The GPT recipe, AdamW with weight decay on matrices only:
 //
+//   // setup: Model
 //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep gpt_step, BuildTrainingStep(loss,
 //       DecayMatrices(g.Parameters(), 0.1), {.kind = OptimizerKind::kAdamW}));
 
@@ -84,6 +86,7 @@ struct OptimizerOptions {
   // operands, and the parameters, their gradients, the moments and the
   // updates stay float32. kTF32 changes no node (a device setting).
   //
+  //   // setup: Model
   //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep mixed,
   //       BuildTrainingStep(loss, g.Parameters(), {.precision = Precision::kBFloat16}));
   //   DAGRAD_ASSIGN_OR_RETURN(auto mixed_plan, exec.Compile({mixed.loss}, mixed.updates));
@@ -122,6 +125,7 @@ struct ClippedGrads {
 // Errors: max_norm not finite and > 0; no gradient that is not null; the
 // first gradient that holds an error.
 //
+//   // setup: Model
 //   DAGRAD_ASSIGN_OR_RETURN(ClippedGrads c, ClipGradNorm(grads, 1.0));
 //   DAGRAD_ASSIGN_OR_RETURN(auto clip_plan, exec.Compile({c.norm, c.grads[0]}));
 absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, double max_norm);
@@ -168,6 +172,7 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
 // UpdateSkipped says whether a skip_nonfinite step wrote nothing: its loss
 // or gradient norm (both fetched from the same run) is NaN or +-Inf.
 //
+//   // setup: StepOutputs
 //   const bool skipped = UpdateSkipped(out[0].data<float>()[0], out[1].data<double>()[0]);
 //   if (!skipped) ++applied;   // feed applied + 1 as ts.step next time
 bool UpdateSkipped(double loss, double grad_norm);

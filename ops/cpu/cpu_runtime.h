@@ -14,6 +14,7 @@
 // first instruction. On aarch64 BLIS's own choice stands (it reads the CPU
 // itself); BLIS_ARCH_TYPE may name one of its NEON sets there.
 //
+//   // setup: SavedThreads
 //   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
 //   CpuInfo info = GetCpuInfo();   // info.blis_arch == "skx"
 
@@ -62,6 +63,7 @@ int MaxThreads();
 // InvalidArgument, naming the count and the limit, above MaxThreads(); the
 // count in force is then unchanged.
 //
+//   // setup: SavedThreads
 //   DAGRAD_RETURN_IF_ERROR(SetNumThreads(1));
 //   std::thread([&] { out = exec.Run(*plan, feeds); }).join();   // one thread
 absl::Status SetNumThreads(int n);

@@ -21,6 +21,7 @@
 // loaded, before any of dagrad's code runs, so dagrad cannot set them for
 // its own process; set them in the environment that starts it.
 //
+//   // setup: SavedThreads
 //   DAGRAD_ASSIGN_OR_RETURN(WaitPolicy policy, ParseWaitPolicy("spin"));
 //   SetWaitPolicy(policy);   // ActiveWaitPolicy() == WaitPolicy::kSpin
 

@@ -16,6 +16,7 @@
 // thread's start costs more than it saves); RowGrain(n) is the grain for
 // rows of n elements: kElementGrain elements per chunk, and at least one row.
 //
+//   // setup: Rows
 //   ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
 //     for (int64_t r = begin; r < end; ++r) SoftmaxRow(r);
 //   });

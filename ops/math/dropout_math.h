@@ -4,6 +4,7 @@
 // for the CPU kernel (ops/dropout.cc) and the CUDA kernel
 // (ops/cuda/dropout.cu), so that the two give the same bits.
 //
+//   // setup: Kernel
 //   const uint32_t threshold = DropoutThreshold(p);
 //   const T scale = T(1) / (T(1) - static_cast<T>(p));
 //   y[i] = DropoutElement(x[i], rs.Bits(i), threshold, scale);

@@ -4,6 +4,7 @@
 // CPU kernel (ops/gelu.cc) and the CUDA kernels (ops/cuda/gelu.cu). The
 // float32 CPU kernels are vectorised separately (ops/cpu/kernels/gelu_kernel.cc).
 //
+//   // setup: Kernel
 //   const GeluFn fn(ctx.attrs());
 //   for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
 

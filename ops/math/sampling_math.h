@@ -5,6 +5,7 @@
 // (ops/cuda/sampling.cu), so that both backends order, pick and draw alike,
 // and the (outer, n, inner) view of a tensor around an axis they share.
 //
+//   // setup: Kernel
 //   DAGRAD_ASSIGN_OR_RETURN(const AxisRows r, AxisRowsOf(shape, axis));
 //   const int64_t i = ArgMaxRow(x + o * r.n * r.inner + j, r.n, r.inner);
 

@@ -1,18 +1,22 @@
-// The header examples tests (tests/*/header_examples_*_test.cc) hold every
-// example of the public headers' doc comments, line for line, inside a
-// function that declares what the example uses, and run them.
-// tools/lint/header_examples.py (ctest: header_examples) fails when a
-// header's example is not copied there, so an example that stops compiling
-// or running fails the build or this suite.
+// The examples of the public headers' doc comments run as tests: the build
+// extracts them (tools/header_examples/extract.py says what counts as an
+// example) into one generated source per layer, each example the body of a
+// struct deriving from its setup (tests/<layer>/support/header_example_setups.h),
+// whose members (a graph `g`, inputs, an executor, files on disk) it uses:
 //
-//   HEADER_EXAMPLE(OpsGather) {
-//     Graph g;                                       // what the example uses
-//     Value x = g.Input("x", DType::kFloat32, {4, 5, 6});   // the example
-//     return absl::OkStatus();
-//   }
+//   struct ops_gather_34 : Default {
+//     static constexpr const char* kWhere = "ops/gather.h:34";
+//     absl::Status Run() {
+//   #line 34 "ops/gather.h"
+//       Value y = Gather(x, idx, 1);                   // the example
+//       return Finish();                               // the graph's status
+//     }
+//   };
+//   TEST(HeaderExample, ops_gather_34) { RunHeaderExample<ops_gather_34>(); }
 //
-// Each example runs in a fresh temporary directory, as the files it writes
-// are named relative to it.
+// A setup is a struct with Prepare() (what it must do before the example
+// and may fail at: writing a file) and Finish() (the status the example
+// leaves: its graph's first error), both absl::Status.
 
 #ifndef DAGRAD_TESTS_HEADER_EXAMPLES_H_
 #define DAGRAD_TESTS_HEADER_EXAMPLES_H_
@@ -25,38 +29,36 @@
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 
-namespace dagrad {
+namespace dagrad::examples {
 
-class HeaderExample : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char dir[] = "/tmp/dagrad_header_example_XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    ASSERT_EQ(chdir(dir), 0);
-  }
-  void TearDown() override {
-    ASSERT_EQ(chdir("/"), 0);
-    ASSERT_EQ(std::system(("rm -rf '" + dir_ + "'").c_str()), 0);
-  }
-
- private:
-  std::string dir_;
+// A setup with nothing in scope: examples that declare what they use.
+struct NoSetup {
+  absl::Status Prepare() { return absl::OkStatus(); }
+  absl::Status Finish() { return absl::OkStatus(); }
 };
 
-}  // namespace dagrad
+// Runs the example Example (a setup's subclass with Run() and kWhere, its
+// header and line) in a fresh temporary directory, as the files it writes
+// are named relative to it: fails when Prepare(), Run() or Finish() return
+// an error, and skips on Unavailable (what the machine lacks, a GPU or
+// Graphviz, rather than an error of the example).
+template <typename Example>
+void RunHeaderExample() {
+  char dir[] = "/tmp/dagrad_header_example_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_EQ(chdir(dir), 0);
+  absl::Status status;
+  {
+    Example example;
+    status = example.Prepare();
+    if (status.ok()) status = example.Run();
+  }
+  ASSERT_EQ(chdir("/"), 0);
+  ASSERT_EQ(std::system(("rm -rf '" + std::string(dir) + "'").c_str()), 0);
+  if (absl::IsUnavailable(status)) GTEST_SKIP() << Example::kWhere << ": " << status;
+  EXPECT_TRUE(status.ok()) << Example::kWhere << ": " << status;
+}
 
-// HEADER_EXAMPLE(Name) { ...; return absl::OkStatus(); } defines the test
-// HeaderExample.Name, which fails when the body returns an error, and is
-// skipped when it returns Unavailable: what a machine lacks (a GPU,
-// Graphviz) rather than an error of the example.
-#define HEADER_EXAMPLE(name)                                                   \
-  absl::Status name##Example();                                                \
-  TEST_F(HeaderExample, name) {                                                \
-    const absl::Status status = name##Example();                               \
-    if (absl::IsUnavailable(status)) GTEST_SKIP() << status;                   \
-    EXPECT_TRUE(status.ok()) << status;                                        \
-  }                                                                            \
-  absl::Status name##Example()
+}  // namespace dagrad::examples
 
 #endif  // DAGRAD_TESTS_HEADER_EXAMPLES_H_

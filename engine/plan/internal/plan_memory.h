@@ -6,6 +6,7 @@
 // (engine/plan/host_memory.h), and fails with RESOURCE_EXHAUSTED naming the
 // biggest buffers instead of running out of memory half way.
 //
+//   // setup: PlanParts
 //   MemoryBudget need = PlanMemory(graph, plan, /*host_device=*/true,
 //                                  [&](NodeId v) { return allocated(v); });
 //   DAGRAD_RETURN_IF_ERROR(need.CheckFits(limit, "compiling the plan"));

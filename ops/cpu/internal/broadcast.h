@@ -5,6 +5,7 @@
 // last axis are the unit of work, split over threads; within a row each
 // input advances by its own stride (0 where it is broadcast).
 //
+//   // setup: Broadcast
 //   StridedLoop<2> loop = BroadcastLoop<2>(out_shape, {&a_shape, &b_shape});
 //   loop.Run([&](int64_t out, const int64_t* in, const int64_t* step, int64_t n) {
 //     for (int64_t i = 0; i < n; ++i) y[out + i] = a[in[0] + i * step[0]] + b[in[1] + i * step[1]];

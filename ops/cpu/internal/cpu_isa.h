@@ -12,6 +12,7 @@
 // DAGRAD_CPU_ISA=avx512|avx2|baseline lowers the level (to compare levels,
 // or to reproduce another machine's numbers); it cannot raise it.
 //
+//   // setup: SmallProduct
 //   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* k, ActiveKernels());
 //   k->small_gemm_f32(args);
 //
@@ -100,6 +101,7 @@ absl::StatusOr<Bf16Products> ActiveBf16Products();
 // exp_shift_sum_f32 (bit-identical on every level); double a scalar loop,
 // since std::exp does not vectorise.
 //
+//   // setup: Kernels
 //   const float row[] = {1, 2, 3};
 //   float e[3];
 //   const double sum = ExpShiftSum<float>(*kernels, row, e, 3, 3.0f);  // e[2] == 1

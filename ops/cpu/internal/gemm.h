@@ -41,6 +41,7 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a,
 // summed over k in one fixed order: the same bits on any thread count.
 // beta == 0 reads no C. Returns the status of ConfigureCpu.
 //
+//   // setup: Bf16Product
 //   DAGRAD_RETURN_IF_ERROR(GemmBFloat16(m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
 absl::Status GemmBFloat16(int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
                           int64_t rsa, int64_t csa, const BFloat16* b, int64_t rsb, int64_t csb,
@@ -51,6 +52,7 @@ absl::Status GemmBFloat16(int64_t m, int64_t n, int64_t k, float alpha, const BF
 // gemm_bf16 (which the CPU must run: CpuHasAvx512Bf16), or null for the
 // widened product, so that a test or a bench runs both in one process.
 //
+//   // setup: Bf16Product
 //   DAGRAD_RETURN_IF_ERROR(GemmBFloat16On(nullptr, m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1));
 absl::Status GemmBFloat16On(GemmBf16Fn gemm, int64_t m, int64_t n, int64_t k, float alpha,
                             const BFloat16* a, int64_t rsa, int64_t csa, const BFloat16* b,

@@ -11,6 +11,7 @@
 // Operands are given like Gemm's: pointers with (row, column) strides; C is
 // row-major (row stride ldc, unit column stride).
 //
+//   // setup: SmallProduct
 //   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
 //   if (IsSmallGemm(*kernels, m, n, k))
 //     SmallGemm<float>(*kernels, m, n, k, 1, a, rsa, csa, b, rsb, csb, 0, c, n);

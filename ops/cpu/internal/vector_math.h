@@ -12,11 +12,13 @@
 // must agree with float64 (DESIGN: every float reduction accumulates in
 // double).
 //
+//   // setup: Kernel
 //   for (int64_t k = 0; k < n; ++k) y[k] = VectorExp(x[k] - m);
 //   double s = SumLanes(n, [&](int64_t i) { return static_cast<double>(x[i]); });
 //
 // RowMax: the NaN-propagating maximum of a row (ops/math/minmax.h), vectorised.
 //
+//   // setup: Kernel
 //   float m = RowMax(x, n);   // -inf for n == 0 or a row of -inf; NaN if any is
 
 #ifndef DAGRAD_OPS_CPU_INTERNAL_VECTOR_MATH_H_
