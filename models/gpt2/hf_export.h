@@ -4,12 +4,11 @@
 // or what a trainer's SaveModel writes for it) written back as a Hugging
 // Face GPT-2 directory, which GPT2LMHeadModel.from_pretrained(dir) loads:
 //
-//   config.json        transformers' GPT2Config keys, sorted and indented
-//                      as save_pretrained writes them
-//   model.safetensors  the parameters under HF's names and layouts (Conv1D
-//                      weights (in, out)), float32, the tied head not
-//                      stored, metadata {"format": "pt"}
-//   vocab.json, merges.txt   copied from the tokenizer's directory
+// config.json in transformers' GPT2Config keys, sorted and indented as
+// save_pretrained writes them; model.safetensors, the parameters under HF's
+// names and layouts (Conv1D weights (in, out)), float32, the tied head not
+// stored, metadata {"format": "pt"}; and vocab.json and merges.txt, copied
+// from the tokenizer's directory.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile m, ReadCheckpoint("runs/x/model.safetensors"));
 //   DAGRAD_RETURN_IF_ERROR(WriteHfGpt2(m, "runs/x/model.safetensors", "gpt2", "gpt2-tuned"));
