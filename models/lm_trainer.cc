@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
 #include "ops/loss.h"
 
@@ -84,6 +85,10 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
                                                      .profile = run.profile,
                                                      .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
+  if (config_.initial != nullptr) {
+    DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, model_->parameters(), *config_.initial,
+                                           config_.initial_source));
+  }
   for (EvalForward* e : {&eval_full_, &eval_last_}) {
     if (e->rows > 0) {
       DAGRAD_ASSIGN_OR_RETURN(e->plan, exec_->Compile({e->stats}));

@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
+#include "engine/io/safetensors.h"
 #include "engine/tensor.h"
 #include "models/generator.h"
 #include "models/language_model.h"
@@ -63,13 +64,22 @@ struct LmTrainConfig {
   // metadata and the run's settings (a resume under other values is refused).
   std::string format = "lm-train-state/1";
   std::map<std::string, std::string> metadata;
+  // initial: when set, the model's starting weights (a pretrained model's,
+  // under its parameters' checkpoint names), assigned once the step is
+  // compiled and before the first step, in place of the initializers';
+  // `initial_source` names them in messages. A resumed run then loads its
+  // checkpoint over them. Shared, not copied: a model's weights are large.
+  std::shared_ptr<const SafetensorsFile> initial;
+  std::string initial_source = "initial weights";
 };
 
 class LmTrainer : public Trainer {
  public:
   // Create builds the model with `build`, then the training step and the
-  // validation forward, and compiles them. InvalidArgument for a bad run
-  // config or data, or a model that is not causal; `build`'s and the
+  // validation forward, and compiles them, and assigns config.initial.
+  // InvalidArgument for a bad run config or data, a model that is not
+  // causal, or initial weights that do not fit the model (AssignVariables:
+  // each missing, unexpected or misshapen tensor named); `build`'s and the
   // executor's errors; data parallel, a global batch the ranks do not divide.
   static absl::StatusOr<std::unique_ptr<LmTrainer>> Create(
       const ModelBuilder& build, LmData data, const LmTrainConfig& config,

@@ -48,16 +48,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
     DAGRAD_RETURN_IF_ERROR(SameDataAsRankZero(*comm, text, config.data));
   }
   t->text_ = std::make_unique<TextData>(std::move(text));
-  const TextData* data = t->text_.get();
-  const uint64_t seed = config.run.seed;
-  LmData lm{.train = [data, seed](uint64_t step, int64_t batch) {
-              return data->TrainBatch(seed, step, batch);
-            },
-            .validation = [data](int64_t first, int64_t count) {
-              return data->Validation(first, count);
-            },
-            .validation_windows = data->validation_windows(),
-            .window = config.model.block_size};
+  LmData lm = TextData::ToLmData(static_cast<const TextData*>(t->text_.get()), config.run.seed);
   DAGRAD_RETURN_IF_ERROR(t->Init(Gpt::Builder(config.model), std::move(lm),
                                  {.run = config.run,
                                   .eval_windows = config.eval_windows,

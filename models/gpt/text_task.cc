@@ -1,7 +1,9 @@
 #include "models/gpt/text_task.h"
 
 #include <cmath>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/io/file_io.h"
@@ -15,41 +17,36 @@
 
 namespace dagrad::models {
 
-absl::StatusOr<TextData> TextData::Load(const std::string& path,
-                                        int64_t seq_len) {
-  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-  return FromBytes(std::move(bytes), seq_len, path);
-}
+namespace {
 
-absl::StatusOr<TextData> TextData::FromBytes(std::string bytes, int64_t seq_len,
-                                             absl::string_view name) {
+// CheckSplits: `n` units (bytes or tokens) split 90/10 hold a window of
+// seq_len + 1 in each split.
+absl::Status CheckSplits(int64_t n, int64_t seq_len, absl::string_view name,
+                         absl::string_view unit, absl::string_view empty) {
   if (seq_len < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("seq_len must be >= 1, got ", seq_len));
+    return absl::InvalidArgumentError(absl::StrCat("seq_len must be >= 1, got ", seq_len));
   }
-  const int64_t n = static_cast<int64_t>(bytes.size());
   const int64_t train = n * 9 / 10, window = seq_len + 1;
-  if (n == 0 || train < window || n - train < window) {
-    // The validation split, n - n*9/10 = ceil(n/10) bytes, is the shorter:
-    // it holds a window from n = 10 * seq_len + 1 on.
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": ",
-        n == 0 ? "the file is empty" : absl::StrCat("only ", n, " bytes"),
-        "; training on windows of seq_len + 1 = ", window,
-        " bytes needs at least ", 10 * seq_len + 1,
-        " (90% training, 10% validation, a window each)"));
-  }
-  TextData d;
-  d.seq_len_ = seq_len;
-  d.validation_ = bytes.substr(train);
-  bytes.resize(train);
-  d.train_ = std::move(bytes);
-  return d;
+  if (n > 0 && train >= window && n - train >= window) return absl::OkStatus();
+  // The validation split, n - n*9/10 = ceil(n/10), is the shorter: it holds
+  // a window from n = 10 * seq_len + 1 on.
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, ": ", n == 0 ? std::string(empty) : absl::StrCat("only ", n, " ", unit),
+      "; training on windows of seq_len + 1 = ", window, " ", unit, " needs at least ",
+      10 * seq_len + 1, " (90% training, 10% validation, a window each)"));
 }
 
-absl::StatusOr<TokenBatch> TextData::Windows(
-    const std::string& split, const std::vector<int64_t>& offsets) const {
-  const int64_t B = static_cast<int64_t>(offsets.size()), T = seq_len_;
+int64_t TokenAt(const std::string& split, int64_t i) {
+  return static_cast<unsigned char>(split[i]);
+}
+int64_t TokenAt(const std::vector<int64_t>& split, int64_t i) { return split[i]; }
+
+// Windows: the windows of T tokens at `offsets` of `split`, and the tokens
+// that follow each.
+template <typename Split>
+absl::StatusOr<TokenBatch> Windows(const Split& split, const std::vector<int64_t>& offsets,
+                                   int64_t T) {
+  const int64_t B = static_cast<int64_t>(offsets.size());
   TokenBatch b;
   DAGRAD_ASSIGN_OR_RETURN(b.tokens, Tensor::Zeros(DType::kInt64, {B, T}));
   DAGRAD_ASSIGN_OR_RETURN(b.targets, Tensor::Zeros(DType::kInt64, {B, T}));
@@ -57,21 +54,18 @@ absl::StatusOr<TokenBatch> TextData::Windows(
   int64_t* targets = b.targets.data<int64_t>();
   for (int64_t i = 0; i < B; ++i) {
     for (int64_t t = 0; t < T; ++t) {
-      tokens[i * T + t] = static_cast<unsigned char>(split[offsets[i] + t]);
-      targets[i * T + t] =
-          static_cast<unsigned char>(split[offsets[i] + t + 1]);
+      tokens[i * T + t] = TokenAt(split, offsets[i] + t);
+      targets[i * T + t] = TokenAt(split, offsets[i] + t + 1);
     }
   }
   return b;
 }
 
-absl::StatusOr<TokenBatch> TextData::TrainBatch(uint64_t seed, uint64_t index,
-                                               int64_t batch) const {
-  if (batch < 1)
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch must be >= 1, got ", batch));
-  const uint64_t starts =
-      train_.size() - static_cast<uint64_t>(seq_len_);  // offsets 0..starts-1
+// TrainOffsets: batch `index`'s window starts in [0, starts), from
+// Philox(seed, (row, index)).
+absl::StatusOr<std::vector<int64_t>> TrainOffsets(uint64_t seed, uint64_t index, int64_t batch,
+                                                  uint64_t starts) {
+  if (batch < 1) return absl::InvalidArgumentError(absl::StrCat("batch must be >= 1, got ", batch));
   std::vector<int64_t> offsets(batch);
   for (int64_t i = 0; i < batch; ++i) {
     const PhiloxBlock r = Philox4x32_10(
@@ -81,24 +75,87 @@ absl::StatusOr<TokenBatch> TextData::TrainBatch(uint64_t seed, uint64_t index,
     const uint64_t bits = (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
     offsets[i] = static_cast<int64_t>(bits % starts);
   }
-  return Windows(train_, offsets);
+  return offsets;
 }
 
-int64_t TextData::validation_windows() const {
-  return (static_cast<int64_t>(validation_.size()) - 1) / seq_len_;
-}
-
-absl::StatusOr<TokenBatch> TextData::Validation(int64_t first, int64_t count) const {
-  const int64_t n = validation_windows();
+// ValidationOffsets: the starts of windows [first, first + count) of the
+// `n` consecutive windows of seq_len.
+absl::StatusOr<std::vector<int64_t>> ValidationOffsets(int64_t first, int64_t count, int64_t n,
+                                                       int64_t seq_len) {
   if (first < 0 || count < 1 || first > n - count) {
     return absl::OutOfRangeError(absl::StrCat("validation windows [", first, ", ", first,
                                               " + ", count, ") are not within the split's ",
                                               n, " windows"));
   }
   std::vector<int64_t> offsets(count);
-  for (int64_t i = 0; i < count; ++i) offsets[i] = (first + i) * seq_len_;
-  return Windows(validation_, offsets);
+  for (int64_t i = 0; i < count; ++i) offsets[i] = (first + i) * seq_len;
+  return offsets;
 }
+
+}  // namespace
+
+absl::StatusOr<TextData> TextData::Load(const std::string& path, int64_t seq_len) {
+  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return FromBytes(std::move(bytes), seq_len, path);
+}
+
+absl::StatusOr<TextData> TextData::FromBytes(std::string bytes, int64_t seq_len,
+                                             absl::string_view name) {
+  DAGRAD_RETURN_IF_ERROR(CheckSplits(static_cast<int64_t>(bytes.size()), seq_len, name, "bytes",
+                                     "the file is empty"));
+  TextData d;
+  d.Cut(std::move(bytes), seq_len);
+  return d;
+}
+
+absl::StatusOr<TokenTextData> TokenTextData::FromTokens(std::vector<int64_t> ids,
+                                                        int64_t seq_len,
+                                                        absl::string_view name) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": token ", i, " has the negative id ", ids[i]));
+    }
+  }
+  DAGRAD_RETURN_IF_ERROR(CheckSplits(n, seq_len, name, "tokens", "the text has no tokens"));
+  TokenTextData d;
+  d.Cut(std::move(ids), seq_len);
+  return d;
+}
+
+template <typename Split>
+void SplitText<Split>::Cut(Split all, int64_t seq_len) {
+  const size_t train = all.size() * 9 / 10;
+  seq_len_ = seq_len;
+  validation_ = Split(all.begin() + train, all.end());
+  all.resize(train);
+  train_ = std::move(all);
+}
+
+template <typename Split>
+absl::StatusOr<TokenBatch> SplitText<Split>::TrainBatch(uint64_t seed, uint64_t index,
+                                                        int64_t batch) const {
+  // offsets 0..starts-1
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> offsets,
+                          TrainOffsets(seed, index, batch, train_.size() - seq_len_));
+  return Windows(train_, offsets, seq_len_);
+}
+
+template <typename Split>
+int64_t SplitText<Split>::validation_windows() const {
+  return (static_cast<int64_t>(validation_.size()) - 1) / seq_len_;
+}
+
+template <typename Split>
+absl::StatusOr<TokenBatch> SplitText<Split>::Validation(int64_t first, int64_t count) const {
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> offsets,
+                          ValidationOffsets(first, count, validation_windows(), seq_len_));
+  return Windows(validation_, offsets, seq_len_);
+}
+
+template class SplitText<std::string>;
+template class SplitText<std::vector<int64_t>>;
 
 absl::Status TextTrainConfig::Validate() const {
   DAGRAD_RETURN_IF_ERROR(model.Validate());

@@ -38,7 +38,53 @@
 namespace dagrad::models {
 
 
-class TextData {
+// SplitText is what TextData and TokenTextData share: a text's tokens
+// (`Split`: bytes in a std::string, or token ids) split 90/10, and the
+// windows of seq_len tokens cut from each split.
+template <typename Split>
+class SplitText {
+ public:
+  // TrainBatch returns batch number `index` of the training split.
+  absl::StatusOr<TokenBatch> TrainBatch(uint64_t seed, uint64_t index, int64_t batch) const;
+  // Validation returns `count` consecutive validation windows from window
+  // `first` on: OutOfRange unless 0 <= first, 1 <= count and first + count
+  // <= validation_windows().
+  absl::StatusOr<TokenBatch> Validation(int64_t first, int64_t count) const;
+  // validation_windows is how many windows the validation split holds,
+  // (tokens - 1) / seq_len: every token but the first is a target once.
+  int64_t validation_windows() const;
+
+  int64_t seq_len() const { return seq_len_; }
+  const Split& train() const { return train_; }
+  const Split& validation() const { return validation_; }
+
+  // ToLmData returns the LmTrainer data of `text` (a pointer to the SplitText,
+  // raw or shared, that outlives the trainer), batches drawn with `seed`.
+  template <typename Pointer>
+  static LmData ToLmData(Pointer text, uint64_t seed) {
+    return {.train = [text, seed](uint64_t step, int64_t batch) {
+              return text->TrainBatch(seed, step, batch);
+            },
+            .validation = [text](int64_t first, int64_t count) {
+              return text->Validation(first, count);
+            },
+            .validation_windows = text->validation_windows(),
+            .window = text->seq_len()};
+  }
+
+ protected:
+  SplitText() = default;
+  // Cut splits `all` 90/10 into windows of seq_len.
+  void Cut(Split all, int64_t seq_len);
+
+  int64_t seq_len_ = 0;
+  Split train_, validation_;
+};
+
+extern template class SplitText<std::string>;
+extern template class SplitText<std::vector<int64_t>>;
+
+class TextData : public SplitText<std::string> {
  public:
   // Load reads the file: NotFound (or ReadFile's error) when it cannot be
   // read; FromBytes's errors.
@@ -50,28 +96,28 @@ class TextData {
   static absl::StatusOr<TextData> FromBytes(std::string bytes, int64_t seq_len,
                                             absl::string_view name);
 
-  // TrainBatch returns batch number `index` of the training split.
-  absl::StatusOr<TokenBatch> TrainBatch(uint64_t seed, uint64_t index,
-                                       int64_t batch) const;
-  // Validation returns `count` consecutive validation windows from window
-  // `first` on: OutOfRange unless 0 <= first, 1 <= count and first + count
-  // <= validation_windows().
-  absl::StatusOr<TokenBatch> Validation(int64_t first, int64_t count) const;
-  // validation_windows is how many windows the validation split holds,
-  // (bytes - 1) / seq_len: every byte but the first is a target once.
-  int64_t validation_windows() const;
-
-  int64_t seq_len() const { return seq_len_; }
-  const std::string& train() const { return train_; }
-  const std::string& validation() const { return validation_; }
-
  private:
   TextData() = default;
-  absl::StatusOr<TokenBatch> Windows(const std::string& split,
-                                    const std::vector<int64_t>& offsets) const;
+};
 
-  int64_t seq_len_ = 0;
-  std::string train_, validation_;
+// TokenTextData is TextData over token ids rather than bytes (a text
+// encoded by a tokenizer, such as GPT-2's BPE): the same 90/10 split, the
+// same training windows drawn from Philox(seed, batch index) and the same
+// consecutive validation windows, of seq_len tokens and their next tokens.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(TokenTextData data,
+//                           TokenTextData::FromTokens(tokenizer.Encode(text), 32, "corpus.txt"));
+//   DAGRAD_ASSIGN_OR_RETURN(TokenBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 8));
+class TokenTextData : public SplitText<std::vector<int64_t>> {
+ public:
+  // FromTokens splits `ids`: InvalidArgument, naming `name`, for seq_len <
+  // 1, no tokens, a negative id, or a split shorter than one window: the
+  // message says how many tokens the text needs (10 * seq_len + 1).
+  static absl::StatusOr<TokenTextData> FromTokens(std::vector<int64_t> ids, int64_t seq_len,
+                                                  absl::string_view name);
+
+ private:
+  TokenTextData() = default;
 };
 
 struct TextTrainConfig {

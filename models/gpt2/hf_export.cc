@@ -1,0 +1,107 @@
+#include "models/gpt2/hf_export.h"
+
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/io/file_io.h"
+#include "engine/status_macros.h"
+#include "models/gpt/tokenizer.h"
+#include "nlohmann/json.hpp"
+
+namespace dagrad::models {
+namespace {
+
+using json = nlohmann::json;
+
+std::string InDir(absl::string_view dir, absl::string_view file) {
+  return absl::StrCat(dir, dir.empty() || absl::EndsWith(dir, "/") ? "" : "/", file);
+}
+
+// The fields of GPT2Config that dagrad's Gpt2 has no say in, as
+// transformers' GPT2Config defaults them.
+json FixedFields() {
+  return {{"model_type", "gpt2"},
+          {"architectures", {"GPT2LMHeadModel"}},
+          {"add_cross_attention", false},
+          {"reorder_and_upcast_attn", false},
+          {"scale_attn_by_inverse_layer_idx", false},
+          {"scale_attn_weights", true},
+          {"tie_word_embeddings", true},
+          {"use_cache", true},
+          {"initializer_range", 0.02},
+          {"pad_token_id", nullptr},
+          {"dtype", "float32"},
+          {"summary_activation", nullptr},
+          {"summary_first_dropout", 0.1},
+          {"summary_proj_to_labels", true},
+          {"summary_type", "cls_index"},
+          {"summary_use_proj", true}};
+}
+
+// ExportTensors is `model`'s tensors in float32 (a 16-bit file of
+// ReadHfGpt2 widened) under the metadata save_pretrained writes: the names
+// and layouts are already HF's (models/gpt2/gpt2.h).
+absl::StatusOr<SafetensorsFile> ExportTensors(const SafetensorsFile& model) {
+  SafetensorsFile out;
+  out.metadata = {{"format", "pt"}};
+  for (const auto& [name, tensor] : model.tensors) {
+    DAGRAD_ASSIGN_OR_RETURN(Tensor t, ConvertFloats(tensor, DType::kFloat32));
+    out.tensors.emplace_back(name, std::move(t));
+  }
+  return out;
+}
+
+// CopyTokenizerFile copies tokenizer_dir/name to out_dir/name.
+absl::Status CopyTokenizerFile(absl::string_view tokenizer_dir, absl::string_view out_dir,
+                               absl::string_view name) {
+  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(InDir(tokenizer_dir, name)));
+  return WriteFileAtomically(InDir(out_dir, name), bytes);
+}
+
+}  // namespace
+
+std::string HfGpt2ConfigJson(const Gpt2Config& config, int64_t end_of_text) {
+  json j = FixedFields();
+  j["vocab_size"] = config.vocab;
+  j["n_positions"] = config.positions;
+  j["n_embd"] = config.dim;
+  j["n_head"] = config.heads;
+  j["n_layer"] = config.layers;
+  j["n_inner"] = config.inner > 0 ? json(config.inner) : json(nullptr);
+  j["activation_function"] = config.activation;
+  j["layer_norm_epsilon"] = config.layer_norm_epsilon;
+  for (const char* dropout : {"attn_pdrop", "embd_pdrop", "resid_pdrop"}) j[dropout] = 0.0;
+  const json id = end_of_text >= 0 ? json(end_of_text) : json(nullptr);
+  j["bos_token_id"] = id;
+  j["eos_token_id"] = id;
+  return j.dump(2) + "\n";
+}
+
+absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_path,
+                         absl::string_view tokenizer_dir, absl::string_view out_dir) {
+  DAGRAD_ASSIGN_OR_RETURN(Gpt2Config config, Gpt2Config::FromCheckpoint(model, model_path));
+  DAGRAD_ASSIGN_OR_RETURN(Gpt2Tokenizer tokenizer,
+                          Gpt2Tokenizer::LoadDirectory(std::string(tokenizer_dir)));
+  if (tokenizer.vocab_size() > config.vocab) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        InDir(tokenizer_dir, "vocab.json"), " has ", tokenizer.vocab_size(),
+        " tokens, more than the vocab_size ", config.vocab, " of the model ", model_path));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::string(out_dir), ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the output directory '", out_dir, "': ", ec.message()));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile tensors, ExportTensors(model));
+  DAGRAD_RETURN_IF_ERROR(WriteSafetensors(InDir(out_dir, "model.safetensors"), tensors));
+  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(InDir(out_dir, "config.json"),
+                                             HfGpt2ConfigJson(config, tokenizer.end_of_text())));
+  DAGRAD_RETURN_IF_ERROR(CopyTokenizerFile(tokenizer_dir, out_dir, "vocab.json"));
+  return CopyTokenizerFile(tokenizer_dir, out_dir, "merges.txt");
+}
+
+}  // namespace dagrad::models
