@@ -105,6 +105,7 @@ class TextData : public SplitText<std::string> {
 // same training windows drawn from Philox(seed, batch index) and the same
 // consecutive validation windows, of seq_len tokens and their next tokens.
 //
+//   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(TokenTextData data,
 //                           TokenTextData::FromTokens(tokenizer.Encode(text), 32, "corpus.txt"));
 //   DAGRAD_ASSIGN_OR_RETURN(TokenBatch b, data.TrainBatch(/*seed=*/0, /*index=*/1, 8));

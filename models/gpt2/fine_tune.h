@@ -13,6 +13,7 @@
 // config) that EvaluateModel, Generator and WriteHfGpt2
 // (models/gpt2/hf_export.h) take.
 //
+//   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(auto trainer, CreateGpt2FineTuner("gpt2", "corpus.txt", 32,
 //                                                             {.run = {.batch = 4, .steps = 20}}));
 //   DAGRAD_ASSIGN_OR_RETURN(FitResult fit, Fit(*trainer, {.dir = "runs/tuned"}));

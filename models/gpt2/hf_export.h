@@ -10,6 +10,7 @@
 // stored, metadata {"format": "pt"}; and vocab.json and merges.txt, copied
 // from the tokenizer's directory.
 //
+//   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile m, ReadCheckpoint("runs/x/model.safetensors"));
 //   DAGRAD_RETURN_IF_ERROR(WriteHfGpt2(m, "runs/x/model.safetensors", "gpt2", "gpt2-tuned"));
 

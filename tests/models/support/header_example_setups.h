@@ -40,7 +40,9 @@
 #include "models/gpt/token_sampler.h"
 #include "models/gpt/tokenizer.h"
 #include "models/gpt2/hf_checkpoint.h"
+#include "models/gpt2/fine_tune.h"
 #include "models/gpt2/hf_config.h"
+#include "models/gpt2/hf_export.h"
 #include "models/language_model.h"
 #include "models/lm_trainer.h"
 #include "models/nn/nn.h"
@@ -216,10 +218,15 @@ struct Plots : NoSetup {
 };
 
 // The tiny Hugging Face GPT-2 of the test data, copied to gpt2/ and
-// models/gpt2/: its directory `dir` and its config.json text `json`.
+// models/gpt2/ (and its weights saved as a dagrad model file,
+// runs/x/model.safetensors): its directory `dir`, its config.json text
+// `json`, its tokenizer, and a text (corpus.txt) of a few thousand bytes.
 struct Gpt2Files : NoSetup {
   std::string dir = "gpt2";
   std::string json;
+  std::string text;
+  Gpt2Tokenizer tokenizer =
+      Gpt2Tokenizer::LoadDirectory(std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny").value();
   absl::Status Prepare();
 };
 
@@ -292,7 +299,11 @@ inline absl::Status Gpt2Files::Prepare() {
   for (const char* to : {"gpt2", "models/gpt2"}) std::filesystem::copy(data, to, ec);
   if (ec) return absl::InternalError(absl::StrCat("copying ", data, ": ", ec.message()));
   DAGRAD_ASSIGN_OR_RETURN(json, ReadFile("gpt2/config.json"));
-  return absl::OkStatus();
+  for (int i = 0; i < 40; ++i) text += "It was the best of times, it was the worst of times.\n";
+  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("corpus.txt", text));
+  DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files files, ReadHfGpt2("gpt2"));
+  DAGRAD_RETURN_IF_ERROR(MakeDirectories({"runs", "runs/x"}));
+  return WriteSafetensors("runs/x/model.safetensors", files.weights);
 }
 
 inline absl::StatusOr<TokenBatch> UserModel::MyBatch(uint64_t step, int64_t rows) {
