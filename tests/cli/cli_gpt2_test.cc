@@ -91,6 +91,74 @@ TEST(CliGpt2, GenerateContinuesGreedilyAsTransformersDoes) {
   EXPECT_EQ(r.out, TerminalText(want));
 }
 
+// A corpus of a few thousand bytes, and the tokens eval runs on.
+void WriteCorpusAndInput(const std::string& dir) {
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "It was the best of times, it was the worst of times.\n";
+  ASSERT_OK(WriteFileAtomically(dir + "/corpus.txt", text));
+  ASSERT_OK_AND_ASSIGN(Tensor tokens, Tensor::FromVector<int64_t>({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  SafetensorsFile in;
+  in.tensors = {{"tokens", tokens}};
+  ASSERT_OK(WriteSafetensors(dir + "/in.safetensors", in));
+}
+
+// Fine-tune, then export: the exported directory's logits are the
+// checkpoint's, and they moved from the weights fine-tuning started from.
+TEST(CliGpt2, FineTunedThenExportedGivesTheCheckpointsLogits) {
+  const std::string dir = FreshDir("cli_gpt2_tune");
+  WriteCorpusAndInput(dir);
+  CliResult r = RunDagrad(absl::StrCat("train --task=text --init=", kDir, " --data=", dir,
+                                       "/corpus.txt --steps=6 --eval_every=3 --batch=4 "
+                                       "--seq_len=16 --out=", dir, "/run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("validation loss"));
+  r = RunDagrad(absl::StrCat("export --format=hf --checkpoint=", dir,
+                             "/run/model.safetensors --out=", dir, "/hf"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto logits = [&](const std::string& model_flag, const std::string& out) {
+    CliResult e = RunDagrad(absl::StrCat("eval ", model_flag, " --input=", dir,
+                                         "/in.safetensors --output=", dir, "/", out));
+    EXPECT_EQ(e.code, 0) << e.err;
+    absl::StatusOr<SafetensorsFile> f = ReadSafetensors(dir + "/" + out);
+    return f.ok() && f->Find("logits") ? *f->Find("logits") : Tensor();
+  };
+  const Tensor tuned = logits("--checkpoint=" + dir + "/run/model.safetensors", "a.safetensors");
+  const Tensor exported = logits("--model=" + dir + "/hf", "b.safetensors");
+  const Tensor original = logits("--model=" + kDir, "c.safetensors");
+  EXPECT_EQ(MaxDifference(exported, tuned).first, 0);
+  EXPECT_GT(MaxDifference(original, tuned).first, 1e-4);
+  for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
+    EXPECT_TRUE(ReadFile(dir + "/hf/" + name).ok()) << name;
+  }
+}
+
+TEST(CliGpt2, FineTuningAndExportRefuseWhatDoesNotFit) {
+  const std::string dir = FreshDir("cli_gpt2_refuse");
+  WriteCorpusAndInput(dir);
+  CliResult r = RunDagrad(absl::StrCat("train --task=text --init=", kDir, " --dim=64 --data=",
+                                       dir, "/corpus.txt"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--dim applies to a new model only"));
+  r = RunDagrad(absl::StrCat("train --task=text --init=", dir, " --data=", dir, "/corpus.txt"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(dir + "/config.json"));
+  r = RunDagrad(absl::StrCat("export --format=tf --checkpoint=x --out=y"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--format must be onnx or hf, got 'tf'"));
+  // A toy model is not a GPT-2.
+  r = RunDagrad(absl::StrCat("train --steps=1 --eval_every=1 --dim=8 --heads=2 --ffn=8 --out=",
+                             dir, "/toy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = RunDagrad(absl::StrCat("export --format=hf --tokenizer=", kDir, " --checkpoint=", dir,
+                             "/toy/model.safetensors --out=", dir, "/hf"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("expected gpt2"));
+  r = RunDagrad(absl::StrCat("export --format=hf --checkpoint=", dir,
+                             "/toy/model.safetensors --out=", dir, "/hf"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--format=hf needs --tokenizer=DIR"));
+}
+
 TEST(CliGpt2, ABrokenDirectoryIsAUsageErrorNamingTheFile) {
   const std::string dir = FreshDir("cli_gpt2_broken");
   CliResult r = RunDagrad(absl::StrCat("eval --model=", dir, " --input=a --output=b"));

@@ -3,8 +3,12 @@
 // inference (ops/onnx/export.h), its input `tokens` int64 (batch, sequence)
 // and, for a model that reads them (the toy transformer), `lengths` int64
 // (batch) as `dagrad eval`'s input file names them, its output `logits`
-// (batch, sequence, vocab). Batch and sequence are symbolic.
+// (batch, sequence, vocab). Batch and sequence are symbolic. With
+// --format=hf it writes a GPT-2 (`dagrad train --init=DIR`'s model) as a
+// Hugging Face directory that GPT2LMHeadModel.from_pretrained loads
+// (models/gpt2/hf_export.h).
 
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <string>
@@ -16,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
+#include "models/gpt2/hf_export.h"
 #include "models/language_model.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
@@ -24,6 +29,12 @@
 #endif
 
 ABSL_DECLARE_FLAG(std::string, checkpoint);  // eval_command.cc
+ABSL_FLAG(std::string, format, "onnx",
+          "onnx: an ONNX model for inference; hf: a fine-tuned GPT-2 as a Hugging Face "
+          "directory (config.json, model.safetensors, the tokenizer's vocab.json and merges.txt)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "--format=hf: the directory of vocab.json and merges.txt; empty: the --init the run's "
+          "checkpoint.safetensors (beside --checkpoint) records");
 
 namespace dagrad::cli {
 namespace {
@@ -91,6 +102,27 @@ absl::Status Export(const std::string&, const std::string&) {
 
 #endif  // DAGRAD_HAVE_ONNX
 
+// TokenizerDir is --tokenizer, or else the --init that the run's
+// checkpoint beside `model_path` records.
+absl::StatusOr<std::string> TokenizerDir(const std::string& model_path) {
+  if (!absl::GetFlag(FLAGS_tokenizer).empty()) return absl::GetFlag(FLAGS_tokenizer);
+  const std::string run =
+      (std::filesystem::path(model_path).parent_path() / "checkpoint.safetensors").string();
+  absl::StatusOr<SafetensorsFile> checkpoint = ReadCheckpoint(run);
+  if (checkpoint.ok() && checkpoint->metadata.contains("init")) {
+    return checkpoint->metadata.at("init");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--format=hf needs --tokenizer=DIR (vocab.json, merges.txt): ", run,
+      " records no --init to take them from"));
+}
+
+absl::Status ExportHf(const std::string& checkpoint, const std::string& out) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile model, ReadCheckpoint(checkpoint));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string tokenizer, TokenizerDir(checkpoint));
+  return models::WriteHfGpt2(model, checkpoint, tokenizer, out);
+}
+
 int RunExport() {
   const Command cmd = ExportCommand();
   for (const auto& [flag, value] : {std::pair{"checkpoint", absl::GetFlag(FLAGS_checkpoint)},
@@ -100,7 +132,12 @@ int RunExport() {
   if (absl::Status st = AttentionFromFlags().status(); !st.ok()) {
     return UsageError(cmd, std::string(st.message()));
   }
-  if (absl::Status st = Export(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_out));
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "onnx" && format != "hf") {
+    return UsageError(cmd, absl::StrCat("--format must be onnx or hf, got '", format, "'"));
+  }
+  if (absl::Status st = (format == "hf" ? ExportHf : Export)(absl::GetFlag(FLAGS_checkpoint),
+                                                            absl::GetFlag(FLAGS_out));
       !st.ok()) {
     return Failure(cmd, st);
   }
@@ -112,8 +149,9 @@ int RunExport() {
 
 Command ExportCommand() {
   return {"export",
-          "write a trained model as an ONNX model for inference (opset 17)",
-          {"checkpoint", "out", "attention"},
+          "write a trained model as an ONNX model for inference (opset 17), or a fine-tuned "
+          "GPT-2 as a Hugging Face directory (--format=hf)",
+          {"checkpoint", "out", "format", "tokenizer", "attention"},
           RunExport};
 }
 

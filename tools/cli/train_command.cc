@@ -70,7 +70,7 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const models::RunConfig& run
   if (!task.ok()) return absl::InvalidArgumentError(absl::StrCat("--task: ", task.status().message()));
   c.task = *task;
   DAGRAD_RETURN_IF_ERROR(
-      RefuseFlagsNotFor({"data", "eval_windows"}, "--task=text",
+      RefuseFlagsNotFor({"data", "init", "eval_windows"}, "--task=text",
                         "the toy tasks generate their sequences and score a held-out set of 512"));
   c.model = {.vocab = absl::GetFlag(FLAGS_vocab), .seq_len = absl::GetFlag(FLAGS_seq_len),
              .dim = absl::GetFlag(FLAGS_dim), .heads = absl::GetFlag(FLAGS_heads),
@@ -351,7 +351,7 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
 Command TrainCommand() {
   return {"train",
           "train the toy attention model on a synthetic task, or a GPT on a text file",
-          {"task", "data", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
+          {"task", "data", "init", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "clip", "on_nonfinite",
            "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
           RunTrain};

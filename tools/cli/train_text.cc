@@ -9,7 +9,10 @@
 // when it draws none); it prints a generated sample at the end, as valid
 // UTF-8 (TerminalText). Under mpirun the
 // ranks train data parallel (models/gpt/gpt_trainer.h); rank 0 alone prints,
-// validates, samples and writes.
+// validates, samples and writes. With --init=DIR it fine-tunes a Hugging
+// Face GPT-2 directory instead (models/gpt2/fine_tune.h) and writes the
+// same files but attention.svg, its model.safetensors a gpt2 model file
+// (`dagrad eval`, `dagrad generate`, `dagrad export --format=hf`).
 
 #include "tools/cli/train_run.h"
 
@@ -23,12 +26,18 @@
 #include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/gpt/gpt_trainer.h"
+#include "models/gpt2/fine_tune.h"
+#include "models/gpt2/hf_checkpoint.h"
 #include "tools/cli/common_flags.h"
 
 ABSL_FLAG(std::string, data, "", "--task=text: the text file to train on (bytes are tokens)");
 ABSL_FLAG(int64_t, eval_windows, 0,
           "--task=text: validation windows scored, >= 0; 0: every window of the split (its "
           "last 10%, in windows of --seq_len bytes), N: the first N");
+ABSL_FLAG(std::string, init, "",
+          "--task=text: fine-tune this Hugging Face GPT-2 directory (config.json, "
+          "model.safetensors, vocab.json, merges.txt) from its weights, its text encoded by its "
+          "tokenizer, in windows of --seq_len tokens; empty: a new byte-level GPT");
 ABSL_DECLARE_FLAG(int64_t, seq_len);
 ABSL_DECLARE_FLAG(int64_t, dim);
 ABSL_DECLARE_FLAG(int64_t, heads);
@@ -82,10 +91,42 @@ absl::Status Report(models::GptTrainer& t, const models::EvalResult& final_eval,
   return absl::OkStatus();
 }
 
+// RunFineTune fine-tunes --init (models::CreateGpt2FineTuner) in the
+// loop every task shares.
+int RunFineTune(const Command& cmd, const models::RunConfig& run,
+                const DataParallelOptions& parallel, Job& job) {
+  const std::string init = absl::GetFlag(FLAGS_init), data = absl::GetFlag(FLAGS_data);
+  absl::Status usage = RefuseFlagsNotFor({"dim", "heads", "layers", "dropout", "vocab", "min_len",
+                                          "ffn"}, "a new model", "--init's model is its config's");
+  if (usage.ok() && data.empty()) usage = absl::InvalidArgumentError("--init needs --data=FILE");
+  if (!usage.ok()) return UsageError(cmd, std::string(usage.message()));
+  absl::StatusOr<models::Gpt2Config> hf = models::ReadHfGpt2Config(init);
+  if (!hf.ok()) return Failure(cmd, hf.status());
+  const models::LmTrainConfig config{.run = run, .eval_windows = absl::GetFlag(FLAGS_eval_windows)};
+  TrainingRun training{
+      .steps = run.steps,
+      .default_out = "runs/text",
+      .outputs = {.title = "gpt2", .layers = hf->layers},
+      .create = [&](std::unique_ptr<Device> device)
+          -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
+        if (job.writer()) std::cout << "task text: fine-tuning " << init << " on " << data << "\n";
+        return models::CreateGpt2FineTuner(init, data, absl::GetFlag(FLAGS_seq_len), config,
+                                           std::move(device), parallel);
+      },
+      .report = [&](const models::EvalResult& final_eval, const models::RunOutputs& outputs) {
+        std::cout << absl::StrFormat("validation loss %.4f nats/token after %d steps\n",
+                                     final_eval.loss, run.steps)
+                  << outputs.Summary();
+        return absl::OkStatus();
+      }};
+  return RunTraining(cmd, training, job);
+}
+
 }  // namespace
 
 int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                  Job& job) {
+  if (!absl::GetFlag(FLAGS_init).empty()) return RunFineTune(cmd, run, parallel, job);
   absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(run);
   if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
   models::GptTrainer* gpt = nullptr;  // owned by RunTraining
