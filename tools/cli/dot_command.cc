@@ -21,7 +21,7 @@
 #endif
 
 ABSL_FLAG(std::string, model, "",
-          "dot: a built-in graph (mlp, the default; mha, positional_encoding, toy) or an ONNX file; "
+          "dot: a built-in graph (mlp, mha, positional_encoding, toy; default mlp) or an ONNX file; "
           "eval: an ONNX file or a Hugging Face GPT-2 directory; generate, tokenize: a Hugging "
           "Face GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt)");
 ABSL_DECLARE_FLAG(std::string, input);  // eval_command.cc
