@@ -157,14 +157,16 @@ struct Model {
   absl::Status Finish() { return g.status(); }
 };
 
-// A kernel's loop: `x`, `y` arrays of n elements, the op's context.
+// A kernel's loop: `x`, `y` arrays of n elements, the op's context. (n is
+// not a constant, as a kernel's is not: GCC would otherwise see a
+// vectorised loop's iterations past the arrays, dead as they are, and warn.)
 struct Kernel : NoSetup {
   using T = float;
   struct {
     Attrs attrs() const { return Attrs(); }
   } ctx;
-  static constexpr int64_t n = 4;
-  float x[n] = {1, 5, 2, 7}, y[n] = {};
+  int64_t n = 4;
+  float x[16] = {1, 5, 2, 7}, y[16] = {};
   int i = 1;
   double p = 0.5;
   RandomStream rs{.seed = 1, .stream = 2, .step = 3};
