@@ -5,7 +5,8 @@
 // multi-head attention, a positional encoding, the toy transformer.
 //
 //   Graph g;
-//   DAGRAD_ASSIGN_OR_RETURN(ExampleGraph mha, BuildExample("mha", g, nn::AttentionPath::kComposed));
+//   DAGRAD_ASSIGN_OR_RETURN(ExampleGraph mha,
+//                           BuildExample("mha", g, nn::AttentionPath::kComposed));
 //   DAGRAD_ASSIGN_OR_RETURN(std::string dot, ToDot(g, {mha.loss}));
 
 #ifndef DAGRAD_MODELS_EXAMPLE_GRAPHS_H_

@@ -8,6 +8,16 @@
 #include "engine/status_macros.h"
 
 namespace dagrad {
+namespace {
+
+// ShapesOf gives each input value's shape, by its ONNX name.
+OnnxInputShapes ShapesOf(const OnnxInputValues& values) {
+  OnnxInputShapes shapes;
+  for (const auto& [name, t] : values) shapes[name] = t.shape();
+  return shapes;
+}
+
+}  // namespace
 
 absl::StatusOr<OnnxInputValues> ReadOnnxInputs(const std::string& model,
                                                const std::string& input) {
@@ -42,7 +52,7 @@ absl::StatusOr<OnnxModel> ImportOnnxForInputs(const std::string& model,
     }
   } else {
     DAGRAD_ASSIGN_OR_RETURN(OnnxInputValues values, ReadOnnxInputs(model, input));
-    for (const auto& [name, t] : values) shapes[name] = t.shape();
+    shapes = ShapesOf(values);
   }
   return ImportOnnx(model, shapes);
 }
@@ -51,9 +61,7 @@ absl::Status EvaluateOnnxFiles(const std::string& model, const std::string& inpu
                                const std::string& output, std::unique_ptr<Device> device,
                                const ExecutorOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(OnnxInputValues values, ReadOnnxInputs(model, input));
-  OnnxInputShapes shapes;
-  for (const auto& [name, t] : values) shapes[name] = t.shape();
-  DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnx(model, shapes));
+  DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnx(model, ShapesOf(values)));
   Executor exec(*m.graph, std::move(device), options);
   DAGRAD_RETURN_IF_ERROR(m.LoadParameters(exec));
   std::vector<Value> fetches;

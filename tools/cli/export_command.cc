@@ -5,8 +5,7 @@
 // (batch) as `dagrad eval`'s input file names them, its output `logits`
 // (batch, sequence, vocab). Batch and sequence are symbolic. With
 // --format=hf it writes a GPT-2 (`dagrad train --init=DIR`'s model) as a
-// Hugging Face directory that GPT2LMHeadModel.from_pretrained loads
-// (models/gpt2/hf_export.h).
+// Hugging Face directory in transformers' own files (models/gpt2/hf_export.h).
 
 #include <filesystem>
 #include <iostream>
