@@ -83,6 +83,7 @@
 #include "models/toy/toy_trainer.h"
 #include "models/plot/plots.h"
 #include "models/plot/svg.h"
+#include "models/progress.h"
 #include "models/run_config.h"
 #include "models/run_directory.h"
 #include "models/run_outputs.h"

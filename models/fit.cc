@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/io/dir_lock.h"
 #include "engine/status_macros.h"
 
 namespace dagrad::models {
@@ -44,14 +42,8 @@ class FitLoop {
   absl::StatusOr<FitResult> Run() {
     const int64_t steps = t_.run_config().steps;
     if (o_.writer && !o_.dir_locked) {
-      std::error_code ec;
-      std::filesystem::create_directories(o_.dir, ec);
-      if (ec) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Fit: cannot create the run directory '", o_.dir, "': ", ec.message()));
-      }
       std::vector<std::string> removed;  // what a killed writer left
-      DAGRAD_ASSIGN_OR_RETURN(DirectoryLock lock, LockDirectory(o_.dir, &removed));
+      DAGRAD_ASSIGN_OR_RETURN(DirectoryLock lock, ClaimRunDirectory(o_.dir, &removed));
       lock_.emplace(std::move(lock));
     }
     if (o_.writer) DAGRAD_RETURN_IF_ERROR(StartOrResume());

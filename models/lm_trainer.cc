@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
 #include "ops/loss.h"
@@ -152,6 +153,18 @@ TrainingState LmTrainer::State() const {
   m["eval_windows"] = absl::StrCat(config_.eval_windows);
   for (const auto& [key, value] : config_.metadata) m[key] = value;
   return {config_.format, m};
+}
+
+std::string LmTrainer::ValidationSummary(const EvalResult& final_eval,
+                                         const std::string& unit) const {
+  const int64_t all = data_.validation_windows;
+  return absl::StrFormat(
+      "validation loss %.4f nats/%s over %s after %d steps\n", final_eval.loss, unit,
+      eval_windows_ == all
+          ? absl::StrCat("the whole split (", all, " windows)")
+          : absl::StrCat(eval_windows_, " of the split's ", all,
+                         " windows (LmTrainConfig::eval_windows)"),
+      step());
 }
 
 }  // namespace dagrad::models

@@ -93,6 +93,12 @@ class LmTrainer : public Trainer {
   // run.batch windows at a time and a last, smaller batch for the rest.
   absl::StatusOr<EvalResult> Evaluate() override;
   int64_t eval_windows() const { return eval_windows_; }
+  // Summary: "validation loss 1.6177 nats/token over the whole split (214
+  // windows) after 2000 steps", or "over 64 of the split's 214 windows
+  // (LmTrainConfig::eval_windows)".
+  absl::StatusOr<std::string> Summary(const EvalResult& final_eval) override {
+    return ValidationSummary(final_eval, "token");
+  }
 
   const RunConfig& run_config() const override { return config_.run; }
   const LanguageModel& model() const { return *model_; }
@@ -108,6 +114,8 @@ class LmTrainer : public Trainer {
                     std::unique_ptr<Device> device, const DataParallelOptions& data_parallel);
   virtual absl::Status BuildMore() { return absl::OkStatus(); }
   virtual absl::Status CompileMore() { return absl::OkStatus(); }
+  // ValidationSummary is Summary's line, the loss in nats per `unit`.
+  std::string ValidationSummary(const EvalResult& final_eval, const std::string& unit) const;
 
   std::vector<Value> Parameters() const override { return model_->parameters(); }
   TrainingState State() const override;

@@ -28,6 +28,17 @@ constexpr char kWindowHeader[] = "step,steps,loss_sum,accuracy_sum,skipped";
 
 }  // namespace
 
+absl::StatusOr<DirectoryLock> ClaimRunDirectory(const std::string& dir,
+                                                std::vector<std::string>* removed) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create the run directory '", dir, "': ", ec.message()));
+  }
+  return LockDirectory(dir, removed);
+}
+
 std::string FormatMetrics(const std::vector<MetricsRow>& rows) {
   std::string out = absl::StrCat(kHeader, "\n");
   for (const MetricsRow& r : rows) {

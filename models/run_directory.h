@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/io/dir_lock.h"
 #include "models/trainer.h"
 
 namespace dagrad::models {
@@ -54,6 +55,14 @@ struct MetricsWindow {
 
   void Add(const StepResult& r);
 };
+
+// ClaimRunDirectory makes `dir` when it is missing and locks it for this
+// writer (LockDirectory, engine/io/dir_lock.h), listing in *removed what a
+// killed writer left there. InvalidArgument when it cannot be made;
+// FailedPrecondition when another writer holds it ("runs/x is in use by
+// another writer (pid 4242)").
+absl::StatusOr<DirectoryLock> ClaimRunDirectory(const std::string& dir,
+                                                std::vector<std::string>* removed);
 
 class RunDirectory {
  public:

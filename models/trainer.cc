@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
@@ -323,6 +324,10 @@ absl::StatusOr<SafetensorsFile> Trainer::Weights() {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile weights, CollectVariables(*exec_, Parameters()));
   weights.metadata = ModelMetadata();
   return weights;
+}
+
+absl::StatusOr<std::string> Trainer::Summary(const EvalResult& final_eval) {
+  return absl::StrFormat("held-out loss %.4f after %d steps\n", final_eval.loss, step());
 }
 
 }  // namespace dagrad::models

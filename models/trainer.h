@@ -311,6 +311,11 @@ class Trainer {
   virtual absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pictures() {
     return std::vector<std::pair<std::string, std::string>>{};
   }
+  // Summary says, for a person, what a complete run reached given its
+  // final evaluation, in lines: "held-out loss 0.1234 after 300 steps"
+  // unless a trainer says more (the toy's accuracy, a language model's
+  // windows, the GPT's sample).
+  virtual absl::StatusOr<std::string> Summary(const EvalResult& final_eval);
 
  protected:
   // Parameters: the model's, in the order checkpoints hold them.

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -153,6 +154,34 @@ inline size_t IncompleteTail(absl::string_view s) {
   }
   return 0;
 }
+
+// TerminalStream writes bytes that arrive in pieces (a generator's tokens)
+// to `file` as TerminalText, as soon as they come, holding back a
+// multi-byte sequence until its last byte has come (or Flush).
+//   TerminalStream out(stdout);
+//   out.Write("caf\xc3");  // prints "caf"
+//   out.Write("\xa9");     // prints the e-acute
+//   out.Flush();           // prints what is held back, escaped
+class TerminalStream {
+ public:
+  explicit TerminalStream(std::FILE* file) : file_(file) {}
+  void Write(absl::string_view bytes) {
+    pending_.append(bytes.data(), bytes.size());
+    Emit(pending_.size() - IncompleteTail(pending_));
+  }
+  void Flush() { Emit(pending_.size()); }
+
+ private:
+  void Emit(size_t ready) {
+    const std::string text = TerminalText(absl::string_view(pending_).substr(0, ready));
+    std::fwrite(text.data(), 1, text.size(), file_);
+    std::fflush(file_);
+    pending_.erase(0, ready);
+  }
+
+  std::FILE* file_;
+  std::string pending_;
+};
 
 }  // namespace dagrad
 

@@ -9,6 +9,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/crc32c.h"
 #include "engine/io/safetensors.h"
+#include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/plot/plots.h"
 #include "ops/loss.h"
@@ -110,6 +111,14 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> GptTrainer::Pic
                               "causal attention on the first validation window (row: query, "
                               "column: key)"));
   return pictures;
+}
+
+absl::StatusOr<std::string> GptTrainer::Summary(const EvalResult& final_eval) {
+  const std::string& text = data().validation();
+  const std::string prompt = text.substr(0, std::min<size_t>(16, text.size()));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string sample,
+                          Sample(prompt, 200, {.temperature = 0.8, .seed = config().run.seed}));
+  return absl::StrCat(ValidationSummary(final_eval, "byte"), "sample:\n", TerminalText(sample), "\n");
 }
 
 }  // namespace dagrad::models

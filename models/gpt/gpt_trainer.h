@@ -66,6 +66,10 @@ class GptTrainer : public LmTrainer {
   absl::StatusOr<std::vector<Tensor>> Attention(std::string* window);
   // Pictures: attention.svg, the heatmaps of Attention's window.
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pictures() override;
+  // Summary: the validation loss in nats per byte, then "sample:" and 200
+  // bytes continuing the validation text's first 16 (temperature 0.8, the
+  // run's seed), as valid UTF-8 (TerminalText).
+  absl::StatusOr<std::string> Summary(const EvalResult& final_eval) override;
   // Sample continues `prompt` (non-empty bytes) with `tokens` bytes from the
   // current weights (Generator).
   absl::StatusOr<std::string> Sample(const std::string& prompt, int64_t tokens,

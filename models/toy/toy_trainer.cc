@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/io/checkpoint.h"
 #include "engine/plan/memory_budget.h"
 #include "engine/status_macros.h"
@@ -207,6 +208,11 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ToyTrainer::Pic
                           plot::PositionalEncoding(config_.model.seq_len, config_.model.dim));
   pictures.emplace_back("positional_encoding.svg", std::move(encoding));
   return pictures;
+}
+
+absl::StatusOr<std::string> ToyTrainer::Summary(const EvalResult& final_eval) {
+  return absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
+                         final_eval.accuracy, final_eval.loss, step());
 }
 
 }  // namespace dagrad::models

@@ -98,6 +98,8 @@ class ToyTrainer : public Trainer {
   // Pictures: attention.svg, the heatmaps of held-out sequence 0, and
   // positional_encoding.svg, the model's sinusoidal encoding.
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pictures() override;
+  // Summary: "held-out token accuracy 1.0000, loss 0.0012 after 300 steps".
+  absl::StatusOr<std::string> Summary(const EvalResult& final_eval) override;
 
   // Checkpoints (Trainer::SaveCheckpoint) are of format toy-train-state/1;
   // SaveModel writes the parameters under PyTorch's state_dict names with

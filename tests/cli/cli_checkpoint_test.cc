@@ -205,7 +205,7 @@ TEST(CliCheckpoint, ResumingACompleteRunSaysThereIsNothingToTrain) {
   fs::remove(dir + "/model.safetensors");
   const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("checkpoint is at step 20, --steps=20: nothing to train (the run "
+  EXPECT_THAT(r.out, HasSubstr("checkpoint is at step 20 of 20: nothing to train (the run "
                                "is complete); writing its outputs again\n"));
   EXPECT_EQ(*ReadFile(dir + "/model.safetensors"), model);
   EXPECT_EQ(MetricsWithoutTime(dir), metrics);

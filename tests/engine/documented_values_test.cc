@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -79,6 +80,28 @@ TEST(DocumentedValues, Utf8) {
   EXPECT_EQ(IncompleteTail("a\xe2\x82\xac"), 0u);  // the euro sign, whole
   EXPECT_EQ(IncompleteTail("a\x80"), 0u);            // no lead byte: nothing to wait for
   EXPECT_EQ(IncompleteTail("\xc3\xa9"), 0u);
+}
+
+// TerminalStream prints each piece as it comes, holding back a sequence
+// whose last byte has not come, and escapes what Flush finds incomplete.
+TEST(DocumentedValues, TerminalStream) {
+  std::FILE* file = std::tmpfile();
+  ASSERT_NE(file, nullptr);
+  auto written = [file] {
+    std::string all(static_cast<size_t>(std::ftell(file)), '\0');
+    std::rewind(file);
+    all.resize(std::fread(all.data(), 1, all.size(), file));
+    std::fseek(file, 0, SEEK_END);  // writing after reading needs a seek
+    return all;
+  };
+  TerminalStream out(file);
+  out.Write("caf\xc3");
+  EXPECT_EQ(written(), "caf");
+  out.Write("\xa9 \xe2\x82");
+  EXPECT_EQ(written(), "caf\xc3\xa9 ");
+  out.Flush();
+  EXPECT_EQ(written(), "caf\xc3\xa9 \\xe2\\x82");
+  std::fclose(file);
 }
 
 TEST(DocumentedValues, ParametersInitialisedByRule) {

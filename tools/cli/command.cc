@@ -93,12 +93,17 @@ std::string InFlagTerms(absl::string_view message) {
                                           {"ExecutorOptions::memory_limit_bytes", "--memory_limit_mb"},
                                           {"ExecutorOptions::check_numerics set", "--check_numerics"},
                                           {"RunConfig::lr", "--lr"},
+                                          {"LmTrainConfig::eval_windows", "--eval_windows"},
                                       });
 }
 
 int UsageError(const Command& command, const std::string& message) {
   std::cerr << "dagrad " << command.name << ": " << InFlagTerms(message) << "\n";
   return kExitUsage;
+}
+
+int ExitCode(const Command& command, const absl::Status& status) {
+  return status.ok() ? kExitOk : Failure(command, status);
 }
 
 int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& run) {

@@ -67,6 +67,9 @@ int UsageError(const Command& command, const std::string& message);
 // when the status is InvalidArgument/NotFound/DataLoss/FailedPrecondition
 // (the user's input was at fault).
 int Failure(const Command& command, const absl::Status& status);
+// ExitCode returns kExitOk for an OK status, else Failure's code (and
+// message): how a command written over absl::Status ends.
+int ExitCode(const Command& command, const absl::Status& status);
 // RunOrReportOutOfMemory returns run(), or, when it throws std::bad_alloc
 // (the host ran out of memory, or out of the process's limit), Failure with
 // a message that says so and what to lower: exit 1, not an abort. What was

@@ -1,12 +1,16 @@
 #include "tools/cli/common_flags.h"
 
+#include <filesystem>
+
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_device.h"
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/cpu_threads.h"
+#include "tools/cli/onnx_model.h"
 
 ABSL_FLAG(int, threads, 0,
           "CPU threads for BLIS and dagrad's kernels (0: one per core; at most 4 x the "
@@ -29,7 +33,36 @@ ABSL_FLAG(bool, profile, false, "time every kernel and print where the time went
 ABSL_FLAG(int64_t, memory_limit_mb, 0,
           "fail with a clear error instead of using more than this many MiB (0: no limit)");
 
+ABSL_DECLARE_FLAG(std::string, checkpoint);  // eval_command.cc
+ABSL_DECLARE_FLAG(std::string, model);       // dot_command.cc
+
 namespace dagrad::cli {
+
+absl::Status RequireFlags(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag != nullptr && flag->CurrentValue().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " is required"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ModelPathFromFlags(const Command& command, bool onnx) {
+  const std::string model = absl::GetFlag(FLAGS_model), checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  const std::string kinds = absl::StrCat(onnx ? "an .onnx file or " : "", "a Hugging Face GPT-2 directory");
+  if (!model.empty() && !checkpoint.empty()) {
+    return absl::InvalidArgumentError("give --checkpoint or --model, not both");
+  }
+  if (model.empty() && checkpoint.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint is required (or --model: ", kinds, ")"));
+  }
+  if (!model.empty() && !std::filesystem::is_directory(model) && !(onnx && IsOnnxPath(model))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(command.name, "'s --model takes ", kinds, ", got '", model, "'"));
+  }
+  return model.empty() ? checkpoint : model;
+}
 
 absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32) {
   const std::string name = absl::GetFlag(FLAGS_device);

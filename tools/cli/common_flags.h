@@ -5,6 +5,7 @@
 #ifndef DAGRAD_TOOLS_CLI_COMMON_FLAGS_H_
 #define DAGRAD_TOOLS_CLI_COMMON_FLAGS_H_
 
+#include <initializer_list>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -13,6 +14,7 @@
 #include "engine/device/device.h"
 #include "engine/executor.h"
 #include "models/nn/attention.h"
+#include "tools/cli/command.h"
 
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(std::string, out);
@@ -50,6 +52,16 @@ absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32 = false);
 // composed (the subgraph of ordinary ops); InvalidArgument naming the
 // value otherwise.
 absl::StatusOr<nn::AttentionPath> AttentionFromFlags();
+
+// RequireFlags returns InvalidArgument "--NAME is required" for the first
+// of the string flags `names` left empty.
+absl::Status RequireFlags(std::initializer_list<const char*> names);
+
+// ModelPathFromFlags returns the model `command` runs: --checkpoint (a
+// dagrad model file or checkpoint) or --model (a Hugging Face GPT-2
+// directory, or with `onnx` an .onnx file). InvalidArgument when both or
+// neither are given, or when --model names neither kind.
+absl::StatusOr<std::string> ModelPathFromFlags(const Command& command, bool onnx);
 
 }  // namespace dagrad::cli
 

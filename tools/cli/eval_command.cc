@@ -5,7 +5,6 @@
 // --model=DIR runs a Hugging Face GPT-2 directory (models/gpt2/) the same
 // way; --model=file.onnx runs an ONNX model (ops/onnx/run.h).
 
-#include <filesystem>
 #include <iostream>
 
 #include "absl/flags/declare.h"
@@ -38,9 +37,8 @@ namespace {
 // and writes `output`.
 absl::Status Evaluate(const std::string& path, const std::string& input,
                       const std::string& output, std::unique_ptr<Device> device,
-                      const ExecutorOptions& options) {
+                      const ExecutorOptions& options, nn::AttentionPath attention) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile model, models::ReadModelFile(path));
-  DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile result,
                           models::EvaluateModel(model, path, in, input, std::move(device),
@@ -48,44 +46,22 @@ absl::Status Evaluate(const std::string& path, const std::string& input,
   return WriteSafetensors(output, result);
 }
 
-// ModelFlag returns --model when it names an ONNX file or a directory (a
-// Hugging Face GPT-2), "" when it is not given, and an error otherwise.
-absl::StatusOr<std::string> ModelFlag() {
-  const std::string model = absl::GetFlag(FLAGS_model);
-  if (model.empty() || IsOnnxPath(model) || std::filesystem::is_directory(model)) return model;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "eval's --model takes an .onnx file or a Hugging Face GPT-2 directory, got '", model, "'"));
+absl::Status Eval() {
+  DAGRAD_RETURN_IF_ERROR(ApplyThreadsFlag());
+  DAGRAD_ASSIGN_OR_RETURN(const std::string path, ModelPathFromFlags(EvalCommand(), /*onnx=*/true));
+  DAGRAD_RETURN_IF_ERROR(RequireFlags({"input", "output"}));
+  DAGRAD_ASSIGN_OR_RETURN(const ExecutorOptions options, ExecutorOptionsFromFlags());
+  DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlags());
+  const std::string input = absl::GetFlag(FLAGS_input), output = absl::GetFlag(FLAGS_output);
+  DAGRAD_RETURN_IF_ERROR(
+      IsOnnxPath(path) ? EvaluateOnnx(path, input, output, std::move(device), options)
+                       : Evaluate(path, input, output, std::move(device), options, attention));
+  std::cout << "wrote " << output << "\n";
+  return absl::OkStatus();
 }
 
-int RunEval() {
-  const Command cmd = EvalCommand();
-  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
-  absl::StatusOr<std::string> model = ModelFlag();
-  if (!model.ok()) return UsageError(cmd, std::string(model.status().message()));
-  const std::string path = model->empty() ? absl::GetFlag(FLAGS_checkpoint) : *model;
-  for (const auto& [flag, value] :
-       {std::pair{"checkpoint", path},
-        std::pair{"input", absl::GetFlag(FLAGS_input)},
-        std::pair{"output", absl::GetFlag(FLAGS_output)}}) {
-    if (value.empty()) return UsageError(cmd, absl::StrCat("--", flag, " is required"));
-  }
-  absl::StatusOr<ExecutorOptions> options = ExecutorOptionsFromFlags();
-  if (!options.ok()) return UsageError(cmd, std::string(options.status().message()));
-  if (absl::Status st = AttentionFromFlags().status(); !st.ok()) {
-    return UsageError(cmd, std::string(st.message()));
-  }
-  absl::StatusOr<std::unique_ptr<Device>> device = DeviceFromFlags();
-  if (!device.ok()) return Failure(cmd, device.status());
-  absl::Status st =
-      IsOnnxPath(path)
-          ? EvaluateOnnx(path, absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_output),
-                         *std::move(device), *options)
-          : Evaluate(path, absl::GetFlag(FLAGS_input), absl::GetFlag(FLAGS_output),
-                     *std::move(device), *options);
-  if (!st.ok()) return Failure(cmd, st);
-  std::cout << "wrote " << absl::GetFlag(FLAGS_output) << "\n";
-  return kExitOk;
-}
+int RunEval() { return ExitCode(EvalCommand(), Eval()); }
 
 }  // namespace
 

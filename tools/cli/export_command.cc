@@ -122,27 +122,20 @@ absl::Status ExportHf(const std::string& checkpoint, const std::string& out) {
   return models::WriteHfGpt2(model, checkpoint, tokenizer, out);
 }
 
-int RunExport() {
-  const Command cmd = ExportCommand();
-  for (const auto& [flag, value] : {std::pair{"checkpoint", absl::GetFlag(FLAGS_checkpoint)},
-                                    std::pair{"out", absl::GetFlag(FLAGS_out)}}) {
-    if (value.empty()) return UsageError(cmd, absl::StrCat("--", flag, " is required"));
-  }
-  if (absl::Status st = AttentionFromFlags().status(); !st.ok()) {
-    return UsageError(cmd, std::string(st.message()));
-  }
+absl::Status ExportModel() {
+  DAGRAD_RETURN_IF_ERROR(RequireFlags({"checkpoint", "out"}));
+  DAGRAD_RETURN_IF_ERROR(AttentionFromFlags().status());
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "onnx" && format != "hf") {
-    return UsageError(cmd, absl::StrCat("--format must be onnx or hf, got '", format, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--format must be onnx or hf, got '", format, "'"));
   }
-  if (absl::Status st = (format == "hf" ? ExportHf : Export)(absl::GetFlag(FLAGS_checkpoint),
-                                                            absl::GetFlag(FLAGS_out));
-      !st.ok()) {
-    return Failure(cmd, st);
-  }
+  DAGRAD_RETURN_IF_ERROR(
+      (format == "hf" ? ExportHf : Export)(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_out)));
   std::cout << "wrote " << absl::GetFlag(FLAGS_out) << "\n";
-  return kExitOk;
+  return absl::OkStatus();
 }
+
+int RunExport() { return ExitCode(ExportCommand(), ExportModel()); }
 
 }  // namespace
 

@@ -10,10 +10,11 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/strings/str_join.h"
 #include "models/gpt/tokenizer.h"
+#include "engine/status_macros.h"
 #include "tools/cli/command.h"
+#include "tools/cli/common_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, model);  // dot_command.cc
 ABSL_FLAG(std::string, text, "", "the text to tokenize");
@@ -21,19 +22,20 @@ ABSL_FLAG(std::string, text, "", "the text to tokenize");
 namespace dagrad::cli {
 namespace {
 
-int RunTokenize() {
-  const Command cmd = TokenizeCommand();
+absl::Status Tokenize() {
   const std::string dir = absl::GetFlag(FLAGS_model);
-  if (dir == absl::GetFlagReflectionHandle(FLAGS_model).DefaultValue()) {
-    return UsageError(cmd, "--model=DIR is required: a directory with vocab.json and merges.txt");
+  if (dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--model=DIR is required: a directory with vocab.json and merges.txt");
   }
-  const std::string text = absl::GetFlag(FLAGS_text);
-  if (text.empty()) return UsageError(cmd, "--text is required (and not empty)");
-  absl::StatusOr<models::Gpt2Tokenizer> tokenizer = models::Gpt2Tokenizer::LoadDirectory(dir);
-  if (!tokenizer.ok()) return Failure(cmd, tokenizer.status());
-  std::cout << absl::StrJoin(tokenizer->Encode(text), " ") << "\n";
-  return kExitOk;
+  DAGRAD_RETURN_IF_ERROR(RequireFlags({"text"}));
+  DAGRAD_ASSIGN_OR_RETURN(const models::Gpt2Tokenizer tokenizer,
+                          models::Gpt2Tokenizer::LoadDirectory(dir));
+  std::cout << absl::StrJoin(tokenizer.Encode(absl::GetFlag(FLAGS_text)), " ") << "\n";
+  return absl::OkStatus();
 }
+
+int RunTokenize() { return ExitCode(TokenizeCommand(), Tokenize()); }
 
 }  // namespace
 

@@ -2,11 +2,7 @@
 // --task=text, a GPT: train_text.cc) and writes its checkpoint, metrics and
 // pictures to --out. RunTraining (train_run.h) is the part every task shares.
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -16,13 +12,13 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "engine/io/dir_lock.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
 #include "models/fit.h"
+#include "models/progress.h"
 #include "models/toy/toy_trainer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
@@ -83,35 +79,6 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const models::RunConfig& run
   return c;
 }
 
-// Progress prints a bar on a terminal, plain lines otherwise.
-class Progress {
- public:
-  explicit Progress(int64_t total) : total_(total), tty_(isatty(STDOUT_FILENO)) {}
-
-  void Update(int64_t step, double loss, double acc, double steps_per_s, bool log_line) {
-    const double left = steps_per_s > 0 ? (total_ - step) / steps_per_s : 0;
-    const std::string stats = absl::StrFormat(
-        "step %d/%d  loss %.4f  acc %.3f  %.1f steps/s  %.0fs left", step, total_, loss, acc,
-        steps_per_s, left);
-    if (tty_) {
-      const int width = 24;
-      const int filled = total_ ? static_cast<int>(width * step / total_) : width;
-      std::printf("\r[%s%s] %s   ", std::string(filled, '#').c_str(),
-                  std::string(width - filled, '.').c_str(), stats.c_str());
-      std::fflush(stdout);
-    } else if (log_line) {
-      std::printf("%s\n", stats.c_str());
-    }
-  }
-  void Finish() {
-    if (tty_) std::printf("\n");
-  }
-
- private:
-  int64_t total_;
-  bool tty_;
-};
-
 // Stopped reports a run stopped by a signal (its checkpoint saved) and
 // returns 128 + the signal.
 int Stopped(Job& job, int64_t step) {
@@ -126,11 +93,9 @@ int Stopped(Job& job, int64_t step) {
   return 128 + sig;
 }
 
-// FitOptionsFromFlags: models::Fit's options from the flags, reporting
-// progress (a bar on a terminal), resumes and the test hook's phases.
-models::FitOptions FitOptionsFromFlags(const std::string& out, int64_t steps, Job& job,
-                                       Progress& progress) {
-  auto rate = std::make_shared<double>(0);
+// FitOptionsFromFlags: models::Fit's options from the flags, with the
+// test hook's phases.
+models::FitOptions FitOptionsFromFlags(const std::string& out, Job& job) {
   return {.dir = out,
           .dir_locked = true,  // RunTraining holds it
           .eval_every = absl::GetFlag(FLAGS_eval_every),
@@ -138,24 +103,7 @@ models::FitOptions FitOptionsFromFlags(const std::string& out, int64_t steps, Jo
           .resume = absl::GetFlag(FLAGS_resume),
           .writer = job.writer(),
           .stop_requested = [&job] { return models::AgreedStopSignal(job, models::StopSignal()) != 0; },
-          .on_step =
-              [&job, &progress, rate](const models::FitProgress& p) {
-                models::MaybeRaiseForTest("step", p.step.step);
-                *rate = p.steps_per_second;
-                if (job.writer()) progress.Update(p.step.step, p.step.loss, p.step.accuracy, *rate, false);
-              },
-          .on_row =
-              [&progress, rate](const models::MetricsRow& row) {
-                progress.Update(row.step, row.loss, row.train_accuracy, *rate, true);
-              },
-          .on_resume =
-              [steps](const models::FitResume& r) {
-                if (!r.warning.empty()) std::cerr << "dagrad train: " << r.warning << "\n";
-                std::cout << "resumed from " << r.path << " at step " << r.step << "\n";
-                if (r.step < steps) return;
-                std::cout << "checkpoint is at step " << r.step << ", --steps=" << steps
-                          << ": nothing to train (the run is complete); writing its outputs again\n";
-              },
+          .on_step = [](const models::FitProgress& p) { models::MaybeRaiseForTest("step", p.step.step); },
           .on_phase = [](const std::string& phase, int64_t step) { models::MaybeRaiseForTest(phase, step); }};
 }
 
@@ -172,8 +120,10 @@ int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, models::Trai
   };
   absl::StatusOr<models::RunOutputs> outputs = models::WriteRunOutputs(trainer, out, fit.rows, options);
   if (absl::IsCancelled(outputs.status())) return Stopped(job, fit.step);
-  absl::Status reported = outputs.ok() ? run.report(fit.final_eval, *outputs) : outputs.status();
-  if (!reported.ok()) return Failure(cmd, reported);
+  absl::StatusOr<std::string> summary =
+      outputs.ok() ? trainer.Summary(fit.final_eval) : outputs.status();
+  if (!summary.ok()) return Failure(cmd, summary.status());
+  std::cout << InFlagTerms(*summary) << outputs->Summary();
   if (trainer.run_config().profile) std::cout << models::StepProfile(trainer.train_plan().profile(), job);
   return kExitOk;
 }
@@ -193,24 +143,14 @@ absl::StatusOr<DataParallelOptions> ParallelOptions(const Job& job) {
 int RunToyTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                 Job& job) {
   absl::StatusOr<models::TrainConfig> config = ConfigFromFlags(run);
-  if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
-  models::ToyTrainer* toy = nullptr;  // owned by RunTraining
+  if (!config.ok()) return Failure(cmd, config.status());
   TrainingRun training{
       .steps = config->run.steps,
       .default_out = "runs/train",
       .outputs = {.title = "toy transformer", .layers = config->model.layers},
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        DAGRAD_ASSIGN_OR_RETURN(auto t,
-                                models::ToyTrainer::Create(*config, std::move(device), parallel));
-        toy = t.get();
-        return t;
-      },
-      .report = [&](const models::EvalResult& final_eval, const models::RunOutputs& outputs) {
-        std::cout << absl::StrFormat("held-out token accuracy %.4f, loss %.4f after %d steps\n",
-                                     final_eval.accuracy, final_eval.loss, toy->step())
-                  << outputs.Summary();
-        return absl::OkStatus();
+        return models::ToyTrainer::Create(*config, std::move(device), parallel);
       }};
   return RunTraining(cmd, training, job);
 }
@@ -240,16 +180,16 @@ absl::StatusOr<Job> JoinJob() {
 // RunTask runs the training of --task as a rank of `job`; the exit code.
 int RunTask(const Command& cmd, Job& job) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
-  if (!run.ok()) return UsageError(cmd, std::string(run.status().message()));
+  if (!run.ok()) return Failure(cmd, run.status());
   absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
-  if (!parallel.ok()) return UsageError(cmd, std::string(parallel.status().message()));
+  if (!parallel.ok()) return Failure(cmd, parallel.status());
   if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *run, *parallel, job);
   return RunToyTrain(cmd, *run, *parallel, job);
 }
 
 int RunTrain() {
   Command cmd = TrainCommand();
-  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(cmd, std::string(st.message()));
+  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return Failure(cmd, st);
   absl::StatusOr<Job> job = JoinJob();
   if (!job.ok()) return Failure(cmd, job.status());
   if (!job->parallel()) return RunTask(cmd, *job);
@@ -264,8 +204,6 @@ int RunTrain() {
   return code;
 }
 
-}  // namespace
-
 // AgreedConfig is what every rank checks against rank 0's: the value of
 // each of the command's flags.
 std::map<std::string, std::string> AgreedConfig(const Command& cmd) {
@@ -279,18 +217,17 @@ std::map<std::string, std::string> AgreedConfig(const Command& cmd) {
 // OpenOutDir makes --out and claims it (the writer only), removing what a
 // killed run left there.
 absl::Status OpenOutDir(const std::string& out, std::optional<DirectoryLock>& lock) {
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("--out: cannot create ", out, ": ", ec.message()));
   std::vector<std::string> stale;
-  absl::StatusOr<DirectoryLock> claimed = LockDirectory(out, &stale);
+  absl::StatusOr<DirectoryLock> claimed = models::ClaimRunDirectory(out, &stale);
   if (absl::IsFailedPrecondition(claimed.status())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--out=", absl::StrReplaceAll(claimed.status().message(),
                                       {{"another writer", "another dagrad train"}}),
         "; wait for it to end or choose another --out"));
   }
-  if (!claimed.ok()) return claimed.status();
+  if (!claimed.ok()) {
+    return absl::Status(claimed.status().code(), absl::StrCat("--out: ", claimed.status().message()));
+  }
   lock.emplace(*std::move(claimed));
   if (!stale.empty()) {
     std::cout << "removed what a killed run left in " << out << ": " << absl::StrJoin(stale, " ")
@@ -299,38 +236,45 @@ absl::Status OpenOutDir(const std::string& out, std::optional<DirectoryLock>& lo
   return absl::OkStatus();
 }
 
-int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
-  const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
+// StartRun checks what every rank must agree on, claims --out (the
+// writer) and builds the run's trainer.
+absl::StatusOr<std::unique_ptr<models::Trainer>> StartRun(const Command& cmd, const TrainingRun& run,
+                                                          Job& job, const std::string& out,
+                                                          std::optional<DirectoryLock>& lock) {
   const int64_t stop_after = absl::GetFlag(FLAGS_stop_after);
-  if (stop_after < 0) return UsageError(cmd, absl::StrCat("--stop_after must be >= 0, got ", stop_after));
+  if (stop_after < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--stop_after must be >= 0, got ", stop_after));
+  }
   if (absl::Status st = models::CheckSameConfig(job, AgreedConfig(cmd)); !st.ok()) {
     // Every rank learnt of a mismatch: none aborts, so each prints its own.
     job.agreed_stop = absl::IsInvalidArgument(st);
-    return UsageError(cmd, std::string(st.message()));
+    return st;
   }
-  std::optional<DirectoryLock> lock;
-  if (job.writer()) {
-    if (absl::Status st = OpenOutDir(out, lock); !st.ok()) {
-      return absl::IsInvalidArgument(st) ? UsageError(cmd, std::string(st.message()))
-                                         : Failure(cmd, st);
-    }
-  }
+  if (job.writer()) DAGRAD_RETURN_IF_ERROR(OpenOutDir(out, lock));
   // From here on a stop signal is handled: one during the set-up stops
   // the run before its first step.
   models::InstallStopSignals();
-  absl::StatusOr<std::unique_ptr<Device>> device =
-      DeviceFromFlags(/*tf32=*/absl::GetFlag(FLAGS_precision) == "tf32");
-  if (!device.ok()) return Failure(cmd, device.status());
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
+                          DeviceFromFlags(/*tf32=*/absl::GetFlag(FLAGS_precision) == "tf32"));
   if (job.writer()) {
-    std::cout << "training on " << (*device)->name()
+    std::cout << "training on " << device->name()
               << (job.parallel() ? absl::StrCat(", ", job.comm->name()) : "") << "\n";
   }
-  absl::StatusOr<std::unique_ptr<models::Trainer>> trainer = run.create(*std::move(device));
+  return run.create(std::move(device));
+}
+
+}  // namespace
+
+int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
+  const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
+  std::optional<DirectoryLock> lock;
+  absl::StatusOr<std::unique_ptr<models::Trainer>> trainer = StartRun(cmd, run, job, out, lock);
   if (!trainer.ok()) return Failure(cmd, trainer.status());
   models::Trainer& t = **trainer;
-  Progress progress(run.steps);
-  absl::StatusOr<models::FitResult> fit = models::Fit(t, FitOptionsFromFlags(out, run.steps, job, progress));
-  progress.Finish();
+  absl::StatusOr<models::FitResult> fit = [&] {
+    models::ProgressPrinter progress(run.steps);
+    return models::Fit(t, progress.Attach(FitOptionsFromFlags(out, job)));
+  }();
   if (!fit.ok()) return Failure(cmd, fit.status());
   switch (fit->end) {
     case models::FitEnd::kNonFinite:

@@ -4,9 +4,10 @@
 // output directory and its lock, stop signals (SIGTERM, SIGINT, SIGUSR1 save
 // a checkpoint and exit 128+signal), --resume with the fallback to the
 // previous checkpoint, non-finite steps (--on_nonfinite), evaluation,
-// metrics and checkpoints every --eval_every steps, --stop_after. A task
-// supplies its trainer and the report of its results: the toy tasks
-// (train_command.cc) and text (train_text.cc). Under `mpirun -np N` (or
+// metrics and checkpoints every --eval_every steps, --stop_after, and the
+// report of a complete run (models::Trainer::Summary and the files
+// written). A task supplies its trainer: the toy tasks (train_command.cc)
+// and text (train_text.cc). Under `mpirun -np N` (or
 // srun) every rank trains on its slice of the global batch
 // (models/parallel_job.h); rank 0 alone prints and writes files; a rank
 // that fails ends the whole job (Communicator::Abort), so none waits.
@@ -14,7 +15,7 @@
 //   models::TextTrainConfig config;
 //   DAGRAD_ASSIGN_OR_RETURN(config.run, RunConfigFromFlags());
 //   return RunTraining(cmd, {.steps = config.run.steps, .default_out = "runs/text",
-//                            .create = ..., .report = ...}, job);
+//                            .create = ...}, job);
 
 #ifndef DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
 #define DAGRAD_TOOLS_CLI_TRAIN_RUN_H_
@@ -51,11 +52,6 @@ struct TrainingRun {
   // create builds the trainer on `device`.
   std::function<absl::StatusOr<std::unique_ptr<models::Trainer>>(std::unique_ptr<Device>)>
       create;
-  // report prints a completed run's results, given its final evaluation
-  // and the outputs written (models::WriteRunOutputs).
-  std::function<absl::Status(const models::EvalResult& final_eval,
-                             const models::RunOutputs& outputs)>
-      report;
 };
 
 // RunTextTrain runs `cmd` (the train command) with --task=text

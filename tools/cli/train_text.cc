@@ -16,14 +16,11 @@
 
 #include "tools/cli/train_run.h"
 
-#include <algorithm>
 #include <iostream>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/gpt/gpt_trainer.h"
 #include "models/gpt2/fine_tune.h"
@@ -71,26 +68,6 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const models::RunConfig&
   return c;
 }
 
-// Report prints the validation loss, the files written and a sample
-// continuing the validation text's first bytes (TrainingRun::report).
-absl::Status Report(models::GptTrainer& t, const models::EvalResult& final_eval,
-                    const models::RunOutputs& outputs) {
-  const std::string& text = t.data().validation();
-  const std::string prompt = text.substr(0, std::min<size_t>(16, text.size()));
-  DAGRAD_ASSIGN_OR_RETURN(
-      std::string sample,
-      t.Sample(prompt, 200, {.temperature = 0.8, .seed = t.config().run.seed}));
-  const int64_t all = t.data().validation_windows();
-  std::cout << absl::StrFormat(
-      "validation loss %.4f nats/byte over %s after %d steps\n", final_eval.loss,
-      t.eval_windows() == all
-          ? absl::StrCat("the whole split (", all, " windows)")
-          : absl::StrCat(t.eval_windows(), " of the split's ", all, " windows (--eval_windows)"),
-      t.step());
-  std::cout << outputs.Summary() << "sample:\n" << TerminalText(sample) << "\n";
-  return absl::OkStatus();
-}
-
 // RunFineTune fine-tunes --init (models::CreateGpt2FineTuner) in the
 // loop every task shares.
 int RunFineTune(const Command& cmd, const models::RunConfig& run,
@@ -99,7 +76,7 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
   absl::Status usage = RefuseFlagsNotFor({"dim", "heads", "layers", "dropout", "vocab", "min_len",
                                           "ffn"}, "a new model", "--init's model is its config's");
   if (usage.ok() && data.empty()) usage = absl::InvalidArgumentError("--init needs --data=FILE");
-  if (!usage.ok()) return UsageError(cmd, std::string(usage.message()));
+  if (!usage.ok()) return Failure(cmd, usage);
   absl::StatusOr<models::Gpt2Config> hf = models::ReadHfGpt2Config(init);
   if (!hf.ok()) return Failure(cmd, hf.status());
   const models::LmTrainConfig config{.run = run, .eval_windows = absl::GetFlag(FLAGS_eval_windows)};
@@ -112,12 +89,6 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
         if (job.writer()) std::cout << "task text: fine-tuning " << init << " on " << data << "\n";
         return models::CreateGpt2FineTuner(init, data, absl::GetFlag(FLAGS_seq_len), config,
                                            std::move(device), parallel);
-      },
-      .report = [&](const models::EvalResult& final_eval, const models::RunOutputs& outputs) {
-        std::cout << absl::StrFormat("validation loss %.4f nats/token after %d steps\n",
-                                     final_eval.loss, run.steps)
-                  << outputs.Summary();
-        return absl::OkStatus();
       }};
   return RunTraining(cmd, training, job);
 }
@@ -128,8 +99,7 @@ int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataPar
                  Job& job) {
   if (!absl::GetFlag(FLAGS_init).empty()) return RunFineTune(cmd, run, parallel, job);
   absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(run);
-  if (!config.ok()) return UsageError(cmd, std::string(config.status().message()));
-  models::GptTrainer* gpt = nullptr;  // owned by RunTraining
+  if (!config.ok()) return Failure(cmd, config.status());
   TrainingRun training{
       .steps = config->run.steps,
       .default_out = "runs/text",
@@ -137,13 +107,7 @@ int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataPar
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
         if (job.writer()) std::cout << "task text: a byte-level GPT on " << config->data << "\n";
-        DAGRAD_ASSIGN_OR_RETURN(
-            auto t, models::GptTrainer::Create(*config, std::move(device), parallel));
-        gpt = t.get();
-        return t;
-      },
-      .report = [&](const models::EvalResult& final_eval, const models::RunOutputs& outputs) {
-        return Report(*gpt, final_eval, outputs);
+        return models::GptTrainer::Create(*config, std::move(device), parallel);
       }};
   return RunTraining(cmd, training, job);
 }
