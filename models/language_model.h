@@ -100,6 +100,17 @@ class LanguageModel {
   virtual CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const;
 };
 
+// ExampleSizes are a batch and a sequence length to build a model's graph
+// at for an export with symbolic batch and sequence axes (ONNX): distinct,
+// >= 2, the sequence <= max_len(), and neither a dim of a parameter nor one
+// of axis_sizes() (nor 2 or 3, the pairs and the q, k, v of attention),
+// since the export takes every size equal to one of them for that axis.
+// InvalidArgument when every sequence length up to max_len() is taken.
+struct ExampleSizes {
+  int64_t batch = 0, sequence = 0;
+};
+absl::StatusOr<ExampleSizes> ExampleSizesFor(const LanguageModel& model);
+
 // ModelBuilder builds a model in the graph it is given (what Generator and
 // LmTrainer take, to build the model in a graph of their own).
 using ModelBuilder = std::function<absl::StatusOr<std::unique_ptr<LanguageModel>>(Graph&)>;

@@ -9,9 +9,7 @@
 
 #include <filesystem>
 #include <iostream>
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -40,50 +38,21 @@ namespace {
 
 #ifdef DAGRAD_HAVE_ONNX
 
-// ExportSizes picks the batch and sequence sizes to build the graph at:
-// distinct, >= 2, the sequence <= max_sequence, and neither a dim of a
-// parameter nor one of `model_sizes` (heads, head size, the 2 of pairs and
-// the 3 of q, k, v, ...), since the export takes every size equal to one
-// of them for that symbol.
-absl::StatusOr<std::pair<int64_t, int64_t>> ExportSizes(const std::vector<Value>& parameters,
-                                                        std::vector<int64_t> model_sizes,
-                                                        int64_t max_sequence) {
-  std::set<int64_t> taken(model_sizes.begin(), model_sizes.end());
-  for (const Value& p : parameters) {
-    for (int64_t d : p.shape().dims()) taken.insert(d);
-  }
-  auto next_free = [&](int64_t from) {
-    while (taken.count(from) > 0) ++from;
-    return from;
-  };
-  const int64_t sequence = next_free(2);
-  taken.insert(sequence);
-  const int64_t batch = next_free(2);
-  if (sequence > max_sequence) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "every sequence length up to the model's ", max_sequence,
-        " is also one of its dims, so the sequence axis cannot be told apart in the graph"));
-  }
-  return std::pair{batch, sequence};
-}
-
 absl::Status Export(const std::string& checkpoint, const std::string& out) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint(checkpoint));
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<models::LanguageModel> model,
                           models::LoadLanguageModel(g, ckpt, checkpoint, {.attention = attention}));
-  std::vector<int64_t> axes = model->axis_sizes();
-  axes.insert(axes.end(), {2, 3});  // pairs, and q, k, v
-  DAGRAD_ASSIGN_OR_RETURN(auto sizes, ExportSizes(model->parameters(), axes, model->max_len()));
+  DAGRAD_ASSIGN_OR_RETURN(const models::ExampleSizes sizes, models::ExampleSizesFor(*model));
   OnnxExportOptions options;
   options.variables = &ckpt;
   options.output_names = {"logits"};
   options.dynamic_dims = {{"tokens", 0, "batch"}, {"tokens", 1, "sequence"}};
-  const Value tokens = g.Input("tokens", DType::kInt64, {sizes.first, sizes.second});
+  const Value tokens = g.Input("tokens", DType::kInt64, {sizes.batch, sizes.sequence});
   Value lengths;
   if (model->takes_lengths()) {
-    lengths = g.Input("lengths", DType::kInt64, {sizes.first});
+    lengths = g.Input("lengths", DType::kInt64, {sizes.batch});
     options.dynamic_dims.push_back({"lengths", 0, "batch"});
   }
   const Value logits = model->Logits(tokens, lengths);
