@@ -89,12 +89,10 @@ void PrintHelp(const Command& command) {
 }
 
 std::string InFlagTerms(absl::string_view message) {
-  return absl::StrReplaceAll(message, {
-                                          {"ExecutorOptions::memory_limit_bytes", "--memory_limit_mb"},
-                                          {"ExecutorOptions::check_numerics set", "--check_numerics"},
-                                          {"RunConfig::lr", "--lr"},
-                                          {"LmTrainConfig::eval_windows", "--eval_windows"},
-                                      });
+  return absl::StrReplaceAll(message, {{"ExecutorOptions::memory_limit_bytes", "--memory_limit_mb"},
+                                       {"ExecutorOptions::check_numerics set", "--check_numerics"},
+                                       {"RunConfig::lr", "--lr"},
+                                       {"LmTrainConfig::eval_windows", "--eval_windows"}});
 }
 
 int UsageError(const Command& command, const std::string& message) {

@@ -19,8 +19,6 @@
 #include "tools/cli/common_flags.h"
 #include "tools/cli/onnx_model.h"
 
-ABSL_DECLARE_FLAG(std::string, model);  // dot_command.cc
-
 ABSL_FLAG(std::string, checkpoint, "", "model.safetensors written by dagrad train (or PyTorch)");
 ABSL_FLAG(std::string, input, "", "safetensors with tokens (int64 (B, T)), optional lengths "
                                   "(int64 (B)) and targets (int64 (B, T), -100 = ignore); with "

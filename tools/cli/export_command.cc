@@ -21,6 +21,7 @@
 #include "models/language_model.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
+#include "tools/cli/onnx_model.h"
 #ifdef DAGRAD_HAVE_ONNX
 #include "ops/onnx/export.h"
 #endif
@@ -62,11 +63,7 @@ absl::Status Export(const std::string& checkpoint, const std::string& out) {
 
 #else
 
-absl::Status Export(const std::string&, const std::string&) {
-  return absl::FailedPreconditionError(
-      "dagrad was built without ONNX (DAGRAD_ONNX=OFF, or libonnx-dev and libprotobuf-dev "
-      "were not found: bash tools/setup.sh installs them)");
-}
+absl::Status Export(const std::string&, const std::string& out) { return NoOnnx(out); }
 
 #endif  // DAGRAD_HAVE_ONNX
 

@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "engine/cuda/cuda_device.h"
 #include "engine/dot/dot.h"
+#include "engine/status_macros.h"
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/registry.h"
@@ -14,14 +15,12 @@
 namespace dagrad::cli {
 namespace {
 
-int RunInfo() {
-  if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return UsageError(InfoCommand(), std::string(st.message()));
-  if (absl::Status st = ConfigureCpu(); !st.ok()) return Failure(InfoCommand(), st);
+absl::Status Info() {
+  DAGRAD_RETURN_IF_ERROR(ApplyThreadsFlag());
+  DAGRAD_RETURN_IF_ERROR(ConfigureCpu());
   const CpuInfo cpu = GetCpuInfo();
-  const absl::StatusOr<CpuIsaChoice> isa = ChooseCpuIsa();
-  if (!isa.ok()) return Failure(InfoCommand(), isa.status());
-  const absl::StatusOr<Bf16Products> bf16 = ActiveBf16Products();
-  if (!bf16.ok()) return Failure(InfoCommand(), bf16.status());
+  DAGRAD_ASSIGN_OR_RETURN(const CpuIsaChoice isa, ChooseCpuIsa());
+  DAGRAD_ASSIGN_OR_RETURN(const Bf16Products bf16, ActiveBf16Products());
   std::cout << "dagrad " << DAGRAD_VERSION << "\n"
             << "cpu: BLIS " << cpu.blis_version << ", kernel set '" << cpu.blis_arch
             << "' (chosen by " << cpu.chosen_by << "), " << cpu.threads << " thread"
@@ -29,15 +28,17 @@ int RunInfo() {
             << "threads: " << cpu.threads << " (" << cpu.threads_source << "), wait policy "
             << cpu.wait_policy << "\n"
             << "cpu features: " << cpu.cpu_features << "\n"
-            << "kernels: " << CpuIsaName(isa->isa) << " (chosen by " << isa->chosen_by << ")\n"
-            << "bf16 products: " << bf16->description << "\n"
+            << "kernels: " << CpuIsaName(isa.isa) << " (chosen by " << isa.chosen_by << ")\n"
+            << "bf16 products: " << bf16.description << "\n"
             << "cuda: " << ::dagrad::DescribeCuda() << "\n"
             << "graphviz: " << (DotProgram().empty() ? "not found (DOT files are still written)"
                                                      : DotProgram())
             << "\n"
             << "ops: " << AllOps().size() << " registered\n";
-  return kExitOk;
+  return absl::OkStatus();
 }
+
+int RunInfo() { return ExitCode(InfoCommand(), Info()); }
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 //
 //   dagrad <command> [--flag=value ...]
 //
-// Commands: info, dot, train, eval. `dagrad <command> --help` lists a
+// `dagrad --help` lists the commands, `dagrad <command> --help` a
 // command's flags.
 
 #include <cstring>

@@ -75,7 +75,7 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const models::RunConfig& run
   DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
   c.min_len = absl::GetFlag(FLAGS_min_len);
   c.run = run;
-  if (absl::Status st = c.Validate(); !st.ok()) return st;
+  DAGRAD_RETURN_IF_ERROR(c.Validate());
   return c;
 }
 
@@ -128,7 +128,7 @@ int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, models::Trai
   return kExitOk;
 }
 
-// ParallelFlags are what every rank must agree on, and the buckets.
+// ParallelOptions: the job's communicator and the flags' buckets.
 absl::StatusOr<DataParallelOptions> ParallelOptions(const Job& job) {
   const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   if (!(bucket_mb > 0 && bucket_mb <= 1 << 20)) {
