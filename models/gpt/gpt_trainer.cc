@@ -38,6 +38,21 @@ absl::Status SameDataAsRankZero(Communicator& comm, const TextData& data,
 
 }  // namespace
 
+absl::Status StartFromModelFile(TextTrainConfig& config, const std::string& path) {
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadModelFile(path));
+  DAGRAD_ASSIGN_OR_RETURN(GptConfig model, GptConfig::FromCheckpoint(file, path));
+  if (model.vocab != 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": its GPT's vocab is ", model.vocab, "; a text run's tokens are the 256 bytes"));
+  }
+  model.dropout = config.model.dropout;
+  model.attention = config.model.attention;
+  config.model = model;
+  config.initial = std::make_shared<const SafetensorsFile>(std::move(file));
+  config.initial_source = path;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
     const TextTrainConfig& config, std::unique_ptr<Device> device,
     const DataParallelOptions& data_parallel) {
@@ -54,7 +69,9 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
                                  {.run = config.run,
                                   .eval_windows = config.eval_windows,
                                   .format = kFormat,
-                                  .metadata = {{"task", "text"}, {"data", config.data}}},
+                                  .metadata = {{"task", "text"}, {"data", config.data}},
+                                  .initial = config.initial,
+                                  .initial_source = config.initial_source},
                                  std::move(device), data_parallel));
   return t;
 }

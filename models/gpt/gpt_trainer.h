@@ -49,6 +49,21 @@
 
 namespace dagrad::models {
 
+// StartFromModelFile sets `config` to train on from the byte-level GPT in
+// the model file at `path` (a `dagrad train --task=text` run's
+// model.safetensors, or tools/reference/gpt.py's save_checkpoint): its
+// model (the sizes its metadata records; config's dropout and attention
+// kept) and its weights as config.initial. Errors: ReadModelFile's;
+// InvalidArgument naming the path for a file that does not hold a GPT
+// (GptConfig::FromCheckpoint) or whose vocab is not the 256 byte values.
+//
+//   // setup: TextRun
+//   DAGRAD_ASSIGN_OR_RETURN(auto first, models::GptTrainer::Create(config));
+//   DAGRAD_RETURN_IF_ERROR(first->SaveModel("runs/gpt/model.safetensors"));
+//   DAGRAD_RETURN_IF_ERROR(models::StartFromModelFile(config, "runs/gpt/model.safetensors"));
+//   DAGRAD_ASSIGN_OR_RETURN(auto trainer, models::GptTrainer::Create(config));
+absl::Status StartFromModelFile(TextTrainConfig& config, const std::string& path);
+
 // GptTrainer is the LmTrainer of a Gpt on a TextData.
 class GptTrainer : public LmTrainer {
  public:

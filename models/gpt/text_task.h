@@ -24,11 +24,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/io/safetensors.h"
 #include "engine/tensor.h"
 #include "models/gpt/gpt.h"
 #include "models/lm_trainer.h"
@@ -132,6 +134,11 @@ struct TextTrainConfig {
   // Validation windows scored, >= 0: 0 scores the whole split, N the first
   // min(N, TextData::validation_windows()).
   int64_t eval_windows = 0;
+  // initial: when set, the model's starting weights, under its checkpoint
+  // names (a model file's: StartFromModelFile), in place of the
+  // initializers'; `initial_source` names them in messages.
+  std::shared_ptr<const SafetensorsFile> initial;
+  std::string initial_source;
 
   // Validate returns InvalidArgument naming the first bad field
   // (the model's, the text task's, then RunConfig::Validate's).

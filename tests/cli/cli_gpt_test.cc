@@ -247,5 +247,25 @@ TEST(CliGpt, TrainOnTextRejectsMissingEmptyAndShortFiles) {
   EXPECT_THAT(short_file.err, HasSubstr("needs at least 161"));
 }
 
+// --init=FILE starts a byte-level run from a GPT model file: its sizes are
+// the file's, so the flags that would size a new model are refused.
+TEST(CliGpt, TrainStartsFromAModelFile) {
+  const std::string dir = FreshDir("gpt_text_init");
+  const std::string data = WriteCorpus("gpt_text_init_data", 60);
+  CliResult r = RunDagrad(std::string(kTextTrain) + "--data=" + data + " --out=" + dir + "/a");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string init = " --init=" + dir + "/a/model.safetensors";
+  r = RunDagrad("train --task=text --steps=2 --eval_every=2 --data=" + data + init +
+                " --out=" + dir + "/b");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("after 2 steps"));
+  r = RunDagrad("train --task=text --dim=32 --data=" + data + init + " --out=" + dir + "/c");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--dim applies to a new model only; --init's model is its file's"));
+  r = RunDagrad("train --task=text --data=" + data + " --init=" + dir + "/none.safetensors");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(dir + "/none.safetensors"));
+}
+
 }  // namespace
 }  // namespace dagrad::testing

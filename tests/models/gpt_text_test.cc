@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "engine/io/checkpoint.h"
@@ -206,6 +207,42 @@ TEST(GptTrainer, SampleStartsWithThePrompt) {
   ASSERT_OK_AND_ASSIGN(std::string text, t->Sample("the ", 30, {.seed = 2}));
   EXPECT_EQ(text.size(), 34u);
   EXPECT_EQ(text.substr(0, 4), "the ");
+}
+
+// A run started from a model file begins at its weights: the model's sizes
+// come from the file (the config's are replaced), its dropout from the
+// config, and before any step the trainer holds exactly the file's tensors.
+TEST(GptTrainer, StartsFromAModelFile) {
+  const std::string dir = testing::FreshDir("gpt_start_from_file");
+  TextTrainConfig c = SmallConfig(WriteCorpus("gpt_start_from_file_data", 40));
+  ASSERT_OK_AND_ASSIGN(auto trained, GptTrainer::Create(c));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(trained->Step().ok());
+  ASSERT_OK(trained->SaveModel(dir + "/model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(const SafetensorsFile saved, ReadCheckpoint(dir + "/model.safetensors"));
+  TextTrainConfig from = SmallConfig(c.data);
+  from.model.dim = 32;  // replaced by the file's 16
+  from.model.dropout = 0.25;
+  ASSERT_OK(StartFromModelFile(from, dir + "/model.safetensors"));
+  EXPECT_EQ(from.model.dim, 16);
+  EXPECT_EQ(from.model.dropout, 0.25);
+  ASSERT_OK_AND_ASSIGN(auto started, GptTrainer::Create(from));
+  ASSERT_OK_AND_ASSIGN(const SafetensorsFile weights, started->Weights());
+  std::map<std::string, std::vector<double>> held;
+  for (const auto& [name, tensor] : weights.tensors) held[name] = testing::AsDoubles(tensor);
+  ASSERT_EQ(held.size(), saved.tensors.size());
+  for (const auto& [name, tensor] : saved.tensors) {
+    EXPECT_EQ(held[name], testing::AsDoubles(tensor)) << name;
+  }
+  EXPECT_STATUS(StartFromModelFile(from, dir + "/missing.safetensors"),
+                absl::StatusCode::kNotFound, "missing.safetensors");
+  GptConfig words = c.model;
+  words.vocab = 300;
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(Gpt gpt, Gpt::Create(g, words));
+  Executor exec(g);
+  ASSERT_OK(SaveVariables(exec, gpt.parameters(), words.ToMetadata(), dir + "/words.safetensors"));
+  EXPECT_STATUS(StartFromModelFile(from, dir + "/words.safetensors"),
+                absl::StatusCode::kInvalidArgument, "vocab is 300; a text run's tokens are the 256 bytes");
 }
 
 }  // namespace

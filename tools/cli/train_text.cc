@@ -9,13 +9,15 @@
 // when it draws none); it prints a generated sample at the end, as valid
 // UTF-8 (TerminalText). Under mpirun the
 // ranks train data parallel (models/gpt/gpt_trainer.h); rank 0 alone prints,
-// validates, samples and writes. With --init=DIR it fine-tunes a Hugging
-// Face GPT-2 directory instead (models/gpt2/fine_tune.h) and writes the
-// same files but attention.svg, its model.safetensors a gpt2 model file
+// validates, samples and writes. --init=FILE starts from a GPT model file's
+// weights (models::StartFromModelFile). With --init=DIR it fine-tunes a
+// Hugging Face GPT-2 directory instead (models/gpt2/fine_tune.h) and writes
+// the same files but attention.svg, its model.safetensors a gpt2 model file
 // (`dagrad eval`, `dagrad generate`, `dagrad export --format=hf`).
 
 #include "tools/cli/train_run.h"
 
+#include <filesystem>
 #include <iostream>
 
 #include "absl/flags/declare.h"
@@ -34,7 +36,8 @@ ABSL_FLAG(int64_t, eval_windows, 0,
 ABSL_FLAG(std::string, init, "",
           "--task=text: fine-tune this Hugging Face GPT-2 directory (config.json, "
           "model.safetensors, vocab.json, merges.txt) from its weights, its text encoded by its "
-          "tokenizer, in windows of --seq_len tokens; empty: a new byte-level GPT");
+          "tokenizer, in windows of --seq_len tokens; a file: start from the weights and sizes "
+          "of this byte-level GPT's model.safetensors; empty: a new byte-level GPT");
 ABSL_DECLARE_FLAG(int64_t, seq_len);
 ABSL_DECLARE_FLAG(int64_t, dim);
 ABSL_DECLARE_FLAG(int64_t, heads);
@@ -58,6 +61,11 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const models::RunConfig&
              .layers = absl::GetFlag(FLAGS_layers),
              .dropout = absl::GetFlag(FLAGS_dropout)};
   DAGRAD_ASSIGN_OR_RETURN(c.model.attention, AttentionFromFlags());
+  if (const std::string init = absl::GetFlag(FLAGS_init); !init.empty()) {
+    DAGRAD_RETURN_IF_ERROR(RefuseFlagsNotFor({"dim", "heads", "layers", "seq_len"}, "a new model",
+                                             "--init's model is its file's"));
+    DAGRAD_RETURN_IF_ERROR(models::StartFromModelFile(c, init));
+  }
   c.run = run;
   c.eval_windows = absl::GetFlag(FLAGS_eval_windows);
   if (c.eval_windows < 0) {
@@ -97,7 +105,7 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
 
 int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                  Job& job) {
-  if (!absl::GetFlag(FLAGS_init).empty()) return RunFineTune(cmd, run, parallel, job);
+  if (std::filesystem::is_directory(absl::GetFlag(FLAGS_init))) return RunFineTune(cmd, run, parallel, job);
   absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(run);
   if (!config.ok()) return Failure(cmd, config.status());
   TrainingRun training{
