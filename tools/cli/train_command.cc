@@ -45,12 +45,10 @@ ABSL_FLAG(bool, overlap, true,
           "under mpirun: overlap each bucket's all-reduce with the rest of backward (false: "
           "sum every bucket after backward)");
 ABSL_FLAG(bool, resume, false,
-          "continue from --out/checkpoint.safetensors (or from checkpoint.prev.safetensors "
-          "when that one is damaged), exactly as if never stopped. SIGTERM, "
-          "SIGINT (Ctrl-C) or SIGUSR1 stop a run gracefully: it finishes the step (and an "
-          "evaluation) in flight, saves the checkpoint, prints 'stopped at step N; resume with "
-          "--resume' and exits 128+signal (143, 130, 138); a second signal exits at once, "
-          "leaving the last checkpoint whole");
+          "continue from --out/checkpoint.safetensors (or checkpoint.prev.safetensors when "
+          "that one is damaged), exactly as if never stopped. SIGTERM, SIGINT or SIGUSR1 stop a "
+          "run gracefully: the step in flight finishes, the checkpoint is saved, and it exits "
+          "128+signal; a second signal exits at once, the last checkpoint whole");
 ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many steps");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop after this step (0: run all --steps), to continue later with --resume");
@@ -155,10 +153,9 @@ int RunToyTrain(const Command& cmd, const models::RunConfig& run, const DataPara
   return RunTraining(cmd, training, job);
 }
 
-// JoinJob returns the MPI job this process was launched in
-// (models/parallel_job.h), or a job of its own. FailedPrecondition when an
-// MPI launcher started it but dagrad was built without MPI (each rank would
-// train alone over the same files).
+// JoinJob returns the MPI job this process was launched in, or a job of its
+// own; FailedPrecondition when a launcher started it in a dagrad built
+// without MPI (each rank would train alone over the same files).
 absl::StatusOr<Job> JoinJob() {
 #if DAGRAD_HAVE_MPI
   if (!LaunchedByMpi()) return Job{};

@@ -1,16 +1,12 @@
 // tools/cli/train_run.h
 //
-// The part of `dagrad train` every task shares (train_command.cc): the
-// output directory and its lock, stop signals (SIGTERM, SIGINT, SIGUSR1 save
-// a checkpoint and exit 128+signal), --resume with the fallback to the
-// previous checkpoint, non-finite steps (--on_nonfinite), evaluation,
-// metrics and checkpoints every --eval_every steps, --stop_after, and the
-// report of a complete run (models::Trainer::Summary and the files
-// written). A task supplies its trainer: the toy tasks (train_command.cc)
-// and text (train_text.cc). Under `mpirun -np N` (or
-// srun) every rank trains on its slice of the global batch
-// (models/parallel_job.h); rank 0 alone prints and writes files; a rank
-// that fails ends the whole job (Communicator::Abort), so none waits.
+// The part of `dagrad train` every task shares (train_command.cc): --out
+// and its lock, stop signals, --resume, --stop_after, models::Fit's loop
+// and the report of a complete run (Trainer::Summary, the files written).
+// A task supplies its trainer: the toy tasks (train_command.cc) and text
+// (train_text.cc). Under `mpirun -np N` (or srun) every rank trains on its
+// slice of the global batch (models/parallel_job.h); rank 0 alone prints
+// and writes files; a rank that fails ends the whole job, so none waits.
 //
 //   models::TextTrainConfig config;
 //   DAGRAD_ASSIGN_OR_RETURN(config.run, RunConfigFromFlags());
