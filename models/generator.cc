@@ -47,8 +47,6 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Load(
 
 absl::Status Generator::Build(const SafetensorsFile& weights, std::unique_ptr<Device> device) {
   Graph& g = *graph_;
-  window_tokens_ = g.Input("window_tokens", DType::kInt64, {1, model_->max_len()});
-  window_logits_ = model_->Logits(window_tokens_);
   std::vector<Value> step_fetches;
   const std::optional<KvCacheShape> kv = model_->kv_cache();
   // With block_size 1 there is nothing to cache.
@@ -58,7 +56,16 @@ absl::Status Generator::Build(const SafetensorsFile& weights, std::unique_ptr<De
   DAGRAD_RETURN_IF_ERROR(g.status());
   exec_ = std::make_unique<Executor>(g, std::move(device));
   DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, model_->parameters(), weights, "model weights"));
-  DAGRAD_ASSIGN_OR_RETURN(window_plan_, exec_->Compile({window_logits_}));
+  // The window is the real prefix, unpadded: a plan per length, the last
+  // few kept.
+  DAGRAD_ASSIGN_OR_RETURN(
+      window_, ShapeFamily::Create(
+                   g, *exec_,
+                   {.inputs = {{"window_tokens", DType::kInt64, {1, "seq"}}},
+                    .bounds = {{"seq", model_->max_len()}}, .max_plans = 2},
+                   [this](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+                     return Specialized{.fetches = {model_->Logits(b.input("window_tokens"))}};
+                   }));
   if (!step_fetches.empty()) {
     DAGRAD_ASSIGN_OR_RETURN(step_plan_, exec_->Compile(step_fetches));
   }
@@ -121,14 +128,11 @@ void StoreSlot(const Tensor& fresh, int64_t p, Tensor& cache) {
 
 absl::StatusOr<std::vector<float>> Generator::WindowLogits(
     absl::Span<const int64_t> window) {
-  // Right-padding is exact: a causal model's row t never sees positions > t.
+  const int64_t n = static_cast<int64_t>(window.size());
   DAGRAD_ASSIGN_OR_RETURN(
-      Tensor tokens, Tensor::Zeros(DType::kInt64, {1, model_->max_len()}));
-  std::copy(window.begin(), window.end(), tokens.data<int64_t>());
-  DAGRAD_ASSIGN_OR_RETURN(
-      std::vector<Tensor> out,
-      exec_->Run(*window_plan_, {{window_tokens_, tokens}}));
-  return Row(out[0], static_cast<int64_t>(window.size()) - 1);
+      Tensor tokens, Tensor::FromVector<int64_t>({1, n}, {window.begin(), window.end()}));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out, window_->Run({{"window_tokens", tokens}}));
+  return Row(out[0], n - 1);
 }
 
 absl::StatusOr<std::vector<float>> Generator::CachedLogits(

@@ -19,7 +19,8 @@
 // executor, to sample without a file.)
 //
 // The context. The model sees at most block_size = max_len() tokens: the
-// last block_size of prompt + generated so far (a sliding window).
+// last block_size of prompt + generated so far (a sliding window), unpadded
+// (a ShapeFamily over its length: engine/shape_family.h).
 //
 // The KV cache (a model whose kv_cache() is set, as the GPT's; others
 // recompute the window for every token). While the sequence fits the window, every token, of the
@@ -57,6 +58,7 @@
 #include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/io/safetensors.h"
+#include "engine/shape_family.h"
 #include "models/gpt/token_sampler.h"
 #include "models/language_model.h"
 
@@ -119,8 +121,8 @@ class Generator {
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<Executor> exec_;
-  std::unique_ptr<Plan> window_plan_, step_plan_;
-  Value window_tokens_, window_logits_;
+  std::unique_ptr<ShapeFamily> window_;  // the window's logits, per length
+  std::unique_ptr<Plan> step_plan_;
   Value step_token_, step_position_;
   KvPast past_;
   CachedForward step_;
