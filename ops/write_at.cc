@@ -55,17 +55,14 @@ absl::Status WriteAtCheck(const KernelContext& ctx) {
 
 absl::Status WriteAtKernel(const KernelContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(WriteAtCheck(ctx));
-  const int64_t axis = ctx.attrs().GetInt("axis");
-  const Shape& shape = *ctx.in(0).shape;
-  int64_t outer = 1, inner = SizeOf(ctx.in(0).dtype);
-  for (int d = 0; d < axis; ++d) outer *= shape[d];
-  for (int d = axis + 1; d < shape.rank(); ++d) inner *= shape[d];
-  const int64_t P = shape[axis], n = ctx.in(1).dim(axis);
-  const int64_t start = *ctx.in(2).as<int64_t>();
+  const WriteAtRows w = WriteAtLayout(*ctx.in(0).shape, *ctx.in(1).shape, ctx.in(0).dtype,
+                                      ctx.attrs().GetInt("axis"));
+  const int64_t start = *ctx.in(2).as<int64_t>(), inner = w.inner_bytes;
   char* dst = ctx.in(0).as<char>();
   const char* src = ctx.in(1).as<char>();
-  for (int64_t o = 0; o < outer; ++o) {
-    std::memcpy(dst + (o * P + start) * inner, src + o * n * inner, n * inner);
+  for (int64_t o = 0; o < w.outer; ++o) {
+    std::memcpy(dst + (o * w.rows + start) * inner, src + o * w.written * inner,
+                w.written * inner);
   }
   return absl::OkStatus();
 }
@@ -80,6 +77,14 @@ const OpDef kWriteAt = {
 }  // namespace
 
 DAGRAD_REGISTER_OP(kWriteAt, write_at);
+
+WriteAtRows WriteAtLayout(const Shape& target, const Shape& value, DType dtype, int64_t axis) {
+  WriteAtRows w{.rows = target[axis], .inner_bytes = static_cast<int64_t>(SizeOf(dtype)),
+                .written = value[axis]};
+  for (int d = 0; d < axis; ++d) w.outer *= target[d];
+  for (int d = axis + 1; d < target.rank(); ++d) w.inner_bytes *= target[d];
+  return w;
+}
 
 Value WriteAt(Value target, Value value, Value start, int64_t axis) {
   if (target.ok() && axis < 0) axis += target.rank();

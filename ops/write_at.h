@@ -25,7 +25,9 @@
 
 #include <cstdint>
 
+#include "engine/dtype.h"
 #include "engine/graph.h"
+#include "engine/shape.h"
 
 namespace dagrad {
 
@@ -33,6 +35,14 @@ namespace dagrad {
 // value.dim(axis)) to value; `start` is int64 of one element, shape () or
 // (1). Negative axes count from the end.
 Value WriteAt(Value target, Value value, Value start, int64_t axis);
+
+// WriteAtRows is the write as its kernels (CPU, CUDA) see it: the target
+// is `outer` blocks of `rows` rows of `inner_bytes` bytes around the axis,
+// the value `outer` blocks of `written` rows.
+struct WriteAtRows {
+  int64_t outer = 1, rows = 0, inner_bytes = 0, written = 0;
+};
+WriteAtRows WriteAtLayout(const Shape& target, const Shape& value, DType dtype, int64_t axis);
 
 }  // namespace dagrad
 

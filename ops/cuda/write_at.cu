@@ -5,6 +5,7 @@
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
+#include "ops/write_at.h"
 
 namespace dagrad {
 namespace {
@@ -26,26 +27,22 @@ __global__ void WriteAtImpl(W* dst, const W* src, const int64_t* start_in, int64
 }
 
 template <typename W>
-absl::Status Launch(const KernelContext& ctx, int64_t outer, int64_t P, int64_t n,
-                    int64_t inner_bytes) {
-  const int64_t inner = inner_bytes / static_cast<int64_t>(sizeof(W));
-  const int64_t total = outer * n * inner;
+absl::Status Launch(const KernelContext& ctx, const WriteAtRows& w) {
+  const int64_t inner = w.inner_bytes / static_cast<int64_t>(sizeof(W));
+  const int64_t total = w.outer * w.written * inner;
   if (total == 0) return absl::OkStatus();
   WriteAtImpl<W><<<GridFor(total), kThreads, 0, CudaContextOf(ctx).stream()>>>(
-      ctx.in(0).as<W>(), ctx.in(1).as<W>(), ctx.in(2).as<int64_t>(), outer, P, n, inner);
+      ctx.in(0).as<W>(), ctx.in(1).as<W>(), ctx.in(2).as<int64_t>(), w.outer, w.rows, w.written,
+      inner);
   return CheckLaunch("WriteAtImpl");
 }
 
 absl::Status WriteAtKernel(const KernelContext& ctx) {
-  const int64_t axis = ctx.attrs().GetInt("axis");
-  const Shape& shape = *ctx.in(0).shape;
-  int64_t outer = 1, inner = SizeOf(ctx.in(0).dtype);
-  for (int d = 0; d < axis; ++d) outer *= shape[d];
-  for (int d = axis + 1; d < shape.rank(); ++d) inner *= shape[d];
-  const int64_t P = shape[axis], n = ctx.in(1).dim(axis);
-  if (inner % 4 == 0) return Launch<uint32_t>(ctx, outer, P, n, inner);
-  if (inner % 2 == 0) return Launch<uint16_t>(ctx, outer, P, n, inner);
-  return Launch<uint8_t>(ctx, outer, P, n, inner);
+  const WriteAtRows w = WriteAtLayout(*ctx.in(0).shape, *ctx.in(1).shape, ctx.in(0).dtype,
+                                      ctx.attrs().GetInt("axis"));
+  if (w.inner_bytes % 4 == 0) return Launch<uint32_t>(ctx, w);
+  if (w.inner_bytes % 2 == 0) return Launch<uint16_t>(ctx, w);
+  return Launch<uint8_t>(ctx, w);
 }
 
 }  // namespace
