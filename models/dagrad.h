@@ -34,6 +34,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/random_tensor.h"
 #include "engine/shape.h"
+#include "engine/shape_family.h"
 #include "engine/status_macros.h"
 #include "engine/tensor.h"
 

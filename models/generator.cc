@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
+#include "ops/write_at.h"
 
 namespace dagrad::models {
 std::vector<int64_t> BytesToTokens(absl::string_view bytes) {
@@ -47,44 +47,59 @@ absl::StatusOr<std::unique_ptr<Generator>> Generator::Load(
 
 absl::Status Generator::Build(const SafetensorsFile& weights, std::unique_ptr<Device> device) {
   Graph& g = *graph_;
-  window_tokens_ = g.Input("window_tokens", DType::kInt64, {1, model_->max_len()});
-  window_logits_ = model_->Logits(window_tokens_);
-  std::vector<Value> step_fetches;
+  std::vector<Value> step_fetches, step_writes;
   const std::optional<KvCacheShape> kv = model_->kv_cache();
   // With block_size 1 there is nothing to cache.
   if (kv && model_->max_len() > 1) {
-    DAGRAD_RETURN_IF_ERROR(BuildCacheStep(*kv, step_fetches));
+    DAGRAD_RETURN_IF_ERROR(BuildCacheStep(*kv, step_fetches, step_writes));
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
   exec_ = std::make_unique<Executor>(g, std::move(device));
   DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, model_->parameters(), weights, "model weights"));
-  DAGRAD_ASSIGN_OR_RETURN(window_plan_, exec_->Compile({window_logits_}));
+  // The window is the real prefix, unpadded: a plan per length, the last
+  // few kept.
+  DAGRAD_ASSIGN_OR_RETURN(
+      window_, ShapeFamily::Create(
+                   g, *exec_,
+                   {.inputs = {{"window_tokens", DType::kInt64, {1, "seq"}}},
+                    .bounds = {{"seq", model_->max_len()}}, .max_plans = 2},
+                   [this](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+                     return Specialized{.fetches = {model_->Logits(b.input("window_tokens"))}};
+                   }));
   if (!step_fetches.empty()) {
-    DAGRAD_ASSIGN_OR_RETURN(step_plan_, exec_->Compile(step_fetches));
+    DAGRAD_ASSIGN_OR_RETURN(step_plan_, exec_->Compile(step_fetches, step_writes));
   }
   return absl::OkStatus();
 }
 
-absl::Status Generator::BuildCacheStep(const KvCacheShape& kv, std::vector<Value>& fetches) {
+absl::Status Generator::BuildCacheStep(const KvCacheShape& kv, std::vector<Value>& fetches,
+                                      std::vector<Value>& writes) {
   Graph& g = *graph_;
-  const int64_t P = model_->max_len() - 1, H = kv.heads, Dh = kv.head_dim;
-  for (int64_t l = 0; l < kv.layers; ++l) {
-    past_.keys.push_back(g.Input(absl::StrCat("past_keys_", l), kv.dtype, {1, H, P, Dh}));
-    past_.values.push_back(g.Input(absl::StrCat("past_values_", l), kv.dtype, {1, H, P, Dh}));
-    for (std::vector<Tensor>* cache : {&cache_keys_, &cache_values_}) {
-      DAGRAD_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(kv.dtype, {1, H, P, Dh}));
-      cache->push_back(std::move(zeros));
+  // One slot per position: the last position's keys are written too, never read.
+  const int64_t P = model_->max_len(), H = kv.heads, Dh = kv.head_dim;
+  {
+    Graph::Scope scope(g, "kv_cache");
+    for (int64_t l = 0; l < kv.layers; ++l) {
+      past_.keys.push_back(
+          g.Variable(absl::StrCat("keys_", l), {1, H, P, Dh}, Initializer::Zeros(), kv.dtype));
+      past_.values.push_back(
+          g.Variable(absl::StrCat("values_", l), {1, H, P, Dh}, Initializer::Zeros(), kv.dtype));
     }
   }
   past_.keep = g.Input("past_keep", DType::kBool, {P});
   DAGRAD_ASSIGN_OR_RETURN(cache_keep_, Tensor::Zeros(DType::kBool, {P}));
   step_token_ = g.Input("step_token", DType::kInt64, {1, 1});
   step_position_ = g.Input("step_position", DType::kInt64, {1});
-  step_ = model_->ForwardCached(step_token_, step_position_, past_);
-  fetches = {step_.logits};
+  const CachedForward step = model_->ForwardCached(step_token_, step_position_, past_);
+  if (step.keys.size() != past_.keys.size() || step.values.size() != past_.values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generate: ForwardCached gave ", step.keys.size(), " layers of keys and ",
+        step.values.size(), " of values, kv_cache() says ", kv.layers));
+  }
+  fetches = {step.logits};
   for (int64_t l = 0; l < kv.layers; ++l) {
-    fetches.push_back(step_.keys[l]);
-    fetches.push_back(step_.values[l]);
+    writes.push_back(WriteAt(past_.keys[l], step.keys[l], step_position_, 2));
+    writes.push_back(WriteAt(past_.values[l], step.values[l], step_position_, 2));
   }
   return absl::OkStatus();
 }
@@ -104,57 +119,31 @@ std::vector<float> Row(const Tensor& logits, int64_t t) {
   return row;
 }
 
-// StoreSlot writes fresh (1, H, 1, Dh) into slot p of cache (1, H, P, Dh).
-void StoreSlot(const Tensor& fresh, int64_t p, Tensor& cache) {
-  const int64_t H = cache.shape()[1], P = cache.shape()[2],
-                Dh = cache.shape()[3];
-  const size_t bytes = SizeOf(cache.dtype());
-  const char* src = static_cast<const char*>(fresh.raw_data());
-  char* dst = static_cast<char*>(cache.raw_data());
-  for (int64_t h = 0; h < H; ++h) {
-    std::memcpy(dst + ((h * P + p) * Dh) * bytes, src + h * Dh * bytes,
-                Dh * bytes);
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<float>> Generator::WindowLogits(
     absl::Span<const int64_t> window) {
-  // Right-padding is exact: a causal model's row t never sees positions > t.
+  const int64_t n = static_cast<int64_t>(window.size());
   DAGRAD_ASSIGN_OR_RETURN(
-      Tensor tokens, Tensor::Zeros(DType::kInt64, {1, model_->max_len()}));
-  std::copy(window.begin(), window.end(), tokens.data<int64_t>());
-  DAGRAD_ASSIGN_OR_RETURN(
-      std::vector<Tensor> out,
-      exec_->Run(*window_plan_, {{window_tokens_, tokens}}));
-  return Row(out[0], static_cast<int64_t>(window.size()) - 1);
+      Tensor tokens, Tensor::FromVector<int64_t>({1, n}, {window.begin(), window.end()}));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out, window_->Run({{"window_tokens", tokens}}));
+  return Row(out[0], n - 1);
 }
 
 absl::StatusOr<std::vector<float>> Generator::CachedLogits(
     int64_t token, int64_t position) {
-  const int64_t P = model_->max_len() - 1;
   bool* keep = cache_keep_.data<bool>();
-  for (int64_t p = 0; p < P; ++p) keep[p] = p < position;
+  for (int64_t p = 0; p < cache_keep_.num_elements(); ++p) keep[p] = p < position;
   DAGRAD_ASSIGN_OR_RETURN(Tensor token_tensor,
                           Tensor::FromVector<int64_t>({1, 1}, {token}));
   DAGRAD_ASSIGN_OR_RETURN(Tensor position_tensor,
                           Tensor::FromVector<int64_t>({1}, {position}));
-  Feeds feeds = {{step_token_, token_tensor},
-                 {step_position_, position_tensor},
-                 {past_.keep, cache_keep_}};
-  for (size_t l = 0; l < past_.keys.size(); ++l) {
-    feeds.push_back({past_.keys[l], cache_keys_[l]});
-    feeds.push_back({past_.values[l], cache_values_[l]});
-  }
+  // The plan writes this position's keys and values into the cache
+  // variables after the logits are computed from the earlier ones.
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                          exec_->Run(*step_plan_, feeds));
-  if (position < P) {  // the last position's keys are never attended to
-    for (size_t l = 0; l < past_.keys.size(); ++l) {
-      StoreSlot(out[1 + 2 * l], position, cache_keys_[l]);
-      StoreSlot(out[2 + 2 * l], position, cache_values_[l]);
-    }
-  }
+                          exec_->Run(*step_plan_, {{step_token_, token_tensor},
+                                                   {step_position_, position_tensor},
+                                                   {past_.keep, cache_keep_}}));
   return Row(out[0], 0);
 }
 

@@ -19,14 +19,18 @@
 // executor, to sample without a file.)
 //
 // The context. The model sees at most block_size = max_len() tokens: the
-// last block_size of prompt + generated so far (a sliding window).
+// last block_size of prompt + generated so far (a sliding window), unpadded
+// (a ShapeFamily over its length: engine/shape_family.h).
 //
 // The KV cache (a model whose kv_cache() is set, as the GPT's; others
 // recompute the window for every token). While the sequence fits the window, every token, of the
 // prompt too, runs through the model once, as one position: its keys and
-// values are kept (per layer (1, H, block_size - 1, Dh)) and the new token
-// attends to them: token n costs one position's projections and MLP and an
-// attention over n keys. Positions are learned and absolute, so once the
+// values are kept on the executor, in variables of (1, H, block_size, Dh)
+// per layer that the step's plan writes in place at the token's position
+// (WriteAt, ops/write_at.h), and the new token attends to them: token n
+// costs one position's projections and MLP and an attention over n keys,
+// and a run feeds the token, its position and which slots to attend to,
+// nothing of the cache. Positions are learned and absolute, so once the
 // window slides every kept key belongs to another position (token t moves
 // from position p to p - 1), and the cache would have to be rebuilt for
 // every new token: from then on each token recomputes the whole window
@@ -57,6 +61,7 @@
 #include "engine/device/device.h"
 #include "engine/executor.h"
 #include "engine/io/safetensors.h"
+#include "engine/shape_family.h"
 #include "models/gpt/token_sampler.h"
 #include "models/language_model.h"
 
@@ -105,8 +110,10 @@ class Generator {
  private:
   Generator() = default;
   absl::Status Build(const SafetensorsFile& weights, std::unique_ptr<Device> device);
-  // BuildCacheStep adds the graph of one cached step (kv_cache()'s shape).
-  absl::Status BuildCacheStep(const KvCacheShape& kv, std::vector<Value>& fetches);
+  // BuildCacheStep adds the graph of one cached step (kv_cache()'s shape):
+  // its logits, and the writes of its keys and values into the cache.
+  absl::Status BuildCacheStep(const KvCacheShape& kv, std::vector<Value>& fetches,
+                              std::vector<Value>& writes);
   // The logits after the last token of `window` (<= block_size tokens).
   absl::StatusOr<std::vector<float>> WindowLogits(
       absl::Span<const int64_t> window);
@@ -119,13 +126,11 @@ class Generator {
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<Executor> exec_;
-  std::unique_ptr<Plan> window_plan_, step_plan_;
-  Value window_tokens_, window_logits_;
+  std::unique_ptr<ShapeFamily> window_;  // the window's logits, per length
+  std::unique_ptr<Plan> step_plan_;
   Value step_token_, step_position_;
-  KvPast past_;
-  CachedForward step_;
-  std::vector<Tensor> cache_keys_, cache_values_;  // per layer (1, H, P, Dh)
-  Tensor cache_keep_;                              // bool (P)
+  KvPast past_;       // keys and values: variables (1, H, block_size, Dh) per layer
+  Tensor cache_keep_;  // bool (block_size): the slots attended to
 };
 
 }  // namespace dagrad::models

@@ -76,7 +76,6 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
       ts_, BuildTrainingStep(loss_, DecayMatrices(model_->parameters(), optimizer.weight_decay),
                              optimizer));
   BuildStepStats(logits_, targets_);
-  DAGRAD_RETURN_IF_ERROR(BuildEval());
   DAGRAD_RETURN_IF_ERROR(BuildMore());
   DAGRAD_RETURN_IF_ERROR(g.status());
   exec_ = std::make_unique<Executor>(g, std::move(device),
@@ -90,31 +89,29 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
     DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, model_->parameters(), *config_.initial,
                                            config_.initial_source));
   }
-  for (EvalForward* e : {&eval_full_, &eval_last_}) {
-    if (e->rows > 0) {
-      DAGRAD_ASSIGN_OR_RETURN(e->plan, exec_->Compile({e->stats}));
-    }
-  }
+  DAGRAD_RETURN_IF_ERROR(BuildEval());
   return CompileMore();
 }
 
 absl::Status LmTrainer::BuildEval() {
   const int64_t all = data_.validation_windows;
   eval_windows_ = config_.eval_windows == 0 ? all : std::min(all, config_.eval_windows);
-  eval_full_.rows = std::min(eval_windows_, config_.run.batch);
-  eval_last_.rows = eval_windows_ % eval_full_.rows;
-  for (EvalForward* e : {&eval_full_, &eval_last_}) {
-    if (e->rows == 0) continue;
-    Graph& g = *graph_;
-    Graph::Scope scope(g, e == &eval_full_ ? "eval" : "eval_last");
-    const Shape shape({e->rows, data_.window});
-    e->tokens = g.Input("tokens", DType::kInt64, shape);
-    e->targets = g.Input("targets", DType::kInt64, shape);
-    Value logits = model_->Logits(e->tokens);
-    Value loss = CrossEntropy(logits, e->targets);
+  eval_rows_ = std::min(eval_windows_, config_.run.batch);
+  const std::vector<Dim> shape = {"batch", data_.window};
+  auto build = [this](Graph& g, const Binding& b) -> absl::StatusOr<Specialized> {
+    Graph::Scope scope(g, "eval");
+    Value logits = model_->Logits(b.input("tokens"));
+    Value loss = CrossEntropy(logits, b.input("targets"));
     DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(config_.run.optimizer.precision, {&loss, &logits}));
-    e->stats = EvalStats(loss, logits, e->targets);
-  }
+    return Specialized{.fetches = {EvalStats(loss, logits, b.input("targets"))}};
+  };
+  DAGRAD_ASSIGN_OR_RETURN(
+      eval_, ShapeFamily::Create(*graph_, *exec_,
+                                 {.inputs = {{"tokens", DType::kInt64, shape},
+                                             {"targets", DType::kInt64, shape}},
+                                  .bounds = {{"batch", eval_rows_}},
+                                  .max_plans = 2},
+                                 build));
   return absl::OkStatus();
 }
 
@@ -134,11 +131,11 @@ absl::StatusOr<EvalResult> LmTrainer::Evaluate() {
   // Each batch's loss is the mean over its tokens: weighted by its count
   // of tokens, the sum over batches is the mean over every token scored.
   double loss_sum = 0, correct = 0, counted = 0;
-  for (int64_t first = 0; first < eval_windows_; first += eval_full_.rows) {
-    EvalForward& e = eval_windows_ - first >= eval_full_.rows ? eval_full_ : eval_last_;
-    DAGRAD_ASSIGN_OR_RETURN(const TokenBatch b, data_.validation(first, e.rows));
+  for (int64_t first = 0; first < eval_windows_; first += eval_rows_) {
+    const int64_t rows = std::min(eval_rows_, eval_windows_ - first);
+    DAGRAD_ASSIGN_OR_RETURN(const TokenBatch b, data_.validation(first, rows));
     DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                            exec_->Run(*e.plan, {{e.tokens, b.tokens}, {e.targets, b.targets}}));
+                            eval_->Run({{"tokens", b.tokens}, {"targets", b.targets}}));
     const double* stats = out[0].data<double>();  // [loss, correct, counted]
     loss_sum += stats[0] * stats[2];
     correct += stats[1];

@@ -6,7 +6,8 @@
 // resume exactly, the non-finite policy, data parallelism, mixed precision,
 // and so models::Fit (models/fit.h). One graph holds the training step
 // (forward, cross-entropy, backward, clipping, the optimizer decaying
-// matrices only) and the validation forward; each is compiled once. The
+// matrices only) and the validation forward at each batch size it runs (a
+// full batch and a last, smaller one); each is compiled once. The
 // batch of step s must be a function of s (and the run's seed), so that a
 // resumed run draws the batches the uninterrupted run would have.
 //
@@ -31,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
 #include "engine/io/safetensors.h"
+#include "engine/shape_family.h"
 #include "engine/tensor.h"
 #include "models/generator.h"
 #include "models/language_model.h"
@@ -75,8 +77,9 @@ struct LmTrainConfig {
 
 class LmTrainer : public Trainer {
  public:
-  // Create builds the model with `build`, then the training step and the
-  // validation forward, and compiles them, and assigns config.initial.
+  // Create builds the model with `build`, then the training step, compiles
+  // it, and assigns config.initial (the validation forward is built and
+  // compiled per batch size when Evaluate first runs it).
   // InvalidArgument for a bad run config or data, a model that is not
   // causal, or initial weights that do not fit the model (AssignVariables:
   // each missing, unexpected or misshapen tensor named); `build`'s and the
@@ -90,7 +93,8 @@ class LmTrainer : public Trainer {
   absl::StatusOr<StepResult> Step() override;
   // Evaluate returns the mean token loss and the accuracy over the
   // validation windows scored, eval_windows() of them (eval mode), run
-  // run.batch windows at a time and a last, smaller batch for the rest.
+  // run.batch windows at a time and a last, smaller batch for the rest
+  // (no padding; its plan is compiled when first run).
   absl::StatusOr<EvalResult> Evaluate() override;
   int64_t eval_windows() const { return eval_windows_; }
   // Summary: "validation loss 1.6177 nats/token over the whole split (214
@@ -123,13 +127,6 @@ class LmTrainer : public Trainer {
 
 
  private:
-  // EvalForward is the validation forward of `rows` windows, in its own
-  // scope of the graph, and its compiled plan.
-  struct EvalForward {
-    int64_t rows = 0;
-    Value tokens, targets, stats;
-    std::unique_ptr<Plan> plan;
-  };
   absl::Status Build(const ModelBuilder& build, std::unique_ptr<Device> device);
   absl::Status BuildEval();
 
@@ -137,11 +134,12 @@ class LmTrainer : public Trainer {
   LmData data_;
   std::unique_ptr<LanguageModel> model_;
   Value tokens_, targets_, logits_, loss_;
-  // The scored windows run in batches of eval_full_.rows and, when that
-  // does not divide them, one last batch of eval_last_.rows: a graph has
-  // one shape, and a padded last batch would weigh its padding's tokens.
-  int64_t eval_windows_ = 0;
-  EvalForward eval_full_, eval_last_;
+  // The scored windows run in batches of eval_rows_ and, when that does
+  // not divide them, one last smaller batch, unpadded: the validation
+  // forward is a ShapeFamily over the batch size (engine/shape_family.h),
+  // built in the training graph on the same parameters.
+  int64_t eval_windows_ = 0, eval_rows_ = 0;
+  std::unique_ptr<ShapeFamily> eval_;
   LrSchedule schedule_;
 };
 

@@ -279,6 +279,16 @@ constexpr auto BlisGemmEx() {
   }
 }
 
+// BlisGemv is BLIS's typed gemv for T.
+template <typename T>
+constexpr auto BlisGemv() {
+  if constexpr (std::is_same_v<T, float>) {
+    return bli_sgemv;
+  } else {
+    return bli_dgemv;
+  }
+}
+
 // RowsOfB copies a column-stored B (k x n, element (p, j) at b[j * csb + p])
 // to rows of n in a buffer of the calling thread, in 8 x 8 tiles.
 template <typename T>
@@ -319,6 +329,14 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
   const bool whole_thread = threads == 1 || m * n * k <= (int64_t{1} << 18);
   if (IsSmallGemm(kernels, m, n, k) && whole_thread && csc == 1) {
     SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+    return absl::OkStatus();
+  }
+  if (m == 1) {
+    // One row (a token's step in generation): c = B^T a as a gemv, which
+    // reads B once, where gemm would pack B and compute a whole
+    // micro-tile of rows for the one.
+    BlisGemv<T>()(BLIS_TRANSPOSE, BLIS_NO_CONJUGATE, k, n, &alpha, const_cast<T*>(b), rsb, csb,
+                  const_cast<T*>(a), csa, &beta, c, csc);
     return absl::OkStatus();
   }
   if (std::is_same_v<T, float> && CopyColumnB(m, n, k, rsb, csb)) {

@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 
+#include <cmath>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +94,57 @@ TEST(LmTrainer, AUsersModelLearnsThroughFit) {
   // 7 validation windows at batch 4: a full batch and a last one of 3, each
   // weighed by its tokens; the same as one pass over all 7 in the rows.
   EXPECT_EQ(t->eval_windows(), 7);
+}
+
+// Window i of Windowed's validation is Counting(1, 1000 + i), however the
+// windows are batched.
+LmData Windowed() {
+  LmData data = CountingData();
+  data.validation = [](int64_t first, int64_t count) {
+    std::vector<int64_t> x, y;
+    for (int64_t i = first; i < first + count; ++i) {
+      const TokenBatch b = Counting(1, 1000 + i);
+      x.insert(x.end(), b.tokens.data<int64_t>(), b.tokens.data<int64_t>() + kWindow);
+      y.insert(y.end(), b.targets.data<int64_t>(), b.targets.data<int64_t>() + kWindow);
+    }
+    return TokenBatch{*Tensor::FromVector<int64_t>({count, kWindow}, x),
+                      *Tensor::FromVector<int64_t>({count, kWindow}, y)};
+  };
+  return data;
+}
+
+// HandLoss is the mean cross-entropy of the bigram model with `table`
+// (kVocab, kVocab) over the first `windows` of Windowed's validation,
+// window by window, in double: logits[t] = table[token t].
+double HandLoss(const Tensor& table, int64_t windows) {
+  const std::vector<double> w = testing::AsDoubles(table);
+  double sum = 0;
+  for (int64_t i = 0; i < windows; ++i) {
+    const TokenBatch b = Counting(1, 1000 + i);
+    for (int64_t t = 0; t < kWindow; ++t) {
+      const double* row = &w[b.tokens.data<int64_t>()[t] * kVocab];
+      double z = 0;
+      for (int64_t v = 0; v < kVocab; ++v) z += std::exp(row[v]);
+      sum += std::log(z) - row[b.targets.data<int64_t>()[t]];
+    }
+  }
+  return sum / static_cast<double>(windows * kWindow);
+}
+
+// 7 windows at batch 4 run as 4 + 3, and 5 as 4 + 1, unpadded: the loss is
+// the mean over exactly the windows scored.
+TEST(LmTrainer, APartialLastBatchScoresItsWindowsAlone) {
+  for (int64_t windows : {0, 5}) {
+    LmTrainConfig config = Config();
+    config.eval_windows = windows;
+    ASSERT_OK_AND_ASSIGN(auto t, LmTrainer::Create(Bigram::Build, Windowed(), config));
+    for (int i = 0; i < 3; ++i) ASSERT_OK(t->Step().status());
+    ASSERT_OK_AND_ASSIGN(const EvalResult got, t->Evaluate());
+    ASSERT_OK_AND_ASSIGN(const SafetensorsFile weights, t->Weights());
+    ASSERT_NE(weights.Find("table.weight"), nullptr);
+    EXPECT_NEAR(got.loss, HandLoss(*weights.Find("table.weight"), t->eval_windows()), 1e-5)
+        << windows << " windows";
+  }
 }
 
 TEST(LmTrainer, AResumedRunEqualsTheUninterruptedOne) {

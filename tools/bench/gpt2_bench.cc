@@ -2,10 +2,9 @@
 // positions: models/gpt2/gpt2.h) with random weights, on the CPU:
 //   gpt2_124m/generate/N  N tokens (32, 96) after an 8-token prompt,
 //                         greedy, with the KV cache (models::Generator);
-//                         counter tokens_per_second. The prompt runs as one
-//                         window of all 1024 positions (graphs have one
-//                         shape), so the cached tokens' own rate is
-//                         64 / (time(96) - time(32)).
+//                         counter tokens_per_second. The prompt's tokens
+//                         run through the cache one by one too; a cached
+//                         token's own cost is (time(96) - time(32)) / 64.
 //   gpt2_124m/train_step  one AdamW training step at T = 1024, B = 1
 //                         (models::LmTrainer), on random tokens
 //

@@ -38,13 +38,12 @@ class Gpt : public models::LanguageModel {
            .weight_init = normal, .residual_weight_init = residual, .bias_init = zeros}));
     }
     DAGRAD_ASSIGN_OR_RETURN(ln_f_, nn::LayerNorm::Create(g, "ln_f", {.normalized_shape = kDim}));
-    positions_ = Arange(g, 0, kContext, 1, DType::kInt64);
     vocab_ = vocab, parameters_ = g.Parameters();
     return absl::OkStatus();
   }
 
   Value Logits(Value tokens, Value lengths = Value()) const override {  // (B, T) -> (B, T, V)
-    Value x = wte_(tokens) + wpe_(positions_);
+    Value x = wte_(tokens) + wpe_(Arange(*tokens.graph(), 0, tokens.dim(1), 1, DType::kInt64));
     for (const nn::TransformerBlock& block : blocks_) x = block(x);
     return MatMul(ln_f_(x), wte_.weight(), {.transpose_b = true});
   }
@@ -59,7 +58,6 @@ class Gpt : public models::LanguageModel {
   nn::Embedding wte_, wpe_;
   nn::TransformerBlock blocks_[kLayers];
   nn::LayerNorm ln_f_;
-  Value positions_;
   std::vector<Value> parameters_;
 };
 

@@ -18,7 +18,9 @@ namespace dagrad {
 // Gemm computes C = alpha * A·B + beta * C for an m×k A, a k×n B and an m×n
 // C, each given by a pointer and (row, column) element strides, so that
 // transposed or strided operands need no copy. T is float or double.
-// Products too small for BLIS's overhead go to SmallGemm (ops/cpu/internal/small_gemm.h).
+// Products too small for BLIS's overhead go to SmallGemm (ops/cpu/internal/small_gemm.h);
+// one row (m == 1: a generated token's step) to BLIS's gemv, single-threaded,
+// which reads B once where gemm would pack it and fill a micro-tile of rows.
 // Returns the status of ConfigureCpu.
 // `one_thread` runs BLIS on the calling thread only, for callers that
 // spread independent products over the threads themselves.
