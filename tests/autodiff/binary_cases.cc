@@ -138,6 +138,18 @@ DAGRAD_OP_CASE(
       b.Out(Atan2(b.Input("y", d, {1024, 1024}), b.Input("x", d, {1024})));
     });
 
+// x in (0.5, 2) so that log(x), the exponent's gradient, is defined.
+DAGRAD_OP_CASE(
+    pow_tensor,
+    .configs = {{.name = "broadcast",
+                 .build = Over({{"x", {3, 40}, std::nullopt, 0.5, 2.0},
+                                {"p", {40}, std::nullopt, -2.0, 3.0}},
+                               [](Graph&, const In& in) { return PowTensor(in[0], in[1]); }),
+                 .modes = kBackendModes}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(PowTensor(b.Input("x", d, {1024, 1024}, 0.5, 2.0), b.Input("p", d, {1024})));
+    });
+
 DAGRAD_OP_CASE(
     div,
     .configs =

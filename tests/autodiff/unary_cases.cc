@@ -25,6 +25,7 @@ DAGRAD_OP_CASE(sigmoid, UnaryCase(Sigmoid, -3.0, 3.0));
 DAGRAD_OP_CASE(sin, UnaryCase(Sin, -3.0, 3.0));
 DAGRAD_OP_CASE(cos, UnaryCase(Cos, -3.0, 3.0));
 DAGRAD_OP_CASE(abs, UnaryCase(Abs));
+DAGRAD_OP_CASE(erf, UnaryCase(Erf, -2.0, 2.0));
 DAGRAD_OP_CASE(softplus,
                With(UnaryCase(Softplus, -3.0, 3.0),
                     {{.name = "tails",
