@@ -216,7 +216,8 @@ DAGRAD_GOLDENS("basic_ops",
                {"logical_and_broadcast", G(LogicalAnd(in.at("a"), in.at("b")))},
                {"logical_or_broadcast", G(LogicalOr(in.at("a"), in.at("b")))},
                {"logical_not", G(LogicalNot(in.at("a")))},
-               {"atan2_quadrants", G(Atan2(in.at("y"), in.at("x")))});
+               {"atan2_quadrants", G(Atan2(in.at("y"), in.at("x")))},
+               {"pow_tensor_broadcast", G(PowTensor(in.at("x"), in.at("p")))});
 
 DAGRAD_GOLDENS("edges",
                {"add_specials", G(Add(in.at("a"), in.at("b")))},

@@ -186,6 +186,7 @@ DAGRAD_GOLDENS("basic_ops",
                {"cos", G(Cos(in.at("x")))},
                {"sin_float64", G(Sin(in.at("x")))},
                {"softplus_tails", G(Softplus(in.at("x")))},
+               {"erf", G(Erf(in.at("x")))},
                {"relu_grad", G(ReluGrad(in.at("x"), in.at("g")))});
 
 DAGRAD_GOLDENS("edges",
