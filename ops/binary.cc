@@ -209,6 +209,25 @@ DAGRAD_REGISTER_OP(kAtan2, atan2);
 
 Value Atan2(Value y, Value x) { return Binary(kAtan2, y, x); }
 
+// ---- pow_tensor: y = x^p, dL/dx = g p x^(p-1), dL/dp = g log(x) y ------------
+
+// An OpDef: ONNX's Pow with an exponent per element (Pow is one exponent).
+namespace {
+std::vector<Value> PowTensorBackward(const GradContext& c) {
+  const Value x = c.inputs[0], p = c.inputs[1];
+  return {c.needs[0] ? c.grad * p * PowTensor(x, p - 1.0) : Value(),
+          c.needs[1] ? c.grad * Log(x) * c.output : Value()};
+}
+
+const OpDef kPowTensor = {.name = "pow_tensor", .dot_label = "Pow", .infer = InferFloatArith,
+                          .cpu = ArithKernel<PowTensorFn>, .grad = PowTensorBackward,
+                          .inplace = true, .onnx = OnnxTwin("Pow")};
+}  // namespace
+
+DAGRAD_REGISTER_OP(kPowTensor, pow_tensor);
+
+Value PowTensor(Value x, Value p) { return Binary(kPowTensor, x, p); }
+
 // ---- comparisons: ==, <, > --------------------------------------------------
 
 namespace {

@@ -81,6 +81,7 @@ Value Sigmoid(Value x);
 Value Sin(Value x);
 Value Cos(Value x);
 Value Abs(Value x);  // |x|; gradient g sign(x): 0 at +-0 and NaN, as torch's
+Value Erf(Value x);  // the error function; gradient g 2/sqrt(pi) e^(-x^2)
 
 // CPow returns x ** exponent as C's pow computes it for every exponent,
 // as numpy and ONNX's Pow do: pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf,
@@ -92,6 +93,14 @@ Value Abs(Value x);  // |x|; gradient g sign(x): 0 at +-0 and NaN, as torch's
 //
 //   Value y = CPow(x, 0.5);                  // -0.0 -> +0, -inf -> +inf
 Value CPow(Value x, double exponent);
+
+// PowTensor returns x ** p elementwise with numpy broadcasting, an exponent
+// per element, as C's pow computes it (CPow's values for one exponent).
+// Floats only, both of one dtype. Its gradients are g p x^(p-1) for x and
+// g log(x) x^p for p (NaN for p's where x < 0, as torch's).
+//
+//   Value z = PowTensor(x, y);               // x (B, T, E), y (B, T, E)
+Value PowTensor(Value x, Value p);
 
 // Softplus returns log(1 + e^x), as torch.nn.functional.softplus with its
 // defaults (beta 1, threshold 20): x itself where x > 20, as log(1 + e^x)
@@ -209,6 +218,7 @@ DAGRAD_STATELESS_FN(CosFn, math::Cos(x));
 DAGRAD_STATELESS_FN(AbsFn, math::Fabs(x));
 // torch's formula: x above the threshold 20, log1p(exp(x)) below it.
 DAGRAD_STATELESS_FN(SoftplusFn, x > T(20) ? x : math::Log1p(math::Exp(x)));
+DAGRAD_STATELESS_FN(ErfFn, math::Erf(x));
 #undef DAGRAD_STATELESS_FN
 
 // The exponents torch computes by multiplication, sqrt and reciprocal are
@@ -266,7 +276,8 @@ struct ScaleFn {
   X(sin, SinFn)                  \
   X(cos, CosFn)                  \
   X(softplus, SoftplusFn)        \
-  X(abs, AbsFn)
+  X(abs, AbsFn)                  \
+  X(erf, ErfFn)
 
 // ---- activation gradients: dx = g * f'(x) --------------------------------------
 
@@ -314,6 +325,14 @@ struct DivFn {
   }
 };
 
+// C's pow for every pair, as numpy and ONNX's Pow compute it.
+struct PowTensorFn {
+  template <std::floating_point T>
+  DAGRAD_HOST_DEVICE T operator()(T x, T p) const {
+    return math::Pow(x, p);
+  }
+};
+
 struct Atan2Fn {
   template <std::floating_point T>
   DAGRAD_HOST_DEVICE T operator()(T y, T x) const {
@@ -332,7 +351,8 @@ struct Atan2Fn {
   X(div, DivFn)                    \
   X(maximum, MaxFn)                \
   X(minimum, MinFn)                  \
-  X(atan2, Atan2Fn)
+  X(atan2, Atan2Fn)                  \
+  X(pow_tensor, PowTensorFn)
 #define DAGRAD_BINARY_COMPARE_OPS(X) \
   X(equal, EqFn)                     \
   X(less, LtFn)                      \

@@ -277,6 +277,21 @@ DAGRAD_UNARY_OP(kAbs, abs, "Abs", AbsFn, AbsBackward, OnnxTwin("Abs"));
 
 Value Abs(Value x) { return Unary(kAbs, x); }
 
+// ---- erf: dy/dx = 2/sqrt(pi) e^(-x^2) -----------------------------------------
+
+// An OpDef: ONNX's Erf on its own (outside the GELU pattern), and no
+// composition of dagrad's ops computes it.
+namespace {
+std::vector<Value> ErfBackward(const GradContext& c) {
+  const Value x = c.inputs[0];
+  return {c.grad * Exp(-(x * x)) * M_2_SQRTPI};
+}
+}  // namespace
+
+DAGRAD_UNARY_OP(kErf, erf, "Erf", ErfFn, ErfBackward, OnnxTwin("Erf"));
+
+Value Erf(Value x) { return Unary(kErf, x); }
+
 #undef DAGRAD_UNARY_OP
 
 }  // namespace dagrad

@@ -88,6 +88,7 @@ absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
             it->second.TypeString()));
       }
       im.values[info.name()].known = it->second;
+      im.model.fixed_inputs[info.name()] = it->second;
       continue;
     }
     std::string name = absl::StrReplaceAll(info.name(), {{"/", "_"}});

@@ -80,6 +80,9 @@ struct OnnxModel {
   std::vector<OnnxValue> outputs;  // in the file's order
   std::vector<OnnxParameter> parameters;  // in the file's order
   int64_t opset = 0;
+  // The graph inputs fixed at import to values (ImportOnnx's input_values):
+  // constants in the graph, which a run cannot feed anew.
+  std::map<std::string, Tensor> fixed_inputs;
 
   // LoadParameters assigns every parameter its value from the file.
   //

@@ -45,7 +45,10 @@ absl::StatusOr<Tensor> OnnxNodeContext::KnownInput(int i,
   return Unsupported(absl::StrCat(
       "the ", what, " '", node_.input(i),
       "' must be known when importing (a Constant, an initializer, or shape arithmetic on "
-      "the given input shapes); here it is computed at run time"));
+      "the given input shapes); here it is computed at run time. Export with "
+      "torch.onnx.export(..., do_constant_folding=True) so that it is a constant, or give "
+      "the graph input it comes from a value at import (OnnxInputValues, as dagrad eval "
+      "does with the values it is fed)"));
 }
 
 absl::StatusOr<std::vector<int64_t>> OnnxNodeContext::KnownInts(

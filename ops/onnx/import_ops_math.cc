@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -86,24 +87,45 @@ Outputs ImportMean(OnnxNodeContext& c) {
 // SameValue is true for equal values and for two NaNs (one exponent).
 bool SameValue(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
-// Pow takes a known exponent with one value throughout (x ** 2, x ** 0.5:
-// what exports hold); an exponent computed at run time is unsupported. The
-// result has the broadcast shape of x and the exponent, as in ONNX: x (3)
-// ** e (2, 1, 1) is (2, 1, 3), and an empty exponent gives an empty result.
-// ONNX's Pow is C's pow (numpy's, ONNX Runtime's) for every exponent:
-// CPow, not dagrad's torch-like Pow (sqrt(-0) = -0 for x ** 0.5).
+// UniformExponent returns Pow's exponent when it is known at import with
+// one value throughout (x ** 2, x ** 0.5: what exports hold), else nullopt.
+absl::StatusOr<std::optional<double>> UniformExponent(const OnnxNodeContext& c) {
+  const Tensor* y = c.known(1);
+  if (y == nullptr || y->shape().num_elements() == 0) return std::nullopt;
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<double> e, TensorAsDoubles(*y));
+  for (double v : e) {
+    if (!SameValue(v, e.front())) return std::nullopt;
+  }
+  return e.front();
+}
+
+// Pow: a float base with a uniform known exponent is CPow; any other
+// exponent (per element, computed at run time, of another dtype) goes to
+// PowTensor in the base's float dtype, and an integer base is computed in
+// float64 and cast back, as ONNX's Pow has the base's type. The result has
+// the broadcast shape of both, as in ONNX: x (3) ** e (2, 1, 1) is
+// (2, 1, 3). ONNX's Pow is C's pow (numpy's, ONNX Runtime's) for every
+// exponent: CPow, not dagrad's torch-like Pow (sqrt(-0) = -0 for x ** 0.5).
 Outputs ImportPow(OnnxNodeContext& c) {
   Value x = c.input(0);
-  DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
-  DAGRAD_ASSIGN_OR_RETURN(Tensor y, c.KnownInput(1, "exponent"));
-  absl::StatusOr<Shape> shape = BroadcastShapes(x.shape(), y.shape());
+  DAGRAD_RETURN_IF_ERROR(x.status());
+  if (x.dtype() == DType::kBool) return c.Error("Pow of bool");
+  const Tensor* known = c.known(1);
+  Value p = known ? c.graph().Constant(*known, "onnx_exponent") : c.input(1);
+  DAGRAD_RETURN_IF_ERROR(p.status());
+  absl::StatusOr<Shape> shape = BroadcastShapes(x.shape(), p.shape());
   if (!shape.ok()) return c.Error(shape.status().message());
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<double> e, TensorAsDoubles(y));
-  for (double v : e) {
-    if (!SameValue(v, e.front())) return c.Unsupported("Pow with exponents that differ by element");
+  DAGRAD_ASSIGN_OR_RETURN(std::optional<double> uniform, UniformExponent(c));
+  Value power;
+  if (IsFloating(x.dtype()) && uniform) {
+    power = CPow(x, *uniform);
+  } else {
+    const DType t = IsFloating(x.dtype()) ? x.dtype() : DType::kFloat64;
+    power = PowTensor(x.dtype() == t ? x : Cast(x, t), p.dtype() == t ? p : Cast(p, t));
+    if (power.ok() && x.dtype() != t) power = Cast(power, x.dtype());
   }
-  Value power = e.empty() ? x : CPow(x, e.front());
-  return c.Outputs({*shape == x.shape() ? power : BroadcastTo(power, *shape)});
+  DAGRAD_RETURN_IF_ERROR(power.status());
+  return c.Outputs({power.shape() == *shape ? power : BroadcastTo(power, *shape)});
 }
 
 // LeakyRelu is x for x >= 0 and alpha x for x < 0 (ONNX): the test is
@@ -244,6 +266,9 @@ std::vector<OnnxOpEntry> OnnxMathOps() {
       {"Sigmoid", FloatUnary<Sigmoid>},
       {"Sin", FloatUnary<Sin>},
       {"Cos", FloatUnary<Cos>},
+      {"Erf", FloatUnary<Erf>},
+      {"Softplus", FloatUnary<Softplus>},
+      {"Abs", FloatUnary<Abs>},
       {"LeakyRelu", ImportLeakyRelu},
       {"Sum", Variadic<Add>},
       {"Max", Variadic<Maximum>},

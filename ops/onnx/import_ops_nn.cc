@@ -9,6 +9,7 @@
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
+#include "ops/fill.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/onnx/import_context.h"
@@ -46,11 +47,17 @@ Outputs SoftmaxFamily(OnnxNodeContext& c) {
   return c.Outputs({Transpose(F(Transpose(x, axis, -1)), axis, -1)});
 }
 
+Value Same(Value x) { return x; }
+Value Square(Value x) { return Mul(x, x); }
+
 // Reduction reads axes from an attribute, or from input 1 from
-// `input_since` (ReduceSum 13; the others 18).
-template <Value (*F)(Value, std::vector<int64_t>, bool), int64_t input_since>
+// `input_since` (ReduceSum 13; the others 18), and reduces Pre(x) with F
+// (ReduceSumSquare is Sum of x * x); with no axes and
+// noop_with_empty_axes, Pre(x) is the result, as ONNX's reference has it.
+template <Value (*F)(Value, std::vector<int64_t>, bool), int64_t input_since,
+          Value (*Pre)(Value) = Same>
 Outputs Reduction(OnnxNodeContext& c) {
-  Value x = c.input(0);
+  Value x = Pre(c.input(0));
   std::vector<int64_t> axes = c.Ints("axes");
   if (c.opset() >= input_since && c.has_input(1)) {
     DAGRAD_ASSIGN_OR_RETURN(axes, c.KnownInts(1, "axes"));
@@ -85,24 +92,42 @@ Outputs ImportLayerNorm(OnnxNodeContext& c) {
   return c.Outputs(out);
 }
 
+// DropoutRatio returns the ratio: the attribute before opset 12, then
+// input 1, which must be known.
+absl::StatusOr<double> DropoutRatio(OnnxNodeContext& c) {
+  if (c.opset() < 12 || !c.has_input(1)) return c.Float("ratio", 0.5f);
+  DAGRAD_ASSIGN_OR_RETURN(Tensor r, c.KnownInput(1, "ratio"));
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<double> v, TensorAsDoubles(r));
+  if (v.size() != 1) return c.Error("ratio must be a scalar");
+  return v[0];
+}
+
 // Dropout is dagrad's: active in training runs (RunOptions::training), the
-// identity otherwise. ONNX's training_mode input and mask output are not
-// supported (the mask is never stored).
+// identity otherwise. A training_mode input must be known: false (or a
+// ratio of 0) is that; true with a ratio above 0 asks for a random mask in
+// every run, which dagrad draws only in training runs. The mask output is
+// where y is not 0, or x was (dagrad's Dropout keeps no mask of its own):
+// all true outside training.
 Outputs ImportDropout(OnnxNodeContext& c) {
   Value x = c.input(0);
   DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
-  double ratio = c.Float("ratio", 0.5f);
-  if (c.opset() >= 12 && c.has_input(1)) {
-    DAGRAD_ASSIGN_OR_RETURN(Tensor r, c.KnownInput(1, "ratio"));
-    DAGRAD_ASSIGN_OR_RETURN(std::vector<double> v, TensorAsDoubles(r));
-    if (v.size() != 1) return c.Error("ratio must be a scalar");
-    ratio = v[0];
+  DAGRAD_ASSIGN_OR_RETURN(double ratio, DropoutRatio(c));
+  if (c.has_input(2)) {
+    DAGRAD_ASSIGN_OR_RETURN(Tensor mode, c.KnownInput(2, "training_mode"));
+    if (mode.dtype() != DType::kBool || mode.shape().num_elements() != 1) {
+      return c.Error(absl::StrCat("training_mode must be a bool scalar, not ",
+                                  mode.TypeString()));
+    }
+    if (*mode.data<bool>() && ratio != 0.0) {
+      return c.Unsupported(
+          "Dropout with training_mode true and a ratio above 0 (dagrad's Dropout draws its "
+          "mask in training runs only, RunOptions::training)");
+    }
   }
-  if (c.has_input(2)) return c.Unsupported("Dropout's training_mode input");
-  if (c.node().output_size() > 1 && !c.node().output(1).empty()) {
-    return c.Unsupported("Dropout's mask output");
-  }
-  return c.Outputs({Dropout(x, ratio)});
+  Value y = Dropout(x, ratio);
+  if (c.node().output_size() < 2 || c.node().output(1).empty()) return c.Outputs({y});
+  Value zero = ZerosLike(x);
+  return c.Outputs({y, LogicalOr(LogicalNot(Equal(y, zero)), Equal(x, zero))});
 }
 
 // ReduceMin is -ReduceMax(-x); an integer's lowest value has no negation,
@@ -192,6 +217,7 @@ std::vector<OnnxOpEntry> OnnxNnOps() {
       {"ReduceSum", Reduction<Sum, 13>},
       {"ReduceMean", Reduction<Mean, 18>},
       {"ReduceMax", Reduction<Max, 18>},
+      {"ReduceSumSquare", Reduction<Sum, 18, Square>},
       {"LayerNormalization", ImportLayerNorm},
       {"Dropout", ImportDropout, /*foldable=*/false},
       {"ArgMax", ArgExtreme<false>},

@@ -243,6 +243,55 @@ Outputs ImportExpand(OnnxNodeContext& c) {
   return c.Outputs({out == x.shape() ? x : BroadcastTo(x, out)});
 }
 
+// ElementOffsets returns, for each position of `index` (int64, the rank
+// of data's `dims`), its flat offset into data with the `axis` coordinate
+// replaced by the index: index * stride(axis) plus, over the other axes, the
+// position's coordinate * stride, each an IndexRange broadcast along its axis.
+absl::StatusOr<Value> ElementOffsets(Graph& g, Value index, const std::vector<int64_t>& dims,
+                                     int64_t axis) {
+  const int rank = static_cast<int>(dims.size());
+  std::vector<int64_t> strides(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * dims[d + 1];
+  Value offsets = Mul(index, ScalarConstant(g, DType::kInt64, strides[axis]));
+  for (int d = 0; d < rank; ++d) {
+    if (d == axis || index.dim(d) == 1) continue;
+    DAGRAD_ASSIGN_OR_RETURN(Value coord,
+                            IndexRange(g, 0, index.dim(d) * strides[d], strides[d]));
+    std::vector<int64_t> along(rank, 1);
+    along[d] = index.dim(d);
+    offsets = Add(offsets, Reshape(coord, along));
+  }
+  return offsets;
+}
+
+// GatherElements is torch.gather: out[p] = data[p with p[axis] = index[p]],
+// index of data's rank and no larger on any other axis; a negative index
+// counts from the end. Composed: a Gather from data flattened, at the
+// offsets ElementOffsets computes, so its gradient is Gather's (a
+// ScatterAdd), and an index out of range fails the run as Gather's does.
+Outputs ImportGatherElements(OnnxNodeContext& c) {
+  Value data = c.input(0), index = c.input(1);
+  DAGRAD_RETURN_IF_ERROR(data.status());
+  DAGRAD_RETURN_IF_ERROR(index.status());
+  DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", 0), data.rank()));
+  const std::vector<int64_t> dims = DimsOf(data);
+  bool fits = index.rank() == data.rank() && IsInteger(index.dtype());
+  for (int d = 0; fits && d < data.rank(); ++d) fits = d == axis || index.dim(d) <= dims[d];
+  if (!fits) {
+    return c.Error(absl::StrCat("indices ", DTypeName(index.dtype()), " ",
+                                index.shape().ToString(), " do not fit data ",
+                                data.shape().ToString(), " (int32 or int64, of data's rank, "
+                                "no larger on the axes but ", axis, ")"));
+  }
+  Graph& g = c.graph();
+  if (index.dtype() != DType::kInt64) index = Cast(index, DType::kInt64);
+  Value zero = ScalarConstant(g, DType::kInt64, int64_t{0});
+  index = Where(Less(index, zero), Add(index, ScalarConstant(g, DType::kInt64, dims[axis])),
+                index);
+  DAGRAD_ASSIGN_OR_RETURN(Value offsets, ElementOffsets(g, index, dims, axis));
+  return c.Outputs({Gather(Reshape(data, {data.shape().num_elements()}), offsets, 0)});
+}
+
 }  // namespace
 
 std::vector<OnnxOpEntry> OnnxShapeOps() {
@@ -253,6 +302,7 @@ std::vector<OnnxOpEntry> OnnxShapeOps() {
       {"Unsqueeze", ImportUnsqueeze}, {"Concat", ImportConcat},
       {"Split", ImportSplit},         {"Slice", ImportSlice},
       {"Gather", ImportGather},       {"Expand", ImportExpand},
+      {"GatherElements", ImportGatherElements},
   };
 }
 

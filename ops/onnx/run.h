@@ -27,6 +27,28 @@ namespace dagrad {
 absl::StatusOr<OnnxInputValues> ReadOnnxInputs(const std::string& model,
                                                const std::string& input);
 
+// ImportOnnxForValues imports `model` for the tensors in `values`, by ONNX
+// input name, and specialises the graph to them where it must: when an op
+// needs at import a value that a graph input carries (Reshape's shape,
+// Slice's starts, Squeeze's axes, Expand's shape, Dropout's training_mode,
+// fed as inputs, as ONNX's node tests do), the model is imported again with
+// its integer and scalar inputs fixed to the values given, and folded
+// (OnnxModel::fixed_inputs lists them; OnnxFeeds refuses other values).
+// Errors: ImportOnnx's; the first import's when fixing the values does not
+// help either.
+//
+//   DAGRAD_ASSIGN_OR_RETURN(OnnxModel m, ImportOnnxForValues("reshape.onnx", values));
+//   DAGRAD_ASSIGN_OR_RETURN(Feeds feeds, OnnxFeeds(m, values));
+absl::StatusOr<OnnxModel> ImportOnnxForValues(const std::string& model,
+                                              const OnnxInputValues& values);
+
+// OnnxFeeds returns the feeds of m's graph inputs from `values`, by ONNX
+// name. InvalidArgument naming the input when `values` lacks one, or gives
+// an input the graph was specialised to (fixed_inputs) another value: that
+// value would change a shape the graph was built with, so the model must be
+// imported again for it.
+absl::StatusOr<Feeds> OnnxFeeds(const OnnxModel& m, const OnnxInputValues& values);
+
 // ImportOnnxForInputs imports `model` with the shapes of the tensors in
 // `input` (ReadOnnxInputs), or, when `input` is "", with every symbolic
 // dimension of size 1.
@@ -35,8 +57,8 @@ absl::StatusOr<OnnxModel> ImportOnnxForInputs(const std::string& model,
 
 // EvaluateOnnxFiles runs `model` in eval mode on the tensors of `input`
 // and writes each graph output, under its ONNX name, to `output`. Errors:
-// ReadOnnxInputs's, ImportOnnx's (a shape or dtype the model refuses) and
-// the executor's.
+// ReadOnnxInputs's, ImportOnnxForValues's (a shape or dtype the model
+// refuses) and the executor's.
 absl::Status EvaluateOnnxFiles(const std::string& model, const std::string& input,
                                const std::string& output, std::unique_ptr<Device> device,
                                const ExecutorOptions& options);

@@ -138,6 +138,17 @@ DAGRAD_OP_CASE(
       b.Out(Atan2(b.Input("y", d, {1024, 1024}), b.Input("x", d, {1024})));
     });
 
+// x in (0.5, 2) so that log(x), the exponent's gradient, is defined.
+DAGRAD_OP_CASE(
+    pow_tensor,
+    .configs = {{.name = "broadcast",
+                 .build = Over({{"x", {3, 40}, std::nullopt, 0.5, 2.0},
+                                {"p", {40}, std::nullopt, -2.0, 3.0}},
+                               [](Graph&, const In& in) { return PowTensor(in[0], in[1]); })}},
+    .bench = [](CaseBuilder& b, DType d) {
+      b.Out(PowTensor(b.Input("x", d, {1024, 1024}, 0.5, 2.0), b.Input("p", d, {1024})));
+    });
+
 DAGRAD_OP_CASE(
     div,
     .configs =
@@ -205,7 +216,8 @@ DAGRAD_GOLDENS("basic_ops",
                {"logical_and_broadcast", G(LogicalAnd(in.at("a"), in.at("b")))},
                {"logical_or_broadcast", G(LogicalOr(in.at("a"), in.at("b")))},
                {"logical_not", G(LogicalNot(in.at("a")))},
-               {"atan2_quadrants", G(Atan2(in.at("y"), in.at("x")))});
+               {"atan2_quadrants", G(Atan2(in.at("y"), in.at("x")))},
+               {"pow_tensor_broadcast", G(PowTensor(in.at("x"), in.at("p")))});
 
 DAGRAD_GOLDENS("edges",
                {"add_specials", G(Add(in.at("a"), in.at("b")))},

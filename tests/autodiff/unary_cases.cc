@@ -25,6 +25,7 @@ DAGRAD_OP_CASE(sigmoid, UnaryCase(Sigmoid, -3.0, 3.0));
 DAGRAD_OP_CASE(sin, UnaryCase(Sin, -3.0, 3.0));
 DAGRAD_OP_CASE(cos, UnaryCase(Cos, -3.0, 3.0));
 DAGRAD_OP_CASE(abs, UnaryCase(Abs));
+DAGRAD_OP_CASE(erf, UnaryCase(Erf, -2.0, 2.0));
 DAGRAD_OP_CASE(softplus,
                With(UnaryCase(Softplus, -3.0, 3.0),
                     {{.name = "tails",
@@ -185,6 +186,7 @@ DAGRAD_GOLDENS("basic_ops",
                {"cos", G(Cos(in.at("x")))},
                {"sin_float64", G(Sin(in.at("x")))},
                {"softplus_tails", G(Softplus(in.at("x")))},
+               {"erf", G(Erf(in.at("x")))},
                {"relu_grad", G(ReluGrad(in.at("x"), in.at("g")))});
 
 DAGRAD_GOLDENS("edges",

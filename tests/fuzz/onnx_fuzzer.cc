@@ -15,6 +15,12 @@
 // (fifo.bin), links to data.bin (link.bin), to /etc/passwd (outside.bin),
 // to /dev/zero (zero.bin) and to nothing (dangling.bin), and a folder
 // (sub). tests/fuzz/onnx_seeds.py writes the seeds of both kinds.
+//
+// Every model is also imported as `dagrad eval` imports one for the values
+// it is fed (ImportOnnxForValues, ops/onnx/run.h), its integer inputs
+// holding small numbers taken from the input's last bytes, so that the
+// shapes, axes and indices a model takes as inputs fold: the specialised
+// graph runs on those values.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +36,7 @@
 #include "absl/strings/match.h"
 #include "engine/executor.h"
 #include "ops/onnx/import.h"
+#include "ops/onnx/run.h"
 
 namespace {
 
@@ -101,6 +108,45 @@ absl::StatusOr<OnnxModel> ImportFromFolder(absl::string_view input) {
   return ImportOnnx(Folder() + "/model.onnx");
 }
 
+// FedValue returns a value for a declared input (symbolic dims 1): zeros,
+// or for an integer input small numbers cycled from `bytes` (-128 to 127).
+absl::StatusOr<Tensor> FedValue(const OnnxInputInfo& in, absl::string_view bytes) {
+  std::vector<int64_t> dims = in.dims;
+  for (int64_t& d : dims) d = d < 0 ? 1 : d;
+  const Shape shape(dims);
+  if (shape.num_elements() > kMaxElements) return absl::OutOfRangeError("large input");
+  if (!IsInteger(in.dtype)) return Tensor::Zeros(in.dtype, shape);
+  std::vector<int64_t> values(shape.num_elements());
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = bytes.empty() ? 0 : static_cast<int8_t>(bytes[bytes.size() - 1 - i % bytes.size()]);
+  }
+  if (in.dtype == DType::kInt64) return Tensor::FromVector<int64_t>(shape, values);
+  return Tensor::FromVector<int32_t>(shape, std::vector<int32_t>(values.begin(), values.end()));
+}
+
+// RunFed imports the model at `path` for values fed to its inputs and runs
+// the specialised graph on them under a memory limit.
+void RunFed(const std::string& path, absl::string_view bytes) {
+  absl::StatusOr<std::vector<OnnxInputInfo>> inputs = OnnxInputs(path);
+  if (!inputs.ok()) return;
+  OnnxInputValues values;
+  for (const OnnxInputInfo& in : *inputs) {
+    absl::StatusOr<Tensor> value = FedValue(in, bytes);
+    if (!value.ok()) return;
+    values[in.name] = *std::move(value);
+  }
+  absl::StatusOr<OnnxModel> m = ImportOnnxForValues(path, values);
+  if (!m.ok()) return;
+  absl::StatusOr<Feeds> feeds = OnnxFeeds(*m, values);
+  if (!feeds.ok()) return;
+  std::vector<Value> fetches;
+  for (const OnnxValue& out : m->outputs) fetches.push_back(out.value);
+  Executor exec(*m->graph, ExecutorOptions{.memory_limit_bytes = int64_t{64} << 20});
+  if (!m->LoadParameters(exec).ok()) return;
+  absl::StatusOr<std::unique_ptr<Plan>> plan = exec.Compile(fetches);
+  if (plan.ok()) (void)exec.Run(**plan, *feeds).status();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -109,5 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                         ? ImportFromFolder(bytes)
                                         : ImportOnnxFromBytes(bytes, "", {});
   if (model.ok()) RunOnZeros(*model);
+  if (!absl::StartsWith(bytes, kMagic)) Write("model.onnx", bytes);
+  RunFed(Folder() + "/model.onnx", bytes);
   return 0;
 }

@@ -238,6 +238,10 @@ TEST(OnnxExport, UnaryTwinsMatchOnnxRuntime) {
   if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
   ExpectUnaryMatchesOnnxRuntime(runner, "softplus", Softplus);
   ExpectUnaryMatchesOnnxRuntime(runner, "abs", Abs);
+  ExpectUnaryMatchesOnnxRuntime(runner, "erf", Erf);
+  // pow_tensor, ONNX's Pow with an exponent per element: |x| ** cos(x).
+  ExpectUnaryMatchesOnnxRuntime(runner, "pow_tensor",
+                                [](Value x) { return PowTensor(Abs(x), Cos(x)); });
 }
 
 TEST(OnnxExport, Gpt) {

@@ -1,12 +1,15 @@
 // ONNX's own backend test cases (Debian's libonnx-testdata) as a test
-// suite. Every case whose ops are all in the import table is imported, run
-// on its inputs and compared with its outputs within ONNX's backend
-// tolerance (|got - want| <= 1e-7 + 1e-3 |want|). A case is skipped, with
-// its reason, when it has an op outside the table or the importer reports
-// a feature dagrad lacks (Unimplemented: an element type, an attribute);
-// any other outcome is a failure, and one failure fails the directory's
-// test. Each directory prints its passed / failed / skipped counts and the
-// ops it misses; the README's coverage table is that output.
+// suite. Every case is imported as `dagrad eval` imports a model for the
+// values it is fed (ImportOnnxForValues: a shape or axes input is folded),
+// run on each of its data sets and compared with its outputs within ONNX's
+// backend tolerance (|got - want| <= 1e-7 + 1e-3 |want|). A case is "not
+// supported" only for what dagrad lacks (NotSupported says what: an op
+// outside the import table, an element type, a sequence or optional input,
+// training-mode Dropout's random mask); any other outcome, a refusal of a
+// supported op's feature included, is a failure, and one failure fails the
+// directory's test. Each directory prints its counts and, per ONNX op, the
+// cases that pass, fail and are not supported, with why: the README's
+// tables are that output.
 
 #ifdef DAGRAD_HAVE_ONNX
 
@@ -19,6 +22,8 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,7 @@
 #include "ops/onnx/import.h"
 #include "ops/onnx/import_graph.h"
 #include "ops/onnx/onnx_tensor.h"
+#include "ops/onnx/run.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -73,11 +79,14 @@ std::string Mismatch(const Tensor& got, const Tensor& want) {
   return "";
 }
 
-enum class Outcome { kPassed, kFailed, kSkipped };
+enum class Outcome { kPassed, kFailed, kNotSupported };
 
 struct CaseResult {
   Outcome outcome;
   std::string reason;
+  // For a case not supported, the op types it is not supported for: the
+  // ops outside the table, else every op of the case.
+  std::vector<std::string> blame;
 };
 
 // DataInputs reads a data set's inputs, by the names of the graph inputs
@@ -100,8 +109,7 @@ absl::StatusOr<OnnxInputValues> DataInputs(const onnx::GraphProto& graph,
 absl::StatusOr<std::string> RunDataSet(const onnx::GraphProto& graph, OnnxModel& m,
                                        Executor& exec, Plan& plan, const std::string& dir) {
   DAGRAD_ASSIGN_OR_RETURN(OnnxInputValues inputs, DataInputs(graph, dir));
-  Feeds feeds;
-  for (const OnnxValue& in : m.inputs) feeds.push_back({in.value, inputs[in.name]});
+  DAGRAD_ASSIGN_OR_RETURN(Feeds feeds, OnnxFeeds(m, inputs));
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> got, exec.Run(plan, feeds));
   for (size_t i = 0; i < got.size(); ++i) {
     DAGRAD_ASSIGN_OR_RETURN(Tensor want, ReadTensorFile(absl::StrCat(dir, "/output_", i, ".pb")));
@@ -111,45 +119,47 @@ absl::StatusOr<std::string> RunDataSet(const onnx::GraphProto& graph, OnnxModel&
   return std::string();
 }
 
+// What dagrad lacks, by the words of the Unimplemented error that says so,
+// and the reason the table gives; any other error is a failure.
+constexpr std::pair<const char*, const char*> kLacks[] = {
+    {"ONNX element type", "an element type dagrad lacks"},
+    {"training_mode true", "training-mode Dropout's random mask"},
+};
+
 CaseResult Classify(const absl::Status& s) {
-  if (absl::IsUnimplemented(s)) return {Outcome::kSkipped, std::string(s.message())};
-  return {Outcome::kFailed, s.ToString()};
+  if (absl::IsUnimplemented(s)) {
+    for (const auto& [words, reason] : kLacks) {
+      if (s.message().find(words) != absl::string_view::npos) {
+        return {Outcome::kNotSupported, reason, {}};
+      }
+    }
+  }
+  return {Outcome::kFailed, s.ToString(), {}};
 }
 
-// Import imports with every input's shape from the data set. Where an op
-// needs a value at import that the case passes as an input (Reshape's
-// shape, Unsqueeze's axes), it imports again with the integer and scalar
-// inputs fixed to their values, as a caller who knows them would.
-absl::StatusOr<OnnxModel> Import(const std::string& path, const OnnxInputValues& data) {
-  OnnxInputShapes shapes;
-  for (const auto& [name, t] : data) shapes[name] = t.shape();
-  absl::StatusOr<OnnxModel> m = ImportOnnx(path, shapes);
-  if (m.ok() || !absl::IsUnimplemented(m.status()) ||
-      m.status().message().find("must be known when importing") == absl::string_view::npos) {
-    return m;
+// MissingOps returns the op types of the case outside the import table.
+std::vector<std::string> MissingOps(const onnx::GraphProto& graph) {
+  std::set<std::string> missing;
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (!OnnxOpTypeSupported(node.domain(), node.op_type())) missing.insert(node.op_type());
   }
-  OnnxInputValues fixed;
-  for (const auto& [name, t] : data) {
-    if (IsInteger(t.dtype()) || t.shape().rank() == 0) fixed[name] = t;
-  }
-  return ImportOnnx(path, shapes, fixed);
+  return std::vector<std::string>(missing.begin(), missing.end());
 }
 
-CaseResult RunCase(const std::string& case_dir) {
-  const std::string path = case_dir + "/model.onnx";
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  if (!bytes.ok()) return Classify(bytes.status());
-  onnx::ModelProto proto;
-  proto.ParseFromString(*bytes);
-  if (absl::Status s = CheckOpsSupported(proto.graph()); !s.ok()) return Classify(s);
+CaseResult RunCase(const std::string& case_dir, const onnx::ModelProto& proto) {
+  if (std::vector<std::string> missing = MissingOps(proto.graph()); !missing.empty()) {
+    return {Outcome::kNotSupported, "not in the import table", missing};
+  }
   for (const onnx::ValueInfoProto& in : proto.graph().input()) {
-    if (!in.type().has_tensor_type()) return {Outcome::kSkipped, "a non-tensor input"};
+    if (!in.type().has_tensor_type()) {
+      return {Outcome::kNotSupported, "a sequence or optional input", {}};
+    }
   }
   std::vector<std::string> sets = SortedEntries(case_dir, "test_data_set_");
-  if (sets.empty()) return {Outcome::kSkipped, "no test data"};
+  if (sets.empty()) return {Outcome::kFailed, "no test data", {}};
   absl::StatusOr<OnnxInputValues> data = DataInputs(proto.graph(), case_dir + "/" + sets[0]);
   if (!data.ok()) return Classify(data.status());
-  absl::StatusOr<OnnxModel> m = Import(path, *data);
+  absl::StatusOr<OnnxModel> m = ImportOnnxForValues(case_dir + "/model.onnx", *data);
   if (!m.ok()) return Classify(m.status());
   Executor exec(*m->graph);
   if (absl::Status s = m->LoadParameters(exec); !s.ok()) return Classify(s);
@@ -161,21 +171,42 @@ CaseResult RunCase(const std::string& case_dir) {
     absl::StatusOr<std::string> bad =
         RunDataSet(proto.graph(), *m, exec, **plan, case_dir + "/" + set);
     if (!bad.ok()) return Classify(bad.status());
-    if (!bad->empty()) return {Outcome::kFailed, absl::StrCat(set, ": ", *bad)};
+    if (!bad->empty()) return {Outcome::kFailed, absl::StrCat(set, ": ", *bad), {}};
   }
-  return {Outcome::kPassed, ""};
+  return {Outcome::kPassed, "", {}};
 }
 
-// MissingOps counts, per op type outside the table, the cases it keeps out.
-void CountMissingOps(const std::string& path, std::map<std::string, int>& missing) {
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  onnx::ModelProto proto;
-  if (!bytes.ok() || !proto.ParseFromString(*bytes)) return;
-  std::map<std::string, int> in_case;
-  for (const onnx::NodeProto& node : proto.graph().node()) {
-    if (!OnnxOpTypeSupported(node.domain(), node.op_type())) in_case[node.op_type()] = 1;
+// OpRow counts, for one ONNX op type, the cases that use it by outcome,
+// and why those not supported are not.
+struct OpRow {
+  int counts[3] = {0, 0, 0};
+  std::set<std::string> reasons;
+};
+
+// Tally adds a case to the rows of its ops: a case passes or fails for
+// every op it holds, and is not supported for the ops it blames (all of
+// them when it blames none).
+void Tally(const onnx::GraphProto& graph, const CaseResult& r, std::map<std::string, OpRow>& rows) {
+  std::set<std::string> ops(r.blame.begin(), r.blame.end());
+  if (ops.empty()) {
+    for (const onnx::NodeProto& node : graph.node()) ops.insert(node.op_type());
   }
-  for (const auto& [op, one] : in_case) missing[op] += one;
+  for (const std::string& op : ops) {
+    OpRow& row = rows[op];
+    ++row.counts[static_cast<int>(r.outcome)];
+    if (r.outcome == Outcome::kNotSupported) row.reasons.insert(r.reason);
+  }
+}
+
+// PrintTable prints one row per ONNX op type in `rows`, as the README has it.
+void PrintTable(const std::map<std::string, OpRow>& rows) {
+  std::cout << "| ONNX op | pass | fail | not supported |\n| --- | --- | --- | --- |\n";
+  for (const auto& [op, row] : rows) {
+    std::cout << "| " << op << " | " << row.counts[0] << " | " << row.counts[1] << " | "
+              << row.counts[2];
+    if (!row.reasons.empty()) std::cout << " (" << absl::StrJoin(row.reasons, "; ") << ")";
+    std::cout << " |\n";
+  }
 }
 
 class OnnxNodeTests : public ::testing::TestWithParam<std::string> {};
@@ -185,20 +216,21 @@ TEST_P(OnnxNodeTests, EverySupportedCasePasses) {
   std::vector<std::string> cases = SortedEntries(root, "");
   if (cases.empty()) GTEST_SKIP() << root << " is missing (apt-get install libonnx-testdata)";
   int counts[3] = {0, 0, 0};
-  std::map<std::string, int> missing;
+  std::map<std::string, OpRow> rows;
   for (const std::string& name : cases) {
-    CaseResult r = RunCase(root + "/" + name);
+    const std::string dir = root + "/" + name;
+    absl::StatusOr<std::string> bytes = ReadFile(dir + "/model.onnx");
+    onnx::ModelProto proto;
+    ASSERT_TRUE(bytes.ok() && proto.ParseFromString(*bytes)) << name << ": no model";
+    CaseResult r = RunCase(dir, proto);
     ++counts[static_cast<int>(r.outcome)];
     if (r.outcome == Outcome::kFailed) ADD_FAILURE() << name << ": " << r.reason;
-    if (r.outcome == Outcome::kSkipped && r.reason.find("cannot import") == std::string::npos) {
-      std::cout << "  skipped, a feature of a supported op: " << name << ": " << r.reason << "\n";
-    }
-    CountMissingOps(root + "/" + name + "/model.onnx", missing);
+    Tally(proto.graph(), r, rows);
   }
   std::cout << "onnx node tests " << GetParam() << ": " << cases.size() << " cases, "
             << counts[0] << " passed, " << counts[1] << " failed, " << counts[2]
-            << " skipped\n  missing ops (cases): "
-            << absl::StrJoin(missing, ", ", absl::PairFormatter(" ")) << "\n";
+            << " not supported\n";
+  PrintTable(rows);
 }
 
 INSTANTIATE_TEST_SUITE_P(Libonnx, OnnxNodeTests,

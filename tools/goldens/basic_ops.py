@@ -160,6 +160,14 @@ def matmul(c):
            grads=("input", "weight"))
 
 
+def onnx_ops(c):
+    """The ops ONNX's Erf and Pow (an exponent per element) import as; last, so
+    that the cases above draw the values they always drew."""
+    c.case("erf", torch.erf, {"x": rand(3, 4, lo=-3, hi=3)}, grads=("x",))
+    c.case("pow_tensor_broadcast", torch.pow,
+           {"x": rand(3, 4, lo=0.2, hi=3), "p": rand(4, lo=-2, hi=3)}, grads=("x", "p"))
+
+
 def main():
     c = Cases("basic_ops", seed=0)
     binary(c)
@@ -167,6 +175,7 @@ def main():
     reduce(c)
     shape(c)
     matmul(c)
+    onnx_ops(c)
     c.write()
 
 

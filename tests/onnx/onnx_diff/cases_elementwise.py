@@ -107,6 +107,9 @@ def unaries():
     # ONNX Runtime's float64 sin(3) is 4 epsilons (relative) below libm's,
     # which is correctly rounded.
     cases += unary("Sin", (7,), ulps=8) + unary("Cos", (7,), ulps=8)
+    # ONNX Runtime has no float64 Erf or Softplus.
+    cases += unary("Erf", (13,), dtypes=(np.float32,), ulps=8)
+    cases += unary("Softplus", (1,), dtypes=(np.float32,), ulps=8) + unary("Abs", (13,))
     # max(x, 0) may give either zero for -0.0 (IEEE maxNum).
     cases += unary("Relu", (6, 13), signed_zero=False) + unary("Relu", (14,), dtypes=INTS, shapes=False)
     # ONNX Runtime has no float64 LeakyRelu before opset 16.

@@ -174,6 +174,10 @@ def reductions():
                                  oracle=NUMPY_REDUCE.get(op)))
         cases.append(reduce_case(op, "int32", edge_values(np.int32).reshape(2, 5), 13, [0],
                                  op == "ReduceSum"))
+    for name, axes in [("all", None), ("last", [-1]), ("two", [0, 2])]:
+        for keepdims in (0, 1):
+            cases.append(reduce_case("ReduceSumSquare", f"{name}_keep{keepdims}", x, 13, axes,
+                                     keepdims=keepdims))
     cases.append(reduce_case("ReduceSum", "noop_empty_axes", x, 13, noop_with_empty_axes=1))
     cases.append(reduce_case("ReduceSum", "reduce_empty_to_zero", np.zeros((0, 3), F), 13, [0], True))
     return cases

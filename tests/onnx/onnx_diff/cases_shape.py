@@ -187,6 +187,21 @@ def gathers():
     return cases
 
 
+def gather_elements():
+    """torch.gather's picks along each axis, negative and int32 indices, an
+    index smaller than the data off the axis, and an empty one."""
+    x = regular(F, (3, 4))
+    cases = []
+    for name, idx, axis in [("axis0", ints(2, 0, -1, 1, 0, -3, 2, 1).reshape(2, 4), 0),
+                            ("axis1_negative", ints(-1, 0, 3, -4, 1, 2).reshape(3, 2), 1),
+                            ("smaller", ints(1, 0).reshape(1, 2), -1),
+                            ("int32", ints(0, 2, 1, dtype=np.int32).reshape(3, 1), 0),
+                            ("empty", np.zeros((0, 4), np.int64), 0)]:
+        cases.append(Case(f"GatherElements/{name}", [node("GatherElements", ["x", "i"], axis=axis)],
+                          {"x": x, "i": idx}, opset=13))
+    return cases
+
+
 def expands():
     cases = []
     for name, x_shape, shape in [("rank_up", (3,), (2, 3)), ("ones_to_4", (1, 4), (3, 1)), ("keep", (3,), (1,)),
@@ -266,4 +281,5 @@ def ranges():
 
 def all_cases():
     return (shape_ops() + reshapes() + flattens() + transposes() + squeezes() + concats() + splits()
-            + slices() + gathers() + expands() + constants() + constant_of_shapes() + ranges())
+            + slices() + gathers() + gather_elements() + expands() + constants() + constant_of_shapes()
+            + ranges())

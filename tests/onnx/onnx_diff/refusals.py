@@ -31,23 +31,10 @@ REFUSALS = [
             r"(element type|dtype) '?(FLOAT16|UINT8|INT8|INT16|F16|U8|I8|I16)",
             "an element type dagrad lacks"),
     # dagrad's math ops take floats (RequireFloatInput, import_context.h):
-    # ONNX's integer Relu, ArgMin, ReduceMin, MatMul and Pow are not imported.
-    Refusal(r"Relu/edges_int(32|64)_opset14|ArgMin/int64|ReduceMin/int(32|64)_opset13|MatMul/int32"
-            r"|Pow/int64_base", r"takes float and double, not int(32|64)", "float-only math"),
+    # ONNX's integer Relu, ArgMin, ReduceMin and MatMul are not imported.
+    Refusal(r"Relu/edges_int(32|64)_opset14|ArgMin/int64|ReduceMin/int(32|64)_opset13|MatMul/int32",
+            r"takes float and double, not int(32|64)", "float-only math"),
     Refusal(r"ReduceMean/int(32|64)_opset13", r"mean needs a float input", "dagrad's Mean is float-only"),
-    # Pow takes one exponent throughout (import_ops_math.cc: what exports hold).
-    Refusal(r"Pow/exponents_differ", r"exponents that differ by element", "a per-element exponent"),
-    # An exponent, a Range bound or a ConstantOfShape shape must be known at
-    # import; fed at run time (as `dagrad eval` feeds inputs) they are not.
-    Refusal(r"Pow/exponent_an_input|Range/int64_inputs|ConstantOfShape/shape_input",
-            r"must be known when importing", "a graph-shaping input computed at run time", modes=("fed",)),
-    # Dropout is dagrad's (import_ops_nn.cc): no training_mode input, no mask.
-    Refusal(r"Dropout/training_mode_false", r"Dropout's training_mode input", "Dropout's training_mode"),
-    Refusal(r"Dropout/mask_output", r"Dropout's mask output", "Dropout's mask"),
-    # Erf is imported only inside the GELU pattern (README, ONNX import); a
-    # pattern whose constants hold more than one element is not one.
-    Refusal(r"GeluFusion/consts_2x1_not_fused", r"cannot import 1 ONNX op type\(s\) of this model: Erf",
-            "a standalone Erf"),
 ]
 
 
