@@ -4,7 +4,7 @@
 # Headers installed with the library (tools/cmake/install.cmake).
 # A folder is a layer or one subsystem of one; headers under */internal/
 # are the library's own and are not installed.
-set(DAGRAD_FOLDERS_ENGINE engine engine/plan engine/io engine/dot engine/device)
+set(DAGRAD_FOLDERS_ENGINE engine engine/plan engine/io engine/dot engine/view engine/device)
 set(DAGRAD_FOLDERS_OPS ops ops/math ops/cpu)
 set(DAGRAD_FOLDERS_MODELS models models/nn models/gpt models/gpt2 models/toy models/plot)
 set(public_header_globs "")
