@@ -2,7 +2,7 @@
 // node came from (Node::gradient_of), the view model's nodes, roles and
 // arena buffers (engine/view/view_model.h), the Chrome trace of a profiled
 // run against the Trace Event Format's documented fields
-// (engine/view/trace.h).
+// (engine/view/trace.h), and the page (engine/view/viewer_html.h).
 
 #include <set>
 
@@ -10,6 +10,7 @@
 #include "engine/executor.h"
 #include "engine/view/trace.h"
 #include "engine/view/view_model.h"
+#include "engine/view/viewer_html.h"
 #include "nlohmann/json.hpp"
 #include "ops/autodiff/autodiff.h"
 #include "ops/autodiff/optimizer.h"
@@ -179,6 +180,18 @@ TEST(Trace, OneCompleteEventPerOpWithTheDocumentedFields) {
   EXPECT_EQ(ops, (*plan)->info().steps.size());
   // A chain's forward ops have the lowest ids, so run first; updates run last.
   EXPECT_EQ(phases, (std::vector<std::string>{"forward", "backward", "update"}));
+}
+
+TEST(ViewerHtml, IsOnePageWithEverythingInsideOrSaysHowToInstall) {
+  if (!ViewerAvailable().ok()) {
+    EXPECT_THAT(std::string(ViewerAvailable().message()), ::testing::HasSubstr("tools/setup.sh"));
+    GTEST_SKIP() << ViewerAvailable().message();
+  }
+  auto html = ViewerHtml(R"({"title": "</script><b>", "nodes": []})");
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_FALSE(absl::StrContains(*html, "</script><b>"));
+  EXPECT_FALSE(absl::StrContains(*html, "src=\"http"));
+  EXPECT_EQ(ViewerHtml("not json").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

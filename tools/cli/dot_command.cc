@@ -16,6 +16,7 @@
 #include "tools/cli/common_flags.h"
 #include "models/example_graphs.h"
 #include "tools/cli/onnx_model.h"
+#include "tools/cli/view_command.h"
 #ifdef DAGRAD_HAVE_ONNX
 #include "ops/reduce.h"
 #endif
@@ -114,6 +115,7 @@ int RunDot() {
        absl::StrSplit(absl::GetFlag(FLAGS_collapse), ',', absl::SkipEmpty())) {
     options.collapse.emplace_back(scope);
   }
+  if (HtmlRequested()) return WriteViewerPage(cmd, *drawn->graph, roots, options, out);
   absl::StatusOr<std::string> dot = ToDot(g, roots, options);
   if (!dot.ok()) return Failure(cmd, dot.status());
   if (absl::Status st = WriteDotFile(out, *dot); !st.ok()) return Failure(cmd, st);
@@ -137,7 +139,7 @@ int RunDot() {
 
 Command DotCommand() {
   return {"dot", "write the DOT (and SVG/PNG) of a built-in graph or an ONNX model",
-          {"model", "input", "out", "render", "backward", "collapse", "attention"}, RunDot};
+          {"model", "input", "out", "render", "backward", "collapse", "attention", "html"}, RunDot};
 }
 
 }  // namespace dagrad::cli

@@ -28,6 +28,7 @@
 #include "tools/cli/common_flags.h"
 #include "models/stop_signals.h"
 #include "tools/cli/train_run.h"
+#include "tools/cli/view_command.h"
 #if DAGRAD_HAVE_MPI
 #include "engine/mpi/mpi_communicator.h"
 #endif
@@ -166,6 +167,7 @@ int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, models::Trai
   if (!job.writer()) return kExitOk;
   if (models::StopSignal()) return Stopped(job, fit.step);
   models::RunOutputsOptions options = run.outputs;
+  options.trace = TraceFlag();
   options.stop = [] {
     models::MaybeRaiseForTest("outputs");
     return models::StopSignal() != 0;
@@ -241,6 +243,7 @@ absl::StatusOr<Job> JoinJob() {
 int RunTask(const Command& cmd, Job& job) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
   if (!run.ok()) return UsageError(cmd, std::string(run.status().message()));
+  if (absl::Status st = CheckTraceFlag(run->profile); !st.ok()) return UsageError(cmd, std::string(st.message()));
   absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
   if (!parallel.ok()) return UsageError(cmd, std::string(parallel.status().message()));
   if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *run, *parallel, job);
@@ -353,7 +356,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "init", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
+           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
           RunTrain};
 }
 

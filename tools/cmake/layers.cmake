@@ -65,7 +65,8 @@ endfunction()
 dagrad_layer_files(engine_sources cc ${DAGRAD_FOLDERS_ENGINE})
 dagrad_add_layer(engine ${engine_sources})
 list(TRANSFORM DAGRAD_FOLDERS_ENGINE APPEND "/*.h" OUTPUT_VARIABLE engine_headers)
-dagrad_stage_headers(dagrad_engine ${engine_headers} engine/plan/internal/*.h engine/cuda/*.h)
+dagrad_stage_headers(dagrad_engine ${engine_headers} engine/plan/internal/*.h engine/view/internal/*.h
+                      engine/cuda/*.h)
 target_link_libraries(dagrad_engine
   PUBLIC absl::status absl::statusor absl::strings absl::str_format
          absl::flat_hash_map absl::inlined_vector absl::span absl::base)
