@@ -342,9 +342,16 @@ absl::Status Executor::QueueKernels(Plan& plan, int phase) {
     absl::Status st = plan.kernels_[i](ctx);
     if (options_.profile && st.ok()) {
       st = device_->Synchronize();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       OpProfile::Entry& e = plan.profile_.by_op[std::string(node.op->name)];
-      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      e.seconds += seconds;
       ++e.calls;
+      std::vector<OpProfile::StepTime>& by_step = plan.profile_.by_step;
+      if (by_step.size() != info.steps.size()) by_step.resize(info.steps.size());
+      by_step[i].seconds += seconds;
+      by_step[i].last_start = std::chrono::duration<double>(started.time_since_epoch()).count();
+      by_step[i].last_seconds = seconds;
     }
     if (st.ok() && options_.synchronize_each_kernel) st = device_->Synchronize();
     if (!st.ok()) return NodeError(node, st);

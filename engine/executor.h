@@ -126,6 +126,16 @@ struct OpProfile {
     int64_t calls = 0;
   };
   absl::flat_hash_map<std::string, Entry> by_op;
+  // by_step[i] times step i of the plan (ExecutionPlan::steps[i]): seconds
+  // summed over the runs, and, in the last run, when it began (seconds of
+  // the steady clock) and how long it took; for the viewer and the trace
+  // (engine/view/).
+  struct StepTime {
+    double seconds = 0;
+    double last_start = 0;
+    double last_seconds = 0;
+  };
+  std::vector<StepTime> by_step;
   int64_t runs = 0;
 
   // ToString lists ops by total time: name, ms per run, share, calls per run.

@@ -126,6 +126,10 @@ struct Node {
   Shape shape;
   std::string name;   // unique within its scope
   std::string scope;  // "" or "a/b/c"
+  // gradient_of: for a gradient node (NodeRole::kGradient), the forward
+  // node whose gradient rule (or gradient sum) autodiff was running when it
+  // built this one; kNoNode for every other node.
+  NodeId gradient_of = kNoNode;
   bool trainable = false;   // variables: a parameter (vs optimizer state)
   Initializer initializer;  // variables
   Tensor value;             // constants
@@ -189,11 +193,15 @@ class Graph {
     size_t saved_size_;
   };
 
-  // RoleScope marks nodes built while it lives as gradient or optimizer nodes.
+  // RoleScope marks nodes built while it lives as gradient or optimizer
+  // nodes; when it ends, SetGradientOf's node is kNoNode again.
   class RoleScope {
    public:
     RoleScope(Graph& g, NodeRole role) : g_(g), saved_(g.role_) { g.role_ = role; }
-    ~RoleScope() { g_.role_ = saved_; }
+    ~RoleScope() {
+      g_.role_ = saved_;
+      g_.gradient_of_ = kNoNode;
+    }
     RoleScope(const RoleScope&) = delete;
     RoleScope& operator=(const RoleScope&) = delete;
 
@@ -206,6 +214,10 @@ class Graph {
   // put gradient nodes under "grad/<forward scope>"), without empty parts;
   // returns the old one.
   std::string SetScopePath(std::string path);
+
+  // SetGradientOf records `forward` as Node::gradient_of of the gradient
+  // nodes built from now on (autodiff sets it per forward node it walks).
+  void SetGradientOf(NodeId forward) { gradient_of_ = forward; }
 
   // ScopePathGuard sets the whole scope path while it lives and puts the
   // previous one back when it ends, on every return path:
@@ -254,6 +266,7 @@ class Graph {
   absl::flat_hash_map<std::string, int> name_counts_;
   std::string scope_;
   NodeRole role_ = NodeRole::kForward;
+  NodeId gradient_of_ = kNoNode;
 };
 
 // CheckSameGraph returns InvalidArgument when the values belong to different

@@ -128,4 +128,16 @@ absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
   return result;
 }
 
+absl::Status EvaluateModelFiles(const std::string& model_path, const std::string& input_path,
+                                const std::string& output_path, std::unique_ptr<Device> device,
+                                const ExecutorOptions& options,
+                                const LanguageModelOptions& model_options) {
+  DAGRAD_ASSIGN_OR_RETURN(const SafetensorsFile model, ReadModelFile(model_path));
+  DAGRAD_ASSIGN_OR_RETURN(const SafetensorsFile in, ReadSafetensors(input_path));
+  DAGRAD_ASSIGN_OR_RETURN(const SafetensorsFile result,
+                          EvaluateModel(model, model_path, in, input_path, std::move(device),
+                                        options, model_options));
+  return WriteSafetensors(output_path, result);
+}
+
 }  // namespace dagrad::models

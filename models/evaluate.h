@@ -48,6 +48,21 @@ absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
                                               const ExecutorOptions& options = {},
                                               const LanguageModelOptions& model_options = {});
 
+// EvaluateModelFiles is EvaluateModel of the model at `model_path`
+// (ReadModelFile: a checkpoint or a Hugging Face GPT-2 directory) on the
+// inputs in `input_path`, its result written to `output_path` (what `dagrad
+// eval` does; ops/onnx/run.h's EvaluateOnnxFiles is its twin for ONNX).
+// The errors of reading, evaluating and writing, each naming its file.
+//
+//   // setup: SavedGpt
+//   DAGRAD_RETURN_IF_ERROR(
+//       EvaluateModelFiles("run/model.safetensors", "input.safetensors", "out.safetensors"));
+absl::Status EvaluateModelFiles(const std::string& model_path, const std::string& input_path,
+                                const std::string& output_path,
+                                std::unique_ptr<Device> device = CpuDevice(),
+                                const ExecutorOptions& options = {},
+                                const LanguageModelOptions& model_options = {});
+
 }  // namespace dagrad::models
 
 #endif  // DAGRAD_MODELS_EVALUATE_H_

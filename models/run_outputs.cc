@@ -6,6 +6,9 @@
 #include "engine/dot/dot.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
+#include "engine/view/trace.h"
+#include "engine/view/view_model.h"
+#include "engine/view/viewer_html.h"
 #include "models/plot/plots.h"
 
 namespace dagrad::models {
@@ -25,6 +28,34 @@ absl::Status GraphDots(Trainer& t, const std::string& dir, const std::string& ti
             {.title = title + ": training step (forward, backward, optimizer)",
              .losses = {t.loss()}}));
   return WriteDotFile(dir + "/train_step.dot", step);
+}
+
+// GraphView writes graph.html, the training step in the viewer, or notes
+// why not (a build without its layout engine).
+absl::Status GraphView(Trainer& t, const std::string& title, RunOutputs& out) {
+  if (absl::Status available = ViewerAvailable(); !available.ok()) {
+    absl::StrAppend(&out.note, out.note.empty() ? "" : "\n",
+                    "graph.html is not written: ", available.message());
+    return absl::OkStatus();
+  }
+  std::vector<Value> roots = t.training_step().updates;
+  roots.push_back(t.loss());
+  DAGRAD_RETURN_IF_ERROR(WriteViewerPage(
+      t.graph(), roots,
+      {.title = title + ": training step (forward, backward, optimizer)",
+       .losses = {t.loss()},
+       .plan = &t.train_plan().info(),
+       .profile = &t.train_plan().profile()},
+      out.dir + "/graph.html"));
+  out.written.push_back("graph.html");
+  return absl::OkStatus();
+}
+
+// WriteTrace writes the training plan's profiled step to `path`.
+absl::Status WriteTrace(Trainer& t, const std::string& path) {
+  DAGRAD_ASSIGN_OR_RETURN(std::string trace, ChromeTraceJson(t.graph(), t.train_plan().info(),
+                                                             t.train_plan().profile()));
+  return WriteFileAtomically(path, trace);
 }
 
 // RenderForward draws forward.dot as forward.svg when it may (see
@@ -85,6 +116,9 @@ absl::StatusOr<RunOutputs> WriteRunOutputs(Trainer& trainer, const std::string& 
   out.written.insert(out.written.end(), {"forward.dot", "train_step.dot"});
   DAGRAD_RETURN_IF_ERROR(stopped());
   DAGRAD_RETURN_IF_ERROR(RenderForward(options.layers, out));
+  DAGRAD_RETURN_IF_ERROR(stopped());
+  DAGRAD_RETURN_IF_ERROR(GraphView(trainer, options.title, out));
+  if (!options.trace.empty()) DAGRAD_RETURN_IF_ERROR(WriteTrace(trainer, options.trace));
   return out;
 }
 

@@ -10,7 +10,12 @@
 // train_step.dot hold the forward graph and the whole training step
 // (forward, backward, optimizer) as Graphviz DOT; forward.svg is drawn
 // from forward.dot by Graphviz when it is there and the model is small
-// enough for it to finish soon (else RunOutputs::note says why not).
+// enough for it to finish soon (else RunOutputs::note says why not);
+// graph.html is the training step (forward, backward, optimizer) with its
+// plan's arena buffers and, when the run was profiled, each op's time, in
+// the interactive viewer (engine/view/viewer_html.h), for every model size
+// (a build without the viewer's layout engine notes why it is missing);
+// with RunOutputsOptions::trace, the profiled step's Chrome trace.
 // Every file is written atomically (temporary file, fsync, rename).
 //
 //   // setup: ToyRun
@@ -39,6 +44,11 @@ struct RunOutputsOptions {
   // (Graphviz's time grows much faster than the graph: 4 s for 16 layers,
   // over 10 minutes for 100); 0: not known, drawn.
   int64_t layers = 0;
+  // trace: when not empty, the path (absolute, or relative to the working
+  // directory) to write the training plan's last profiled step to as a
+  // Chrome trace (engine/view/trace.h); the plan must have been profiled
+  // (RunConfig::profile, --profile), else FailedPrecondition.
+  std::string trace;
   // Asked between files: once it says true, WriteRunOutputs returns
   // Cancelled, every file written so far whole.
   std::function<bool()> stop;
@@ -61,8 +71,8 @@ struct RunOutputs {
 // WriteRunOutputs writes the files above to `dir` for the trained
 // `trainer`, with loss.svg drawn from `rows` (FitResult::rows). Errors:
 // the trainer's (a NaN or Inf in the model, refused by SaveModel), the
-// file system's, Graphviz's failure on forward.dot, Cancelled from
-// options.stop.
+// file system's, Graphviz's failure on forward.dot, FailedPrecondition for
+// a trace of an unprofiled run, Cancelled from options.stop.
 absl::StatusOr<RunOutputs> WriteRunOutputs(Trainer& trainer, const std::string& dir,
                                            const std::vector<MetricsRow>& rows,
                                            const RunOutputsOptions& options = {});

@@ -157,6 +157,7 @@ class BackwardWalk {
   absl::StatusOr<std::vector<Value>> Run(const Value& loss, const Value& seed) {
     Graph::RoleScope role(g_, NodeRole::kGradient);
     Graph::ScopePathGuard in_grad(g_, "grad");
+    g_.SetGradientOf(loss.id());
     Value first = seed.is_null() ? ScalarLike(loss, 1.0) : seed;
     if (seed.is_null() && loss.rank() > 0) {
       first = Reshape(first, std::vector<int64_t>(loss.rank(), 1));
@@ -166,6 +167,7 @@ class BackwardWalk {
       if (pending_[id].empty()) continue;
       const Node& node = g_.node(id);
       g_.SetScopePath(node.scope.empty() ? "grad" : absl::StrCat("grad/", node.scope));
+      g_.SetGradientOf(id);
       Value sum = SumGradients(pending_[id]);
       pending_[id].clear();
       if (!sum.ok()) return sum.status();

@@ -64,6 +64,8 @@ class BFloat16Rewriter {
     if (!product && !changed) return node.id;
     Graph::ScopePathGuard in_scope(g_, node.scope);
     Graph::RoleScope role(g_, node.role);
+    const auto forward = mapped_.find(node.gradient_of);
+    g_.SetGradientOf(forward == mapped_.end() ? node.gradient_of : forward->second);
     if (product) {
       for (int i : {0, 1}) {
         DAGRAD_ASSIGN_OR_RETURN(inputs[i], CastOnce(inputs[i]));

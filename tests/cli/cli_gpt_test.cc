@@ -10,6 +10,7 @@
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "engine/io/utf8.h"
+#include "engine/view/viewer_html.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
@@ -137,10 +138,11 @@ TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
         "loss.svg", "attention.svg", "forward.dot", "train_step.dot"}) {
     EXPECT_TRUE(std::ifstream(dir + "/" + file).good()) << file;
   }
+  EXPECT_EQ(std::ifstream(dir + "/graph.html").good(), ViewerAvailable().ok());
   if (std::string(DAGRAD_DOT_PROGRAM).empty()) {
     EXPECT_THAT(r.out, HasSubstr("forward.svg is not drawn: "));
   } else {
-    EXPECT_THAT(r.out, HasSubstr(" forward.svg\n"));
+    EXPECT_THAT(r.out, HasSubstr(" forward.svg"));
     EXPECT_TRUE(std::ifstream(dir + "/forward.svg").good());
   }
   EXPECT_TRUE(IsValidUtf8(r.out));

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "engine/dot/dot.h"
 #include "engine/io/file_io.h"
+#include "engine/view/viewer_html.h"
 #include "models/fit.h"
 #include "models/gpt/gpt_trainer.h"
 #include "models/toy/toy_trainer.h"
@@ -22,7 +23,9 @@
 namespace dagrad::models {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string NewDir() {
@@ -53,6 +56,7 @@ TEST(RunOutputs, WritesEveryFileItListsInTheOrderOfTheSummary) {
                                    "attention.svg", "positional_encoding.svg", "forward.dot",
                                    "train_step.dot"};
   if (!DotProgram().empty()) want.push_back("forward.svg");
+  if (ViewerAvailable().ok()) want.push_back("graph.html");
   EXPECT_EQ(out->written, want);
   for (const std::string& name : out->written) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/" + name)) << name;
@@ -76,10 +80,23 @@ TEST(RunOutputs, ALargeModelKeepsItsDotAndSaysWhyItIsNotDrawn) {
   absl::StatusOr<RunOutputs> out =
       WriteRunOutputs(*t, dir, {}, {.title = "toy", .layers = kMaxDrawnLayers + 1});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(out->written.back(), "train_step.dot");
+  EXPECT_THAT(out->written, Contains("train_step.dot"));
+  EXPECT_THAT(out->written, Not(Contains("forward.svg")));
   EXPECT_THAT(out->note, HasSubstr("forward.svg is not drawn for more than 12 layers"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/forward.svg"));
   EXPECT_THAT(out->Summary(), HasSubstr("\nforward.svg is not drawn"));
+  // The viewer has no size limit: graph.html is there whenever it is built in.
+  EXPECT_EQ(std::filesystem::exists(dir + "/graph.html"), ViewerAvailable().ok());
+}
+
+TEST(RunOutputs, ATraceOfARunThatWasNotProfiledIsRefused) {
+  const std::string dir = NewDir();
+  auto t = FittedToy(dir);
+  absl::StatusOr<RunOutputs> out =
+      WriteRunOutputs(*t, dir, {}, {.title = "toy", .trace = dir + "/trace.json"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(out.status())) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("--profile"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/trace.json"));
 }
 
 TEST(RunOutputs, AGptDrawsItsAttentionOnTheFirstValidationWindow) {

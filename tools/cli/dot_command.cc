@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/dot/dot.h"
+#include "engine/view/viewer_html.h"
 #include "engine/status_macros.h"
 #include "ops/autodiff/autodiff.h"
 #include "tools/cli/command.h"
@@ -26,6 +27,7 @@ ABSL_FLAG(std::string, model, "",
           "Face GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt)");
 ABSL_DECLARE_FLAG(std::string, input);  // eval_command.cc
 ABSL_FLAG(std::string, render, "", "also render next to the .dot: svg or png");
+ABSL_FLAG(bool, html, false, "write --out as the interactive viewer's page (HTML) instead of DOT");
 ABSL_FLAG(bool, backward, false, "draw the gradient graph of the model's loss too");
 ABSL_FLAG(std::string, collapse, "",
           "comma-separated scope paths to draw as one box each (e.g. mha)");
@@ -91,53 +93,61 @@ absl::StatusOr<DrawnGraph> BuildDrawnGraph() {
   return drawn;
 }
 
-int RunDot() {
-  const Command cmd = DotCommand();
-  const std::string out = absl::GetFlag(FLAGS_out);
-  const std::string render = absl::GetFlag(FLAGS_render);
-  if (out.empty()) return UsageError(cmd, "--out is required (the .dot file to write)");
-  if (absl::Status st = AttentionFromFlags().status(); !st.ok()) {
-    return UsageError(cmd, std::string(st.message()));
+// Render draws the DOT file `out` as an svg or png beside it, or says why
+// it cannot (Graphviz is not installed).
+absl::Status Render(const std::string& out, const std::string& format) {
+  const std::string image =
+      absl::StrCat(absl::EndsWith(out, ".dot") ? out.substr(0, out.size() - 4) : out, ".", format);
+  absl::Status st = RenderDot(out, format, image);
+  if (absl::IsUnavailable(st)) {
+    std::cout << "Graphviz is not available, so " << image << " was not rendered: "
+              << st.message() << "\n";
+    return absl::OkStatus();
   }
+  DAGRAD_RETURN_IF_ERROR(st);
+  std::cout << "wrote " << image << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Dot() {
+  const std::string out = absl::GetFlag(FLAGS_out), render = absl::GetFlag(FLAGS_render);
+  if (out.empty()) return absl::InvalidArgumentError("--out is required (the .dot file to write)");
+  DAGRAD_RETURN_IF_ERROR(AttentionFromFlags().status());
   if (!render.empty() && render != "svg" && render != "png") {
-    return UsageError(cmd, absl::StrCat("--render must be svg or png, got '", render, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--render must be svg or png, got '", render, "'"));
   }
-  absl::StatusOr<DrawnGraph> drawn = BuildDrawnGraph();
-  if (!drawn.ok()) return Failure(cmd, drawn.status());
-  const Graph& g = *drawn->graph;
-  const std::vector<Value>& roots = drawn->roots;
+  if (absl::GetFlag(FLAGS_html) && !render.empty()) {
+    return absl::InvalidArgumentError("--render draws the DOT file, which --html does not write");
+  }
+  DAGRAD_ASSIGN_OR_RETURN(DrawnGraph drawn, BuildDrawnGraph());
   DotOptions options;
   options.title = absl::StrCat(absl::GetFlag(FLAGS_model),
                                absl::GetFlag(FLAGS_backward) ? ": forward and backward" : "");
-  if (!drawn->loss.is_null()) options.losses = {drawn->loss};
+  if (!drawn.loss.is_null()) options.losses = {drawn.loss};
   for (absl::string_view scope :
        absl::StrSplit(absl::GetFlag(FLAGS_collapse), ',', absl::SkipEmpty())) {
     options.collapse.emplace_back(scope);
   }
-  absl::StatusOr<std::string> dot = ToDot(g, roots, options);
-  if (!dot.ok()) return Failure(cmd, dot.status());
-  if (absl::Status st = WriteDotFile(out, *dot); !st.ok()) return Failure(cmd, st);
-  std::cout << "wrote " << out << "\n";
-  if (render.empty()) return kExitOk;
-  std::string image = out;
-  if (absl::EndsWith(image, ".dot")) image.resize(image.size() - 4);
-  image += "." + render;
-  absl::Status st = RenderDot(out, render, image);
-  if (absl::IsUnavailable(st)) {
-    std::cout << "Graphviz is not available, so " << image << " was not rendered: "
-              << st.message() << "\n";
-    return kExitOk;
+  std::string note;
+  if (absl::GetFlag(FLAGS_html)) {
+    DAGRAD_RETURN_IF_ERROR(WriteViewerPage(*drawn.graph, drawn.roots,
+                                           {.title = options.title, .losses = options.losses}, out,
+                                           &note));
+  } else {
+    DAGRAD_ASSIGN_OR_RETURN(const std::string dot, ToDot(*drawn.graph, drawn.roots, options));
+    DAGRAD_RETURN_IF_ERROR(WriteDotFile(out, dot));
   }
-  if (!st.ok()) return Failure(cmd, st);
-  std::cout << "wrote " << image << "\n";
-  return kExitOk;
+  std::cout << note << (note.empty() ? "" : "\n") << "wrote " << out << "\n";
+  return render.empty() ? absl::OkStatus() : Render(out, render);
 }
+
+int RunDot() { return ExitCode(DotCommand(), Dot()); }
 
 }  // namespace
 
 Command DotCommand() {
   return {"dot", "write the DOT (and SVG/PNG) of a built-in graph or an ONNX model",
-          {"model", "input", "out", "render", "backward", "collapse", "attention"}, RunDot};
+          {"model", "input", "out", "render", "backward", "collapse", "attention", "html"}, RunDot};
 }
 
 }  // namespace dagrad::cli

@@ -9,12 +9,9 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/strings/str_cat.h"
 #include "engine/executor.h"
-#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "models/evaluate.h"
-#include "models/language_model.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/onnx_model.h"
@@ -30,20 +27,6 @@ ABSL_FLAG(std::string, output, "", "safetensors to write: logits, and with targe
 namespace dagrad::cli {
 namespace {
 
-// Evaluate runs the model at `path` (models::ReadModelFile: a checkpoint,
-// or a Hugging Face GPT-2 directory) on `input` (models::EvaluateModel)
-// and writes `output`.
-absl::Status Evaluate(const std::string& path, const std::string& input,
-                      const std::string& output, std::unique_ptr<Device> device,
-                      const ExecutorOptions& options, nn::AttentionPath attention) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile model, models::ReadModelFile(path));
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile in, ReadSafetensors(input));
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile result,
-                          models::EvaluateModel(model, path, in, input, std::move(device),
-                                                options, {.attention = attention}));
-  return WriteSafetensors(output, result);
-}
-
 absl::Status Eval() {
   DAGRAD_RETURN_IF_ERROR(ApplyThreadsFlag());
   DAGRAD_ASSIGN_OR_RETURN(const std::string path, ModelPathFromFlags(EvalCommand(), /*onnx=*/true));
@@ -54,7 +37,8 @@ absl::Status Eval() {
   const std::string input = absl::GetFlag(FLAGS_input), output = absl::GetFlag(FLAGS_output);
   DAGRAD_RETURN_IF_ERROR(
       IsOnnxPath(path) ? EvaluateOnnx(path, input, output, std::move(device), options)
-                       : Evaluate(path, input, output, std::move(device), options, attention));
+                       : models::EvaluateModelFiles(path, input, output, std::move(device), options,
+                                                    {.attention = attention}));
   std::cout << "wrote " << output << "\n";
   return absl::OkStatus();
 }

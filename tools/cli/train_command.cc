@@ -49,6 +49,9 @@ ABSL_FLAG(bool, resume, false,
           "that one is damaged), exactly as if never stopped. SIGTERM, SIGINT or SIGUSR1 stop a "
           "run gracefully: the step in flight finishes, the checkpoint is saved, and it exits "
           "128+signal; a second signal exits at once, the last checkpoint whole");
+ABSL_FLAG(std::string, trace, "",
+          "with --profile, also write the profiled training step as a Chrome trace (Perfetto, "
+          "chrome://tracing) to this file");
 ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many steps");
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop after this step (0: run all --steps), to continue later with --resume");
@@ -112,6 +115,7 @@ int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, models::Trai
   if (!job.writer()) return kExitOk;
   if (models::StopSignal()) return Stopped(job, fit.step);
   models::RunOutputsOptions options = run.outputs;
+  options.trace = absl::GetFlag(FLAGS_trace);
   options.stop = [] {
     models::MaybeRaiseForTest("outputs");
     return models::StopSignal() != 0;
@@ -178,6 +182,9 @@ absl::StatusOr<Job> JoinJob() {
 int RunTask(const Command& cmd, Job& job) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
   if (!run.ok()) return Failure(cmd, run.status());
+  if (!absl::GetFlag(FLAGS_trace).empty() && !run->profile) {
+    return UsageError(cmd, "--trace needs --profile (the trace is the profiled step)");
+  }
   absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
   if (!parallel.ok()) return Failure(cmd, parallel.status());
   if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *run, *parallel, job);
@@ -294,7 +301,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "init", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "device", "tf32", "attention"},
+           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
           RunTrain};
 }
 

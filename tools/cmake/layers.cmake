@@ -4,7 +4,7 @@
 # Headers installed with the library (tools/cmake/install.cmake).
 # A folder is a layer or one subsystem of one; headers under */internal/
 # are the library's own and are not installed.
-set(DAGRAD_FOLDERS_ENGINE engine engine/plan engine/io engine/dot engine/device)
+set(DAGRAD_FOLDERS_ENGINE engine engine/plan engine/io engine/dot engine/view engine/device)
 set(DAGRAD_FOLDERS_OPS ops ops/math ops/cpu)
 set(DAGRAD_FOLDERS_MODELS models models/nn models/gpt models/gpt2 models/toy models/plot)
 set(public_header_globs "")
@@ -65,7 +65,8 @@ endfunction()
 dagrad_layer_files(engine_sources cc ${DAGRAD_FOLDERS_ENGINE})
 dagrad_add_layer(engine ${engine_sources})
 list(TRANSFORM DAGRAD_FOLDERS_ENGINE APPEND "/*.h" OUTPUT_VARIABLE engine_headers)
-dagrad_stage_headers(dagrad_engine ${engine_headers} engine/plan/internal/*.h engine/cuda/*.h)
+dagrad_stage_headers(dagrad_engine ${engine_headers} engine/plan/internal/*.h engine/view/internal/*.h
+                      engine/cuda/*.h)
 target_link_libraries(dagrad_engine
   PUBLIC absl::status absl::statusor absl::strings absl::str_format
          absl::flat_hash_map absl::inlined_vector absl::span absl::base)

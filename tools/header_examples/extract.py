@@ -44,7 +44,7 @@ import sys
 # includes allow (engine examples build their graphs from ops and
 # differentiate them, so they run with the ops').
 LAYERS = {
-    "autodiff": ["engine/*.h", "engine/plan/*.h", "engine/io/*.h", "engine/dot/*.h",
+    "autodiff": ["engine/*.h", "engine/plan/*.h", "engine/io/*.h", "engine/dot/*.h", "engine/view/*.h",
                  "engine/device/*.h", "engine/cuda/cuda_device.h", "ops/*.h",
                  "ops/autodiff/*.h", "ops/math/*.h", "ops/cpu/*.h",
                  # Internal headers whose examples a kernel's author reads.

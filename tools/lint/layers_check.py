@@ -35,6 +35,7 @@ LAYERS = [
                 "engine/plan/", "engine/plan/internal/",  # planner, memory budget
                 "engine/io/",  # files: checkpoints, safetensors
                 "engine/dot/",  # Graphviz export
+                "engine/view/", "engine/view/internal/",  # the graph viewer, traces
                 "engine/device/",  # devices, host memory, communicators
                 "engine/cuda/"]),  # the CUDA device
     ("mpi", ["engine/mpi/"]),  # the MPI communicator
