@@ -308,9 +308,13 @@ absl::Status CheckSameGraph(absl::Span<const Value> values) {
 }
 
 std::vector<bool> DependedOn(const Graph& g, absl::Span<const Value> roots) {
+  std::vector<NodeId> ids;
+  for (const Value& v : roots) ids.push_back(v.id());
+  return DependedOn(g, std::move(ids));
+}
+
+std::vector<bool> DependedOn(const Graph& g, std::vector<NodeId> stack) {
   std::vector<bool> reached(g.num_nodes(), false);
-  std::vector<NodeId> stack;
-  for (const Value& v : roots) stack.push_back(v.id());
   while (!stack.empty()) {
     const NodeId id = stack.back();
     stack.pop_back();

@@ -275,13 +275,14 @@ absl::Status CheckSameGraph(absl::Span<const Value> values);
 
 // DependedOn returns, per node id of `g`, whether one of `roots` depends on
 // that node (a root depends on itself); AncestorsOf lists those ids in id
-// order, a topological order. Null roots are skipped.
+// order, a topological order. Null roots (kNoNode ids) are skipped.
 //
 //   Graph g;
 //   Value x = g.Input("x", DType::kFloat32, {2});
 //   Value y = Exp(x), z = Neg(x);
 //   std::vector<NodeId> ids = AncestorsOf(g, {y});   // {x.id(), y.id()}: not z
 std::vector<bool> DependedOn(const Graph& g, absl::Span<const Value> roots);
+std::vector<bool> DependedOn(const Graph& g, std::vector<NodeId> roots);
 std::vector<NodeId> AncestorsOf(const Graph& g, absl::Span<const Value> roots);
 
 }  // namespace dagrad

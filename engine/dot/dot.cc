@@ -296,18 +296,8 @@ absl::StatusOr<std::string> ToDot(const Graph& g, absl::Span<const Value> roots,
           "ToDot: an empty collapse path would collapse the whole graph");
     }
   }
-  std::vector<bool> drawn(g.num_nodes(), roots.empty());
-  std::vector<NodeId> stack;
-  for (const Value& r : roots) stack.push_back(r.id());
-  while (!stack.empty()) {
-    const NodeId id = stack.back();
-    stack.pop_back();
-    if (drawn[id]) continue;
-    drawn[id] = true;
-    for (NodeId in : g.node(id).inputs) {
-      if (in != kNoNode && !drawn[in]) stack.push_back(in);
-    }
-  }
+  const std::vector<bool> drawn =
+      roots.empty() ? std::vector<bool>(g.num_nodes(), true) : DependedOn(g, roots);
   return DotWriter(g, options).Write(drawn, is_loss);
 }
 

@@ -70,23 +70,14 @@ absl::Status CheckPlan(const Graph& g, const ExecutionPlan& plan, const OpProfil
 // Drawn marks `roots` (or every node when there are none) and the plan's
 // steps and fetches, and everything they depend on.
 std::vector<bool> Drawn(const Graph& g, absl::Span<const Value> roots, const ExecutionPlan* plan) {
-  std::vector<bool> drawn(g.num_nodes(), roots.empty() && plan == nullptr);
-  std::vector<NodeId> stack;
-  for (const Value& r : roots) stack.push_back(r.id());
+  if (roots.empty() && plan == nullptr) return std::vector<bool>(g.num_nodes(), true);
+  std::vector<NodeId> ids;
+  for (const Value& r : roots) ids.push_back(r.id());
   if (plan != nullptr) {
-    stack.insert(stack.end(), plan->steps.begin(), plan->steps.end());
-    stack.insert(stack.end(), plan->fetches.begin(), plan->fetches.end());
+    ids.insert(ids.end(), plan->steps.begin(), plan->steps.end());
+    ids.insert(ids.end(), plan->fetches.begin(), plan->fetches.end());
   }
-  while (!stack.empty()) {
-    const NodeId id = stack.back();
-    stack.pop_back();
-    if (drawn[id]) continue;
-    drawn[id] = true;
-    for (NodeId in : g.node(id).inputs) {
-      if (in != kNoNode && !drawn[in]) stack.push_back(in);
-    }
-  }
-  return drawn;
+  return DependedOn(g, std::move(ids));
 }
 
 // Buffers describes the plan's arena storage roots; buffer_of[root] is the

@@ -13,7 +13,6 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/io/file_io.h"
 #include "engine/io/utf8.h"
