@@ -41,6 +41,7 @@
 // Ops, one header per family.
 #include "ops/attention.h"
 #include "ops/collective.h"
+#include "ops/cumsum.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"

@@ -77,29 +77,31 @@ absl::Status Generator::BuildCacheStep(const KvCacheShape& kv, std::vector<Value
   Graph& g = *graph_;
   // One slot per position: the last position's keys are written too, never read.
   const int64_t P = model_->max_len(), H = kv.heads, Dh = kv.head_dim;
+  keep_ = g.Input("past_keep", DType::kBool, {P});
   {
     Graph::Scope scope(g, "kv_cache");
     for (int64_t l = 0; l < kv.layers; ++l) {
-      past_.keys.push_back(
-          g.Variable(absl::StrCat("keys_", l), {1, H, P, Dh}, Initializer::Zeros(), kv.dtype));
-      past_.values.push_back(
-          g.Variable(absl::StrCat("values_", l), {1, H, P, Dh}, Initializer::Zeros(), kv.dtype));
+      cache_.push_back(
+          {.past_keys = g.Variable(absl::StrCat("keys_", l), {1, H, P, Dh},
+                                   Initializer::Zeros(), kv.dtype),
+           .past_values = g.Variable(absl::StrCat("values_", l), {1, H, P, Dh},
+                                     Initializer::Zeros(), kv.dtype),
+           .keep = keep_});
     }
   }
-  past_.keep = g.Input("past_keep", DType::kBool, {P});
   DAGRAD_ASSIGN_OR_RETURN(cache_keep_, Tensor::Zeros(DType::kBool, {P}));
   step_token_ = g.Input("step_token", DType::kInt64, {1, 1});
   step_position_ = g.Input("step_position", DType::kInt64, {1});
-  const CachedForward step = model_->ForwardCached(step_token_, step_position_, past_);
-  if (step.keys.size() != past_.keys.size() || step.values.size() != past_.values.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "generate: ForwardCached gave ", step.keys.size(), " layers of keys and ",
-        step.values.size(), " of values, kv_cache() says ", kv.layers));
-  }
-  fetches = {step.logits};
+  fetches = {model_->ForwardCached(step_token_, step_position_, absl::MakeSpan(cache_))};
   for (int64_t l = 0; l < kv.layers; ++l) {
-    writes.push_back(WriteAt(past_.keys[l], step.keys[l], step_position_, 2));
-    writes.push_back(WriteAt(past_.values[l], step.values[l], step_position_, 2));
+    const nn::KvCache& layer = cache_[l];
+    if (layer.keys.is_null() || layer.values.is_null()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "generate: ForwardCached did not set layer ", l, "'s keys and values, of the ",
+          kv.layers, " layers kv_cache() says"));
+    }
+    writes.push_back(WriteAt(layer.past_keys, layer.keys, step_position_, 2));
+    writes.push_back(WriteAt(layer.past_values, layer.values, step_position_, 2));
   }
   return absl::OkStatus();
 }
@@ -143,7 +145,7 @@ absl::StatusOr<std::vector<float>> Generator::CachedLogits(
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                           exec_->Run(*step_plan_, {{step_token_, token_tensor},
                                                    {step_position_, position_tensor},
-                                                   {past_.keep, cache_keep_}}));
+                                                   {keep_, cache_keep_}}));
   return Row(out[0], 0);
 }
 

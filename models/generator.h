@@ -129,7 +129,9 @@ class Generator {
   std::unique_ptr<ShapeFamily> window_;  // the window's logits, per length
   std::unique_ptr<Plan> step_plan_;
   Value step_token_, step_position_;
-  KvPast past_;       // keys and values: variables (1, H, block_size, Dh) per layer
+  // Per layer, the past keys and values: variables (1, H, block_size, Dh).
+  std::vector<nn::KvCache> cache_;
+  Value keep_;         // their keep, fed cache_keep_
   Tensor cache_keep_;  // bool (block_size): the slots attended to
 };
 

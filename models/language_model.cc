@@ -14,6 +14,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/hf_checkpoint.h"
 #include "models/toy/transformer.h"
+#include "ops/fill.h"
 
 namespace dagrad::models {
 namespace {
@@ -42,10 +43,18 @@ absl::flat_hash_map<std::string, LanguageModelFactory>& Registry() {
 
 }  // namespace
 
-CachedForward LanguageModel::ForwardCached(Value tokens, Value, const KvPast&) const {
-  Graph& g = *tokens.graph();
-  return {.logits = g.Error(absl::UnimplementedError(
-              "this model has no KV cache (LanguageModel::kv_cache is nullopt)"))};
+Value LanguageModel::Logits(Value tokens, Value) const {
+  if (!tokens.ok()) return tokens;
+  if (tokens.rank() != 2) {
+    return tokens.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
+        "logits: tokens must be (B, T), got ", tokens.shape().ToString())));
+  }
+  return ForwardCached(tokens, Arange(*tokens.graph(), 0, tokens.dim(1), 1, DType::kInt64), {});
+}
+
+Value LanguageModel::ForwardCached(Value tokens, Value, absl::Span<nn::KvCache>) const {
+  return tokens.graph()->Error(absl::UnimplementedError(
+      "this model has no KV cache (LanguageModel::kv_cache is nullopt)"));
 }
 
 absl::StatusOr<std::unique_ptr<LanguageModel>> BuildModel(const ModelBuilder& build, Graph& g) {

@@ -13,7 +13,8 @@
 //  - parameters(), in its checkpoints' order, and Metadata(), what a
 //    checkpoint records to rebuild it ("model" names the kind).
 //  - For a causal model with a KV cache, ForwardCached: the logits of new
-//    tokens attending to the keys and values of earlier positions.
+//    tokens attending to the keys and values of earlier positions, one
+//    nn::KvCache (models/nn/attention.h) per layer.
 //
 //   // setup: SavedGpt
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint("run/model.safetensors"));
@@ -35,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "engine/dtype.h"
 #include "engine/graph.h"
 #include "engine/io/safetensors.h"
@@ -42,25 +44,10 @@
 
 namespace dagrad::models {
 
-// The graph inputs of a KV cache: per layer the keys and values of P
-// earlier positions (B, H, P, Dh), and keep, bool (P): which slots hold a
-// position (a new token attends to those alone).
-struct KvPast {
-  std::vector<Value> keys, values;
-  Value keep;
-};
-
 // The shape of a model's KV cache, per layer (1, heads, P, head_dim).
 struct KvCacheShape {
   int64_t layers = 0, heads = 0, head_dim = 0;
   DType dtype = DType::kFloat32;
-};
-
-// What ForwardCached builds: the new tokens' logits (B, T, vocab) and their
-// keys and values per layer (B, H, T, Dh), for the cache.
-struct CachedForward {
-  Value logits;
-  std::vector<Value> keys, values;
 };
 
 class LanguageModel {
@@ -80,7 +67,9 @@ class LanguageModel {
   virtual bool takes_lengths() const { return false; }
   // Logits builds, in the model's graph, logits (B, T, vocab) of int64
   // tokens (B, T) with T <= max_len(); an error Value for other inputs.
-  virtual Value Logits(Value tokens, Value lengths = Value()) const = 0;
+  // By default it is ForwardCached at positions 0..T-1 without a cache, so
+  // a model with a KV cache writes ForwardCached alone.
+  virtual Value Logits(Value tokens, Value lengths = Value()) const;
   // The parameters, in the order (and under the names) of its checkpoints.
   virtual const std::vector<Value>& parameters() const = 0;
   // Metadata: what a model file records so that LoadLanguageModel rebuilds
@@ -93,11 +82,17 @@ class LanguageModel {
   virtual std::vector<int64_t> axis_sizes() const { return {}; }
 
   // A causal model with a KV cache says its shape, and ForwardCached builds
-  // the logits of tokens (B, T) at positions, int64 (T), attending to
-  // `past` and to each other causally; others return nullopt (a Generator
-  // then recomputes the window for every token).
+  // the logits (B, T, vocab) of tokens (B, T) at positions, int64 (T),
+  // attending to each layer's cache (its past_keys, past_values and keep,
+  // nn::KvCache) and to each other causally, and sets each layer's keys
+  // and values to the new tokens'; with no caches, it is Logits at those
+  // positions. Others return nullopt (a Generator then recomputes the
+  // window for every token), and their ForwardCached is an error Value. A
+  // model of nn::TransformerBlocks passes block l `{.cache = &cache[l]}`
+  // (tools/examples/gpt.cc).
   virtual std::optional<KvCacheShape> kv_cache() const { return std::nullopt; }
-  virtual CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const;
+  virtual Value ForwardCached(Value tokens, Value positions,
+                              absl::Span<nn::KvCache> cache) const;
 };
 
 // ExampleSizes are a batch and a sequence length to build a model's graph

@@ -179,25 +179,6 @@ absl::StatusOr<Gpt> Gpt::Create(Graph& g, const GptConfig& c) {
   return m;
 }
 
-namespace {
-
-// AppendPast puts layer l's cached keys and values before the new ones in
-// `heads` and returns the mask: each new query sees every kept cached key,
-// and the new keys causally (offset P in the concatenated axis would also
-// admit unkept slots, so the mask is written out).
-SoftmaxMask AppendPast(int64_t l, const KvPast& past, nn::HeadsQkv& heads) {
-  const int64_t T = heads.q.dim(2), P = past.keys[l].dim(2);
-  heads.k = Concat({past.keys[l], heads.k}, 2);
-  heads.v = Concat({past.values[l], heads.v}, 2);
-  Graph& g = *heads.q.graph();
-  Value cached = BroadcastTo(Reshape(past.keep, {1, P}), Shape({T, P}));
-  Value new_keys = Less(Reshape(Arange(g, 0, T, 1, DType::kInt64), {1, T}),
-                        Reshape(Arange(g, 1, T + 1, 1, DType::kInt64), {T, 1}));
-  return {.keep = Concat({cached, new_keys}, 1)};
-}
-
-}  // namespace
-
 Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& attention,
                           const GptForwardOptions& options, GptOutputs& out) {
   if (!qkv.ok()) return qkv;
@@ -212,18 +193,18 @@ Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& at
   out.keys.push_back(heads.k);
   out.values.push_back(heads.v);
   SoftmaxMask mask{.causal = true};
-  if (options.past != nullptr) mask = AppendPast(l, *options.past, heads);
+  if (!options.cache.empty()) mask = nn::AppendPast(options.cache[l], heads);
   if (attention.path == nn::AttentionPath::kComposed || options.keep_attention) {
     nn::HeadsAttention attended =
         nn::AttendHeads(heads.q, heads.k, heads.v, mask, scale, attention.dropout);
     if (options.keep_attention) out.attention.push_back(attended.weights);
     return attended.merged;
   }
-  // Fused (ops/attention.h); without a past, q, k and v are read in place
+  // Fused (ops/attention.h); without a cache, q, k and v are read in place
   // from c_attn's output.
   const AttentionOptions fused = {.heads = H, .scale = scale, .dropout = attention.dropout};
-  return options.past == nullptr ? PackedAttention(qkv, mask, fused)
-                                 : dagrad::Attention(heads.q, heads.k, heads.v, mask, fused);
+  return options.cache.empty() ? PackedAttention(qkv, mask, fused)
+                               : dagrad::Attention(heads.q, heads.k, heads.v, mask, fused);
 }
 
 Value Gpt::Attention(const Block& b, Value x, int64_t l,
@@ -248,20 +229,15 @@ GptOutputs Gpt::Forward(Value tokens, const GptForwardOptions& options) const {
   if (graph_ == nullptr) return {nn::NotCreated(tokens, "Gpt")};
   Graph& g = *graph_;
   if (!tokens.ok()) return {tokens};
-  const KvPast* past = options.past;
-  const bool past_ok =
-      past == nullptr ||
-      (static_cast<int64_t>(past->keys.size()) == config_.layers &&
-       past->values.size() == past->keys.size() && !past->keep.is_null() &&
-       past->keep.rank() == 1);
+  const bool cache_ok =
+      options.cache.empty() || static_cast<int64_t>(options.cache.size()) == config_.layers;
   if (tokens.rank() != 2 || tokens.dim(1) > config_.block_size ||
-      !IsInteger(tokens.dtype()) || !past_ok) {
+      !IsInteger(tokens.dtype()) || !cache_ok) {
     return {g.Error(absl::InvalidArgumentError(absl::StrCat(
-        "gpt: tokens must be int (B, T) with T <= block_size ",
-        config_.block_size,
-        " and a past must have one key and value per layer and a keep (P), "
-        "got ",
-        DTypeName(tokens.dtype()), " ", tokens.shape().ToString())))};
+        "gpt: tokens must be int (B, T) with T <= block_size ", config_.block_size,
+        " and a KV cache must have one nn::KvCache per layer (", config_.layers, "), got ",
+        DTypeName(tokens.dtype()), " ", tokens.shape().ToString(), " and ",
+        options.cache.size())))};
   }
   const int64_t T = tokens.dim(1);
   Value positions = options.positions.is_null()
@@ -290,16 +266,12 @@ KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype)
   return {.layers = layers, .heads = heads, .head_dim = dim / heads, .dtype = dtype};
 }
 
-CachedForward ToCachedForward(GptOutputs out) {
-  return {.logits = out.logits, .keys = std::move(out.keys), .values = std::move(out.values)};
-}
-
 std::optional<KvCacheShape> Gpt::kv_cache() const {
   return GptKvCache(config_.layers, config_.heads, config_.dim, config_.dtype);
 }
 
-CachedForward Gpt::ForwardCached(Value tokens, Value positions, const KvPast& past) const {
-  return ToCachedForward(Forward(tokens, {.positions = positions, .past = &past}));
+Value Gpt::ForwardCached(Value tokens, Value positions, absl::Span<nn::KvCache> cache) const {
+  return Forward(tokens, {.positions = positions, .cache = cache}).logits;
 }
 
 std::optional<double> Gpt2Std(absl::string_view name, const Shape& shape, int64_t layers) {

@@ -36,10 +36,11 @@
 //   Value logits = model(tokens);                       // (8, 64, 256)
 //   Value loss = CrossEntropy(logits, targets);         // targets -100 ignored
 //
-// Incremental decoding (a KV cache) uses Forward with `past`: the keys and
-// values of earlier positions, and the positions of the new tokens.
-//   // setup: KvCache
-//   GptOutputs out = model.Forward(token, {.positions = pos, .past = &cache});
+// Incremental decoding (a KV cache) uses Forward with `cache`: per layer
+// the keys and values of earlier positions (nn::KvCache), and the
+// positions of the new tokens.
+//   // setup: GptCache
+//   GptOutputs out = model.Forward(token, {.positions = pos, .cache = absl::MakeSpan(cache)});
 //   // out.logits (B, 1, vocab); out.keys[l], out.values[l] (B, H, 1, Dh)
 
 #ifndef DAGRAD_MODELS_GPT_GPT_H_
@@ -95,7 +96,7 @@ struct GptConfig {
 
 struct GptForwardOptions {
   Value positions;  // int64 (T): the new tokens' positions; null: 0..T-1
-  const KvPast* past = nullptr;  // null: no earlier positions (KvPast: a KV cache)
+  absl::Span<nn::KvCache> cache;  // per layer; empty: no earlier positions
   bool keep_attention = false;
 };
 
@@ -115,7 +116,7 @@ struct CausalAttentionOptions {
 // CausalSelfAttention returns the merged heads (B, T, E) of a GPT block's
 // causal self-attention over qkv (B, T, 3E), c_attn's output: q, k and v
 // packed along the last axis, each H heads of Dh = E / H, scale
-// 1/sqrt(Dh). With options.past, the queries attend to layer l's cached
+// 1/sqrt(Dh). With options.cache, the queries attend to layer l's cached
 // keys and values (the kept slots) before the new ones. Appends the new
 // keys and values (B, H, T, Dh), and with options.keep_attention the
 // weights, to `out`. The attention of Gpt and models::Gpt2.
@@ -128,10 +129,6 @@ Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& at
 // GptKvCache is the KV cache of a GPT of `layers` blocks, `heads` heads
 // over width `dim`: per layer (1, heads, P, dim / heads) of `dtype`.
 KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype);
-
-// ToCachedForward is what ForwardCached returns of a Forward with a past:
-// its logits, keys and values.
-CachedForward ToCachedForward(GptOutputs out);
 
 // Gpt is a LanguageModel: causal, with a KV cache.
 class Gpt : public LanguageModel {
@@ -163,7 +160,8 @@ class Gpt : public LanguageModel {
   std::map<std::string, std::string> Metadata() const override { return config_.ToMetadata(); }
   std::vector<int64_t> axis_sizes() const override;
   std::optional<KvCacheShape> kv_cache() const override;
-  CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const override;
+  Value ForwardCached(Value tokens, Value positions,
+                      absl::Span<nn::KvCache> cache) const override;
   nn::NamedParameters named_parameters() const {
     return nn::RelativeNames(scope_, parameters_);
   }

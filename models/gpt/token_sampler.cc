@@ -7,9 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "ops/cumsum.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/gather.h"
 #include "ops/sampling.h"
+#include "ops/select.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
 
@@ -24,8 +27,25 @@ absl::Status CheckSampling(const SamplingOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("sampling: top_k must be >= 0, got ", o.top_k));
   }
+  if (!(o.top_p > 0 && o.top_p <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling: top_p must be in (0, 1], got ", o.top_p));
+  }
   return absl::OkStatus();
 }
+
+namespace {
+
+// Nucleus zeroes the sorted probabilities (1, k) after the fewest whose
+// sum reaches top_p: p_i is kept iff the mass before it is below top_p.
+Value Nucleus(Value probs, double top_p) {
+  Graph& g = *probs.graph();
+  Value before = CumSum(probs, -1, {.exclusive = true});
+  Value kept = Less(before, Fill(g, {1}, top_p, probs.dtype()));
+  return Where(kept, probs, Fill(g, {1}, 0.0, probs.dtype()));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TokenSampler>> TokenSampler::Create(
     int64_t vocab, const SamplingOptions& o, std::unique_ptr<Device> device) {
@@ -47,7 +67,9 @@ absl::StatusOr<std::unique_ptr<TokenSampler>> TokenSampler::Create(
     // temperature would overflow to inf - inf = NaN.
     Value shifted = Sub(top.values, Slice(top.values, -1, 0, 1));
     const double inverse = std::min(1.0 / o.temperature, double{FLT_MAX});
-    Value drawn = Multinomial(Softmax(Scale(shifted, inverse)), o.seed);
+    Value probs = Softmax(Scale(shifted, inverse));
+    if (o.top_p < 1) probs = Nucleus(probs, o.top_p);
+    Value drawn = Multinomial(probs, o.seed);
     s->next_ = Gather(Reshape(top.indices, {k}), Reshape(drawn, {1}), 0);  // (1)
   }
   DAGRAD_RETURN_IF_ERROR(g.status());

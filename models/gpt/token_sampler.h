@@ -8,6 +8,12 @@
 //   otherwise:      Multinomial(Softmax((logits - max) / temperature), seed)
 //                   (a temperature near 0 is greedy, never NaN)
 //   top_k > 0:      the same over TopK(logits, top_k), mapped back to its indices
+//   top_p < 1:      the same over the nucleus (Holtzman et al. 2019, as Hugging
+//                   Face's TopPLogitsWarper): the fewest most likely tokens (of
+//                   the top_k when set) whose probabilities sum to top_p or more:
+//                   token i of the sorted probabilities p is kept iff
+//                   p_0 + ... + p_{i-1} < top_p (CumSum, exclusive), so the
+//                   most likely token always is
 //
 // Draw number i of a run is Multinomial's draw at run step i (Philox
 // stream {seed, kMultinomialStream, i}), so a seed reproduces a sample on
@@ -15,7 +21,7 @@
 //
 //   // setup: SamplerLogits
 //   DAGRAD_ASSIGN_OR_RETURN(auto sampler,
-//       TokenSampler::Create(256, {.temperature = 0.8, .top_k = 40, .seed = 1}));
+//       TokenSampler::Create(256, {.temperature = 0.8, .top_k = 40, .top_p = 0.95, .seed = 1}));
 //   DAGRAD_ASSIGN_OR_RETURN(int64_t next, sampler->Sample(logits, /*draw=*/0));
 
 #ifndef DAGRAD_MODELS_GPT_TOKEN_SAMPLER_H_
@@ -35,10 +41,12 @@ namespace dagrad::models {
 struct SamplingOptions {
   double temperature = 1.0;  // 0: greedy; else finite and > 0
   int64_t top_k = 0;         // 0: every token; else >= 1 (more than vocab: all)
+  double top_p = 1.0;        // in (0, 1]; 1: every token (of the top_k)
   uint64_t seed = 0;
 };
 
-// CheckSampling returns InvalidArgument naming a bad temperature or top_k.
+// CheckSampling returns InvalidArgument naming a bad temperature, top_k or
+// top_p.
 absl::Status CheckSampling(const SamplingOptions& options);
 
 class TokenSampler {

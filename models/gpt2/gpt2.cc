@@ -99,26 +99,23 @@ Value Gpt2::ApplyBlock(const Block& b, Value x, int64_t l, const GptForwardOptio
   return x + b.mlp_proj(nn::Activate(b.c_fc(b.ln_2(x)), activation_));
 }
 
-absl::Status Gpt2::CheckInputs(Value tokens, const KvPast* past) const {
-  const bool past_ok = past == nullptr ||
-                       (static_cast<int64_t>(past->keys.size()) == config_.layers &&
-                        past->values.size() == past->keys.size() && !past->keep.is_null() &&
-                        past->keep.rank() == 1);
+absl::Status Gpt2::CheckInputs(Value tokens, absl::Span<nn::KvCache> cache) const {
+  const bool cache_ok = cache.empty() || static_cast<int64_t>(cache.size()) == config_.layers;
   if (tokens.rank() == 2 && tokens.dim(1) <= config_.positions && IsInteger(tokens.dtype()) &&
-      past_ok) {
+      cache_ok) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "gpt2: tokens must be int (B, T) with T <= n_positions ", config_.positions,
-      " and a past must have one key and value per layer and a keep (P), got ",
-      DTypeName(tokens.dtype()), " ", tokens.shape().ToString()));
+      " and a KV cache must have one nn::KvCache per layer (", config_.layers, "), got ",
+      DTypeName(tokens.dtype()), " ", tokens.shape().ToString(), " and ", cache.size()));
 }
 
 GptOutputs Gpt2::Forward(Value tokens, const GptForwardOptions& options) const {
   if (graph_ == nullptr) return {nn::NotCreated(tokens, "Gpt2")};
   if (!tokens.ok()) return {tokens};
   Graph& g = *graph_;
-  if (absl::Status inputs = CheckInputs(tokens, options.past); !inputs.ok()) {
+  if (absl::Status inputs = CheckInputs(tokens, options.cache); !inputs.ok()) {
     return {g.Error(inputs)};
   }
   const Value positions = options.positions.is_null()

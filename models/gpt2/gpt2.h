@@ -82,8 +82,9 @@ class Gpt2 : public LanguageModel {
   std::optional<KvCacheShape> kv_cache() const override {
     return GptKvCache(config_.layers, config_.heads, config_.dim, config_.dtype);
   }
-  CachedForward ForwardCached(Value tokens, Value positions, const KvPast& past) const override {
-    return ToCachedForward(Forward(tokens, {.positions = positions, .past = &past}));
+  Value ForwardCached(Value tokens, Value positions,
+                      absl::Span<nn::KvCache> cache) const override {
+    return Forward(tokens, {.positions = positions, .cache = cache}).logits;
   }
 
  private:
@@ -99,7 +100,7 @@ class Gpt2 : public LanguageModel {
   static absl::StatusOr<Block> CreateBlock(Graph& g, const Gpt2Config& c, int64_t l);
   Value ApplyBlock(const Block& block, Value x, int64_t l, const GptForwardOptions& options,
                    GptOutputs& out) const;
-  absl::Status CheckInputs(Value tokens, const KvPast* past) const;
+  absl::Status CheckInputs(Value tokens, absl::Span<nn::KvCache> cache) const;
 
   Graph* graph_ = nullptr;
   std::string scope_;

@@ -304,6 +304,65 @@ AttentionOutput MultiheadAttention::operator()(Value query, Value key, Value val
   return out;
 }
 
+AttentionOutput MultiheadAttention::operator()(Value x, KvCache& cache) const {
+  if (graph_ == nullptr) return {NotCreated(x, "MultiheadAttention"), Value()};
+  Graph& g = *graph_;
+  Graph::ScopePathGuard in_scope(g, scope_);
+  if (!x.ok()) return {x, Value()};
+  if (Value error = CheckInputs(x, x, x); !error.is_null()) return {error, Value()};
+  if (!options_.batch_first || options_.rotary || options_.add_bias_kv ||
+      options_.add_zero_attn) {
+    return {g.Error(absl::InvalidArgumentError(
+                "multi_head_attention: a KV cache needs batch_first and no rotary, "
+                "add_bias_kv or add_zero_attn")),
+            Value()};
+  }
+  const Projections p = Project(x, x, x);
+  HeadsQkv h = Heads(p);
+  const SoftmaxMask mask = AppendPast(cache, h);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim()));
+  Value merged =
+      options_.attention == AttentionPath::kComposed
+          ? AttendHeads(h.q, h.k, h.v, mask, scale, options_.dropout).merged
+          : Attention(h.q, h.k, h.v, mask,
+                      {.heads = options_.num_heads, .scale = scale, .dropout = options_.dropout});
+  return {dagrad::Linear(merged, out_weight_, out_bias_), Value()};
+}
+
+SoftmaxMask AppendPast(KvCache& cache, HeadsQkv& heads) {
+  cache.keys = heads.k;
+  cache.values = heads.v;
+  if (!heads.k.ok()) return {};
+  Graph& g = *heads.k.graph();
+  const Value past[] = {cache.past_keys, cache.past_values, cache.keep};
+  for (const Value& v : past) {
+    if (v.is_null()) {
+      heads.q = heads.k = heads.v = g.Error(absl::InvalidArgumentError(
+          "attention: a KV cache needs past_keys, past_values and keep"));
+      return {};
+    }
+    if (!v.ok()) return {};
+  }
+  const int64_t T = heads.q.dim(2), P = cache.past_keys.dim(2);
+  const bool keep_ok = cache.keep.dtype() == DType::kBool && cache.keep.shape() == Shape({P});
+  if (!keep_ok || cache.past_values.shape() != cache.past_keys.shape()) {
+    heads.q = heads.k = heads.v = g.Error(absl::InvalidArgumentError(absl::StrCat(
+        "attention: a KV cache's past_values must have past_keys' shape ",
+        cache.past_keys.shape().ToString(), " and keep be bool (", P, "), got ",
+        cache.past_values.shape().ToString(), " and ", DTypeName(cache.keep.dtype()), " ",
+        cache.keep.shape().ToString())));
+    return {};
+  }
+  heads.k = Concat({cache.past_keys, heads.k}, 2);  // Concat names other mismatches
+  heads.v = Concat({cache.past_values, heads.v}, 2);
+  // Each new query sees the kept slots and the new keys causally (an
+  // offset P in the joined axis would also admit unkept slots).
+  Value kept = BroadcastTo(Reshape(cache.keep, {1, P}), Shape({T, P}));
+  Value new_keys = Less(Reshape(Arange(g, 0, T, 1, DType::kInt64), {1, T}),
+                        Reshape(Arange(g, 1, T + 1, 1, DType::kInt64), {T, 1}));
+  return {.keep = Concat({kept, new_keys}, 1)};
+}
+
 HeadsQkv SplitPackedHeads(Value qkv, int64_t heads) {
   if (!qkv.ok()) return {qkv, qkv, qkv};
   if (qkv.rank() != 3 || heads < 1 || qkv.dim(2) % (3 * heads) != 0) {

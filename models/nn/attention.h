@@ -162,6 +162,21 @@ struct HeadsAttention {
   Value weights;  // (B, H, T, S), before dropout; null when not computed
 };
 
+// KvCache is one self-attention layer's cache of earlier positions, for
+// generating a sequence a few tokens at a time (models::Generator keeps
+// one per layer on its executor). The caller gives the past: the keys and
+// values of P earlier slots, (B, H, P, Dh), and keep, bool (P), the slots
+// that hold a position. The attention attends to the kept slots and,
+// causally, to its own T new positions, and sets `keys` and `values` to
+// the new positions' (B, H, T, Dh), which the caller stores in the cache.
+//   // setup: Cache
+//   nn::KvCache cache{.past_keys = past_k, .past_values = past_v, .keep = kept};
+//   Value y = mha(x, cache).output;   // x (B, T, 8): y (B, T, 8), cache.keys (B, 2, T, 4)
+struct KvCache {
+  Value past_keys, past_values, keep;
+  Value keys, values;
+};
+
 struct AttentionOutput {
   Value output;   // (B, T, E); (T, B, E) when !batch_first
   Value weights;  // (B, H, T, S') per head, (B, T, S') averaged; null for kNone
@@ -189,6 +204,13 @@ class MultiheadAttention {
                              const AttentionMask& mask = {},
                              AttentionWeights weights = AttentionWeights::kNone,
                              std::optional<double> scale = std::nullopt) const;
+
+  // Self-attention of x (B, T, E), the T positions after the cache's past,
+  // over the kept past and causally over x; sets cache.keys and
+  // cache.values (KvCache). An error Value as the call above, and for
+  // batch_first false, rotary, add_bias_kv or add_zero_attn (whose key
+  // positions a cache does not hold) and for a past of the wrong shape.
+  AttentionOutput operator()(Value x, KvCache& cache) const;
 
   const MultiheadAttentionOptions& options() const { return options_; }
   int64_t head_dim() const { return options_.embed_dim / options_.num_heads; }
@@ -231,6 +253,16 @@ class MultiheadAttention {
 // An error Value for a qkv whose last axis is not a multiple of 3 * heads.
 //   HeadsQkv h = SplitPackedHeads(qkv, 2);      // qkv (B, T, 24): h.q (B, 2, T, 4)
 HeadsQkv SplitPackedHeads(Value qkv, int64_t heads);
+
+// AppendPast puts the cache's past keys and values before heads.k and
+// heads.v (the new positions'), after setting cache.keys and cache.values
+// to those, and returns the mask: each new query sees every kept past slot
+// and the new keys causally. Error Values in `heads` for a past that is
+// not (B, H, P, Dh) beside the new keys, or a keep that is not bool (P).
+//   // setup: Cache
+//   KvCache cache{.past_keys = past_k, .past_values = past_v, .keep = kept};
+//   SoftmaxMask mask = AppendPast(cache, h);   // h.k (B, 2, 3 + T, 4)
+SoftmaxMask AppendPast(KvCache& cache, HeadsQkv& heads);
 
 // AttendHeads returns merge_heads(dropout(masked_softmax(q·kᵀ, mask,
 // scale)) · v) for q (B, H, T, Dh) and k, v (B, H, S, Dh); dropout p is

@@ -64,6 +64,7 @@ std::vector<Value> TransformerBlock::parameters() const {
 }
 
 Value TransformerBlock::SelfAttention(Value x, const TransformerBlockInputs& inputs) const {
+  if (inputs.cache != nullptr) return dropout1_(self_attn_(x, *inputs.cache).output);
   AttentionMask mask = inputs.mask;
   mask.causal = mask.causal || options_.causal;
   const AttentionWeights mode =
@@ -90,6 +91,12 @@ Value TransformerBlock::operator()(Value x, const TransformerBlockInputs& inputs
         "TransformerBlock: ", options_.cross_attention ? "cross-attention needs a memory"
                                                        : "a memory given to a block without "
                                                          "cross_attention")));
+  }
+  const AttentionMask& m = inputs.mask;
+  const bool masked = !m.keep.is_null() || !m.valid_lens.is_null() || !m.bias.is_null();
+  if (inputs.cache != nullptr && (!options_.causal || masked || inputs.weights != nullptr)) {
+    return graph_->Error(absl::InvalidArgumentError(
+        "TransformerBlock: a KV cache needs a causal block and no mask or weights"));
   }
   const bool cross = options_.cross_attention;
   const LayerNorm& last_norm = cross ? norm3_ : norm2_;

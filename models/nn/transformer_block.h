@@ -26,6 +26,13 @@
 //                                               .norm_first = true, .causal = true}));
 //   Value y = block(x);                        // x (B, T, 8) -> (B, T, 8)
 //   Value z = block(x, {.mask = {.valid_lens = lengths}});   // padded keys masked
+//
+// Generation with a KV cache, for a causal block (see nn::KvCache):
+//   // setup: Cache
+//   DAGRAD_ASSIGN_OR_RETURN(nn::TransformerBlock causal, nn::TransformerBlock::Create(g, "c",
+//       {.d_model = 8, .nhead = 2, .norm_first = true, .causal = true}));
+//   nn::KvCache cache{.past_keys = past_k, .past_values = past_v, .keep = kept};
+//   Value next = causal(x, {.cache = &cache});   // x (B, T, 8) after the 3 past slots
 
 #ifndef DAGRAD_MODELS_NN_TRANSFORMER_BLOCK_H_
 #define DAGRAD_MODELS_NN_TRANSFORMER_BLOCK_H_
@@ -76,6 +83,11 @@ struct TransformerBlockInputs {
   Value memory;               // (B, S, E); required iff cross_attention
   AttentionMask memory_mask;  // cross-attention's
   Value* weights = nullptr;   // when set, receives self-attention's (B, H, T, T)
+  // cache, when set: x is the T positions after the cache's past, and
+  // self-attention attends to the kept past and causally to x (a causal
+  // block's incremental decoding; nn::KvCache, attention.h), setting the
+  // cache's keys and values. Not with mask or weights.
+  KvCache* cache = nullptr;
 };
 
 class TransformerBlock {
@@ -86,7 +98,8 @@ class TransformerBlock {
   static absl::StatusOr<TransformerBlock> Create(Graph& g, absl::string_view prefix,
                                                  const TransformerBlockOptions& options);
   // x (B, T, E) -> (B, T, E); ops under the block's scope. An error Value
-  // for a missing or unexpected memory, and the sublayers' errors.
+  // for a missing or unexpected memory, a cache given to a block that is
+  // not causal or with a mask or weights, and the sublayers' errors.
   Value operator()(Value x, const TransformerBlockInputs& inputs = {}) const;
   Value Forward(Value x, const TransformerBlockInputs& inputs = {}) const {
     return (*this)(x, inputs);

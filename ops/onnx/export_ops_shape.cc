@@ -102,6 +102,15 @@ absl::Status ExportReduce(OnnxBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
+// CumSum takes its axis as a scalar int64 input.
+absl::Status ExportCumSum(OnnxBuilder& b, const Node& node) {
+  onnx::NodeProto* cumsum = b.AddNode(
+      "CumSum", {b.In(node, 0), b.Scalar(node.attrs.GetInt("axis"), DType::kInt64)}, b.Out(node));
+  SetAttr(cumsum, "exclusive", int64_t{node.attrs.GetBool("exclusive")});
+  SetAttr(cumsum, "reverse", int64_t{node.attrs.GetBool("reverse")});
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 OnnxExporterList ShapeExporters() {
@@ -110,7 +119,7 @@ OnnxExporterList ShapeExporters() {
           {"slice", ExportSlice},     {"gather", ExportGather},
           {"fill", ExportFill},       {"arange", ExportArange},
           {"sum", ExportReduce},      {"mean", ExportReduce},
-          {"max", ExportReduce}};
+          {"max", ExportReduce},      {"cumsum", ExportCumSum}};
 }
 
 }  // namespace dagrad::onnx_export

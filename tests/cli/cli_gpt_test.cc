@@ -88,7 +88,7 @@ TEST(CliGpt, GenerateSamplesReproducibly) {
   const std::string args =
       "generate --checkpoint=" + kGoldens +
       "model.safetensors --prompt=Hello --tokens=20 --temperature=0.8 "
-      "--top_k=50 --seed=";
+      "--top_k=50 --top_p=0.9 --seed=";
   const CliResult a = RunDagrad(args + "3"), b = RunDagrad(args + "3"),
                   c = RunDagrad(args + "4");
   ASSERT_EQ(a.code, 0) << a.err;
@@ -107,6 +107,9 @@ TEST(CliGpt, GenerateErrors) {
   EXPECT_EQ(RunDagrad("generate --prompt=a").code, 2);  // no checkpoint
   EXPECT_EQ(RunDagrad("generate" + ckpt).code, 2);      // no prompt
   EXPECT_EQ(RunDagrad("generate --prompt=a --temperature=-1" + ckpt).code, 2);
+  const CliResult top_p = RunDagrad("generate --prompt=a --top_p=0" + ckpt);
+  EXPECT_EQ(top_p.code, 2);
+  EXPECT_THAT(top_p.err, ::testing::HasSubstr("top_p must be in (0, 1], got 0"));
   EXPECT_EQ(RunDagrad("generate --prompt=a --checkpoint=" + kGoldens +
                       "input.safetensors")
                 .code,

@@ -88,13 +88,14 @@ TEST(GptGenerate, ForwardWithPastContinuesTheSequence) {
   Value all = g.Input("tokens", DType::kInt64, {B, T1 + T2});
   Value full = model(all);
   GptOutputs first = model.Forward(Slice(all, 1, 0, T1));
-  KvPast past{first.keys, first.values, Fill(g, {T1}, 1, DType::kBool)};
-  Value rest =
-      model
-          .Forward(Slice(all, 1, T1, T1 + T2),
-                   {.positions = Arange(g, T1, T1 + T2, 1, DType::kInt64),
-                    .past = &past})
-          .logits;
+  const Value kept = Fill(g, {T1}, 1, DType::kBool);
+  std::vector<nn::KvCache> cache;
+  for (size_t l = 0; l < first.keys.size(); ++l) {
+    cache.push_back({.past_keys = first.keys[l], .past_values = first.values[l], .keep = kept});
+  }
+  Value rest = model.ForwardCached(Slice(all, 1, T1, T1 + T2),
+                                   Arange(g, T1, T1 + T2, 1, DType::kInt64),
+                                   absl::MakeSpan(cache));
   Tensor ids = testing::RandomInts({B, T1 + T2}, 5, 0, 11);
   ASSERT_OK_AND_ASSIGN(
       std::vector<Tensor> out,
@@ -137,6 +138,29 @@ TEST(TokenSampler, GreedyTopKAndTemperature) {
   ASSERT_OK_AND_ASSIGN(auto sampler, TokenSampler::Create(4, {}));
   EXPECT_STATUS(sampler->Sample({1, 2}, 0).status(), absl::StatusCode::kInvalidArgument,
                 "expected 4 logits, got 2");
+}
+
+// Nucleus sampling keeps the fewest most likely tokens whose probabilities
+// reach top_p, renormalised: of 0.5, 0.3, 0.15, 0.05, top_p 0.7 keeps the
+// first two (0.5 < 0.7 <= 0.8), drawn 0.625 : 0.375, as Hugging Face's
+// TopPLogitsWarper (which drops the ascending cumulative sums <= 1 - top_p:
+// 0.05, 0.2) does.
+TEST(TokenSampler, TopPKeepsTheNucleus) {
+  const std::vector<float> logits = {std::log(0.15f), std::log(0.5f), std::log(0.05f),
+                                     std::log(0.3f)};
+  const int n = 20000;
+  const std::vector<int> counts = Counts(logits, {.top_p = 0.7, .seed = 3}, n);
+  EXPECT_EQ(counts[0] + counts[2], 0);
+  EXPECT_NEAR(counts[1] / double(n), 0.625, 0.02);
+  EXPECT_NEAR(counts[3] / double(n), 0.375, 0.02);
+  EXPECT_EQ(Counts(logits, {.top_p = 0.9, .seed = 3}, n)[2], 0) << "0.95 before token 2";
+  EXPECT_GT(Counts(logits, {.top_p = 0.96, .seed = 3}, n)[2], 0) << "0.95 < 0.96 keeps it";
+  EXPECT_EQ(Counts(logits, {.top_p = 0.01, .seed = 3}, 50)[1], 50) << "a tiny top_p is greedy";
+  EXPECT_EQ(Counts(logits, {.top_k = 1, .top_p = 0.9, .seed = 3}, 50)[1], 50) << "top_k first";
+  for (double bad : {0.0, -0.5, 1.5, std::nan("")}) {
+    EXPECT_STATUS(TokenSampler::Create(4, {.top_p = bad}).status(),
+                  absl::StatusCode::kInvalidArgument, "top_p must be in (0, 1]");
+  }
 }
 
 // A temperature near 0 draws the greedy token: logits / 1e-45 overflowed

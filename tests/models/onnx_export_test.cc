@@ -29,6 +29,7 @@
 #include "models/gpt/gpt.h"
 #include "models/nn/attention.h"
 #include "models/toy/transformer.h"
+#include "ops/cumsum.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
 #include "ops/loss.h"
@@ -242,6 +243,13 @@ TEST(OnnxExport, UnaryTwinsMatchOnnxRuntime) {
   // pow_tensor, ONNX's Pow with an exponent per element: |x| ** cos(x).
   ExpectUnaryMatchesOnnxRuntime(runner, "pow_tensor",
                                 [](Value x) { return PowTensor(Abs(x), Cos(x)); });
+  // cumsum, ONNX's CumSum: its axis an input, exclusive and reverse attributes.
+  ExpectUnaryMatchesOnnxRuntime(runner, "cumsum", [](Value x) { return CumSum(x, 1); });
+  ExpectUnaryMatchesOnnxRuntime(runner, "cumsum_exclusive_reverse", [](Value x) {
+    return CumSum(x, -1, {.exclusive = true, .reverse = true});
+  });
+  ExpectUnaryMatchesOnnxRuntime(runner, "cumsum_reverse_axis_0",
+                                [](Value x) { return CumSum(x, 0, {.reverse = true}); });
 }
 
 TEST(OnnxExport, Gpt) {

@@ -1,9 +1,7 @@
-// `dagrad generate`: continues a prompt with a causal model, a checkpoint
-// (--checkpoint: the byte-level GPT of `dagrad train --task=text`) or a
-// Hugging Face GPT-2 directory (--model=DIR, its text tokenized by GPT-2's
-// tokenizer), and writes the prompt and the continuation, and nothing
-// else, to stdout: valid UTF-8 as it is, other bytes as \xNN
-// (TerminalStream, engine/io/utf8.h).
+// `dagrad generate`: continues a prompt with a causal model, a checkpoint (--checkpoint: the
+// byte-level GPT of `dagrad train --task=text`) or a Hugging Face GPT-2 directory (--model=DIR,
+// its text tokenized by GPT-2's tokenizer), and writes the prompt and the continuation, and nothing
+// else, to stdout: valid UTF-8 as it is, other bytes as \xNN (TerminalStream, engine/io/utf8.h).
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +26,8 @@ ABSL_FLAG(std::string, prompt_file, "", "read the prompt from this file (instead
 ABSL_FLAG(int64_t, tokens, 200, "tokens to generate (bytes, for a byte-level GPT), >= 0");
 ABSL_FLAG(double, temperature, 1.0, "0: greedy; else sample from softmax(logits / temperature)");
 ABSL_FLAG(int64_t, top_k, 0, "sample among the k most likely tokens only (0: all)");
+ABSL_FLAG(double, top_p, 1.0,
+          "sample among the fewest likeliest tokens whose probabilities reach top_p (1: all)");
 ABSL_FLAG(bool, kv_cache, true, "keep keys and values of earlier positions (false: recompute)");
 ABSL_FLAG(bool, timing, false, "print tokens/s on stderr");
 
@@ -65,6 +65,7 @@ absl::Status Generate() {
       .tokens = absl::GetFlag(FLAGS_tokens),
       .sampling = {.temperature = absl::GetFlag(FLAGS_temperature),
                    .top_k = absl::GetFlag(FLAGS_top_k),
+                   .top_p = absl::GetFlag(FLAGS_top_p),
                    .seed = absl::GetFlag(FLAGS_seed)},
       .kv_cache = absl::GetFlag(FLAGS_kv_cache),
       .on_token = [&](int64_t token) {
@@ -77,11 +78,10 @@ absl::Status Generate() {
   out.Flush();
   DAGRAD_RETURN_IF_ERROR(more.status());
   DAGRAD_RETURN_IF_ERROR(undecodable);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   if (absl::GetFlag(FLAGS_timing)) {
-    std::cerr << absl::StrFormat("%d tokens in %.3f s: %.1f tokens/s (kv_cache %s)\n",
-                                 more->size(), seconds, more->size() / std::max(seconds, 1e-9),
+    std::cerr << absl::StrFormat("%d tokens in %.3f s: %.1f tokens/s (kv_cache %s)\n", more->size(),
+                                 took.count(), more->size() / std::max(took.count(), 1e-9),
                                  options.kv_cache ? "on" : "off");
   }
   return absl::OkStatus();
@@ -95,8 +95,8 @@ Command GenerateCommand() {
   return {"generate",
           "continue a prompt with a GPT checkpoint or a Hugging Face GPT-2 directory (prompt + "
           "continuation on stdout)",
-          {"checkpoint", "model", "prompt", "prompt_file", "tokens", "temperature",
-           "top_k", "seed", "kv_cache", "timing", "threads", "wait_policy", "device", "attention"},
+          {"checkpoint", "model", "prompt", "prompt_file", "tokens", "temperature", "top_k",
+           "top_p", "seed", "kv_cache", "timing", "threads", "wait_policy", "device", "attention"},
           RunGenerate};
 }
 

@@ -1,6 +1,6 @@
 // A character-level GPT from dagrad::nn layers, shaped and initialised as nanoGPT's (pre-norm
-// causal GELU blocks, a head tied to the token embedding), trained 300 steps on a sonnet by
-// models::Fit (checkpoints in runs/gpt: Ctrl-C stops, a rerun resumes) to a loss below 1.0 nat.
+// causal GELU blocks, a tied head), trained 300 steps on a sonnet by models::Fit (runs/gpt:
+// Ctrl-C stops, a rerun resumes) to a loss below 1.0 nat, then continued with a KV cache.
 #include <dagrad/dagrad.h>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +21,7 @@ constexpr char kText[] =  // Shakespeare, Sonnet 18
     "lines to time thou grow'st:\nSo long as men can breathe or eyes can see,\nSo long lives "
     "this, and this gives life to thee.\n";
 constexpr int64_t kBatch = 16, kContext = 32, kDim = 64, kHeads = 4, kLayers = 2;
+constexpr models::KvCacheShape kCache{kLayers, kHeads, kDim / kHeads};  // per layer (1, H, T, D)
 
 class Gpt : public models::LanguageModel {
  public:
@@ -41,12 +42,13 @@ class Gpt : public models::LanguageModel {
     vocab_ = vocab, parameters_ = g.Parameters();
     return absl::OkStatus();
   }
-
-  Value Logits(Value tokens, Value lengths = Value()) const override {  // (B, T) -> (B, T, V)
-    Value x = wte_(tokens) + wpe_(Arange(*tokens.graph(), 0, tokens.dim(1), 1, DType::kInt64));
-    for (const nn::TransformerBlock& block : blocks_) x = block(x);
+  // (B, T) -> (B, T, V) at positions after a KV cache's, if any: Logits (no cache) and sampling.
+  Value ForwardCached(Value tokens, Value positions, absl::Span<nn::KvCache> cache) const override {
+    Value x = wte_(tokens) + wpe_(positions);
+    for (int l = 0; l < kLayers; ++l) x = blocks_[l](x, {.cache = cache.empty() ? 0 : &cache[l]});
     return MatMul(ln_f_(x), wte_.weight(), {.transpose_b = true});
   }
+  std::optional<models::KvCacheShape> kv_cache() const override { return kCache; }
   int64_t vocab() const override { return vocab_; }  // the models::LanguageModel interface
   int64_t max_len() const override { return kContext; }
   bool causal() const override { return true; }

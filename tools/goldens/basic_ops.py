@@ -1,5 +1,6 @@
 """Goldens for dagrad's basic ops: ops/unary.cc, ops/binary.cc, ops/reduce.cc,
-ops/shape_ops.cc and ops/matmul.cc. Writes tests/data/goldens/basic_ops.json;
+ops/shape_ops.cc, ops/matmul.cc and ops/cumsum.cc. Writes
+tests/data/goldens/basic_ops.json;
 the ops' case files (tests/*/*_cases.cc, DAGRAD_GOLDENS) map each case name
 to the dagrad builder.
 
@@ -168,6 +169,28 @@ def onnx_ops(c):
            {"x": rand(3, 4, lo=0.2, hi=3), "p": rand(4, lo=-2, hi=3)}, grads=("x", "p"))
 
 
+def scans(c):
+    """cumsum (torch.cumsum), with ONNX CumSum's exclusive and reverse
+    written out by flips and shifts; last, as onnx_ops."""
+    def cumsum(axis, exclusive=False, reverse=False):
+        def f(x):
+            y = torch.flip(x, [axis]) if reverse else x
+            y = torch.cumsum(y, axis)
+            if exclusive:
+                y = torch.cat([torch.zeros_like(y.narrow(axis, 0, 1)),
+                               y.narrow(axis, 0, y.shape[axis] - 1)], axis)
+            return torch.flip(y, [axis]) if reverse else y
+        return f
+    for name, axis, exclusive, reverse in (("cumsum_inclusive", 1, False, False),
+                                           ("cumsum_exclusive", -1, True, False),
+                                           ("cumsum_reverse", 0, False, True),
+                                           ("cumsum_exclusive_reverse", 2, True, True)):
+        c.case(name, cumsum(axis, exclusive, reverse), {"x": rand(3, 4, 5)},
+               {"axis": axis, "exclusive": exclusive, "reverse": reverse}, grads=("x",))
+    c.case("cumsum_int64", cumsum(0), {"x": randint(5, 3, lo=-50, hi=50)},
+           {"axis": 0, "exclusive": False, "reverse": False})
+
+
 def main():
     c = Cases("basic_ops", seed=0)
     binary(c)
@@ -176,6 +199,7 @@ def main():
     shape(c)
     matmul(c)
     onnx_ops(c)
+    scans(c)
     c.write()
 
 

@@ -125,18 +125,30 @@ struct SplitHeads : Default {
   HeadsQkv h = SplitPackedHeads(qkv, 2);
 };
 
+// Default, with a 2-head attention layer `mha` (E = 8), `h` the packed
+// q, k, v split into its heads, and a KV cache's past of 3 slots, the
+// last not kept: past_k, past_v (B, 2, 3, 4), kept bool (3).
+struct Cache : Default {
+  MultiheadAttention mha;
+  HeadsQkv h = SplitPackedHeads(qkv, 2);
+  Value past_k = g.Input("setup_past_k", DType::kFloat32, {B, 2, 3, 4});
+  Value past_v = g.Input("setup_past_v", DType::kFloat32, {B, 2, 3, 4});
+  Value kept = g.Input("setup_kept", DType::kBool, {3});
+  absl::Status Prepare();
+};
+
 // Default, with a GPT's shapes: targets (8, 64).
 struct GptShapes : Default {
   Value targets = g.Input("setup_gpt_targets", DType::kInt64, {8, 64});
 };
 
 // A GPT `model` (4 layers of 4 heads of 32) and the KV cache of 3 positions
-// its Forward takes for the next `token` at `pos`.
-struct KvCache : Default {
+// its Forward takes for the next `token` at `pos`, one nn::KvCache a layer.
+struct GptCache : Default {
   Gpt model;
   Value token = g.Input("setup_token", DType::kInt64, {8, 1});
   Value pos = Fill(g, {1}, 3, DType::kInt64);
-  KvPast cache;
+  std::vector<nn::KvCache> cache;
   absl::Status Prepare();
 };
 
@@ -252,14 +264,23 @@ inline absl::Status Masks::Prepare() {
   return g.status();
 }
 
-inline absl::Status KvCache::Prepare() {
+inline absl::Status Cache::Prepare() {
+  DAGRAD_RETURN_IF_ERROR(Default::Prepare());
+  DAGRAD_ASSIGN_OR_RETURN(mha, MultiheadAttention::Create(g, "setup_cache_mha",
+                                                          {.embed_dim = E, .num_heads = 2}));
+  return g.status();
+}
+
+inline absl::Status GptCache::Prepare() {
   DAGRAD_ASSIGN_OR_RETURN(model, Gpt::Create(g, {.block_size = 64, .dim = 128, .heads = 4,
                                                  .layers = 4}));
+  const Value keep = Fill(g, {3}, 1, DType::kBool);
   for (int l = 0; l < 4; ++l) {
-    cache.keys.push_back(g.Input(absl::StrCat("setup_k", l), DType::kFloat32, {8, 4, 3, 32}));
-    cache.values.push_back(g.Input(absl::StrCat("setup_v", l), DType::kFloat32, {8, 4, 3, 32}));
+    cache.push_back(
+        {.past_keys = g.Input(absl::StrCat("setup_k", l), DType::kFloat32, {8, 4, 3, 32}),
+         .past_values = g.Input(absl::StrCat("setup_v", l), DType::kFloat32, {8, 4, 3, 32}),
+         .keep = keep});
   }
-  cache.keep = Fill(g, {3}, 1, DType::kBool);
   return g.status();
 }
 
