@@ -118,27 +118,4 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
   return model;
 }
 
-absl::StatusOr<ExampleSizes> ExampleSizesFor(const LanguageModel& model) {
-  std::vector<int64_t> sizes = model.axis_sizes();
-  std::set<int64_t> taken(sizes.begin(), sizes.end());
-  taken.insert({2, 3});
-  for (const Value& p : model.parameters()) {
-    for (int64_t d : p.shape().dims()) taken.insert(d);
-  }
-  auto next_free = [&](int64_t from) {
-    while (taken.count(from) > 0) ++from;
-    return from;
-  };
-  ExampleSizes e;
-  e.sequence = next_free(2);
-  taken.insert(e.sequence);
-  e.batch = next_free(2);
-  if (e.sequence > model.max_len()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "every sequence length up to the model's ", model.max_len(),
-        " is also one of its dims, so the sequence axis cannot be told apart in the graph"));
-  }
-  return e;
-}
-
 }  // namespace dagrad::models

@@ -76,11 +76,6 @@ class LanguageModel {
   // the model ("model" names its kind; the toy transformer's files, which
   // the PyTorch reference reads, have none).
   virtual std::map<std::string, std::string> Metadata() const = 0;
-  // The sizes of the model's own axes (heads, head size, ...), which an
-  // example batch or sequence length must differ from for ONNX export to
-  // tell them apart and keep them symbolic.
-  virtual std::vector<int64_t> axis_sizes() const { return {}; }
-
   // A causal model with a KV cache says its shape, and ForwardCached builds
   // the logits (B, T, vocab) of tokens (B, T) at positions, int64 (T),
   // attending to each layer's cache (its past_keys, past_values and keep,
@@ -94,17 +89,6 @@ class LanguageModel {
   virtual Value ForwardCached(Value tokens, Value positions,
                               absl::Span<nn::KvCache> cache) const;
 };
-
-// ExampleSizes are a batch and a sequence length to build a model's graph
-// at for an export with symbolic batch and sequence axes (ONNX): distinct,
-// >= 2, the sequence <= max_len(), and neither a dim of a parameter nor one
-// of axis_sizes() (nor 2 or 3, the pairs and the q, k, v of attention),
-// since the export takes every size equal to one of them for that axis.
-// InvalidArgument when every sequence length up to max_len() is taken.
-struct ExampleSizes {
-  int64_t batch = 0, sequence = 0;
-};
-absl::StatusOr<ExampleSizes> ExampleSizesFor(const LanguageModel& model);
 
 // ModelBuilder builds a model in the graph it is given (what Generator and
 // LmTrainer take, to build the model in a graph of their own).

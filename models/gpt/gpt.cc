@@ -258,10 +258,6 @@ ModelBuilder Gpt::Builder(const GptConfig& config) {
   };
 }
 
-std::vector<int64_t> Gpt::axis_sizes() const {
-  return {config_.heads, config_.dim / config_.heads};
-}
-
 KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype) {
   return {.layers = layers, .heads = heads, .head_dim = dim / heads, .dtype = dtype};
 }

@@ -158,7 +158,6 @@ class Gpt : public LanguageModel {
   bool causal() const override { return true; }
   Value Logits(Value tokens, Value lengths = Value()) const override { return (*this)(tokens); }
   std::map<std::string, std::string> Metadata() const override { return config_.ToMetadata(); }
-  std::vector<int64_t> axis_sizes() const override;
   std::optional<KvCacheShape> kv_cache() const override;
   Value ForwardCached(Value tokens, Value positions,
                       absl::Span<nn::KvCache> cache) const override;

@@ -76,9 +76,6 @@ class Gpt2 : public LanguageModel {
     return Forward(tokens).logits;
   }
   std::map<std::string, std::string> Metadata() const override { return config_.ToMetadata(); }
-  std::vector<int64_t> axis_sizes() const override {
-    return {config_.heads, config_.dim / config_.heads};
-  }
   std::optional<KvCacheShape> kv_cache() const override {
     return GptKvCache(config_.layers, config_.heads, config_.dim, config_.dtype);
   }

@@ -126,9 +126,4 @@ ToyOutputs ToyTransformer::operator()(Value tokens, Value lengths, bool keep_att
   return out;
 }
 
-std::vector<int64_t> ToyTransformer::axis_sizes() const {
-  const int64_t head = config_.dim / config_.heads;
-  return {config_.heads, head, head / 2, config_.dim / 2};  // rotary halves
-}
-
 }  // namespace dagrad::models

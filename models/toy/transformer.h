@@ -94,7 +94,6 @@ class ToyTransformer : public LanguageModel {
     return (*this)(tokens, lengths).logits;
   }
   std::map<std::string, std::string> Metadata() const override { return config_.ToMetadata(); }
-  std::vector<int64_t> axis_sizes() const override;
   nn::NamedParameters named_parameters() const { return nn::RelativeNames(scope_, parameters_); }
 
  private:

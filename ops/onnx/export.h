@@ -15,7 +15,10 @@
 // is taken to be the symbol and computed from the input's shape at run
 // time, so build the graph at sizes that no other dimension has (the
 // export refuses a size of 1, two symbols of one size, and a variable
-// with a dim of a symbol's size).
+// with a dim of a symbol's size). ExportOnnxFamily (ops/onnx/
+// export_family.h) picks such sizes itself and proves them, from a
+// declaration of the symbols as a ShapeFamily's: the way to export a
+// model whose sizes vary.
 //
 //   OnnxExportOptions options;
 //   options.variables = &checkpoint;        // values by checkpoint name

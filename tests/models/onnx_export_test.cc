@@ -37,6 +37,7 @@
 #include "ops/onnx/export.h"
 #include "ops/onnx/export_builder.h"
 #include "ops/onnx/onnx_tensor.h"
+#include "tests/models/support/ort.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad {
@@ -160,14 +161,6 @@ SafetensorsFile MhaInputs(int64_t B, int64_t T) {
   return {.tensors = {{"x", testing::Random(DType::kFloat32, {B, T, 8}, 5)},
                       {"valid_lens", testing::RandomInts({B}, 6, 1, T + 1)},
                       {"keep", *keep}}};
-}
-
-// OrtRunner is tools/onnx/ort_run.js, or "" when ONNX Runtime is not installed.
-std::string OrtRunner() {
-  const std::string dir = std::string(DAGRAD_TEST_DATA_DIR) + "/../../tools/onnx";
-  const std::string probe =
-      "cd '" + dir + "' && node -e \"require('onnxruntime-node')\" > /dev/null 2>&1";
-  return std::system(probe.c_str()) == 0 ? dir + "/ort_run.js" : "";
 }
 
 // The exported MHA, built at (5, 7), run by ONNX Runtime at two other batch

@@ -1,10 +1,8 @@
 // What the CLI used to do itself, now the library's:
 // models::ProgressPrinter (models/progress.h; stdout is not a terminal under
 // ctest, so it writes a line per metrics row, not the bar),
-// models::TextCodecFor (models/text_codec.h) and models::ExampleSizesFor
-// (models/language_model.h, the sizes `dagrad export` builds at).
+// and models::TextCodecFor (models/text_codec.h).
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -72,36 +70,6 @@ TEST(TextCodec, ADirectoryUsesItsTokenizerAndRefusesIdsItLacks) {
   EXPECT_EQ(*back, text);
   EXPECT_FALSE(codec->decode({1 << 30}).ok());
   EXPECT_FALSE(TextCodecFor(std::string(DAGRAD_TEST_DATA_DIR)).ok());  // no vocab.json there
-}
-
-// The sizes are the smallest that are free: >= 2, not 2 or 3, no dim of a
-// parameter, no axis size, and the batch not the sequence length.
-TEST(ExampleSizes, AreTheSmallestSizesNoAxisOfTheModelHas) {
-  Graph g;
-  absl::StatusOr<Gpt> gpt = Gpt::Create(g, {.block_size = 16, .dim = 8, .heads = 2, .layers = 1});
-  ASSERT_TRUE(gpt.ok()) << gpt.status();
-  std::set<int64_t> taken = {2, 3};
-  for (int64_t a : gpt->axis_sizes()) taken.insert(a);
-  for (const Value& p : gpt->parameters()) {
-    for (int64_t d : p.shape().dims()) taken.insert(d);
-  }
-  absl::StatusOr<ExampleSizes> sizes = ExampleSizesFor(*gpt);
-  ASSERT_TRUE(sizes.ok()) << sizes.status();
-  EXPECT_NE(sizes->batch, sizes->sequence);
-  EXPECT_LE(sizes->sequence, 16);
-  for (int64_t n = 2; n <= sizes->sequence; ++n) EXPECT_EQ(taken.count(n) > 0, n < sizes->sequence) << n;
-  for (int64_t n = 2; n <= sizes->batch; ++n) {
-    EXPECT_EQ(taken.count(n) > 0 || n == sizes->sequence, n < sizes->batch) << n;
-  }
-}
-
-TEST(ExampleSizes, AModelWhoseDimsTakeEveryLengthIsRefused) {
-  Graph g;  // positions 4: 2, 3 and 4 are all taken (heads 2, dim 4)
-  absl::StatusOr<Gpt> gpt = Gpt::Create(g, {.block_size = 4, .dim = 4, .heads = 2, .layers = 1});
-  ASSERT_TRUE(gpt.ok()) << gpt.status();
-  absl::StatusOr<ExampleSizes> sizes = ExampleSizesFor(*gpt);
-  ASSERT_FALSE(sizes.ok());
-  EXPECT_THAT(sizes.status().message(), HasSubstr("every sequence length up to the model's 4"));
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // inference (ops/onnx/export.h), its input `tokens` int64 (batch, sequence)
 // and, for a model that reads them (the toy transformer), `lengths` int64
 // (batch) as `dagrad eval`'s input file names them, its output `logits`
-// (batch, sequence, vocab). Batch and sequence are symbolic. With
+// (batch, sequence, vocab). Batch and sequence are symbolic, declared as a
+// ShapeFamily declares them and proven by building the model at two sizes
+// (ops/onnx/export_family.h). With
 // --format=hf it writes a GPT-2 (`dagrad train --init=DIR`'s model) as a
 // Hugging Face directory in transformers' own files (models/gpt2/hf_export.h).
 
@@ -23,7 +25,7 @@
 #include "tools/cli/common_flags.h"
 #include "tools/cli/onnx_model.h"
 #ifdef DAGRAD_HAVE_ONNX
-#include "ops/onnx/export.h"
+#include "ops/onnx/export_family.h"
 #endif
 
 ABSL_DECLARE_FLAG(std::string, checkpoint);  // eval_command.cc
@@ -45,20 +47,15 @@ absl::Status Export(const std::string& checkpoint, const std::string& out) {
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<models::LanguageModel> model,
                           models::LoadLanguageModel(g, ckpt, checkpoint, {.attention = attention}));
-  DAGRAD_ASSIGN_OR_RETURN(const models::ExampleSizes sizes, models::ExampleSizesFor(*model));
-  OnnxExportOptions options;
-  options.variables = &ckpt;
-  options.output_names = {"logits"};
-  options.dynamic_dims = {{"tokens", 0, "batch"}, {"tokens", 1, "sequence"}};
-  const Value tokens = g.Input("tokens", DType::kInt64, {sizes.batch, sizes.sequence});
-  Value lengths;
-  if (model->takes_lengths()) {
-    lengths = g.Input("lengths", DType::kInt64, {sizes.batch});
-    options.dynamic_dims.push_back({"lengths", 0, "batch"});
-  }
-  const Value logits = model->Logits(tokens, lengths);
-  DAGRAD_RETURN_IF_ERROR(g.status());
-  return ExportOnnx(g, {logits}, out, options);
+  // Symbolic batch and sequence, as a ShapeFamily declares them.
+  ShapeFamilyOptions family{.inputs = {{"tokens", DType::kInt64, {"batch", "sequence"}}},
+                            .bounds = {{"batch", 1 << 20}, {"sequence", model->max_len()}}};
+  if (model->takes_lengths()) family.inputs.push_back({"lengths", DType::kInt64, {"batch"}});
+  auto logits = [&](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+    return Specialized{.fetches = {model->Logits(b.input("tokens"), b.input("lengths"))}};
+  };
+  return ExportOnnxFamily(g, family, logits, out,
+                          {.variables = &ckpt, .output_names = {"logits"}});
 }
 
 #else

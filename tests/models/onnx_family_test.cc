@@ -1,0 +1,134 @@
+// ExportOnnxFamily (ops/onnx/export_family.h): a model exported from a
+// ShapeFamily's declaration of its symbolic sizes runs under ONNX Runtime at
+// sizes it was not built at and gives dagrad's logits there; a fixed size
+// equal to the first size tried moves the export to other sizes; a size
+// derived from a symbol other than as itself is refused, naming the node.
+
+#ifdef DAGRAD_HAVE_ONNX
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/executor.h"
+#include "engine/io/checkpoint.h"
+#include "engine/status_macros.h"
+#include "models/gpt/gpt.h"
+#include "models/nn/nn.h"
+#include "models/toy/transformer.h"
+#include "ops/elementwise.h"
+#include "ops/onnx/export_family.h"
+#include "ops/shape_ops.h"
+#include "tests/models/support/ort.h"
+#include "tests/support/test_util.h"
+
+namespace dagrad::testing {
+namespace {
+
+const ShapeFamilyOptions kTokens = {.inputs = {{"tokens", DType::kInt64, {"batch", "sequence"}}},
+                                    .bounds = {{"batch", 64}, {"sequence", 8}}};
+
+// ExpectOrtMatches exports `logits` of tokens over kTokens and checks ONNX
+// Runtime's logits against dagrad's at each (batch, sequence) of `sizes`.
+void ExpectOrtMatches(Graph& g, const std::function<Value(Value)>& logits,
+                      const std::vector<std::pair<int64_t, int64_t>>& sizes,
+                      const std::string& name) {
+  const std::string runner = OrtRunner();
+  if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile weights, CollectVariables(exec, g.Variables()));
+  const std::string model = ::testing::TempDir() + "/family_" + name + ".onnx";
+  auto build = [&](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+    return Specialized{.fetches = {logits(b.input("tokens"))}};
+  };
+  const absl::Status exported =
+      ExportOnnxFamily(g, kTokens, build, model, {.variables = &weights, .output_names = {"logits"}});
+  ASSERT_TRUE(exported.ok()) << exported;
+  for (auto [B, T] : sizes) {
+    const Tensor tokens = RandomInts({B, T}, B * 10 + T, 0, 11);
+    Value in = g.Input("check_" + std::to_string(B) + "_" + std::to_string(T), DType::kInt64,
+                       {B, T});
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, RunOnce(g, {logits(in)}, {{in, tokens}}));
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile got, RunOrt(runner, model, {.tensors = {{"tokens", tokens}}}));
+    ASSERT_NE(got.Find("logits"), nullptr);
+    ExpectAllClose(*got.Find("logits"), AsDoubles(want[0]), 1e-5, 1e-6,
+                   name + " at " + std::to_string(B) + " x " + std::to_string(T));
+  }
+}
+
+TEST(OnnxFamily, TheGptRunsAtOtherSizes) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(models::Gpt gpt, models::Gpt::Create(g, {.vocab = 11, .block_size = 8, .dim = 8,
+                                                         .heads = 2, .layers = 2}));
+  ExpectOrtMatches(g, [&](Value t) { return gpt.Logits(t); }, {{1, 1}, {3, 8}, {6, 2}}, "gpt");
+}
+
+TEST(OnnxFamily, TheToyTransformerRunsAtOtherSizes) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(models::ToyTransformer toy, models::ToyTransformer::Create(g, {}));
+  ExpectOrtMatches(g, [&](Value t) { return toy.Logits(t); }, {{1, 3}, {5, 8}}, "toy");
+}
+
+// A Linear of 2 outputs: batch = 2, the first size tried, would make the
+// weight's 2 the batch; the export moves to other sizes.
+TEST(OnnxFamily, AFixedSizeEqualToTheFirstTriedMovesTheSizes) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(nn::Embedding embed, nn::Embedding::Create(g, "embed", {.num_embeddings = 11,
+                                                                              .embedding_dim = 4}));
+  ASSERT_OK_AND_ASSIGN(nn::Linear head, nn::Linear::Create(g, "head", {.in_features = 4,
+                                                                       .out_features = 2}));
+  ExpectOrtMatches(g, [&](Value t) { return head(embed(t)); }, {{2, 2}, {7, 5}}, "coincidence");
+}
+
+// The header's example, as written there.
+TEST(OnnxFamily, HeaderExample) {
+  Graph g;
+  absl::StatusOr<std::unique_ptr<models::LanguageModel>> built =
+      models::Gpt::Builder({.vocab = 11, .block_size = 8, .dim = 8, .heads = 2, .layers = 1})(g);
+  ASSERT_OK(built.status());
+  const std::unique_ptr<models::LanguageModel>& model = *built;
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile weights, CollectVariables(exec, g.Variables()));
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(::testing::TempDir());
+  auto example = [&]() -> absl::Status {
+    DAGRAD_RETURN_IF_ERROR(ExportOnnxFamily(
+        g, {.inputs = {{"tokens", DType::kInt64, {"batch", "sequence"}}},
+            .bounds = {{"batch", 64}, {"sequence", 8}}},
+        [&](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+          return Specialized{.fetches = {model->Logits(b.input("tokens"))}};
+        },
+        "model.onnx", {.variables = &weights, .output_names = {"logits"}}));
+    return absl::OkStatus();
+  };
+  const absl::Status st = example();
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(std::filesystem::exists("model.onnx"));
+  std::filesystem::current_path(cwd);
+}
+
+TEST(OnnxFamily, ASizeDerivedFromASymbolIsRefusedByName) {
+  Graph g;
+  auto drop_last = [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+    Value t = b.input("tokens");
+    return Specialized{.fetches = {Slice(t, 1, 0, t.dim(1) - 1)}};
+  };
+  EXPECT_STATUS(SerializeOnnxFamily(g, kTokens, drop_last, {}).status(),
+                absl::StatusCode::kInvalidArgument, "depends on the sizes other than as a symbol");
+  auto mean = [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+    Value t = Cast(b.input("tokens"), DType::kFloat32);
+    return Specialized{.fetches = {Scale(t, 1.0 / t.dim(1))}};
+  };
+  EXPECT_STATUS(SerializeOnnxFamily(g, kTokens, mean, {}).status(),
+                absl::StatusCode::kInvalidArgument, "attribute");
+  const ShapeFamilyOptions tight = {.inputs = {{"x", DType::kFloat32, {"n"}}},
+                                    .bounds = {{"n", 2}}};
+  EXPECT_STATUS(SerializeOnnxFamily(g, tight, drop_last, {}).status(),
+                absl::StatusCode::kInvalidArgument, "symbol 'n' of input 'x' needs a bound >= 3");
+}
+
+}  // namespace
+}  // namespace dagrad::testing
+
+#endif  // DAGRAD_HAVE_ONNX
