@@ -110,6 +110,14 @@ absl::Status ExportReduce(OnnxBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
+// argmax: ONNX's ArgMax without the reduced axis, the first maximum on ties.
+absl::Status ExportArgMax(OnnxBuilder& b, const Node& node) {
+  onnx::NodeProto* argmax = b.AddNode("ArgMax", {b.In(node, 0)}, b.Out(node));
+  SetAttr(argmax, "axis", node.attrs.GetInt("axis"));
+  SetAttr(argmax, "keepdims", int64_t{0});
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 OnnxExporterList ShapeExporters() {
@@ -118,7 +126,7 @@ OnnxExporterList ShapeExporters() {
           {"slice", ExportSlice},     {"gather", ExportGather},
           {"fill", ExportFill},       {"arange", ExportArange},
           {"sum", ExportReduce},      {"mean", ExportReduce},
-          {"max", ExportReduce}};
+          {"max", ExportReduce},      {"argmax", ExportArgMax}};
 }
 
 }  // namespace dagrad::onnx_export
