@@ -163,7 +163,7 @@ const OpDef kArgMax = {.name = "argmax",
                        .infer = InferArgMax,
                        .cpu = ArgMaxKernel,
                        .differentiable = false,
-                       .onnx = NoOnnx("sampling runs outside the exported model")};
+                       .onnx = kOnnxExporter};
 const OpDef kTopKValues = {.name = "topk_values",
                            .dot_label = "TopK",
                            .infer = InferTopKValues,

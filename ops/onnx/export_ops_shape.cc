@@ -1,6 +1,7 @@
 // Exporters of the shape, indexing, fill and reduction ops. Sizes that are
 // dynamic symbols come from OnnxBuilder::ShapeOf and SymbolSize.
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -15,8 +16,15 @@ namespace dagrad::onnx_export {
 namespace {
 
 // reshape, broadcast_to: to the node's shape, dynamic sizes read at run time.
+// A size of 0 in Reshape's target copies the input's size unless allowzero
+// is set, so a target with an empty axis sets it.
 absl::Status ExportReshape(OnnxBuilder& b, const Node& node) {
-  b.Add("Reshape", {b.In(node, 0), b.ShapeOf(node.shape.dims())}, b.Out(node));
+  const Dims& dims = node.shape.dims();
+  onnx::NodeProto* reshape =
+      b.AddNode("Reshape", {b.In(node, 0), b.ShapeOf(dims)}, b.Out(node));
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) {
+    SetAttr(reshape, "allowzero", int64_t{1});
+  }
   return absl::OkStatus();
 }
 
@@ -111,6 +119,14 @@ absl::Status ExportCumSum(OnnxBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
+// argmax: ONNX's ArgMax without the reduced axis, the first maximum on ties.
+absl::Status ExportArgMax(OnnxBuilder& b, const Node& node) {
+  onnx::NodeProto* argmax = b.AddNode("ArgMax", {b.In(node, 0)}, b.Out(node));
+  SetAttr(argmax, "axis", node.attrs.GetInt("axis"));
+  SetAttr(argmax, "keepdims", int64_t{0});
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 OnnxExporterList ShapeExporters() {
@@ -119,7 +135,8 @@ OnnxExporterList ShapeExporters() {
           {"slice", ExportSlice},     {"gather", ExportGather},
           {"fill", ExportFill},       {"arange", ExportArange},
           {"sum", ExportReduce},      {"mean", ExportReduce},
-          {"max", ExportReduce},      {"cumsum", ExportCumSum}};
+          {"max", ExportReduce},      {"cumsum", ExportCumSum},
+          {"argmax", ExportArgMax}};
 }
 
 }  // namespace dagrad::onnx_export

@@ -69,12 +69,19 @@ Value GreaterOrEqual(Value a, Value b) { return LogicalOr(Greater(a, b), Equal(a
 // differently).
 Value Reciprocal(Value x) { return Pow(x, -1.0); }
 
-// Variadic folds Sum, Max and Min over any number of inputs.
+// Variadic folds Sum, Max and Min over any number of inputs. dagrad's
+// maximum, minimum and add take no 16-bit floats, so float16 and bfloat16
+// inputs are folded in float32 and the result cast back, as ONNX Runtime's
+// CPU kernels compute them (exact for Max and Min).
 template <Value (*F)(Value, Value)>
 Outputs Variadic(OnnxNodeContext& c) {
-  Value out = c.input(0);
-  for (int i = 1; i < c.num_inputs(); ++i) out = F(out, c.input(i));
-  return c.Outputs({out});
+  const DType dtype = c.input(0).dtype();
+  auto in = [&](int i) {
+    return IsReducedFloat(dtype) ? Cast(c.input(i), DType::kFloat32) : c.input(i);
+  };
+  Value out = in(0);
+  for (int i = 1; i < c.num_inputs(); ++i) out = F(out, in(i));
+  return c.Outputs({IsReducedFloat(dtype) ? Cast(out, dtype) : out});
 }
 
 Outputs ImportMean(OnnxNodeContext& c) {

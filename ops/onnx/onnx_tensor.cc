@@ -44,6 +44,25 @@ absl::Status CopyTyped(const TensorProto& proto, const Field& field,
   return absl::OkStatus();
 }
 
+// CopyHalfWords copies float16 or bfloat16 values from int32_data, where
+// ONNX keeps each one's 16 bits in the low half of an int32.
+template <typename Half>
+absl::Status CopyHalfWords(const TensorProto& proto, Tensor& out) {
+  if (proto.int32_data_size() != out.num_elements()) {
+    return BadTensor(proto, absl::StrCat(proto.int32_data_size(), " values for dims ",
+                                         out.shape().ToString()));
+  }
+  Half* data = out.data<Half>();
+  for (int i = 0; i < proto.int32_data_size(); ++i) {
+    const int32_t word = proto.int32_data(i);
+    if (word < 0 || word > 0xffff) {
+      return BadTensor(proto, absl::StrCat("16-bit value ", word, " at ", i));
+    }
+    data[i].bits = static_cast<uint16_t>(word);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CopyTypedFields(const TensorProto& proto, Tensor& out) {
   switch (out.dtype()) {
     case DType::kFloat32:
@@ -57,8 +76,9 @@ absl::Status CopyTypedFields(const TensorProto& proto, Tensor& out) {
     case DType::kBool:
       return CopyTyped<bool>(proto, proto.int32_data(), out);
     case DType::kBFloat16:
+      return CopyHalfWords<BFloat16>(proto, out);
     case DType::kFloat16:
-      break;  // never imported: DTypeFromOnnx does not map them
+      return CopyHalfWords<Float16>(proto, out);
   }
   return absl::InternalError("unknown dtype");
 }
@@ -206,10 +226,14 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type) {
       return DType::kInt64;
     case TensorProto::BOOL:
       return DType::kBool;
+    case TensorProto::BFLOAT16:
+      return DType::kBFloat16;
+    case TensorProto::FLOAT16:
+      return DType::kFloat16;
   }
-  return absl::UnimplementedError(
-      absl::StrCat("ONNX element type ", OnnxTypeName(onnx_type),
-                   " (dagrad has float, double, int32, int64 and bool)"));
+  return absl::UnimplementedError(absl::StrCat(
+      "ONNX element type ", OnnxTypeName(onnx_type),
+      " (dagrad has float, double, float16, bfloat16, int32, int64 and bool)"));
 }
 
 int32_t OnnxTypeOf(DType dtype) {

@@ -1,8 +1,10 @@
 // ops/onnx/onnx_tensor.h
 //
 // ONNX TensorProto <-> dagrad Tensor, and the element types the two share:
-// FLOAT, DOUBLE, INT32, INT64 and BOOL. Every other ONNX type (float16,
-// uint8, string, ...) is an Unimplemented error naming it.
+// FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT32, INT64 and BOOL. Every other ONNX
+// type (uint8, string, ...) is an Unimplemented error naming it. FLOAT16
+// and BFLOAT16 values held in int32_data (as ONNX keeps them, one per
+// int32) are 16-bit words; a value outside [0, 65535] is an error.
 //
 // A TensorProto's data may sit in raw_data, in the typed repeated fields, or
 // in a file beside the model (external data). External data is read only

@@ -1,180 +1,28 @@
 // ONNX's own backend test cases (Debian's libonnx-testdata) as a test
-// suite. Every case is imported as `dagrad eval` imports a model for the
-// values it is fed (ImportOnnxForValues: a shape or axes input is folded),
-// run on each of its data sets and compared with its outputs within ONNX's
-// backend tolerance (|got - want| <= 1e-7 + 1e-3 |want|). A case is "not
-// supported" only for what dagrad lacks (NotSupported says what: an op
-// outside the import table, an element type, a sequence or optional input,
-// training-mode Dropout's random mask); any other outcome, a refusal of a
-// supported op's feature included, is a failure, and one failure fails the
-// directory's test. Each directory prints its counts and, per ONNX op, the
-// cases that pass, fail and are not supported, with why: the README's
-// tables are that output.
+// suite: every case of a directory is imported and run as
+// tests/onnx/support/node_tests.h says (ImportCase), and one failure fails
+// the directory's test. Each directory prints its counts and, per ONNX op,
+// the cases that pass, fail and are not supported, with why: the README's
+// tables are that output (the node directory's, with its round trip
+// through ONNX Runtime, is onnx_node_tests_roundtrip_test.cc's).
 
 #ifdef DAGRAD_HAVE_ONNX
 
 #include <onnx/onnx_pb.h>
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <map>
 #include <set>
-#include <utility>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/io/file_io.h"
-#include "engine/status_macros.h"
-#include "ops/onnx/import.h"
-#include "ops/onnx/import_graph.h"
-#include "ops/onnx/onnx_tensor.h"
-#include "ops/onnx/run.h"
-#include "tests/support/test_util.h"
+#include "tests/onnx/support/node_tests.h"
 
 namespace dagrad::testing {
 namespace {
-
-constexpr char kTestData[] = "/usr/share/libonnx-testdata/data";
-
-std::vector<std::string> SortedEntries(const std::string& dir, const std::string& prefix) {
-  std::vector<std::string> names;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name.rfind(prefix, 0) == 0 && name != "." && name != "..") names.push_back(name);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-absl::StatusOr<Tensor> ReadTensorFile(const std::string& path) {
-  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-  onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes)) return absl::InvalidArgumentError("bad TensorProto " + path);
-  return TensorFromOnnx(proto, "");
-}
-
-// Close compares as ONNX's backend tests do (numpy.testing.assert_allclose
-// with rtol 1e-3, atol 1e-7); integers and bools exactly.
-std::string Mismatch(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
-    return absl::StrCat("got ", got.TypeString(), ", want ", want.TypeString());
-  }
-  std::vector<double> g = AsDoubles(got), w = AsDoubles(want);
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
-    if (g[i] == w[i]) continue;
-    if (!(std::fabs(g[i] - w[i]) <= 1e-7 + 1e-3 * std::fabs(w[i]))) {
-      return absl::StrCat("element ", i, ": got ", g[i], ", want ", w[i]);
-    }
-  }
-  return "";
-}
-
-enum class Outcome { kPassed, kFailed, kNotSupported };
-
-struct CaseResult {
-  Outcome outcome;
-  std::string reason;
-  // For a case not supported, the op types it is not supported for: the
-  // ops outside the table, else every op of the case.
-  std::vector<std::string> blame;
-};
-
-// DataInputs reads a data set's inputs, by the names of the graph inputs
-// that are not initializers (input_<i>.pb is the i-th).
-absl::StatusOr<OnnxInputValues> DataInputs(const onnx::GraphProto& graph,
-                                           const std::string& dir) {
-  OnnxInputValues values;
-  int i = 0;
-  for (const onnx::ValueInfoProto& info : graph.input()) {
-    bool is_initializer = false;
-    for (const auto& init : graph.initializer()) is_initializer |= init.name() == info.name();
-    if (is_initializer) continue;
-    DAGRAD_ASSIGN_OR_RETURN(values[info.name()],
-                            ReadTensorFile(absl::StrCat(dir, "/input_", i++, ".pb")));
-  }
-  return values;
-}
-
-// RunDataSet feeds one test_data_set_* and compares every output.
-absl::StatusOr<std::string> RunDataSet(const onnx::GraphProto& graph, OnnxModel& m,
-                                       Executor& exec, Plan& plan, const std::string& dir) {
-  DAGRAD_ASSIGN_OR_RETURN(OnnxInputValues inputs, DataInputs(graph, dir));
-  DAGRAD_ASSIGN_OR_RETURN(Feeds feeds, OnnxFeeds(m, inputs));
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> got, exec.Run(plan, feeds));
-  for (size_t i = 0; i < got.size(); ++i) {
-    DAGRAD_ASSIGN_OR_RETURN(Tensor want, ReadTensorFile(absl::StrCat(dir, "/output_", i, ".pb")));
-    std::string bad = Mismatch(got[i], want);
-    if (!bad.empty()) return absl::StrCat("output ", i, " (", m.outputs[i].name, "): ", bad);
-  }
-  return std::string();
-}
-
-// What dagrad lacks, by the words of the Unimplemented error that says so,
-// and the reason the table gives; any other error is a failure.
-constexpr std::pair<const char*, const char*> kLacks[] = {
-    {"ONNX element type", "an element type dagrad lacks"},
-    {"training_mode true", "training-mode Dropout's random mask"},
-};
-
-CaseResult Classify(const absl::Status& s) {
-  if (absl::IsUnimplemented(s)) {
-    for (const auto& [words, reason] : kLacks) {
-      if (s.message().find(words) != absl::string_view::npos) {
-        return {Outcome::kNotSupported, reason, {}};
-      }
-    }
-  }
-  return {Outcome::kFailed, s.ToString(), {}};
-}
-
-// MissingOps returns the op types of the case outside the import table.
-std::vector<std::string> MissingOps(const onnx::GraphProto& graph) {
-  std::set<std::string> missing;
-  for (const onnx::NodeProto& node : graph.node()) {
-    if (!OnnxOpTypeSupported(node.domain(), node.op_type())) missing.insert(node.op_type());
-  }
-  return std::vector<std::string>(missing.begin(), missing.end());
-}
-
-CaseResult RunCase(const std::string& case_dir, const onnx::ModelProto& proto) {
-  if (std::vector<std::string> missing = MissingOps(proto.graph()); !missing.empty()) {
-    return {Outcome::kNotSupported, "not in the import table", missing};
-  }
-  for (const onnx::ValueInfoProto& in : proto.graph().input()) {
-    if (!in.type().has_tensor_type()) {
-      return {Outcome::kNotSupported, "a sequence or optional input", {}};
-    }
-  }
-  std::vector<std::string> sets = SortedEntries(case_dir, "test_data_set_");
-  if (sets.empty()) return {Outcome::kFailed, "no test data", {}};
-  absl::StatusOr<OnnxInputValues> data = DataInputs(proto.graph(), case_dir + "/" + sets[0]);
-  if (!data.ok()) return Classify(data.status());
-  absl::StatusOr<OnnxModel> m = ImportOnnxForValues(case_dir + "/model.onnx", *data);
-  if (!m.ok()) return Classify(m.status());
-  Executor exec(*m->graph);
-  if (absl::Status s = m->LoadParameters(exec); !s.ok()) return Classify(s);
-  std::vector<Value> fetches;
-  for (const OnnxValue& out : m->outputs) fetches.push_back(out.value);
-  absl::StatusOr<std::unique_ptr<Plan>> plan = exec.Compile(fetches);
-  if (!plan.ok()) return Classify(plan.status());
-  for (const std::string& set : sets) {
-    absl::StatusOr<std::string> bad =
-        RunDataSet(proto.graph(), *m, exec, **plan, case_dir + "/" + set);
-    if (!bad.ok()) return Classify(bad.status());
-    if (!bad->empty()) return {Outcome::kFailed, absl::StrCat(set, ": ", *bad), {}};
-  }
-  return {Outcome::kPassed, "", {}};
-}
 
 // OpRow counts, for one ONNX op type, the cases that use it by outcome,
 // and why those not supported are not.
@@ -183,15 +31,9 @@ struct OpRow {
   std::set<std::string> reasons;
 };
 
-// Tally adds a case to the rows of its ops: a case passes or fails for
-// every op it holds, and is not supported for the ops it blames (all of
-// them when it blames none).
+// Tally adds a case to the rows of its ops (CaseOps).
 void Tally(const onnx::GraphProto& graph, const CaseResult& r, std::map<std::string, OpRow>& rows) {
-  std::set<std::string> ops(r.blame.begin(), r.blame.end());
-  if (ops.empty()) {
-    for (const onnx::NodeProto& node : graph.node()) ops.insert(node.op_type());
-  }
-  for (const std::string& op : ops) {
+  for (const std::string& op : CaseOps(graph, r)) {
     OpRow& row = rows[op];
     ++row.counts[static_cast<int>(r.outcome)];
     if (r.outcome == Outcome::kNotSupported) row.reasons.insert(r.reason);
@@ -212,17 +54,16 @@ void PrintTable(const std::map<std::string, OpRow>& rows) {
 class OnnxNodeTests : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxNodeTests, EverySupportedCasePasses) {
-  const std::string root = absl::StrCat(kTestData, "/", GetParam());
+  const std::string root = absl::StrCat(kOnnxTestData, "/", GetParam());
   std::vector<std::string> cases = SortedEntries(root, "");
   if (cases.empty()) GTEST_SKIP() << root << " is missing (apt-get install libonnx-testdata)";
   int counts[3] = {0, 0, 0};
   std::map<std::string, OpRow> rows;
   for (const std::string& name : cases) {
     const std::string dir = root + "/" + name;
-    absl::StatusOr<std::string> bytes = ReadFile(dir + "/model.onnx");
     onnx::ModelProto proto;
-    ASSERT_TRUE(bytes.ok() && proto.ParseFromString(*bytes)) << name << ": no model";
-    CaseResult r = RunCase(dir, proto);
+    ASSERT_TRUE(ReadModel(dir, proto)) << name << ": no model";
+    CaseResult r = ImportCase(dir, proto);
     ++counts[static_cast<int>(r.outcome)];
     if (r.outcome == Outcome::kFailed) ADD_FAILURE() << name << ": " << r.reason;
     Tally(proto.graph(), r, rows);

@@ -9,7 +9,8 @@ object of strings, then the tensors' little-endian bytes.
     tensors, metadata = load("x.safetensors")
 
 PyTorch tensors are written too, bfloat16 ones included (BF16, which numpy
-has no type for), and load_torch reads a file as PyTorch tensors:
+has no type for: load gives their bits, as arrays of dtype BFLOAT16), and
+load_torch reads a file as PyTorch tensors:
 
     save("x.safetensors", {"w": torch.ones(2, 3, dtype=torch.bfloat16)})
     tensors, metadata = load_torch("x.safetensors")   # w: torch.bfloat16
@@ -19,8 +20,12 @@ import struct
 
 import numpy as np
 
+# numpy has no bfloat16: load gives BF16 tensors as arrays of this dtype,
+# each element the value's 16 bits.
+BFLOAT16 = np.dtype([("bfloat16", "<u2")])
 DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
-          "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+          "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
+          "BF16": BFLOAT16}
 CODES = {np.dtype(t): code for code, t in DTYPES.items()}
 # The torch dtypes of the codes, by name (torch is imported only for them).
 TORCH_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32", "F64": "float64",

@@ -2,7 +2,8 @@
 // Runs many ONNX models under ONNX Runtime (CPU) in one process, each on
 // the tensors of its safetensors file, writing its outputs to another (as
 // ort_run.js does for one model), for tests that compare hundreds of small
-// models with dagrad (tests/onnx/onnx_differential_test.py).
+// models with dagrad (tests/onnx/onnx_differential_test.py, and the node tests'
+// export round trip, tests/onnx/onnx_node_tests_roundtrip_test.cc).
 //
 //   node tools/onnx/ort_batch.js MANIFEST
 //

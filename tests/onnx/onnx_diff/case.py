@@ -26,7 +26,9 @@ NP_TO_ONNX = {np.dtype(np.float32): onnx.TensorProto.FLOAT,
               np.dtype(np.int16): onnx.TensorProto.INT16,
               np.dtype(np.int8): onnx.TensorProto.INT8,
               np.dtype(np.uint8): onnx.TensorProto.UINT8,
-              np.dtype(np.bool_): onnx.TensorProto.BOOL}
+              np.dtype(np.bool_): onnx.TensorProto.BOOL,
+              # safetensors_io's BFLOAT16: numpy has no bfloat16, only its bits
+              np.dtype([("bfloat16", "<u2")]): onnx.TensorProto.BFLOAT16}
 
 
 def short(dtype):
