@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
+#include "ops/cumsum.h"
 #include "ops/elementwise.h"
 #include "ops/gather.h"
 #include "ops/onnx/import_context.h"
@@ -292,6 +293,16 @@ Outputs ImportGatherElements(OnnxNodeContext& c) {
   return c.Outputs({Gather(Reshape(data, {data.shape().num_elements()}), offsets, 0)});
 }
 
+// CumSum: the axis a known scalar (or one-element) integer input.
+Outputs ImportCumSum(OnnxNodeContext& c) {
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> axis, c.KnownInts(1, "axis"));
+  if (axis.size() != 1) return c.Error(absl::StrCat("axis must hold one value, got ", axis.size()));
+  Value x = c.input(0);
+  DAGRAD_ASSIGN_OR_RETURN(int64_t a, c.Axis(axis[0], x.rank()));
+  return c.Outputs({CumSum(x, a, {.exclusive = c.Int("exclusive", 0) != 0,
+                                  .reverse = c.Int("reverse", 0) != 0})});
+}
+
 }  // namespace
 
 std::vector<OnnxOpEntry> OnnxShapeOps() {
@@ -303,6 +314,7 @@ std::vector<OnnxOpEntry> OnnxShapeOps() {
       {"Split", ImportSplit},         {"Slice", ImportSlice},
       {"Gather", ImportGather},       {"Expand", ImportExpand},
       {"GatherElements", ImportGatherElements},
+      {"CumSum", ImportCumSum},
   };
 }
 

@@ -202,6 +202,22 @@ def gather_elements():
     return cases
 
 
+def cumsums():
+    """CumSum along each axis, each way, the axis a constant of either integer type."""
+    cases = []
+    x = regular(F, (3, 4))
+    for name, axis, exclusive, reverse in [("rows", 0, 0, 0), ("last", -1, 0, 0), ("exclusive", 1, 1, 0),
+                                           ("reverse", 0, 0, 1), ("both", 1, 1, 1)]:
+        for dtype in (np.int64, np.int32):
+            cases.append(Case(f"CumSum/{name}_{np.dtype(dtype).name}",
+                              [node("CumSum", ["x", "axis"], exclusive=exclusive, reverse=reverse)],
+                              {"x": x}, consts={"axis": np.array(axis, dtype)}, opset=14))
+    cases.append(Case("CumSum/int64_values", [node("CumSum", ["x", "axis"])],
+                      {"x": regular(np.int64, (2, 5))}, consts={"axis": np.array(1, np.int64)},
+                      opset=14))
+    return cases
+
+
 def expands():
     cases = []
     for name, x_shape, shape in [("rank_up", (3,), (2, 3)), ("ones_to_4", (1, 4), (3, 1)), ("keep", (3,), (1,)),
@@ -281,5 +297,5 @@ def ranges():
 
 def all_cases():
     return (shape_ops() + reshapes() + flattens() + transposes() + squeezes() + concats() + splits()
-            + slices() + gathers() + gather_elements() + expands() + constants() + constant_of_shapes()
+            + slices() + gathers() + gather_elements() + cumsums() + expands() + constants() + constant_of_shapes()
             + ranges())
