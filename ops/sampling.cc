@@ -169,20 +169,21 @@ const OpDef kTopKValues = {.name = "topk_values",
                            .infer = InferTopKValues,
                            .cpu = TopKValuesKernel,
                            .differentiable = false,
-                           .onnx = NoOnnx("sampling runs outside the exported model")};
+                           .onnx = kOnnxExporter};
 const OpDef kTopKIndices = {.name = "topk_indices",
                             .dot_label = "TopK indices",
                             .infer = InferTopKIndices,
                             .cpu = TopKIndicesKernel,
                             .differentiable = false,
-                            .onnx = NoOnnx("sampling runs outside the exported model")};
+                            .onnx = kOnnxExporter};
 const OpDef kMultinomial = {.name = "multinomial",
                             .dot_label = "Multinomial",
                             .infer = InferMultinomial,
                             .cpu = MultinomialKernel,
                             .differentiable = false,
                             .random = true,
-                            .onnx = NoOnnx("sampling runs outside the exported model")};
+                            .onnx = NoOnnx("ONNX's Multinomial draws from its own generator, "
+                                           "not dagrad's Philox stream")};
 
 }  // namespace
 

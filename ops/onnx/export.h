@@ -6,7 +6,7 @@
 // names: "encoder.layers.0.self_attn.in_proj_weight"), inputs keep their
 // names. Each dagrad op maps to standard ONNX ops through one table
 // (ops/onnx/export_ops.h); an op without an entry (a loss, a gradient
-// or optimizer op, sampling) is an error naming it.
+// or optimizer op, a multinomial draw) is an error naming it.
 //
 // Dynamic sizes. The graph is built at fixed shapes; each OnnxDynamicDim
 // names an input axis whose size becomes a symbol (dim_param) in the

@@ -127,6 +127,18 @@ absl::Status ExportArgMax(OnnxBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
+// topk_values and topk_indices: each one ONNX TopK (largest, sorted: ties
+// in index order, as dagrad's), the other output left unused.
+absl::Status ExportTopK(OnnxBuilder& b, const Node& node) {
+  const bool values = node.op->name == "topk_values";
+  const std::string other = b.Fresh(values ? "topk_indices" : "topk_values");
+  onnx::NodeProto* topk = b.AddNode("TopK", {b.In(node, 0), b.Ints({node.attrs.GetInt("k")})},
+                                    values ? b.Out(node) : other);
+  topk->add_output(values ? other : b.Out(node));
+  SetAttr(topk, "axis", node.attrs.GetInt("axis"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 OnnxExporterList ShapeExporters() {
@@ -136,7 +148,8 @@ OnnxExporterList ShapeExporters() {
           {"fill", ExportFill},       {"arange", ExportArange},
           {"sum", ExportReduce},      {"mean", ExportReduce},
           {"max", ExportReduce},      {"cumsum", ExportCumSum},
-          {"argmax", ExportArgMax}};
+          {"argmax", ExportArgMax},   {"topk_values", ExportTopK},
+          {"topk_indices", ExportTopK}};
 }
 
 }  // namespace dagrad::onnx_export

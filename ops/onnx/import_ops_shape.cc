@@ -15,6 +15,7 @@
 #include "ops/gather.h"
 #include "ops/onnx/import_context.h"
 #include "ops/onnx/onnx_tensor.h"
+#include "ops/sampling.h"
 #include "ops/select.h"
 #include "ops/shape_ops.h"
 
@@ -303,6 +304,20 @@ Outputs ImportCumSum(OnnxNodeContext& c) {
                                   .reverse = c.Int("reverse", 0) != 0})});
 }
 
+// TopK: k a known input; largest (dagrad's), or smallest as the largest of
+// -x (ties stay in index order either way); always sorted.
+Outputs ImportTopK(OnnxNodeContext& c) {
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> k, c.KnownInts(1, "k"));
+  if (k.size() != 1) return c.Error(absl::StrCat("k must hold one value, got ", k.size()));
+  Value x = c.input(0);
+  DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", -1), x.rank()));
+  if (c.Int("sorted", 1) == 0) return c.Unsupported("TopK with sorted=0");
+  const bool largest = c.Int("largest", 1) != 0;
+  if (!largest && !IsFloating(x.dtype())) return c.Unsupported("TopK smallest of integers");
+  TopKResult top = TopK(largest ? x : Neg(x), k[0], axis);
+  return c.Outputs({largest ? top.values : Neg(top.values), top.indices});
+}
+
 }  // namespace
 
 std::vector<OnnxOpEntry> OnnxShapeOps() {
@@ -314,7 +329,7 @@ std::vector<OnnxOpEntry> OnnxShapeOps() {
       {"Split", ImportSplit},         {"Slice", ImportSlice},
       {"Gather", ImportGather},       {"Expand", ImportExpand},
       {"GatherElements", ImportGatherElements},
-      {"CumSum", ImportCumSum},
+      {"CumSum", ImportCumSum},       {"TopK", ImportTopK},
   };
 }
 

@@ -218,6 +218,18 @@ def cumsums():
     return cases
 
 
+def topks():
+    """TopK, largest and smallest, along each axis, ties in index order."""
+    cases = []
+    x = np.array([[3, 1, 3, -2], [0, 5, 5, 5], [-1, -1, 2, 0]], F)
+    for name, axis, largest, k in [("last", -1, 1, 2), ("rows", 0, 1, 3), ("smallest", 1, 0, 3),
+                                   ("all", 1, 1, 4)]:
+        cases.append(Case(f"TopK/{name}", [node("TopK", ["x", "k"], ["values", "indices"], axis=axis,
+                                                largest=largest)],
+                          {"x": x}, consts={"k": ints(k)}, outputs=("values", "indices"), opset=11))
+    return cases
+
+
 def expands():
     cases = []
     for name, x_shape, shape in [("rank_up", (3,), (2, 3)), ("ones_to_4", (1, 4), (3, 1)), ("keep", (3,), (1,)),
@@ -297,5 +309,5 @@ def ranges():
 
 def all_cases():
     return (shape_ops() + reshapes() + flattens() + transposes() + squeezes() + concats() + splits()
-            + slices() + gathers() + gather_elements() + cumsums() + expands() + constants() + constant_of_shapes()
+            + slices() + gathers() + gather_elements() + cumsums() + topks() + expands() + constants() + constant_of_shapes()
             + ranges())
