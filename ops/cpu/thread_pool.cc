@@ -75,25 +75,35 @@ void TakeChunks(Pool& p, uint32_t gen) {
   }
 }
 
+// ThreadStart is what a pool thread starts with: its index, and the
+// generation before the posting it was started for, so that it takes part
+// in that posting however late it starts.
+struct ThreadStart {
+  int index;
+  uint32_t seen;
+};
+
 void* PoolThread(void* arg) {
-  const int index = static_cast<int>(reinterpret_cast<intptr_t>(arg));
+  const ThreadStart start = *static_cast<ThreadStart*>(arg);
+  delete static_cast<ThreadStart*>(arg);
   Pool& p = ThePool();
-  uint32_t seen = p.generation.load();
+  uint32_t seen = start.seen;
   for (;;) {
     SpinThenWait(p.generation, seen);
     seen = p.generation.load();
-    if (index < p.helpers.load()) TakeChunks(p, seen);
+    if (start.index < p.helpers.load()) TakeChunks(p, seen);
   }
   return nullptr;
 }
 
 // StartThreads starts pool threads until `want` run, or one cannot be
-// started; it returns how many run. Called under Pool::post.
+// started; it returns how many run. Called under Pool::post, before Post.
 int StartThreads(Pool& p, int want) {
   while (p.started < want) {
+    auto* start = new ThreadStart{p.started, p.generation.load()};
     pthread_t thread;
-    if (pthread_create(&thread, nullptr, PoolThread,
-                       reinterpret_cast<void*>(static_cast<intptr_t>(p.started))) != 0) {
+    if (pthread_create(&thread, nullptr, PoolThread, start) != 0) {
+      delete start;
       break;
     }
     pthread_detach(thread);
