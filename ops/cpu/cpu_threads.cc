@@ -14,7 +14,7 @@
 namespace dagrad {
 namespace {
 
-constexpr char kChoices[] = "'auto' or 'spin'";
+constexpr char kChoices[] = "'auto', 'spin' or 'share'";
 
 // The policy in force: -1 until first use, then the environment's or
 // SetWaitPolicy's.
@@ -67,11 +67,22 @@ absl::StatusOr<WaitPolicy> ParseWaitPolicy(absl::string_view text) {
   const std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
   if (t == "auto") return WaitPolicy::kAuto;
   if (t == "spin") return WaitPolicy::kSpin;
+  if (t == "share") return WaitPolicy::kShare;
   return absl::InvalidArgumentError(
       absl::StrCat("wait policy '", text, "' is not one of ", kChoices));
 }
 
-std::string WaitPolicyName(WaitPolicy p) { return p == WaitPolicy::kAuto ? "auto" : "spin"; }
+std::string WaitPolicyName(WaitPolicy p) {
+  switch (p) {
+    case WaitPolicy::kAuto:
+      return "auto";
+    case WaitPolicy::kSpin:
+      return "spin";
+    case WaitPolicy::kShare:
+      return "share";
+  }
+  return "auto";
+}
 
 void SetWaitPolicy(WaitPolicy p) { policy.store(static_cast<int>(p), std::memory_order_relaxed); }
 
@@ -97,7 +108,7 @@ void BusyGauge::Sample(int64_t now_ns, int64_t waited_ns) {
         static_cast<double>(waited_ns - last_waited_ns_) / static_cast<double>(now_ns - last_now_ns_);
     if (fraction > kBusyWaitFraction) {
       // Busy with no quiet window since the last stay: stay longer before
-      // the next try with every thread, which costs a slow step or two.
+      // the next try with OpenMP and BLIS, which costs a slow step or two.
       backoff_ns_ = quiet_since_stay_ ? kBusyBackoffNs : std::min(2 * backoff_ns_, kBusyMaxBackoffNs);
       busy_until_ns_ = now_ns + backoff_ns_;
       quiet_since_stay_ = false;
@@ -109,10 +120,10 @@ void BusyGauge::Sample(int64_t now_ns, int64_t waited_ns) {
   last_waited_ns_ = waited_ns;
 }
 
-int ComputeThreads() {
-  const int n = NumThreads();
-  if (n == 1 || ActiveWaitPolicy() == WaitPolicy::kSpin) return n;
-  return CoresBusy() ? 1 : n;
+bool ShareWork() {
+  if (NumThreads() == 1) return false;
+  const WaitPolicy p = ActiveWaitPolicy();
+  return p == WaitPolicy::kShare || (p == WaitPolicy::kAuto && CoresBusy());
 }
 
 }  // namespace dagrad

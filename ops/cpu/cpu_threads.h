@@ -2,21 +2,27 @@
 //
 // How many threads dagrad's CPU kernels use, and how they wait: the wait
 // policy and the default thread budget. ops/cpu/cpu_runtime.h's NumThreads is
-// the count asked for; ComputeThreads is the count a kernel uses now.
+// the count every kernel uses; ShareWork says how the threads split the work.
 //
 // The threads are process-wide: every Executor in a process (two models
-// trained side by side, a Run on any thread) shares one OpenMP pool and one
-// count, so two executors never take every core each.
+// trained side by side, a Run on any thread) shares one OpenMP pool, one
+// dagrad pool and one count, so two executors never take every core each.
 //
 // Wait policy. BLIS's barrier spins without yielding and libgomp's idle
 // threads spin before they sleep, so two threads that share a core with
 // another process waste their time slices waiting for each other (10-100x
 // slower steps, tools/bench/PERFORMANCE.md). Under kAuto, the default, the
 // kernels measure how long the calling thread waited for a core (Linux
-// schedstat) and, while that is more than kBusyWaitFraction of the time, run
-// on one thread, which never waits on another; they try all threads again
-// kBusyBackoffNs later (longer each time the cores are still busy). kSpin
-// always uses every thread (the behaviour before kAuto). libgomp reads
+// schedstat) and, while that is more than kBusyWaitFraction of the time,
+// share their work (ShareWork): every thread takes chunks of a kernel's work
+// from dagrad's pool (ops/cpu/thread_pool.h) instead of OpenMP's one chunk
+// per thread and BLIS's static split, so a thread that lost its core holds
+// up one chunk, and a thread with nothing to do sleeps instead of spinning.
+// They go back to OpenMP and BLIS, fastest on quiet cores, kBusyBackoffNs
+// later (longer each time the cores are still busy). kSpin always uses
+// OpenMP and BLIS (the behaviour before kAuto); kShare always shares (for
+// cores that are always busy). Every policy uses every thread, and gives
+// results of the same bits. libgomp reads
 // OMP_WAIT_POLICY and GOMP_SPINCOUNT once, in its constructor when it is
 // loaded, before any of dagrad's code runs, so dagrad cannot set them for
 // its own process; set them in the environment that starts it.
@@ -37,13 +43,13 @@
 
 namespace dagrad {
 
-enum class WaitPolicy { kAuto, kSpin };
+enum class WaitPolicy { kAuto, kSpin, kShare };
 
-// ParseWaitPolicy reads "auto" or "spin"; InvalidArgument naming the text
-// and the choices otherwise.
+// ParseWaitPolicy reads "auto", "spin" or "share"; InvalidArgument naming
+// the text and the choices otherwise.
 absl::StatusOr<WaitPolicy> ParseWaitPolicy(absl::string_view text);
 
-// WaitPolicyName is "auto" or "spin".
+// WaitPolicyName is "auto", "spin" or "share".
 std::string WaitPolicyName(WaitPolicy policy);
 
 // SetWaitPolicy sets the policy for the whole process, from any thread.
@@ -60,7 +66,7 @@ WaitPolicy ActiveWaitPolicy();
 absl::Status CheckWaitPolicyEnv();
 
 // The share of the time the calling thread may wait for a core before the
-// kernels run on one thread, and for how long they then stay there.
+// kernels share their work, and for how long they then do.
 inline constexpr double kBusyWaitFraction = 0.15;
 // Each time the cores are busy again before a quiet sample window after the
 // stay, the next stay doubles, up to kBusyMaxBackoffNs.
@@ -94,9 +100,10 @@ class BusyGauge {
   bool quiet_since_stay_ = true;
 };
 
-// ComputeThreads is the count a kernel uses now: NumThreads(), or 1 under
-// kAuto while the cores are busy (the calling thread waits for them).
-int ComputeThreads();
+// ShareWork is true when the kernels share their work through dagrad's
+// pool, with more than one thread: under kShare, and under kAuto while the
+// cores are busy (the calling thread waits for them).
+bool ShareWork();
 
 }  // namespace dagrad
 

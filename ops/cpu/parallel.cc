@@ -2,17 +2,26 @@
 
 #include <omp.h>
 
+#include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/cpu_threads.h"
+#include "ops/cpu/thread_pool.h"
 
 namespace dagrad {
 
-int64_t MaxParallelChunks() { return omp_in_parallel() ? 1 : ComputeThreads(); }
+int64_t MaxParallelChunks() { return omp_in_parallel() || InChunk() ? 1 : NumThreads(); }
 
-void ParallelChunks(int64_t n, int64_t chunks, absl::FunctionRef<void(int64_t, int64_t)> f) {
-#pragma omp parallel for num_threads(chunks) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    f(n * c / chunks, n * (c + 1) / chunks);
+void ParallelChunks(int64_t n, int64_t threads, int64_t most_chunks,
+                    absl::FunctionRef<void(int64_t, int64_t)> f) {
+  if (!ShareWork()) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t c = 0; c < threads; ++c) {
+      f(n * c / threads, n * (c + 1) / threads);
+    }
+    return;
   }
+  const int64_t chunks = std::min(most_chunks, threads * kChunksPerThread);
+  RunChunks(chunks, static_cast<int>(threads),
+            [&](int64_t c) { f(n * c / chunks, n * (c + 1) / chunks); });
 }
 
 }  // namespace dagrad

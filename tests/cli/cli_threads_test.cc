@@ -33,12 +33,12 @@ TEST(CliThreads, InfoSaysWhichWaitPolicyIsInForce) {
 TEST(CliThreads, AnUnknownWaitPolicyIsAUsageErrorNamingTheChoices) {
   const CliResult flag = RunDagrad("info --wait_policy=passive");
   EXPECT_EQ(flag.code, 2);
-  EXPECT_THAT(flag.err, HasSubstr("--wait_policy: wait policy 'passive' is not one of 'auto' "
-                                  "or 'spin'"));
+  EXPECT_THAT(flag.err, HasSubstr("--wait_policy: wait policy 'passive' is not one of 'auto', "
+                                  "'spin' or 'share'"));
   const CliResult env = RunDagrad("info", "env DAGRAD_WAIT_POLICY=sleepy");
   EXPECT_EQ(env.code, 2);
   EXPECT_THAT(env.err, HasSubstr("DAGRAD_WAIT_POLICY='sleepy' is not a wait policy; valid: "
-                                 "'auto' or 'spin'"));
+                                 "'auto', 'spin' or 'share'"));
 }
 
 TEST(CliThreads, EveryCommandThatRunsKernelsTakesTheWaitPolicy) {

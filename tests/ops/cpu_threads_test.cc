@@ -17,8 +17,10 @@ namespace {
 TEST(WaitPolicy, ParsesItsNames) {
   EXPECT_EQ(*ParseWaitPolicy("auto"), WaitPolicy::kAuto);
   EXPECT_EQ(*ParseWaitPolicy(" SPIN "), WaitPolicy::kSpin);
+  EXPECT_EQ(*ParseWaitPolicy("Share"), WaitPolicy::kShare);
   EXPECT_EQ(WaitPolicyName(WaitPolicy::kAuto), "auto");
   EXPECT_EQ(WaitPolicyName(WaitPolicy::kSpin), "spin");
+  EXPECT_EQ(WaitPolicyName(WaitPolicy::kShare), "share");
 }
 
 TEST(WaitPolicy, RefusesOtherTextNamingItAndTheChoices) {
@@ -27,7 +29,7 @@ TEST(WaitPolicy, RefusesOtherTextNamingItAndTheChoices) {
     ASSERT_FALSE(p.ok()) << text;
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(p.status().message().find(absl::StrCat("'", text, "'")), std::string::npos);
-    EXPECT_NE(p.status().message().find("'auto' or 'spin'"), std::string::npos);
+    EXPECT_NE(p.status().message().find("'auto', 'spin' or 'share'"), std::string::npos);
   }
 }
 
@@ -42,26 +44,27 @@ class WaitPolicySet : public ::testing::Test {
 };
 
 TEST_F(WaitPolicySet, PolicyInForceIsReported) {
-  for (WaitPolicy p : {WaitPolicy::kSpin, WaitPolicy::kAuto}) {
+  for (WaitPolicy p : {WaitPolicy::kSpin, WaitPolicy::kAuto, WaitPolicy::kShare}) {
     SetWaitPolicy(p);
     EXPECT_EQ(ActiveWaitPolicy(), p);
     EXPECT_EQ(GetCpuInfo().wait_policy, WaitPolicyName(p));
   }
 }
 
-TEST_F(WaitPolicySet, SpinUsesEveryThreadSet) {
-  SetWaitPolicy(WaitPolicy::kSpin);
+TEST_F(WaitPolicySet, SpinNeverSharesShareAlwaysDoes) {
   ASSERT_TRUE(SetNumThreads(3).ok());
-  EXPECT_EQ(ComputeThreads(), 3);
+  SetWaitPolicy(WaitPolicy::kSpin);
+  EXPECT_FALSE(ShareWork());
+  SetWaitPolicy(WaitPolicy::kShare);
+  EXPECT_TRUE(ShareWork());
 }
 
-TEST_F(WaitPolicySet, AutoUsesTheCountSetOrOne) {
-  SetWaitPolicy(WaitPolicy::kAuto);
-  ASSERT_TRUE(SetNumThreads(3).ok());
-  const int n = ComputeThreads();
-  EXPECT_TRUE(n == 3 || n == 1) << n;
+TEST_F(WaitPolicySet, OneThreadNeverShares) {
   ASSERT_TRUE(SetNumThreads(1).ok());
-  EXPECT_EQ(ComputeThreads(), 1);
+  for (WaitPolicy p : {WaitPolicy::kSpin, WaitPolicy::kAuto, WaitPolicy::kShare}) {
+    SetWaitPolicy(p);
+    EXPECT_FALSE(ShareWork()) << WaitPolicyName(p);
+  }
 }
 
 TEST(BusyGauge, FirstSampleOnlyStartsTheWindow) {

@@ -3,7 +3,7 @@ on a quiet machine and beside competing processes, and prints each side's
 median, mean and p90 milliseconds per step (issue 38).
 
     /usr/bin/python3 tools/bench/contention.py [--build build] [--steps 40] [--threads 2]
-                                               [--max_seconds 60] [--policies spin auto]
+                                               [--max_seconds 60] [--policies spin auto share]
 
 Conditions, each started and stopped here: quiet (no competitor), one busy
 loop (a process spinning on one core), and one busy loop per core. Under each
@@ -136,7 +136,7 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max_seconds", type=float, default=60.0)
-    p.add_argument("--policies", nargs="+", default=["spin", "auto"])
+    p.add_argument("--policies", nargs="+", default=["spin", "auto", "share"])
     p.add_argument("--cases", nargs="+", default=CASES, choices=CASES)
     p.add_argument("--torch_worker", choices=CASES, help=argparse.SUPPRESS)
     args = p.parse_args()

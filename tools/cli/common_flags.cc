@@ -16,8 +16,9 @@ ABSL_FLAG(int, threads, 0,
           "CPU threads for BLIS and dagrad's kernels (0: one per core; at most 4 x the "
           "hardware threads)");
 ABSL_FLAG(std::string, wait_policy, "",
-          "how CPU threads wait: auto (one thread while other processes keep the cores busy) "
-          "or spin (every thread always); empty: DAGRAD_WAIT_POLICY, else auto");
+          "how CPU threads wait: auto (share work in chunks while other processes keep the "
+          "cores busy), spin (OpenMP and BLIS always) or share (always); empty: "
+          "DAGRAD_WAIT_POLICY, else auto");
 ABSL_FLAG(std::string, out, "",
           "dot: the .dot file to write (required); train: the output directory "
           "(empty: runs/train); export: the .onnx file to write (required)");
