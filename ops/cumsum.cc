@@ -31,7 +31,7 @@ absl::Status CumSumKernel(const KernelContext& ctx) {
     T* y = ctx.output.as<T>();
     ParallelFor(l.outer * l.inner, RowGrain(l.n), [&](int64_t begin, int64_t end) {
       for (int64_t line = begin; line < end; ++line) {
-        const int64_t start = (line / l.inner) * l.n * l.inner + line % l.inner;
+        const int64_t start = CumSumLineStart(line, l.n, l.inner);
         CumSumLine(x + start, y + start, l.n, l.inner, exclusive, reverse);
       }
     });

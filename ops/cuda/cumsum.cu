@@ -20,7 +20,7 @@ using cuda::kThreads;
 template <typename T>
 __global__ void CumSumImpl(const T* x, T* y, CumSumLines l, bool exclusive, bool reverse) {
   DAGRAD_CUDA_LOOP(line, l.outer * l.inner) {
-    const int64_t start = (line / l.inner) * l.n * l.inner + line % l.inner;
+    const int64_t start = CumSumLineStart(line, l.n, l.inner);
     CumSumLine(x + start, y + start, l.n, l.inner, exclusive, reverse);
   }
 }

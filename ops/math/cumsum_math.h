@@ -26,6 +26,12 @@ struct CumSumAccumulator<T, false> {
   using type = std::make_unsigned_t<T>;
 };
 
+// CumSumLineStart is where line `line` of `outer` blocks of n elements,
+// `inner` apart, begins (lines numbered block by block).
+DAGRAD_HOST_DEVICE inline int64_t CumSumLineStart(int64_t line, int64_t n, int64_t inner) {
+  return (line / inner) * n * inner + line % inner;
+}
+
 template <typename T>
 DAGRAD_HOST_DEVICE inline void CumSumLine(const T* x, T* y, int64_t n, int64_t inner,
                                           bool exclusive, bool reverse) {
