@@ -9,11 +9,14 @@
 #include <cstring>
 #include <type_traits>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/philox.h"
 #include "engine/status_macros.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/math/dropout_math.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
@@ -139,5 +142,19 @@ const OpDef kDropout = {.name = "dropout",
 DAGRAD_REGISTER_OP(kDropout, dropout);
 
 Value Dropout(Value x, double p) { return BuildOp(kDropout, {x}, Attrs().Float("p", p)); }
+
+// The Dropout of ones on y's stream is 1 / (1 - p) (finite: p <= kMaxDropout)
+// where y keeps, 0 where it drops.
+Value DropoutKeepMask(Value y) {
+  if (!y.ok()) return y;
+  if (y.node().op != &kDropout) {
+    return y.graph()->Error(absl::InvalidArgumentError(
+        absl::StrCat("DropoutKeepMask: ", y.path(), " is not a Dropout's output")));
+  }
+  const Value scaled = BuildOp(kDropout, {OnesLike(y)}, Attrs()
+                                                           .Float("p", y.node().attrs.GetFloat("p"))
+                                                           .Int("stream", StreamOf(y.node())));
+  return Greater(scaled, ZerosLike(y));
+}
 
 }  // namespace dagrad

@@ -63,6 +63,15 @@ absl::Status ValidateDropout(double p);
 //   Value z = Dropout(x, 0.0);   // always a copy
 Value Dropout(Value x, double p);
 
+// DropoutKeepMask returns bool (...), true where the Dropout `y` keeps its
+// element: in a training run the very mask y applies (drawn on y's stream,
+// so a kept element of x = 0 is true, unlike y != 0), all true otherwise.
+// ONNX Dropout's mask output. An error Value when y is not a Dropout's.
+//
+//   Value y = Dropout(x, 0.5);
+//   Value kept = DropoutKeepMask(y);   // bool, x's shape
+Value DropoutKeepMask(Value y);
+
 }  // namespace dagrad
 
 #endif  // DAGRAD_OPS_DROPOUT_H_

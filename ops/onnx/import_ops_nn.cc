@@ -106,8 +106,7 @@ absl::StatusOr<double> DropoutRatio(OnnxNodeContext& c) {
 // identity otherwise. A training_mode input must be known: false (or a
 // ratio of 0) is that; true with a ratio above 0 asks for a random mask in
 // every run, which dagrad draws only in training runs. The mask output is
-// where y is not 0, or x was (dagrad's Dropout keeps no mask of its own):
-// all true outside training.
+// DropoutKeepMask: y's own mask in a training run, all true otherwise.
 Outputs ImportDropout(OnnxNodeContext& c) {
   Value x = c.input(0);
   DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
@@ -126,8 +125,7 @@ Outputs ImportDropout(OnnxNodeContext& c) {
   }
   Value y = Dropout(x, ratio);
   if (c.node().output_size() < 2 || c.node().output(1).empty()) return c.Outputs({y});
-  Value zero = ZerosLike(x);
-  return c.Outputs({y, LogicalOr(LogicalNot(Equal(y, zero)), Equal(x, zero))});
+  return c.Outputs({y, DropoutKeepMask(y)});
 }
 
 // ReduceMin is -ReduceMax(-x); an integer's lowest value has no negation,

@@ -380,6 +380,33 @@ TEST(OnnxImportAudit, FloatInitializersAreKnownWhereAValueIsNeeded) {
   }
 }
 
+// Dropout's mask output is the mask y got, in a training run: an element of
+// x = 0 that was kept is true (y is 0 there either way).
+TEST(OnnxImportAudit, DropoutMaskIsTheMaskAppliedInTraining) {
+  OnnxTestModel onnx;
+  std::vector<float> xs(400);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = i % 2 == 0 ? 0.0f : 1.0f;
+  onnx.Input("x", T<float>({400}, xs));
+  onnx.Initializer("ratio", Tensor::Scalar<float>(0.5));
+  onnx.Node("Dropout", {"x", "ratio"}, {"y", "mask"});
+  onnx.Output("y");
+  onnx.Output("mask");
+  ASSERT_OK_AND_ASSIGN(OnnxModel m, onnx.Import());
+  Executor exec(*m.graph);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({m.outputs[0].value, m.outputs[1].value}));
+  const Feeds feeds = {{m.inputs[0].value, T<float>({400}, xs)}};
+  ASSERT_OK_AND_ASSIGN(auto got, exec.Run(*plan, feeds, {.training = true, .step = 1}));
+  const std::vector<float> y = got[0].ToVector<float>();
+  const std::vector<bool> mask = got[1].ToVector<bool>();
+  int kept_zeros = 0, dropped_zeros = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i] != 0) EXPECT_EQ(mask[i], y[i] != 0) << i;
+    if (xs[i] == 0) ++(mask[i] ? kept_zeros : dropped_zeros);
+  }
+  EXPECT_GT(kept_zeros, 50);
+  EXPECT_GT(dropped_zeros, 50);
+}
+
 // An initializer read both as data and as a value is a parameter where it
 // is data; the value is the file's: 3 x and x ** 3.
 TEST(OnnxImportAudit, AnInitializerReadAsDataStaysAParameter) {
