@@ -42,7 +42,7 @@ def _encode(value):
         # numpy has no bfloat16: its bits go through int16.
         array = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
         return code, list(t.shape), array.astype(array.dtype.newbyteorder("<")).tobytes()
-    array = np.ascontiguousarray(value)
+    array = np.asarray(value, order="C")  # ascontiguousarray would make a 0-d array 1-d
     data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return CODES[array.dtype], list(array.shape), data
 
