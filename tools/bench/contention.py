@@ -4,6 +4,7 @@ median, mean and p90 milliseconds per step (issue 38).
 
     /usr/bin/python3 tools/bench/contention.py [--build build] [--steps 40] [--threads 2]
                                                [--max_seconds 60] [--policies spin auto share]
+                                               [--rounds 1]
 
 Conditions, each started and stopped here: quiet (no competitor), one busy
 loop (a process spinning on one core), and one busy loop per core. Under each
@@ -21,6 +22,10 @@ end of each condition is printed: the competitors here are the script's own;
 anything else on the machine adds to them.
 
 "x quiet" is a row's mean over the quiet median of the same side and policy.
+Where the scheduler puts the competitors changes a busy row by up to 2x from
+one run to the next (PERFORMANCE.md, issue 38), so --rounds N repeats each
+busy condition N times with new competitors and ends with each row's ratio
+in every round.
 Fair sharing predicts, for T threads beside L busy loops on C cores, a step
 about max(1, (T + L) / C) times the quiet one.
 """
@@ -130,6 +135,25 @@ def measure(args, env, case):
     return out
 
 
+def run_condition(args, env, name, loops, cores, quiet, ratios):
+    """Times every case beside `loops` fresh busy loops and prints a row per side."""
+    procs = busy_loops(loops)
+    try:
+        start_load = load()
+        for case in args.cases:
+            for side, ms in measure(args, env, case).items():
+                med, mean, p90 = summary(ms)
+                quiet.setdefault((case, side), med)
+                ratio = mean / quiet[(case, side)]
+                ratios.setdefault((name, case, side), []).append(ratio)
+                print(f"{name:<14} {case:<15} {side:<12} {len(ms):3d} {med:8.1f} {mean:8.1f} "
+                      f"{p90:8.1f} {ratio:8.2f}", flush=True)
+        print(f"  load average {start_load} -> {load()}; fair share predicts "
+              f"{max(1.0, (args.threads + loops) / cores):.2f}x", flush=True)
+    finally:
+        stop(procs)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -138,6 +162,8 @@ def main():
     p.add_argument("--max_seconds", type=float, default=60.0)
     p.add_argument("--policies", nargs="+", default=["spin", "auto", "share"])
     p.add_argument("--cases", nargs="+", default=CASES, choices=CASES)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="times each busy condition runs, with new competitors each time")
     p.add_argument("--torch_worker", choices=CASES, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.torch_worker:
@@ -148,23 +174,20 @@ def main():
     print(f"{cores} cores, {args.threads} threads, at most {args.steps} steps or "
           f"{args.max_seconds:g} s per run (n: steps timed), "
           f"BLIS_ARCH_TYPE={env['BLIS_ARCH_TYPE']}")
-    quiet = {}
+    quiet, ratios = {}, {}
     print(f"{'condition':<14} {'case':<15} {'side':<12} {'n':>3} {'median':>8} {'mean':>8} "
           f"{'p90':>8} {'x quiet':>8}")
-    for name, loops in [("quiet", 0), ("1 busy loop", 1), (f"{cores} busy loops", cores)]:
-        procs = busy_loops(loops)
-        try:
-            start_load = load()
-            for case in args.cases:
-                for side, ms in measure(args, env, case).items():
-                    med, mean, p90 = summary(ms)
-                    quiet.setdefault((case, side), med)
-                    print(f"{name:<14} {case:<15} {side:<12} {len(ms):3d} {med:8.1f} {mean:8.1f} "
-                          f"{p90:8.1f} {mean / quiet[(case, side)]:8.2f}", flush=True)
-            print(f"  load average {start_load} -> {load()}; fair share predicts "
-                  f"{max(1.0, (args.threads + loops) / cores):.2f}x", flush=True)
-        finally:
-            stop(procs)
+    run_condition(args, env, "quiet", 0, cores, quiet, ratios)
+    for _ in range(args.rounds):
+        for name, loops in [("1 busy loop", 1), (f"{cores} busy loops", cores)]:
+            run_condition(args, env, name, loops, cores, quiet, ratios)
+    if args.rounds > 1:
+        print("x quiet in each round (the competitors start anew, so the scheduler places "
+              "them anew):")
+        for (name, case, side), r in ratios.items():
+            if name != "quiet":
+                print(f"{name:<14} {case:<15} {side:<12} " + " ".join(f"{x:5.2f}" for x in r) +
+                      f"   median {statistics.median(r):.2f}")
 
 
 if __name__ == "__main__":
