@@ -127,10 +127,7 @@ absl::StatusOr<Gpt::Block> Gpt::CreateBlock(Graph& g, const GptConfig& c,
   DAGRAD_ASSIGN_OR_RETURN(b.c_fc, linear("mlp/c_fc", c.dim, 4 * c.dim, normal));
   DAGRAD_ASSIGN_OR_RETURN(b.mlp_proj,
                           linear("mlp/c_proj", 4 * c.dim, c.dim, proj));
-  DAGRAD_ASSIGN_OR_RETURN(
-      b.resid_dropout, nn::Dropout::Create(g, "attn/resid_dropout", c.dropout));
-  DAGRAD_ASSIGN_OR_RETURN(b.mlp_dropout,
-                          nn::Dropout::Create(g, "mlp/dropout", c.dropout));
+  DAGRAD_ASSIGN_OR_RETURN(b.dropout, GptBlockDropouts::Create(g, c.dropout));
   return b;
 }
 
@@ -207,21 +204,23 @@ Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& at
                                : dagrad::Attention(heads.q, heads.k, heads.v, mask, fused);
 }
 
-Value Gpt::Attention(const Block& b, Value x, int64_t l,
-                     const GptForwardOptions& options, GptOutputs& out) const {
-  const CausalAttentionOptions attention = {
-      .heads = config_.heads, .dropout = config_.dropout, .path = config_.attention};
-  return b.resid_dropout(b.attn_proj(CausalSelfAttention(b.c_attn(x), l, attention, options, out)));
+absl::StatusOr<GptBlockDropouts> GptBlockDropouts::Create(Graph& g, double p) {
+  GptBlockDropouts d;
+  DAGRAD_ASSIGN_OR_RETURN(d.attn, nn::Dropout::Create(g, "attn/resid_dropout", p));
+  DAGRAD_ASSIGN_OR_RETURN(d.mlp, nn::Dropout::Create(g, "mlp/dropout", p));
+  return d;
+}
+
+std::string GptBlockScope(absl::string_view model_scope, int64_t l) {
+  return absl::StrCat(model_scope, model_scope.empty() ? "" : "/", "transformer/h/", l);
 }
 
 Value Gpt::ApplyBlock(const Block& b, Value x, int64_t l,
                       const GptForwardOptions& options, GptOutputs& out) const {
-  Graph::ScopePathGuard in_scope(
-      *graph_,
-      absl::StrCat(scope_.empty() ? "" : scope_ + "/", "transformer/h/", l));
-  x = x + Attention(b, b.ln_1(x), l, options, out);
-  Value hidden = nn::Activate(b.c_fc(b.ln_2(x)), nn::Activation::kGelu);
-  return x + b.mlp_dropout(b.mlp_proj(hidden));
+  Graph::ScopePathGuard in_scope(*graph_, GptBlockScope(scope_, l));
+  const CausalAttentionOptions attention = {
+      .heads = config_.heads, .dropout = config_.dropout, .path = config_.attention};
+  return ApplyGptBlock(b, x, l, attention, nn::Activation::kGelu, options, out);
 }
 
 GptOutputs Gpt::Forward(Value tokens, const GptForwardOptions& options) const {

@@ -5,12 +5,13 @@
 // function, parameter names, initialisation and checkpoint layout, so its
 // checkpoints move both ways with PyTorch.
 //
-//   x = wte(tokens) + wpe(positions)                 positions 0..T-1 by
-//   default x = dropout(x) x = L x pre-norm block:
-//         x = x + resid_dropout(c_proj(causal_attention(c_attn(ln_1(x)))))
-//         x = x + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))))    exact GELU, 4
-//         x dim
+//   x = drop(wte(tokens) + wpe(positions))           positions 0..T-1 by default
+//   L x pre-norm block (ApplyGptBlock):
+//     x = x + attn.resid_dropout(attn.c_proj(causal_attention(attn.c_attn(ln_1(x)))))
+//     x = x + mlp.dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))))   exact GELU, 4 x dim
 //   logits = ln_f(x) · wte.weightᵀ                   the head is TIED to wte
+// Every dropout is GptConfig::dropout (causal_attention's on its weights),
+// active only in training runs (RunOptions::training).
 //
 // The head is nn::Linear::Tied(g, "lm_head", wte.weight()): one parameter
 // used twice, whose gradient is the sum of both uses; parameters() lists it
@@ -59,6 +60,7 @@
 #include "engine/io/safetensors.h"
 #include "models/language_model.h"
 #include "models/nn/nn.h"
+#include "ops/elementwise.h"
 
 namespace dagrad::models {
 
@@ -126,6 +128,39 @@ struct CausalAttentionOptions {
 Value CausalSelfAttention(Value qkv, int64_t l, const CausalAttentionOptions& attention,
                           const GptForwardOptions& options, GptOutputs& out);
 
+// GptBlockDropouts are a GPT block's dropouts on its two residual branches,
+// at Hugging Face's GPT-2 places and names (resid_pdrop there): on the
+// attention's c_proj output (attn/resid_dropout) and the MLP's
+// (mlp/dropout). Create declares them under g's current scope (a block's);
+// InvalidArgument for p outside [0, kMaxDropout]. With p = 0 they build no
+// op.
+struct GptBlockDropouts {
+  nn::Dropout attn, mlp;
+  static absl::StatusOr<GptBlockDropouts> Create(Graph& g, double p);
+};
+
+// GptBlockScope is the scope of block l of a GPT model declared under
+// `model_scope`: "<model_scope>/transformer/h/<l>".
+std::string GptBlockScope(absl::string_view model_scope, int64_t l);
+
+// ApplyGptBlock returns block l of Gpt or models::Gpt2 applied to x
+// (B, T, E), pre-norm:
+//   x = x + dropout.attn(attn_proj(CausalSelfAttention(c_attn(ln_1(x)))))
+//   x = x + dropout.mlp(mlp_proj(activation(c_fc(ln_2(x)))))
+// `block` has the layers ln_1, c_attn, attn_proj, ln_2, c_fc, mlp_proj
+// (each callable on a Value) and `dropout` (GptBlockDropouts); the new keys
+// and values (and weights) are appended to `out`. The attention's
+// dropout is attention.dropout.
+template <typename Block>
+Value ApplyGptBlock(const Block& block, Value x, int64_t l, const CausalAttentionOptions& attention,
+                    nn::Activation activation, const GptForwardOptions& options,
+                    GptOutputs& out) {
+  const Value attended =
+      CausalSelfAttention(block.c_attn(block.ln_1(x)), l, attention, options, out);
+  x = x + block.dropout.attn(block.attn_proj(attended));
+  return x + block.dropout.mlp(block.mlp_proj(nn::Activate(block.c_fc(block.ln_2(x)), activation)));
+}
+
 // GptKvCache is the KV cache of a GPT of `layers` blocks, `heads` heads
 // over width `dim`: per layer (1, heads, P, dim / heads) of `dtype`.
 KvCacheShape GptKvCache(int64_t layers, int64_t heads, int64_t dim, DType dtype);
@@ -169,15 +204,14 @@ class Gpt : public LanguageModel {
   struct Block {
     nn::LayerNorm ln_1, ln_2;
     nn::Linear c_attn, attn_proj, c_fc, mlp_proj;
-    nn::Dropout resid_dropout, mlp_dropout;  // the weights' dropout: AttendHeads
+    GptBlockDropouts dropout;  // the weights' dropout: CausalSelfAttention's
   };
   static absl::StatusOr<Block> CreateBlock(Graph& g, const GptConfig& c,
                                            int64_t l);
-  // One block; appends the new keys and values (and weights) to `out`.
+  // One block (ApplyGptBlock); appends the new keys and values (and
+  // weights) to `out`.
   Value ApplyBlock(const Block& block, Value x, int64_t l,
                    const GptForwardOptions& options, GptOutputs& out) const;
-  Value Attention(const Block& block, Value x, int64_t l,
-                  const GptForwardOptions& options, GptOutputs& out) const;
 
   Graph* graph_ = nullptr;
   std::string scope_;

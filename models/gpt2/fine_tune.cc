@@ -10,6 +10,7 @@
 #include "models/gpt/tokenizer.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/hf_checkpoint.h"
+#include "ops/dropout.h"
 
 namespace dagrad::models {
 namespace {
@@ -33,22 +34,34 @@ absl::StatusOr<TokenTextData> EncodeText(const std::string& hf_dir, const Gpt2Co
   return TokenTextData::FromTokens(tokenizer.Encode(text), seq_len, text_path);
 }
 
+// SetDropouts sets all three of the model's dropouts to p.
+absl::Status SetDropouts(double p, Gpt2Config& model) {
+  if (absl::Status valid = ValidateDropout(p); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("fine-tuning: ", valid.message()));
+  }
+  model.attn_pdrop = model.embd_pdrop = model.resid_pdrop = p;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LmTrainer>> CreateGpt2FineTuner(
-    const std::string& hf_dir, const std::string& text_path, int64_t seq_len,
-    LmTrainConfig config, std::unique_ptr<Device> device,
+    const Gpt2FineTune& tune, LmTrainConfig config, std::unique_ptr<Device> device,
     const DataParallelOptions& data_parallel) {
-  DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files files, ReadHfGpt2(hf_dir));
-  DAGRAD_ASSIGN_OR_RETURN(TokenTextData text, EncodeText(hf_dir, files.config, text_path, seq_len));
+  DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files files, ReadHfGpt2(tune.hf_dir));
+  if (tune.dropout.has_value()) {
+    DAGRAD_RETURN_IF_ERROR(SetDropouts(*tune.dropout, files.config));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(TokenTextData text, EncodeText(tune.hf_dir, files.config, tune.text_path,
+                                                         tune.seq_len));
   LmData lm = TokenTextData::ToLmData(std::make_shared<const TokenTextData>(std::move(text)),
                                       config.run.seed);
   config.initial = std::make_shared<const SafetensorsFile>(std::move(files.weights));
-  config.initial_source = hf_dir;
+  config.initial_source = tune.hf_dir;
   config.metadata["task"] = "gpt2-text";
-  config.metadata["init"] = hf_dir;
-  config.metadata["data"] = text_path;
-  config.metadata["seq_len"] = absl::StrCat(seq_len);
+  config.metadata["init"] = tune.hf_dir;
+  config.metadata["data"] = tune.text_path;
+  config.metadata["seq_len"] = absl::StrCat(tune.seq_len);
   return LmTrainer::Create(Gpt2::Builder(files.config), std::move(lm), config, std::move(device),
                            data_parallel);
 }

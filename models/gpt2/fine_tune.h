@@ -6,7 +6,10 @@
 // its weights (LmTrainConfig::initial); the text is encoded with the
 // directory's tokenizer (vocab.json, merges.txt; "<|endoftext|>" in the
 // text is the special token) and split as TokenTextData
-// (models/gpt/text_task.h) into windows of seq_len tokens. The trainer is
+// (models/gpt/text_task.h) into windows of seq_len tokens. It trains with
+// the config's dropouts (attn_pdrop, embd_pdrop, resid_pdrop; 0.1 each
+// when config.json has none, as transformers), or all three set to
+// Gpt2FineTune::dropout when given. The trainer is
 // everything an LmTrainer is: models::Fit runs it with checkpoints that
 // resume exactly, the stop signals and the non-finite policy. Its
 // SaveModel file is a gpt2 model file (metadata model=gpt2 and the
@@ -14,8 +17,10 @@
 // (models/gpt2/hf_export.h) take.
 //
 //   // setup: Gpt2Files
-//   DAGRAD_ASSIGN_OR_RETURN(auto trainer, CreateGpt2FineTuner("gpt2", "corpus.txt", 32,
-//                                                             {.run = {.batch = 4, .steps = 20}}));
+//   DAGRAD_ASSIGN_OR_RETURN(auto trainer,
+//                           CreateGpt2FineTuner({.hf_dir = "gpt2", .text_path = "corpus.txt",
+//                                                .seq_len = 32},
+//                                               {.run = {.batch = 4, .steps = 20}}));
 //   DAGRAD_ASSIGN_OR_RETURN(FitResult fit, Fit(*trainer, {.dir = "runs/tuned"}));
 //   // then WriteHfGpt2 of runs/tuned/model.safetensors
 
@@ -24,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -32,19 +38,30 @@
 
 namespace dagrad::models {
 
-// CreateGpt2FineTuner reads `hf_dir` and `text_path` and returns the
-// trainer of `config` (its `initial` and `initial_source` are set here;
+// Gpt2FineTune: what CreateGpt2FineTuner tunes, and on what.
+struct Gpt2FineTune {
+  std::string hf_dir;     // the Hugging Face GPT-2 directory
+  std::string text_path;  // the text to train on
+  int64_t seq_len = 0;    // tokens per window, in [1, n_positions]
+  // dropout: when set, the probability of all three of the model's
+  // dropouts instead of config.json's.
+  std::optional<double> dropout;
+};
+
+// CreateGpt2FineTuner reads `tune.hf_dir` and `tune.text_path` and returns
+// the trainer of `config` (its `initial` and `initial_source` are set here;
 // its metadata gain task=gpt2-text, init=hf_dir, data=text_path and
-// seq_len, so a resume with other files or windows is refused).
+// seq_len, so a resume with other files or windows is refused, and the
+// model's, with its dropouts).
 //
 // Errors: ReadHfGpt2's and Gpt2Tokenizer::LoadDirectory's, naming the file
 // and field; InvalidArgument when the tokenizer has more tokens than the
-// config's vocab_size, or seq_len is not in [1, n_positions]; ReadFile's
-// for the text; TokenTextData::FromTokens's (a text too short for a window
-// in each split, named); LmTrainer::Create's.
+// config's vocab_size, seq_len is not in [1, n_positions], or dropout is
+// outside [0, kMaxDropout] (ValidateDropout); ReadFile's for the text;
+// TokenTextData::FromTokens's (a text too short for a window in each
+// split, named); LmTrainer::Create's.
 absl::StatusOr<std::unique_ptr<LmTrainer>> CreateGpt2FineTuner(
-    const std::string& hf_dir, const std::string& text_path, int64_t seq_len,
-    LmTrainConfig config, std::unique_ptr<Device> device = CpuDevice(),
+    const Gpt2FineTune& tune, LmTrainConfig config, std::unique_ptr<Device> device = CpuDevice(),
     const DataParallelOptions& data_parallel = {});
 
 }  // namespace dagrad::models

@@ -37,6 +37,7 @@ absl::StatusOr<Gpt2::Block> Gpt2::CreateBlock(Graph& g, const Gpt2Config& c, int
   DAGRAD_ASSIGN_OR_RETURN(b.ln_2, nn::LayerNorm::Create(g, "ln_2", norm));
   b.c_fc = conv1d("mlp/c_fc", c.dim, c.mlp_width(), normal);
   b.mlp_proj = conv1d("mlp/c_proj", c.mlp_width(), c.dim, proj);
+  DAGRAD_ASSIGN_OR_RETURN(b.dropout, GptBlockDropouts::Create(g, c.resid_pdrop));
   DAGRAD_RETURN_IF_ERROR(nn::FirstError({b.c_attn.weight, b.c_attn.bias, b.attn_proj.weight,
                                          b.attn_proj.bias, b.c_fc.weight, b.c_fc.bias,
                                          b.mlp_proj.weight, b.mlp_proj.bias}));
@@ -62,6 +63,7 @@ absl::StatusOr<Gpt2> Gpt2::Create(Graph& g, const Gpt2Config& c) {
                                                              .embedding_dim = c.dim,
                                                              .init = normal,
                                                              .dtype = c.dtype}));
+    DAGRAD_ASSIGN_OR_RETURN(m.drop_, nn::Dropout::Create(g, "drop", c.embd_pdrop));
     for (int64_t l = 0; l < c.layers; ++l) {
       DAGRAD_ASSIGN_OR_RETURN(Block block, CreateBlock(g, c, l));
       m.blocks_.push_back(std::move(block));
@@ -92,11 +94,10 @@ ModelBuilder Gpt2::Builder(const Gpt2Config& config) {
 
 Value Gpt2::ApplyBlock(const Block& b, Value x, int64_t l, const GptForwardOptions& options,
                        GptOutputs& out) const {
-  Graph::ScopePathGuard in_scope(
-      *graph_, absl::StrCat(scope_.empty() ? "" : scope_ + "/", "transformer/h/", l));
-  const CausalAttentionOptions attention = {.heads = config_.heads, .path = config_.attention};
-  x = x + b.attn_proj(CausalSelfAttention(b.c_attn(b.ln_1(x)), l, attention, options, out));
-  return x + b.mlp_proj(nn::Activate(b.c_fc(b.ln_2(x)), activation_));
+  Graph::ScopePathGuard in_scope(*graph_, GptBlockScope(scope_, l));
+  const CausalAttentionOptions attention = {
+      .heads = config_.heads, .dropout = config_.attn_pdrop, .path = config_.attention};
+  return ApplyGptBlock(b, x, l, attention, activation_, options, out);
 }
 
 absl::Status Gpt2::CheckInputs(Value tokens, absl::Span<nn::KvCache> cache) const {
@@ -121,7 +122,7 @@ GptOutputs Gpt2::Forward(Value tokens, const GptForwardOptions& options) const {
   const Value positions = options.positions.is_null()
                               ? Arange(g, 0, tokens.dim(1), 1, DType::kInt64)
                               : options.positions;
-  Value x = wte_(tokens) + wpe_(positions);
+  Value x = drop_(wte_(tokens) + wpe_(positions));
   GptOutputs out;
   for (size_t l = 0; l < blocks_.size(); ++l) {
     x = ApplyBlock(blocks_[l], x, static_cast<int64_t>(l), options, out);

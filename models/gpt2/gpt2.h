@@ -5,17 +5,23 @@
 // directory (models/gpt2/hf_checkpoint.h) loads as it is stored and
 // dagrad's checkpoints and gradients carry HF's names.
 //
-//   x = wte(tokens) + wpe(positions)                 positions 0..T-1 by default
-//   L x pre-norm block:
-//     x = x + attn.c_proj(causal_attention(attn.c_attn(ln_1(x))))
-//     x = x + mlp.c_proj(act(mlp.c_fc(ln_2(x))))    act: gelu_new (tanh GELU)
+//   x = drop(wte(tokens) + wpe(positions))           positions 0..T-1 by default
+//   L x pre-norm block (ApplyGptBlock, models/gpt/gpt.h):
+//     x = x + attn.resid_dropout(attn.c_proj(causal_attention(attn.c_attn(ln_1(x)))))
+//     x = x + mlp.dropout(mlp.c_proj(act(mlp.c_fc(ln_2(x)))))   act: gelu_new (tanh GELU)
 //   logits = ln_f(x) · wte.weightᵀ                   the head is TIED to wte
 //
 // The projections are HF's Conv1D: y = x·W + b with W stored (in, out) and
 // multiplied as stored (no transposed copy). c_attn's output packs q, k
 // and v along its last axis, H heads of Dh = E / H each, as
-// CausalSelfAttention (models/gpt/gpt.h) reads it. Dropout is not applied
-// (HF's evaluation and generation).
+// CausalSelfAttention (models/gpt/gpt.h) reads it.
+//
+// The dropouts are GPT2Model's, at its places: drop is embd_pdrop,
+// causal_attention drops its weights with attn_pdrop (attn.attn_dropout),
+// and resid_dropout and mlp.dropout are resid_pdrop (Gpt2Config). They act
+// only in training runs (RunOptions::training), as in transformers' train
+// mode; evaluation and generation run without them (HF's eval mode). A
+// dropout of 0 builds no op.
 //
 // Parameter names, in HF's state_dict order (E n_embd, F the MLP width):
 //   transformer.wte.weight (vocab, E), transformer.wpe.weight (n_positions, E),
@@ -93,6 +99,7 @@ class Gpt2 : public LanguageModel {
   struct Block {
     nn::LayerNorm ln_1, ln_2;
     Conv1D c_attn, attn_proj, c_fc, mlp_proj;
+    GptBlockDropouts dropout;  // resid_pdrop; the weights' is CausalSelfAttention's
   };
   static absl::StatusOr<Block> CreateBlock(Graph& g, const Gpt2Config& c, int64_t l);
   Value ApplyBlock(const Block& block, Value x, int64_t l, const GptForwardOptions& options,
@@ -104,6 +111,7 @@ class Gpt2 : public LanguageModel {
   Gpt2Config config_;
   nn::Activation activation_ = nn::Activation::kGeluTanh;
   nn::Embedding wte_, wpe_;
+  nn::Dropout drop_;  // embd_pdrop
   std::vector<Block> blocks_;
   nn::LayerNorm ln_f_;
   nn::Linear lm_head_;

@@ -11,6 +11,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/nn/module.h"
 #include "nlohmann/json.hpp"
+#include "ops/dropout.h"
 
 namespace dagrad::models {
 namespace {
@@ -41,6 +42,13 @@ constexpr std::array<IntegerField, 5> kIntegerFields = {{{"vocab_size", &Gpt2Con
                                                          {"n_embd", &Gpt2Config::dim},
                                                          {"n_head", &Gpt2Config::heads},
                                                          {"n_layer", &Gpt2Config::layers}}};
+
+// The dropout fields of config.json and where they go.
+using DropoutField = std::pair<const char*, double Gpt2Config::*>;
+constexpr std::array<DropoutField, 3> kDropoutFields = {
+    {{"attn_pdrop", &Gpt2Config::attn_pdrop},
+     {"embd_pdrop", &Gpt2Config::embd_pdrop},
+     {"resid_pdrop", &Gpt2Config::resid_pdrop}}};
 
 absl::Status ReadInteger(const json& j, absl::string_view path, const char* field,
                          int64_t& out) {
@@ -97,8 +105,35 @@ absl::Status ReadOptional(const json& j, absl::string_view path, Gpt2Config& c) 
   return absl::OkStatus();
 }
 
+// ReadDropouts reads the dropout fields that are present; the others keep
+// GPT2Config's default.
+absl::Status ReadDropouts(const json& j, absl::string_view path, Gpt2Config& c) {
+  for (const auto& [field, member] : kDropoutFields) {
+    auto it = j.find(field);
+    if (it == j.end()) continue;
+    if (!it->is_number()) {
+      return FieldError(path, field, absl::StrCat("is not a number: ", Shown(*it)));
+    }
+    c.*member = it->get<double>();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MetadataError(absl::string_view key, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("checkpoint metadata: '", key, "' ", what));
+}
+
+// DropoutsFromMetadata reads the dropout keys, 0 for each one absent (a
+// file written before Gpt2 had dropouts, whose model trained without).
+absl::Status DropoutsFromMetadata(const std::map<std::string, std::string>& m, Gpt2Config& c) {
+  for (const auto& [key, member] : kDropoutFields) {
+    c.*member = 0.0;
+    auto it = m.find(key);
+    if (it != m.end() && !absl::SimpleAtod(it->second, &(c.*member))) {
+      return MetadataError(key, absl::StrCat("is not a number: '", it->second, "'"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -133,6 +168,11 @@ absl::Status Gpt2Config::Validate() const {
     return FieldError("gpt2 config", "layer_norm_epsilon",
                       absl::StrCat("must be a finite number > 0, got ", layer_norm_epsilon));
   }
+  for (const auto& [field, member] : kDropoutFields) {
+    if (absl::Status p = ValidateDropout(this->*member); !p.ok()) {
+      return FieldError("gpt2 config", field, absl::StrCat("is out of range: ", p.message()));
+    }
+  }
   if (!IsFloating(dtype)) {
     return absl::InvalidArgumentError(
         absl::StrCat("gpt2 config: dtype must be float32 or float64, got ", DTypeName(dtype)));
@@ -156,6 +196,7 @@ absl::StatusOr<Gpt2Config> ParseHfGpt2Config(absl::string_view text, absl::strin
     DAGRAD_RETURN_IF_ERROR(ReadInteger(j, path, field, c.*member));
   }
   DAGRAD_RETURN_IF_ERROR(ReadOptional(j, path, c));
+  DAGRAD_RETURN_IF_ERROR(ReadDropouts(j, path, c));
   if (absl::Status valid = c.Validate(); !valid.ok()) {
     // "gpt2 config: ..." becomes "<path>: ...".
     return absl::InvalidArgumentError(
@@ -165,15 +206,17 @@ absl::StatusOr<Gpt2Config> ParseHfGpt2Config(absl::string_view text, absl::strin
 }
 
 std::map<std::string, std::string> Gpt2Config::ToMetadata() const {
-  return {{"model", "gpt2"},
-          {"vocab_size", absl::StrCat(vocab)},
-          {"n_positions", absl::StrCat(positions)},
-          {"n_embd", absl::StrCat(dim)},
-          {"n_head", absl::StrCat(heads)},
-          {"n_layer", absl::StrCat(layers)},
-          {"n_inner", absl::StrCat(inner)},
-          {"layer_norm_epsilon", absl::StrCat(layer_norm_epsilon)},
-          {"activation_function", activation}};
+  std::map<std::string, std::string> m = {{"model", "gpt2"},
+                                          {"vocab_size", absl::StrCat(vocab)},
+                                          {"n_positions", absl::StrCat(positions)},
+                                          {"n_embd", absl::StrCat(dim)},
+                                          {"n_head", absl::StrCat(heads)},
+                                          {"n_layer", absl::StrCat(layers)},
+                                          {"n_inner", absl::StrCat(inner)},
+                                          {"layer_norm_epsilon", absl::StrCat(layer_norm_epsilon)},
+                                          {"activation_function", activation}};
+  for (const auto& [field, member] : kDropoutFields) m[field] = absl::StrCat(this->*member);
+  return m;
 }
 
 absl::StatusOr<Gpt2Config> Gpt2Config::FromMetadata(const std::map<std::string, std::string>& m) {
@@ -200,6 +243,7 @@ absl::StatusOr<Gpt2Config> Gpt2Config::FromMetadata(const std::map<std::string, 
   auto activation = m.find("activation_function");
   if (activation == m.end()) return MetadataError("activation_function", "is missing");
   c.activation = activation->second;
+  DAGRAD_RETURN_IF_ERROR(DropoutsFromMetadata(m, c));
   DAGRAD_RETURN_IF_ERROR(c.Validate());
   return c;
 }

@@ -73,7 +73,9 @@ std::string HfGpt2ConfigJson(const Gpt2Config& config, int64_t end_of_text) {
   j["n_inner"] = config.inner > 0 ? json(config.inner) : json(nullptr);
   j["activation_function"] = config.activation;
   j["layer_norm_epsilon"] = config.layer_norm_epsilon;
-  for (const char* dropout : {"attn_pdrop", "embd_pdrop", "resid_pdrop"}) j[dropout] = 0.0;
+  j["attn_pdrop"] = config.attn_pdrop;
+  j["embd_pdrop"] = config.embd_pdrop;
+  j["resid_pdrop"] = config.resid_pdrop;
   const json id = end_of_text >= 0 ? json(end_of_text) : json(nullptr);
   j["bos_token_id"] = id;
   j["eos_token_id"] = id;

@@ -29,9 +29,11 @@ namespace dagrad::models {
 
 // HfGpt2ConfigJson returns config.json's text for `config`: its sizes and
 // options under GPT2Config's names, model_type gpt2, architectures
-// ["GPT2LMHeadModel"], n_inner null for 4 n_embd, dropouts 0.0 (dagrad's
-// Gpt2 trains without dropout, so a further fine-tune in transformers
-// starts where dagrad's stopped), tie_word_embeddings true, and
+// ["GPT2LMHeadModel"], n_inner null for 4 n_embd, the config's dropouts
+// (attn_pdrop, embd_pdrop, resid_pdrop: those dagrad trained with, so a
+// further fine-tune in transformers goes on as dagrad's did; a model file
+// written before Gpt2 had dropouts reads as 0.0 each), tie_word_embeddings
+// true, and
 // bos_token_id = eos_token_id = `end_of_text` (null when it is < 0: a
 // vocabulary without "<|endoftext|>").
 std::string HfGpt2ConfigJson(const Gpt2Config& config, int64_t end_of_text);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,51 @@ TEST(CliGpt2, FineTunedThenExportedGivesTheCheckpointsLogits) {
   for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
     EXPECT_TRUE(ReadFile(dir + "/hf/" + name).ok()) << name;
   }
+}
+
+// --init=DIR trains with config.json's dropouts unless --dropout is given,
+// even at the flag's default 0.1, which then sets all three; the export
+// writes the ones it trained with.
+TEST(CliGpt2, FineTuningTakesTheConfigsDropoutsOrTheFlagsForAllThree) {
+  const std::string dir = FreshDir("cli_gpt2_dropout");
+  WriteCorpusAndInput(dir);
+  const std::string hf = dir + "/hf_in";
+  std::filesystem::create_directories(hf);
+  for (const char* file : {"model.safetensors", "vocab.json", "merges.txt"}) {
+    std::filesystem::copy_file(kDir + "/" + file, hf + "/" + file);
+  }
+  nlohmann::json config = nlohmann::json::parse(ReadFile(kDir + "/config.json").value());
+  config.update({{"attn_pdrop", 0.05}, {"embd_pdrop", 0.2}, {"resid_pdrop", 0.3}});
+  ASSERT_OK(WriteFileAtomically(hf + "/config.json", config.dump()));
+  auto tune = [&](const std::string& flags, const std::string& out) {
+    return RunDagrad(absl::StrCat("train --task=text --init=", hf, " --data=", dir,
+                                  "/corpus.txt --steps=2 --eval_every=2 --batch=2 --seq_len=16 ",
+                                  flags, " --out=", dir, "/", out));
+  };
+  auto dropouts = [&](const std::string& out) {
+    absl::StatusOr<SafetensorsFile> model = ReadSafetensors(dir + "/" + out + "/model.safetensors");
+    EXPECT_TRUE(model.ok()) << model.status();
+    if (!model.ok()) return std::vector<std::string>();
+    return std::vector<std::string>{model->metadata["attn_pdrop"], model->metadata["embd_pdrop"],
+                                    model->metadata["resid_pdrop"]};
+  };
+  CliResult r = tune("", "from_config");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(dropouts("from_config"), (std::vector<std::string>{"0.05", "0.2", "0.3"}));
+  r = tune("--dropout=0.1", "given");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(dropouts("given"), (std::vector<std::string>{"0.1", "0.1", "0.1"}));
+  r = RunDagrad(absl::StrCat("export --format=hf --checkpoint=", dir,
+                             "/from_config/model.safetensors --out=", dir, "/hf_out"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json exported =
+      nlohmann::json::parse(ReadFile(dir + "/hf_out/config.json").value());
+  EXPECT_EQ(exported["attn_pdrop"], 0.05);
+  EXPECT_EQ(exported["embd_pdrop"], 0.2);
+  EXPECT_EQ(exported["resid_pdrop"], 0.3);
+  r = tune("--dropout=1.5", "refused");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("dropout must be in [0, 1), got p = 1.5"));
 }
 
 TEST(CliGpt2, FineTuningAndExportRefuseWhatDoesNotFit) {

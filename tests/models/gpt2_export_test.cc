@@ -63,6 +63,9 @@ TEST(Gpt2Export, ReadsBackWithTheSameConfigAndEveryTensorBitForBit) {
   EXPECT_EQ(back.config.inner, original.config.inner);
   EXPECT_EQ(back.config.layer_norm_epsilon, original.config.layer_norm_epsilon);
   EXPECT_EQ(back.config.activation, original.config.activation);
+  EXPECT_EQ(back.config.attn_pdrop, original.config.attn_pdrop);
+  EXPECT_EQ(back.config.embd_pdrop, original.config.embd_pdrop);
+  EXPECT_EQ(back.config.resid_pdrop, original.config.resid_pdrop);
   EXPECT_EQ(back.weights.metadata, original.weights.metadata);
 }
 
@@ -101,6 +104,27 @@ TEST(Gpt2Export, ConfigJsonHasTransformersKeysAndValues) {
     }
   }
   EXPECT_EQ(got.size(), want.size() - 1);
+}
+
+// config.json's dropouts are the model file's (what dagrad trained with),
+// and read back as they were written.
+TEST(Gpt2Export, ConfigJsonHasTheModelsDropouts) {
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  Gpt2Config tuned = files.config;
+  tuned.attn_pdrop = 0.05;
+  tuned.embd_pdrop = 0.2;
+  tuned.resid_pdrop = 0.3;
+  files.weights.metadata = tuned.ToMetadata();
+  const std::string out = FreshDir("dropouts") + "/hf";
+  ASSERT_OK(WriteHfGpt2(files.weights, "tuned.safetensors", kTiny, out));
+  const json got = ReadJson(out + "/config.json");
+  EXPECT_EQ(got["attn_pdrop"], 0.05);
+  EXPECT_EQ(got["embd_pdrop"], 0.2);
+  EXPECT_EQ(got["resid_pdrop"], 0.3);
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files back, ReadHfGpt2(out));
+  EXPECT_EQ(back.config.attn_pdrop, 0.05);
+  EXPECT_EQ(back.config.embd_pdrop, 0.2);
+  EXPECT_EQ(back.config.resid_pdrop, 0.3);
 }
 
 TEST(Gpt2Export, CopiesTheTokenizerFiles) {

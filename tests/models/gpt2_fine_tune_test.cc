@@ -2,7 +2,8 @@
 // transformers wrote (tests/data/hf_gpt2_tiny) and a small English text:
 // it starts from the directory's weights (its first evaluation is
 // EvaluateModel's of those weights on the same windows), lowers the
-// validation loss, resumes exactly through Fit, and its saved model
+// validation loss, trains with config.json's dropouts or the one given,
+// resumes exactly through Fit (dropout masks included), and its saved model
 // exports with WriteHfGpt2 to a directory of the same logits. Also
 // TokenTextData's windows, hand-worked, and LmTrainConfig::initial's
 // refusal of weights that do not fit.
@@ -11,6 +12,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/hf_checkpoint.h"
 #include "models/gpt2/hf_export.h"
+#include "nlohmann/json.hpp"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
 
@@ -45,6 +49,11 @@ std::string TextFile(const std::string& name) {
   const std::string path = FreshDir(name) + "/text.txt";
   EXPECT_TRUE(WriteFileAtomically(path, text).ok());
   return path;
+}
+
+// Tune: the fixture tuned on `text` in windows of seq_len.
+Gpt2FineTune Tune(const std::string& text, int64_t seq_len) {
+  return {.hf_dir = kTiny, .text_path = text, .seq_len = seq_len};
 }
 
 LmTrainConfig Config(int64_t steps) {
@@ -93,7 +102,7 @@ TEST(TokenTextData, RefusesTooFewTokensAndNegativeIds) {
 // on the same windows: the weights were loaded, not drawn.
 TEST(Gpt2FineTune, StartsFromTheDirectorysWeights) {
   const std::string text = TextFile("start");
-  ASSERT_OK_AND_ASSIGN(auto trainer, CreateGpt2FineTuner(kTiny, text, kSeqLen, Config(4)));
+  ASSERT_OK_AND_ASSIGN(auto trainer, CreateGpt2FineTuner(Tune(text, kSeqLen), Config(4)));
   ASSERT_OK_AND_ASSIGN(EvalResult before, trainer->Evaluate());
 
   ASSERT_OK_AND_ASSIGN(Gpt2Tokenizer tokenizer, Gpt2Tokenizer::LoadDirectory(kTiny));
@@ -111,7 +120,7 @@ TEST(Gpt2FineTune, StartsFromTheDirectorysWeights) {
 
 TEST(Gpt2FineTune, AFewStepsLowerTheValidationLoss) {
   ASSERT_OK_AND_ASSIGN(auto trainer,
-                       CreateGpt2FineTuner(kTiny, TextFile("lower"), kSeqLen, Config(8)));
+                       CreateGpt2FineTuner(Tune(TextFile("lower"), kSeqLen), Config(8)));
   ASSERT_OK_AND_ASSIGN(EvalResult before, trainer->Evaluate());
   for (int i = 0; i < 8; ++i) ASSERT_OK(trainer->Step().status());
   ASSERT_OK_AND_ASSIGN(EvalResult after, trainer->Evaluate());
@@ -119,16 +128,17 @@ TEST(Gpt2FineTune, AFewStepsLowerTheValidationLoss) {
 }
 
 // Stopped after step 3 and resumed by Fit, the run ends with the
-// parameters of the run that was never stopped.
+// parameters of the run that was never stopped, its dropout masks too.
 TEST(Gpt2FineTune, ResumeThroughFitEqualsTheUninterruptedRun) {
-  const std::string text = TextFile("resume");
-  ASSERT_OK_AND_ASSIGN(auto whole, CreateGpt2FineTuner(kTiny, text, kSeqLen, Config(6)));
+  Gpt2FineTune tune = Tune(TextFile("resume"), kSeqLen);
+  tune.dropout = 0.1;
+  ASSERT_OK_AND_ASSIGN(auto whole, CreateGpt2FineTuner(tune, Config(6)));
   ASSERT_OK_AND_ASSIGN(FitResult a, Fit(*whole, {.dir = FreshDir("whole"), .eval_every = 3}));
   const std::string dir = FreshDir("stopped");
-  ASSERT_OK_AND_ASSIGN(auto first, CreateGpt2FineTuner(kTiny, text, kSeqLen, Config(6)));
+  ASSERT_OK_AND_ASSIGN(auto first, CreateGpt2FineTuner(tune, Config(6)));
   ASSERT_OK_AND_ASSIGN(FitResult s, Fit(*first, {.dir = dir, .eval_every = 3, .stop_after = 3}));
   EXPECT_EQ(s.end, FitEnd::kStopAfter);
-  ASSERT_OK_AND_ASSIGN(auto second, CreateGpt2FineTuner(kTiny, text, kSeqLen, Config(6)));
+  ASSERT_OK_AND_ASSIGN(auto second, CreateGpt2FineTuner(tune, Config(6)));
   ASSERT_OK_AND_ASSIGN(FitResult b, Fit(*second, {.dir = dir, .eval_every = 3, .resume = true}));
   EXPECT_EQ(b.end, FitEnd::kComplete);
   EXPECT_EQ(b.final_eval.loss, a.final_eval.loss);
@@ -144,7 +154,7 @@ TEST(Gpt2FineTune, ResumeThroughFitEqualsTheUninterruptedRun) {
 // directory WriteHfGpt2 makes of it gives the saved model's logits.
 TEST(Gpt2FineTune, SavedModelExportsToADirectoryOfTheSameLogits) {
   const std::string text = TextFile("export");
-  ASSERT_OK_AND_ASSIGN(auto trainer, CreateGpt2FineTuner(kTiny, text, kSeqLen, Config(3)));
+  ASSERT_OK_AND_ASSIGN(auto trainer, CreateGpt2FineTuner(Tune(text, kSeqLen), Config(3)));
   for (int i = 0; i < 3; ++i) ASSERT_OK(trainer->Step().status());
   const std::string dir = FreshDir("export_out");
   const std::string saved = dir + "/model.safetensors";
@@ -163,6 +173,58 @@ TEST(Gpt2FineTune, SavedModelExportsToADirectoryOfTheSameLogits) {
   ASSERT_OK_AND_ASSIGN(HfGpt2Files original, ReadHfGpt2(kTiny));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile c, EvaluateModel(original.weights, kTiny, in, "in"));
   EXPECT_FALSE(SameBits(*b.Find("logits"), *c.Find("logits")));  // it was tuned
+}
+
+// WithDropouts: a copy of the fixture whose config.json has the dropouts
+// 0.05 (attn), 0.2 (embd) and 0.3 (resid).
+std::string WithDropouts() {
+  const std::string dir = FreshDir("with_dropouts");
+  for (const char* file : {"model.safetensors", "vocab.json", "merges.txt"}) {
+    std::filesystem::copy_file(kTiny + "/" + file, dir + "/" + file);
+  }
+  nlohmann::json config = nlohmann::json::parse(ReadFile(kTiny + "/config.json").value());
+  config.update({{"attn_pdrop", 0.05}, {"embd_pdrop", 0.2}, {"resid_pdrop", 0.3}});
+  EXPECT_TRUE(WriteFileAtomically(dir + "/config.json", config.dump()).ok());
+  return dir;
+}
+
+// SavedDropouts: the dropouts in the metadata of the trainer's model file.
+std::vector<std::string> SavedDropouts(LmTrainer& trainer) {
+  const std::string path = FreshDir("saved_dropouts") + "/model.safetensors";
+  EXPECT_TRUE(trainer.SaveModel(path).ok());
+  absl::StatusOr<SafetensorsFile> saved = ReadCheckpoint(path);
+  if (!saved.ok()) return {};
+  std::vector<std::string> values;
+  for (const char* key : {"attn_pdrop", "embd_pdrop", "resid_pdrop"}) {
+    values.push_back(saved->metadata[key]);
+  }
+  return values;
+}
+
+// The model trains with config.json's dropouts, or all three the one
+// given, which acts: one step with it moves the weights elsewhere.
+TEST(Gpt2FineTune, TrainsWithTheConfigsDropoutsOrTheOneGiven) {
+  Gpt2FineTune tune = Tune(TextFile("dropouts"), kSeqLen);
+  tune.hf_dir = WithDropouts();
+  ASSERT_OK_AND_ASSIGN(auto from_config, CreateGpt2FineTuner(tune, Config(1)));
+  EXPECT_EQ(SavedDropouts(*from_config), (std::vector<std::string>{"0.05", "0.2", "0.3"}));
+  tune.dropout = 0.25;
+  ASSERT_OK_AND_ASSIGN(auto given, CreateGpt2FineTuner(tune, Config(1)));
+  EXPECT_EQ(SavedDropouts(*given), (std::vector<std::string>{"0.25", "0.25", "0.25"}));
+  tune.dropout = 1.5;
+  EXPECT_STATUS(CreateGpt2FineTuner(tune, Config(1)).status(), absl::StatusCode::kInvalidArgument,
+                "fine-tuning: dropout must be in [0, 1), got p = 1.5");
+
+  tune.hf_dir = kTiny;  // no dropout
+  tune.dropout = std::nullopt;
+  ASSERT_OK_AND_ASSIGN(auto plain, CreateGpt2FineTuner(tune, Config(1)));
+  tune.dropout = 0.3;
+  ASSERT_OK_AND_ASSIGN(auto dropped, CreateGpt2FineTuner(tune, Config(1)));
+  ASSERT_OK(plain->Step().status());
+  ASSERT_OK(dropped->Step().status());
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile a, plain->Weights());
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile b, dropped->Weights());
+  EXPECT_FALSE(SameBits(*a.Find("transformer.wte.weight"), *b.Find("transformer.wte.weight")));
 }
 
 TEST(Gpt2FineTune, RefusesInitialWeightsThatDoNotFitNamingTheTensor) {
@@ -185,11 +247,11 @@ TEST(Gpt2FineTune, RefusesInitialWeightsThatDoNotFitNamingTheTensor) {
 
 TEST(Gpt2FineTune, RefusesWindowsLongerThanThePositionsAndAShortText) {
   const std::string text = TextFile("errors");
-  EXPECT_STATUS(CreateGpt2FineTuner(kTiny, text, 65, Config(1)).status(),
+  EXPECT_STATUS(CreateGpt2FineTuner(Tune(text, 65), Config(1)).status(),
                 absl::StatusCode::kInvalidArgument, "seq_len must be in [1, 64]");
   const std::string short_text = FreshDir("short") + "/short.txt";
   ASSERT_OK(WriteFileAtomically(short_text, "Too short."));
-  EXPECT_STATUS(CreateGpt2FineTuner(kTiny, short_text, kSeqLen, Config(1)).status(),
+  EXPECT_STATUS(CreateGpt2FineTuner(Tune(short_text, kSeqLen), Config(1)).status(),
                 absl::StatusCode::kInvalidArgument, short_text + ": only");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <new>
+#include <set>
 
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
@@ -11,10 +12,22 @@
 #include "absl/strings/string_view.h"
 
 namespace dagrad::cli {
+namespace {
+
+// The flags the last ParseFlags set.
+std::set<std::string>& GivenFlags() {
+  static auto* given = new std::set<std::string>();
+  return *given;
+}
+
+}  // namespace
+
+bool FlagGiven(absl::string_view name) { return GivenFlags().count(std::string(name)) > 0; }
 
 absl::Status ParseFlags(const Command& command, int argc, char** argv, int first,
                         bool* help) {
   *help = false;
+  GivenFlags().clear();
   for (int i = first; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h" || arg == "--helpfull") {
@@ -44,6 +57,7 @@ absl::Status ParseFlags(const Command& command, int argc, char** argv, int first
           if (flag != nullptr && flag->IsOfType<bool>()) {
             std::string error;
             flag->ParseFrom("false", &error);
+            GivenFlags().insert(positive);
             continue;
           }
         }
@@ -62,6 +76,7 @@ absl::Status ParseFlags(const Command& command, int argc, char** argv, int first
       return absl::InvalidArgumentError(
           absl::StrCat("flag --", name, "='", value, "': ", error));
     }
+    GivenFlags().insert(name);
   }
   return absl::OkStatus();
 }

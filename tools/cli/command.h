@@ -47,6 +47,13 @@ Command TokenizeCommand();
 absl::Status ParseFlags(const Command& command, int argc, char** argv, int first,
                         bool* help);
 
+// FlagGiven returns whether the last ParseFlags set flag `name` from the
+// command line, to any value, its default included: for a flag whose
+// absence means more than its default (--dropout of a fine-tune: without
+// it, config.json's dropouts), where "value != default" would miss
+// --dropout=0.1.
+bool FlagGiven(absl::string_view name);
+
 // RefuseFlagsNotFor returns InvalidArgument naming the first of `names`
 // whose value is not its default, "--vocab applies to <applies_to> only",
 // then `why`: a flag the run would ignore.

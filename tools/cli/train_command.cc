@@ -37,7 +37,9 @@ ABSL_FLAG(int64_t, dim, 128, "model width E");
 ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
 ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
 ABSL_FLAG(int64_t, ffn, 512, "toy tasks: feed-forward width F (the GPT's is 4 x dim)");
-ABSL_FLAG(double, dropout, 0.1, "dropout probability in [0, 1 - 2^-10]");
+ABSL_FLAG(double, dropout, 0.1,
+          "dropout probability in [0, 1 - 2^-10]; with --init=DIR (a GPT-2 directory), not "
+          "given: its config.json's attn_pdrop, embd_pdrop and resid_pdrop, given: all three");
 ABSL_FLAG(double, bucket_mb, 4,
           "under mpirun: MiB of gradients per all-reduce bucket (> 0), each summed as soon as "
           "backward has produced it");

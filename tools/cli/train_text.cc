@@ -13,12 +13,15 @@
 // weights (models::StartFromModelFile). With --init=DIR it fine-tunes a
 // Hugging Face GPT-2 directory instead (models/gpt2/fine_tune.h) and writes
 // the same files but attention.svg, its model.safetensors a gpt2 model file
-// (`dagrad eval`, `dagrad generate`, `dagrad export --format=hf`).
+// (`dagrad eval`, `dagrad generate`, `dagrad export --format=hf`); its
+// dropouts are config.json's attn_pdrop, embd_pdrop and resid_pdrop, or
+// all three --dropout when that flag is given.
 
 #include "tools/cli/train_run.h"
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -81,13 +84,19 @@ absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const models::RunConfig&
 int RunFineTune(const Command& cmd, const models::RunConfig& run,
                 const DataParallelOptions& parallel, Job& job) {
   const std::string init = absl::GetFlag(FLAGS_init), data = absl::GetFlag(FLAGS_data);
-  absl::Status usage = RefuseFlagsNotFor({"dim", "heads", "layers", "dropout", "vocab", "min_len",
-                                          "ffn"}, "a new model", "--init's model is its config's");
+  absl::Status usage = RefuseFlagsNotFor({"dim", "heads", "layers", "vocab", "min_len", "ffn"},
+                                         "a new model", "--init's model is its config's");
   if (usage.ok() && data.empty()) usage = absl::InvalidArgumentError("--init needs --data=FILE");
   if (!usage.ok()) return Failure(cmd, usage);
   absl::StatusOr<models::Gpt2Config> hf = models::ReadHfGpt2Config(init);
   if (!hf.ok()) return Failure(cmd, hf.status());
   const models::LmTrainConfig config{.run = run, .eval_windows = absl::GetFlag(FLAGS_eval_windows)};
+  // config.json's dropouts, unless --dropout is given (even at its default).
+  const models::Gpt2FineTune tune = {
+      .hf_dir = init,
+      .text_path = data,
+      .seq_len = absl::GetFlag(FLAGS_seq_len),
+      .dropout = FlagGiven("dropout") ? std::optional(absl::GetFlag(FLAGS_dropout)) : std::nullopt};
   TrainingRun training{
       .steps = run.steps,
       .default_out = "runs/text",
@@ -95,8 +104,7 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
         if (job.writer()) std::cout << "task text: fine-tuning " << init << " on " << data << "\n";
-        return models::CreateGpt2FineTuner(init, data, absl::GetFlag(FLAGS_seq_len), config,
-                                           std::move(device), parallel);
+        return models::CreateGpt2FineTuner(tune, config, std::move(device), parallel);
       }};
   return RunTraining(cmd, training, job);
 }
