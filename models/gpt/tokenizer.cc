@@ -40,13 +40,20 @@ absl::StatusOr<Gpt2Tokenizer> Gpt2Tokenizer::Load(const std::string& vocab_path,
                                                   const std::string& merges_path) {
   DAGRAD_ASSIGN_OR_RETURN(const std::string vocab_json, ReadFile(vocab_path));
   DAGRAD_ASSIGN_OR_RETURN(const std::string merges_text, ReadFile(merges_path));
-  DAGRAD_ASSIGN_OR_RETURN(const Gpt2Vocabulary vocab, ReadGpt2Vocabulary(vocab_path, vocab_json));
+  return Parse(vocab_json, merges_text, vocab_path, merges_path);
+}
+
+absl::StatusOr<Gpt2Tokenizer> Gpt2Tokenizer::Parse(absl::string_view vocab_json,
+                                                   absl::string_view merges_text,
+                                                   const std::string& vocab_name,
+                                                   const std::string& merges_name) {
+  DAGRAD_ASSIGN_OR_RETURN(const Gpt2Vocabulary vocab, ReadGpt2Vocabulary(vocab_name, vocab_json));
   Gpt2Tokenizer t;
   t.token_bytes_ = vocab.token_bytes;
   t.byte_ids_ = vocab.byte_ids;
   t.end_of_text_ = vocab.end_of_text;
   DAGRAD_ASSIGN_OR_RETURN(const std::vector<Gpt2Merge> merges,
-                          ReadGpt2Merges(merges_path, merges_text, vocab));
+                          ReadGpt2Merges(merges_name, merges_text, vocab));
   t.merges_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const Gpt2Merge& m = merges[rank];

@@ -52,6 +52,17 @@ class Gpt2Tokenizer {
   static absl::StatusOr<Gpt2Tokenizer> Load(const std::string& vocab_path,
                                             const std::string& merges_path);
 
+  // Parse is Load of the files' contents, `vocab_json` and `merges_text`,
+  // which messages name `vocab_name` and `merges_name`.
+  //   // setup: Gpt2Files
+  //   DAGRAD_ASSIGN_OR_RETURN(std::string vocab, ReadFile("gpt2/vocab.json"));
+  //   DAGRAD_ASSIGN_OR_RETURN(std::string merges, ReadFile("gpt2/merges.txt"));
+  //   DAGRAD_ASSIGN_OR_RETURN(Gpt2Tokenizer t, Gpt2Tokenizer::Parse(vocab, merges, "v", "m"));
+  static absl::StatusOr<Gpt2Tokenizer> Parse(absl::string_view vocab_json,
+                                             absl::string_view merges_text,
+                                             const std::string& vocab_name,
+                                             const std::string& merges_name);
+
   // LoadDirectory is Load(dir/vocab.json, dir/merges.txt).
   static absl::StatusOr<Gpt2Tokenizer> LoadDirectory(const std::string& dir);
 

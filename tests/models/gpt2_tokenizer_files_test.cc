@@ -126,5 +126,21 @@ TEST(Gpt2TokenizerFiles, MergesWithoutVersionLineOrLastNewlineRead) {
   EXPECT_EQ(b.Encode("Hello world"), want);
 }
 
+// Parse reads the files' contents as Load reads the files, and its
+// messages name the files as the caller names them.
+TEST(Gpt2TokenizerFiles, ParseReadsContentsNamingThemAsTold) {
+  ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer t, Gpt2Tokenizer::Parse(Fixture("vocab.json"),
+                                                                   Fixture("merges.txt"),
+                                                                   "in/v.json", "in/m.txt"));
+  EXPECT_EQ(t.vocab_size(), 512);
+  EXPECT_EQ(t.end_of_text(), 0);
+  const std::vector<int64_t> want = {40, 325, 360, 283, 268, 76, 68, 0};
+  EXPECT_EQ(t.Encode("Hello world<|endoftext|>"), want);
+  ExpectRefused(Gpt2Tokenizer::Parse("{}", "", "in/v.json", "in/m.txt"), "in/v.json: ",
+                "byte 0x00 has no token");
+  ExpectRefused(Gpt2Tokenizer::Parse(Fixture("vocab.json"), "q q", "in/v.json", "in/m.txt"),
+                "in/m.txt line 1: ", "the merged token 'qq' is not in the vocabulary");
+}
+
 }  // namespace
 }  // namespace dagrad::models
