@@ -4,6 +4,7 @@
 
 #include "ops/write_at.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -43,12 +44,9 @@ absl::Status WriteAtCheck(const KernelContext& ctx) {
   if (!ctx.has(2)) return absl::OkStatus();  // computed on the device: the kernel checks
   const int64_t axis = ctx.attrs().GetInt("axis");
   const int64_t start = *ctx.in(2).as<int64_t>();
-  const int64_t room = ctx.in(0).dim(axis) - ctx.in(1).dim(axis);
-  if (start < 0 || start > room) {
-    return absl::InvalidArgumentError(absl::StrCat("start ", start, " is outside [0, ", room,
-                                                   "]: writing ", ctx.in(1).dim(axis),
-                                                   " along axis ", axis, " of ",
-                                                   ctx.in(0).shape->ToString()));
+  if (start < 0 || start > ctx.in(0).dim(axis) - ctx.in(1).dim(axis)) {
+    return absl::InvalidArgumentError(
+        WriteAtStartMessage(start, *ctx.in(0).shape, *ctx.in(1).shape, axis));
   }
   return absl::OkStatus();
 }
@@ -84,6 +82,21 @@ WriteAtRows WriteAtLayout(const Shape& target, const Shape& value, DType dtype, 
   for (int d = 0; d < axis; ++d) w.outer *= target[d];
   for (int d = axis + 1; d < target.rank(); ++d) w.inner_bytes *= target[d];
   return w;
+}
+
+int WriteAtWordBytes(const WriteAtRows& w, const void* target, const void* value) {
+  const auto fits = [&](int64_t bytes) {
+    return w.inner_bytes % bytes == 0 && reinterpret_cast<uintptr_t>(target) % bytes == 0 &&
+           reinterpret_cast<uintptr_t>(value) % bytes == 0;
+  };
+  return fits(4) ? 4 : fits(2) ? 2 : 1;
+}
+
+std::string WriteAtStartMessage(int64_t start, const Shape& target, const Shape& value,
+                                int64_t axis) {
+  return absl::StrCat("start ", start, " is outside [0, ", target[axis] - value[axis],
+                      "]: writing ", value[axis], " along axis ", axis, " of ",
+                      target.ToString());
 }
 
 Value WriteAt(Value target, Value value, Value start, int64_t axis) {

@@ -24,6 +24,7 @@
 #define DAGRAD_OPS_WRITE_AT_H_
 
 #include <cstdint>
+#include <string>
 
 #include "engine/dtype.h"
 #include "engine/graph.h"
@@ -43,6 +44,20 @@ struct WriteAtRows {
   int64_t outer = 1, rows = 0, inner_bytes = 0, written = 0;
 };
 WriteAtRows WriteAtLayout(const Shape& target, const Shape& value, DType dtype, int64_t axis);
+
+// WriteAtWordBytes is the widest word (4, 2 or 1 bytes) that divides a row
+// of `w` and both addresses: the CUDA kernel copies in words of that size.
+// The value may be a view (a slice) starting at any element, so a row of
+// whole words need not start on a word.
+//
+//   alignas(4) char rows[16];
+//   int word = WriteAtWordBytes({.rows = 2, .inner_bytes = 8, .written = 1}, rows, rows + 6);  // 2
+int WriteAtWordBytes(const WriteAtRows& w, const void* target, const void* value);
+
+// WriteAtStartMessage says that `start` lies outside [0, room], room =
+// target.dim(axis) - value.dim(axis): the error of every kernel of the op.
+std::string WriteAtStartMessage(int64_t start, const Shape& target, const Shape& value,
+                                int64_t axis);
 
 }  // namespace dagrad
 

@@ -182,6 +182,11 @@ __device__ void Product(T* c, int ldc, const T* a, int lda, const T* b, int ldb,
 template <typename T>
 __device__ int64_t TileLimits(const AttnArgs<T>& g, int64_t b, int64_t t0, int64_t* limit,
                               int64_t* tile_limit) {
+  // The previous call's *tile_limit may still be being read: KeyGradsKernel
+  // skips a query tile with no barrier between this call and the last, and
+  // a warp reading the new limit for the old tile would take the other
+  // branch, so the block's __syncthreads would no longer match.
+  __syncthreads();
   if (threadIdx.x < 32) {
     const int64_t t = t0 + threadIdx.x;
     const int64_t own = t < g.a.T ? g.a.Limit(b, t, g.lens) : 0;

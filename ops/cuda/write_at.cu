@@ -1,7 +1,9 @@
 // The CUDA kernel of write_at (ops/write_at.cc): the slice copied in place,
 // at the start the kernel reads from device memory (fed, so a recorded run
 // replays with each run's position). The executor's check has refused a
-// fed start outside the target; a computed one out of range writes nothing.
+// start fed from the host outside the target; one computed on the device,
+// or fed there, is checked by the kernel, which then writes nothing and
+// fails the run with the CPU's message.
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
@@ -17,9 +19,13 @@ using cuda::kThreads;
 // index, P rows of the target.
 template <typename W>
 __global__ void WriteAtImpl(W* dst, const W* src, const int64_t* start_in, int64_t outer,
-                            int64_t P, int64_t n, int64_t inner) {
+                            int64_t P, int64_t n, int64_t inner, DeviceErrorRecord* record,
+                            int site) {
   const int64_t start = *start_in;
-  if (start < 0 || start > P - n) return;
+  if (start < 0 || start > P - n) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) cuda::ReportBadElement(record, site, 0);
+    return;
+  }
   DAGRAD_CUDA_LOOP(i, outer * n * inner) {
     const int64_t o = i / (n * inner), rest = i % (n * inner);
     dst[(o * P + start) * inner + rest] = src[i];
@@ -27,22 +33,31 @@ __global__ void WriteAtImpl(W* dst, const W* src, const int64_t* start_in, int64
 }
 
 template <typename W>
-absl::Status Launch(const KernelContext& ctx, const WriteAtRows& w) {
+absl::Status Launch(const KernelContext& ctx, const WriteAtRows& w, int site) {
   const int64_t inner = w.inner_bytes / static_cast<int64_t>(sizeof(W));
-  const int64_t total = w.outer * w.written * inner;
-  if (total == 0) return absl::OkStatus();
-  WriteAtImpl<W><<<GridFor(total), kThreads, 0, CudaContextOf(ctx).stream()>>>(
+  CudaContext& cuda = CudaContextOf(ctx);
+  // Launched for an empty write too: the start is checked all the same.
+  WriteAtImpl<W><<<GridFor(w.outer * w.written * inner), kThreads, 0, cuda.stream()>>>(
       ctx.in(0).as<W>(), ctx.in(1).as<W>(), ctx.in(2).as<int64_t>(), w.outer, w.rows, w.written,
-      inner);
+      inner, cuda.error_record(), site);
   return CheckLaunch("WriteAtImpl");
 }
 
 absl::Status WriteAtKernel(const KernelContext& ctx) {
-  const WriteAtRows w = WriteAtLayout(*ctx.in(0).shape, *ctx.in(1).shape, ctx.in(0).dtype,
-                                      ctx.attrs().GetInt("axis"));
-  if (w.inner_bytes % 4 == 0) return Launch<uint32_t>(ctx, w);
-  if (w.inner_bytes % 2 == 0) return Launch<uint16_t>(ctx, w);
-  return Launch<uint8_t>(ctx, w);
+  const int64_t axis = ctx.attrs().GetInt("axis");
+  const Shape target = *ctx.in(0).shape, value = *ctx.in(1).shape;
+  const WriteAtRows w = WriteAtLayout(target, value, ctx.in(0).dtype, axis);
+  CudaContext& cuda = CudaContextOf(ctx);
+  const int site = cuda.AddErrorSite(ctx.node, [=](const DeviceErrorDetail& d) {
+    return WriteAtStartMessage(d.int_value, target, value, axis);
+  });
+  const int word = WriteAtWordBytes(w, ctx.in(0).data, ctx.in(1).data);
+  DAGRAD_RETURN_IF_ERROR(word == 4   ? Launch<uint32_t>(ctx, w, site)
+                         : word == 2 ? Launch<uint16_t>(ctx, w, site)
+                                     : Launch<uint8_t>(ctx, w, site));
+  cuda::CaptureErrorValue<<<1, 1, 0, cuda.stream()>>>(cuda.error_record(), site,
+                                                      ctx.in(2).as<int64_t>());
+  return CheckLaunch("CaptureErrorValue");
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // The op case (tests/autodiff/support/op_case.h) of write_at, ops/write_at.cc:
 // the variable it writes, over several runs, along an inner and the first
-// axis; a start past the end fails alike everywhere, writing nothing.
+// axis, from a value that is a view; a start past the end, fed or
+// computed, fails alike everywhere, writing nothing.
 
 #include "ops/write_at.h"
+
+#include "ops/elementwise.h"
+#include "ops/shape_ops.h"
 #include "tests/autodiff/support/op_case.h"
 #include "tests/support/test_util.h"
 
@@ -21,6 +25,23 @@ void Cache(CaseBuilder& b, DType d) {
   b.Out(rows);
 }
 
+// The value is a slice of a fed input, a view one element (2 bytes in a
+// 16-bit dtype) into it: rows of whole 4-byte words that start off a word.
+void ValueAView(CaseBuilder& b, DType d) {
+  const Value cache = b.graph().Variable("cache", {1, 3, 4}, Initializer::Normal(0, 1), d);
+  b.Out(WriteAt(cache, Slice(b.Input("x", d, {1, 1, 6}), 2, 1, 5),
+                b.Fixed("at", Tensor::Scalar<int64_t>(1)), 1));
+  b.Out(cache);
+}
+
+// A start the host cannot check: computed (2 + 1) by an op of the plan.
+void ComputedStartPastTheEnd(CaseBuilder& b, DType d) {
+  const Value v = b.graph().Variable("v", {4, 3}, Initializer::Ones(), d);
+  const Value at = Add(b.Fixed("two", Tensor::Scalar<int64_t>(2)),
+                       b.Fixed("one", Tensor::Scalar<int64_t>(1)));
+  b.Out(WriteAt(v, b.Input("x", d, {2, 3}), at, 0));
+}
+
 }  // namespace
 
 DAGRAD_OP_CASE(
@@ -35,6 +56,13 @@ DAGRAD_OP_CASE(
                        b.Out(WriteAt(v, b.Input("x", d, {2, 3}),
                                      b.Fixed("at", Tensor::Scalar<int64_t>(3)), 0));
                      },
+                 .dtypes = {DType::kFloat32},
+                 .modes = kBackendModes,
+                 .expect_error = true},
+                {.name = "value_a_view", .build = ValueAView, .dtypes = kFloatsAndReduced,
+                 .modes = kBackendModes, .gradients = false, .runs = 2},
+                {.name = "computed_start_past_the_end",
+                 .build = ComputedStartPastTheEnd,
                  .dtypes = {DType::kFloat32},
                  .modes = kBackendModes,
                  .expect_error = true}},

@@ -1,5 +1,6 @@
 // write_at (ops/write_at.h): the slice written by hand-worked values, the
-// plan's other ops reading the value before the write, and what is refused.
+// plan's other ops reading the value before the write, what is refused, and
+// the word size and message its CUDA kernel takes from the header.
 
 #include "ops/write_at.h"
 
@@ -64,6 +65,23 @@ TEST(WriteAt, RefusesWhatDoesNotFit) {
                 absl::StatusCode::kInvalidArgument, "axis 2 is outside the target's rank 2");
   EXPECT_FALSE(WriteAt(g.Input("h", DType::kFloat32, {2, 4}),
                        g.Input("i", DType::kFloat32, {2, 1}), at, 1).ok());  // not a variable
+}
+
+TEST(WriteAt, WordBytesDivideTheRowAndBothAddresses) {
+  alignas(8) char bytes[32];
+  const WriteAtRows row8{.rows = 4, .inner_bytes = 8, .written = 1};
+  EXPECT_EQ(WriteAtWordBytes(row8, bytes, bytes + 8), 4);
+  // A 16-bit value viewed one element in: 4-byte words would be misaligned.
+  EXPECT_EQ(WriteAtWordBytes(row8, bytes, bytes + 2), 2);
+  EXPECT_EQ(WriteAtWordBytes(row8, bytes + 2, bytes), 2);
+  EXPECT_EQ(WriteAtWordBytes(row8, bytes, bytes + 1), 1);  // a bool or int8 view
+  EXPECT_EQ(WriteAtWordBytes({.rows = 4, .inner_bytes = 6, .written = 1}, bytes, bytes), 2);
+  EXPECT_EQ(WriteAtWordBytes({.rows = 4, .inner_bytes = 3, .written = 1}, bytes, bytes), 1);
+}
+
+TEST(WriteAt, StartMessageNamesTheRoom) {
+  EXPECT_EQ(WriteAtStartMessage(5, Shape({2, 4, 3}), Shape({2, 2, 3}), 1),
+            "start 5 is outside [0, 2]: writing 2 along axis 1 of (2, 4, 3)");
 }
 
 }  // namespace
