@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/io/checkpoint.h"
 
 namespace dagrad::models {
 namespace {
@@ -52,15 +53,15 @@ std::map<std::string, std::string> RunConfig::ToMetadata() const {
   return {{"batch", absl::StrCat(batch)},
           {"steps", absl::StrCat(steps)},
           {"optimizer", OptimizerName(optimizer.kind)},
-          {"beta1", absl::StrCat(optimizer.beta1)},
-          {"beta2", absl::StrCat(optimizer.beta2)},
-          {"eps", absl::StrCat(optimizer.eps)},
+          {"beta1", MetadataNumber(optimizer.beta1)},
+          {"beta2", MetadataNumber(optimizer.beta2)},
+          {"eps", MetadataNumber(optimizer.eps)},
           {"lr_decay", lr_schedule ? "custom" : LrDecayName(lr_decay)},
-          {"weight_decay", absl::StrCat(optimizer.weight_decay)},
-          {"clip", absl::StrCat(optimizer.clip_norm)},
-          {"lr", absl::StrCat(lr)},
+          {"weight_decay", MetadataNumber(optimizer.weight_decay)},
+          {"clip", MetadataNumber(optimizer.clip_norm)},
+          {"lr", MetadataNumber(lr)},
           {"warmup", absl::StrCat(warmup)},
-          {"final_lr_fraction", absl::StrCat(final_lr_fraction)},
+          {"final_lr_fraction", MetadataNumber(final_lr_fraction)},
           {"seed", absl::StrCat(seed)}};
 }
 

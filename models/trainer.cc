@@ -28,18 +28,38 @@ constexpr char kStepKey[] = "dagrad.step";
 constexpr char kSkippedKey[] = "dagrad.skipped_updates";
 constexpr char kConsecutiveKey[] = "dagrad.consecutive_skips";
 
-// ConfigDifferences lists the fields of `config` that `metadata` lacks or
-// holds with another value.
+// Config fields that dagrad did not record in its first checkpoints, each
+// with the value every run that wrote such a checkpoint had: the optimizer's
+// betas and eps and the cosine decay before they could be set (2026-11-27),
+// and GPT-2's dropouts before they were applied.
+constexpr std::pair<const char*, const char*> kValueBeforeRecorded[] = {
+    {"beta1", "0.9"},      {"beta2", "0.999"},    {"eps", "1e-08"},     {"lr_decay", "cosine"},
+    {"attn_pdrop", "0"}, {"embd_pdrop", "0"}, {"resid_pdrop", "0"}};
+
+const char* ValueBeforeRecorded(const std::string& key) {
+  for (const auto& [field, value] : kValueBeforeRecorded) {
+    if (key == field) return value;
+  }
+  return nullptr;
+}
+
+// ConfigDifferences lists the fields of `config` that `metadata` holds
+// with another value, or lacks (unless it was written before the field was
+// recorded, with the value this run has).
 std::vector<std::string> ConfigDifferences(const std::map<std::string, std::string>& config,
                                            const std::map<std::string, std::string>& metadata) {
   std::vector<std::string> differences;
   for (const auto& [key, value] : config) {
     auto it = metadata.find(key);
-    if (it == metadata.end() || it->second != value) {
-      differences.push_back(absl::StrCat(key, ": checkpoint ",
-                                         it == metadata.end() ? "(none)" : it->second,
-                                         ", this run ", value));
-    }
+    if (it != metadata.end() && it->second == value) continue;
+    const char* before = ValueBeforeRecorded(key);
+    if (it == metadata.end() && before != nullptr && value == before) continue;
+    const std::string held =
+        it != metadata.end() ? it->second
+        : before != nullptr  ? absl::StrCat("(none: written before dagrad recorded it, when it was ",
+                                            before, ")")
+                             : "(none)";
+    differences.push_back(absl::StrCat(key, ": checkpoint ", held, ", this run ", value));
   }
   return differences;
 }

@@ -408,4 +408,14 @@ absl::Status RequireFinite(const SafetensorsFile& file) {
   return absl::OkStatus();
 }
 
+std::string MetadataNumber(double x) {
+  std::string text = absl::StrCat(x);
+  double back = 0;
+  for (int digits = 7; digits <= 17; ++digits) {
+    if (absl::SimpleAtod(text, &back) && (back == x || std::isnan(x))) break;
+    text = absl::StrFormat("%.*g", digits, x);
+  }
+  return text;
+}
+
 }  // namespace dagrad

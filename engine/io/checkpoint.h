@@ -209,6 +209,15 @@ absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
 //   DAGRAD_RETURN_IF_ERROR(WriteSafetensors(path, f));
 absl::Status RequireFinite(const SafetensorsFile& file);
 
+// MetadataNumber writes `x` for a checkpoint's metadata so that it reads
+// back (absl::SimpleAtod) as exactly `x`: as absl::StrCat writes it (six
+// significant digits) when that is exact, so that files written before
+// compare equal, and otherwise with the fewest digits that are (at most 17).
+//
+//   std::string lr = MetadataNumber(3e-4);          // "0.0003"
+//   std::string third = MetadataNumber(1.0 / 3);    // "0.3333333333333333"
+std::string MetadataNumber(double x);
+
 }  // namespace dagrad
 
 #endif  // DAGRAD_ENGINE_IO_CHECKPOINT_H_

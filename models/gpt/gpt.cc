@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/io/checkpoint.h"
 #include "engine/random_tensor.h"
 #include "engine/status_macros.h"
 #include "ops/attention.h"
@@ -35,7 +36,7 @@ std::map<std::string, std::string> GptConfig::ToMetadata() const {
           {"dim", absl::StrCat(dim)},
           {"heads", absl::StrCat(heads)},
           {"layers", absl::StrCat(layers)},
-          {"dropout", absl::StrCat(dropout)}};
+          {"dropout", MetadataNumber(dropout)}};
 }
 
 absl::StatusOr<GptConfig> GptConfig::FromCheckpoint(const SafetensorsFile& checkpoint,

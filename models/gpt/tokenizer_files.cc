@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 
@@ -210,6 +211,9 @@ absl::StatusOr<std::vector<Gpt2Merge>> ReadGpt2Merges(const std::string& path,
                                                       const Gpt2Vocabulary& vocab) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  // Windows line ends, as Python's text mode and Rust's lines() read them:
+  // no byte symbol is a raw '\r', so it can only end a line.
+  for (absl::string_view& line : lines) absl::ConsumeSuffix(&line, "\r");
   std::vector<Gpt2Merge> merges;
   absl::flat_hash_map<std::pair<int32_t, int32_t>, size_t> line_of;  // pair -> its line
   for (size_t i = 0; i < lines.size(); ++i) {

@@ -53,7 +53,8 @@ struct Gpt2Merge {
 };
 
 // ReadGpt2Merges reads `text`, the contents of the file `path`, against
-// `vocab`: the merges by rank. InvalidArgument naming `path`, the line and:
+// `vocab`: the merges by rank. Lines end in "\n" or "\r\n"; a first line
+// starting "#version" is skipped. InvalidArgument naming `path`, the line and:
 // a line that is not two symbols separated by one space, a symbol or the
 // pair's concatenation not in the vocabulary, a pair given before.
 absl::StatusOr<std::vector<Gpt2Merge>> ReadGpt2Merges(const std::string& path,

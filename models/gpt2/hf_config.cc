@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
 #include "models/gpt2/gpt2.h"
 #include "models/nn/module.h"
@@ -213,9 +214,9 @@ std::map<std::string, std::string> Gpt2Config::ToMetadata() const {
                                           {"n_head", absl::StrCat(heads)},
                                           {"n_layer", absl::StrCat(layers)},
                                           {"n_inner", absl::StrCat(inner)},
-                                          {"layer_norm_epsilon", absl::StrCat(layer_norm_epsilon)},
+                                          {"layer_norm_epsilon", MetadataNumber(layer_norm_epsilon)},
                                           {"activation_function", activation}};
-  for (const auto& [field, member] : kDropoutFields) m[field] = absl::StrCat(this->*member);
+  for (const auto& [field, member] : kDropoutFields) m[field] = MetadataNumber(this->*member);
   return m;
 }
 

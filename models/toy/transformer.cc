@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
 #include "models/nn/positional_encoding.h"
 #include "ops/dropout.h"
@@ -15,7 +16,7 @@ std::map<std::string, std::string> ToyConfig::ToMetadata() const {
   return {{"vocab", absl::StrCat(vocab)},   {"max_len", absl::StrCat(seq_len)},
           {"dim", absl::StrCat(dim)},       {"heads", absl::StrCat(heads)},
           {"layers", absl::StrCat(layers)}, {"ffn", absl::StrCat(ffn)},
-          {"dropout", absl::StrCat(dropout)}};
+          {"dropout", MetadataNumber(dropout)}};
 }
 
 absl::StatusOr<ToyConfig> ToyConfig::FromCheckpoint(const SafetensorsFile& checkpoint,

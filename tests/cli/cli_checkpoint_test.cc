@@ -197,6 +197,27 @@ TEST(CliCheckpoint, AResumeListsEveryFlagThatContradictsTheCheckpoint) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// A checkpoint written before dagrad recorded the optimizer's betas, eps
+// and decay resumes when this run has the values every such run had, and
+// the refusal of another value says so.
+TEST(CliCheckpoint, ACheckpointFromBeforeTheOptimizerSettingsWereRecordedResumes) {
+  const std::string dir = FreshDir("ckpt_unrecorded");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5")).code, 0);
+  const std::string path = dir + "/checkpoint.safetensors";
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile old, ReadCheckpoint(path));
+  for (const char* key : {"beta1", "beta2", "eps", "lr_decay"}) {
+    ASSERT_EQ(old.metadata.erase(key), 1u) << key;
+  }
+  ASSERT_OK(WriteCheckpoint(path, std::move(old)));
+  const CliResult other = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume --beta1=0.8"));
+  EXPECT_EQ(other.code, 2);
+  EXPECT_THAT(other.err, HasSubstr("(1 difference): beta1: checkpoint (none: written before "
+                                   "dagrad recorded it, when it was 0.9), this run 0.8\n"));
+  const CliResult same = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(StepOf(path), "20");
+}
+
 TEST(CliCheckpoint, ResumingACompleteRunSaysThereIsNothingToTrain) {
   const std::string dir = FreshDir("ckpt_complete");
   ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir)).code, 0);

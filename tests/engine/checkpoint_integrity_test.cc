@@ -13,8 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/io/checkpoint.h"
@@ -307,6 +309,24 @@ TEST(StaleTemporaryFiles, OnlyThoseOfEndedWritersAreRemoved) {
   EXPECT_TRUE(std::filesystem::is_directory(dir + "/" + subdir));
   EXPECT_STATUS(RemoveStaleTemporaryFiles(dir + "/none").status(), absl::StatusCode::kNotFound,
                 dir + "/none");
+}
+
+// Metadata numbers read back as the numbers written; a number six digits
+// hold is written as before, so older files compare equal.
+TEST(MetadataNumber, ReadsBackExactlyAndKeepsShortNumbersAsBefore) {
+  for (double x : {0.1, 0.9, 0.999, 1e-8, 3e-4, 1e-5, 0.0, 1.0, 2.5, 1e300, 5e-324}) {
+    EXPECT_EQ(MetadataNumber(x), absl::StrCat(x)) << x;
+  }
+  for (double x : {1.0 / 3, 0.123456789, 1.2345678e-5, 6e-4 + 1e-12, -2.0 / 7,
+                   1.7976931348623157e308}) {
+    const std::string text = MetadataNumber(x);
+    double back = 0;
+    ASSERT_TRUE(absl::SimpleAtod(text, &back)) << text;
+    EXPECT_EQ(back, x) << text;
+    EXPECT_NE(text, absl::StrCat(x));
+  }
+  EXPECT_EQ(MetadataNumber(0.123456789), "0.123456789");
+  EXPECT_EQ(MetadataNumber(std::numeric_limits<double>::infinity()), "inf");
 }
 
 }  // namespace

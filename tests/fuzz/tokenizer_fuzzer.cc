@@ -31,6 +31,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "engine/io/utf8.h"
 #include "models/gpt/pretokenizer.h"
 #include "models/gpt/tokenizer.h"
@@ -82,7 +83,8 @@ std::string MadeVocab(absl::string_view merges_text) {
     if (c >= 0x80) symbol += static_cast<char>(0x80 | (c & 0x3F));
     add(symbol);
   }
-  for (const absl::string_view line : absl::StrSplit(merges_text, '\n')) {
+  for (absl::string_view line : absl::StrSplit(merges_text, '\n')) {
+    absl::ConsumeSuffix(&line, "\r");
     const std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
     const std::string token = parts.size() == 2 ? absl::StrCat(parts[0], parts[1]) : "";
     if (!token.empty() && AllByteSymbols(token)) add(token);

@@ -118,6 +118,16 @@ TEST(Gpt2Dropout, OutOfRangeOrMalformedDropoutsAreRefusedByName) {
   }
 }
 
+// Numbers six digits do not hold come back whole (MetadataNumber).
+TEST(Gpt2Dropout, MetadataKeepsEveryDigit) {
+  Gpt2Config c = Dropouts(0.1234567891, 0.2, 1.0 / 3);
+  c.layer_norm_epsilon = 1.234567891e-5;
+  ASSERT_OK_AND_ASSIGN(Gpt2Config back, Gpt2Config::FromMetadata(c.ToMetadata()));
+  EXPECT_EQ(back.attn_pdrop, c.attn_pdrop);
+  EXPECT_EQ(back.resid_pdrop, c.resid_pdrop);
+  EXPECT_EQ(back.layer_norm_epsilon, c.layer_norm_epsilon);
+}
+
 TEST(Gpt2Dropout, MetadataCarriesTheDropoutsAndAnOlderFileReadsAsNone) {
   std::map<std::string, std::string> m = Dropouts(0.05, 0.2, 0.3).ToMetadata();
   EXPECT_EQ(m["attn_pdrop"], "0.05");

@@ -96,7 +96,7 @@ TEST(Gpt2TokenizerFiles, BrokenMergesAreRefusedNamingTheLine) {
                 "'ab' is not two symbols");
   ExpectRefused(LoadWith("", "#version: 0.2\na  b\n"), "merges.txt line 2", "not two symbols");
   ExpectRefused(LoadWith("", "#version: 0.2\n\na b\n"), "merges.txt line 2", "not two symbols");
-  ExpectRefused(LoadWith("", "#version: 0.2\na b\r\n"), "merges.txt line 2",
+  ExpectRefused(LoadWith("", "#version: 0.2\na b\r\r\n"), "merges.txt line 2",
                 "the symbol 'b\\r' is not in the vocabulary");
   ExpectRefused(LoadWith("", "\xc4\xa0 \xe2\x82\xac\n"), "merges.txt line 1",
                 "the symbol '\xe2\x82\xac' is not in the vocabulary");
@@ -124,6 +124,20 @@ TEST(Gpt2TokenizerFiles, MergesWithoutVersionLineOrLastNewlineRead) {
   const std::vector<int64_t> want = {40, 325, 360, 283, 268, 76, 68};
   EXPECT_EQ(a.Encode("Hello world"), want);
   EXPECT_EQ(b.Encode("Hello world"), want);
+}
+
+// Windows line ends read as Python's text mode and Rust's lines() read them
+// (transformers' two GPT-2 tokenizers): the same merges.
+TEST(Gpt2TokenizerFiles, MergesWithWindowsLineEndsRead) {
+  const std::string crlf = absl::StrReplaceAll(Fixture("merges.txt"), {{"\n", "\r\n"}});
+  ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer t, LoadWith("", crlf));
+  const std::vector<int64_t> want = {40, 325, 360, 283, 268, 76, 68};
+  EXPECT_EQ(t.Encode("Hello world"), want);
+  ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer no_last, LoadWith("", crlf.substr(0, crlf.size() - 2)));
+  EXPECT_EQ(no_last.Encode("Hello world"), want);
+  ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer lf, LoadWith("", ""));
+  const std::string text = Fixture("vocab.json");  // long, and every symbol
+  EXPECT_EQ(t.Encode(text), lf.Encode(text));
 }
 
 // Parse reads the files' contents as Load reads the files, and its
