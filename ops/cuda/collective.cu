@@ -8,6 +8,7 @@
 // the host, so a plan holding them is not recorded as a CUDA graph.
 
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 #include "engine/device/communicator.h"
@@ -23,9 +24,12 @@ struct PinnedBuffer {
   size_t bytes = 0;
 };
 
-// Pinned returns the pinned host buffer staging `device`'s `bytes`.
+// Pinned returns the pinned host buffer staging `device`'s `bytes`. Any
+// thread may call it (executors of several threads, each its own buffers).
 absl::StatusOr<void*> Pinned(const void* device, size_t bytes) {
   static auto* buffers = new std::unordered_map<const void*, PinnedBuffer>();
+  static auto* mu = new std::mutex;
+  std::lock_guard<std::mutex> hold(*mu);
   PinnedBuffer& b = (*buffers)[device];
   if (b.bytes < bytes) {
     if (b.host != nullptr) DAGRAD_CUDA_RETURN_IF_ERROR(cudaFreeHost(b.host));
