@@ -4,13 +4,17 @@ median, mean and p90 milliseconds per step (issue 38).
 
     /usr/bin/python3 tools/bench/contention.py [--build build] [--steps 40] [--threads 2]
                                                [--max_seconds 60] [--policies spin auto share]
-                                               [--rounds 1]
+                                               [--rounds 1] [--replicas 2]
 
 Conditions, each started and stopped here: quiet (no competitor), one busy
-loop (a process spinning on one core), and one busy loop per core. Under each
+loop (a process spinning on one core), one busy loop per core placed by the
+scheduler, and the same loops pinned one to each core (where the scheduler
+puts them changes a step by up to 2x; pinned is the harder placement). Under each
 condition and for each case, dagrad runs once per wait policy
-(DAGRAD_WAIT_POLICY, ops/cpu/cpu_threads.h: one binary does the A/B) and PyTorch
-runs once, one after the other. dagrad's steps are `dagrad_bench
+(DAGRAD_WAIT_POLICY, ops/cpu/cpu_threads.h: one binary does the A/B), once
+as --replicas replicas on threads of their own (each on its share of the
+batch with one compute thread, engine/device/thread_communicator.h), and
+PyTorch runs once, one after the other. dagrad's steps are `dagrad_bench
 --step_times=CASE` (2 untimed warm-up steps, then each step timed alone, up
 to --steps, or fewer but at least 3 once a run has taken --max_seconds);
 PyTorch's are the same models (tools/bench/torch_anchor.py's toy step and
@@ -98,8 +102,13 @@ def summary(ms):
     return statistics.median(s), statistics.fmean(s), s[min(len(s) - 1, int(0.9 * len(s)))]
 
 
-def busy_loops(n):
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+def busy_loops(n, pinned=False):
+    """n processes spinning; pinned: loop i may run on core i only."""
+    cores = sorted(os.sched_getaffinity(0))
+    def pin(i):
+        return (lambda: os.sched_setaffinity(0, {cores[i % len(cores)]})) if pinned else None
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin(i))
+            for i in range(n)]
 
 
 def stop(procs):
@@ -129,15 +138,18 @@ def measure(args, env, case):
     out = {}
     for policy in args.policies:
         out[f"dagrad {policy}"] = run_json(bench, dict(env, DAGRAD_WAIT_POLICY=policy))
+    if args.replicas > 1:
+        out[f"dagrad {args.replicas} replicas"] = run_json(
+            bench + [f"--replicas={args.replicas}"], dict(env, DAGRAD_WAIT_POLICY="auto"))
     out["pytorch"] = run_json([sys.executable, os.path.abspath(__file__), "--torch_worker", case,
                                "--steps", str(args.steps), "--threads", str(args.threads),
                                "--max_seconds", str(args.max_seconds)], env)
     return out
 
 
-def run_condition(args, env, name, loops, cores, quiet, ratios):
+def run_condition(args, env, name, loops, cores, quiet, ratios, pinned=False):
     """Times every case beside `loops` fresh busy loops and prints a row per side."""
-    procs = busy_loops(loops)
+    procs = busy_loops(loops, pinned)
     try:
         start_load = load()
         for case in args.cases:
@@ -146,7 +158,7 @@ def run_condition(args, env, name, loops, cores, quiet, ratios):
                 quiet.setdefault((case, side), med)
                 ratio = mean / quiet[(case, side)]
                 ratios.setdefault((name, case, side), []).append(ratio)
-                print(f"{name:<14} {case:<15} {side:<12} {len(ms):3d} {med:8.1f} {mean:8.1f} "
+                print(f"{name:<14} {case:<15} {side:<18} {len(ms):3d} {med:8.1f} {mean:8.1f} "
                       f"{p90:8.1f} {ratio:8.2f}", flush=True)
         print(f"  load average {start_load} -> {load()}; fair share predicts "
               f"{max(1.0, (args.threads + loops) / cores):.2f}x", flush=True)
@@ -164,10 +176,15 @@ def main():
     p.add_argument("--cases", nargs="+", default=CASES, choices=CASES)
     p.add_argument("--rounds", type=int, default=1,
                    help="times each busy condition runs, with new competitors each time")
+    p.add_argument("--replicas", type=int, default=None,
+                   help="also time dagrad as this many replicas on threads of their own "
+                        "(dagrad_bench --replicas; default: --threads; 1: not)")
     p.add_argument("--torch_worker", choices=CASES, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.torch_worker:
         return torch_worker(args.torch_worker, args.steps, args.threads, args.max_seconds)
+    if args.replicas is None:
+        args.replicas = args.threads
     env, info = environment(args)
     cores = len(os.sched_getaffinity(0))
     print(info.splitlines()[1], "|", re.search(r"^kernels: .*$", info, re.M).group(0))
@@ -175,18 +192,19 @@ def main():
           f"{args.max_seconds:g} s per run (n: steps timed), "
           f"BLIS_ARCH_TYPE={env['BLIS_ARCH_TYPE']}")
     quiet, ratios = {}, {}
-    print(f"{'condition':<14} {'case':<15} {'side':<12} {'n':>3} {'median':>8} {'mean':>8} "
+    print(f"{'condition':<14} {'case':<15} {'side':<18} {'n':>3} {'median':>8} {'mean':>8} "
           f"{'p90':>8} {'x quiet':>8}")
     run_condition(args, env, "quiet", 0, cores, quiet, ratios)
     for _ in range(args.rounds):
-        for name, loops in [("1 busy loop", 1), (f"{cores} busy loops", cores)]:
-            run_condition(args, env, name, loops, cores, quiet, ratios)
+        for name, loops, pinned in [("1 busy loop", 1, False), (f"{cores} busy loops", cores, False),
+                                    (f"{cores} loops, pinned", cores, True)]:
+            run_condition(args, env, name, loops, cores, quiet, ratios, pinned)
     if args.rounds > 1:
         print("x quiet in each round (the competitors start anew, so the scheduler places "
               "them anew):")
         for (name, case, side), r in ratios.items():
             if name != "quiet":
-                print(f"{name:<14} {case:<15} {side:<12} " + " ".join(f"{x:5.2f}" for x in r) +
+                print(f"{name:<14} {case:<15} {side:<18} " + " ".join(f"{x:5.2f}" for x in r) +
                       f"   median {statistics.median(r):.2f}")
 
 

@@ -23,7 +23,12 @@
 // printed as one JSON line {"case": ..., "ms": [...]}:
 //
 //   ./build/tools/dagrad_bench --step_times=toy_train_step|gpt_train_step --steps=60 \
-//       --threads=2 [--max_seconds=60]
+//       --threads=2 [--max_seconds=60] [--replicas=2]
+//
+// --replicas=N trains N replicas on N threads of their own instead, each on
+// 1/N of the batch with one compute thread, summing gradients through
+// ThreadCommunicators (engine/device/thread_communicator.h); a step's time
+// is rank 0's, whose gradient sum waits for every rank.
 //
 // The op cases' timing mode (tests/autodiff/support/op_case.h; linked in when the
 // tests are built, through tools/bench/op_timing.h):
@@ -45,16 +50,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "engine/device/thread_communicator.h"
 #include "engine/executor.h"
+#include "engine/status_macros.h"
 #include "models/gpt/gpt_trainer.h"
 #include "models/nn/attention.h"
 #include "models/toy/toy_trainer.h"
@@ -141,10 +150,13 @@ double ToyStepFlops(const models::ToyConfig& m, int64_t batch) {
 }
 
 // A GPT training step on a text file of a repeated pangram, with the model
-// and batch tools/bench/gpt_compare.py trains by default.
-absl::StatusOr<std::unique_ptr<models::GptTrainer>> GptBenchTrainer(nn::AttentionPath path) {
+// and batch tools/bench/gpt_compare.py trains by default; data parallel
+// over `parallel`'s ranks.
+absl::StatusOr<std::unique_ptr<models::GptTrainer>> GptBenchTrainer(
+    nn::AttentionPath path, const DataParallelOptions& parallel = {}) {
+  const int rank = parallel.communicator ? parallel.communicator->rank() : 0;
   const std::string file = absl::StrCat(std::filesystem::temp_directory_path().string(),
-                                        "/dagrad_bench_text_", getpid(), ".txt");
+                                        "/dagrad_bench_text_", getpid(), "_", rank, ".txt");
   {
     std::ofstream out(file);
     for (int i = 0; i < 200; ++i) out << "The quick brown fox jumps over the lazy dog. ";
@@ -155,7 +167,7 @@ absl::StatusOr<std::unique_ptr<models::GptTrainer>> GptBenchTrainer(nn::Attentio
                   .attention = path};
   config.run.batch = 32;
   config.run.steps = 1 << 30;
-  auto trainer = models::GptTrainer::Create(config);
+  auto trainer = models::GptTrainer::Create(config, CpuDevice(), parallel);
   std::filesystem::remove(file);
   return trainer;
 }
@@ -283,38 +295,74 @@ std::optional<int> OpMode(int& argc, char** argv) {
   return report->complete ? 0 : 1;
 }
 
-// StepTimes prints the wall time of each of `steps` steps of `trainer`
-// after 2 untimed ones, stopping early (after 3 at least) past `seconds`.
-int StepTimes(const std::string& name, absl::StatusOr<std::unique_ptr<models::Trainer>> trainer,
-              int steps, double seconds) {
+using TrainerMaker = std::function<absl::StatusOr<std::unique_ptr<models::Trainer>>(
+    const DataParallelOptions&)>;
+
+// TimeSteps runs steps of the trainer `make` builds until `more` says
+// stop, and returns their wall times in ms, the first 2 left out.
+// `more(times)` runs on rank 0, whose answer every rank follows.
+absl::StatusOr<std::vector<double>> TimeSteps(
+    const TrainerMaker& make, const DataParallelOptions& parallel,
+    const std::function<bool(const std::vector<double>&)>& more) {
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<models::Trainer> trainer, make(parallel));
   std::vector<double> ms;
-  const auto begin = std::chrono::steady_clock::now();
-  const auto over = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > seconds;
-  };
-  for (int i = 0; trainer.ok() && i < steps + 2 && !(ms.size() >= 3 && over()); ++i) {
+  for (int i = 0;; ++i) {
+    bool go = more(ms);
+    if (parallel.communicator) {
+      DAGRAD_RETURN_IF_ERROR(parallel.communicator->Broadcast(&go, sizeof(go), 0));
+    }
+    if (!go) return ms;
     const auto start = std::chrono::steady_clock::now();
-    if (auto r = (*trainer)->Step(); !r.ok()) trainer = r.status();
+    DAGRAD_RETURN_IF_ERROR((*trainer).Step().status());
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
     if (i >= 2) ms.push_back(took.count());
   }
-  if (!trainer.ok()) {
-    std::fprintf(stderr, "%s: %s\n", name.c_str(), trainer.status().ToString().c_str());
-    return 1;
+}
+
+// StepTimes prints the wall time of each of `steps` steps of the trainer
+// `make` builds after 2 untimed ones, stopping early (after 3 at least)
+// past `seconds`: of one trainer, or of `replicas` on threads of their own
+// (rank 0's times).
+int StepTimes(const std::string& name, const TrainerMaker& make, int steps, double seconds,
+              int replicas) {
+  const auto begin = std::chrono::steady_clock::now();
+  const auto more = [&](const std::vector<double>& ms) {
+    const double passed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    return static_cast<int>(ms.size()) < steps && !(ms.size() >= 3 && passed > seconds);
+  };
+  std::vector<absl::StatusOr<std::vector<double>>> times(replicas);
+  if (replicas == 1) {
+    times[0] = TimeSteps(make, {}, more);
+  } else {
+    const std::vector<std::shared_ptr<Communicator>> ranks = ThreadCommunicators(replicas);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < replicas; ++r) {
+      threads.emplace_back([&, r, rank = ranks[r]]() mutable {
+        times[r] = TimeSteps(make, {.communicator = std::move(rank)}, more);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  for (const auto& t : times) {
+    if (!t.ok()) {
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), t.status().ToString().c_str());
+      return 1;
+    }
   }
   std::printf("{\"case\": \"%s\", \"ms\": [%s]}\n", name.c_str(),
-              absl::StrJoin(ms, ", ", [](std::string* out, double v) {
+              absl::StrJoin(*times[0], ", ", [](std::string* out, double v) {
                 absl::StrAppend(out, absl::SixDigits(v));
               }).c_str());
   return 0;
 }
 
-// StepTimesMode handles --step_times=CASE --steps=N (with --threads=N and
-// --max_seconds=S):
+// StepTimesMode handles --step_times=CASE --steps=N (with --threads=N,
+// --max_seconds=S and --replicas=N):
 // nullopt when --step_times is absent, else the exit status.
 std::optional<int> StepTimesMode(int argc, char** argv) {
   std::string name;
-  int steps = 50, threads = 0;
+  int steps = 50, threads = 0, replicas = 1;
   double seconds = 1e9;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -322,22 +370,29 @@ std::optional<int> StepTimesMode(int argc, char** argv) {
     if (arg.rfind("--steps=", 0) == 0 && !absl::SimpleAtoi(arg.substr(8), &steps)) steps = -1;
     if (arg.rfind("--threads=", 0) == 0 && !absl::SimpleAtoi(arg.substr(10), &threads)) threads = -1;
     if (arg.rfind("--max_seconds=", 0) == 0 && !absl::SimpleAtod(arg.substr(14), &seconds)) seconds = -1;
+    if (arg.rfind("--replicas=", 0) == 0 && !absl::SimpleAtoi(arg.substr(11), &replicas)) replicas = -1;
   }
   if (name.empty()) return std::nullopt;
-  if (steps < 1 || threads < 0 || !(seconds > 0) || (name != "toy_train_step" && name != "gpt_train_step")) {
+  if (steps < 1 || threads < 0 || !(seconds > 0) || replicas < 1 || replicas > 64 ||
+      (name != "toy_train_step" && name != "gpt_train_step")) {
     std::fprintf(stderr, "usage: --step_times=toy_train_step|gpt_train_step --steps=N>=1 "
-                         "[--threads=N>=0] [--max_seconds=S>0]\n");
+                         "[--threads=N>=0] [--max_seconds=S>0] [--replicas=1..64]\n");
     return 2;
   }
   absl::Status st = ConfigureCpu();
-  if (st.ok() && threads > 0) st = SetNumThreads(threads);
+  // Replicas compute on one thread each.
+  if (st.ok() && (threads > 0 || replicas > 1)) st = SetNumThreads(replicas > 1 ? 1 : threads);
   if (!st.ok()) {
     std::fprintf(stderr, "%s\n", st.ToString().c_str());
     return 2;
   }
   const nn::AttentionPath fused = nn::AttentionPath::kFused;
-  if (name == "gpt_train_step") return StepTimes(name, GptBenchTrainer(fused), steps, seconds);
-  return StepTimes(name, models::ToyTrainer::Create(ToyBenchConfig(fused)), steps, seconds);
+  const TrainerMaker make = [&](const DataParallelOptions& parallel)
+      -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
+    if (name == "gpt_train_step") return GptBenchTrainer(fused, parallel);
+    return models::ToyTrainer::Create(ToyBenchConfig(fused), CpuDevice(), parallel);
+  };
+  return StepTimes(name, make, steps, seconds, replicas);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -14,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "engine/device/thread_communicator.h"
 #include "engine/io/dir_lock.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
@@ -23,6 +26,7 @@
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "models/stop_signals.h"
+#include "ops/cpu/cpu_runtime.h"
 #include "tools/cli/train_run.h"
 #if DAGRAD_HAVE_MPI
 #include "engine/mpi/mpi_communicator.h"
@@ -46,6 +50,11 @@ ABSL_FLAG(double, bucket_mb, 4,
 ABSL_FLAG(bool, overlap, true,
           "under mpirun: overlap each bucket's all-reduce with the rest of backward (false: "
           "sum every bucket after backward)");
+ABSL_FLAG(int, replicas, 1,
+          "CPU: train this many replicas of the model on threads of their own, each on its "
+          "share of --batch with one compute thread, summing gradients once per step (data "
+          "parallel in one process): steadier than --threads while other processes want the "
+          "cores; the numbers differ from one replica's in the last bits");
 ABSL_FLAG(bool, resume, false,
           "continue from --out/checkpoint.safetensors (or checkpoint.prev.safetensors when "
           "that one is damaged), exactly as if never stopped. SIGTERM, SIGINT or SIGUSR1 stop a "
@@ -193,11 +202,53 @@ int RunTask(const Command& cmd, Job& job) {
   return RunToyTrain(cmd, *run, *parallel, job);
 }
 
+// RunReplicas trains `replicas` replicas on threads of this process, the
+// ranks of one job (ThreadCommunicators), each computing on one thread;
+// the exit code is rank 0's, or else the first other rank's failure. A
+// replica that fails leaves the job, so the others' next collective fails
+// instead of waiting for it.
+int RunReplicas(const Command& cmd, int replicas) {
+  if (cli::FlagGiven("threads") && absl::GetFlag(FLAGS_threads) != 1) {
+    return UsageError(cmd, "--replicas computes each replica on one thread: drop --threads");
+  }
+  if (absl::GetFlag(FLAGS_device) != "cpu") {
+    return UsageError(cmd, "--replicas trains on the CPU (--device=cpu)");
+  }
+  if (absl::Status st = SetNumThreads(1); !st.ok()) return Failure(cmd, st);
+  std::vector<std::shared_ptr<Communicator>> ranks = ThreadCommunicators(replicas);
+  std::vector<std::string> names(replicas);
+  std::vector<int> codes(replicas, kExitOk);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < replicas; ++r) {
+    names[r] = absl::StrCat("train: replica ", r, " of ", replicas);
+    threads.emplace_back([&, r, comm = std::move(ranks[r])]() mutable {
+      Command mine = cmd;
+      mine.name = names[r].c_str();
+      Job job{std::move(comm), r, replicas};
+      codes[r] = RunOrReportOutOfMemory(mine, [&] { return RunTask(mine, job); });
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int code : codes) {
+    if (code != kExitOk) return codes[0] != kExitOk ? codes[0] : code;
+  }
+  return kExitOk;
+}
+
 int RunTrain() {
   Command cmd = TrainCommand();
   if (absl::Status st = ApplyThreadsFlag(); !st.ok()) return Failure(cmd, st);
+  const int replicas = absl::GetFlag(FLAGS_replicas);
+  if (replicas < 1 || replicas > MaxThreads()) {
+    return UsageError(cmd, absl::StrCat("--replicas must be in [1, ", MaxThreads(), "], got ",
+                                        replicas));
+  }
   absl::StatusOr<Job> job = JoinJob();
   if (!job.ok()) return Failure(cmd, job.status());
+  if (replicas > 1 && job->parallel()) {
+    return UsageError(cmd, "--replicas runs in one process; under mpirun, set the ranks with -np");
+  }
+  if (replicas > 1) return RunReplicas(cmd, replicas);
   if (!job->parallel()) return RunTask(cmd, *job);
   // A rank's messages name it; a rank that fails ends the job, except for
   // a stop every rank agreed on (a signal, a non-finite step).
@@ -303,7 +354,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "init", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
+           "max_consecutive_skips", "seed", "out", "resume", "replicas", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
           RunTrain};
 }
 
