@@ -2,11 +2,9 @@
 
 #include <cstdlib>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace dagrad {
-namespace {
 
 absl::Status CheckReduceDType(DType dtype) {
   if (dtype == DType::kFloat32 || dtype == DType::kFloat64) return absl::OkStatus();
@@ -14,9 +12,23 @@ absl::Status CheckReduceDType(DType dtype) {
       "all-reduce sums float32 or float64, got ", DTypeName(dtype)));
 }
 
-// One rank: the sum over ranks is the buffer itself. Started reductions are
-// remembered so that a wait without a start is the error it is with MPI.
-class SingleProcess final : public Communicator {
+absl::Status SumAtStartCommunicator::StartAllReduceSum(const ReduceBuffer& buffer) {
+  if (absl::Status st = AllReduceSum(buffer); !st.ok()) return st;
+  started_.insert(buffer.data);
+  return absl::OkStatus();
+}
+
+absl::Status SumAtStartCommunicator::WaitAllReduce(void* data) {
+  if (started_.erase(data) == 0) {
+    return absl::FailedPreconditionError("wait for an all-reduce that was not started");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// One rank: the sum over ranks is the buffer itself.
+class SingleProcess final : public SumAtStartCommunicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
@@ -26,17 +38,6 @@ class SingleProcess final : public Communicator {
   absl::Status AllReduceSum(const ReduceBuffer& buffer) override {
     return CheckReduceDType(buffer.dtype);
   }
-  absl::Status StartAllReduceSum(const ReduceBuffer& buffer) override {
-    if (absl::Status st = CheckReduceDType(buffer.dtype); !st.ok()) return st;
-    started_.insert(buffer.data);
-    return absl::OkStatus();
-  }
-  absl::Status WaitAllReduce(void* data) override {
-    if (started_.erase(data) == 0) {
-      return absl::FailedPreconditionError("wait for an all-reduce that was not started");
-    }
-    return absl::OkStatus();
-  }
   absl::Status Broadcast(void*, int64_t, int root) override {
     if (root != 0) {
       return absl::InvalidArgumentError(absl::StrCat("broadcast from rank ", root, " of 1"));
@@ -44,9 +45,6 @@ class SingleProcess final : public Communicator {
     return absl::OkStatus();
   }
   [[noreturn]] void Abort(int code) override { std::exit(code); }
-
- private:
-  absl::flat_hash_set<void*> started_;
 };
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "engine/dtype.h"
 
@@ -72,6 +73,23 @@ class Communicator {
   // failure on one rank must not leave the others waiting). The
   // single-process communicator exits this process.
   [[noreturn]] virtual void Abort(int code) = 0;
+};
+
+// CheckReduceDType is OK for float32 and float64, the dtypes an all-reduce
+// sums, and InvalidArgument naming any other: every communicator's check.
+absl::Status CheckReduceDType(DType dtype);
+
+// SumAtStartCommunicator is a Communicator whose StartAllReduceSum does the
+// whole AllReduceSum at once and whose WaitAllReduce checks only that a sum
+// was started on the buffer (FailedPrecondition else, as with MPI): the
+// single-process communicator's and ThreadCommunicators' way.
+class SumAtStartCommunicator : public Communicator {
+ public:
+  absl::Status StartAllReduceSum(const ReduceBuffer& buffer) final;
+  absl::Status WaitAllReduce(void* data) final;
+
+ private:
+  absl::flat_hash_set<void*> started_;
 };
 
 // SingleProcessCommunicator returns the communicator of a job of one rank:

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace dagrad {
@@ -98,7 +98,7 @@ absl::Status SumSlice(Group& g, int64_t begin, int64_t end) {
   return g.Barrier();
 }
 
-class ThreadRank final : public Communicator {
+class ThreadRank final : public SumAtStartCommunicator {
  public:
   ThreadRank(std::shared_ptr<Group> group, int rank) : g_(std::move(group)), rank_(rank) {}
   ~ThreadRank() override { g_->Leave(rank_); }
@@ -107,30 +107,16 @@ class ThreadRank final : public Communicator {
   int size() const override { return g_->size; }
   std::string name() const override { return absl::StrCat("threads (", g_->size, " ranks)"); }
 
-  // Each rank sums its slice of the elements over all ranks.
+  // Each rank sums its slice of the elements over all ranks. Started sums
+  // are done at once (SumAtStartCommunicator): the ranks are threads of one
+  // process, and a sum waits only for the others to reach it.
   absl::Status AllReduceSum(const ReduceBuffer& b) override {
-    if (b.dtype != DType::kFloat32 && b.dtype != DType::kFloat64) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("all-reduce sums float32 or float64, got ", DTypeName(b.dtype)));
-    }
+    if (absl::Status st = CheckReduceDType(b.dtype); !st.ok()) return st;
     g_->slots[rank_] = {.data = b.data, .count = b.count, .dtype = b.dtype};
     if (absl::Status st = Post("all-reduce"); !st.ok()) return st;
     const int64_t begin = b.count * rank_ / g_->size, end = b.count * (rank_ + 1) / g_->size;
     return b.dtype == DType::kFloat32 ? SumSlice<float>(*g_, begin, end)
                                       : SumSlice<double>(*g_, begin, end);
-  }
-  // The sum is done at the start: the ranks are threads of one process,
-  // and a sum waits only for the others to reach it.
-  absl::Status StartAllReduceSum(const ReduceBuffer& b) override {
-    if (absl::Status st = AllReduceSum(b); !st.ok()) return st;
-    started_.insert(b.data);
-    return absl::OkStatus();
-  }
-  absl::Status WaitAllReduce(void* data) override {
-    if (started_.erase(data) == 0) {
-      return absl::FailedPreconditionError("wait for an all-reduce that was not started");
-    }
-    return absl::OkStatus();
   }
   absl::Status Broadcast(void* data, int64_t bytes, int root) override {
     g_->slots[rank_] = {.data = data, .count = bytes, .broadcast = true, .root = root};
@@ -159,7 +145,6 @@ class ThreadRank final : public Communicator {
 
   std::shared_ptr<Group> g_;
   const int rank_;
-  absl::flat_hash_set<void*> started_;
 };
 
 }  // namespace
@@ -169,6 +154,15 @@ std::vector<std::shared_ptr<Communicator>> ThreadCommunicators(int size) {
   std::vector<std::shared_ptr<Communicator>> ranks;
   for (int r = 0; r < group->size; ++r) ranks.push_back(std::make_shared<ThreadRank>(group, r));
   return ranks;
+}
+
+void OnThreadRanks(int size, const std::function<void(std::shared_ptr<Communicator>)>& body) {
+  std::vector<std::shared_ptr<Communicator>> ranks = ThreadCommunicators(size);
+  std::vector<std::thread> threads;
+  for (std::shared_ptr<Communicator>& rank : ranks) {
+    threads.emplace_back([&body, mine = std::move(rank)]() mutable { body(std::move(mine)); });
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 }  // namespace dagrad

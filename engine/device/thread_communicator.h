@@ -21,6 +21,7 @@
 #ifndef DAGRAD_ENGINE_DEVICE_THREAD_COMMUNICATOR_H_
 #define DAGRAD_ENGINE_DEVICE_THREAD_COMMUNICATOR_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,6 +33,15 @@ namespace dagrad {
 // Sums add the ranks' elements in rank order, so every rank gets the same
 // bits. Abort exits the process (the job). name(): "threads (N ranks)".
 std::vector<std::shared_ptr<Communicator>> ThreadCommunicators(int size);
+
+// OnThreadRanks runs body(rank) for each of the `size` ranks (>= 1) of a
+// fresh group, each on a thread of its own, and returns when all have.
+// Each thread alone holds its rank, so a body that returns early leaves the
+// group: the others' collectives fail instead of waiting for it.
+//
+//   std::vector<int> seen(2);
+//   OnThreadRanks(2, [&](std::shared_ptr<Communicator> rank) { seen[rank->rank()] = 1; });
+void OnThreadRanks(int size, const std::function<void(std::shared_ptr<Communicator>)>& body);
 
 }  // namespace dagrad
 

@@ -29,10 +29,8 @@ absl::Status MpiError(const char* call, int code) {
 }
 
 absl::StatusOr<MPI_Datatype> MpiType(DType dtype) {
-  if (dtype == DType::kFloat32) return MPI_FLOAT;
-  if (dtype == DType::kFloat64) return MPI_DOUBLE;
-  return absl::InvalidArgumentError(
-      absl::StrCat("all-reduce sums float32 or float64, got ", DTypeName(dtype)));
+  if (absl::Status st = CheckReduceDType(dtype); !st.ok()) return st;
+  return dtype == DType::kFloat32 ? MPI_FLOAT : MPI_DOUBLE;
 }
 
 std::string LibraryName() {

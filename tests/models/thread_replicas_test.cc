@@ -4,7 +4,6 @@
 // step, up to the sums' rounding.
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "engine/device/thread_communicator.h"
@@ -35,18 +34,14 @@ std::vector<StepResult> Steps(Trainer& t, int n) {
 TEST(ThreadReplicas, TwoReplicasTrainAsOneTrainerOnTheWholeBatch) {
   ASSERT_OK_AND_ASSIGN(auto alone, ToyTrainer::Create(Config()));
   const std::vector<StepResult> want = Steps(*alone, 5);
-  const auto ranks = ThreadCommunicators(2);
   std::vector<std::vector<StepResult>> got(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      absl::StatusOr<std::unique_ptr<ToyTrainer>> t =
-          ToyTrainer::Create(Config(), CpuDevice(), {.communicator = ranks[r]});
-      ASSERT_TRUE(t.ok()) << t.status();
-      got[r] = Steps(**t, 5);
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  OnThreadRanks(2, [&](std::shared_ptr<Communicator> rank) {
+    const int r = rank->rank();
+    absl::StatusOr<std::unique_ptr<ToyTrainer>> t =
+        ToyTrainer::Create(Config(), CpuDevice(), {.communicator = std::move(rank)});
+    ASSERT_TRUE(t.ok()) << t.status();
+    got[r] = Steps(**t, 5);
+  });
   ASSERT_EQ(want.size(), 5u);
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(got[r].size(), 5u) << "rank " << r;

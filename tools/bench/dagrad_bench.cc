@@ -54,7 +54,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -313,7 +312,7 @@ absl::StatusOr<std::vector<double>> TimeSteps(
     }
     if (!go) return ms;
     const auto start = std::chrono::steady_clock::now();
-    DAGRAD_RETURN_IF_ERROR((*trainer).Step().status());
+    DAGRAD_RETURN_IF_ERROR(trainer->Step().status());
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
     if (i >= 2) ms.push_back(took.count());
   }
@@ -335,14 +334,10 @@ int StepTimes(const std::string& name, const TrainerMaker& make, int steps, doub
   if (replicas == 1) {
     times[0] = TimeSteps(make, {}, more);
   } else {
-    const std::vector<std::shared_ptr<Communicator>> ranks = ThreadCommunicators(replicas);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < replicas; ++r) {
-      threads.emplace_back([&, r, rank = ranks[r]]() mutable {
-        times[r] = TimeSteps(make, {.communicator = std::move(rank)}, more);
-      });
-    }
-    for (std::thread& t : threads) t.join();
+    OnThreadRanks(replicas, [&](std::shared_ptr<Communicator> rank) {
+      const int r = rank->rank();
+      times[r] = TimeSteps(make, {.communicator = std::move(rank)}, more);
+    });
   }
   for (const auto& t : times) {
     if (!t.ok()) {

@@ -6,7 +6,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/declare.h"
@@ -215,20 +214,15 @@ int RunReplicas(const Command& cmd, int replicas) {
     return UsageError(cmd, "--replicas trains on the CPU (--device=cpu)");
   }
   if (absl::Status st = SetNumThreads(1); !st.ok()) return Failure(cmd, st);
-  std::vector<std::shared_ptr<Communicator>> ranks = ThreadCommunicators(replicas);
-  std::vector<std::string> names(replicas);
   std::vector<int> codes(replicas, kExitOk);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < replicas; ++r) {
-    names[r] = absl::StrCat("train: replica ", r, " of ", replicas);
-    threads.emplace_back([&, r, comm = std::move(ranks[r])]() mutable {
-      Command mine = cmd;
-      mine.name = names[r].c_str();
-      Job job{std::move(comm), r, replicas};
-      codes[r] = RunOrReportOutOfMemory(mine, [&] { return RunTask(mine, job); });
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  OnThreadRanks(replicas, [&](std::shared_ptr<Communicator> comm) {
+    const int r = comm->rank();
+    const std::string name = absl::StrCat("train: replica ", r, " of ", replicas);
+    Command mine = cmd;
+    mine.name = name.c_str();
+    Job job{std::move(comm), r, replicas};
+    codes[r] = RunOrReportOutOfMemory(mine, [&] { return RunTask(mine, job); });
+  });
   for (int code : codes) {
     if (code != kExitOk) return codes[0] != kExitOk ? codes[0] : code;
   }
