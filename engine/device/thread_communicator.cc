@@ -80,20 +80,15 @@ absl::Status Mismatch(const Group& g, const char* what) {
 }
 
 // SumSlice adds every rank's elements [begin, end) in rank order and
-// writes the sums to every rank's buffer, after all have read.
+// writes the sums to every rank's buffer. No other rank reads or writes
+// these elements, so only the end needs a barrier: every slice is summed
+// before any rank returns.
 template <typename T>
 absl::Status SumSlice(Group& g, int64_t begin, int64_t end) {
-  std::vector<T> sum(static_cast<const T*>(g.slots[0].data) + begin,
-                     static_cast<const T*>(g.slots[0].data) + end);
-  for (int r = 1; r < g.size; ++r) {
-    const T* in = static_cast<const T*>(g.slots[r].data);
-    for (int64_t i = begin; i < end; ++i) sum[i - begin] += in[i];
-  }
-  if (absl::Status st = g.Barrier(); !st.ok()) return st;
-  for (int r = 0; r < g.size; ++r) {
-    if (end > begin) {
-      std::memcpy(static_cast<T*>(g.slots[r].data) + begin, sum.data(), (end - begin) * sizeof(T));
-    }
+  for (int64_t i = begin; i < end; ++i) {
+    T sum = static_cast<const T*>(g.slots[0].data)[i];
+    for (int r = 1; r < g.size; ++r) sum += static_cast<const T*>(g.slots[r].data)[i];
+    for (int r = 0; r < g.size; ++r) static_cast<T*>(g.slots[r].data)[i] = sum;
   }
   return g.Barrier();
 }
