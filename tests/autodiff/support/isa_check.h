@@ -10,10 +10,16 @@
 // this process at its own level and, for each other level, in a child: this
 // test binary run again as
 //
-//   DAGRAD_CPU_ISA=<level> dagrad_autodiff_tests --op_case_outputs=FILE --op_case=NAME
+//   DAGRAD_CPU_ISA=<level> dagrad_autodiff_tests --op_case_server
 //
-// which writes the outputs of the config test NAME to FILE (safetensors;
-// an error in its metadata) and exits (tests/autodiff/support/op_case_main.cc).
+// which reads requests "NAME<tab>FILE" on stdin, writes the outputs of the
+// config test NAME to FILE (safetensors; an error in its metadata) and
+// answers "ok" on file descriptor 3 (tests/autodiff/support/op_case_main.cc).
+// One child per level serves every case of the test process, and
+// StopIsaChildren ends them. By hand:
+//
+//   printf 'add_same_shape_f32\t/tmp/o.safetensors\n' |
+//     DAGRAD_CPU_ISA=avx2 dagrad_autodiff_tests --op_case_server 3>&1
 //
 //   ASSERT_OK(IsaCheck(ToCrossCase(op_case, config, DType::kFloat32)));
 
@@ -38,6 +44,15 @@ absl::StatusOr<std::vector<Tensor>> CpuOutputs(const CrossCase& c);
 // WriteCaseOutputs writes CpuOutputs of the op-case config test `name`
 // (ConfigTestName) to `path`; NotFound when no config has that name.
 absl::Status WriteCaseOutputs(const std::string& name, const std::string& path);
+
+// ServeCaseOutputs is the child's loop: WriteCaseOutputs for each request
+// on stdin, the reply ("ok", or the error) on descriptor 3, until stdin
+// ends. Returns the process's exit code.
+int ServeCaseOutputs();
+
+// StopIsaChildren ends the children IsaCheck started, and returns the first
+// error of one that did not exit 0 (a sanitizer's report at its exit, say).
+absl::Status StopIsaChildren();
 
 // IsaCheck compares `c` at each level of CpuIsaRunnable() above the
 // baseline with the baseline: OK, or the first difference, naming the
