@@ -3,19 +3,29 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "engine/status_macros.h"
 
 namespace dagrad::testing {
 namespace {
 
-absl::StatusOr<nlohmann::json> ReadFile(const std::string& file) {
+// ParsedFile is golden file `file`, read and parsed once per process: the
+// golden tests load hundreds of cases from a dozen files (mha.json alone is
+// 1.9 MB), and reparsing a file per case was most of their time.
+absl::StatusOr<const nlohmann::json*> ParsedFile(const std::string& file) {
+  static std::mutex mu;
+  static auto* const parsed = new std::map<std::string, nlohmann::json>;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = parsed->find(file); it != parsed->end()) return &it->second;
   const std::string path = absl::StrCat(DAGRAD_TEST_DATA_DIR, "/goldens/", file, ".json");
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open golden file ", path));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::DataLossError(absl::StrCat("invalid JSON in ", path));
-  return j;
+  return &parsed->emplace(file, std::move(j)).first->second;
 }
 
 double ParseFloat(const nlohmann::json& v) {
@@ -56,13 +66,12 @@ absl::StatusOr<Tensor> ParseTensor(const nlohmann::json& j) {
 }  // namespace
 
 absl::StatusOr<GoldenCase> LoadGolden(const std::string& file, const std::string& name) {
-  auto j = ReadFile(file);
-  if (!j.ok()) return j.status();
-  const nlohmann::json& cases = (*j)["cases"];
-  if (!cases.contains(name)) {
+  DAGRAD_ASSIGN_OR_RETURN(const nlohmann::json* j, ParsedFile(file));
+  const auto cases = j->find("cases");
+  if (cases == j->end() || !cases->contains(name)) {
     return absl::NotFoundError(absl::StrCat("golden file ", file, " has no case ", name));
   }
-  const nlohmann::json& c = cases[name];
+  const nlohmann::json& c = cases->at(name);
   GoldenCase out;
   for (const char* part : {"inputs", "outputs"}) {
     auto& dst = std::string(part) == "inputs" ? out.inputs : out.outputs;
@@ -77,10 +86,11 @@ absl::StatusOr<GoldenCase> LoadGolden(const std::string& file, const std::string
 }
 
 absl::StatusOr<std::vector<std::string>> GoldenCaseNames(const std::string& file) {
-  auto j = ReadFile(file);
-  if (!j.ok()) return j.status();
+  DAGRAD_ASSIGN_OR_RETURN(const nlohmann::json* j, ParsedFile(file));
   std::vector<std::string> names;
-  for (const auto& [key, value] : (*j)["cases"].items()) names.push_back(key);
+  const auto cases = j->find("cases");
+  if (cases == j->end()) return names;
+  for (const auto& [key, value] : cases->items()) names.push_back(key);
   return names;
 }
 
