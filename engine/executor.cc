@@ -30,10 +30,6 @@ const char* RoleName(NodeRole role) {
   return "?";
 }
 
-std::string TypeString(const Node& n) {
-  return absl::StrCat(DTypeName(n.dtype), " ", n.shape.ToString());
-}
-
 // NodeError names a kernel's error with its node (once: a device that
 // reports a data error found on the device names the node itself).
 absl::Status NodeError(const Node& node, const absl::Status& st) {
@@ -172,7 +168,7 @@ absl::StatusOr<NodeId> Executor::FedNode(const Value& value, DType dtype, const 
   }
   if (dtype != node.dtype || shape != node.shape) {
     return absl::InvalidArgumentError(absl::StrCat("feed of '", node.path(), "': expected ",
-                                                   TypeString(node), ", got ", type));
+                                                   node.TypeString(), ", got ", type));
   }
   return node.id;
 }
@@ -211,7 +207,7 @@ absl::Status Executor::ValidateFeeds(const Plan& plan, const Feeds& feeds,
     if (!fed.contains(id)) {
       const Node& node = graph_.node(id);
       return absl::InvalidArgumentError(absl::StrCat(
-          "missing feed for input '", node.path(), "' (", TypeString(node), ")"));
+          "missing feed for input '", node.path(), "' (", node.TypeString(), ")"));
     }
   }
   return absl::OkStatus();
@@ -231,7 +227,7 @@ absl::Status Executor::CheckNumerics(const Node& node, const TensorRef& out) {
   const double v = FloatAt(p, out.dtype, bad);
   return absl::InvalidArgumentError(absl::StrCat(
       "check_numerics: ", RoleName(node.role), " node '", node.path(), "' (op ",
-      node.op->name, ", ", TypeString(node), ") produced ", std::isnan(v) ? "NaN" : "Inf",
+      node.op->name, ", ", node.TypeString(), ") produced ", std::isnan(v) ? "NaN" : "Inf",
       " at element ", bad));
 }
 

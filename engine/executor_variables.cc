@@ -10,13 +10,6 @@
 #include "engine/status_macros.h"
 
 namespace dagrad {
-namespace {
-
-std::string TypeString(const Node& n) {
-  return absl::StrCat(DTypeName(n.dtype), " ", n.shape.ToString());
-}
-
-}  // namespace
 
 absl::StatusOr<void*> Executor::VariableData(NodeId id) {
   auto it = variables_.find(id);
@@ -115,7 +108,7 @@ absl::Status Executor::Assign(Value variable, const Tensor& value) {
   const Node& node = variable.node();
   if (value.dtype() != node.dtype || value.shape() != node.shape) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Assign to '", node.path(), "': expected ", TypeString(node),
+        absl::StrCat("Assign to '", node.path(), "': expected ", node.TypeString(),
                      ", got ", value.TypeString()));
   }
   return Write(node.id, value);

@@ -11,6 +11,10 @@
 
 namespace dagrad {
 
+std::string Node::TypeString() const {
+  return absl::StrCat(DTypeName(dtype), " ", shape.ToString());
+}
+
 absl::Status Value::status() const {
   if (graph_ == nullptr) {
     return absl::FailedPreconditionError("null Value (refers to no node)");

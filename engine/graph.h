@@ -136,6 +136,9 @@ struct Node {
 
   // path returns "scope/name".
   std::string path() const { return scope.empty() ? name : scope + "/" + name; }
+  // TypeString returns the dtype and shape for a message, as Tensor's does:
+  // "float32 (2, 3)".
+  std::string TypeString() const;
   bool is_variable() const { return kind == NodeKind::kVariable; }
 };
 

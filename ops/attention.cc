@@ -69,9 +69,9 @@ absl::StatusOr<TensorType> InferAttentionGrad(const InferContext& ctx) {
   return TensorType{ctx.in(kAttnQ).dtype, Shape({a.grad_elements + dbias})};
 }
 
-// Piece returns elements [offset, offset + shape's) of the flat gradient
+// PackedPiece returns elements [offset, offset + shape's) of the flat gradient
 // buffer as `shape`: a slice of a 1-D buffer and a reshape, both views.
-Value Piece(Value all, int64_t offset, const Shape& shape) {
+Value PackedPiece(Value all, int64_t offset, const Shape& shape) {
   const Dims& dims = shape.dims();
   return Reshape(Slice(all, 0, offset, offset + shape.num_elements()),
                  std::vector<int64_t>(dims.begin(), dims.end()));
@@ -91,7 +91,7 @@ std::vector<Value> AttentionBackward(const GradContext& c) {
   for (int i : {kAttnQ, kAttnK, kAttnV}) {
     if (c.inputs[i].is_null()) continue;
     const Shape& shape = c.inputs[i].shape();
-    if (c.needs[i]) grads[i] = Piece(all, offset, shape);
+    if (c.needs[i]) grads[i] = PackedPiece(all, offset, shape);
     offset += shape.num_elements();
   }
   if (bias_grad) {
@@ -99,7 +99,7 @@ std::vector<Value> AttentionBackward(const GradContext& c) {
     const Shape& q = c.inputs[kAttnQ].shape();
     const Value& k = c.inputs[kAttnK];
     const int64_t S = k.is_null() ? q[1] : k.rank() == 3 ? k.dim(1) : k.dim(2);
-    grads[kAttnBias] = Piece(all, offset, Shape({q[0], H, c.output.dim(1), S}));
+    grads[kAttnBias] = PackedPiece(all, offset, Shape({q[0], H, c.output.dim(1), S}));
   }
   return grads;
 }

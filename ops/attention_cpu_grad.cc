@@ -72,10 +72,10 @@ T* Panel(const Problem<T>& p, RowBlock<T>& w, int64_t j) {
   return w.panel.empty() ? w.s.data() : w.panel.data() + j * w.rows * p.ld;
 }
 
-// LogSumExp sets lse[r] for the rows of w: m + log(sum exp(z - m)) over
+// RowLogSumExp sets lse[r] for the rows of w: m + log(sum exp(z - m)) over
 // the kept keys, +inf for a row with none.
 template <typename T>
-void LogSumExp(const Problem<T>& p, RowBlock<T>& w, T* lse) {
+void RowLogSumExp(const Problem<T>& p, RowBlock<T>& w, T* lse) {
   std::vector<T>& m = w.m;
   std::vector<double>& l = w.l;
   ResetSoftmax(w);
@@ -168,7 +168,7 @@ void RowBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadS
   if (x.probs) {
     Weights(p, w, w.max_limit, x.stat.data());
   } else {
-    LogSumExp(p, w, x.stat.data());
+    RowLogSumExp(p, w, x.stat.data());
     RowDots(p, g, w, x.d.data());
   }
   for (int64_t s0 = 0, j = 0; s0 < w.max_limit; s0 += p.bc, ++j) {

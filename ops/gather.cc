@@ -21,7 +21,7 @@
 namespace dagrad {
 namespace {
 
-int64_t Product(const Shape& s, int begin, int end) {
+int64_t DimsProduct(const Shape& s, int begin, int end) {
   int64_t n = 1;
   for (int i = begin; i < end; ++i) n *= s[i];
   return n;
@@ -65,7 +65,8 @@ absl::Status GatherKernel(const KernelContext& ctx) {
   const Shape& p = *ctx.in(0).shape;
   const Shape& idx_shape = *ctx.in(1).shape;
   DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), p.rank()));
-  const int64_t outer = Product(p, 0, axis), n = p[axis], inner = Product(p, axis + 1, p.rank());
+  const int64_t outer = DimsProduct(p, 0, axis), n = p[axis];
+  const int64_t inner = DimsProduct(p, axis + 1, p.rank());
   const int64_t k = idx_shape.num_elements();
   return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {
     using I = decltype(index_tag);
@@ -167,26 +168,26 @@ IndexGroups GroupByIndex(const I* idx, int64_t k) {
   return g;
 }
 
-// A task is kTile columns of one output row that some index hits: its
+// A task is kScatterTile columns of one output row that some index hits: its
 // update rows (a run of the groups) are summed in double and written once.
 // A row hit by many indices (a padding token's embedding) thus agrees with
 // float64, no two tasks write the same elements, and the result does not
 // depend on the thread count.
-constexpr int64_t kTile = 256;
+constexpr int64_t kScatterTile = 256;
 
 template <typename T, typename I>
 void ScatterAddRows(const I* idx, const T* upd, T* y, int64_t outer, int64_t n, int64_t k,
                     int64_t inner) {
   const IndexGroups groups = GroupByIndex(idx, k);
   const int64_t runs = static_cast<int64_t>(groups.starts.size()) - 1;
-  const int64_t tiles = (inner + kTile - 1) / kTile;
-  const int64_t task_size = std::max<int64_t>(1, k / std::max<int64_t>(runs, 1) * kTile);
+  const int64_t tiles = (inner + kScatterTile - 1) / kScatterTile;
+  const int64_t task_size = std::max<int64_t>(1, k / std::max<int64_t>(runs, 1) * kScatterTile);
   ParallelFor(outer * runs * tiles, RowGrain(task_size),
               [&](int64_t b, int64_t e) {
-    double acc[kTile];
+    double acc[kScatterTile];
     for (int64_t task = b; task < e; ++task) {
       const int64_t o = task / (runs * tiles), run = task / tiles % runs;
-      const int64_t j0 = task % tiles * kTile, len = std::min(kTile, inner - j0);
+      const int64_t j0 = task % tiles * kScatterTile, len = std::min(kScatterTile, inner - j0);
       const int64_t first = groups.starts[run], last = groups.starts[run + 1];
       const T* src = upd + o * k * inner + j0;
       std::fill(acc, acc + len, 0.0);
@@ -204,8 +205,8 @@ absl::Status ScatterAddKernel(const KernelContext& ctx) {
   const Shape& idx_shape = *ctx.in(0).shape;
   const Shape& out = *ctx.output.shape;
   const int axis = static_cast<int>(ctx.attrs().GetInt("axis"));
-  const int64_t outer = Product(out, 0, axis), n = out[axis];
-  const int64_t inner = Product(out, axis + 1, out.rank());
+  const int64_t outer = DimsProduct(out, 0, axis), n = out[axis];
+  const int64_t inner = DimsProduct(out, axis + 1, out.rank());
   const int64_t k = idx_shape.num_elements();
   return DispatchIndex(ctx.in(0).dtype, [&](auto index_tag) {
     using I = decltype(index_tag);

@@ -54,18 +54,18 @@ absl::Status CheckLogitsAndTargets(const InferContext& ctx) {
   return ReductionOf(ctx.attrs).status();
 }
 
-// Rows pairs each row of logits with its target, -1 where it is ignored.
-struct Rows {
+// TargetRows pairs each row of logits with its target, -1 where it is ignored.
+struct TargetRows {
   std::vector<int64_t> target;
   int64_t count = 0;  // rows not ignored
 };
 
 // ReadTargets checks every target lies in [0, C) or is ignore_index.
-absl::StatusOr<Rows> ReadTargets(const KernelContext& ctx) {
+absl::StatusOr<TargetRows> ReadTargets(const KernelContext& ctx) {
   const TensorRef& targets = ctx.in(1);
   const int64_t classes = ctx.in(0).dim(ctx.in(0).rank() - 1);
   const int64_t ignore = ctx.attrs().GetInt("ignore_index", -100);
-  Rows rows;
+  TargetRows rows;
   rows.target.resize(targets.num_elements());
   DAGRAD_RETURN_IF_ERROR(DispatchIndex(targets.dtype, [&](auto tag) {
     using I = decltype(tag);
@@ -121,7 +121,7 @@ absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
 }
 
 absl::Status CrossEntropyKernel(const KernelContext& ctx) {
-  DAGRAD_ASSIGN_OR_RETURN(const Rows rows, ReadTargets(ctx));
+  DAGRAD_ASSIGN_OR_RETURN(const TargetRows rows, ReadTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
@@ -201,7 +201,7 @@ absl::StatusOr<TensorType> InferCrossEntropyGrad(const InferContext& ctx) {
 // dlogits = (softmax(logits) - onehot(target)) * w, with w = g[row] (none),
 // g (sum) or g / count (mean); the output may alias logits (in place).
 absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
-  DAGRAD_ASSIGN_OR_RETURN(const Rows rows, ReadTargets(ctx));
+  DAGRAD_ASSIGN_OR_RETURN(const TargetRows rows, ReadTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {

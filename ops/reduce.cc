@@ -88,7 +88,7 @@ T ReduceRow(Reduction r, const T* row, int64_t mid) {
 // are combined per pass over the tile, so the tile is loaded and stored a
 // quarter as often (two floats add exactly in double, so the sum is as
 // accurate as a row-by-row one).
-constexpr int64_t kTile = 512;
+constexpr int64_t kReduceTile = 512;
 
 template <typename T, typename A, typename Combine>
 void ReduceColumnsInto(A* acc, const T* in, int64_t mid, int64_t inner, int64_t len,
@@ -111,13 +111,13 @@ template <typename T>
 void ReduceColumns(const CpuKernels& kernels, Reduction r, const T* in, T* out, int64_t mid,
                    int64_t inner, int64_t len) {
   if (r == Reduction::kMax) {
-    T acc[kTile];
+    T acc[kReduceTile];
     std::fill(acc, acc + len, MaxIdentity<T>());
     ReduceColumnsInto(acc, in, mid, inner, len, [](T a, T b) { return PropagatingMax(a, b); });
     std::copy(acc, acc + len, out);
     return;
   }
-  Acc<T> acc[kTile] = {};
+  Acc<T> acc[kReduceTile] = {};
   if constexpr (std::is_same_v<T, float>) {
     kernels.sum_columns_f32(in, mid, inner, len, acc);  // the same sums, vectorised per level
   } else {
@@ -144,7 +144,7 @@ void ReduceContiguous(const CpuKernels& kernels, Reduction r, const T* x, T* y, 
     // within one output row.
     for (int64_t t = b; t < e;) {
       const int64_t o = t / inner, j = t % inner;
-      const int64_t len = std::min({kTile, inner - j, e - t});
+      const int64_t len = std::min({kReduceTile, inner - j, e - t});
       ReduceColumns(kernels, r, x + o * mid * inner + j, y + t, mid, inner, len);
       t += len;
     }

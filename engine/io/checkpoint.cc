@@ -23,16 +23,10 @@ namespace {
 // A message lists at most this many names of one kind; the count says the rest.
 constexpr size_t kMaxListed = 10;
 
-std::string Quote(absl::string_view s) { return PrintableText(s, /*quote=*/true); }
-
-std::string TypeString(const Node& n) {
-  return absl::StrCat(DTypeName(n.dtype), " ", n.shape.ToString());
-}
-
 std::string ListNames(std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   std::vector<std::string> shown;
-  for (size_t i = 0; i < names.size() && i < kMaxListed; ++i) shown.push_back(Quote(names[i]));
+  for (size_t i = 0; i < names.size() && i < kMaxListed; ++i) shown.push_back(QuotedText(names[i]));
   std::string out = absl::StrJoin(shown, ", ");
   if (names.size() > kMaxListed) absl::StrAppend(&out, " and ", names.size() - kMaxListed, " more");
   return out;
@@ -53,20 +47,20 @@ absl::StatusOr<std::vector<std::pair<std::string, Value>>> Named(
     }
     if (v.graph() != graph) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "variables[", i, "] ", Quote(v.path()), " belongs to another graph than ", whose));
+          "variables[", i, "] ", QuotedText(v.path()), " belongs to another graph than ", whose));
     }
     if (!v.node().is_variable()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("variables[", i, "] ", Quote(v.path()), " is not a variable"));
+          absl::StrCat("variables[", i, "] ", QuotedText(v.path()), " is not a variable"));
     }
     std::string name = CheckpointName(v.node());
     auto [it, inserted] = path_of.emplace(name, v.path());
     if (!inserted) {
       return absl::InvalidArgumentError(
           it->second == v.path()
-              ? absl::StrCat("variable ", Quote(v.path()), " is listed twice")
-              : absl::StrCat("variables ", Quote(it->second), " and ", Quote(v.path()),
-                             " both have the checkpoint name ", Quote(name)));
+              ? absl::StrCat("variable ", QuotedText(v.path()), " is listed twice")
+              : absl::StrCat("variables ", QuotedText(it->second), " and ", QuotedText(v.path()),
+                             " both have the checkpoint name ", QuotedText(name)));
     }
     out.emplace_back(std::move(name), v);
   }
@@ -143,10 +137,10 @@ std::string OwnWithoutChecksums(const SafetensorsFile& file,
   if (options.require_checksums) return "the reader takes only dagrad's own checkpoints";
   for (const auto& [key, value] : file.metadata) {
     if (absl::StartsWith(key, "dagrad.")) {
-      return absl::StrCat("its metadata key ", Quote(key), " is dagrad's");
+      return absl::StrCat("its metadata key ", QuotedText(key), " is dagrad's");
     }
     if (IsChecksumList(value, file.tensors.size())) {
-      return absl::StrCat("its metadata key ", Quote(key), " holds dagrad's checksum list");
+      return absl::StrCat("its metadata key ", QuotedText(key), " holds dagrad's checksum list");
     }
   }
   return "";
@@ -189,7 +183,7 @@ absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source,
   std::vector<std::string> bad;
   for (size_t i = 0; i < sorted.size(); ++i) {
     if (const uint32_t crc = DataChecksum(sorted[i]->second); crc != stored[i + 1]) {
-      bad.push_back(absl::StrCat("tensor ", Quote(sorted[i]->first),
+      bad.push_back(absl::StrCat("tensor ", QuotedText(sorted[i]->first),
                                  ": data fails its checksum (stored crc32c ", Hex(stored[i + 1]),
                                  ", computed ", Hex(crc), ")"));
     }
@@ -280,7 +274,7 @@ absl::StatusOr<Assignments> Match(const std::vector<std::pair<std::string, Value
     const Node& node = v.node();
     if (!Loads(t.dtype(), node.dtype) || t.shape() != node.shape) {
       mismatched.push_back(absl::StrCat(PrintableText(name), ": checkpoint has ", t.TypeString(),
-                                        ", model expects ", TypeString(node)));
+                                        ", model expects ", node.TypeString()));
       continue;
     }
     assignments.emplace_back(v, &t);
@@ -335,7 +329,7 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
     absl::StatusOr<Tensor> value = t->dtype() == v.dtype() ? *t : ConvertFloats(*t, v.dtype());
     if (!value.ok()) {
       return absl::Status(value.status().code(),
-                          absl::StrCat("checkpoint ", source, ": ", Quote(v.path()), ": ",
+                          absl::StrCat("checkpoint ", source, ": ", QuotedText(v.path()), ": ",
                                        value.status().message(), "; nothing was loaded"));
     }
     values.push_back(*std::move(value));
@@ -346,7 +340,7 @@ absl::Status AssignVariables(Executor& executor, absl::Span<const Value> variabl
     if (!s.ok()) {
       // Everything was validated, so only the device can fail here.
       return absl::InternalError(absl::StrCat("checkpoint ", source, ": assigning ",
-                                              Quote(v.path()), " failed after validation, "
+                                              QuotedText(v.path()), " failed after validation, "
                                               "variables may be partly loaded: ", s.message()));
     }
   }
@@ -391,7 +385,7 @@ absl::StatusOr<std::map<std::string, std::string>> LoadVariables(
     Executor& executor, absl::Span<const Value> variables, const std::string& path,
     const LoadOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
-  DAGRAD_RETURN_IF_ERROR(AssignVariables(executor, variables, file, Quote(path), options));
+  DAGRAD_RETURN_IF_ERROR(AssignVariables(executor, variables, file, QuotedText(path), options));
   return std::move(file.metadata);
 }
 
@@ -400,7 +394,7 @@ absl::Status RequireFinite(const SafetensorsFile& file) {
     const int64_t bad = FirstNonFinite(t.raw_data(), t.dtype(), t.num_elements());
     if (bad >= 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "tensor ", Quote(name), " holds ", FloatAt(t.raw_data(), t.dtype(), bad),
+          "tensor ", QuotedText(name), " holds ", FloatAt(t.raw_data(), t.dtype(), bad),
           " at element ", bad,
           "; a non-finite value is never saved"));
     }

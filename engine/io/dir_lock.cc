@@ -13,11 +13,6 @@
 namespace dagrad {
 namespace {
 
-absl::Status SysError(absl::string_view what, const std::string& path) {
-  const int e = errno;
-  return absl::ErrnoToStatus(e, absl::StrCat(what, " '", path, "'"));
-}
-
 // Holder reads the pid the lock's owner wrote, for the refusal message; the
 // owner may not have written it yet.
 std::string Holder(int fd) {
@@ -29,9 +24,9 @@ std::string Holder(int fd) {
 
 absl::Status WritePid(int fd, const std::string& path) {
   const std::string pid = absl::StrCat(::getpid(), "\n");
-  if (::ftruncate(fd, 0) != 0) return SysError("cannot truncate", path);
+  if (::ftruncate(fd, 0) != 0) return ErrnoError("cannot truncate", path);
   if (::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
-    return SysError("cannot write", path);
+    return ErrnoError("cannot write", path);
   }
   return absl::OkStatus();
 }
@@ -48,13 +43,13 @@ absl::StatusOr<DirectoryLock> LockDirectory(const std::string& dir,
   // O_CLOEXEC: a program run from here (Graphviz) must not inherit the lock
   // and keep it after this process ends.
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return SysError("cannot open the lock file", path);
+  if (fd < 0) return ErrnoError("cannot open the lock file", path);
   DirectoryLock lock(fd);
   int locked;
   while ((locked = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
   }
   if (locked != 0) {
-    if (errno != EWOULDBLOCK) return SysError("cannot lock", path);
+    if (errno != EWOULDBLOCK) return ErrnoError("cannot lock", path);
     return absl::FailedPreconditionError(
         absl::StrCat(dir, " is in use by another writer (", Holder(fd), ")"));
   }

@@ -19,12 +19,17 @@
 #include "engine/status_macros.h"
 
 namespace dagrad {
-namespace {
 
-absl::Status SysError(absl::string_view what, const std::string& path) {
+absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   const int e = errno;
   return absl::ErrnoToStatus(e, absl::StrCat(what, " '", path, "'"));
 }
+
+std::string PathInFolder(absl::string_view folder, absl::string_view name) {
+  return absl::StrCat(folder, folder.empty() || absl::EndsWith(folder, "/") ? "" : "/", name);
+}
+
+namespace {
 
 // Directory returns the directory holding `path`, for fsyncing the rename.
 std::string Directory(const std::string& path) {
@@ -38,7 +43,7 @@ absl::Status WriteAll(int fd, absl::string_view bytes, const std::string& path) 
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return SysError("cannot write", path);
+      return ErrnoError("cannot write", path);
     }
     bytes.remove_prefix(static_cast<size_t>(n));
   }
@@ -85,7 +90,7 @@ absl::StatusOr<std::string> RealPath(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot resolve '", path, "': too many symbolic links (a loop)"));
   }
-  if (real == nullptr) return SysError("cannot resolve", path);
+  if (real == nullptr) return ErrnoError("cannot resolve", path);
   std::string out = real;
   ::free(real);
   return out;
@@ -105,7 +110,7 @@ bool ProcessIsRunning(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return SysError("cannot open", path);
+  if (fd < 0) return ErrnoError("cannot open", path);
   std::string out;
   struct stat st;
   const bool has_stat = ::fstat(fd, &st) == 0;
@@ -125,7 +130,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      absl::Status s = SysError("cannot read", path);
+      absl::Status s = ErrnoError("cannot read", path);
       ::close(fd);
       return s;
     }
@@ -137,7 +142,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 absl::StatusOr<FileInFolder> FileInFolder::Open(const std::string& folder,
                                                 const std::string& name) {
-  const std::string path = absl::StrCat(folder, absl::EndsWith(folder, "/") ? "" : "/", name);
+  const std::string path = PathInFolder(folder, name);
   DAGRAD_ASSIGN_OR_RETURN(const std::string real_folder, RealPath(folder));
   DAGRAD_ASSIGN_OR_RETURN(const std::string real, RealPath(path));
   if (!IsInside(real, real_folder)) {
@@ -148,11 +153,11 @@ absl::StatusOr<FileInFolder> FileInFolder::Open(const std::string& folder,
   // Opening a FIFO without O_NONBLOCK waits for a writer. What was opened
   // is checked, not the path, which may have changed since it was resolved.
   const int fd = ::open(real.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return SysError("cannot open", path);
+  if (fd < 0) return ErrnoError("cannot open", path);
   struct stat st;
   absl::Status status;
   if (::fstat(fd, &st) != 0) {
-    status = SysError("cannot stat", path);
+    status = ErrnoError("cannot stat", path);
   } else if (!S_ISREG(st.st_mode)) {
     status = absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "': it is ",
                                                      NotAFile(st.st_mode), ", not a file"));
@@ -186,7 +191,7 @@ absl::Status FileInFolder::ReadAt(int64_t offset, int64_t length, void* out) con
   while (length > 0) {
     const ssize_t n = ::pread(fd_, p, static_cast<size_t>(length), static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SysError("cannot read", path_);
+    if (n < 0) return ErrnoError("cannot read", path_);
     if (n == 0) {
       return absl::OutOfRangeError(absl::StrCat("cannot read '", path_, "': it ends at byte ",
                                                 offset, ", ", length,
@@ -224,18 +229,18 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
     tmp = TemporaryPathFor(path);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && (errno != EEXIST || attempt == 100)) {
-      return SysError("cannot create a temporary file for", path);
+      return ErrnoError("cannot create a temporary file for", path);
     }
   }
   absl::Status status;
   struct stat old_file;
   if (::stat(path.c_str(), &old_file) == 0 && S_ISREG(old_file.st_mode) &&
       ::fchmod(fd, old_file.st_mode & 07777) != 0) {
-    status = SysError("cannot set the mode of", tmp);
+    status = ErrnoError("cannot set the mode of", tmp);
   }
   if (status.ok()) status = WriteAll(fd, contents, tmp);
-  if (status.ok() && ::fsync(fd) != 0) status = SysError("cannot fsync", tmp);
-  if (::close(fd) != 0 && status.ok()) status = SysError("cannot close", tmp);
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("cannot fsync", tmp);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoError("cannot close", tmp);
   // The previous file moves aside only now, when the new one is complete,
   // so that `path` is missing for as short a time as possible.
   const std::string& previous = options.keep_previous_as;
@@ -243,10 +248,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   struct stat existing;
   if (status.ok() && !previous.empty() && ::lstat(path.c_str(), &existing) == 0) {
     moved_aside = ::rename(path.c_str(), previous.c_str()) == 0;
-    if (!moved_aside) status = SysError(absl::StrCat("cannot rename '", path, "' to"), previous);
+    if (!moved_aside) status = ErrnoError(absl::StrCat("cannot rename '", path, "' to"), previous);
   }
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = SysError(absl::StrCat("cannot rename '", tmp, "' over"), path);
+    status = ErrnoError(absl::StrCat("cannot rename '", tmp, "' over"), path);
     if (moved_aside) ::rename(previous.c_str(), path.c_str());
   }
   if (!status.ok()) {
@@ -257,22 +262,22 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   // file (whole, but old) after the caller was told the write succeeded.
   const std::string dir = Directory(path);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return SysError("wrote the file but cannot open its directory", dir);
-  if (::fsync(dfd) != 0) status = SysError("wrote the file but cannot fsync its directory", dir);
+  if (dfd < 0) return ErrnoError("wrote the file but cannot open its directory", dir);
+  if (::fsync(dfd) != 0) status = ErrnoError("wrote the file but cannot fsync its directory", dir);
   ::close(dfd);
   return status;
 }
 
 absl::StatusOr<std::vector<std::string>> RemoveStaleTemporaryFiles(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return SysError("cannot open the directory", dir);
+  if (d == nullptr) return ErrnoError("cannot open the directory", dir);
   std::vector<std::string> removed;
   absl::Status status;
   while (true) {
     errno = 0;
     const dirent* entry = ::readdir(d);
     if (entry == nullptr) {
-      if (errno != 0) status = SysError("cannot read the directory", dir);
+      if (errno != 0) status = ErrnoError("cannot read the directory", dir);
       break;
     }
     const std::string name = entry->d_name;
@@ -284,7 +289,7 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleTemporaryFiles(const std::st
       continue;
     }
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      status = SysError("cannot remove the stale temporary file", path);
+      status = ErrnoError("cannot remove the stale temporary file", path);
       break;
     }
     removed.push_back(name);

@@ -25,6 +25,22 @@
 
 namespace dagrad {
 
+// ErrnoError returns the errno left by the system call that just failed as a
+// status of its canonical code, the message `what 'path'`. Read errno first:
+// call it before anything else that may set errno.
+//
+//   // setup: Files
+//   absl::Status st;
+//   if (::mkdir("runs", 0755) != 0) st = ErrnoError("cannot make", "runs");
+//   // st: AlreadyExists, "cannot make 'runs': File exists"
+absl::Status ErrnoError(absl::string_view what, const std::string& path);
+
+// PathInFolder returns `name` in `folder`: joined by one '/', or `name`
+// alone when `folder` is empty.
+//
+//   PathInFolder("runs/gpt2", "config.json");  // "runs/gpt2/config.json"
+std::string PathInFolder(absl::string_view folder, absl::string_view name);
+
 // ReadFile returns the bytes of the file at `path`.
 //
 // Errors: the errno's code (NotFound, PermissionDenied, FailedPrecondition

@@ -42,9 +42,6 @@ constexpr absl::string_view kUnsupported[] = {
     "U8", "I8", "U16", "I16", "U32", "U64", "C64",
     "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4"};
 
-// Quote renders a name from the file for a message.
-std::string Quote(absl::string_view s) { return PrintableText(s, /*quote=*/true); }
-
 // Context prefixes messages with what is being read and which tensor.
 struct Context {
   absl::string_view source;
@@ -53,7 +50,7 @@ struct Context {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", message));
   }
   absl::Status Invalid(absl::string_view tensor, absl::string_view message) const {
-    return Invalid(absl::StrCat("tensor ", Quote(tensor), ": ", message));
+    return Invalid(absl::StrCat("tensor ", QuotedText(tensor), ": ", message));
   }
 };
 
@@ -107,7 +104,7 @@ class HeaderWalk {
         f.last_key = parsed.get<std::string>();
         if (!f.keys.insert(f.last_key).second) {
           throw HeaderError{
-              absl::StrCat("header has the key ", Quote(f.last_key), " twice", Where())};
+              absl::StrCat("header has the key ", QuotedText(f.last_key), " twice", Where())};
         }
         break;
       }
@@ -129,7 +126,7 @@ class HeaderWalk {
   // Where names the keys that lead to the current object or array.
   std::string Where() const {
     std::vector<std::string> keys;
-    for (size_t i = 0; i + 1 < frames_.size(); ++i) keys.push_back(Quote(frames_[i].last_key));
+    for (size_t i = 0; i + 1 < frames_.size(); ++i) keys.push_back(QuotedText(frames_[i].last_key));
     return keys.empty() ? std::string() : absl::StrCat(" (in ", absl::StrJoin(keys, "/"), ")");
   }
 
@@ -240,7 +237,7 @@ absl::StatusOr<const FormatDType*> ParseDType(const Context& ctx, const std::str
     const bool known = std::find(std::begin(kUnsupported), std::end(kUnsupported),
                                  dtype_name) != std::end(kUnsupported);
     const std::string message = absl::StrCat(
-        "tensor ", Quote(name), ": dtype ", Quote(dtype_name),
+        "tensor ", QuotedText(name), ": dtype ", QuotedText(dtype_name),
         known ? " is not supported by dagrad" : " is not a safetensors dtype",
         " (dagrad reads F32, F64, I32, I64, BOOL, BF16 and F16)");
     return known ? absl::UnimplementedError(absl::StrCat(ctx.source, ": ", message))
@@ -335,13 +332,13 @@ absl::Status CheckTiling(const Context& ctx, std::vector<const Entry*> entries,
   for (const Entry* e : entries) {
     if (e->begin < covered) {
       return ctx.Invalid(e->name, absl::StrCat("data_offsets [", e->begin, ", ", e->end,
-                                               "] overlap tensor ", Quote(previous->name),
+                                               "] overlap tensor ", QuotedText(previous->name),
                                                " at [", previous->begin, ", ", previous->end, "]"));
     }
     if (e->begin > covered) {
       return ctx.Invalid(absl::StrCat("data buffer bytes [", covered, ", ", e->begin,
                                       ") belong to no tensor (a hole before tensor ",
-                                      Quote(e->name), ")"));
+                                      QuotedText(e->name), ")"));
     }
     covered = e->end;
     previous = e;
@@ -361,7 +358,7 @@ absl::Status ParseMetadata(const Context& ctx, const json& meta,
   }
   for (const auto& [key, value] : meta.items()) {
     if (!value.is_string()) {
-      return ctx.Invalid(absl::StrCat("\"__metadata__\" value of ", Quote(key), " is ",
+      return ctx.Invalid(absl::StrCat("\"__metadata__\" value of ", QuotedText(key), " is ",
                                       JsonTypeName(value), ", not a string"));
     }
     out[key] = value.get<std::string>();
@@ -421,7 +418,7 @@ absl::StatusOr<SafetensorsFile> Parse(absl::string_view bytes, absl::string_view
     }
     auto t = Tensor::Zeros(e.dtype, e.shape);
     if (!t.ok()) {
-      return absl::Status(t.status().code(), absl::StrCat(source, ": tensor ", Quote(e.name),
+      return absl::Status(t.status().code(), absl::StrCat(source, ": tensor ", QuotedText(e.name),
                                                           ": ", t.status().message()));
     }
     if (!data.empty()) std::memcpy(t->raw_data(), data.data(), data.size());

@@ -17,8 +17,6 @@
 namespace dagrad {
 namespace {
 
-std::string Quote(absl::string_view s) { return PrintableText(s, /*quote=*/true); }
-
 // AppendJsonString writes `s` as Python's json.dumps does (ensure_ascii):
 // quotes, backslashes and everything outside printable ASCII escaped, code
 // points above U+FFFF as surrogate pairs, hex in lower case.
@@ -29,7 +27,7 @@ absl::Status AppendJsonString(absl::string_view s, absl::string_view what, std::
     const int32_t c = NextCodePoint(s, pos);
     if (c < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "SerializeSafetensors: ", what, " ", Quote(s), " is not valid UTF-8 (byte ", pos - 1,
+          "SerializeSafetensors: ", what, " ", QuotedText(s), " is not valid UTF-8 (byte ", pos - 1,
           ")"));
     }
     switch (c) {
@@ -72,7 +70,7 @@ absl::StatusOr<std::string> SerializeSafetensors(const SafetensorsFile& file) {
     }
     if (i > 0 && sorted[i - 1]->first == name) {
       return absl::InvalidArgumentError(
-          absl::StrCat("SerializeSafetensors: two tensors are named ", Quote(name)));
+          absl::StrCat("SerializeSafetensors: two tensors are named ", QuotedText(name)));
     }
     if (i > 0) header += ',';
     DAGRAD_RETURN_IF_ERROR(AppendJsonString(name, "tensor name", header));

@@ -3,16 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "engine/checked_math.h"
 #include "engine/op.h"
+#include "engine/plan/internal/planner_internal.h"
 
 namespace dagrad {
-namespace {
-
-// Graph nodes passed ValidateBytes: their bytes fit.
-int64_t NodeBytes(const Node& n) {
-  return CheckedBytes(n.shape.num_elements(), SizeOf(n.dtype)).value_or(kMaxTensorBytes);
-}
-
-}  // namespace
+using planner_internal::NodeBytes;
 
 std::string DescribeNode(const Node& node) {
   absl::string_view kind;

@@ -23,7 +23,7 @@ const char* KindName(const Node& n) {
   return "op";
 }
 
-const char* RoleName(NodeRole role) {
+const char* RoleLabel(NodeRole role) {
   switch (role) {
     case NodeRole::kGradient: return "gradient";
     case NodeRole::kOptimizer: return "optimizer";
@@ -33,13 +33,13 @@ const char* RoleName(NodeRole role) {
   return "forward";
 }
 
-// Bytes is the node's size, or -1 for a symbolic shape.
-int64_t Bytes(const Node& n) {
+// NodeBytesOrUnknown is the node's size, or -1 for a symbolic shape.
+int64_t NodeBytesOrUnknown(const Node& n) {
   const int64_t elements = n.shape.num_elements();
   return elements < 0 ? -1 : elements * static_cast<int64_t>(SizeOf(n.dtype));
 }
 
-absl::Status CheckValue(const Graph& g, const Value& v, absl::string_view what, size_t i) {
+absl::Status CheckRoot(const Graph& g, const Value& v, absl::string_view what, size_t i) {
   if (v.is_null() || v.graph() != &g || !v.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ViewModelJson: ", what, "[", i, "] is not a node of the graph",
@@ -67,9 +67,10 @@ absl::Status CheckPlan(const Graph& g, const ExecutionPlan& plan, const OpProfil
   return absl::OkStatus();
 }
 
-// Drawn marks `roots` (or every node when there are none) and the plan's
+// DrawnNodes marks `roots` (or every node when there are none) and the plan's
 // steps and fetches, and everything they depend on.
-std::vector<bool> Drawn(const Graph& g, absl::Span<const Value> roots, const ExecutionPlan* plan) {
+std::vector<bool> DrawnNodes(const Graph& g, absl::Span<const Value> roots,
+                             const ExecutionPlan* plan) {
   if (roots.empty() && plan == nullptr) return std::vector<bool>(g.num_nodes(), true);
   std::vector<NodeId> ids;
   for (const Value& r : roots) ids.push_back(r.id());
@@ -120,7 +121,7 @@ Buffers ArenaBuffers(const Graph& g, const ExecutionPlan& plan) {
     Json* buf = buffer(id);
     if (buf == nullptr) continue;
     (*buf)["nodes"].push_back(id);
-    const int64_t end = plan.offset[id] + std::max<int64_t>(Bytes(g.node(id)), 0);
+    const int64_t end = plan.offset[id] + std::max<int64_t>(NodeBytesOrUnknown(g.node(id)), 0);
     (*buf)["bytes"] = std::max((*buf)["bytes"].get<int64_t>(), end);
   }
   return b;
@@ -129,10 +130,10 @@ Buffers ArenaBuffers(const Graph& g, const ExecutionPlan& plan) {
 Json NodeJson(const Node& n, bool is_loss) {
   Json j = {{"id", n.id}, {"name", n.name}, {"scope", n.scope}, {"kind", KindName(n)}};
   if (n.op != nullptr) j["op"] = n.op->name;
-  j["role"] = RoleName(n.role);
+  j["role"] = RoleLabel(n.role);
   j["dtype"] = DTypeName(n.dtype);
   j["shape"] = n.shape.dims();
-  if (const int64_t bytes = Bytes(n); bytes >= 0) j["bytes"] = bytes;
+  if (const int64_t bytes = NodeBytesOrUnknown(n); bytes >= 0) j["bytes"] = bytes;
   j["inputs"] = n.inputs;
   if (n.gradient_of != kNoNode) j["gradient_of"] = n.gradient_of;
   if (is_loss) j["loss"] = true;
@@ -168,15 +169,15 @@ void AddPlan(const Graph& g, const ExecutionPlan& plan, const OpProfile* profile
 absl::StatusOr<std::string> ViewModelJson(const Graph& g, absl::Span<const Value> roots,
                                           const ViewOptions& options) {
   for (size_t i = 0; i < roots.size(); ++i) {
-    DAGRAD_RETURN_IF_ERROR(CheckValue(g, roots[i], "roots", i));
+    DAGRAD_RETURN_IF_ERROR(CheckRoot(g, roots[i], "roots", i));
   }
   std::vector<bool> is_loss(g.num_nodes(), false);
   for (size_t i = 0; i < options.losses.size(); ++i) {
-    DAGRAD_RETURN_IF_ERROR(CheckValue(g, options.losses[i], "losses", i));
+    DAGRAD_RETURN_IF_ERROR(CheckRoot(g, options.losses[i], "losses", i));
     is_loss[options.losses[i].id()] = true;
   }
   if (options.plan != nullptr) DAGRAD_RETURN_IF_ERROR(CheckPlan(g, *options.plan, options.profile));
-  const std::vector<bool> drawn = Drawn(g, roots, options.plan);
+  const std::vector<bool> drawn = DrawnNodes(g, roots, options.plan);
   Json doc = {{"title", options.title}, {"nodes", Json::array()}};
   std::vector<int> index(g.num_nodes(), -1);
   for (NodeId id = 0; id < g.num_nodes(); ++id) {

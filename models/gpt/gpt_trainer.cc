@@ -18,7 +18,7 @@
 namespace dagrad::models {
 namespace {
 
-constexpr char kFormat[] = "gpt-text-train-state/1";
+constexpr char kGptStateFormat[] = "gpt-text-train-state/1";
 
 // SameDataAsRankZero checks that this rank read the bytes rank 0 read:
 // every rank reads the file itself, and another copy of it (another
@@ -68,7 +68,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
   DAGRAD_RETURN_IF_ERROR(t->Init(Gpt::Builder(config.model), std::move(lm),
                                  {.run = config.run,
                                   .eval_windows = config.eval_windows,
-                                  .format = kFormat,
+                                  .format = kGptStateFormat,
                                   .metadata = {{"task", "text"}, {"data", config.data}},
                                   .initial = config.initial,
                                   .initial_source = config.initial_source},

@@ -18,8 +18,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Quote(absl::string_view s) { return PrintableText(s, /*quote=*/true); }
-
 // VocabSax reads vocab.json as the parser goes, keeping only a flat object
 // of token -> integer: a nested or mistyped value stops the parse at once
 // (no document of a hostile file is built), with `error` set.
@@ -63,7 +61,7 @@ class VocabSax : public nlohmann::json_sax<json> {
   }
   bool Wrong(const char* what) {
     error = depth_ == 0 ? absl::StrCat("is ", what, ", not an object of token -> id")
-                        : absl::StrCat("the id of token ", Quote(key_), " is ", what,
+                        : absl::StrCat("the id of token ", QuotedText(key_), " is ", what,
                                        ", not an integer");
     return false;
   }
@@ -90,7 +88,7 @@ absl::StatusOr<std::string> TokenBytes(absl::string_view token) {
     const int32_t c = NextCodePoint(token, pos);
     if (c < 0 || c >= static_cast<int32_t>(byte_of.size()) || byte_of[c] < 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "the token %s has the character U+%04X, which stands for no byte", Quote(token), c));
+          "the token %s has the character U+%04X, which stands for no byte", QuotedText(token), c));
     }
     bytes += static_cast<char>(byte_of[c]);
   }
@@ -122,17 +120,17 @@ absl::Status FillVocabulary(std::vector<std::pair<std::string, int64_t>> entries
   std::vector<bool> taken(n, false);
   for (auto& [token, id] : entries) {
     if (id < 0 || id >= n) {
-      return absl::InvalidArgumentError(absl::StrCat("the id of token ", Quote(token), " is ", id,
-                                                     ": the ", n, " ids must be 0 to ", n - 1));
+      return absl::InvalidArgumentError(absl::StrCat("the id of token ", QuotedText(token), " is ",
+                                                     id, ": the ", n, " ids must be 0 to ", n - 1));
     }
     if (taken[id]) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the id ", id, " is given twice (again to token ", Quote(token), ")"));
+          absl::StrCat("the id ", id, " is given twice (again to token ", QuotedText(token), ")"));
     }
     taken[id] = true;
     if (vocab.ids.contains(token)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the token ", Quote(token), " is given twice"));
+          absl::StrCat("the token ", QuotedText(token), " is given twice"));
     }
     DAGRAD_ASSIGN_OR_RETURN(vocab.token_bytes[id], TokenBytes(token));
     vocab.ids.emplace(std::move(token), static_cast<int32_t>(id));
@@ -164,7 +162,7 @@ absl::StatusOr<Gpt2Merge> ReadMerge(absl::string_view line, const Gpt2Vocabulary
   const std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
   if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        Quote(line), " is not two symbols separated by one space"));
+        QuotedText(line), " is not two symbols separated by one space"));
   }
   Gpt2Merge merge;
   int32_t* ids[] = {&merge.left, &merge.right, &merge.result};
@@ -173,8 +171,9 @@ absl::StatusOr<Gpt2Merge> ReadMerge(absl::string_view line, const Gpt2Vocabulary
   for (int i = 0; i < 3; ++i) {
     const auto it = vocab.ids.find(names[i]);
     if (it == vocab.ids.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(i < 2 ? "the symbol " : "the merged token ",
-                                                     Quote(names[i]), " is not in the vocabulary"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(i < 2 ? "the symbol " : "the merged token ", QuotedText(names[i]),
+                       " is not in the vocabulary"));
     }
     *ids[i] = it->second;
   }
@@ -225,8 +224,8 @@ absl::StatusOr<std::vector<Gpt2Merge>> ReadGpt2Merges(const std::string& path,
     }
     const std::pair<int32_t, int32_t> pair = {merge->left, merge->right};
     if (const auto [it, fresh] = line_of.try_emplace(pair, i + 1); !fresh) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "the pair ", Quote(lines[i]), " was given on line ", it->second));
+      return absl::InvalidArgumentError(absl::StrCat(where, "the pair ", QuotedText(lines[i]),
+                                                     " was given on line ", it->second));
     }
     merges.push_back(*merge);
   }

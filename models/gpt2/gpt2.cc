@@ -13,7 +13,7 @@
 namespace dagrad::models {
 namespace {
 
-constexpr double kInitStd = 0.02;  // GPT-2's
+constexpr double kGpt2InitStd = 0.02;  // GPT-2's
 
 }  // namespace
 
@@ -21,8 +21,8 @@ Value Gpt2::Conv1D::operator()(Value x) const { return MatMul(x, weight) + bias;
 
 absl::StatusOr<Gpt2::Block> Gpt2::CreateBlock(Graph& g, const Gpt2Config& c, int64_t l) {
   Graph::Scope scope(g, absl::StrCat("h/", l));
-  const Initializer normal = Initializer::Normal(0.0, kInitStd);
-  const Initializer proj = Initializer::Normal(0.0, kInitStd / std::sqrt(2.0 * c.layers));
+  const Initializer normal = Initializer::Normal(0.0, kGpt2InitStd);
+  const Initializer proj = Initializer::Normal(0.0, kGpt2InitStd / std::sqrt(2.0 * c.layers));
   auto conv1d = [&](absl::string_view name, int64_t in, int64_t out, Initializer init) {
     Graph::Scope layer(g, name);
     return Conv1D{.weight = g.Parameter("weight", {in, out}, init, c.dtype),
@@ -53,7 +53,7 @@ absl::StatusOr<Gpt2> Gpt2::Create(Graph& g, const Gpt2Config& c) {
   DAGRAD_ASSIGN_OR_RETURN(m.activation_, Gpt2Activation(c.activation));
   {
     Graph::Scope transformer(g, "transformer");
-    const Initializer normal = Initializer::Normal(0.0, kInitStd);
+    const Initializer normal = Initializer::Normal(0.0, kGpt2InitStd);
     DAGRAD_ASSIGN_OR_RETURN(m.wte_, nn::Embedding::Create(g, "wte", {.num_embeddings = c.vocab,
                                                                       .embedding_dim = c.dim,
                                                                       .init = normal,

@@ -23,10 +23,6 @@ constexpr absl::string_view kWeights = "model.safetensors";
 constexpr absl::string_view kIndex = "model.safetensors.index.json";
 constexpr absl::string_view kPrefix = "transformer.";
 
-std::string InDir(absl::string_view dir, absl::string_view file) {
-  return absl::StrCat(dir, dir.empty() || absl::EndsWith(dir, "/") ? "" : "/", file);
-}
-
 // The causal-mask buffers of older GPT-2 files: h.<l>.attn.bias and
 // h.<l>.attn.masked_bias (c_attn.bias and c_proj.bias end otherwise).
 bool IsMaskBuffer(absl::string_view name) {
@@ -104,7 +100,7 @@ absl::StatusOr<SafetensorsFile> ReadShards(absl::string_view dir, const std::str
   for (const auto& [tensor, shard] : weight_map) shards.insert(shard);
   SafetensorsFile merged;
   for (const std::string& shard : shards) {
-    const std::string path = InDir(dir, shard);
+    const std::string path = PathInFolder(dir, shard);
     DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile part, ReadSafetensors(path));
     for (auto& [name, tensor] : part.tensors) {
       auto it = weight_map.find(name);
@@ -119,7 +115,7 @@ absl::StatusOr<SafetensorsFile> ReadShards(absl::string_view dir, const std::str
   if (!weight_map.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(index, ": tensor '", weight_map.begin()->first, "' is not in its shard ",
-                     InDir(dir, weight_map.begin()->second)));
+                     PathInFolder(dir, weight_map.begin()->second)));
   }
   return merged;
 }
@@ -127,7 +123,7 @@ absl::StatusOr<SafetensorsFile> ReadShards(absl::string_view dir, const std::str
 }  // namespace
 
 absl::StatusOr<Gpt2Config> ReadHfGpt2Config(absl::string_view dir) {
-  const std::string path = InDir(dir, "config.json");
+  const std::string path = PathInFolder(dir, "config.json");
   DAGRAD_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseHfGpt2Config(text, path);
 }
@@ -137,10 +133,10 @@ namespace {
 // ReadWeights is ReadHfWeights, and sets `source` to the file it read
 // (model.safetensors or the index), which messages name.
 absl::StatusOr<SafetensorsFile> ReadWeights(absl::string_view dir, std::string& source) {
-  source = InDir(dir, kWeights);
+  source = PathInFolder(dir, kWeights);
   absl::StatusOr<SafetensorsFile> file = ReadSafetensors(source);
   if (absl::IsNotFound(file.status())) {
-    source = InDir(dir, kIndex);
+    source = PathInFolder(dir, kIndex);
     file = ReadShards(dir, source);
     if (absl::IsNotFound(file.status())) {
       return absl::NotFoundError(absl::StrCat(dir, ": neither ", kWeights, " nor ", kIndex,
@@ -167,7 +163,7 @@ absl::StatusOr<HfGpt2Files> ReadHfGpt2(absl::string_view dir) {
   files.weights.metadata = files.config.ToMetadata();
   absl::Status fits = Gpt2Config::FromCheckpoint(files.weights, source).status();
   if (!fits.ok()) {
-    return absl::Status(fits.code(), absl::StrCat(InDir(dir, "config.json"),
+    return absl::Status(fits.code(), absl::StrCat(PathInFolder(dir, "config.json"),
                                                   " describes another model than its weights: ",
                                                   fits.message()));
   }

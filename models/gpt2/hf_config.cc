@@ -120,7 +120,7 @@ absl::Status ReadDropouts(const json& j, absl::string_view path, Gpt2Config& c) 
   return absl::OkStatus();
 }
 
-absl::Status MetadataError(absl::string_view key, absl::string_view what) {
+absl::Status ConfigMetadataError(absl::string_view key, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("checkpoint metadata: '", key, "' ", what));
 }
 
@@ -131,7 +131,7 @@ absl::Status DropoutsFromMetadata(const std::map<std::string, std::string>& m, G
     c.*member = 0.0;
     auto it = m.find(key);
     if (it != m.end() && !absl::SimpleAtod(it->second, &(c.*member))) {
-      return MetadataError(key, absl::StrCat("is not a number: '", it->second, "'"));
+      return ConfigMetadataError(key, absl::StrCat("is not a number: '", it->second, "'"));
     }
   }
   return absl::OkStatus();
@@ -223,7 +223,7 @@ std::map<std::string, std::string> Gpt2Config::ToMetadata() const {
 absl::StatusOr<Gpt2Config> Gpt2Config::FromMetadata(const std::map<std::string, std::string>& m) {
   auto model = m.find("model");
   if (model == m.end() || model->second != "gpt2") {
-    return MetadataError("model", model == m.end()
+    return ConfigMetadataError("model", model == m.end()
                                       ? "is missing (expected gpt2)"
                                       : absl::StrCat("is '", model->second, "', expected gpt2"));
   }
@@ -232,17 +232,17 @@ absl::StatusOr<Gpt2Config> Gpt2Config::FromMetadata(const std::map<std::string, 
   fields.emplace_back("n_inner", &Gpt2Config::inner);
   for (const auto& [key, member] : fields) {
     auto it = m.find(key);
-    if (it == m.end()) return MetadataError(key, "is missing");
+    if (it == m.end()) return ConfigMetadataError(key, "is missing");
     if (!absl::SimpleAtoi(it->second, &(c.*member))) {
-      return MetadataError(key, absl::StrCat("is not an integer: '", it->second, "'"));
+      return ConfigMetadataError(key, absl::StrCat("is not an integer: '", it->second, "'"));
     }
   }
   auto eps = m.find("layer_norm_epsilon");
   if (eps == m.end() || !absl::SimpleAtod(eps->second, &c.layer_norm_epsilon)) {
-    return MetadataError("layer_norm_epsilon", "is missing or not a number");
+    return ConfigMetadataError("layer_norm_epsilon", "is missing or not a number");
   }
   auto activation = m.find("activation_function");
-  if (activation == m.end()) return MetadataError("activation_function", "is missing");
+  if (activation == m.end()) return ConfigMetadataError("activation_function", "is missing");
   c.activation = activation->second;
   DAGRAD_RETURN_IF_ERROR(DropoutsFromMetadata(m, c));
   DAGRAD_RETURN_IF_ERROR(c.Validate());

@@ -4,7 +4,6 @@
 #include <system_error>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
@@ -15,10 +14,6 @@ namespace dagrad::models {
 namespace {
 
 using json = nlohmann::json;
-
-std::string InDir(absl::string_view dir, absl::string_view file) {
-  return absl::StrCat(dir, dir.empty() || absl::EndsWith(dir, "/") ? "" : "/", file);
-}
 
 // The fields of GPT2Config that dagrad's Gpt2 has no say in, as
 // transformers' GPT2Config defaults them.
@@ -57,8 +52,8 @@ absl::StatusOr<SafetensorsFile> ExportTensors(const SafetensorsFile& model) {
 // CopyTokenizerFile copies tokenizer_dir/name to out_dir/name.
 absl::Status CopyTokenizerFile(absl::string_view tokenizer_dir, absl::string_view out_dir,
                                absl::string_view name) {
-  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(InDir(tokenizer_dir, name)));
-  return WriteFileAtomically(InDir(out_dir, name), bytes);
+  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(PathInFolder(tokenizer_dir, name)));
+  return WriteFileAtomically(PathInFolder(out_dir, name), bytes);
 }
 
 }  // namespace
@@ -89,7 +84,7 @@ absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_p
                           Gpt2Tokenizer::LoadDirectory(std::string(tokenizer_dir)));
   if (tokenizer.vocab_size() > config.vocab) {
     return absl::InvalidArgumentError(absl::StrCat(
-        InDir(tokenizer_dir, "vocab.json"), " has ", tokenizer.vocab_size(),
+        PathInFolder(tokenizer_dir, "vocab.json"), " has ", tokenizer.vocab_size(),
         " tokens, more than the vocab_size ", config.vocab, " of the model ", model_path));
   }
   std::error_code ec;
@@ -99,8 +94,8 @@ absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_p
         absl::StrCat("cannot create the output directory '", out_dir, "': ", ec.message()));
   }
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile tensors, ExportTensors(model));
-  DAGRAD_RETURN_IF_ERROR(WriteSafetensors(InDir(out_dir, "model.safetensors"), tensors));
-  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(InDir(out_dir, "config.json"),
+  DAGRAD_RETURN_IF_ERROR(WriteSafetensors(PathInFolder(out_dir, "model.safetensors"), tensors));
+  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(PathInFolder(out_dir, "config.json"),
                                              HfGpt2ConfigJson(config, tokenizer.end_of_text())));
   DAGRAD_RETURN_IF_ERROR(CopyTokenizerFile(tokenizer_dir, out_dir, "vocab.json"));
   return CopyTokenizerFile(tokenizer_dir, out_dir, "merges.txt");

@@ -16,7 +16,7 @@
 namespace dagrad::models {
 namespace {
 
-constexpr char kFormat[] = "toy-train-state/1";
+constexpr char kToyStateFormat[] = "toy-train-state/1";
 
 // DataBudget is what the training batch and the evaluation set will take:
 // ToyTrainer draws them after Compile, which counts them in its budget.
@@ -181,7 +181,7 @@ absl::StatusOr<AttentionSample> ToyTrainer::SampleAttention(int64_t index) {
 
 std::vector<Value> ToyTrainer::Parameters() const { return model_->parameters(); }
 
-TrainingState ToyTrainer::State() const { return {kFormat, config_.ToMetadata()}; }
+TrainingState ToyTrainer::State() const { return {kToyStateFormat, config_.ToMetadata()}; }
 
 std::map<std::string, std::string> ToyTrainer::ModelMetadata() const {
   return config_.model.ToMetadata();

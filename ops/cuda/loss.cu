@@ -19,13 +19,13 @@ namespace {
 using cuda::GridFor;
 using cuda::kThreads;
 
-enum class Reduction { kMean, kSum, kNone };
+enum class LossReduction { kMean, kSum, kNone };
 
-absl::StatusOr<Reduction> ReductionOf(const Attrs& attrs) {
+absl::StatusOr<LossReduction> ReductionOf(const Attrs& attrs) {
   const std::string name = attrs.GetStr("reduction", "mean");
-  if (name == "mean") return Reduction::kMean;
-  if (name == "sum") return Reduction::kSum;
-  if (name == "none") return Reduction::kNone;
+  if (name == "mean") return LossReduction::kMean;
+  if (name == "sum") return LossReduction::kSum;
+  if (name == "none") return LossReduction::kNone;
   return absl::InvalidArgumentError(
       absl::StrCat("reduction must be mean, sum or none, got '", name, "'"));
 }
@@ -119,7 +119,7 @@ __global__ void LossPerRowKernel(const double* loss, int64_t rows, T* y) {
 }
 
 template <typename T>
-absl::Status CrossEntropyTyped(const KernelContext& ctx, Reduction reduction) {
+absl::Status CrossEntropyTyped(const KernelContext& ctx, LossReduction reduction) {
   DAGRAD_ASSIGN_OR_RETURN(CudaBuffer target, RowTargets(ctx));
   CudaContext& cuda = CudaContextOf(ctx);
   cudaStream_t stream = cuda.stream();
@@ -132,18 +132,18 @@ absl::Status CrossEntropyTyped(const KernelContext& ctx, Reduction reduction) {
         ctx.in(0).as<T>(), target.as<int64_t>(), rows, classes, loss.as<double>());
     DAGRAD_RETURN_IF_ERROR(CheckLaunch("RowLossKernel"));
   }
-  if (reduction == Reduction::kNone) {
+  if (reduction == LossReduction::kNone) {
     if (rows == 0) return absl::OkStatus();
     LossPerRowKernel<<<GridFor(rows), kThreads, 0, stream>>>(loss.as<double>(), rows, y);
     return CheckLaunch("LossPerRowKernel");
   }
   TotalLossKernel<<<1, 1024, 0, stream>>>(loss.as<double>(), target.as<int64_t>(), rows,
-                                          reduction == Reduction::kMean, y);
+                                          reduction == LossReduction::kMean, y);
   return CheckLaunch("TotalLossKernel");
 }
 
 absl::Status CrossEntropyKernel(const KernelContext& ctx) {
-  DAGRAD_ASSIGN_OR_RETURN(const Reduction reduction, ReductionOf(ctx.attrs()));
+  DAGRAD_ASSIGN_OR_RETURN(const LossReduction reduction, ReductionOf(ctx.attrs()));
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     return CrossEntropyTyped<decltype(tag)>(ctx, reduction);
   });
@@ -164,10 +164,10 @@ __global__ void CountRowsKernel(const int64_t* target, int64_t rows, int64_t* co
 template <typename T>
 __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T* g,
                                      const int64_t* count, int64_t rows, int64_t classes,
-                                     Reduction reduction, T* dx) {
+                                     LossReduction reduction, T* dx) {
   __shared__ T shared[32];
   T w_all = g[0];
-  if (reduction == Reduction::kMean) {
+  if (reduction == LossReduction::kMean) {
     w_all = *count ? static_cast<T>(g[0] / static_cast<T>(*count)) : T(0);
   }
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -178,7 +178,7 @@ __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T*
       continue;
     }
     const T* xr = x + r * classes;
-    const T w = reduction == Reduction::kNone ? g[r] : w_all;
+    const T w = reduction == LossReduction::kNone ? g[r] : w_all;
     // As the CPU: exp(x - max) scaled by w / sum, so that the error does
     // not grow with the log-sum-exp, as exp(x - lse) rounded to T would.
     const cuda::ShiftedExpSum<T> s = cuda::RowShiftedExpSum(xr, classes, shared);
@@ -193,7 +193,7 @@ __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T*
 }
 
 template <typename T>
-absl::Status CrossEntropyGradTyped(const KernelContext& ctx, Reduction reduction) {
+absl::Status CrossEntropyGradTyped(const KernelContext& ctx, LossReduction reduction) {
   DAGRAD_ASSIGN_OR_RETURN(CudaBuffer target, RowTargets(ctx));
   CudaContext& cuda = CudaContextOf(ctx);
   cudaStream_t stream = cuda.stream();
@@ -210,7 +210,7 @@ absl::Status CrossEntropyGradTyped(const KernelContext& ctx, Reduction reduction
 }
 
 absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
-  DAGRAD_ASSIGN_OR_RETURN(const Reduction reduction, ReductionOf(ctx.attrs()));
+  DAGRAD_ASSIGN_OR_RETURN(const LossReduction reduction, ReductionOf(ctx.attrs()));
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     return CrossEntropyGradTyped<decltype(tag)>(ctx, reduction);
   });

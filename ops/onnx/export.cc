@@ -184,10 +184,10 @@ void KeepInferredSizes(const onnx::ModelProto& inferred, onnx::ModelProto& model
   }
 }
 
-// Check runs ONNX's checker and strict shape inference (with data
+// CheckModel runs ONNX's checker and strict shape inference (with data
 // propagation, for the shapes computed from Shape) on the model, and
 // declares the outputs' static sizes that inference confirms.
-absl::Status Check(onnx::ModelProto& model) {
+absl::Status CheckModel(onnx::ModelProto& model) {
   try {
     onnx::checker::check_model(model);
     onnx::ModelProto inferred = model;
@@ -226,7 +226,7 @@ absl::StatusOr<std::string> SerializeOnnx(const Graph& graph, absl::Span<const V
     if (name != b.Out(node)) b.Add("Identity", {b.Out(node)}, name);
     SetValueInfo(proto->add_output(), name, node, b);
   }
-  DAGRAD_RETURN_IF_ERROR(Check(model));
+  DAGRAD_RETURN_IF_ERROR(CheckModel(model));
   std::string bytes;
   if (!model.SerializeToString(&bytes)) {
     return absl::InternalError("ONNX export: the model does not serialize (over 2 GiB?)");

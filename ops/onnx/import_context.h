@@ -129,6 +129,11 @@ std::vector<OnnxOpEntry> OnnxShapeOps();
 std::vector<OnnxOpEntry> OnnxNnOps();
 std::vector<OnnxOpEntry> OnnxConstantOps();
 
+// DimsOf returns the dims of `v`'s shape, as an importer's attribute needs them.
+inline std::vector<int64_t> DimsOf(const Value& v) {
+  return std::vector<int64_t>(v.shape().dims().begin(), v.shape().dims().end());
+}
+
 // FindOnnxOp returns the entry for an op of the default domain, or null.
 const OnnxOpEntry* FindOnnxOp(absl::string_view op_type);
 

@@ -24,10 +24,6 @@ namespace {
 
 using Outputs = absl::StatusOr<std::vector<Value>>;
 
-std::vector<int64_t> DimsOf(const Value& v) {
-  return std::vector<int64_t>(v.shape().dims().begin(), v.shape().dims().end());
-}
-
 // SoftmaxFamily applies F along the node's axis. Before opset 13 the
 // input is seen as 2-D, (prod(dims[:axis]), prod(dims[axis:])); from 13
 // the axis is one axis, moved last and back.

@@ -24,10 +24,6 @@ namespace {
 
 using Outputs = absl::StatusOr<std::vector<Value>>;
 
-std::vector<int64_t> DimsOf(const Value& v) {
-  return std::vector<int64_t>(v.shape().dims().begin(), v.shape().dims().end());
-}
-
 Value Int64Constant(Graph& g, const std::vector<int64_t>& values, bool scalar) {
   absl::StatusOr<Tensor> t = Tensor::FromVector<int64_t>(
       scalar ? Shape() : Shape({static_cast<int64_t>(values.size())}), values);

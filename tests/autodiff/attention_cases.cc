@@ -49,7 +49,7 @@ void Layouts(CaseBuilder& b, DType d) {
 
 // Keep masks, broadcast (B, 1, 1, S), per query (T, S), per head (1, H, 1, 1)
 // and full; valid lengths (B) and (B, T); causal with offsets.
-void Masks(CaseBuilder& b, DType d) {
+void AttentionMasks(CaseBuilder& b, DType d) {
   const Value qkv = b.Input("qkv", d, {2, 4, 24}, -2, 2);
   const AttentionOptions o = {.heads = 2, .scale = 0.6};
   b.Out(PackedAttention(qkv, {.keep = b.Input("pad", DType::kBool, {2, 1, 1, 4}, 0, 0.7)}, o));
@@ -137,7 +137,7 @@ DAGRAD_OP_CASE(
     .configs =
         {{.name = "header_examples", .build = HeaderExamples},
          {.name = "layouts", .build = Layouts},
-         {.name = "masks", .build = Masks},
+         {.name = "masks", .build = AttentionMasks},
          {.name = "biases", .build = Biases},
          {.name = "all_masks",
           .build = Over({{"q", {2, 2, 8}},

@@ -134,12 +134,6 @@ std::string DotSyntaxProblem(const std::string& dot) {
   return "";
 }
 
-std::string TempDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_dot_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
-
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 TEST(Dot, SameGraphSameBytes) {
@@ -349,7 +343,7 @@ TEST(DotRender, RendersScopesCollapseAndHostileNamesWithoutWarnings) {
     GTEST_SKIP() << "Graphviz's dot was not found when configuring (DAGRAD_DOT_PROGRAM is "
                     "empty): RenderDot is not tested";
   }
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("dot");
   HostileGraph h;
   Model m;
   const std::pair<std::string, std::string> cases[] = {
@@ -377,7 +371,7 @@ TEST(DotRender, RendersScopesCollapseAndHostileNamesWithoutWarnings) {
 
 TEST(DotRender, DotErrorsAndWarningsAreErrorsAndLeaveNoImage) {
   if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot was not found when configuring";
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("dot");
   ASSERT_OK(WriteDotFile(dir + "/broken.dot", "digraph { a -> }\n"));
   EXPECT_STATUS(RenderDot(dir + "/broken.dot", "svg", dir + "/broken.svg"),
                 absl::StatusCode::kInvalidArgument, "syntax error");
@@ -393,7 +387,7 @@ TEST(DotRender, DotErrorsAndWarningsAreErrorsAndLeaveNoImage) {
 }
 
 TEST(DotRender, MissingGraphvizIsUnavailable) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("dot");
   ASSERT_OK(WriteDotFile(dir + "/g.dot", "digraph { a -> b; }\n"));
   EXPECT_STATUS(RenderDot(dir + "/g.dot", "svg", dir + "/g.svg", "/nonexistent/graphviz/dot"),
                 absl::StatusCode::kUnavailable,
@@ -404,7 +398,7 @@ TEST(DotRender, MissingGraphvizIsUnavailable) {
 }
 
 TEST(DotRender, ArgumentErrors) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("dot");
   EXPECT_STATUS(RenderDot(dir + "/none.dot", "svg", dir + "/none.svg"),
                 absl::StatusCode::kNotFound, "none.dot");
   ASSERT_OK(WriteDotFile(dir + "/g.dot", "digraph { a -> b; }\n"));

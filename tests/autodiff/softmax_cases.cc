@@ -21,7 +21,7 @@ Value GradOf(Value loss, Value x) {
 }
 
 // Every mask, alone and combined, broadcast in each way it can be.
-void Masks(CaseBuilder& b, DType d) {
+void SoftmaxMasks(CaseBuilder& b, DType d) {
   const Value s = b.Input("s", d, {2, 3, 5, 6}, -3, 3);
   b.Out(Softmax(s));
   b.Out(MaskedSoftmax(s, {.keep = b.Input("keep", DType::kBool, {2, 1, 1, 6}, 0, 0.7)}, 0.5));
@@ -144,7 +144,7 @@ DAGRAD_OP_CASE(
                      return GradOf(Sum(Mul(y, in[1])), in[0]);
                    })},
          {.name = "masks",
-          .build = Masks,
+          .build = SoftmaxMasks,
           .modes = kBackendModes,
           .cancelling = {{.input = "row_bias", .terms = "s"}}},
          {.name = "long_rows",

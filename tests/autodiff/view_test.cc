@@ -25,12 +25,12 @@ namespace {
 using Json = nlohmann::json;
 
 // y = x · w under "layer", loss = sum(exp(y)), and an SGD step on w.
-struct Step {
+struct ViewedStep {
   Graph g;
   Value x, w, y, e, loss;
   TrainingStep ts;
 
-  Step() {
+  ViewedStep() {
     x = g.Input("x", DType::kFloat32, {2, 3});
     {
       Graph::Scope s(g, "layer");
@@ -74,7 +74,7 @@ TEST(GradientOf, EachGradientNodeNamesTheForwardNodeWhoseRuleBuiltIt) {
 }
 
 TEST(ViewModel, NodesCarryTypeScopeRoleAndPairing) {
-  Step s;
+  ViewedStep s;
   auto json = ViewModelJson(s.g, s.Roots(), {.title = "t", .losses = {s.loss}});
   ASSERT_TRUE(json.ok()) << json.status();
   const Json doc = Json::parse(*json);
@@ -99,7 +99,7 @@ TEST(ViewModel, NodesCarryTypeScopeRoleAndPairing) {
 }
 
 TEST(ViewModel, BuffersAreThePlansArenaRootsWithTheirLifetimes) {
-  Step s;
+  ViewedStep s;
   Executor exec(s.g);
   auto plan = exec.Compile({s.ts.loss}, s.ts.updates);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -130,7 +130,7 @@ TEST(ViewModel, BuffersAreThePlansArenaRootsWithTheirLifetimes) {
 }
 
 TEST(ViewModel, RefusesForeignValuesAndAPlanOfAnotherGraph) {
-  Step s, other;
+  ViewedStep s, other;
   EXPECT_EQ(ViewModelJson(s.g, {other.loss}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ViewModelJson(s.g, {Value()}).status().code(), absl::StatusCode::kInvalidArgument);
   Graph small;
@@ -143,7 +143,7 @@ TEST(ViewModel, RefusesForeignValuesAndAPlanOfAnotherGraph) {
 }
 
 TEST(Trace, OneCompleteEventPerOpWithTheDocumentedFields) {
-  Step s;
+  ViewedStep s;
   Executor exec(s.g, {.profile = true});
   auto plan = exec.Compile({s.ts.loss}, s.ts.updates);
   ASSERT_TRUE(plan.ok()) << plan.status();

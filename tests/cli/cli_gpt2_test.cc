@@ -17,14 +17,13 @@
 #include "models/gpt/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-const std::string kDir = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
 
 // MaxDifference: the largest |got - want|, and the largest |want|.
 std::pair<double, double> MaxDifference(const Tensor& got, const Tensor& want) {
@@ -54,10 +53,11 @@ SafetensorsFile EvalInput(const SafetensorsFile& hf) {
 }
 
 TEST(CliGpt2, EvalMatchesTransformersLogitsLossAndEveryGradient) {
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile hf, ReadSafetensors(kDir + "/forward_backward.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile hf,
+                       ReadSafetensors(HfGpt2Tiny() + "/forward_backward.safetensors"));
   const std::string dir = FreshDir("cli_gpt2_eval");
   ASSERT_OK(WriteSafetensors(dir + "/in.safetensors", EvalInput(hf)));
-  CliResult r = RunDagrad(absl::StrCat("eval --model=", kDir, " --input=", dir,
+  CliResult r = RunDagrad(absl::StrCat("eval --model=", HfGpt2Tiny(), " --input=", dir,
                                        "/in.safetensors --output=", dir, "/out.safetensors"));
   ASSERT_EQ(r.code, 0) << r.err;
   ASSERT_OK_AND_ASSIGN(SafetensorsFile out, ReadSafetensors(dir + "/out.safetensors"));
@@ -76,16 +76,17 @@ TEST(CliGpt2, EvalMatchesTransformersLogitsLossAndEveryGradient) {
 }
 
 TEST(CliGpt2, GenerateContinuesGreedilyAsTransformersDoes) {
-  ASSERT_OK_AND_ASSIGN(std::string json, ReadFile(kDir + "/greedy40.json"));
+  ASSERT_OK_AND_ASSIGN(std::string json, ReadFile(HfGpt2Tiny() + "/greedy40.json"));
   const nlohmann::json greedy = nlohmann::json::parse(json);
   const std::vector<int64_t> prompt = greedy["prompt"], all = greedy["greedy"];
-  ASSERT_OK_AND_ASSIGN(models::Gpt2Tokenizer tok, models::Gpt2Tokenizer::LoadDirectory(kDir));
+  ASSERT_OK_AND_ASSIGN(models::Gpt2Tokenizer tok,
+                       models::Gpt2Tokenizer::LoadDirectory(HfGpt2Tiny()));
   ASSERT_OK_AND_ASSIGN(std::string prompt_text, tok.Decode(prompt));
   ASSERT_EQ(tok.Encode(prompt_text), prompt);  // the text gives back the fixture's prompt
   ASSERT_OK_AND_ASSIGN(std::string want, tok.Decode(all));
   const std::string dir = FreshDir("cli_gpt2_generate");
   ASSERT_OK(WriteFileAtomically(dir + "/prompt.txt", prompt_text));
-  CliResult r = RunDagrad(absl::StrCat("generate --model=", kDir, " --prompt_file=", dir,
+  CliResult r = RunDagrad(absl::StrCat("generate --model=", HfGpt2Tiny(), " --prompt_file=", dir,
                                        "/prompt.txt --temperature=0 --tokens=",
                                        all.size() - prompt.size()));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -108,7 +109,7 @@ void WriteCorpusAndInput(const std::string& dir) {
 TEST(CliGpt2, FineTunedThenExportedGivesTheCheckpointsLogits) {
   const std::string dir = FreshDir("cli_gpt2_tune");
   WriteCorpusAndInput(dir);
-  CliResult r = RunDagrad(absl::StrCat("train --task=text --init=", kDir, " --data=", dir,
+  CliResult r = RunDagrad(absl::StrCat("train --task=text --init=", HfGpt2Tiny(), " --data=", dir,
                                        "/corpus.txt --steps=6 --eval_every=3 --batch=4 "
                                        "--seq_len=16 --out=", dir, "/run"));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -125,7 +126,7 @@ TEST(CliGpt2, FineTunedThenExportedGivesTheCheckpointsLogits) {
   };
   const Tensor tuned = logits("--checkpoint=" + dir + "/run/model.safetensors", "a.safetensors");
   const Tensor exported = logits("--model=" + dir + "/hf", "b.safetensors");
-  const Tensor original = logits("--model=" + kDir, "c.safetensors");
+  const Tensor original = logits("--model=" + HfGpt2Tiny(), "c.safetensors");
   EXPECT_EQ(MaxDifference(exported, tuned).first, 0);
   EXPECT_GT(MaxDifference(original, tuned).first, 1e-4);
   for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
@@ -142,9 +143,9 @@ TEST(CliGpt2, FineTuningTakesTheConfigsDropoutsOrTheFlagsForAllThree) {
   const std::string hf = dir + "/hf_in";
   std::filesystem::create_directories(hf);
   for (const char* file : {"model.safetensors", "vocab.json", "merges.txt"}) {
-    std::filesystem::copy_file(kDir + "/" + file, hf + "/" + file);
+    std::filesystem::copy_file(HfGpt2Tiny() + "/" + file, hf + "/" + file);
   }
-  nlohmann::json config = nlohmann::json::parse(ReadFile(kDir + "/config.json").value());
+  nlohmann::json config = nlohmann::json::parse(ReadFile(HfGpt2Tiny() + "/config.json").value());
   config.update({{"attn_pdrop", 0.05}, {"embd_pdrop", 0.2}, {"resid_pdrop", 0.3}});
   ASSERT_OK(WriteFileAtomically(hf + "/config.json", config.dump()));
   auto tune = [&](const std::string& flags, const std::string& out) {
@@ -181,8 +182,8 @@ TEST(CliGpt2, FineTuningTakesTheConfigsDropoutsOrTheFlagsForAllThree) {
 TEST(CliGpt2, FineTuningAndExportRefuseWhatDoesNotFit) {
   const std::string dir = FreshDir("cli_gpt2_refuse");
   WriteCorpusAndInput(dir);
-  CliResult r = RunDagrad(absl::StrCat("train --task=text --init=", kDir, " --dim=64 --data=",
-                                       dir, "/corpus.txt"));
+  CliResult r = RunDagrad(absl::StrCat("train --task=text --init=", HfGpt2Tiny(),
+                                       " --dim=64 --data=", dir, "/corpus.txt"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--dim applies to a new model only"));
   r = RunDagrad(absl::StrCat("train --task=text --init=", dir, " --data=", dir, "/corpus.txt"));
@@ -195,7 +196,7 @@ TEST(CliGpt2, FineTuningAndExportRefuseWhatDoesNotFit) {
   r = RunDagrad(absl::StrCat("train --steps=1 --eval_every=1 --dim=8 --heads=2 --ffn=8 --out=",
                              dir, "/toy"));
   ASSERT_EQ(r.code, 0) << r.err;
-  r = RunDagrad(absl::StrCat("export --format=hf --tokenizer=", kDir, " --checkpoint=", dir,
+  r = RunDagrad(absl::StrCat("export --format=hf --tokenizer=", HfGpt2Tiny(), " --checkpoint=", dir,
                              "/toy/model.safetensors --out=", dir, "/hf"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("expected gpt2"));
@@ -213,7 +214,7 @@ TEST(CliGpt2, ABrokenDirectoryIsAUsageErrorNamingTheFile) {
   r = RunDagrad(absl::StrCat("generate --model=", dir, " --prompt=x"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(dir + "/vocab.json"));
-  r = RunDagrad(absl::StrCat("generate --model=", kDir, " --checkpoint=x --prompt=x"));
+  r = RunDagrad(absl::StrCat("generate --model=", HfGpt2Tiny(), " --checkpoint=x --prompt=x"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("give --checkpoint or --model, not both"));
 }

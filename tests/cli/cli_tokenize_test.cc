@@ -5,6 +5,7 @@
 
 #include "engine/io/file_io.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -12,18 +13,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kDir = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
-
 TEST(CliTokenize, PrintsTheIdsOnOneLine) {
   // tokenizer_cases.json: "Hello world" and "I'm can't we'll they've".
-  CliResult r = RunDagrad("tokenize --model=" + kDir + " --text='Hello world'");
+  CliResult r = RunDagrad("tokenize --model=" + HfGpt2Tiny() + " --text='Hello world'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "40 325 360 283 268 76 68\n");
-  r = RunDagrad("tokenize --model=" + kDir + " \"--text=I'm can't we'll they've\"");
+  r = RunDagrad("tokenize --model=" + HfGpt2Tiny() + " \"--text=I'm can't we'll they've\"");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "41 7 77 271 303 7 84 283 69 7 76 76 274 89 7 467\n");
   // vocab.json: "a" 65, "<|endoftext|>" 0, "b" 66.
-  r = RunDagrad("tokenize --model=" + kDir + " '--text=a<|endoftext|>b'");
+  r = RunDagrad("tokenize --model=" + HfGpt2Tiny() + " '--text=a<|endoftext|>b'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "65 0 66\n");
 }
@@ -32,14 +31,14 @@ TEST(CliTokenize, RefusesMissingFlagsAndBrokenFilesWithExit2) {
   CliResult r = RunDagrad("tokenize --text=x");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--model=DIR is required"));
-  r = RunDagrad("tokenize --model=" + kDir);
+  r = RunDagrad("tokenize --model=" + HfGpt2Tiny());
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--text is required"));
   const std::string dir = FreshDir("tokenize_broken");
   r = RunDagrad("tokenize --text=x --model=" + dir);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(dir + "/vocab.json"));
-  ASSERT_OK_AND_ASSIGN(const std::string vocab, ReadFile(kDir + "/vocab.json"));
+  ASSERT_OK_AND_ASSIGN(const std::string vocab, ReadFile(HfGpt2Tiny() + "/vocab.json"));
   ASSERT_OK(WriteFileAtomically(dir + "/vocab.json", vocab));
   ASSERT_OK(WriteFileAtomically(dir + "/merges.txt", "#version: 0.2\nz z z\n"));
   r = RunDagrad("tokenize --text=x --model=" + dir);

@@ -30,12 +30,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
-std::string TempDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_integrity_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
-
 // Saved holds three variables of three dtypes saved with metadata.
 struct Saved {
   Graph g;
@@ -73,7 +67,7 @@ size_t DataStart(const std::string& bytes) {
 }
 
 TEST(CheckpointIntegrity, SaveWritesChecksumsAndReadVerifiesAndDropsThem) {
-  Saved s(TempDir());
+  Saved s(NewTempDir("integrity"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile raw, ReadSafetensors(s.path));
   ASSERT_TRUE(raw.metadata.contains(kChecksumKey));
   const std::vector<std::string> fields = absl::StrSplit(raw.metadata[kChecksumKey], ' ');
@@ -94,7 +88,7 @@ TEST(CheckpointIntegrity, SaveWritesChecksumsAndReadVerifiesAndDropsThem) {
 }
 
 TEST(CheckpointIntegrity, ADamagedTensorIsRefusedByName) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("integrity");
   Saved s(dir);
   const std::string pristine = *ReadFile(s.path);
   // The writer packs the tensors in name order from the data's start.
@@ -112,7 +106,7 @@ TEST(CheckpointIntegrity, ADamagedTensorIsRefusedByName) {
 }
 
 TEST(CheckpointIntegrity, AnAlteredHeaderIsRefused) {
-  Saved s(TempDir());
+  Saved s(NewTempDir("integrity"));
   const std::string bytes = *ReadFile(s.path);
   // A metadata value that still parses: the step 7 becomes 8.
   const size_t step = bytes.find("\"step\":\"7\"");
@@ -135,7 +129,7 @@ TEST(CheckpointIntegrity, AnAlteredHeaderIsRefused) {
 }
 
 TEST(CheckpointIntegrity, EveryTruncationIsDataLossNamingTheFile) {
-  Saved s(TempDir());
+  Saved s(NewTempDir("integrity"));
   const std::string bytes = *ReadFile(s.path);
   for (size_t n = 0; n < bytes.size(); ++n) {
     Damage(s.path, bytes.substr(0, n));
@@ -157,7 +151,7 @@ void ExpectDamaged(const std::string& bytes, const std::string& what) {
 // change to the checksum key's name too, since a file of dagrad's without
 // its checksums is damaged (it loaded unverified, damaged data and all).
 TEST(CheckpointIntegrity, EverySingleByteChangeIsRefused) {
-  Saved s(TempDir());
+  Saved s(NewTempDir("integrity"));
   const std::string bytes = *ReadFile(s.path);
   ASSERT_OK(ParseCheckpoint(bytes).status());
   const size_t data = DataStart(bytes) + 1;
@@ -177,7 +171,7 @@ TEST(CheckpointIntegrity, EverySingleByteChangeIsRefused) {
 // and value: the checksum key's, the config's) changed to any other value;
 // a change to a key's name also with a data byte.
 TEST(CheckpointIntegrity, EveryChangeToTheMetadataIsRefused) {
-  Saved s(TempDir());
+  Saved s(NewTempDir("integrity"));
   const std::string bytes = *ReadFile(s.path);
   const size_t begin = bytes.find("\"__metadata__\"");
   const size_t end = bytes.find('}', begin) + 1;
@@ -204,7 +198,7 @@ TEST(CheckpointIntegrity, EveryChangeToTheMetadataIsRefused) {
 // A file of dagrad's without checksums: one with a "dagrad." key, and any
 // file where the reader takes dagrad's own only (--resume).
 TEST(CheckpointIntegrity, DagradsOwnFilesWithoutChecksumsAreDamaged) {
-  Saved s(TempDir());
+  Saved s(NewTempDir("integrity"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile raw, ReadSafetensors(s.path));
   raw.metadata["dagrad.step"] = raw.metadata["step"];
   raw.metadata.erase(kChecksumKey);
@@ -229,7 +223,7 @@ TEST(CheckpointIntegrity, OtherWritersFilesWithoutChecksumsStillLoad) {
     SCOPED_TRACE(file);
     ASSERT_OK(ReadCheckpoint(absl::StrCat(DAGRAD_TEST_DATA_DIR, file)).status());
   }
-  Saved s(TempDir());
+  Saved s(NewTempDir("integrity"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile raw, ReadSafetensors(s.path));
   raw.metadata.erase(kChecksumKey);
   ASSERT_OK(WriteSafetensors(s.path, raw));
@@ -241,7 +235,7 @@ TEST(CheckpointIntegrity, OtherWritersFilesWithoutChecksumsStillLoad) {
 }
 
 TEST(CheckpointIntegrity, TheChecksumKeyIsReservedAndOtherErrorsKeepTheirCodes) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("integrity");
   SafetensorsFile f;
   f.metadata[kChecksumKey] = "00000000";
   EXPECT_STATUS(WriteCheckpoint(dir + "/c.safetensors", f), absl::StatusCode::kInvalidArgument,
@@ -254,7 +248,7 @@ TEST(CheckpointIntegrity, TheChecksumKeyIsReservedAndOtherErrorsKeepTheirCodes) 
 }
 
 TEST(AtomicWrite, KeepsThePreviousVersionWhenAsked) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("integrity");
   const std::string path = dir + "/c", prev = dir + "/c.prev";
   const AtomicWriteOptions keep{.keep_previous_as = prev};
   ASSERT_OK(WriteFileAtomically(path, "one", keep));  // nothing to keep yet
@@ -284,7 +278,7 @@ pid_t DeadPid() {
 }
 
 TEST(StaleTemporaryFiles, OnlyThoseOfEndedWritersAreRemoved) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("integrity");
   const pid_t dead = DeadPid(), alive = getpid();
   const std::vector<std::string> stale = {absl::StrCat("ckpt.safetensors.tmp.", dead, ".0"),
                                           absl::StrCat("metrics.csv.tmp.", dead, ".12")};

@@ -18,12 +18,6 @@
 namespace dagrad::testing {
 namespace {
 
-std::string TempDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_file_io_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
-
 // /dev/null ends at once, so a regression fails here without reading
 // /dev/zero until memory runs out, as `--data=/dev/zero` did.
 TEST(ReadFile, ADeviceIsRefusedByName) {
@@ -32,7 +26,7 @@ TEST(ReadFile, ADeviceIsRefusedByName) {
 }
 
 TEST(ReadFile, AFifoIsReadToItsEnd) {
-  const std::string fifo = TempDir() + "/fifo";
+  const std::string fifo = NewTempDir("file_io") + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const pid_t writer = fork();
   if (writer == 0) {
@@ -46,7 +40,7 @@ TEST(ReadFile, AFifoIsReadToItsEnd) {
 }
 
 TEST(WriteFileAtomically, AFifoOrDirectoryIsRefusedAndKept) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("file_io");
   const std::string fifo = dir + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_STATUS(WriteFileAtomically(fifo, "x"), absl::StatusCode::kFailedPrecondition,

@@ -47,13 +47,6 @@ std::string MakeFile(absl::string_view header, absl::string_view data = "") {
 
 std::string LengthOnly(uint64_t n) { return std::string(reinterpret_cast<const char*>(&n), 8); }
 
-// TempDir makes a fresh directory for one test.
-std::string TempDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_safetensors_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
-
 std::vector<std::string> ListDir(const std::string& dir) {
   std::vector<std::string> names;
   if (DIR* d = opendir(dir.c_str())) {
@@ -165,7 +158,7 @@ TEST(Safetensors, RoundTripsEveryDTypeAndARankZeroTensor) {
   f.tensors.emplace_back("scalar", Tensor::Scalar<double>(7.5));
   f.tensors.emplace_back("int_scalar", Tensor::Scalar<int64_t>(-3));
   f.metadata[""] = "";
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("safetensors");
   const std::string path = dir + "/round trip.safetensors";
   ASSERT_OK(WriteSafetensors(path, f));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile back, ReadSafetensors(path));
@@ -351,7 +344,7 @@ TEST(Safetensors, MalformedFilesGiveSpecificErrors) {
 }
 
 TEST(Safetensors, ErrorsFromFilesNameThePath) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("safetensors");
   const std::string path = dir + "/bad.safetensors";
   ASSERT_OK(WriteFileAtomically(path, MakeFile(R"({"a":[1]})")));
   EXPECT_STATUS(ReadSafetensors(path).status(), absl::StatusCode::kInvalidArgument,
@@ -440,7 +433,7 @@ TEST(Safetensors, SerializeRejectsWhatNoReaderCouldRead) {
 }
 
 TEST(Safetensors, WriteReplacesAtomicallyAndLeavesNothingOnFailure) {
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("safetensors");
   const std::string path = dir + "/w.safetensors";
   SafetensorsFile old_file;
   old_file.tensors = {{"w", T<float>({2}, {1, 2})}};
@@ -476,7 +469,7 @@ TEST(Safetensors, WriteReplacesAtomicallyAndLeavesNothingOnFailure) {
 
 TEST(Safetensors, ReadersNeverSeeAPartialFile) {
   // A reader racing many rewrites sees the old or the new file, whole.
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("safetensors");
   const std::string path = dir + "/big.safetensors";
   SafetensorsFile a, b;
   a.tensors = {{"w", Random(DType::kFloat32, {1 << 18}, 1)}};

@@ -33,15 +33,15 @@ namespace {
 using nn::AttentionPath;
 
 // A model's graph for one path: what to compare and how to feed it.
-struct Built {
+struct BuiltMha {
   std::vector<Value> fetches;
   Feeds feeds;
 };
-using BuildFn = std::function<Built(Graph&, AttentionPath)>;
+using BuildFn = std::function<BuiltMha(Graph&, AttentionPath)>;
 
 // Grads appends the gradients of `loss` with respect to every parameter
 // and `inputs` to `b`'s fetches.
-void AddGradients(Graph& g, Value loss, std::vector<Value> inputs, Built& b) {
+void AddGradients(Graph& g, Value loss, std::vector<Value> inputs, BuiltMha& b) {
   for (const Value& p : g.Parameters()) inputs.push_back(p);
   auto grads = Gradients(loss, inputs);
   ASSERT_OK(grads.status());
@@ -54,7 +54,7 @@ void ExpectSamePaths(const BuildFn& build, double tolerance) {
   std::vector<std::vector<Tensor>> out;
   for (AttentionPath path : {AttentionPath::kFused, AttentionPath::kComposed}) {
     Graph g;
-    Built b = build(g, path);
+    BuiltMha b = build(g, path);
     ASSERT_OK(g.status());
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, RunOnce(g, b.fetches, b.feeds));
     out.push_back(std::move(got));
@@ -72,7 +72,7 @@ struct MhaSetup {
   bool self, masks;
 };
 
-Built BuildMha(Graph& g, AttentionPath path, const MhaSetup& s, DType d) {
+BuiltMha BuildMha(Graph& g, AttentionPath path, const MhaSetup& s, DType d) {
   nn::MultiheadAttentionOptions o = s.options;
   o.attention = path;
   o.dtype = d;
@@ -85,7 +85,7 @@ Built BuildMha(Graph& g, AttentionPath path, const MhaSetup& s, DType d) {
   auto dims = [&](int64_t L, int64_t w) {
     return o.batch_first ? Shape({B, L, w}) : Shape({L, B, w});
   };
-  Built b;
+  BuiltMha b;
   auto input = [&](const std::string& name, DType dtype, const Shape& shape, Tensor value) {
     Value v = g.Input(name, dtype, shape);
     b.feeds.push_back({v, std::move(value)});
@@ -152,7 +152,7 @@ TEST(AttentionPaths, ToyTransformerLossAndGradients) {
     auto model = models::ToyTransformer::Create(
         g, {.vocab = 11, .seq_len = 9, .dim = 16, .heads = 4, .layers = 2, .ffn = 32,
             .dropout = 0.0, .attention = path});
-    Built b;
+    BuiltMha b;
     if (!model.ok()) {
       ADD_FAILURE() << model.status();
       return b;
@@ -175,7 +175,7 @@ TEST(AttentionPaths, GptLossAndGradients) {
     auto model = models::Gpt::Create(
         g, {.vocab = 13, .block_size = 10, .dim = 16, .heads = 2, .layers = 2,
             .dtype = DType::kFloat64, .attention = path});
-    Built b;
+    BuiltMha b;
     if (!model.ok()) {
       ADD_FAILURE() << model.status();
       return b;

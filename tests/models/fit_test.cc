@@ -26,13 +26,9 @@
 namespace dagrad::models {
 namespace {
 
-using ::testing::HasSubstr;
+using ::dagrad::testing::NewTempDir;
 
-std::string NewDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_fit_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
+using ::testing::HasSubstr;
 
 // Twelve steps of a small toy model with dropout (so that a resume must
 // restore the dropout counters too), evaluated every 4.
@@ -71,11 +67,11 @@ void ExpectSameRows(std::vector<MetricsRow> got, std::vector<MetricsRow> want) {
 // The run that is never stopped: 3 rows (steps 4, 8, 12).
 FitResult Uninterrupted() {
   auto t = NewTrainer();
-  return FitOk(*t, {.dir = NewDir(), .eval_every = 4});
+  return FitOk(*t, {.dir = NewTempDir("fit"), .eval_every = 4});
 }
 
 TEST(Fit, TrainsEvaluatesAndCheckpointsEveryEvalEverySteps) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("fit");
   auto t = NewTrainer();
   std::vector<int64_t> rows_seen;
   const FitResult r = FitOk(*t, {.dir = dir, .eval_every = 5, .on_row = [&](const MetricsRow& m) {
@@ -92,7 +88,7 @@ TEST(Fit, TrainsEvaluatesAndCheckpointsEveryEvalEverySteps) {
 
 TEST(Fit, ResumingAfterStopAfterEqualsTheUninterruptedRun) {
   const FitResult want = Uninterrupted();
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("fit");
   auto first = NewTrainer();
   // stop_after's step is evaluated and saved, as every eval_every-th is:
   // stopping at one of those leaves the rows as they would be.
@@ -112,7 +108,7 @@ TEST(Fit, ResumingAfterStopAfterEqualsTheUninterruptedRun) {
 
 TEST(Fit, AStopRequestSavesTheOpenWindowAndResumesExactly) {
   const FitResult want = Uninterrupted();
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("fit");
   auto first = NewTrainer();
   int64_t steps_done = 0;
   const FitResult stopped = FitOk(
@@ -131,7 +127,7 @@ TEST(Fit, AStopRequestSavesTheOpenWindowAndResumesExactly) {
 
 TEST(Fit, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
   const FitResult want = Uninterrupted();
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("fit");
   auto first = NewTrainer();
   ASSERT_EQ(FitOk(*first, {.dir = dir, .eval_every = 4, .stop_after = 8}).step, 8);
   {  // damage the latest (step 8): the previous one holds step 4
@@ -151,7 +147,7 @@ TEST(Fit, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
 }
 
 TEST(Fit, ResumingUnderAnotherConfigIsRefusedNamingTheField) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("fit");
   auto first = NewTrainer();
   FitOk(*first, {.dir = dir, .eval_every = 4, .stop_after = 4});
   TrainConfig other = Small();
@@ -166,7 +162,7 @@ TEST(Fit, ANonFiniteStepEndsTheRunNamingTheStepAndTheCheckpointKept) {
   TrainConfig diverging = Small();
   diverging.run.lr = 1e30;
   auto t = NewTrainer(diverging);
-  const FitResult r = FitOk(*t, {.dir = NewDir(), .eval_every = 1});
+  const FitResult r = FitOk(*t, {.dir = NewTempDir("fit"), .eval_every = 1});
   ASSERT_EQ(r.end, FitEnd::kNonFinite);
   EXPECT_TRUE(r.every_rank);
   EXPECT_THAT(r.message, HasSubstr(absl::StrCat("step ", r.step + 1)));
@@ -175,7 +171,7 @@ TEST(Fit, ANonFiniteStepEndsTheRunNamingTheStepAndTheCheckpointKept) {
 }
 
 TEST(Fit, ARunDirectoryInUseIsRefusedNamingItsHolder) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("fit");
   std::vector<std::string> removed;
   absl::StatusOr<DirectoryLock> held = LockDirectory(dir, &removed);
   ASSERT_TRUE(held.ok()) << held.status();
@@ -190,11 +186,11 @@ TEST(Fit, ARunDirectoryInUseIsRefusedNamingItsHolder) {
 }
 
 TEST(Fit, MakesAMissingRunDirectoryAndRefusesOneItCannotMake) {
-  const std::string dir = NewDir() + "/runs/first";
+  const std::string dir = NewTempDir("fit") + "/runs/first";
   auto t = NewTrainer();
   EXPECT_EQ(FitOk(*t, {.dir = dir, .stop_after = 1}).step, 1);
   EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.csv"));
-  const std::string file = NewDir() + "/a_file";
+  const std::string file = NewTempDir("fit") + "/a_file";
   std::ofstream(file) << "not a directory";
   auto u = NewTrainer();
   const absl::Status refused = Fit(*u, {.dir = file + "/run"}).status();
@@ -205,9 +201,9 @@ TEST(Fit, MakesAMissingRunDirectoryAndRefusesOneItCannotMake) {
 
 TEST(Fit, BadOptionsAreRefusedNamingTheField) {
   auto t = NewTrainer();
-  EXPECT_THAT(Fit(*t, {.dir = NewDir(), .eval_every = 0}).status().message(),
+  EXPECT_THAT(Fit(*t, {.dir = NewTempDir("fit"), .eval_every = 0}).status().message(),
               HasSubstr("eval_every must be >= 1, got 0"));
-  EXPECT_THAT(Fit(*t, {.dir = NewDir(), .stop_after = -1}).status().message(),
+  EXPECT_THAT(Fit(*t, {.dir = NewTempDir("fit"), .stop_after = -1}).status().message(),
               HasSubstr("stop_after must be >= 0, got -1"));
   EXPECT_THAT(Fit(*t, {}).status().message(), HasSubstr("FitOptions::dir"));
   EXPECT_EQ(t->step(), 0);

@@ -22,15 +22,15 @@ namespace {
 
 using ::dagrad::testing::AsDoubles;
 
-const std::string kGoldens = testing::GptGoldens();
+const std::string kGoldenDir = testing::GptGoldens();
 
 TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
   ASSERT_OK_AND_ASSIGN(auto gen,
-                       Generator::Load(kGoldens + "model.safetensors"));
+                       Generator::Load(kGoldenDir + "model.safetensors"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile in,
-                       ReadSafetensors(kGoldens + "input.safetensors"));
+                       ReadSafetensors(kGoldenDir + "input.safetensors"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile want,
-                       ReadSafetensors(kGoldens + "expected.safetensors"));
+                       ReadSafetensors(kGoldenDir + "expected.safetensors"));
   const Tensor& tokens = *in.Find("tokens");
   const Tensor& greedy =
       *want.Find("greedy");  // (3, 6 + 12): past block_size 8
@@ -56,7 +56,7 @@ TEST(GptGenerate, GreedyEqualsReferenceWithAndWithoutCache) {
 
 TEST(GptGenerate, CacheEqualsRecomputingTheWindowWhenSampling) {
   ASSERT_OK_AND_ASSIGN(auto gen,
-                       Generator::Load(kGoldens + "model.safetensors"));
+                       Generator::Load(kGoldenDir + "model.safetensors"));
   const std::vector<int64_t> prompt = {72, 105};
   for (uint64_t seed : {1, 2}) {
     GenerateOptions options{
@@ -177,7 +177,7 @@ TEST(TokenSampler, ATemperatureNearZeroIsGreedy) {
 
 // A seed reproduces a sample byte for byte, and another seed draws another.
 TEST(TokenSampler, ASeedReproducesItsSample) {
-  ASSERT_OK_AND_ASSIGN(auto gen, Generator::Load(kGoldens + "model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(auto gen, Generator::Load(kGoldenDir + "model.safetensors"));
   auto sample = [&](uint64_t seed) {
     absl::StatusOr<std::vector<int64_t>> out = gen->Generate(
         BytesToTokens("Hi"),
@@ -193,12 +193,12 @@ TEST(TokenSampler, ASeedReproducesItsSample) {
 
 TEST(GptGenerate, Errors) {
   ASSERT_OK_AND_ASSIGN(auto gen,
-                       Generator::Load(kGoldens + "model.safetensors"));
+                       Generator::Load(kGoldenDir + "model.safetensors"));
   EXPECT_STATUS(gen->Generate({}, {}).status(),
                 absl::StatusCode::kInvalidArgument, "empty");
   EXPECT_STATUS(gen->Generate({300}, {}).status(),
                 absl::StatusCode::kInvalidArgument, "outside [0, 256)");
-  EXPECT_STATUS(Generator::Load(kGoldens + "input.safetensors").status(),
+  EXPECT_STATUS(Generator::Load(kGoldenDir + "input.safetensors").status(),
                 absl::StatusCode::kInvalidArgument, "'model' is missing");
   EXPECT_EQ(TokensToBytes(BytesToTokens(std::string("a\xff\0b", 4))),
             std::string("a\xff\0b", 4));
@@ -221,9 +221,9 @@ class WrappedGpt : public LanguageModel {
 };
 
 TEST(Generator, AnyCausalModelContinuesAsTheReferenceDoes) {
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile file, ReadCheckpoint(kGoldens + "model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile file, ReadCheckpoint(kGoldenDir + "model.safetensors"));
   ASSERT_OK_AND_ASSIGN(const GptConfig config,
-                       GptConfig::FromCheckpoint(file, kGoldens + "model.safetensors"));
+                       GptConfig::FromCheckpoint(file, kGoldenDir + "model.safetensors"));
   auto build = [&](Graph& g) -> absl::StatusOr<std::unique_ptr<LanguageModel>> {
     absl::StatusOr<Gpt> gpt = Gpt::Create(g, config);
     if (!gpt.ok()) return gpt.status();
@@ -231,8 +231,8 @@ TEST(Generator, AnyCausalModelContinuesAsTheReferenceDoes) {
   };
   ASSERT_OK_AND_ASSIGN(auto gen, Generator::Create(build, file));
   EXPECT_FALSE(gen->model().kv_cache().has_value());
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile in, ReadSafetensors(kGoldens + "input.safetensors"));
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(kGoldens + "expected.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile in, ReadSafetensors(kGoldenDir + "input.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(kGoldenDir + "expected.safetensors"));
   const Tensor& tokens = *in.Find("tokens");
   const Tensor& greedy = *want.Find("greedy");
   const int64_t T = tokens.shape()[1], total = greedy.shape()[1];

@@ -28,26 +28,30 @@
 #include "nlohmann/json.hpp"
 #include "ops/loss.h"
 #include "tests/autodiff/support/gradcheck.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
 namespace {
 
+using ::dagrad::testing::HfGpt2Tiny;
+using ::dagrad::testing::SameBits;
+using ::dagrad::testing::MaxAbsDifference;
+
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-const std::string kTiny = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
 constexpr nn::AttentionPath kPaths[] = {nn::AttentionPath::kFused, nn::AttentionPath::kComposed};
 
-const HfGpt2Files& Fixture() {
-  static const HfGpt2Files* files = new HfGpt2Files(ReadHfGpt2(kTiny).value());
+const HfGpt2Files& TinyFiles() {
+  static const HfGpt2Files* files = new HfGpt2Files(ReadHfGpt2(HfGpt2Tiny()).value());
   return *files;
 }
 
 // Dropouts: the fixture's config with the three dropouts and `path`.
 Gpt2Config Dropouts(double attn, double embd, double resid,
                     nn::AttentionPath path = nn::AttentionPath::kFused) {
-  Gpt2Config c = Fixture().config;
+  Gpt2Config c = TinyFiles().config;
   c.attn_pdrop = attn;
   c.embd_pdrop = embd;
   c.resid_pdrop = resid;
@@ -65,7 +69,7 @@ Tensor FixtureLogits(const Gpt2Config& config, bool training) {
   Value ids = g.Input("ids", DType::kInt64, {2, 16});
   Value logits = model->Logits(ids);
   Executor exec(g);
-  EXPECT_TRUE(AssignVariables(exec, model->parameters(), Fixture().weights, "weights").ok());
+  EXPECT_TRUE(AssignVariables(exec, model->parameters(), TinyFiles().weights, "weights").ok());
   auto plan = exec.Compile({logits});
   EXPECT_TRUE(plan.ok()) << plan.status();
   if (!plan.ok()) return Tensor();
@@ -76,20 +80,8 @@ Tensor FixtureLogits(const Gpt2Config& config, bool training) {
   return out.ok() ? (*out)[0] : Tensor();
 }
 
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
-
-double MaxAbsDifference(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = testing::AsDoubles(a), y = testing::AsDoubles(b);
-  double max = x.size() == y.size() ? 0 : INFINITY;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) max = std::max(max, std::abs(x[i] - y[i]));
-  return max;
-}
-
 TEST(Gpt2Dropout, ConfigJsonGivesTheDropoutsOrTransformersDefaults) {
-  json config = json::parse(ReadFile(kTiny + "/config.json").value());
+  json config = json::parse(ReadFile(HfGpt2Tiny() + "/config.json").value());
   config.update({{"attn_pdrop", 0.05}, {"embd_pdrop", 0.2}, {"resid_pdrop", 0.3}});
   ASSERT_OK_AND_ASSIGN(Gpt2Config c, ParseHfGpt2Config(config.dump(), "c.json"));
   EXPECT_EQ(c.attn_pdrop, 0.05);
@@ -111,7 +103,7 @@ TEST(Gpt2Dropout, OutOfRangeOrMalformedDropoutsAreRefusedByName) {
       {{{"resid_pdrop", nullptr}}, "c.json: field 'resid_pdrop' is not a number: null"},
   };
   for (const auto& [change, want] : cases) {
-    json config = json::parse(ReadFile(kTiny + "/config.json").value());
+    json config = json::parse(ReadFile(HfGpt2Tiny() + "/config.json").value());
     config.update(change);
     EXPECT_STATUS(ParseHfGpt2Config(config.dump(), "c.json").status(),
                   absl::StatusCode::kInvalidArgument, want);
@@ -142,7 +134,7 @@ TEST(Gpt2Dropout, MetadataCarriesTheDropoutsAndAnOlderFileReadsAsNone) {
   EXPECT_STATUS(Gpt2Config::FromMetadata(m).status(), absl::StatusCode::kInvalidArgument,
                 "field 'resid_pdrop' is out of range");
   // A model file dagrad wrote before Gpt2 had dropouts: trained without.
-  SafetensorsFile old = Fixture().weights;
+  SafetensorsFile old = TinyFiles().weights;
   old.metadata = m;
   for (const char* key : {"attn_pdrop", "embd_pdrop", "resid_pdrop"}) old.metadata.erase(key);
   ASSERT_OK_AND_ASSIGN(Gpt2Config before, Gpt2Config::FromCheckpoint(old, "old.safetensors"));

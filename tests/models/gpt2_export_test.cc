@@ -24,36 +24,31 @@ namespace dagrad::models {
 namespace {
 
 using ::dagrad::testing::FreshDir;
+using ::dagrad::testing::HfGpt2Tiny;
+using ::dagrad::testing::SameBits;
 using json = nlohmann::json;
-
-const std::string kTiny = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
 
 // Exported: the fixture read by ReadHfGpt2 and written by WriteHfGpt2.
 std::string Exported(const std::string& name) {
   const std::string out = FreshDir(name) + "/hf";
-  absl::StatusOr<HfGpt2Files> files = ReadHfGpt2(kTiny);
+  absl::StatusOr<HfGpt2Files> files = ReadHfGpt2(HfGpt2Tiny());
   EXPECT_TRUE(files.ok()) << files.status();
   if (files.ok()) {
-    absl::Status written = WriteHfGpt2(files->weights, kTiny, kTiny, out);
+    absl::Status written = WriteHfGpt2(files->weights, HfGpt2Tiny(), HfGpt2Tiny(), out);
     EXPECT_TRUE(written.ok()) << written;
   }
   return out;
 }
 
-json ReadJson(const std::string& path) {
+json ReadExportedJson(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   EXPECT_TRUE(text.ok()) << text.status();
   return text.ok() ? json::parse(*text) : json();
 }
 
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
-
 TEST(Gpt2Export, ReadsBackWithTheSameConfigAndEveryTensorBitForBit) {
   const std::string out = Exported("roundtrip");
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files original, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files original, ReadHfGpt2(HfGpt2Tiny()));
   ASSERT_OK_AND_ASSIGN(HfGpt2Files back, ReadHfGpt2(out));
   EXPECT_EQ(back.config.vocab, original.config.vocab);
   EXPECT_EQ(back.config.positions, original.config.positions);
@@ -74,7 +69,7 @@ TEST(Gpt2Export, ReadsBackWithTheSameConfigAndEveryTensorBitForBit) {
 // metadata {"format": "pt"}.
 TEST(Gpt2Export, WeightsFileIsTheOneTransformersWrote) {
   const std::string out = Exported("weights");
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(kTiny + "/model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(HfGpt2Tiny() + "/model.safetensors"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile got, ReadSafetensors(out + "/model.safetensors"));
   EXPECT_EQ(got.metadata, want.metadata);
   ASSERT_EQ(got.tensors.size(), want.tensors.size());
@@ -91,9 +86,9 @@ TEST(Gpt2Export, WeightsFileIsTheOneTransformersWrote) {
 // 512-token vocabulary).
 TEST(Gpt2Export, ConfigJsonHasTransformersKeysAndValues) {
   const std::string out = Exported("config");
-  const json want = ReadJson(kTiny + "/config.json");
-  const json got = ReadJson(out + "/config.json");
-  const json vocab = ReadJson(kTiny + "/vocab.json");
+  const json want = ReadExportedJson(HfGpt2Tiny() + "/config.json");
+  const json got = ReadExportedJson(out + "/config.json");
+  const json vocab = ReadExportedJson(HfGpt2Tiny() + "/vocab.json");
   for (const auto& [key, value] : want.items()) {
     if (key == "transformers_version") continue;
     ASSERT_TRUE(got.contains(key)) << key;
@@ -109,15 +104,15 @@ TEST(Gpt2Export, ConfigJsonHasTransformersKeysAndValues) {
 // config.json's dropouts are the model file's (what dagrad trained with),
 // and read back as they were written.
 TEST(Gpt2Export, ConfigJsonHasTheModelsDropouts) {
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
   Gpt2Config tuned = files.config;
   tuned.attn_pdrop = 0.05;
   tuned.embd_pdrop = 0.2;
   tuned.resid_pdrop = 0.3;
   files.weights.metadata = tuned.ToMetadata();
   const std::string out = FreshDir("dropouts") + "/hf";
-  ASSERT_OK(WriteHfGpt2(files.weights, "tuned.safetensors", kTiny, out));
-  const json got = ReadJson(out + "/config.json");
+  ASSERT_OK(WriteHfGpt2(files.weights, "tuned.safetensors", HfGpt2Tiny(), out));
+  const json got = ReadExportedJson(out + "/config.json");
   EXPECT_EQ(got["attn_pdrop"], 0.05);
   EXPECT_EQ(got["embd_pdrop"], 0.2);
   EXPECT_EQ(got["resid_pdrop"], 0.3);
@@ -130,7 +125,8 @@ TEST(Gpt2Export, ConfigJsonHasTheModelsDropouts) {
 TEST(Gpt2Export, CopiesTheTokenizerFiles) {
   const std::string out = Exported("tokenizer");
   for (const char* file : {"vocab.json", "merges.txt"}) {
-    EXPECT_EQ(ReadFile(out + "/" + file).value(), ReadFile(kTiny + "/" + file).value()) << file;
+    EXPECT_EQ(ReadFile(out + "/" + file).value(), ReadFile(HfGpt2Tiny() + "/" + file).value())
+        << file;
   }
 }
 
@@ -139,38 +135,38 @@ TEST(Gpt2Export, CopiesTheTokenizerFiles) {
 TEST(Gpt2Export, ExportedDirectoryGivesTheOriginalLogits) {
   const std::string out = Exported("logits");
   ASSERT_OK_AND_ASSIGN(SafetensorsFile expected,
-                       ReadSafetensors(kTiny + "/forward_backward.safetensors"));
+                       ReadSafetensors(HfGpt2Tiny() + "/forward_backward.safetensors"));
   SafetensorsFile in;
   in.tensors.emplace_back("tokens", *expected.Find("input_ids"));
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files original, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files original, ReadHfGpt2(HfGpt2Tiny()));
   ASSERT_OK_AND_ASSIGN(HfGpt2Files exported, ReadHfGpt2(out));
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile a, EvaluateModel(original.weights, kTiny, in, "in"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile a, EvaluateModel(original.weights, HfGpt2Tiny(), in, "in"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile b, EvaluateModel(exported.weights, out, in, "in"));
   EXPECT_TRUE(SameBits(*b.Find("logits"), *a.Find("logits")));
   EXPECT_LE(testing::MaxRelativeError(*b.Find("logits"), *expected.Find("logits")), 1e-5);
 }
 
 TEST(Gpt2Export, RefusesAModelFileOfAnotherKind) {
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
   files.weights.metadata["model"] = "gpt";
-  EXPECT_STATUS(WriteHfGpt2(files.weights, "runs/x/model.safetensors", kTiny,
+  EXPECT_STATUS(WriteHfGpt2(files.weights, "runs/x/model.safetensors", HfGpt2Tiny(),
                             FreshDir("kind") + "/hf"),
                 absl::StatusCode::kInvalidArgument, "runs/x/model.safetensors: checkpoint metadata: 'model'");
 }
 
 TEST(Gpt2Export, RefusesAMissingTokenizerFile) {
   const std::string tokenizer = FreshDir("half_tokenizer");
-  std::filesystem::copy_file(kTiny + "/vocab.json", tokenizer + "/vocab.json");
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
-  EXPECT_STATUS(WriteHfGpt2(files.weights, kTiny, tokenizer, FreshDir("no_merges") + "/hf"),
+  std::filesystem::copy_file(HfGpt2Tiny() + "/vocab.json", tokenizer + "/vocab.json");
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
+  EXPECT_STATUS(WriteHfGpt2(files.weights, HfGpt2Tiny(), tokenizer, FreshDir("no_merges") + "/hf"),
                 absl::StatusCode::kNotFound, tokenizer + "/merges.txt");
 }
 
 TEST(Gpt2Export, RefusesAnUnwritableOutputDirectory) {
   const std::string file = FreshDir("unwritable") + "/a_file";
   ASSERT_OK(WriteFileAtomically(file, "not a directory"));
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
-  absl::Status s = WriteHfGpt2(files.weights, kTiny, kTiny, file + "/hf");
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
+  absl::Status s = WriteHfGpt2(files.weights, HfGpt2Tiny(), HfGpt2Tiny(), file + "/hf");
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(file + "/hf"));
 }

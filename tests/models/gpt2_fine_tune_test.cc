@@ -29,14 +29,16 @@
 #include "models/gpt2/hf_export.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
 namespace {
 
 using ::dagrad::testing::FreshDir;
+using ::dagrad::testing::HfGpt2Tiny;
+using ::dagrad::testing::SameBits;
 
-const std::string kTiny = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
 constexpr int64_t kSeqLen = 16;
 
 // A text of a few sentences, repeated: enough tokens for a window in each
@@ -53,16 +55,11 @@ std::string TextFile(const std::string& name) {
 
 // Tune: the fixture tuned on `text` in windows of seq_len.
 Gpt2FineTune Tune(const std::string& text, int64_t seq_len) {
-  return {.hf_dir = kTiny, .text_path = text, .seq_len = seq_len};
+  return {.hf_dir = HfGpt2Tiny(), .text_path = text, .seq_len = seq_len};
 }
 
 LmTrainConfig Config(int64_t steps) {
   return {.run = {.batch = 4, .steps = steps, .lr = 3e-3, .warmup = 0, .seed = 7}};
-}
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 TEST(TokenTextData, SplitsTokensAndCutsHandWorkedWindows) {
@@ -105,7 +102,7 @@ TEST(Gpt2FineTune, StartsFromTheDirectorysWeights) {
   ASSERT_OK_AND_ASSIGN(auto trainer, CreateGpt2FineTuner(Tune(text, kSeqLen), Config(4)));
   ASSERT_OK_AND_ASSIGN(EvalResult before, trainer->Evaluate());
 
-  ASSERT_OK_AND_ASSIGN(Gpt2Tokenizer tokenizer, Gpt2Tokenizer::LoadDirectory(kTiny));
+  ASSERT_OK_AND_ASSIGN(Gpt2Tokenizer tokenizer, Gpt2Tokenizer::LoadDirectory(HfGpt2Tiny()));
   ASSERT_OK_AND_ASSIGN(TokenTextData data,
                        TokenTextData::FromTokens(tokenizer.Encode(ReadFile(text).value()),
                                                  kSeqLen, text));
@@ -113,8 +110,8 @@ TEST(Gpt2FineTune, StartsFromTheDirectorysWeights) {
   SafetensorsFile in;
   in.tensors.emplace_back("tokens", windows.tokens);
   in.tensors.emplace_back("targets", windows.targets);
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile out, EvaluateModel(files.weights, kTiny, in, "in"));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile out, EvaluateModel(files.weights, HfGpt2Tiny(), in, "in"));
   EXPECT_NEAR(before.loss, testing::AsDoubles(*out.Find("loss"))[0], 1e-5);
 }
 
@@ -160,7 +157,7 @@ TEST(Gpt2FineTune, SavedModelExportsToADirectoryOfTheSameLogits) {
   const std::string saved = dir + "/model.safetensors";
   ASSERT_OK(trainer->SaveModel(saved));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile model, ReadCheckpoint(saved));
-  ASSERT_OK(WriteHfGpt2(model, saved, kTiny, dir + "/hf"));
+  ASSERT_OK(WriteHfGpt2(model, saved, HfGpt2Tiny(), dir + "/hf"));
   ASSERT_OK_AND_ASSIGN(HfGpt2Files exported, ReadHfGpt2(dir + "/hf"));
 
   std::vector<int64_t> ids(2 * kSeqLen);
@@ -170,8 +167,8 @@ TEST(Gpt2FineTune, SavedModelExportsToADirectoryOfTheSameLogits) {
   ASSERT_OK_AND_ASSIGN(SafetensorsFile a, EvaluateModel(model, saved, in, "in"));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile b, EvaluateModel(exported.weights, dir + "/hf", in, "in"));
   EXPECT_TRUE(SameBits(*b.Find("logits"), *a.Find("logits")));
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files original, ReadHfGpt2(kTiny));
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile c, EvaluateModel(original.weights, kTiny, in, "in"));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files original, ReadHfGpt2(HfGpt2Tiny()));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile c, EvaluateModel(original.weights, HfGpt2Tiny(), in, "in"));
   EXPECT_FALSE(SameBits(*b.Find("logits"), *c.Find("logits")));  // it was tuned
 }
 
@@ -180,9 +177,9 @@ TEST(Gpt2FineTune, SavedModelExportsToADirectoryOfTheSameLogits) {
 std::string WithDropouts() {
   const std::string dir = FreshDir("with_dropouts");
   for (const char* file : {"model.safetensors", "vocab.json", "merges.txt"}) {
-    std::filesystem::copy_file(kTiny + "/" + file, dir + "/" + file);
+    std::filesystem::copy_file(HfGpt2Tiny() + "/" + file, dir + "/" + file);
   }
-  nlohmann::json config = nlohmann::json::parse(ReadFile(kTiny + "/config.json").value());
+  nlohmann::json config = nlohmann::json::parse(ReadFile(HfGpt2Tiny() + "/config.json").value());
   config.update({{"attn_pdrop", 0.05}, {"embd_pdrop", 0.2}, {"resid_pdrop", 0.3}});
   EXPECT_TRUE(WriteFileAtomically(dir + "/config.json", config.dump()).ok());
   return dir;
@@ -215,7 +212,7 @@ TEST(Gpt2FineTune, TrainsWithTheConfigsDropoutsOrTheOneGiven) {
   EXPECT_STATUS(CreateGpt2FineTuner(tune, Config(1)).status(), absl::StatusCode::kInvalidArgument,
                 "fine-tuning: dropout must be in [0, 1), got p = 1.5");
 
-  tune.hf_dir = kTiny;  // no dropout
+  tune.hf_dir = HfGpt2Tiny();  // no dropout
   tune.dropout = std::nullopt;
   ASSERT_OK_AND_ASSIGN(auto plain, CreateGpt2FineTuner(tune, Config(1)));
   tune.dropout = 0.3;
@@ -228,7 +225,7 @@ TEST(Gpt2FineTune, TrainsWithTheConfigsDropoutsOrTheOneGiven) {
 }
 
 TEST(Gpt2FineTune, RefusesInitialWeightsThatDoNotFitNamingTheTensor) {
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
   auto weights = std::make_shared<SafetensorsFile>(files.weights);
   weights->tensors.erase(weights->tensors.begin());
   const std::string missing = files.weights.tensors.front().first;

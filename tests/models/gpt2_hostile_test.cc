@@ -21,15 +21,13 @@ namespace {
 
 using ::dagrad::testing::FreshDir;
 using ::dagrad::testing::WriteBytes;
+using ::dagrad::testing::HfGpt2Tiny;
+using ::dagrad::testing::HfGpt2TinyWeights;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-const std::string kTiny = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
-
-json FixtureConfig() { return json::parse(ReadFile(kTiny + "/config.json").value()); }
-
-SafetensorsFile FixtureWeights() { return ReadSafetensors(kTiny + "/model.safetensors").value(); }
+json FixtureConfig() { return json::parse(ReadFile(HfGpt2Tiny() + "/config.json").value()); }
 
 // Directory writes a GPT-2 directory of `config` and `weights`.
 std::string Directory(const std::string& name, const std::string& config,
@@ -66,7 +64,7 @@ TEST(Gpt2Hostile, ConfigFieldsAreRefusedByName) {
   for (const auto& [change, want] : cases) {
     json config = FixtureConfig();
     config.update(change);
-    const std::string dir = Directory("gpt2_config", config.dump(), FixtureWeights());
+    const std::string dir = Directory("gpt2_config", config.dump(), HfGpt2TinyWeights());
     EXPECT_THAT(Refusal(dir), AllOf(HasSubstr(dir + "/config.json"), HasSubstr(want)))
         << change.dump();
   }
@@ -80,19 +78,19 @@ TEST(Gpt2Hostile, DeeplyNestedConfigValueIsRefusedByItsType) {
   ASSERT_NE(text.find(field), std::string::npos);
   text.replace(text.find(field), field.size(),
                "\"n_head\":" + std::string(1 << 20, '[') + std::string(1 << 20, ']'));
-  const std::string dir = Directory("gpt2_deep", text, FixtureWeights());
+  const std::string dir = Directory("gpt2_deep", text, HfGpt2TinyWeights());
   EXPECT_THAT(Refusal(dir), HasSubstr("field 'n_head' is not an integer: an array"));
 }
 
 TEST(Gpt2Hostile, MissingOrMalformedConfigIsNamed) {
   json config = FixtureConfig();
   config.erase("n_layer");
-  std::string dir = Directory("gpt2_no_field", config.dump(), FixtureWeights());
+  std::string dir = Directory("gpt2_no_field", config.dump(), HfGpt2TinyWeights());
   EXPECT_THAT(Refusal(dir), HasSubstr(dir + "/config.json: field 'n_layer' is missing"));
-  dir = Directory("gpt2_not_json", "{\"n_embd\": 64,", FixtureWeights());
+  dir = Directory("gpt2_not_json", "{\"n_embd\": 64,", HfGpt2TinyWeights());
   EXPECT_THAT(Refusal(dir), HasSubstr(dir + "/config.json: not a JSON object"));
   dir = FreshDir("gpt2_no_config");
-  EXPECT_TRUE(WriteSafetensors(dir + "/model.safetensors", FixtureWeights()).ok());
+  EXPECT_TRUE(WriteSafetensors(dir + "/model.safetensors", HfGpt2TinyWeights()).ok());
   absl::StatusOr<HfGpt2Files> files = ReadHfGpt2(dir);
   EXPECT_TRUE(absl::IsNotFound(files.status())) << files.status();
   EXPECT_THAT(files.status().message(), HasSubstr(dir + "/config.json"));
@@ -102,20 +100,20 @@ TEST(Gpt2Hostile, WeightsThatDoNotFitTheConfigNameTheTensor) {
   const std::string weights = "/model.safetensors";
   json config = FixtureConfig();
   config["n_positions"] = 32;
-  std::string dir = Directory("gpt2_shape", config.dump(), FixtureWeights());
+  std::string dir = Directory("gpt2_shape", config.dump(), HfGpt2TinyWeights());
   EXPECT_THAT(Refusal(dir), AllOf(HasSubstr(dir + "/config.json describes another model"),
                                   HasSubstr(dir + weights), HasSubstr("transformer.wpe.weight"),
                                   HasSubstr("(64, 64)"), HasSubstr("(32, 64)")));
   config = FixtureConfig();
   config["n_inner"] = 128;
-  dir = Directory("gpt2_inner", config.dump(), FixtureWeights());
+  dir = Directory("gpt2_inner", config.dump(), HfGpt2TinyWeights());
   EXPECT_THAT(Refusal(dir), HasSubstr("transformer.h.0.mlp.c_fc.weight"));
 
-  SafetensorsFile missing = FixtureWeights();
+  SafetensorsFile missing = HfGpt2TinyWeights();
   missing.tensors.pop_back();  // transformer.wte.weight, last in name order
   dir = Directory("gpt2_missing", FixtureConfig().dump(), missing);
   EXPECT_THAT(Refusal(dir), AllOf(HasSubstr(dir + weights), HasSubstr("transformer.wte.weight")));
-  SafetensorsFile extra = FixtureWeights();
+  SafetensorsFile extra = HfGpt2TinyWeights();
   extra.tensors.emplace_back("transformer.h.0.attn.extra", *Tensor::Zeros(DType::kFloat32, {2}));
   dir = Directory("gpt2_extra", FixtureConfig().dump(), extra);
   EXPECT_THAT(Refusal(dir), HasSubstr("transformer.h.0.attn.extra"));
@@ -124,12 +122,12 @@ TEST(Gpt2Hostile, WeightsThatDoNotFitTheConfigNameTheTensor) {
 TEST(Gpt2Hostile, ConfigClaimingMoreLayersThanStoredIsRefusedBeforeBuilding) {
   json config = FixtureConfig();
   config["n_layer"] = 1 << 20;
-  const std::string dir = Directory("gpt2_layers", config.dump(), FixtureWeights());
+  const std::string dir = Directory("gpt2_layers", config.dump(), HfGpt2TinyWeights());
   EXPECT_THAT(Refusal(dir), HasSubstr(dir + "/model.safetensors"));
 }
 
 TEST(Gpt2Hostile, TruncatedOrOversizedWeightsAreNamed) {
-  const std::string bytes = ReadFile(kTiny + "/model.safetensors").value();
+  const std::string bytes = ReadFile(HfGpt2Tiny() + "/model.safetensors").value();
   for (const std::string& broken : {bytes.substr(0, bytes.size() - 100), bytes + "trailing",
                                     std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8)}) {
     const std::string dir = Directory("gpt2_truncated", FixtureConfig().dump(), {});
@@ -153,9 +151,9 @@ TEST(Gpt2Hostile, NoWeightsOrABadIndexIsNamed) {
   WriteBytes(index, "[]");
   EXPECT_THAT(Refusal(dir), AllOf(HasSubstr(index), HasSubstr("'weight_map'")));
   // The index names a tensor its shard lacks.
-  EXPECT_TRUE(WriteSafetensors(dir + "/part.safetensors", FixtureWeights()).ok());
+  EXPECT_TRUE(WriteSafetensors(dir + "/part.safetensors", HfGpt2TinyWeights()).ok());
   json map = json::object();
-  for (const auto& [name, tensor] : FixtureWeights().tensors) map[name] = "part.safetensors";
+  for (const auto& [name, tensor] : HfGpt2TinyWeights().tensors) map[name] = "part.safetensors";
   map["transformer.h.9.ln_1.weight"] = "part.safetensors";
   WriteBytes(index, json{{"weight_map", map}}.dump());
   EXPECT_THAT(Refusal(dir), AllOf(HasSubstr(index), HasSubstr("transformer.h.9.ln_1.weight")));
@@ -170,7 +168,7 @@ TEST(Gpt2Hostile, NoWeightsOrABadIndexIsNamed) {
 // files and a tied head stored twice load as GPT2LMHeadModel's; a head of
 // its own does not.
 TEST(Gpt2Hostile, RealFileVariantsLoadAndAnUntiedHeadIsRefused) {
-  const SafetensorsFile fixture = FixtureWeights();
+  const SafetensorsFile fixture = HfGpt2TinyWeights();
   SafetensorsFile variant;
   for (const auto& [name, tensor] : fixture.tensors) {
     variant.tensors.emplace_back(name.substr(std::string("transformer.").size()), tensor);

@@ -40,14 +40,13 @@ namespace {
 using ::dagrad::testing::AsDoubles;
 using ::dagrad::testing::FreshDir;
 using ::dagrad::testing::MaxRelativeError;
-
-const std::string kTiny = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
-
-SafetensorsFile FixtureWeights() { return ReadSafetensors(kTiny + "/model.safetensors").value(); }
+using ::dagrad::testing::HfGpt2Tiny;
+using ::dagrad::testing::HfGpt2TinyWeights;
+using ::dagrad::testing::MaxAbsDifference;
 
 const SafetensorsFile& Expected() {
   static const SafetensorsFile* expected =
-      new SafetensorsFile(ReadSafetensors(kTiny + "/forward_backward.safetensors").value());
+      new SafetensorsFile(ReadSafetensors(HfGpt2Tiny() + "/forward_backward.safetensors").value());
   return *expected;
 }
 
@@ -56,14 +55,6 @@ const Tensor& Want(const std::string& name) {
   EXPECT_NE(t, nullptr) << name;
   static const Tensor kEmpty;
   return t ? *t : kEmpty;
-}
-
-double MaxAbsDifference(const Tensor& got, const Tensor& want) {
-  const std::vector<double> a = AsDoubles(got), b = AsDoubles(want);
-  if (a.size() != b.size()) return INFINITY;
-  double max = 0;
-  for (size_t i = 0; i < a.size(); ++i) max = std::max(max, std::abs(a[i] - b[i]));
-  return max;
 }
 
 // What the model of a directory computes on the fixture's input_ids:
@@ -132,7 +123,7 @@ void ExpectClose(const Computed& got, const Computed& want) {
 }
 
 TEST(Gpt2Model, MatchesTransformersLogitsLossAndEveryGradient) {
-  ASSERT_OK_AND_ASSIGN(Computed c, Compute(kTiny));
+  ASSERT_OK_AND_ASSIGN(Computed c, Compute(HfGpt2Tiny()));
   ExpectClose(c, Transformers());  // the tied head's gradient is in wte's
 }
 
@@ -144,7 +135,7 @@ SafetensorsFile Converted(SafetensorsFile f, DType dtype) {
 // The float64 model, the reference for the configurations the fixture
 // does not cover, is itself checked against transformers.
 TEST(Gpt2Model, Float64ReferenceMatchesTransformers) {
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
   files.config.dtype = DType::kFloat64;
   ASSERT_OK_AND_ASSIGN(Computed c, ComputeModel(files.config,
                                                 Converted(files.weights, DType::kFloat64),
@@ -220,7 +211,7 @@ TEST(Gpt2Model, GradcheckWholeModelFloat64) {
 
 TEST(Gpt2Model, ParametersAreHfStateDictInOrderWithConv1DLayout) {
   Graph g;
-  ASSERT_OK_AND_ASSIGN(HfGpt2 hf, LoadHfGpt2(g, kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2 hf, LoadHfGpt2(g, HfGpt2Tiny()));
   const nn::NamedParameters named = hf.model->named_parameters();
   ASSERT_EQ(named.size(), hf.weights.tensors.size());
   for (const auto& [name, value] : named) {
@@ -239,7 +230,7 @@ TEST(Gpt2Model, ParametersAreHfStateDictInOrderWithConv1DLayout) {
 // are aligned with the logits, so HF's labels shifted left (the last -100)
 // give HF's loss and gradients.
 TEST(Gpt2Model, EvaluateModelWithShiftedTargetsGivesTransformersResults) {
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
   const Tensor& labels = Want("labels");
   const int64_t B = labels.shape()[0], T = labels.shape()[1];
   std::vector<int64_t> targets(B * T, -100);
@@ -251,16 +242,16 @@ TEST(Gpt2Model, EvaluateModelWithShiftedTargetsGivesTransformersResults) {
   SafetensorsFile in;
   in.tensors.emplace_back("tokens", Want("input_ids"));
   in.tensors.emplace_back("targets", *Tensor::FromVector<int64_t>({B, T}, targets));
-  ASSERT_OK_AND_ASSIGN(SafetensorsFile out, EvaluateModel(files.weights, kTiny, in, "in"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile out, EvaluateModel(files.weights, HfGpt2Tiny(), in, "in"));
   ExpectClose(FromFile(out), Transformers());
 }
 
 TEST(Gpt2Model, GreedyEqualsTransformersWithTheKvCache) {
-  ASSERT_OK_AND_ASSIGN(std::string text, ReadFile(kTiny + "/greedy40.json"));
+  ASSERT_OK_AND_ASSIGN(std::string text, ReadFile(HfGpt2Tiny() + "/greedy40.json"));
   const nlohmann::json greedy = nlohmann::json::parse(text);
   const auto prompt = greedy["prompt"].get<std::vector<int64_t>>();
   const auto want = greedy["greedy"].get<std::vector<int64_t>>();
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
   ASSERT_OK_AND_ASSIGN(auto gen, Generator::Create(Gpt2::Builder(files.config), files.weights));
   ASSERT_TRUE(gen->model().kv_cache().has_value());
   for (bool cache : {true, false}) {
@@ -279,7 +270,7 @@ TEST(Gpt2Model, GreedyEqualsTransformersWithTheKvCache) {
 // (model.safetensors, or shards and their index).
 std::string CopyWith(const std::string& name, const SafetensorsFile& weights, int shards = 1) {
   const std::string dir = FreshDir(name);
-  std::filesystem::copy_file(kTiny + "/config.json", dir + "/config.json");
+  std::filesystem::copy_file(HfGpt2Tiny() + "/config.json", dir + "/config.json");
   if (shards == 1) {
     EXPECT_TRUE(WriteSafetensors(dir + "/model.safetensors", weights).ok());
     return dir;
@@ -302,7 +293,7 @@ std::string CopyWith(const std::string& name, const SafetensorsFile& weights, in
 }
 
 TEST(Gpt2Model, ShardedWeightsGiveTransformersLogits) {
-  ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_sharded", FixtureWeights(), 3)));
+  ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_sharded", HfGpt2TinyWeights(), 3)));
   EXPECT_LE(MaxAbsDifference(c.logits, Want("logits")), 1e-5);
 }
 
@@ -313,7 +304,7 @@ TEST(Gpt2Model, Bf16AndFp16WeightsLoadWithinTheirPrecision) {
   const double max_logit = MaxAbsDifference(Want("logits"), *Tensor::Zeros(DType::kFloat32,
                                                                            Want("logits").shape()));
   for (auto [dtype, bound] : {std::pair{DType::kBFloat16, 1e-2}, {DType::kFloat16, 1e-3}}) {
-    const SafetensorsFile weights = Converted(FixtureWeights(), dtype);
+    const SafetensorsFile weights = Converted(HfGpt2TinyWeights(), dtype);
     ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_16bit", weights)));
     const double error = MaxAbsDifference(c.logits, Want("logits")) / max_logit;
     EXPECT_LE(error, bound) << DTypeName(dtype);
@@ -324,7 +315,7 @@ TEST(Gpt2Model, Bf16AndFp16WeightsLoadWithinTheirPrecision) {
 // The weights saved as dagrad's checkpoint (metadata model=gpt2) rebuild
 // the model through LoadLanguageModel, as `dagrad eval` and `generate` do.
 TEST(Gpt2Model, SavedCheckpointReloadsThroughLoadLanguageModel) {
-  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(kTiny));
+  ASSERT_OK_AND_ASSIGN(HfGpt2Files files, ReadHfGpt2(HfGpt2Tiny()));
   const std::string path = FreshDir("gpt2_ckpt") + "/model.safetensors";
   ASSERT_OK(WriteCheckpoint(path, files.weights));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile ckpt, ReadCheckpoint(path));

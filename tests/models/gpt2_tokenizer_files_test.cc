@@ -9,17 +9,17 @@
 #include "models/gpt/tokenizer.h"
 #include "models/gpt/tokenizer_files.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
 namespace {
 
 using ::dagrad::testing::FreshDir;
+using ::dagrad::testing::HfGpt2Tiny;
 
-const std::string kDir = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
-
-std::string Fixture(const std::string& name) {
-  absl::StatusOr<std::string> text = ReadFile(kDir + "/" + name);
+std::string FixtureText(const std::string& name) {
+  absl::StatusOr<std::string> text = ReadFile(HfGpt2Tiny() + "/" + name);
   EXPECT_TRUE(text.ok()) << text.status();
   return *text;
 }
@@ -29,8 +29,8 @@ std::string Fixture(const std::string& name) {
 absl::StatusOr<Gpt2Tokenizer> LoadWith(std::string vocab, std::string merges) {
   static int count = 0;
   const std::string dir = FreshDir("tok" + std::to_string(count++));
-  if (vocab.empty()) vocab = Fixture("vocab.json");
-  if (merges.empty()) merges = Fixture("merges.txt");
+  if (vocab.empty()) vocab = FixtureText("vocab.json");
+  if (merges.empty()) merges = FixtureText("merges.txt");
   EXPECT_TRUE(WriteFileAtomically(dir + "/vocab.json", vocab).ok());
   EXPECT_TRUE(WriteFileAtomically(dir + "/merges.txt", merges).ok());
   return Gpt2Tokenizer::LoadDirectory(dir);
@@ -38,7 +38,7 @@ absl::StatusOr<Gpt2Tokenizer> LoadWith(std::string vocab, std::string merges) {
 
 // VocabWith is the fixture's vocab.json with `from` replaced by `to`.
 std::string VocabWith(const std::string& from, const std::string& to) {
-  const std::string vocab = Fixture("vocab.json");
+  const std::string vocab = FixtureText("vocab.json");
   EXPECT_NE(vocab.find(from), std::string::npos) << from;
   return absl::StrReplaceAll(vocab, {{from, to}});
 }
@@ -89,7 +89,7 @@ TEST(Gpt2TokenizerFiles, BrokenVocabularyIsRefusedNamingWhere) {
 }
 
 TEST(Gpt2TokenizerFiles, BrokenMergesAreRefusedNamingTheLine) {
-  const std::string merges = Fixture("merges.txt");
+  const std::string merges = FixtureText("merges.txt");
   ExpectRefused(LoadWith("", merges + "a b c\n"), "merges.txt line 257",
                 "'a b c' is not two symbols separated by one space");
   ExpectRefused(LoadWith("", "#version: 0.2\nab\n"), "merges.txt line 2",
@@ -107,7 +107,7 @@ TEST(Gpt2TokenizerFiles, BrokenMergesAreRefusedNamingTheLine) {
 }
 
 TEST(Gpt2TokenizerFiles, AMissingFileIsNamed) {
-  const absl::StatusOr<Gpt2Tokenizer> t = Gpt2Tokenizer::LoadDirectory(kDir + "/absent");
+  const absl::StatusOr<Gpt2Tokenizer> t = Gpt2Tokenizer::LoadDirectory(HfGpt2Tiny() + "/absent");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(t.status().message()), ::testing::HasSubstr("absent/vocab.json"));
@@ -116,7 +116,7 @@ TEST(Gpt2TokenizerFiles, AMissingFileIsNamed) {
 // The header's vocab.json and merges.txt rules that are not errors: no
 // "#version" line, no newline at the end.
 TEST(Gpt2TokenizerFiles, MergesWithoutVersionLineOrLastNewlineRead) {
-  const std::string merges = Fixture("merges.txt");
+  const std::string merges = FixtureText("merges.txt");
   const std::string body = merges.substr(merges.find('\n') + 1);
   ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer a, LoadWith("", body));
   ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer b, LoadWith("", body.substr(0, body.size() - 1)));
@@ -129,22 +129,22 @@ TEST(Gpt2TokenizerFiles, MergesWithoutVersionLineOrLastNewlineRead) {
 // Windows line ends read as Python's text mode and Rust's lines() read them
 // (transformers' two GPT-2 tokenizers): the same merges.
 TEST(Gpt2TokenizerFiles, MergesWithWindowsLineEndsRead) {
-  const std::string crlf = absl::StrReplaceAll(Fixture("merges.txt"), {{"\n", "\r\n"}});
+  const std::string crlf = absl::StrReplaceAll(FixtureText("merges.txt"), {{"\n", "\r\n"}});
   ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer t, LoadWith("", crlf));
   const std::vector<int64_t> want = {40, 325, 360, 283, 268, 76, 68};
   EXPECT_EQ(t.Encode("Hello world"), want);
   ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer no_last, LoadWith("", crlf.substr(0, crlf.size() - 2)));
   EXPECT_EQ(no_last.Encode("Hello world"), want);
   ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer lf, LoadWith("", ""));
-  const std::string text = Fixture("vocab.json");  // long, and every symbol
+  const std::string text = FixtureText("vocab.json");  // long, and every symbol
   EXPECT_EQ(t.Encode(text), lf.Encode(text));
 }
 
 // Parse reads the files' contents as Load reads the files, and its
 // messages name the files as the caller names them.
 TEST(Gpt2TokenizerFiles, ParseReadsContentsNamingThemAsTold) {
-  ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer t, Gpt2Tokenizer::Parse(Fixture("vocab.json"),
-                                                                   Fixture("merges.txt"),
+  ASSERT_OK_AND_ASSIGN(const Gpt2Tokenizer t, Gpt2Tokenizer::Parse(FixtureText("vocab.json"),
+                                                                   FixtureText("merges.txt"),
                                                                    "in/v.json", "in/m.txt"));
   EXPECT_EQ(t.vocab_size(), 512);
   EXPECT_EQ(t.end_of_text(), 0);
@@ -152,7 +152,7 @@ TEST(Gpt2TokenizerFiles, ParseReadsContentsNamingThemAsTold) {
   EXPECT_EQ(t.Encode("Hello world<|endoftext|>"), want);
   ExpectRefused(Gpt2Tokenizer::Parse("{}", "", "in/v.json", "in/m.txt"), "in/v.json: ",
                 "byte 0x00 has no token");
-  ExpectRefused(Gpt2Tokenizer::Parse(Fixture("vocab.json"), "q q", "in/v.json", "in/m.txt"),
+  ExpectRefused(Gpt2Tokenizer::Parse(FixtureText("vocab.json"), "q q", "in/v.json", "in/m.txt"),
                 "in/m.txt line 1: ", "the merged token 'qq' is not in the vocabulary");
 }
 

@@ -18,31 +18,31 @@
 #include "models/gpt/pretokenizer.h"
 #include "models/gpt/tokenizer.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::models {
 namespace {
 
 using ::dagrad::testing::FreshDir;
+using ::dagrad::testing::HfGpt2Tiny;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-const std::string kDir = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
 
 nlohmann::json ReadJson(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
 }
 
-Gpt2Tokenizer Fixture() {
-  absl::StatusOr<Gpt2Tokenizer> t = Gpt2Tokenizer::LoadDirectory(kDir);
+Gpt2Tokenizer TinyTokenizer() {
+  absl::StatusOr<Gpt2Tokenizer> t = Gpt2Tokenizer::LoadDirectory(HfGpt2Tiny());
   EXPECT_TRUE(t.ok()) << t.status();
   return *std::move(t);
 }
 
 TEST(Gpt2Tokenizer, EveryFixtureCaseEncodesAndDecodesExactly) {
-  const Gpt2Tokenizer t = Fixture();
-  const nlohmann::json cases = ReadJson(kDir + "/tokenizer_cases.json")["cases"];
+  const Gpt2Tokenizer t = TinyTokenizer();
+  const nlohmann::json cases = ReadJson(HfGpt2Tiny() + "/tokenizer_cases.json")["cases"];
   ASSERT_EQ(cases.size(), 16u);
   for (const auto& c : cases) {
     const std::string text = c["text"];
@@ -55,8 +55,8 @@ TEST(Gpt2Tokenizer, EveryFixtureCaseEncodesAndDecodesExactly) {
 }
 
 TEST(Gpt2Tokenizer, EveryGeneratedCaseEncodesAndDecodesExactly) {
-  const Gpt2Tokenizer t = Fixture();
-  const nlohmann::json cases = ReadJson(kDir + "/tokenizer_extra_cases.json")["cases"];
+  const Gpt2Tokenizer t = TinyTokenizer();
+  const nlohmann::json cases = ReadJson(HfGpt2Tiny() + "/tokenizer_extra_cases.json")["cases"];
   ASSERT_EQ(cases.size(), 17u);
   for (const auto& c : cases) {
     const std::string bytes = absl::HexStringToBytes(c["hex"].get<std::string>());
@@ -85,7 +85,7 @@ std::string RandomBytes(std::mt19937& rng) {
 }
 
 TEST(Gpt2Tokenizer, RandomBytesComeBackExactly) {
-  const Gpt2Tokenizer t = Fixture();
+  const Gpt2Tokenizer t = TinyTokenizer();
   for (uint32_t seed = 0; seed < 500; ++seed) {
     std::mt19937 rng(seed);
     const std::string bytes = RandomBytes(rng);
@@ -136,7 +136,7 @@ TEST(Gpt2PreTokenize, BytesThatAreNotUtf8ArePunctuation) {
 }
 
 TEST(Gpt2Tokenizer, EndOfTextIsTheSpecialTokenInEncodeOnly) {
-  const Gpt2Tokenizer t = Fixture();
+  const Gpt2Tokenizer t = TinyTokenizer();
   // vocab.json: "<|endoftext|>": 0, "a": 65, "b": 66.
   EXPECT_EQ(t.end_of_text(), 0);
   EXPECT_EQ(t.vocab_size(), 512);
@@ -149,7 +149,7 @@ TEST(Gpt2Tokenizer, EndOfTextIsTheSpecialTokenInEncodeOnly) {
 }
 
 TEST(Gpt2Tokenizer, DecodeNamesAnIdOutsideTheVocabulary) {
-  const Gpt2Tokenizer t = Fixture();
+  const Gpt2Tokenizer t = TinyTokenizer();
   EXPECT_STATUS(t.Decode({65, 512}).status(), absl::StatusCode::kInvalidArgument,
                 "token 1 is 512, not an id of the vocabulary (0 to 511)");
   EXPECT_STATUS(t.Decode({-1}).status(), absl::StatusCode::kInvalidArgument, "token 0 is -1");
@@ -160,7 +160,7 @@ TEST(Gpt2Tokenizer, DecodeNamesAnIdOutsideTheVocabulary) {
 absl::StatusOr<Gpt2Tokenizer> Small(const std::vector<std::string>& extra,
                                     const std::string& merges, const std::string& name) {
   nlohmann::json vocab = nlohmann::json::object();
-  const nlohmann::json fixture = ReadJson(kDir + "/vocab.json");
+  const nlohmann::json fixture = ReadJson(HfGpt2Tiny() + "/vocab.json");
   for (const auto& entry : fixture.items()) {
     if (entry.value().get<int>() <= 256) vocab[entry.key()] = entry.value();
   }
@@ -186,7 +186,7 @@ TEST(Gpt2Tokenizer, MergesEveryOccurrenceOfTheBestPairBeforeLookingAgain) {
 }
 
 TEST(Gpt2Tokenizer, AMegabyteWordEncodesAndComesBack) {
-  const Gpt2Tokenizer t = Fixture();
+  const Gpt2Tokenizer t = TinyTokenizer();
   std::string word;
   for (int i = 0; i < (1 << 20) / 4; ++i) word += "inth";
   const std::vector<int64_t> ids = t.EncodeOrdinary(word);

@@ -23,6 +23,8 @@
 namespace dagrad::models {
 namespace {
 
+using ::dagrad::testing::NewTempDir;
+
 using ::testing::HasSubstr;
 
 constexpr int64_t kVocab = 5, kWindow = 6;
@@ -73,20 +75,14 @@ LmData CountingData() {
           .window = kWindow};
 }
 
-LmTrainConfig Config() {
+LmTrainConfig LmConfig() {
   return {.run = {.batch = 4, .steps = 40, .lr = 0.1, .warmup = 0}};
 }
 
-std::string NewDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_lm_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
-
 TEST(LmTrainer, AUsersModelLearnsThroughFit) {
-  ASSERT_OK_AND_ASSIGN(auto t, LmTrainer::Create(Bigram::Build, CountingData(), Config()));
+  ASSERT_OK_AND_ASSIGN(auto t, LmTrainer::Create(Bigram::Build, CountingData(), LmConfig()));
   ASSERT_OK_AND_ASSIGN(const EvalResult before, t->Evaluate());
-  ASSERT_OK_AND_ASSIGN(const FitResult fit, Fit(*t, {.dir = NewDir(), .eval_every = 20}));
+  ASSERT_OK_AND_ASSIGN(const FitResult fit, Fit(*t, {.dir = NewTempDir("lm"), .eval_every = 20}));
   ASSERT_EQ(fit.end, FitEnd::kComplete);
   EXPECT_GT(before.loss, 1.0);             // about ln 5 = 1.6 at N(0, 1) init
   EXPECT_LT(fit.final_eval.loss, 0.2);     // the rule is learnt
@@ -135,7 +131,7 @@ double HandLoss(const Tensor& table, int64_t windows) {
 // the mean over exactly the windows scored.
 TEST(LmTrainer, APartialLastBatchScoresItsWindowsAlone) {
   for (int64_t windows : {0, 5}) {
-    LmTrainConfig config = Config();
+    LmTrainConfig config = LmConfig();
     config.eval_windows = windows;
     ASSERT_OK_AND_ASSIGN(auto t, LmTrainer::Create(Bigram::Build, Windowed(), config));
     for (int i = 0; i < 3; ++i) ASSERT_OK(t->Step().status());
@@ -148,14 +144,15 @@ TEST(LmTrainer, APartialLastBatchScoresItsWindowsAlone) {
 }
 
 TEST(LmTrainer, AResumedRunEqualsTheUninterruptedOne) {
-  ASSERT_OK_AND_ASSIGN(auto whole, LmTrainer::Create(Bigram::Build, CountingData(), Config()));
-  ASSERT_OK_AND_ASSIGN(const FitResult want, Fit(*whole, {.dir = NewDir(), .eval_every = 10}));
-  const std::string dir = NewDir();
-  ASSERT_OK_AND_ASSIGN(auto first, LmTrainer::Create(Bigram::Build, CountingData(), Config()));
+  ASSERT_OK_AND_ASSIGN(auto whole, LmTrainer::Create(Bigram::Build, CountingData(), LmConfig()));
+  ASSERT_OK_AND_ASSIGN(const FitResult want,
+                       Fit(*whole, {.dir = NewTempDir("lm"), .eval_every = 10}));
+  const std::string dir = NewTempDir("lm");
+  ASSERT_OK_AND_ASSIGN(auto first, LmTrainer::Create(Bigram::Build, CountingData(), LmConfig()));
   ASSERT_OK_AND_ASSIGN(const FitResult stopped,
                        Fit(*first, {.dir = dir, .eval_every = 10, .stop_after = 20}));
   EXPECT_EQ(stopped.end, FitEnd::kStopAfter);
-  ASSERT_OK_AND_ASSIGN(auto second, LmTrainer::Create(Bigram::Build, CountingData(), Config()));
+  ASSERT_OK_AND_ASSIGN(auto second, LmTrainer::Create(Bigram::Build, CountingData(), LmConfig()));
   ASSERT_OK_AND_ASSIGN(const FitResult rest,
                        Fit(*second, {.dir = dir, .eval_every = 10, .resume = true}));
   EXPECT_EQ(rest.final_eval.loss, want.final_eval.loss);
@@ -167,22 +164,22 @@ TEST(LmTrainer, RefusesWhatDoesNotFit) {
     if (!m.ok()) return m.status();
     return std::make_unique<ToyTransformer>(*std::move(m));
   };
-  EXPECT_STATUS(LmTrainer::Create(toy, CountingData(), Config()).status(),
+  EXPECT_STATUS(LmTrainer::Create(toy, CountingData(), LmConfig()).status(),
                 absl::StatusCode::kInvalidArgument, "this one is not causal");
   LmData long_windows = CountingData();
   long_windows.window = kWindow + 1;
-  EXPECT_STATUS(LmTrainer::Create(Bigram::Build, long_windows, Config()).status(),
+  EXPECT_STATUS(LmTrainer::Create(Bigram::Build, long_windows, LmConfig()).status(),
                 absl::StatusCode::kInvalidArgument, "max_len 6, the data's windows 7");
   LmData no_validation = CountingData();
   no_validation.validation = nullptr;
-  EXPECT_STATUS(LmTrainer::Create(Bigram::Build, no_validation, Config()).status(),
+  EXPECT_STATUS(LmTrainer::Create(Bigram::Build, no_validation, LmConfig()).status(),
                 absl::StatusCode::kInvalidArgument, "needs both a train and a validation");
   auto none = [](Graph&) -> absl::StatusOr<std::unique_ptr<LanguageModel>> { return nullptr; };
-  EXPECT_STATUS(LmTrainer::Create(none, CountingData(), Config()).status(),
+  EXPECT_STATUS(LmTrainer::Create(none, CountingData(), LmConfig()).status(),
                 absl::StatusCode::kInvalidArgument, "the model builder returned no model");
-  EXPECT_STATUS(LmTrainer::Create(ModelBuilder(), CountingData(), Config()).status(),
+  EXPECT_STATUS(LmTrainer::Create(ModelBuilder(), CountingData(), LmConfig()).status(),
                 absl::StatusCode::kInvalidArgument, "the model builder is empty");
-  LmTrainConfig bad = Config();
+  LmTrainConfig bad = LmConfig();
   bad.eval_windows = -1;
   EXPECT_STATUS(LmTrainer::Create(Bigram::Build, CountingData(), bad).status(),
                 absl::StatusCode::kInvalidArgument, "eval_windows must be >= 0");

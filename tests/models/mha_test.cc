@@ -33,14 +33,6 @@ std::string StateName(const Value& p) {
   return name;
 }
 
-// Parity within 1e-5 relative; elements near zero are compared against the
-// tensor's scale (float32 rounding differs between the two engines).
-void ExpectParity(const Tensor& got, const Tensor& want, const std::string& what) {
-  double scale = 0;
-  for (double v : AsDoubles(want)) scale = std::max(scale, std::abs(v));
-  ExpectAllClose(got, AsDoubles(want), 1e-5, 2e-6 * scale, what);
-}
-
 // How a parity case passes the golden's masks: a set of these flags, each
 // naming a golden input and the dagrad converter it goes through.
 enum MaskFlag : int {

@@ -87,13 +87,6 @@ absl::StatusOr<Built> BuildLayer(Graph& g, const nlohmann::json& a,
   return BuildBlock(g, a, in);
 }
 
-// Parity within 1e-5 relative; elements near zero against the tensor's scale.
-void ExpectParity(const Tensor& got, const Tensor& want, const std::string& what) {
-  double scale = 0;
-  for (double v : AsDoubles(want)) scale = std::max(scale, std::abs(v));
-  ExpectAllClose(got, AsDoubles(want), 1e-5, 2e-6 * scale, what);
-}
-
 class NnParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NnParity, MatchesTorchOutputsAndGradients) {

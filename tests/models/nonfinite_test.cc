@@ -29,11 +29,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
-
 // A small training step: loss = sum(w * x) + sum(w * w) + c, so that x can
 // make the gradients NaN and c the loss alone Inf.
 struct SmallStep {

@@ -25,7 +25,7 @@
 namespace dagrad::testing {
 namespace {
 
-constexpr int64_t kVocab = 11;
+constexpr int64_t kRoundtripVocab = 11;
 
 // Run returns logits and the gradients of sum(logits * r) with respect to
 // `params`, for `tokens` fed to `input`.
@@ -62,7 +62,7 @@ void ExpectSameModelAfterRoundTrip(Graph& g, Value tokens, Value logits,
     ExpectAllClose(p.initial, AsDoubles(*vars.Find(p.name)), 0, 0, p.name);
     imported.push_back(p.value);
   }
-  const Tensor ids = RandomInts(tokens.shape(), 3, 0, kVocab);
+  const Tensor ids = RandomInts(tokens.shape(), 3, 0, kRoundtripVocab);
   const Tensor r = Random(DType::kFloat32, logits.shape(), 4);
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, Run(g, exec, tokens, logits, params, ids, r));
   Executor back(*m.graph);
@@ -78,7 +78,7 @@ void ExpectSameModelAfterRoundTrip(Graph& g, Value tokens, Value logits,
 TEST(OnnxRoundTrip, ToyTransformer) {
   Graph g;
   ASSERT_OK_AND_ASSIGN(models::ToyTransformer model, models::ToyTransformer::Create(
-      g, {.vocab = kVocab, .seq_len = 8, .dim = 16, .heads = 2, .layers = 2, .ffn = 24}));
+      g, {.vocab = kRoundtripVocab, .seq_len = 8, .dim = 16, .heads = 2, .layers = 2, .ffn = 24}));
   Value tokens = g.Input("tokens", DType::kInt64, {3, 7});
   Value logits = model(tokens, Value()).logits;
   ExpectSameModelAfterRoundTrip(g, tokens, logits, model.parameters());
@@ -87,7 +87,7 @@ TEST(OnnxRoundTrip, ToyTransformer) {
 TEST(OnnxRoundTrip, Gpt) {
   Graph g;
   ASSERT_OK_AND_ASSIGN(models::Gpt model, models::Gpt::Create(
-      g, {.vocab = kVocab, .block_size = 8, .dim = 16, .heads = 2, .layers = 2}));
+      g, {.vocab = kRoundtripVocab, .block_size = 8, .dim = 16, .heads = 2, .layers = 2}));
   Value tokens = g.Input("tokens", DType::kInt64, {3, 7});
   Value logits = model(tokens);
   ExpectSameModelAfterRoundTrip(g, tokens, logits, model.parameters());

@@ -12,6 +12,7 @@
 #include "models/gpt/tokenizer.h"
 #include "models/progress.h"
 #include "models/text_codec.h"
+#include "tests/support/gpt_fixtures.h"
 
 namespace dagrad::models {
 namespace {
@@ -58,7 +59,7 @@ TEST(TextCodec, AModelFileIsByteLevel) {
 }
 
 TEST(TextCodec, ADirectoryUsesItsTokenizerAndRefusesIdsItLacks) {
-  const std::string dir = std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny";
+  const std::string dir = ::dagrad::testing::HfGpt2Tiny();
   absl::StatusOr<TextCodec> codec = TextCodecFor(dir);
   ASSERT_TRUE(codec.ok()) << codec.status();
   absl::StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::LoadDirectory(dir);

@@ -23,16 +23,12 @@
 namespace dagrad::models {
 namespace {
 
+using ::dagrad::testing::NewTempDir;
+
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-std::string NewDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_outputs_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
 
 std::unique_ptr<ToyTrainer> FittedToy(const std::string& dir, int64_t layers = 1) {
   TrainConfig c;
@@ -47,7 +43,7 @@ std::unique_ptr<ToyTrainer> FittedToy(const std::string& dir, int64_t layers = 1
 }
 
 TEST(RunOutputs, WritesEveryFileItListsInTheOrderOfTheSummary) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("outputs");
   auto t = FittedToy(dir);
   absl::StatusOr<RunOutputs> out = WriteRunOutputs(*t, dir, {}, {.title = "toy", .layers = 1});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -65,7 +61,7 @@ TEST(RunOutputs, WritesEveryFileItListsInTheOrderOfTheSummary) {
 }
 
 TEST(RunOutputs, AStopBetweenFilesIsCancelledWithTheFilesSoFarWhole) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("outputs");
   auto t = FittedToy(dir);
   absl::StatusOr<RunOutputs> out =
       WriteRunOutputs(*t, dir, {}, {.title = "toy", .stop = [] { return true; }});
@@ -75,7 +71,7 @@ TEST(RunOutputs, AStopBetweenFilesIsCancelledWithTheFilesSoFarWhole) {
 }
 
 TEST(RunOutputs, ALargeModelKeepsItsDotAndSaysWhyItIsNotDrawn) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("outputs");
   auto t = FittedToy(dir);
   absl::StatusOr<RunOutputs> out =
       WriteRunOutputs(*t, dir, {}, {.title = "toy", .layers = kMaxDrawnLayers + 1});
@@ -90,7 +86,7 @@ TEST(RunOutputs, ALargeModelKeepsItsDotAndSaysWhyItIsNotDrawn) {
 }
 
 TEST(RunOutputs, ATraceOfARunThatWasNotProfiledIsRefused) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("outputs");
   auto t = FittedToy(dir);
   absl::StatusOr<RunOutputs> out =
       WriteRunOutputs(*t, dir, {}, {.title = "toy", .trace = dir + "/trace.json"});
@@ -100,7 +96,7 @@ TEST(RunOutputs, ATraceOfARunThatWasNotProfiledIsRefused) {
 }
 
 TEST(RunOutputs, AGptDrawsItsAttentionOnTheFirstValidationWindow) {
-  const std::string dir = NewDir();
+  const std::string dir = NewTempDir("outputs");
   const std::string data = dir + "/data.txt";
   ASSERT_TRUE(WriteFileAtomically(data, std::string(400, 'a') + std::string(100, 'b')).ok());
   TextTrainConfig c;

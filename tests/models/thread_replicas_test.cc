@@ -13,7 +13,7 @@
 namespace dagrad::models {
 namespace {
 
-TrainConfig Config() {
+TrainConfig ReplicaConfig() {
   return {.model = {.vocab = 8, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
                     .dropout = 0.0},
           .run = {.batch = 8, .steps = 5, .lr = 1e-2, .warmup = 1},
@@ -32,13 +32,13 @@ std::vector<StepResult> Steps(Trainer& t, int n) {
 }
 
 TEST(ThreadReplicas, TwoReplicasTrainAsOneTrainerOnTheWholeBatch) {
-  ASSERT_OK_AND_ASSIGN(auto alone, ToyTrainer::Create(Config()));
+  ASSERT_OK_AND_ASSIGN(auto alone, ToyTrainer::Create(ReplicaConfig()));
   const std::vector<StepResult> want = Steps(*alone, 5);
   std::vector<std::vector<StepResult>> got(2);
   OnThreadRanks(2, [&](std::shared_ptr<Communicator> rank) {
     const int r = rank->rank();
     absl::StatusOr<std::unique_ptr<ToyTrainer>> t =
-        ToyTrainer::Create(Config(), CpuDevice(), {.communicator = std::move(rank)});
+        ToyTrainer::Create(ReplicaConfig(), CpuDevice(), {.communicator = std::move(rank)});
     ASSERT_TRUE(t.ok()) << t.status();
     got[r] = Steps(**t, 5);
   });

@@ -134,10 +134,10 @@ absl::StatusOr<std::string> CompareSet(const std::string& case_dir, const std::s
   return std::string();
 }
 
-// OpRow counts, for one ONNX op type, the cases that use it by import
+// RoundtripRow counts, for one ONNX op type, the cases that use it by import
 // outcome and by round-trip outcome (pass, fail, not run), with the
 // reasons of those not supported or not run.
-struct OpRow {
+struct RoundtripRow {
   int import[3] = {0, 0, 0}, trip[3] = {0, 0, 0};
   std::set<std::string> import_reasons, trip_reasons;
 };
@@ -186,9 +186,9 @@ void Finish(Case& c, const std::map<std::string, std::string>& ort) {
   c.trip = CaseResult{Outcome::kPassed, "", {}};
 }
 
-void Tally(const Case& c, std::map<std::string, OpRow>& rows) {
+void Tally(const Case& c, std::map<std::string, RoundtripRow>& rows) {
   for (const std::string& op : CaseOps(c.proto.graph(), c.import)) {
-    OpRow& row = rows[op];
+    RoundtripRow& row = rows[op];
     ++row.import[static_cast<int>(c.import.outcome)];
     if (c.import.outcome == Outcome::kNotSupported) row.import_reasons.insert(c.import.reason);
     if (!c.trip) continue;
@@ -203,7 +203,7 @@ std::string Cell(int count, const std::set<std::string>& reasons) {
 }
 
 // PrintTable prints one row per ONNX op type in `rows`, as the README has it.
-void PrintTable(const std::map<std::string, OpRow>& rows) {
+void PrintRoundtripTable(const std::map<std::string, RoundtripRow>& rows) {
   std::cout << "| ONNX op | import pass | fail | not supported | round trip pass | fail | "
                "not run |\n| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& [op, r] : rows) {
@@ -237,7 +237,7 @@ TEST(OnnxNodeTestsRoundTrip, EveryImportedCasePassesInOnnxRuntime) {
   absl::StatusOr<std::map<std::string, std::string>> ort = RunOrt(runner, work);
   ASSERT_TRUE(ort.ok()) << ort.status();
   int counts[3] = {0, 0, 0};
-  std::map<std::string, OpRow> rows;
+  std::map<std::string, RoundtripRow> rows;
   for (Case& c : cases) {
     if (c.import.outcome == Outcome::kPassed && !c.trip) Finish(c, *ort);
     if (c.import.outcome == Outcome::kFailed) ADD_FAILURE() << c.name << ": " << c.import.reason;
@@ -250,7 +250,7 @@ TEST(OnnxNodeTestsRoundTrip, EveryImportedCasePassesInOnnxRuntime) {
   std::cout << "onnx node tests round trip: " << cases.size() << " cases, "
             << counts[0] + counts[1] + counts[2] << " imported: " << counts[0] << " passed, "
             << counts[1] << " failed, " << counts[2] << " not run\n";
-  PrintTable(rows);
+  PrintRoundtripTable(rows);
 }
 
 }  // namespace

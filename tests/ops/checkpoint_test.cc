@@ -25,12 +25,6 @@ std::string StateDict() {
   return absl::StrCat(DAGRAD_TEST_DATA_DIR, "/safetensors/state_dict.safetensors");
 }
 
-std::string TempDir() {
-  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_checkpoint_XXXXXX");
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
-
 // Model mirrors the fixture's module: encoder.layers.0.linear1 (4 <- 3)
 // and head (2 <- 4), with `linear1_out` rows in linear1.
 struct Model {
@@ -86,7 +80,7 @@ TEST(Checkpoint, SaveThenLoadRestoresEveryVariable) {
     moment = a.g.Variable("m", {2}, Initializer::Constant(0.5), DType::kFloat64);
   }
   Executor exec_a(a.g, {.seed = 1});
-  const std::string path = TempDir() + "/ckpt.safetensors";
+  const std::string path = NewTempDir("checkpoint") + "/ckpt.safetensors";
   ASSERT_OK(SaveVariables(exec_a, a.g.Variables(), {{"step", "7"}}, path));
 
   ASSERT_OK_AND_ASSIGN(SafetensorsFile f, ReadSafetensors(path));
@@ -184,7 +178,7 @@ TEST(Checkpoint, BadVariableListsAreRejectedBeforeWriting) {
   Graph other;
   Value foreign = other.Parameter("w", {1}, Initializer::Zeros());
   Executor exec(g);
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("checkpoint");
   const std::string path = dir + "/bad.safetensors";
   const std::map<std::string, std::string> none;
   EXPECT_STATUS(SaveVariables(exec, {a, b}, none, path), absl::StatusCode::kInvalidArgument,
@@ -205,7 +199,7 @@ TEST(Checkpoint, BadVariableListsAreRejectedBeforeWriting) {
 TEST(Checkpoint, FileErrorsPassThrough) {
   Model m;
   Executor exec(m.g);
-  const std::string dir = TempDir();
+  const std::string dir = NewTempDir("checkpoint");
   EXPECT_STATUS(LoadVariables(exec, m.g.Parameters(), dir + "/none.safetensors").status(),
                 absl::StatusCode::kNotFound, "none.safetensors");
   ASSERT_OK(WriteFileAtomically(dir + "/junk.safetensors", "not a checkpoint"));

@@ -41,18 +41,18 @@ std::vector<BFloat16> RandomBf16(int64_t n, uint32_t seed) {
   return v;
 }
 
-// Layout: the strides of A (m x k), B (k x n) and C (m x n) in buffers of
+// Bf16Layout: the strides of A (m x k), B (k x n) and C (m x n) in buffers of
 // their own; a_t / b_t store A / B by columns, c_t stores C by columns, and
 // rows of C are padded by 3 otherwise; `spread` puts A's and B's elements
 // every other place (no stride of 1, as in a strided view).
-struct Layout {
+struct Bf16Layout {
   bool a_t, b_t, c_t, spread = false;
 };
 
-struct Product {
+struct Bf16Product {
   int64_t m, n, k;
   float alpha, beta;
-  Layout layout;
+  Bf16Layout layout;
   int64_t s() const { return layout.spread ? 2 : 1; }
   int64_t rsa() const { return s() * (layout.a_t ? 1 : k); }
   int64_t csa() const { return s() * (layout.a_t ? m : 1); }
@@ -68,7 +68,7 @@ struct Operands {
   std::vector<float> c0;
 };
 
-Operands MakeOperands(const Product& p, uint32_t seed) {
+Operands MakeOperands(const Bf16Product& p, uint32_t seed) {
   Operands o{RandomBf16(p.s() * p.m * p.k, seed),
              RandomBf16(p.s() * p.k * p.n, seed + 1),
              {}};
@@ -77,7 +77,7 @@ Operands MakeOperands(const Product& p, uint32_t seed) {
   return o;
 }
 
-std::vector<float> Multiply(GemmBf16Fn gemm, const Product& p,
+std::vector<float> Multiply(GemmBf16Fn gemm, const Bf16Product& p,
                             const Operands& o, bool one_thread = false) {
   std::vector<float> c = o.c0;
   const absl::Status st = GemmBFloat16On(
@@ -95,7 +95,7 @@ struct Reference {
   std::vector<double> want, bound;
 };
 
-Reference ReferenceOf(const Product& p, const Operands& o) {
+Reference ReferenceOf(const Bf16Product& p, const Operands& o) {
   const double eps = std::ldexp(1.0, -24);
   Reference r;
   for (int64_t i = 0; i < p.m; ++i) {
@@ -121,7 +121,7 @@ Reference ReferenceOf(const Product& p, const Operands& o) {
 
 // ExpectNearReference checks every element of C against ReferenceOf, and
 // that C's padding is untouched.
-void ExpectNearReference(const Product& p, const Operands& o,
+void ExpectNearReference(const Bf16Product& p, const Operands& o,
                          const std::vector<float>& c) {
   const Reference r = ReferenceOf(p, o);
   int failures = 0;
@@ -140,7 +140,7 @@ void ExpectNearReference(const Product& p, const Operands& o,
   }
 }
 
-constexpr Layout kLayouts[] = {
+constexpr Bf16Layout kBf16Layouts[] = {
     {false, false, false},       {true, false, false},
     {false, true, false},        {true, true, true},
     {false, false, false, true}, {true, true, false, true}};
@@ -151,8 +151,8 @@ TEST(GemmBf16, NativeMatchesFloat64ReferenceOnManyShapes) {
   for (int64_t m : {1, 5, 6, 7, 13, 100}) {
     for (int64_t n : {1, 15, 16, 17, 64, 65, 130}) {
       for (int64_t k : {1, 2, 3, 17, 64, 301}) {
-        for (const Layout& layout : kLayouts) {
-          const Product p{m, n, k, 1.0f, 0.0f, layout};
+        for (const Bf16Layout& layout : kBf16Layouts) {
+          const Bf16Product p{m, n, k, 1.0f, 0.0f, layout};
           const Operands o = MakeOperands(p, seed += 3);
           ExpectNearReference(p, o, Multiply(NativeKernel(), p, o));
         }
@@ -166,8 +166,8 @@ TEST(GemmBf16, AlphaAndBetaOnBothPaths) {
   for (GemmBf16Fn gemm : {NativeKernel(), GemmBf16Fn{nullptr}}) {
     for (const auto& [alpha, beta] :
          {std::pair{0.5f, 1.0f}, {-2.0f, 0.25f}, {1.0f, -1.0f}}) {
-      for (const Layout& layout : kLayouts) {
-        const Product p{37, 70, 129, alpha, beta, layout};
+      for (const Bf16Layout& layout : kBf16Layouts) {
+        const Bf16Product p{37, 70, 129, alpha, beta, layout};
         const Operands o = MakeOperands(p, 7);
         ExpectNearReference(p, o, Multiply(gemm, p, o));
       }
@@ -179,9 +179,9 @@ TEST(GemmBf16, AlphaAndBetaOnBothPaths) {
 // two agree within both their bounds, on shapes BLIS takes itself too.
 TEST(GemmBf16, NativeAgreesWithWidenedSgemm) {
   SKIP_WITHOUT_BF16_KERNEL();
-  for (const Product& p : {Product{256, 384, 128, 1, 0, kLayouts[0]},
-                           Product{128, 512, 255, 1, 0, kLayouts[1]},
-                           Product{300, 64, 512, 1, 0, kLayouts[2]}}) {
+  for (const Bf16Product& p : {Bf16Product{256, 384, 128, 1, 0, kBf16Layouts[0]},
+                           Bf16Product{128, 512, 255, 1, 0, kBf16Layouts[1]},
+                           Bf16Product{300, 64, 512, 1, 0, kBf16Layouts[2]}}) {
     const Operands o = MakeOperands(p, 11);
     const std::vector<float> native = Multiply(NativeKernel(), p, o);
     const std::vector<float> wide = Multiply(nullptr, p, o);
@@ -199,8 +199,8 @@ TEST(GemmBf16, NativeAgreesWithWidenedSgemm) {
 TEST(GemmBf16, BetaZeroReadsNoC) {
   SKIP_WITHOUT_BF16_KERNEL();
   for (GemmBf16Fn gemm : {NativeKernel(), GemmBf16Fn{nullptr}}) {
-    for (const Layout& layout : {kLayouts[0], kLayouts[3]}) {
-      const Product p{9, 33, 5, 1.0f, 0.0f, layout};
+    for (const Bf16Layout& layout : {kBf16Layouts[0], kBf16Layouts[3]}) {
+      const Bf16Product p{9, 33, 5, 1.0f, 0.0f, layout};
       Operands o = MakeOperands(p, 3);
       o.c0.assign(p.c_size(), std::numeric_limits<float>::quiet_NaN());
       const std::vector<float> c = Multiply(gemm, p, o);
@@ -216,7 +216,7 @@ TEST(GemmBf16, BetaZeroReadsNoC) {
 // (inf * 0); k = 0 leaves beta * C.
 TEST(GemmBf16, OddKPadsWithZerosAndEmptyKScalesC) {
   SKIP_WITHOUT_BF16_KERNEL();
-  const Product p{2, 3, 3, 1.0f, 0.0f, kLayouts[0]};
+  const Bf16Product p{2, 3, 3, 1.0f, 0.0f, kBf16Layouts[0]};
   Operands o = MakeOperands(p, 5);
   o.a.assign(6, FloatToBFloat16(1.0f));
   o.a[2] = FloatToBFloat16(std::numeric_limits<float>::infinity());
@@ -224,7 +224,7 @@ TEST(GemmBf16, OddKPadsWithZerosAndEmptyKScalesC) {
   const std::vector<float> c = Multiply(NativeKernel(), p, o);
   EXPECT_EQ(c[0], std::numeric_limits<float>::infinity());
   EXPECT_EQ(c[p.rsc()], 1.5f);  // 1 * 0.5 three times
-  const Product empty{2, 3, 0, 1.0f, 0.5f, kLayouts[0]};
+  const Bf16Product empty{2, 3, 0, 1.0f, 0.5f, kBf16Layouts[0]};
   const Operands e = MakeOperands(empty, 5);
   const std::vector<float> scaled = Multiply(NativeKernel(), empty, e);
   for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(scaled[j], 0.5f * e.c0[j]);
@@ -235,7 +235,7 @@ TEST(GemmBf16, OddKPadsWithZerosAndEmptyKScalesC) {
 // has a subnormal input, 2^-70 * 2^-60 a subnormal product.
 TEST(GemmBf16, SubnormalsCountAsZeroOnTheNativePathOnly) {
   SKIP_WITHOUT_BF16_KERNEL();
-  const Product p{1, 2, 1, 1.0f, 0.0f, kLayouts[0]};
+  const Bf16Product p{1, 2, 1, 1.0f, 0.0f, kBf16Layouts[0]};
   Operands o = MakeOperands(p, 9);
   o.a = {FloatToBFloat16(0x1p-127f)};
   o.b = {FloatToBFloat16(0x1p10f), FloatToBFloat16(0x1p-3f)};
@@ -254,8 +254,8 @@ TEST(GemmBf16, SubnormalsCountAsZeroOnTheNativePathOnly) {
 TEST(GemmBf16, SameBitsOnAnyThreadCount) {
   SKIP_WITHOUT_BF16_KERNEL();
   const int threads = NumThreads();
-  for (const Product& p : {Product{301, 200, 257, 1, 0, kLayouts[0]},
-                           Product{1, 2000, 301, 1, 0, kLayouts[2]}}) {
+  for (const Bf16Product& p : {Bf16Product{301, 200, 257, 1, 0, kBf16Layouts[0]},
+                           Bf16Product{1, 2000, 301, 1, 0, kBf16Layouts[2]}}) {
     const Operands o = MakeOperands(p, 13);
     ASSERT_OK(SetNumThreads(1));
     const std::vector<float> one = Multiply(NativeKernel(), p, o);

@@ -1,5 +1,6 @@
 #include "tests/support/golden.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
@@ -92,6 +94,12 @@ absl::StatusOr<std::vector<std::string>> GoldenCaseNames(const std::string& file
   if (cases == j->end()) return names;
   for (const auto& [key, value] : cases->items()) names.push_back(key);
   return names;
+}
+
+void ExpectParity(const Tensor& got, const Tensor& want, const std::string& what) {
+  double scale = 0;
+  for (double v : AsDoubles(want)) scale = std::max(scale, std::abs(v));
+  ExpectAllClose(got, AsDoubles(want), 1e-5, 2e-6 * scale, what);
 }
 
 }  // namespace dagrad::testing

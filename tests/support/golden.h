@@ -30,6 +30,11 @@ absl::StatusOr<GoldenCase> LoadGolden(const std::string& file, const std::string
 // GoldenCaseNames lists the cases of a golden file.
 absl::StatusOr<std::vector<std::string>> GoldenCaseNames(const std::string& file);
 
+// ExpectParity checks `got` against PyTorch's `want` within 1e-5 relative;
+// elements near zero are compared against the tensor's scale (float32
+// rounding differs between the two engines). `what` names the tensor.
+void ExpectParity(const Tensor& got, const Tensor& want, const std::string& what);
+
 }  // namespace dagrad::testing
 
 #endif  // DAGRAD_TESTS_SUPPORT_GOLDEN_H_

@@ -12,6 +12,14 @@ namespace dagrad::testing {
 
 std::string GptGoldens() { return std::string(DAGRAD_TEST_DATA_DIR) + "/goldens/gpt/"; }
 
+std::string HfGpt2Tiny() { return std::string(DAGRAD_TEST_DATA_DIR) + "/hf_gpt2_tiny"; }
+
+SafetensorsFile HfGpt2TinyWeights() {
+  absl::StatusOr<SafetensorsFile> file = ReadSafetensors(HfGpt2Tiny() + "/model.safetensors");
+  EXPECT_TRUE(file.ok()) << file.status();
+  return file.ok() ? *std::move(file) : SafetensorsFile();
+}
+
 double MaxRelativeError(const Tensor& got, const Tensor& want) {
   const std::vector<double> a = AsDoubles(got), b = AsDoubles(want);
   if (a.size() != b.size()) return INFINITY;

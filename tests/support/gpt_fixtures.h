@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "engine/io/safetensors.h"
 #include "engine/tensor.h"
 
 namespace dagrad::testing {
@@ -17,6 +18,13 @@ namespace dagrad::testing {
 // GptGoldens is tests/data/goldens/gpt/ (model.safetensors,
 // input.safetensors, expected.safetensors), with the trailing slash.
 std::string GptGoldens();
+
+// HfGpt2Tiny is tests/data/hf_gpt2_tiny: a tiny GPT-2 in Hugging Face's own
+// files, with transformers' outputs (its README.md says which file is what).
+std::string HfGpt2Tiny();
+
+// HfGpt2TinyWeights is HfGpt2Tiny()'s model.safetensors, read.
+SafetensorsFile HfGpt2TinyWeights();
 
 // MaxRelativeError is max |got - want| / max |want| over the elements
 // (infinite when the sizes differ).

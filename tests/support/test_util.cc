@@ -1,7 +1,12 @@
 #include "tests/support/test_util.h"
 
-#include <cmath>
+#include <stdlib.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
 #include "engine/philox.h"
 
 namespace dagrad::testing {
@@ -40,6 +45,25 @@ Tensor ToFloat32(const Tensor& t) {
     out.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
   }
   return out;
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+double MaxAbsDifference(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = AsDoubles(a), y = AsDoubles(b);
+  if (x.size() != y.size()) return INFINITY;
+  double max = 0;
+  for (size_t i = 0; i < x.size(); ++i) max = std::max(max, std::abs(x[i] - y[i]));
+  return max;
+}
+
+std::string NewTempDir(absl::string_view name) {
+  std::string tmpl = absl::StrCat(::testing::TempDir(), "/dagrad_", name, "_XXXXXX");
+  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr) << tmpl;
+  return tmpl;
 }
 
 std::vector<double> AsDoubles(const Tensor& t) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/executor.h"
 #include "engine/graph.h"
 #include "engine/tensor.h"
@@ -49,7 +50,19 @@ Tensor ToFloat32(const Tensor& t);
 // AsDoubles converts a float tensor's values to double.
 std::vector<double> AsDoubles(const Tensor& t);
 
-// ExpectNear checks elementwise |got - want| <= atol + rtol * |want|.
+// NewTempDir makes a fresh directory for one test under GoogleTest's
+// TempDir(), named dagrad_<name>_XXXXXX, and returns its path (failing the
+// test when it cannot).
+std::string NewTempDir(absl::string_view name);
+
+// SameBits is true when `a` and `b` have the same dtype, shape and bytes.
+bool SameBits(const Tensor& a, const Tensor& b);
+
+// MaxAbsDifference is max |a - b| over the elements (infinite when the
+// sizes differ).
+double MaxAbsDifference(const Tensor& a, const Tensor& b);
+
+// ExpectAllClose checks elementwise |got - want| <= atol + rtol * |want|.
 void ExpectAllClose(const Tensor& got, const std::vector<double>& want, double rtol,
                     double atol, const std::string& what = "");
 

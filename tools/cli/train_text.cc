@@ -50,7 +50,7 @@ ABSL_DECLARE_FLAG(double, dropout);
 namespace dagrad::cli {
 namespace {
 
-absl::StatusOr<models::TextTrainConfig> ConfigFromFlags(const models::RunConfig& run) {
+absl::StatusOr<models::TextTrainConfig> TextConfigFromFlags(const models::RunConfig& run) {
   models::TextTrainConfig c;
   c.data = absl::GetFlag(FLAGS_data);
   if (c.data.empty()) return absl::InvalidArgumentError("--task=text needs --data=FILE");
@@ -114,7 +114,7 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
 int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                  Job& job) {
   if (std::filesystem::is_directory(absl::GetFlag(FLAGS_init))) return RunFineTune(cmd, run, parallel, job);
-  absl::StatusOr<models::TextTrainConfig> config = ConfigFromFlags(run);
+  absl::StatusOr<models::TextTrainConfig> config = TextConfigFromFlags(run);
   if (!config.ok()) return Failure(cmd, config.status());
   TrainingRun training{
       .steps = config->run.steps,

@@ -85,7 +85,7 @@ inline DType GoldenDType(const nlohmann::json& attrs) {
 // DAGRAD_GOLDENS(file, {name, G(...)}, ...) registers builders of golden
 // file `file` (tests/data/goldens/<file>.json) when the program starts.
 #define DAGRAD_GOLDENS(file, ...)                                                  \
-  static const bool DAGRAD_OP_CASE_CONCAT_(dagrad_goldens_, __LINE__) =            \
+  static const bool DAGRAD_OP_CASE_CONCAT_(dagrad_goldens_, __COUNTER__) =         \
       ::dagrad::testing::RegisterGoldens(file, ::dagrad::testing::GoldenBuilders{__VA_ARGS__})
 
 #endif  // DAGRAD_TESTS_SUPPORT_GOLDEN_REGISTRY_H_
