@@ -82,5 +82,13 @@ TEST(CliReplicas, WhatReplicasCannotDoIsRefused) {
   EXPECT_THAT(batch.err, HasSubstr("7"));
 }
 
+TEST(CliReplicas, AFlagEveryReplicaRefusesIsReportedOnce) {
+  const CliResult r = RunDagrad(
+      absl::StrCat(kTinyTrain, "--task=nope --replicas=2 --out=", FreshDir("replicas_task")));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("dagrad train: replica 0 of 2: --task: "));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("replica 1 of 2"))) << r.err;
+}
+
 }  // namespace
 }  // namespace dagrad::testing

@@ -110,8 +110,12 @@ std::string InFlagTerms(absl::string_view message) {
                                        {"LmTrainConfig::eval_windows", "--eval_windows"}});
 }
 
+std::ostream& ErrorsOf(const Command& command) {
+  return command.errors != nullptr ? *command.errors : std::cerr;
+}
+
 int UsageError(const Command& command, const std::string& message) {
-  std::cerr << "dagrad " << command.name << ": " << InFlagTerms(message) << "\n";
+  ErrorsOf(command) << "dagrad " << command.name << ": " << InFlagTerms(message) << "\n";
   return kExitUsage;
 }
 
@@ -132,7 +136,7 @@ int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& r
 }
 
 int Failure(const Command& command, const absl::Status& status) {
-  std::cerr << "dagrad " << command.name << ": " << InFlagTerms(status.message()) << "\n";
+  ErrorsOf(command) << "dagrad " << command.name << ": " << InFlagTerms(status.message()) << "\n";
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:

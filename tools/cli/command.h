@@ -13,6 +13,7 @@
 #define DAGRAD_TOOLS_CLI_COMMAND_H_
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Command {
   const char* summary;
   std::vector<std::string> flags;  // names of the absl flags it accepts
   int (*run)();                    // after flags are parsed
+  // Where its errors go (ErrorsOf); null is stderr. Each replica of
+  // `train --replicas` writes to a buffer of its own, printed once all end.
+  std::ostream* errors = nullptr;
 };
 
 // The subcommands, defined in their own files.
@@ -68,7 +72,11 @@ void PrintHelp(const Command& command);
 // the library's errors name its options, the program's users know its flags.
 std::string InFlagTerms(absl::string_view message);
 
-// UsageError prints "dagrad <command>: <message>" on stderr and returns 2.
+// ErrorsOf is where `command` reports errors: its `errors`, or std::cerr.
+std::ostream& ErrorsOf(const Command& command);
+
+// UsageError prints "dagrad <command>: <message>" on ErrorsOf(command) and
+// returns 2.
 int UsageError(const Command& command, const std::string& message);
 // Failure prints "dagrad <command>: <status message>" and returns 1, or 2
 // when the status is InvalidArgument/NotFound/DataLoss/FailedPrecondition

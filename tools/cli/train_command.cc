@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <vector>
 
 #include "absl/flags/declare.h"
@@ -201,11 +203,25 @@ int RunTask(const Command& cmd, Job& job) {
   return RunToyTrain(cmd, *run, *parallel, job);
 }
 
+// PrintReplicaErrors prints what the replicas reported, in rank order, each
+// message once whichever replica said it: a flag that every replica refuses
+// is reported by replica 0 alone, and a replica that failed on its own
+// keeps its line.
+void PrintReplicaErrors(const std::vector<std::ostringstream>& errors,
+                        const std::vector<std::string>& names) {
+  std::set<std::string> printed;
+  for (size_t r = 0; r < errors.size(); ++r) {
+    const std::string text = errors[r].str();
+    if (text.empty()) continue;
+    if (printed.insert(absl::StrReplaceAll(text, {{names[r], ""}})).second) std::cerr << text;
+  }
+}
+
 // RunReplicas trains `replicas` replicas on threads of this process, the
 // ranks of one job (ThreadCommunicators), each computing on one thread;
 // the exit code is rank 0's, or else the first other rank's failure. A
 // replica that fails leaves the job, so the others' next collective fails
-// instead of waiting for it.
+// instead of waiting for it. Their errors are printed when all have ended.
 int RunReplicas(const Command& cmd, int replicas) {
   if (cli::FlagGiven("threads") && absl::GetFlag(FLAGS_threads) != 1) {
     return UsageError(cmd, "--replicas computes each replica on one thread: drop --threads");
@@ -215,14 +231,18 @@ int RunReplicas(const Command& cmd, int replicas) {
   }
   if (absl::Status st = SetNumThreads(1); !st.ok()) return Failure(cmd, st);
   std::vector<int> codes(replicas, kExitOk);
+  std::vector<std::string> names(replicas);
+  std::vector<std::ostringstream> errors(replicas);
   OnThreadRanks(replicas, [&](std::shared_ptr<Communicator> comm) {
     const int r = comm->rank();
-    const std::string name = absl::StrCat("train: replica ", r, " of ", replicas);
+    names[r] = absl::StrCat("train: replica ", r, " of ", replicas);
     Command mine = cmd;
-    mine.name = name.c_str();
+    mine.name = names[r].c_str();
+    mine.errors = &errors[r];
     Job job{std::move(comm), r, replicas};
     codes[r] = RunOrReportOutOfMemory(mine, [&] { return RunTask(mine, job); });
   });
+  PrintReplicaErrors(errors, names);
   for (int code : codes) {
     if (code != kExitOk) return codes[0] != kExitOk ? codes[0] : code;
   }
@@ -330,7 +350,7 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   switch (fit->end) {
     case models::FitEnd::kNonFinite:
       job.agreed_stop = fit->every_rank;
-      std::cerr << "dagrad train: " << InFlagTerms(fit->message) << "\n";
+      ErrorsOf(cmd) << "dagrad train: " << InFlagTerms(fit->message) << "\n";
       return kExitFailure;
     case models::FitEnd::kStopRequested:
       return Stopped(job, fit->step);
