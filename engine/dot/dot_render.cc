@@ -95,7 +95,7 @@ absl::Status RenderDot(const std::string& dot_path, const std::string& format,
                        const std::string& out_path, const std::string& dot_program) {
   if (format != "svg" && format != "png") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "RenderDot: format ", PrintableText(format, true), " is not \"svg\" or \"png\""));
+        "RenderDot: format ", QuotedText(format), " is not \"svg\" or \"png\""));
   }
   if (const int fd = ::open(dot_path.c_str(), O_RDONLY | O_CLOEXEC); fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("RenderDot: cannot read '", dot_path, "'"));

@@ -167,7 +167,7 @@ absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source,
   for (size_t i = 0; i < fields.size(); ++i) {
     if (!ParseHex(fields[i], &stored[i])) {
       return damaged(absl::StrCat("the checksum list '", kChecksumKey, "' holds ",
-                                  PrintableText(fields[i], /*quote=*/true),
+                                  QuotedText(fields[i]),
                                   ", not 8 hex digits"));
     }
   }

@@ -6,7 +6,6 @@
 #include "engine/plan/internal/planner_internal.h"
 
 namespace dagrad {
-using planner_internal::NodeBytes;
 
 std::string DescribeNode(const Node& node) {
   absl::string_view kind;
@@ -16,12 +15,12 @@ std::string DescribeNode(const Node& node) {
     case NodeKind::kConstant: kind = "constant"; break;
     case NodeKind::kOp: kind = node.op->name; break;
   }
-  return absl::StrCat(kind, " '", node.path(), "' ", DTypeName(node.dtype), " ",
-                      node.shape.ToString());
+  return absl::StrCat(kind, " '", node.path(), "' ", node.TypeString());
 }
 
 MemoryBudget PlanMemory(const Graph& graph, const ExecutionPlan& plan, bool host_device,
                         const std::function<bool(NodeId)>& allocated) {
+  using planner_internal::NodeBytes;
   MemoryBudget need;
   need.Add("arena", plan.arena_bytes);
   for (const Storage& s : plan.storage) {

@@ -27,8 +27,7 @@ absl::Status AddBytes(int64_t& sum, int64_t bytes, const Node& node, const char*
   std::optional<int64_t> total = CheckedAdd(sum, bytes);
   if (!total.has_value()) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        what, " overflow int64 bytes at '", node.path(), "' (", DTypeName(node.dtype), " ",
-        node.shape.ToString(), ")"));
+        what, " overflow int64 bytes at '", node.path(), "' (", node.TypeString(), ")"));
   }
   sum = *total;
   return absl::OkStatus();

@@ -119,8 +119,8 @@ absl::Status AddLeaf(OnnxBuilder& b, onnx::GraphProto* graph, const Node& node,
   const Tensor* value = options.variables ? options.variables->Find(name) : nullptr;
   if (value == nullptr || value->dtype() != node.dtype || value->shape() != node.shape) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "ONNX export: no value for variable ", name, " (", DTypeName(node.dtype), " ",
-        node.shape.ToString(), ") in the options' variables",
+        "ONNX export: no value for variable ", name, " (", node.TypeString(),
+        ") in the options' variables",
         value ? absl::StrCat(", which hold ", value->TypeString()) : ""));
   }
   b.SetName(node.id, b.Initializer(*value, name));
