@@ -234,14 +234,17 @@ MultiheadAttention::Projections MultiheadAttention::Project(Value query, Value k
           .v = dagrad::Linear(value, wv, rows(in_proj_bias_, 2))};
 }
 
-HeadsQkv MultiheadAttention::Heads(const Projections& p) const {
+HeadsQkv MultiheadAttention::Heads(const Projections& p, Value positions) const {
   // Packed: one permute, (3, B, H, T, Dh), whose three blocks are q, k, v
   // (their gradients are concatenated back, not summed).
   HeadsQkv h = p.qkv.is_null()
                    ? HeadsQkv{SplitHeads(p.q), SplitHeads(p.k), SplitHeads(p.v)}
                    : SplitPackedHeads(p.qkv, options_.num_heads);
   if (!h.q.ok() || !h.k.ok() || !h.v.ok()) return h;
-  if (options_.rotary) {
+  if (options_.rotary && !positions.is_null()) {
+    h.q = models::ApplyRotary(h.q, positions, options_.rotary_base);
+    h.k = models::ApplyRotary(h.k, positions, options_.rotary_base);
+  } else if (options_.rotary) {
     // Queries are the last T positions of the keys' sequence (header).
     const int64_t T = h.q.dim(2), S = h.k.dim(2);
     h.q = models::ApplyRotary(h.q, options_.rotary_base, S - T);
@@ -310,15 +313,20 @@ AttentionOutput MultiheadAttention::operator()(Value x, KvCache& cache) const {
   Graph::ScopePathGuard in_scope(g, scope_);
   if (!x.ok()) return {x, Value()};
   if (Value error = CheckInputs(x, x, x); !error.is_null()) return {error, Value()};
-  if (!options_.batch_first || options_.rotary || options_.add_bias_kv ||
-      options_.add_zero_attn) {
+  if (!options_.batch_first || options_.add_bias_kv || options_.add_zero_attn) {
     return {g.Error(absl::InvalidArgumentError(
-                "multi_head_attention: a KV cache needs batch_first and no rotary, "
+                "multi_head_attention: a KV cache needs batch_first and no "
                 "add_bias_kv or add_zero_attn")),
             Value()};
   }
+  if (options_.rotary && cache.positions.is_null()) {
+    return {g.Error(absl::InvalidArgumentError(
+                "multi_head_attention: a rotary layer's KV cache needs the new tokens' "
+                "positions (KvCache::positions)")),
+            Value()};
+  }
   const Projections p = Project(x, x, x);
-  HeadsQkv h = Heads(p);
+  HeadsQkv h = Heads(p, options_.rotary ? cache.positions : Value());
   const SoftmaxMask mask = AppendPast(cache, h);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim()));
   Value merged =

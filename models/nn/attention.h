@@ -169,11 +169,15 @@ struct HeadsAttention {
 // that hold a position. The attention attends to the kept slots and,
 // causally, to its own T new positions, and sets `keys` and `values` to
 // the new positions' (B, H, T, Dh), which the caller stores in the cache.
+// A rotary layer also needs `positions`, int64 (T): the new tokens' places
+// in the sequence, at which it rotates their queries and keys (the cached
+// keys were rotated at theirs, so a slot's index need not be its position).
 //   // setup: Cache
 //   nn::KvCache cache{.past_keys = past_k, .past_values = past_v, .keep = kept};
 //   Value y = mha(x, cache).output;   // x (B, T, 8): y (B, T, 8), cache.keys (B, 2, T, 4)
 struct KvCache {
   Value past_keys, past_values, keep;
+  Value positions;  // int64 (T); read by rotary layers only
   Value keys, values;
 };
 
@@ -208,8 +212,9 @@ class MultiheadAttention {
   // Self-attention of x (B, T, E), the T positions after the cache's past,
   // over the kept past and causally over x; sets cache.keys and
   // cache.values (KvCache). An error Value as the call above, and for
-  // batch_first false, rotary, add_bias_kv or add_zero_attn (whose key
-  // positions a cache does not hold) and for a past of the wrong shape.
+  // batch_first false, add_bias_kv or add_zero_attn (whose key positions a
+  // cache does not hold), rotary without cache.positions, and a past of the
+  // wrong shape.
   AttentionOutput operator()(Value x, KvCache& cache) const;
 
   const MultiheadAttentionOptions& options() const { return options_; }
@@ -227,8 +232,10 @@ class MultiheadAttention {
   Value CheckInputs(Value query, Value key, Value value) const;
   Projections Project(Value query, Value key, Value value) const;
   // Heads splits the projections into heads (B, H, L, Dh), rotated and with
-  // the appended keys when the options ask for them.
-  HeadsQkv Heads(const Projections& p) const;
+  // the appended keys when the options ask for them. Rotary rotates the
+  // queries at the keys' last positions, or, given `positions` (a cache's
+  // self-attention), both at those.
+  HeadsQkv Heads(const Projections& p, Value positions = Value()) const;
   // Attend returns the heads' outputs merged (B, T, E), and the weights
   // when `weights` asks for them (the composed path).
   HeadsAttention Attend(const Projections& p, const SoftmaxMask& mask, double scale,

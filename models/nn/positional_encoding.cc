@@ -1,6 +1,7 @@
 #include "models/nn/positional_encoding.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ops/dropout.h"
@@ -11,15 +12,20 @@
 namespace dagrad::models {
 namespace {
 
-// Angles(i, j) = i / base^(2j/d) for positions i = start, ..., start + L - 1
-// as an (L, d/2) float64 subgraph.
-Value Angles(Graph& g, int64_t length, int64_t dim, double base, int64_t start = 0) {
-  Value pos = Reshape(Arange(g, static_cast<double>(start), static_cast<double>(start + length),
-                             1, DType::kFloat64),
-                      {length, 1});
+// Angles(i, j) = p_i / base^(2j/d) for the (L) float64 positions p as an
+// (L, d/2) float64 subgraph.
+Value Angles(Value positions, int64_t dim, double base) {
+  Graph& g = *positions.graph();
+  const int64_t length = positions.dim(0);
   Value two_j = Arange(g, 0, static_cast<double>(dim), 2, DType::kFloat64);  // 2j
   Value inv_freq = Exp(Scale(two_j, -std::log(base) / static_cast<double>(dim)));
-  return Mul(pos, Reshape(inv_freq, {1, dim / 2}));
+  return Mul(Reshape(positions, {length, 1}), Reshape(inv_freq, {1, dim / 2}));
+}
+
+// Positions start, ..., start + length - 1 as float64 (length).
+Value Positions(Graph& g, int64_t start, int64_t length) {
+  return Arange(g, static_cast<double>(start), static_cast<double>(start + length), 1,
+                DType::kFloat64);
 }
 
 // Interleave returns [a0, b0, a1, b1, ...] along the last axis from two
@@ -32,6 +38,34 @@ Value Interleave(Value a, Value b) {
   return Reshape(Concat({Reshape(a, pair_shape), Reshape(b, pair_shape)}, -1), merged);
 }
 
+// CheckRotary: the error ApplyRotary returns for x or base, or null.
+Value CheckRotary(Value x, double base) {
+  Graph& g = *x.graph();
+  if (x.rank() < 2 || x.dim(-1) % 2 != 0) {
+    return g.Error(absl::InvalidArgumentError(absl::StrCat(
+        "rotary embedding needs x (..., L, D) with D even, got ", x.shape().ToString())));
+  }
+  if (!(base > 0) || !std::isfinite(base)) {
+    return g.Error(absl::InvalidArgumentError(
+        absl::StrCat("rotary embedding needs a finite base > 0, got ", base)));
+  }
+  return Value();
+}
+
+// Rotate rotates x's pairs by `angles` (L, D/2).
+Value Rotate(Value x, Value angles) {
+  Value cos = Cast(Cos(angles), x.dtype()), sin = Cast(Sin(angles), x.dtype());
+  // Split x into its even (x0) and odd (x1) members of each pair.
+  std::vector<int64_t> pairs(x.shape().dims().begin(), x.shape().dims().end());
+  pairs.back() /= 2;
+  pairs.push_back(2);
+  Value xp = Reshape(x, pairs);
+  std::vector<int64_t> halves(pairs.begin(), pairs.end() - 1);
+  Value x0 = Reshape(Slice(xp, -1, 0, 1), halves);
+  Value x1 = Reshape(Slice(xp, -1, 1, 2), halves);
+  return Interleave(x0 * cos - x1 * sin, x0 * sin + x1 * cos);
+}
+
 }  // namespace
 
 Value SinusoidalTable(Graph& g, int64_t max_len, int64_t dim, DType dtype) {
@@ -41,7 +75,7 @@ Value SinusoidalTable(Graph& g, int64_t max_len, int64_t dim, DType dtype) {
         max_len, ", dim ", dim)));
   }
   Graph::Scope scope(g, "sinusoidal_table");
-  Value angles = Angles(g, max_len, dim, 10000.0);
+  Value angles = Angles(Positions(g, 0, max_len), dim, 10000.0);
   return Cast(Interleave(Sin(angles), Cos(angles)), dtype);
 }
 
@@ -76,28 +110,25 @@ Value LearnedPositionalEmbedding::operator()(Value x) const {
 
 Value ApplyRotary(Value x, double base, int64_t start) {
   if (!x.ok()) return x;
+  if (Value error = CheckRotary(x, base); !error.is_null()) return error;
   Graph& g = *x.graph();
-  const int64_t L = x.dim(-2), D = x.dim(-1);
-  if (x.rank() < 2 || D % 2 != 0) {
+  Graph::Scope scope(g, "rotary");
+  return Rotate(x, Angles(Positions(g, start, x.dim(-2)), x.dim(-1), base));
+}
+
+Value ApplyRotary(Value x, Value positions, double base) {
+  if (!x.ok()) return x;
+  if (!positions.ok()) return positions;
+  if (Value error = CheckRotary(x, base); !error.is_null()) return error;
+  Graph& g = *x.graph();
+  if (positions.dtype() != DType::kInt64 || positions.shape() != Shape({x.dim(-2)})) {
     return g.Error(absl::InvalidArgumentError(absl::StrCat(
-        "rotary embedding needs x (..., L, D) with D even, got ", x.shape().ToString())));
-  }
-  if (!(base > 0) || !std::isfinite(base)) {
-    return g.Error(absl::InvalidArgumentError(
-        absl::StrCat("rotary embedding needs a finite base > 0, got ", base)));
+        "rotary embedding of x ", x.shape().ToString(), " needs int64 positions (",
+        x.dim(-2), "), got ", DTypeName(positions.dtype()), " ",
+        positions.shape().ToString())));
   }
   Graph::Scope scope(g, "rotary");
-  Value angles = Angles(g, L, D, base, start);  // (L, D/2)
-  Value cos = Cast(Cos(angles), x.dtype()), sin = Cast(Sin(angles), x.dtype());
-  // Split x into its even (x0) and odd (x1) members of each pair.
-  std::vector<int64_t> pairs(x.shape().dims().begin(), x.shape().dims().end());
-  pairs.back() = D / 2;
-  pairs.push_back(2);
-  Value xp = Reshape(x, pairs);
-  std::vector<int64_t> halves(pairs.begin(), pairs.end() - 1);
-  Value x0 = Reshape(Slice(xp, -1, 0, 1), halves);
-  Value x1 = Reshape(Slice(xp, -1, 1, 2), halves);
-  return Interleave(x0 * cos - x1 * sin, x0 * sin + x1 * cos);
+  return Rotate(x, Angles(Cast(positions, DType::kFloat64), x.dim(-1), base));
 }
 
 }  // namespace dagrad::models

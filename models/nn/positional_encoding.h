@@ -61,6 +61,15 @@ class LearnedPositionalEmbedding {
 //   Value q = ApplyRotary(queries, 10000, S - T); // (B, H, T, Dh), positions S-T..S-1
 Value ApplyRotary(Value x, double base = 10000.0, int64_t start = 0);
 
+// ApplyRotary rotates x (..., L, D) at the positions an int64 (L) Value
+// holds when the graph runs: a cached block's new tokens, whose position
+// is fed at each step. Errors as above, and for positions of another dtype
+// or shape.
+//
+//   Value at = Arange(g, 3, 3 + T, 1, DType::kInt64);   // positions 3, ..., T + 2
+//   Value q = ApplyRotary(queries, at);                  // (B, H, T, Dh)
+Value ApplyRotary(Value x, Value positions, double base = 10000.0);
+
 }  // namespace dagrad::models
 
 #endif  // DAGRAD_MODELS_NN_POSITIONAL_ENCODING_H_

@@ -30,14 +30,17 @@ constexpr int64_t B = 2, T1 = 3, T2 = 4, E = 8, H = 2;
 
 // Cached runs `layer` on x's first T1 positions beside 2 unkept slots of
 // `junk` (B, H, 2, E / H), then on the last T2 with the first's keys and values as the past;
-// it returns the two outputs joined, (B, T1 + T2, E).
+// it returns the two outputs joined, (B, T1 + T2, E). The positions it
+// gives (read by rotary layers) are the tokens', not the slots'.
 template <typename Layer>
 Value Cached(Graph& g, const Layer& layer, Value x, Value junk) {
   KvCache first{.past_keys = junk, .past_values = Scale(junk, -3.0),
-                .keep = Fill(g, {2}, 0, DType::kBool)};
+                .keep = Fill(g, {2}, 0, DType::kBool),
+                .positions = Arange(g, 0, T1, 1, DType::kInt64)};
   Value head = layer(Slice(x, 1, 0, T1), first);
   KvCache second{.past_keys = first.keys, .past_values = first.values,
-                 .keep = Fill(g, {T1}, 1, DType::kBool)};
+                 .keep = Fill(g, {T1}, 1, DType::kBool),
+                 .positions = Arange(g, T1, T1 + T2, 1, DType::kInt64)};
   Value tail = layer(Slice(x, 1, T1, T1 + T2), second);
   return Concat({head, tail}, 1);
 }
@@ -53,16 +56,19 @@ void ExpectCachedEqualsWhole(Graph& g, Value x, Value junk, Value whole, Value c
 class KvCachePaths : public ::testing::TestWithParam<nn::AttentionPath> {};
 
 TEST_P(KvCachePaths, AttentionOverTheCacheGivesTheWholeSequencesRows) {
-  Graph g;
-  ASSERT_OK_AND_ASSIGN(nn::MultiheadAttention mha,
-                       nn::MultiheadAttention::Create(g, "mha", {.embed_dim = E, .num_heads = H,
-                                                                 .dtype = DType::kFloat64,
-                                                                 .attention = GetParam()}));
-  Value x = g.Input("x", DType::kFloat64, {B, T1 + T2, E});
-  Value junk = g.Input("junk", DType::kFloat64, {B, H, 2, E / H});
-  Value whole = mha(x, x, x, {.causal = true}).output;
-  auto layer = [&](Value part, KvCache& cache) { return mha(part, cache).output; };
-  ExpectCachedEqualsWhole(g, x, junk, whole, Cached(g, layer, x, junk));
+  for (bool rotary : {false, true}) {
+    SCOPED_TRACE(rotary ? "rotary" : "no positional encoding");
+    Graph g;
+    ASSERT_OK_AND_ASSIGN(nn::MultiheadAttention mha,
+                         nn::MultiheadAttention::Create(
+                             g, "mha", {.embed_dim = E, .num_heads = H, .rotary = rotary,
+                                        .dtype = DType::kFloat64, .attention = GetParam()}));
+    Value x = g.Input("x", DType::kFloat64, {B, T1 + T2, E});
+    Value junk = g.Input("junk", DType::kFloat64, {B, H, 2, E / H});
+    Value whole = mha(x, x, x, {.causal = true}).output;
+    auto layer = [&](Value part, KvCache& cache) { return mha(part, cache).output; };
+    ExpectCachedEqualsWhole(g, x, junk, whole, Cached(g, layer, x, junk));
+  }
 }
 
 TEST_P(KvCachePaths, CausalBlocksOverTheCacheGiveTheWholeSequencesRows) {
@@ -94,7 +100,16 @@ TEST(KvCacheErrors, NameWhatACacheCannotServe) {
                        nn::MultiheadAttention::Create(g, "rot", {.embed_dim = E, .num_heads = H,
                                                                  .rotary = true}));
   EXPECT_STATUS(rotary(x, cache).output.status(), absl::StatusCode::kInvalidArgument,
-                "a KV cache needs batch_first and no rotary");
+                "a rotary layer's KV cache needs the new tokens' positions");
+  KvCache float_positions = cache;
+  float_positions.positions = Fill(g, {1}, 3, DType::kFloat32);
+  EXPECT_STATUS(rotary(x, float_positions).output.status(), absl::StatusCode::kInvalidArgument,
+                "needs int64 positions (1), got float32 (1,)");
+  ASSERT_OK_AND_ASSIGN(nn::MultiheadAttention sequence_first,
+                       nn::MultiheadAttention::Create(g, "seq", {.embed_dim = E, .num_heads = H,
+                                                                 .batch_first = false}));
+  EXPECT_STATUS(sequence_first(x, cache).output.status(), absl::StatusCode::kInvalidArgument,
+                "a KV cache needs batch_first");
   ASSERT_OK_AND_ASSIGN(nn::TransformerBlock encoder,
                        nn::TransformerBlock::Create(g, "enc", {.d_model = E, .nhead = H}));
   EXPECT_STATUS(encoder(x, {.cache = &cache}).status(), absl::StatusCode::kInvalidArgument,

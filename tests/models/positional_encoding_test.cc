@@ -104,6 +104,23 @@ TEST(Rotary, StartContinuesASequence) {
   ExpectAllClose(out[1], AsDoubles(out[0]), 1e-15, 1e-15, "positions 3, 4");
 }
 
+// Positions fed at run time: each row rotates as that row of the whole
+// sequence does, in any order (a cached block's new tokens).
+TEST(Rotary, FedPositionsRotateAsThoseRowsOfTheSequence) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {2, 5, 4});
+  Value positions = g.Input("positions", DType::kInt64, {2});
+  auto rows_4_and_1 = [](Value v) { return Concat({Slice(v, 1, 4, 5), Slice(v, 1, 1, 2)}, 1); };
+  ASSERT_OK_AND_ASSIGN(
+      auto out, RunOnce(g, {rows_4_and_1(models::ApplyRotary(x)),
+                            models::ApplyRotary(rows_4_and_1(x), positions)},
+                        {{x, Random(DType::kFloat64, {2, 5, 4}, 2)},
+                         {positions, T<int64_t>({2}, {4, 1})}}));
+  ExpectAllClose(out[1], AsDoubles(out[0]), 1e-15, 1e-15, "positions 4, 1");
+  EXPECT_STATUS(models::ApplyRotary(x, positions).status(), absl::StatusCode::kInvalidArgument,
+                "rotary embedding of x (2, 5, 4) needs int64 positions (5), got int64 (2,)");
+}
+
 TEST(LearnedPositional, AddsTheTableRowsAndChecksLength) {
   Graph g;
   models::LearnedPositionalEmbedding pos(g, "pos", 4, 3);
