@@ -13,8 +13,8 @@
 //   Value y = Attention(q, k, v, {.valid_lens = lens}, {.heads = 2, .scale = 0.5});
 //   // q (B, T, 8), k and v (B, S, 8) -> y (B, T, 8)
 //
-// It computes exactly what this composed subgraph does (models/
-// nn_attention.h, AttendHeads), to float rounding:
+// It computes exactly what this composed subgraph does (models/nn/
+// attention.h, AttendHeads), to float rounding:
 //   weights = MaskedSoftmax(q·kᵀ, mask, scale)       (B, H, T, S)
 //   out     = merge_heads(Dropout(weights, p) · v)     (B, T, H * Dh)
 // including dropout's mask: the keep decision of element (b, h, t, s) is

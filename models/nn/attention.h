@@ -3,7 +3,9 @@
 // Multi-head attention as a subgraph of ordinary ops, equal to PyTorch's
 // nn.MultiheadAttention: the same parameters under the same names, the same
 // initialisation, the same function, options and masks — except that a
-// query whose keys are all masked gives zeros where PyTorch gives NaN.
+// query whose keys are all masked gives zeros where PyTorch gives NaN, and
+// that the weights it returns in training are those before dropout (rows
+// that sum to 1), where PyTorch 1.13 returns them dropped and rescaled.
 //
 //   q, k, v = query·Wqᵀ + bq, key·Wkᵀ + bk, value·Wvᵀ + bv   (B, T|S, E)
 //   split heads: (B, T, E) -> (B, T, H, Dh) -> (B, H, T, Dh),  Dh = E / H
@@ -191,7 +193,7 @@ class MultiheadAttention {
   using Options = MultiheadAttentionOptions;
   MultiheadAttention() = default;  // empty until assigned a layer made by Create
   // Create declares the parameters in `g` under scope `name` (relative to
-  // g's current scope). InvalidArgument for a bad prefix (nn_module.h), E or
+  // g's current scope). InvalidArgument for a bad prefix (module.h), E or
   // H < 1, E % H != 0 (never a fractional head size), negative kdim/vdim,
   // dropout outside [0, kMaxDropout], or rotary with an odd head size or a
   // rotary_base that is not finite and > 0.

@@ -56,7 +56,7 @@ class Linear {
  public:
   using Options = LinearOptions;
   Linear() = default;  // empty until assigned a layer made by Create
-  // InvalidArgument for a bad prefix (nn_module.h), sizes < 1 or a dtype
+  // InvalidArgument for a bad prefix (module.h), sizes < 1 or a dtype
   // that is not float.
   static absl::StatusOr<Linear> Create(Graph& g, absl::string_view prefix,
                                        const LinearOptions& options);

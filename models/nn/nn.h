@@ -3,11 +3,12 @@
 // dagrad::nn, the layer library: layers that are the twins of torch.nn
 // modules, for building models as members of a class.
 //
-//   nn_layers.h       Linear, Embedding, LayerNorm, Dropout, Mlp, Activation
-//   nn_attention.h    MultiheadAttention, AttentionMask and PyTorch's masks
-//   nn_transformer.h  TransformerBlock (encoder or decoder layer, pre- or post-norm)
-//   nn_sequential.h   Sequential
-//   nn_module.h       NamedParameters and the naming rule
+//   layers.h               Linear, Embedding, LayerNorm, Dropout, Mlp, Activation
+//   attention.h            MultiheadAttention, AttentionMask and PyTorch's masks
+//   transformer_block.h    TransformerBlock (encoder or decoder layer, pre- or post-norm)
+//   sequential.h           Sequential
+//   module.h               NamedParameters and the naming rule
+//   positional_encoding.h  sinusoidal, learned and rotary positions
 //
 // The convention every layer follows:
 //   - It is default-constructible, so it can be a class member filled in

@@ -31,7 +31,7 @@ namespace dagrad::nn {
 class Sequential {
  public:
   Sequential() = default;  // empty until assigned one made by Create
-  // InvalidArgument for a bad prefix (nn_module.h).
+  // InvalidArgument for a bad prefix (module.h).
   static absl::StatusOr<Sequential> Create(Graph& g, absl::string_view prefix);
 
   // Append creates a Layer (Linear, LayerNorm, Mlp, ...) from `options`

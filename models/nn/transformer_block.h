@@ -13,7 +13,7 @@
 //     x = x + dropout2(multihead_attn(norm2(x), memory, memory))   [cross]
 //     x = x + dropoutN(linear2(dropout(act(linear1(normN(x))))))
 // with N = 2 without cross-attention and 3 with it, and act ReLU, exact
-// GELU or tanh GELU (nn_layers.h).
+// GELU or tanh GELU (layers.h).
 //
 // Parameters: self_attn.{in_proj_weight, in_proj_bias, out_proj.weight,
 // out_proj.bias}, [multihead_attn.* alike], linear1.{weight, bias},

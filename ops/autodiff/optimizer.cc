@@ -310,6 +310,10 @@ const char* LrDecayName(LrDecay decay) {
 }
 
 absl::StatusOr<double> LearningRate(const LrSchedule& s, int64_t step) {
+  if (step < 1) {  // the warmup's s / W would be a negative rate, the decay's above the peak
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the learning-rate schedule's step must be >= 1 (steps count from 1), got ", step));
+  }
   if (s.custom) {
     const double lr = s.custom(step);
     if (!(lr >= 0 && lr < std::numeric_limits<double>::infinity())) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "absl/strings/str_cat.h"
 #include "engine/executor.h"
 #include "ops/autodiff/optimizer.h"
 #include "ops/elementwise.h"
@@ -200,6 +201,20 @@ TEST(LrSchedule, WarmupThenCosine) {
   EXPECT_NEAR(*LearningRate(s, 110), 0.1, 1e-12);
   EXPECT_NEAR(*LearningRate(s, 500), 0.1, 1e-12);
   EXPECT_DOUBLE_EQ(*LearningRate({.peak = 0.5, .total_steps = 0}, 7), 0.5);  // no schedule
+}
+
+// Steps count from 1: step 0 or below gave a negative rate in the warmup
+// (s / W) and one above the peak in the decay, without an error.
+TEST(LrSchedule, AStepBelowOneIsAnError) {
+  const LrSchedule warm{.peak = 1.0, .warmup_steps = 3, .total_steps = 10};
+  const LrSchedule linear{.peak = 1.0, .total_steps = 10, .decay = LrDecay::kLinear};
+  const LrSchedule custom{.custom = [](int64_t) { return 1.0; }};
+  for (const LrSchedule* s : {&warm, &linear, &custom}) {
+    for (int64_t step : {0, -5}) {
+      EXPECT_STATUS(LearningRate(*s, step).status(), absl::StatusCode::kInvalidArgument,
+                    absl::StrCat("step must be >= 1 (steps count from 1), got ", step));
+    }
+  }
 }
 
 TEST(LrSchedule, WarmupThenLinearOrConstant) {

@@ -1,6 +1,6 @@
 // tests/support/gpt_fixtures.h
 //
-// What the GPT tests share (gpt_test.cc, gpt_generate_test.cc,
+// What the GPT tests share (gpt_test.cc, generator_test.cc,
 // gpt_text_test.cc, cli_gpt_test.cc): the reference's goldens
 // (tools/goldens/gpt.py), the relative error they are compared by, and
 // small text corpora written to files.
