@@ -83,18 +83,48 @@ double TruncatedDraw(const Initializer& init, const TruncatedBounds& t, double u
   return std::clamp(init.a + init.b * t.sign * z, init.c, init.d);
 }
 
+bool IsFanScaled(Initializer::Kind kind) {
+  using Kind = Initializer::Kind;
+  return kind == Kind::kXavierUniform || kind == Kind::kXavierNormal ||
+         kind == Kind::kKaimingUniform || kind == Kind::kKaimingNormal;
+}
+
+// Drawn is what a random initializer draws from once the shape is known:
+// U[low, high), or N(mean, stddev²), or the truncated normal.
+struct Drawn {
+  Initializer::Kind kind;  // kUniform, kNormal or kTruncatedNormal
+  double low_or_mean, high_or_stddev;
+};
+
+// Resolve turns a fan-scaled init into the uniform or normal it is for
+// `shape` (torch.nn.init's formulas, header).
+Drawn Resolve(const Initializer& init, const Shape& shape) {
+  using Kind = Initializer::Kind;
+  if (!IsFanScaled(init.kind)) return {init.kind, init.a, init.b};
+  double fan_in, fan_out;
+  Fans(shape, &fan_in, &fan_out);
+  const double fan = init.fan == Initializer::Fan::kIn ? fan_in : fan_out;
+  switch (init.kind) {
+    case Kind::kXavierUniform: {
+      const double bound = init.a * std::sqrt(6.0 / (fan_in + fan_out));
+      return {Kind::kUniform, -bound, bound};
+    }
+    case Kind::kXavierNormal:
+      return {Kind::kNormal, 0.0, init.a * std::sqrt(2.0 / (fan_in + fan_out))};
+    case Kind::kKaimingUniform: {
+      const double bound = std::sqrt(3.0) * (init.a / std::sqrt(fan));  // PyTorch's order
+      return {Kind::kUniform, -bound, bound};
+    }
+    default:  // kKaimingNormal
+      return {Kind::kNormal, 0.0, init.a / std::sqrt(fan)};
+  }
+}
+
 template <typename T>
 void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
   T* p = out.data<T>();
   const int64_t n = out.num_elements();
-  double low = init.a, high = init.b;
-  if (init.kind == Initializer::Kind::kXavierUniform) {
-    double fan_in, fan_out;
-    Fans(out.shape(), &fan_in, &fan_out);
-    const double bound = init.a * std::sqrt(6.0 / (fan_in + fan_out));
-    low = -bound;
-    high = bound;
-  }
+  const Drawn drawn = Resolve(init, out.shape());
   const TruncatedBounds truncated =
       init.kind == Initializer::Kind::kTruncatedNormal ? StandardBounds(init) : TruncatedBounds{};
   for (int64_t i = 0; i < n; ++i) {
@@ -102,16 +132,17 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
     // 53-bit uniform doubles from two 32-bit words.
     const double u0 = ((static_cast<uint64_t>(r.v[0]) << 21) ^ (r.v[1] >> 11)) *
                       (1.0 / 9007199254740992.0);
-    if (init.kind == Initializer::Kind::kTruncatedNormal) {
+    if (drawn.kind == Initializer::Kind::kTruncatedNormal) {
       p[i] = ConvertElement<T>(TruncatedDraw(init, truncated, u0));
-    } else if (init.kind == Initializer::Kind::kNormal) {
+    } else if (drawn.kind == Initializer::Kind::kNormal) {
       const double u1 = ((static_cast<uint64_t>(r.v[2]) << 21) ^ (r.v[3] >> 11)) *
                         (1.0 / 9007199254740992.0);
       // Box-Muller; 1 - u0 lies in (0, 1] so the log is finite.
       const double z = std::sqrt(-2.0 * std::log(1.0 - u0)) * std::cos(kTwoPi * u1);
-      p[i] = ConvertElement<T>(init.a + init.b * z);
+      p[i] = ConvertElement<T>(drawn.low_or_mean + drawn.high_or_stddev * z);
     } else {
-      p[i] = ConvertElement<T>(low + (high - low) * u0);
+      p[i] = ConvertElement<T>(drawn.low_or_mean +
+                               (drawn.high_or_stddev - drawn.low_or_mean) * u0);
     }
   }
 }
@@ -124,8 +155,8 @@ void FillConstant(double value, Tensor& out) {
 
 bool IsRandom(Initializer::Kind kind) {
   using Kind = Initializer::Kind;
-  return kind == Kind::kUniform || kind == Kind::kNormal || kind == Kind::kXavierUniform ||
-         kind == Kind::kTruncatedNormal;
+  return kind == Kind::kUniform || kind == Kind::kNormal || kind == Kind::kTruncatedNormal ||
+         IsFanScaled(kind);
 }
 
 absl::Status ValidateTruncated(const Initializer& init) {
@@ -172,14 +203,16 @@ absl::Status Initializer::Validate(const Shape& shape, DType dtype) const {
     case Kind::kTruncatedNormal:
       return ValidateTruncated(*this);
     case Kind::kXavierUniform:
-      if (shape.rank() < 2) {
+    case Kind::kXavierNormal:
+    case Kind::kKaimingUniform:
+    case Kind::kKaimingNormal:
+      if (shape.rank() < 2) {  // no fans (torch.nn.init refuses it too)
         return absl::InvalidArgumentError(absl::StrCat(
-            "xavier_uniform needs a tensor of rank >= 2, got shape ",
-            shape.ToString()));
+            ToString(), " needs a tensor of rank >= 2, got shape ", shape.ToString()));
       }
       if (!(a >= 0) || !std::isfinite(a)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("xavier_uniform gain must be finite and >= 0, got ", a));
+            absl::StrCat(ToString(), ": the gain must be finite and >= 0, got ", a));
       }
       break;
     case Kind::kConstant:
@@ -242,6 +275,13 @@ std::string Initializer::ToString() const {
     case Kind::kUniform: s = absl::StrFormat("uniform(%g, %g)", a, b); break;
     case Kind::kNormal: s = absl::StrFormat("normal(%g, %g)", a, b); break;
     case Kind::kXavierUniform: s = absl::StrFormat("xavier_uniform(gain=%g)", a); break;
+    case Kind::kXavierNormal: s = absl::StrFormat("xavier_normal(gain=%g)", a); break;
+    case Kind::kKaimingUniform:
+    case Kind::kKaimingNormal:
+      s = absl::StrFormat("kaiming_%s(gain=%g, %s)",
+                          kind == Kind::kKaimingUniform ? "uniform" : "normal", a,
+                          fan == Fan::kIn ? "fan_in" : "fan_out");
+      break;
     case Kind::kTruncatedNormal:
       s = absl::StrFormat("truncated_normal(%g, %g, [%g, %g])", a, b, c, d);
       break;

@@ -20,6 +20,7 @@
 #ifndef DAGRAD_ENGINE_INITIALIZER_H_
 #define DAGRAD_ENGINE_INITIALIZER_H_
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,8 +34,12 @@ namespace dagrad {
 
 struct Initializer {
   enum class Kind {
-    kZeros, kOnes, kConstant, kUniform, kNormal, kXavierUniform, kTruncatedNormal
+    kZeros, kOnes, kConstant, kUniform, kNormal, kTruncatedNormal,
+    kXavierUniform, kXavierNormal, kKaimingUniform, kKaimingNormal
   };
+  // Fan: which of a weight's fans a Kaiming init keeps the variance of:
+  // kIn the forward pass's (PyTorch's mode='fan_in'), kOut the backward's.
+  enum class Fan { kIn, kOut };
 
   static Initializer Zeros() { return {Kind::kZeros}; }
   static Initializer Ones() { return {Kind::kOnes}; }
@@ -61,6 +66,28 @@ struct Initializer {
   static Initializer XavierUniform(double gain = 1.0) {
     return {Kind::kXavierUniform, gain};
   }
+  // XavierNormal draws from N(0, std²), std = gain * sqrt(2 / (fan_in + fan_out)).
+  static Initializer XavierNormal(double gain = 1.0) { return {Kind::kXavierNormal, gain}; }
+  // KaimingUniform draws from U(-a, a), a = gain * sqrt(3 / fan), and
+  // KaimingNormal from N(0, std²), std = gain / sqrt(fan): torch.nn.init's
+  // kaiming_uniform_ and kaiming_normal_, with fan = fan_in or fan_out as
+  // above. PyTorch's calculate_gain gives the gain: 1 for linear and
+  // sigmoid, 5/3 for tanh, LeakyReluGain(0) = sqrt(2) for ReLU (the default,
+  // as PyTorch's a=0), LeakyReluGain(a) for a leaky ReLU of slope a.
+  //
+  //   g.Parameter("conv", {64, 32, 3, 3}, Initializer::KaimingNormal());   // He, fan_in
+  //   g.Parameter("w", {16, 8}, Initializer::KaimingUniform(Initializer::LeakyReluGain(0.2),
+  //                                                          Initializer::Fan::kOut));
+  static Initializer KaimingUniform(double gain = LeakyReluGain(0), Fan fan = Fan::kIn) {
+    return {.kind = Kind::kKaimingUniform, .a = gain, .fan = fan};
+  }
+  static Initializer KaimingNormal(double gain = LeakyReluGain(0), Fan fan = Fan::kIn) {
+    return {.kind = Kind::kKaimingNormal, .a = gain, .fan = fan};
+  }
+  // LeakyReluGain(slope) = sqrt(2 / (1 + slope²)), calculate_gain('leaky_relu', slope).
+  static double LeakyReluGain(double negative_slope) {
+    return std::sqrt(2.0 / (1.0 + negative_slope * negative_slope));
+  }
   // WithSeed fixes the seed instead of taking the executor's.
   Initializer WithSeed(uint64_t s) const {
     Initializer copy = *this;
@@ -69,7 +96,8 @@ struct Initializer {
   }
 
   // Validate returns InvalidArgument, naming them, for bad parameters (high
-  // < low, negative stddev, a Xavier init of a tensor with rank < 2; for a
+  // < low, negative stddev, a gain that is not finite and >= 0, a Xavier or
+  // Kaiming init of a tensor with rank < 2; for a
   // truncated normal, stddev <= 0, low >= high, or bounds that hold no mass
   // a double can represent, such as [100, 101] for N(0, 1)), a
   // random kind for a dtype that is not floating, and a constant `dtype`
@@ -95,6 +123,7 @@ struct Initializer {
   double b = 0;  // high or stddev
   double c = 0, d = 0;  // a truncated normal's low and high
   std::optional<uint64_t> seed;
+  Fan fan = Fan::kIn;    // a Kaiming init's
 };
 
 }  // namespace dagrad

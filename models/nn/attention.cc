@@ -85,8 +85,7 @@ absl::StatusOr<MultiheadAttention> MultiheadAttention::Create(
   if (c.add_bias_kv) {
     // torch.nn.init.xavier_normal_ on (1, 1, E): fan_in = fan_out = E, so
     // std = sqrt(2 / (fan_in + fan_out)) = 1/sqrt(E).
-    const Initializer xavier_normal =
-        c.bias_kv_init.value_or(Initializer::Normal(0.0, std::sqrt(1.0 / E)));
+    const Initializer xavier_normal = c.bias_kv_init.value_or(Initializer::XavierNormal());
     m.bias_k_ = g.Parameter("bias_k", {1, 1, E}, xavier_normal, c.dtype);
     m.bias_v_ = g.Parameter("bias_v", {1, 1, E}, xavier_normal, c.dtype);
   }

@@ -189,6 +189,57 @@ TEST(TruncatedNormalInitializer, ValidatesAndFillsParameters) {
   EXPECT_LE(m.max, 0.04);
 }
 
+// torch.nn.init's fan-scaled inits on a (300, 200, 3) weight: fan_in 600,
+// fan_out 900; each draw's moments and bounds against the documented std
+// (torch.nn.init: xavier_normal_ gain * sqrt(2 / (fan_in + fan_out)),
+// kaiming_*_ gain / sqrt(fan), its uniform's bound sqrt(3) * std).
+TEST(FanScaledInitializers, DrawWithTorchsVariance) {
+  using Fan = Initializer::Fan;
+  const double fan_in = 600, fan_out = 900, relu = std::sqrt(2.0);
+  struct Case {
+    Initializer init;
+    double stddev;
+    bool uniform;
+    const char* name;
+  };
+  const Case cases[] = {
+      {Initializer::XavierUniform(2), 2 * std::sqrt(2 / (fan_in + fan_out)), true,
+       "xavier_uniform(gain=2)"},
+      {Initializer::XavierNormal(2), 2 * std::sqrt(2 / (fan_in + fan_out)), false,
+       "xavier_normal(gain=2)"},
+      {Initializer::KaimingUniform(), relu / std::sqrt(fan_in), true,
+       "kaiming_uniform(gain=1.41421, fan_in)"},
+      {Initializer::KaimingNormal(relu, Fan::kOut), relu / std::sqrt(fan_out), false,
+       "kaiming_normal(gain=1.41421, fan_out)"},
+      {Initializer::KaimingUniform(Initializer::LeakyReluGain(0.2), Fan::kOut),
+       std::sqrt(2 / 1.04) / std::sqrt(fan_out), true, "kaiming_uniform(gain=1.38675, fan_out)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.init.ToString(), c.name);
+    ASSERT_OK(c.init.Validate({300, 200, 3}, DType::kFloat64));
+    ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Zeros(DType::kFloat64, {300, 200, 3}));
+    ASSERT_OK(c.init.Fill(7, "w", t));
+    ExpectMoments(t, 0.0, c.stddev * c.stddev, c.name);
+    const Moments m = Measure(t);
+    if (c.uniform) {  // the whole of (-bound, bound), nothing beyond
+      const double bound = std::sqrt(3.0) * c.stddev;
+      EXPECT_GE(m.min, -bound * (1 + 1e-12));
+      EXPECT_LE(m.max, bound * (1 + 1e-12));
+      EXPECT_GT(m.max, bound * 0.999);
+    } else {  // a normal's tails reach past its uniform twin's bound
+      EXPECT_GT(m.max, 3 * c.stddev);
+    }
+  }
+  EXPECT_STATUS(Initializer::KaimingNormal().Validate({4}, DType::kFloat32),
+                absl::StatusCode::kInvalidArgument,
+                "kaiming_normal(gain=1.41421, fan_in) needs a tensor of rank >= 2, got shape (4,)");
+  EXPECT_STATUS(Initializer::XavierNormal(-1).Validate({4, 4}, DType::kFloat32),
+                absl::StatusCode::kInvalidArgument, "the gain must be finite and >= 0, got -1");
+  EXPECT_STATUS(Initializer::KaimingUniform().Validate({4, 4}, DType::kInt64),
+                absl::StatusCode::kInvalidArgument, "needs a floating dtype");
+}
+
 TEST(MatchesName, Globs) {
   EXPECT_TRUE(MatchesName("*c_proj.weight", "h.0.mlp.c_proj.weight"));
   EXPECT_TRUE(MatchesName("*.weight", "fc.weight"));
