@@ -38,6 +38,13 @@ absl::StatusOr<CrossEntropyOptions::Reduction> ReductionOf(const Attrs& attrs) {
       absl::StrCat("reduction must be mean, sum or none, got '", name, "'"));
 }
 
+// LabelSmoothingOf reads ε, which must lie in [0, 1].
+absl::StatusOr<double> LabelSmoothingOf(const Attrs& attrs) {
+  const double e = attrs.GetFloat("label_smoothing", 0.0);
+  if (e >= 0 && e <= 1) return e;
+  return absl::InvalidArgumentError(absl::StrCat("label_smoothing must be in [0, 1], got ", e));
+}
+
 // Checks logits (..., C) and targets (...), the inputs both ops share.
 absl::Status CheckLogitsAndTargets(const InferContext& ctx) {
   DAGRAD_RETURN_IF_ERROR(RequireFloat(ctx, 0, "logits"));
@@ -51,6 +58,7 @@ absl::Status CheckLogitsAndTargets(const InferContext& ctx) {
         "targets ", ctx.in(1).shape.ToString(), " must have the logits' leading shape ",
         LeadingShape(logits).ToString(), " for logits ", logits.ToString()));
   }
+  DAGRAD_RETURN_IF_ERROR(LabelSmoothingOf(ctx.attrs).status());
   return ReductionOf(ctx.attrs).status();
 }
 
@@ -97,6 +105,18 @@ T LogSumExp(const CpuKernels& kernels, const T* x, int64_t n) {
   return static_cast<T>(m + std::log(ExpShiftSum<T>(kernels, x, nullptr, n, m)));
 }
 
+// RowLoss is one row's -sum(q · log softmax(x)) for the target
+// distribution q = (1 - e)·onehot(t) + e/C; without smoothing, in T.
+template <typename T>
+double RowLoss(const CpuKernels& kernels, const T* x, int64_t classes, int64_t t, double e) {
+  const T lse = LogSumExp(kernels, x, classes);
+  if (e == 0) return static_cast<double>(lse - x[t]);
+  double sum = 0;
+  for (int64_t k = 0; k < classes; ++k) sum += static_cast<double>(x[k]);
+  return static_cast<double>(lse) - (1 - e) * static_cast<double>(x[t]) -
+         e * (sum / static_cast<double>(classes));
+}
+
 // CrossEntropyGrad builds cross_entropy_grad(logits, targets, g) with the
 // forward op's attributes.
 Value CrossEntropyGrad(Value logits, Value targets, Value g, const Attrs& attrs);
@@ -123,6 +143,7 @@ absl::StatusOr<TensorType> InferCrossEntropy(const InferContext& ctx) {
 absl::Status CrossEntropyKernel(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(const TargetRows rows, ReadTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
+  DAGRAD_ASSIGN_OR_RETURN(const double smoothing, LabelSmoothingOf(ctx.attrs()));
   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -135,8 +156,7 @@ absl::Status CrossEntropyKernel(const KernelContext& ctx) {
     ParallelFor(n, RowGrain(classes), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         if (rows.target[r] < 0) continue;
-        const T* xr = x + r * classes;
-        loss[r] = static_cast<double>(LogSumExp(*kernels, xr, classes) - xr[rows.target[r]]);
+        loss[r] = RowLoss(*kernels, x + r * classes, classes, rows.target[r], smoothing);
       }
     });
     T* y = ctx.output.as<T>();
@@ -178,7 +198,8 @@ Value CrossEntropy(Value logits, Value targets, CrossEntropyOptions options) {
   return BuildOp(kCrossEntropy, {logits, targets},
                  Attrs()
                      .Int("ignore_index", options.ignore_index)
-                     .Str("reduction", kReductionNames[options.reduction]));
+                     .Str("reduction", kReductionNames[options.reduction])
+                     .Float("label_smoothing", options.label_smoothing));
 }
 
 // ---------------------------------------------------------------------------
@@ -198,11 +219,13 @@ absl::StatusOr<TensorType> InferCrossEntropyGrad(const InferContext& ctx) {
   return ctx.in(0);
 }
 
-// dlogits = (softmax(logits) - onehot(target)) * w, with w = g[row] (none),
-// g (sum) or g / count (mean); the output may alias logits (in place).
+// dlogits = (softmax(logits) - q) * w, q = (1 - e)·onehot(target) + e/C,
+// with w = g[row] (none), g (sum) or g / count (mean); the output may alias
+// logits (in place).
 absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(const TargetRows rows, ReadTargets(ctx));
   DAGRAD_ASSIGN_OR_RETURN(const auto reduction, ReductionOf(ctx.attrs()));
+  DAGRAD_ASSIGN_OR_RETURN(const double smoothing, LabelSmoothingOf(ctx.attrs()));
   DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -227,8 +250,14 @@ absl::Status CrossEntropyGradKernel(const KernelContext& ctx) {
         // d = exp(x - max), then scaled by w / sum: one exp per class.
         const double sum = ExpShiftSum(*kernels, xr, d, classes, RowMax(xr, classes));
         const T scale = static_cast<T>(w / sum);
-        for (int64_t k = 0; k < classes; ++k) d[k] *= scale;
-        d[rows.target[r]] -= w;
+        if (smoothing == 0) {
+          for (int64_t k = 0; k < classes; ++k) d[k] *= scale;
+          d[rows.target[r]] -= w;
+          continue;
+        }
+        const T spread = static_cast<T>(w * smoothing / static_cast<double>(classes));
+        for (int64_t k = 0; k < classes; ++k) d[k] = d[k] * scale - spread;
+        d[rows.target[r]] -= static_cast<T>(w * (1 - smoothing));
       }
     });
     return absl::OkStatus();

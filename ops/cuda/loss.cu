@@ -77,19 +77,40 @@ absl::StatusOr<CudaBuffer> RowTargets(const KernelContext& ctx) {
   return out;
 }
 
-// loss[r] = logsumexp(x_r) - x_r[target], in T as on the CPU; 0 when ignored.
+// RowSum returns sum(x[0, n)) in double to every thread of the block.
+// Contains __syncthreads: call it from every thread.
+template <typename T>
+__device__ double RowSum(const T* x, int64_t n) {
+  __shared__ double shared[32];
+  double sum = 0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += static_cast<double>(x[k]);
+  return cuda::BlockReduce(sum, cuda::SumOp(), shared);
+}
+
+// loss[r] = logsumexp(x_r) - x_r[target], in T as on the CPU; 0 when
+// ignored. With label smoothing e, in double:
+// logsumexp(x_r) - (1 - e)·x_r[target] - e·mean(x_r).
 template <typename T>
 __global__ void RowLossKernel(const T* x, const int64_t* target, int64_t rows, int64_t classes,
-                              double* loss) {
+                              double smoothing, double* loss) {
   __shared__ T shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    if (target[r] < 0) {  // the same for the whole block
+    const int64_t t = target[r];
+    if (t < 0) {  // the same for the whole block
       if (threadIdx.x == 0) loss[r] = 0;
       continue;
     }
     const T* xr = x + r * classes;
     const T lse = cuda::RowLogSumExp(xr, classes, shared);
-    if (threadIdx.x == 0) loss[r] = static_cast<double>(lse - xr[target[r]]);
+    if (smoothing == 0) {
+      if (threadIdx.x == 0) loss[r] = static_cast<double>(lse - xr[t]);
+      continue;
+    }
+    const double mean = RowSum(xr, classes) / static_cast<double>(classes);
+    if (threadIdx.x == 0) {
+      loss[r] = static_cast<double>(lse) - (1 - smoothing) * static_cast<double>(xr[t]) -
+                smoothing * mean;
+    }
   }
 }
 
@@ -120,6 +141,7 @@ __global__ void LossPerRowKernel(const double* loss, int64_t rows, T* y) {
 
 template <typename T>
 absl::Status CrossEntropyTyped(const KernelContext& ctx, LossReduction reduction) {
+  const double smoothing = ctx.attrs().GetFloat("label_smoothing", 0.0);  // checked: [0, 1]
   DAGRAD_ASSIGN_OR_RETURN(CudaBuffer target, RowTargets(ctx));
   CudaContext& cuda = CudaContextOf(ctx);
   cudaStream_t stream = cuda.stream();
@@ -129,7 +151,7 @@ absl::Status CrossEntropyTyped(const KernelContext& ctx, LossReduction reduction
   DAGRAD_ASSIGN_OR_RETURN(CudaBuffer loss, cuda.Scratch(std::max<int64_t>(rows, 1) * 8));
   if (rows > 0) {
     RowLossKernel<<<GridFor(rows, 1), cuda::RowThreads(classes), 0, stream>>>(
-        ctx.in(0).as<T>(), target.as<int64_t>(), rows, classes, loss.as<double>());
+        ctx.in(0).as<T>(), target.as<int64_t>(), rows, classes, smoothing, loss.as<double>());
     DAGRAD_RETURN_IF_ERROR(CheckLaunch("RowLossKernel"));
   }
   if (reduction == LossReduction::kNone) {
@@ -159,12 +181,13 @@ __global__ void CountRowsKernel(const int64_t* target, int64_t rows, int64_t* co
   if (threadIdx.x == 0) *count = c;
 }
 
-// dlogits = (softmax(x) - onehot(target)) * w with w = g[r] (none), g[0]
-// (sum) or g[0] / count (mean, in T as on the CPU); zero rows when ignored.
+// dlogits = (softmax(x) - q) * w, q = (1 - e)·onehot(target) + e/C, with
+// w = g[r] (none), g[0] (sum) or g[0] / count (mean, in T as on the CPU);
+// zero rows when ignored.
 template <typename T>
 __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T* g,
                                      const int64_t* count, int64_t rows, int64_t classes,
-                                     LossReduction reduction, T* dx) {
+                                     LossReduction reduction, double smoothing, T* dx) {
   __shared__ T shared[32];
   T w_all = g[0];
   if (reduction == LossReduction::kMean) {
@@ -183,10 +206,13 @@ __global__ void CrossEntropyGradImpl(const T* x, const int64_t* target, const T*
     // not grow with the log-sum-exp, as exp(x - lse) rounded to T would.
     const cuda::ShiftedExpSum<T> s = cuda::RowShiftedExpSum(xr, classes, shared);
     const T scale = static_cast<T>(w / s.sum);
+    const T spread = static_cast<T>(w * smoothing / static_cast<double>(classes));
+    const T w_target = smoothing == 0 ? w : static_cast<T>(w * (1 - smoothing));
     // d may be x's buffer: each element is read, then written, by one thread.
     for (int64_t k = threadIdx.x; k < classes; k += blockDim.x) {
       T v = math::Exp(xr[k] - s.m) * scale;
-      if (k == t) v -= w;
+      if (smoothing != 0) v -= spread;
+      if (k == t) v -= w_target;
       d[k] = v;
     }
   }
@@ -205,7 +231,7 @@ absl::Status CrossEntropyGradTyped(const KernelContext& ctx, LossReduction reduc
   DAGRAD_RETURN_IF_ERROR(CheckLaunch("CountRowsKernel"));
   CrossEntropyGradImpl<<<GridFor(rows, 1), cuda::RowThreads(classes), 0, stream>>>(
       ctx.in(0).as<T>(), target.as<int64_t>(), ctx.in(2).as<T>(), count.as<int64_t>(), rows,
-      classes, reduction, ctx.output.as<T>());
+      classes, reduction, ctx.attrs().GetFloat("label_smoothing", 0.0), ctx.output.as<T>());
   return CheckLaunch("CrossEntropyGradImpl");
 }
 

@@ -58,6 +58,12 @@ DAGRAD_OP_CASE(
                                [](Graph&, const In& in) {
                                  return CrossEntropy(in[0], in[1], {.ignore_index = 3});
                                })},
+                {.name = "label_smoothing",
+                 .build = Over({{"logits", {2, 3, 4}, std::nullopt, -3.0, 3.0},
+                                {"t", {2, 3}, T<int64_t>({2, 3}, {1, -100, 3, 0, 2, 2})}},
+                               [](Graph&, const In& in) {
+                                 return CrossEntropy(in[0], in[1], {.label_smoothing = 0.2});
+                               })},
                 {.name = "all_ignored",
                  .build = Over({{"logits", {3, 4}},
                                 {"t", {3}, T<int64_t>({3}, {-100, -100, -100})}},

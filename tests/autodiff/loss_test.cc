@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
@@ -61,11 +62,12 @@ TEST(LossGolden, CrossEntropyMatchesTorch) {
             r == "mean" ? Options::kMean : r == "sum" ? Options::kSum : Options::kNone;
         return CrossEntropy(in.at("logits"), in.at("targets"),
                             {.ignore_index = attrs["ignore_index"].get<int64_t>(),
-                             .reduction = reduction});
+                             .reduction = reduction,
+                             .label_smoothing = attrs["label_smoothing"].get<double>()});
       });
     }
   }
-  EXPECT_EQ(checked, 6);
+  EXPECT_EQ(checked, 8);
 }
 
 TEST(LossGolden, LogSoftmaxMatchesTorch) {
@@ -187,6 +189,12 @@ TEST(LossErrors, BadInputsAreBuildErrorsNamingOpAndShapes) {
   EXPECT_STATUS(CrossEntropy(g.Input("l0", DType::kFloat32, {}), g.Input("t0", DType::kInt64, {}))
                     .status(),
                 absl::StatusCode::kInvalidArgument, "logits must have rank >= 1");
+  Value targets = g.Input("t4", DType::kInt64, {4});
+  for (double e : {-0.1, 1.5, std::nan("")}) {
+    EXPECT_STATUS(CrossEntropy(logits, targets, {.label_smoothing = e}).status(),
+                  absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("label_smoothing must be in [0, 1], got ", e));
+  }
 }
 
 }  // namespace

@@ -5,8 +5,8 @@ Run: /usr/bin/python3 tools/goldens/loss.py  ->  tests/data/goldens/loss.json
 
 Cross-entropy cases store logits (..., C) (float64), targets (the logits'
 leading shape; torch wants (N, C), so both are flattened to rows first),
-the loss "y" (torch.nn.functional.cross_entropy with the case's reduction
-and ignore_index) and "dlogits", the gradient of sum(y * g) for the stored
+the loss "y" (torch.nn.functional.cross_entropy with the case's reduction,
+ignore_index and label_smoothing) and "dlogits", the gradient of sum(y * g) for the stored
 upstream gradient "g". Not here: every target ignored with reduction
 "mean", where torch 1.13 gives NaN and dagrad defines 0 (tests check it by
 hand). Log-softmax cases store x, g, y and dx.
@@ -20,18 +20,21 @@ from golden_io import GoldenFile
 def main():
     f = GoldenFile("loss", seed=77)
 
-    def cross_entropy(name, shape, targets, reduction, ignore_index=-100, spread=2.0):
+    def cross_entropy(name, shape, targets, reduction, ignore_index=-100, spread=2.0,
+                      label_smoothing=0.0):
         logits = (torch.randn(shape, dtype=torch.float64) * spread).requires_grad_()
         classes = shape[-1]
         y = F.cross_entropy(logits.reshape(-1, classes), targets.reshape(-1).long(),
-                            reduction=reduction, ignore_index=ignore_index)
+                            reduction=reduction, ignore_index=ignore_index,
+                            label_smoothing=label_smoothing)
         if reduction == "none":
             y = y.reshape(targets.shape)
         g = torch.randn(y.shape, dtype=torch.float64)
         (y * g).sum().backward()
         f.add(name, {"logits": logits, "targets": targets, "g": g},
               {"y": y, "dlogits": logits.grad},
-              {"reduction": reduction, "ignore_index": ignore_index})
+              {"reduction": reduction, "ignore_index": ignore_index,
+               "label_smoothing": label_smoothing})
 
     rows = torch.tensor([3, 0, -100, 4, 1, 2])
     cross_entropy("ce_mean_ignore", (6, 5), rows, "mean")
@@ -52,6 +55,10 @@ def main():
 
     log_softmax("log_softmax_2d", (3, 4), 1.0)
     log_softmax("log_softmax_3d_wide_range", (2, 3, 6), 30.0)
+    # Label smoothing (drawn after the cases above, which keep their values).
+    cross_entropy("ce_mean_ignore_smoothed", (6, 5), rows, "mean", label_smoothing=0.1)
+    cross_entropy("ce_3d_none_ignore_class_2_smoothed", (2, 4, 4), tokens, "none",
+                  ignore_index=2, label_smoothing=0.25)
     f.write()
 
 
