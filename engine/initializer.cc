@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/philox.h"
+#include "engine/status_macros.h"
 
 namespace dagrad {
 namespace {
@@ -181,6 +183,11 @@ absl::Status ValidateTruncated(const Initializer& init) {
 }  // namespace
 
 absl::Status Initializer::Validate(const Shape& shape, DType dtype) const {
+  if (zero_row && (shape.rank() < 1 || *zero_row < 0 || *zero_row >= shape[0])) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ToString(), ": the zero row ", *zero_row, " is outside axis 0 of shape ",
+        shape.ToString()));
+  }
   const bool random = IsRandom(kind);
   if (random && !IsAnyFloat(dtype)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -226,6 +233,20 @@ absl::Status Initializer::Validate(const Shape& shape, DType dtype) const {
 
 absl::Status Initializer::Fill(uint64_t default_seed, const std::string& path,
                                Tensor& out) const {
+  DAGRAD_RETURN_IF_ERROR(FillAll(default_seed, path, out));
+  if (!zero_row) return absl::OkStatus();
+  const Shape& shape = out.shape();
+  if (shape.rank() < 1 || *zero_row < 0 || *zero_row >= shape[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "': the zero row ", *zero_row, " is outside axis 0 of ", shape.ToString()));
+  }
+  const size_t row_bytes = out.nbytes() / static_cast<size_t>(shape[0]);
+  std::memset(static_cast<char*>(out.raw_data()) + *zero_row * row_bytes, 0, row_bytes);
+  return absl::OkStatus();
+}
+
+absl::Status Initializer::FillAll(uint64_t default_seed, const std::string& path,
+                                  Tensor& out) const {
   const bool random = IsRandom(kind);
   if (!random) {
     const double value = kind == Kind::kOnes ? 1.0 : kind == Kind::kConstant ? a : 0.0;
@@ -287,6 +308,7 @@ std::string Initializer::ToString() const {
       break;
   }
   if (seed) absl::StrAppend(&s, " seed=", *seed);
+  if (zero_row) absl::StrAppend(&s, " zero_row=", *zero_row);
   return s;
 }
 

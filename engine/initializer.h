@@ -94,10 +94,17 @@ struct Initializer {
     copy.seed = s;
     return copy;
   }
+  // WithZeroRow fills as before, then zeroes row `row` (index into axis 0):
+  // an embedding's padding row, as torch.nn.Embedding(padding_idx=row).
+  Initializer WithZeroRow(int64_t row) const {
+    Initializer copy = *this;
+    copy.zero_row = row;
+    return copy;
+  }
 
   // Validate returns InvalidArgument, naming them, for bad parameters (high
   // < low, negative stddev, a gain that is not finite and >= 0, a Xavier or
-  // Kaiming init of a tensor with rank < 2; for a
+  // Kaiming init of a tensor with rank < 2, a zero row outside axis 0; for a
   // truncated normal, stddev <= 0, low >= high, or bounds that hold no mass
   // a double can represent, such as [100, 101] for N(0, 1)), a
   // random kind for a dtype that is not floating, and a constant `dtype`
@@ -124,6 +131,11 @@ struct Initializer {
   double c = 0, d = 0;  // a truncated normal's low and high
   std::optional<uint64_t> seed;
   Fan fan = Fan::kIn;    // a Kaiming init's
+  std::optional<int64_t> zero_row;
+
+ private:
+  // FillAll is Fill without the zero row.
+  absl::Status FillAll(uint64_t default_seed, const std::string& path, Tensor& out) const;
 };
 
 }  // namespace dagrad

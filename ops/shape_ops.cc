@@ -91,6 +91,26 @@ Value Reshape(Value x, std::vector<int64_t> dims) {
   return BuildOp(kReshape, {x}, Attrs().Ints("shape", std::move(dims)));
 }
 
+// ---- detach: y = x, and no gradient through it ------------------------------
+
+namespace {
+
+absl::StatusOr<TensorType> InferDetach(const InferContext& ctx) { return ctx.in(0); }
+
+// An OpDef, not a flag on Value: autodiff stops at a node whose op is not
+// differentiable, and the planner aliases a view, so detach costs nothing.
+const OpDef kDetach = {.name = "detach", .dot_label = "Detach",
+                       .infer = InferDetach, .cpu = ViewKernel,
+                       .differentiable = false, .view = ReshapeView,
+                       .reduced_floats = kReducedFloatBits,
+                       .onnx = OnnxTwin("Identity")};
+
+}  // namespace
+
+DAGRAD_REGISTER_OP(kDetach, detach);
+
+Value Detach(Value x) { return BuildOp(kDetach, {x}); }
+
 // ---- permute ----------------------------------------------------------------
 
 namespace {

@@ -27,6 +27,14 @@ namespace dagrad {
 // output aliases x's bytes.
 Value Reshape(Value x, std::vector<int64_t> dims);
 
+// Detach returns x, through which no gradient flows: PyTorch's
+// x.detach(). Always a view, as Reshape. A value that reaches the loss
+// only through Detach gets a null gradient, as one the loss does not use
+// (ops/autodiff/autodiff.h).
+//
+//   Value y = x * Detach(x);   // dy/dx = Detach(x), not 2x
+Value Detach(Value x);
+
 // Permute returns x with its axes reordered: out axis i is x's axis perm[i].
 Value Permute(Value x, std::vector<int64_t> perm);
 

@@ -1,14 +1,18 @@
 #include "models/nn/layers.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/gather.h"
 #include "ops/layer_norm.h"
 #include "ops/matmul.h"
+#include "ops/select.h"
+#include "ops/shape_ops.h"
 
 namespace dagrad::nn {
 namespace {
@@ -85,12 +89,22 @@ absl::StatusOr<Embedding> Embedding::Create(Graph& g, absl::string_view prefix,
   DAGRAD_RETURN_IF_ERROR(CheckSizes("Embedding", prefix,
                                     {options.num_embeddings, options.embedding_dim},
                                     options.dtype));
-  Graph::Scope scope(g, prefix);
+  const int64_t num = options.num_embeddings;
   Embedding m;
+  if (options.padding_idx) {
+    const int64_t p = *options.padding_idx;
+    if (p < -num || p >= num) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Embedding '", prefix, "': padding_idx must be in [", -num, ", ", num, "), got ", p));
+    }
+    m.padding_row_ = p < 0 ? p + num : p;
+  }
+  Graph::Scope scope(g, prefix);
   m.graph_ = &g;
   m.scope_ = g.scope();
-  m.weight_ = g.Parameter("weight", {options.num_embeddings, options.embedding_dim},
-                          options.init, options.dtype);
+  const Initializer init =
+      m.padding_row_ ? options.init.WithZeroRow(*m.padding_row_) : options.init;
+  m.weight_ = g.Parameter("weight", {num, options.embedding_dim}, init, options.dtype);
   DAGRAD_RETURN_IF_ERROR(FirstError(m.parameters()));
   return m;
 }
@@ -98,7 +112,14 @@ absl::StatusOr<Embedding> Embedding::Create(Graph& g, absl::string_view prefix,
 Value Embedding::operator()(Value ids) const {
   if (graph_ == nullptr) return NotCreated(ids, "Embedding");
   Graph::ScopePathGuard in_scope(*graph_, scope_);
-  return dagrad::Embedding(weight_, ids);
+  Value rows = dagrad::Embedding(weight_, ids);
+  if (!padding_row_ || !rows.ok()) return rows;
+  // The padding positions' rows, the same values, reach the weight through
+  // Detach: no gradient.
+  Value padding = Equal(ids, Fill(*graph_, Shape({}), *padding_row_, ids.dtype()));
+  std::vector<int64_t> one_more(ids.shape().dims().begin(), ids.shape().dims().end());
+  one_more.push_back(1);
+  return Where(Reshape(padding, one_more), Detach(rows), rows);
 }
 
 absl::StatusOr<LayerNorm> LayerNorm::Create(Graph& g, absl::string_view prefix,

@@ -84,15 +84,22 @@ struct EmbeddingOptions {
   int64_t embedding_dim = 0;   // >= 1
   Initializer init = Initializer::Normal(0.0, 1.0);  // torch.nn.Embedding's
   DType dtype = DType::kFloat32;
+  // padding_idx, in [-num, num) (a negative one counts from the end): the
+  // row starts at zeros and gets no gradient, as torch.nn.Embedding's.
+  std::optional<int64_t> padding_idx;
 };
 
 // Embedding is torch.nn.Embedding: ids int (...) -> (..., dim), rows of
 // weight (num, dim), N(0, 1) unless options.init says otherwise. An id
-// outside [0, num) fails when the graph runs (ops/gather.h).
+// outside [0, num) fails when the graph runs (ops/gather.h). With a
+// padding_idx, its positions read the padding row (zeros unless loaded
+// otherwise) and pass no gradient to it.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(nn::Embedding emb,
 //       nn::Embedding::Create(g, "tok_emb", {.num_embeddings = 16, .embedding_dim = 8}));
 //   Value e = emb(tokens);   // tokens int64 (B, T) -> e (B, T, 8)
+//   DAGRAD_ASSIGN_OR_RETURN(nn::Embedding padded, nn::Embedding::Create(g, "padded",
+//       {.num_embeddings = 16, .embedding_dim = 8, .padding_idx = 0}));
 class Embedding {
  public:
   using Options = EmbeddingOptions;
@@ -110,6 +117,7 @@ class Embedding {
   Graph* graph_ = nullptr;
   std::string scope_;
   Value weight_;
+  std::optional<int64_t> padding_row_;  // in [0, num)
 };
 
 struct LayerNormOptions {

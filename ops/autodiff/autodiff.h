@@ -15,8 +15,8 @@
 // undone here, once: a rule may return a gradient of its output's shape for
 // a broadcast input, and it is summed back to the input's shape. A value
 // the loss does not depend on gets a null Value (no zeros are computed).
-// Gradients stop at non-differentiable ops (comparisons, casts to integers)
-// and at non-float values.
+// Gradients stop at non-differentiable ops (comparisons, casts to integers,
+// Detach) and at non-float values.
 //
 // A gradient has the dtype GradientDType (engine/dtype.h) gives its value:
 // the value's own for float32 and float64, float32 for bfloat16 and

@@ -43,6 +43,19 @@ TEST(Autodiff, GradientsStopAtNonDifferentiableOps) {
   EXPECT_TRUE(grads[0].is_null());
 }
 
+// Detach (PyTorch's x.detach()): the value passes, its gradient does not.
+TEST(Autodiff, DetachPassesTheValueNotTheGradient) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat64, {3});
+  Value y = Sum(x * Detach(x));  // dy/dx = x, not 2x
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(y, {x}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {y, grads[0]}, {{x, T<double>({3}, {1, -2, 3})}}));
+  ExpectAllClose(out[0], {1 + 4 + 9}, 0, 0, "y");
+  ExpectAllClose(out[1], {1, -2, 3}, 0, 0, "dy/dx");
+  ASSERT_OK_AND_ASSIGN(grads, Gradients(Sum(Detach(x)), {x}));
+  EXPECT_TRUE(grads[0].is_null());
+}
+
 TEST(Autodiff, BroadcastGradientIsReducedToTheInputShape) {
   Graph g;
   Value a = g.Input("a", DType::kFloat32, {2, 3});

@@ -40,6 +40,20 @@ DAGRAD_OP_CASE(
         },
     .flags = kAlwaysView);
 
+// detach is reshape's twin without a gradient: the backends, every dtype.
+DAGRAD_OP_CASE(
+    detach,
+    .configs = {{.name = "dtypes",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       b.Out(Detach(b.Input("x", d, {2, 3, 4, 5}, 0, 0.5)));
+                     },
+                 .dtypes = kFloatsAndBool,
+                 .modes = kBackendModes,
+                 .gradients = false}},
+    .bench = [](CaseBuilder& b, DType d) { b.Out(Detach(b.Input("x", d, {1024, 1024}))); },
+    .flags = kAlwaysView);
+
 DAGRAD_OP_CASE(
     permute,
     .configs = {{.name = "4d",

@@ -240,6 +240,22 @@ TEST(FanScaledInitializers, DrawWithTorchsVariance) {
                 absl::StatusCode::kInvalidArgument, "needs a floating dtype");
 }
 
+// WithZeroRow: an embedding's padding row, drawn and then zeroed.
+TEST(ZeroRowInitializer, ZeroesOneRowOfTheDraw) {
+  const Initializer init = Initializer::Normal(0.0, 1.0).WithZeroRow(2);
+  EXPECT_EQ(init.ToString(), "normal(0, 1) zero_row=2");
+  ASSERT_OK(init.Validate({4, 3}, DType::kFloat32));
+  ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Zeros(DType::kFloat32, {4, 3}));
+  ASSERT_OK(init.Fill(1, "w", t));
+  ASSERT_OK_AND_ASSIGN(Tensor drawn, Tensor::Zeros(DType::kFloat32, {4, 3}));
+  ASSERT_OK(Initializer::Normal(0.0, 1.0).Fill(1, "w", drawn));
+  for (int64_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(t.data<float>()[i], i / 3 == 2 ? 0.0f : drawn.data<float>()[i]) << i;
+  }
+  EXPECT_STATUS(init.Validate({2, 3}, DType::kFloat32), absl::StatusCode::kInvalidArgument,
+                "the zero row 2 is outside axis 0 of shape (2, 3)");
+}
+
 TEST(MatchesName, Globs) {
   EXPECT_TRUE(MatchesName("*c_proj.weight", "h.0.mlp.c_proj.weight"));
   EXPECT_TRUE(MatchesName("*.weight", "fc.weight"));

@@ -3,11 +3,14 @@
 // Create and of a layer used before Create. (The examples themselves run as
 // HeaderExample.models_nn_*, extracted from the headers.)
 
+#include "absl/strings/str_cat.h"
 #include "engine/executor.h"
 #include "engine/status_macros.h"
 #include "models/nn/nn.h"
 #include "models/toy/transformer.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -294,6 +297,57 @@ absl::Status TiedExample(Graph& g, Value x) {
   ExpectShapes({{head(x), {2, 4, 5}}});
   EXPECT_EQ(g.Parameters().size(), 1u);  // the head declares no parameter
   return absl::OkStatus();
+}
+
+// torch.nn.Embedding(5, 3, padding_idx): the padding row starts at zeros,
+// its positions read it and pass it no gradient; a row loaded into it is
+// read as well (and still gets none).
+TEST(NnLayers, EmbeddingPaddingIdx) {
+  for (int64_t padding_idx : {1, -4}) {  // -4 of 5 is row 1
+    SCOPED_TRACE(padding_idx);
+    Graph g;
+    ASSERT_OK_AND_ASSIGN(nn::Embedding emb,
+                         nn::Embedding::Create(g, "e", {.num_embeddings = 5, .embedding_dim = 3,
+                                                        .dtype = DType::kFloat64,
+                                                        .padding_idx = padding_idx}));
+    Value ids = g.Input("ids", DType::kInt64, {2, 3});
+    Value up = g.Input("up", DType::kFloat64, {2, 3, 3});
+    Value out = emb(ids);
+    ASSERT_OK_AND_ASSIGN(std::vector<Value> grads, Gradients(Sum(out * up), {emb.weight()}));
+    const std::vector<int64_t> id = {1, 0, 1, 4, 1, 0};
+    const Tensor up_values = Random(DType::kFloat64, {2, 3, 3}, 3);
+    const Feeds feeds = {{ids, T<int64_t>({2, 3}, id)}, {up, up_values}};
+    Executor exec(g);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan, exec.Compile({out, grads[0]}));
+    for (double padding_value : {0.0, 7.0}) {
+      if (padding_value != 0) {  // a loaded padding row
+        ASSERT_OK_AND_ASSIGN(Tensor w, exec.Read(emb.weight()));
+        for (int c = 0; c < 3; ++c) w.data<double>()[3 + c] = padding_value;
+        ASSERT_OK(exec.Assign(emb.weight(), w));
+      }
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> got, exec.Run(*plan, feeds));
+      ASSERT_OK_AND_ASSIGN(Tensor w, exec.Read(emb.weight()));
+      const double* wv = w.data<double>();
+      for (int c = 0; c < 3; ++c) EXPECT_EQ(wv[3 + c], padding_value);
+      std::vector<double> want_out, want_grad(15, 0.0);
+      for (size_t p = 0; p < id.size(); ++p) {
+        for (int c = 0; c < 3; ++c) {
+          want_out.push_back(wv[id[p] * 3 + c]);
+          if (id[p] != 1) want_grad[id[p] * 3 + c] += up_values.data<double>()[p * 3 + c];
+        }
+      }
+      ExpectAllClose(got[0], want_out, 0, 0, "rows");
+      ExpectAllClose(got[1], want_grad, 1e-15, 0, "d weight: none for the padding row");
+    }
+  }
+  Graph g;
+  for (int64_t bad : {5, -6}) {
+    EXPECT_STATUS(nn::Embedding::Create(g, "e", {.num_embeddings = 5, .embedding_dim = 3,
+                                                 .padding_idx = bad})
+                      .status(),
+                  absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("Embedding 'e': padding_idx must be in [-5, 5), got ", bad));
+  }
 }
 
 TEST(NnLayers, LinearTied) {
