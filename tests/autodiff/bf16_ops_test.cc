@@ -43,8 +43,8 @@ std::vector<uint16_t> BitsOf(const Tensor& t) {
 // ---- refusals -------------------------------------------------------------------
 
 constexpr char kTakeBFloat16[] =
-    "the ops that take bfloat16 are broadcast_to, cast, concat, gather, linear, matmul, permute, "
-    "reshape, slice";
+    "the ops that take bfloat16 are broadcast_to, cast, concat, detach, gather, linear, matmul, "
+    "permute, reshape, slice";
 
 TEST(ReducedFloatOps, AnOpWithoutAKernelRefusesThemWhenTheGraphIsBuilt) {
   Graph g;
@@ -66,8 +66,8 @@ TEST(ReducedFloatOps, AnOpWithoutAKernelRefusesThemWhenTheGraphIsBuilt) {
   Sum(g3.Input("h", DType::kFloat16, {4}));
   EXPECT_STATUS(g3.status(), absl::StatusCode::kInvalidArgument,
                 "sum: takes no float16 (input 0 is float16 (4,)): cast it to float32 first; the "
-                "ops that take float16 are broadcast_to, cast, concat, gather, permute, "
-                "reshape, slice");
+                "ops that take float16 are broadcast_to, cast, concat, detach, gather, "
+                "permute, reshape, slice");
   // An output dtype from an attribute is refused too.
   Graph g4;
   Fill(g4, {2}, 1.0, DType::kBFloat16);

@@ -193,6 +193,7 @@ DAGRAD_GOLDENS("basic_ops",
                {"concat_bool_first_axis", G(Concat({in.at("a"), in.at("b")}, attrs["axis"]))},
                {"slice_step", G(SliceOf(in, attrs))},
                {"slice_negative_start_clamped_end", G(SliceOf(in, attrs))},
-               {"slice_middle_axis_step3", G(SliceOf(in, attrs))});
+               {"slice_middle_axis_step3", G(SliceOf(in, attrs))},
+               {"detach_product", G(in.at("x") * Detach(in.at("x")))});
 
 }  // namespace dagrad::testing

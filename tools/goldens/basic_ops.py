@@ -191,6 +191,12 @@ def scans(c):
            {"axis": 0, "exclusive": False, "reverse": False})
 
 
+def detach(c):
+    """x * x.detach(): the value of x squared, the gradient of x alone;
+    last, so that the cases above keep their draws."""
+    c.case("detach_product", lambda x: x * x.detach(), {"x": rand(3, 4)}, grads=("x",))
+
+
 def main():
     c = Cases("basic_ops", seed=0)
     binary(c)
@@ -200,6 +206,7 @@ def main():
     matmul(c)
     onnx_ops(c)
     scans(c)
+    detach(c)
     c.write()
 
 
