@@ -149,12 +149,18 @@ absl::StatusOr<std::vector<float>> Generator::CachedLogits(
   return Row(out[0], 0);
 }
 
-absl::StatusOr<std::vector<int64_t>> Generator::Generate(
-    absl::Span<const int64_t> prompt, const GenerateOptions& options) {
-  DAGRAD_RETURN_IF_ERROR(CheckSampling(options.sampling));
+absl::Status CheckGenerateOptions(const GenerateOptions& options) {
   if (options.tokens < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("generate: tokens must be >= 0, got ", options.tokens));
+        absl::StrCat("tokens must be >= 0, got ", options.tokens));
+  }
+  return CheckSampling(options.sampling);
+}
+
+absl::StatusOr<std::vector<int64_t>> Generator::Generate(
+    absl::Span<const int64_t> prompt, const GenerateOptions& options) {
+  if (absl::Status st = CheckGenerateOptions(options); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("generate: ", st.message()));
   }
   if (prompt.empty())
     return absl::InvalidArgumentError("generate: the prompt is empty");

@@ -78,6 +78,10 @@ struct GenerateOptions {
   std::function<void(int64_t)> on_token;
 };
 
+// CheckGenerateOptions returns InvalidArgument for tokens < 0 and
+// CheckSampling's errors: what Generate checks before it draws.
+absl::Status CheckGenerateOptions(const GenerateOptions& options);
+
 // Bytes as tokens (0..255) and back (each token taken modulo 256).
 std::vector<int64_t> BytesToTokens(absl::string_view bytes);
 std::string TokensToBytes(absl::Span<const int64_t> tokens);

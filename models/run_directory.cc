@@ -100,6 +100,9 @@ absl::StatusOr<std::string> RunDirectory::LoadCheckpoint(Trainer& trainer,
 }
 
 absl::Status RunDirectory::SaveCheckpoint(Trainer& trainer) {
+  // A fresh run's first checkpoint replaces an earlier run's metrics with
+  // its own, even when it has no row yet.
+  if (replace_earlier_metrics_) DAGRAD_RETURN_IF_ERROR(WriteMetrics());
   AtomicWriteOptions options;
   if (next_save_ == NextSave::kRotate) options.keep_previous_as = previous_checkpoint_path();
   if (next_save_ == NextSave::kStartOver) {
@@ -151,7 +154,10 @@ absl::Status RunDirectory::StartMetrics() {
   rows_.clear();
   window_ = {};
   DropSavedWindow();  // a previous run's
-  return WriteMetrics();
+  // An earlier run's metrics.csv stays until this run writes its first row
+  // or checkpoint: a run that fails before either leaves it as it was.
+  replace_earlier_metrics_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status RunDirectory::ResumeMetrics(int64_t step) {
@@ -196,7 +202,8 @@ void RunDirectory::DropSavedWindow() const {
   std::filesystem::remove(path(kWindowFile), ec);  // absent is fine
 }
 
-absl::Status RunDirectory::WriteMetrics() const {
+absl::Status RunDirectory::WriteMetrics() {
+  replace_earlier_metrics_ = false;
   return WriteFileAtomically(path("metrics.csv"), FormatMetrics(rows_));
 }
 

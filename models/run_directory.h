@@ -92,7 +92,8 @@ class RunDirectory {
   // fallback never crosses into another run.
   absl::Status SaveCheckpoint(Trainer& trainer);
 
-  // StartMetrics begins a fresh metrics.csv.
+  // StartMetrics begins a fresh metrics.csv, written with the run's first
+  // row or checkpoint (until then an earlier run's stays as it was).
   absl::Status StartMetrics();
   // ResumeMetrics keeps the rows of an existing metrics.csv up to `step`
   // (the checkpoint's), so the file reads as one uninterrupted run, and
@@ -114,7 +115,7 @@ class RunDirectory {
   double elapsed_before() const { return elapsed_before_; }
 
  private:
-  absl::Status WriteMetrics() const;
+  absl::Status WriteMetrics();
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   // What SaveCheckpoint does with the files it finds.
@@ -128,6 +129,7 @@ class RunDirectory {
   NextSave next_save_ = NextSave::kStartOver;
   std::vector<MetricsRow> rows_;
   MetricsWindow window_;
+  bool replace_earlier_metrics_ = false;  // StartMetrics ran; nothing written yet
   double elapsed_before_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
 #include "models/generator.h"
 #include "models/gpt/tokenizer.h"
@@ -13,6 +14,12 @@ namespace dagrad::models {
 absl::StatusOr<TextCodec> TextCodecFor(const std::string& path) {
   if (!std::filesystem::is_directory(path)) {
     return TextCodec{BytesToTokens, [](absl::Span<const int64_t> ids) -> absl::StatusOr<std::string> {
+                       for (int64_t id : ids) {
+                         if (id < 0 || id > 255) {
+                           return absl::InvalidArgumentError(absl::StrCat(
+                               "token id ", id, " is not a byte, as a byte-level model's are"));
+                         }
+                       }
                        return TokensToBytes(ids);
                      }};
   }

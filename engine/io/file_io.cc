@@ -29,6 +29,12 @@ std::string PathInFolder(absl::string_view folder, absl::string_view name) {
   return absl::StrCat(folder, folder.empty() || absl::EndsWith(folder, "/") ? "" : "/", name);
 }
 
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 namespace {
 
 // Directory returns the directory holding `path`, for fsyncing the rename.

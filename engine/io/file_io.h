@@ -41,6 +41,13 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path);
 //   PathInFolder("runs/gpt2", "config.json");  // "runs/gpt2/config.json"
 std::string PathInFolder(absl::string_view folder, absl::string_view name);
 
+// SameFile is true when `a` and `b` both exist and are one file or
+// directory (the same device and inode: another spelling, a link), so a
+// command can refuse to write its output over its own input.
+//
+//   bool same = SameFile("runs/x/../x/model.safetensors", "runs/x/model.safetensors");
+bool SameFile(const std::string& a, const std::string& b);
+
 // ReadFile returns the bytes of the file at `path`.
 //
 // Errors: the errno's code (NotFound, PermissionDenied, FailedPrecondition

@@ -86,6 +86,10 @@ absl::Status GptConfig::Validate() const {
                      vocab, ", block_size ", block_size, ", dim ", dim,
                      ", heads ", heads, ", layers ", layers));
   }
+  if (layers > kMaxLayers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt config: layers must be <= ", kMaxLayers, ", got ", layers));
+  }
   if (dim % heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gpt config: dim ", dim, " is not divisible by heads ", heads));

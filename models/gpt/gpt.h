@@ -70,6 +70,9 @@ struct GptConfig {
   int64_t dim = 128;
   int64_t heads = 4;
   int64_t layers = 4;
+  // The most layers Validate takes: the graph is built, node by node, before
+  // the executor can check its memory, so a mistyped count must stop here.
+  static constexpr int64_t kMaxLayers = 1024;
   double dropout = 0.0;
   DType dtype = DType::kFloat32;  // float64 for gradient checks
   // attention: the fused op or the composed subgraph (nn::AttentionPath),

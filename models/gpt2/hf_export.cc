@@ -87,6 +87,17 @@ absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_p
         PathInFolder(tokenizer_dir, "vocab.json"), " has ", tokenizer.vocab_size(),
         " tokens, more than the vocab_size ", config.vocab, " of the model ", model_path));
   }
+  // Writing into the tokenizer's directory, or over the model file, would
+  // replace the files this export reads (a pretrained model, a run's).
+  const std::string out_model = PathInFolder(out_dir, "model.safetensors");
+  if (SameFile(std::string(out_dir), std::string(tokenizer_dir)) ||
+      SameFile(out_model, std::string(model_path))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the output directory '", out_dir, "' holds what the export reads (",
+        SameFile(out_model, std::string(model_path)) ? std::string(model_path)
+                                                      : std::string(tokenizer_dir),
+        "): write it to a directory of its own"));
+  }
   std::error_code ec;
   std::filesystem::create_directories(std::string(out_dir), ec);
   if (ec) {
@@ -94,7 +105,7 @@ absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_p
         absl::StrCat("cannot create the output directory '", out_dir, "': ", ec.message()));
   }
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile tensors, ExportTensors(model));
-  DAGRAD_RETURN_IF_ERROR(WriteSafetensors(PathInFolder(out_dir, "model.safetensors"), tensors));
+  DAGRAD_RETURN_IF_ERROR(WriteSafetensors(out_model, tensors));
   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(PathInFolder(out_dir, "config.json"),
                                              HfGpt2ConfigJson(config, tokenizer.end_of_text())));
   DAGRAD_RETURN_IF_ERROR(CopyTokenizerFile(tokenizer_dir, out_dir, "vocab.json"));

@@ -45,7 +45,8 @@ std::string HfGpt2ConfigJson(const Gpt2Config& config, int64_t end_of_text);
 // a missing, extra or misshapen tensor: Gpt2Config::FromCheckpoint);
 // Gpt2Tokenizer::LoadDirectory's errors naming tokenizer_dir's vocab.json
 // or merges.txt (NotFound for a missing file); InvalidArgument when the
-// tokenizer has more tokens than the model's vocab_size; the errno's code
+// tokenizer has more tokens than the model's vocab_size, and when out_dir is
+// tokenizer_dir or holds model_path (it would replace them); the errno's code
 // naming out_dir or the file that cannot be written.
 absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_path,
                          absl::string_view tokenizer_dir, absl::string_view out_dir);

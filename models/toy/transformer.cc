@@ -53,6 +53,10 @@ absl::Status ToyConfig::Validate() const {
         vocab, ", seq_len ", seq_len, ", dim ", dim, ", heads ", heads, ", layers ", layers,
         ", ffn ", ffn));
   }
+  if (layers > kMaxLayers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model config: layers must be <= ", kMaxLayers, ", got ", layers));
+  }
   if (dim % heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("model config: dim ", dim, " is not divisible by heads ", heads));

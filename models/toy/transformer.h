@@ -44,6 +44,9 @@ struct ToyConfig {
   int64_t dim = 128;
   int64_t heads = 4;
   int64_t layers = 2;
+  // The most layers Validate takes: the graph is built, node by node, before
+  // the executor can check its memory, so a mistyped count must stop here.
+  static constexpr int64_t kMaxLayers = 1024;
   int64_t ffn = 512;
   double dropout = 0.1;
   // attention: the fused op or the composed subgraph (nn::AttentionPath);

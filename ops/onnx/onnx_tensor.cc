@@ -135,7 +135,7 @@ absl::StatusOr<ExternalRef> ParseExternal(const TensorProto& proto) {
       int64_t v = 0;
       if (!absl::SimpleAtoi(entry.value(), &v) || v < 0) {
         return BadTensor(proto, absl::StrCat("external data ", entry.key(), " '",
-                                             entry.value(), "'"));
+                                             entry.value(), "' is not an integer >= 0"));
       }
       (entry.key() == "offset" ? ref.offset : ref.length) = v;
     }

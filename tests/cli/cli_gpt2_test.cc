@@ -132,6 +132,33 @@ TEST(CliGpt2, FineTunedThenExportedGivesTheCheckpointsLogits) {
   for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
     EXPECT_TRUE(ReadFile(dir + "/hf/" + name).ok()) << name;
   }
+  // The checkpoint's ids are the tokenizer's: generating from it, byte by
+  // byte, printed wrong text; it is refused, naming the way that works.
+  r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/run/model.safetensors --prompt=It"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("token ids are a tokenizer's, not bytes"));
+  EXPECT_THAT(r.err, HasSubstr("--format=hf --out=DIR, and generate with --model=DIR"));
+  // No command writes over what it reads: the export into the run's own
+  // directory, or into the pretrained one, and eval's output onto its model.
+  ASSERT_OK_AND_ASSIGN(const std::string model_bytes, ReadFile(dir + "/run/model.safetensors"));
+  r = RunDagrad(absl::StrCat("export --format=hf --checkpoint=", dir,
+                             "/run/model.safetensors --out=", dir, "/run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("holds what the export reads"));
+  r = RunDagrad(absl::StrCat("export --format=hf --checkpoint=", dir, "/run/model.safetensors",
+                             " --tokenizer=", dir, "/hf --out=", dir, "/hf/"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("holds what the export reads"));
+  r = RunDagrad(absl::StrCat("eval --checkpoint=", dir, "/run/model.safetensors --input=", dir,
+                             "/in.safetensors --output=", dir, "/run/../run/model.safetensors"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("would write over"));
+  r = RunDagrad(absl::StrCat("eval --model=", dir, "/hf --input=", dir,
+                             "/in.safetensors --output=", dir, "/hf/config.json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("(--model), which this command reads"));
+  EXPECT_EQ(*ReadFile(dir + "/run/model.safetensors"), model_bytes);
 }
 
 // --init=DIR trains with config.json's dropouts unless --dropout is given,

@@ -110,6 +110,12 @@ TEST(CliGpt, GenerateErrors) {
   const CliResult top_p = RunDagrad("generate --prompt=a --top_p=0" + ckpt);
   EXPECT_EQ(top_p.code, 2);
   EXPECT_THAT(top_p.err, ::testing::HasSubstr("top_p must be in (0, 1], got 0"));
+  // Bad options are refused before the prompt is printed, and said once.
+  const CliResult tokens = RunDagrad("generate --prompt=abc --tokens=-1" + ckpt);
+  EXPECT_EQ(tokens.code, 2);
+  EXPECT_EQ(tokens.out, "");
+  EXPECT_THAT(tokens.err, ::testing::HasSubstr("dagrad generate: tokens must be >= 0, got -1"));
+  EXPECT_EQ(top_p.out, "");
   EXPECT_EQ(RunDagrad("generate --prompt=a --checkpoint=" + kGoldens +
                       "input.safetensors")
                 .code,

@@ -28,7 +28,8 @@ TEST(CliHostile, ADeepModelIsNotDrawnAfterTraining) {
 }
 
 // A model too large for the memory a process may take aborted on
-// std::bad_alloc while the graph was built; it is now exit 1 and a message.
+// std::bad_alloc; it is exit 1 and a message. (Its plan, about 2.6 GB, is
+// under MemAvailable, so the allocation itself meets the 1.5 GB limit.)
 TEST(CliHostile, RunningOutOfMemoryIsAFailureNotAnAbort) {
   const std::string limit = "ulimit -v 1500000;";  // 1.5 GB of address space
   if (RunDagrad("info", limit).code != 0) {
@@ -36,7 +37,7 @@ TEST(CliHostile, RunningOutOfMemoryIsAFailureNotAnAbort) {
                     "reserves more)";
   }
   const CliResult r = RunDagrad(
-      absl::StrCat("train --layers=100000 --dim=8 --heads=1 --ffn=8 --steps=1 --out=",
+      absl::StrCat("train --layers=16 --dim=512 --heads=1 --ffn=4096 --steps=1 --out=",
                    FreshDir("oom")),
       limit);
   EXPECT_EQ(r.code, 1) << r.err;

@@ -160,6 +160,26 @@ TEST(Cli, ResumeRejectsADifferentConfigAndCorruptCheckpoints) {
   EXPECT_EQ(r.code, 2);
 }
 
+// A fresh run into a finished run's directory that fails before its first
+// row or checkpoint leaves that run's metrics.csv as it was (it was
+// emptied at the start).
+TEST(Cli, AFreshRunThatFailsAtOnceKeepsTheEarlierRunsMetrics) {
+  const std::string dir = FreshDir("fresh_over_old");
+  ASSERT_EQ(Dagrad(absl::StrCat(kTiny, "--out=", dir)).code, 0);
+  ASSERT_OK_AND_ASSIGN(const std::string metrics, ReadFile(dir + "/metrics.csv"));
+  const Result r = Dagrad(absl::StrCat(kTiny, "--lr=1e38 --out=", dir));
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(*ReadFile(dir + "/metrics.csv"), metrics);
+}
+
+// A mistyped layer count stops before the graph is built (it was built
+// node by node, past any memory limit).
+TEST(Cli, ALayerCountPastTheBoundIsAUsageError) {
+  const Result r = Dagrad(absl::StrCat(kTiny, "--layers=2000000 --out=", FreshDir("layers")));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("layers must be <= 1024, got 2000000"));
+}
+
 TEST(Cli, KilledRunsLeaveALoadableCheckpoint) {
   // SIGKILL while a run rewrites its checkpoint every step: each run is
   // killed a staggered moment after it has written a new checkpoint (so
@@ -340,6 +360,9 @@ TEST(Cli, DotWritesAndRendersEveryBuiltInModel) {
   const std::string dot = dir + "/collapsed.dot";
   ASSERT_EQ(Dagrad(absl::StrCat("dot --model=mha --collapse=mha --out=", dot)).code, 0);
   EXPECT_THAT(*ReadFile(dot), ::testing::Not(::testing::HasSubstr("in_proj_weight")));
+  const Result misspelt = Dagrad(absl::StrCat("dot --model=mha --collapse=mah --out=", dot));
+  EXPECT_EQ(misspelt.code, 2);
+  EXPECT_THAT(misspelt.err, ::testing::HasSubstr("--collapse: no node of the graph is in scope 'mah'"));
 }
 
 

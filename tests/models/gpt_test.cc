@@ -254,11 +254,16 @@ TEST(Gpt, ACheckpointClaimingMoreLayersThanItHoldsIsRefused) {
                 absl::StatusCode::kInvalidArgument, "g.safetensors: checkpoint metadata");
 
   SafetensorsFile toy{.tensors = {{"encoder.layers.0.norm1.weight", one}},
-                      .metadata = ToyConfig{.layers = 100000000}.ToMetadata()};
+                      .metadata = ToyConfig{.layers = 1000}.ToMetadata()};
   EXPECT_STATUS(ToyConfig::FromCheckpoint(toy, "t.safetensors").status(),
                 absl::StatusCode::kInvalidArgument,
-                "t.safetensors: the metadata says layers=100000000, but the file holds no "
-                "tensor encoder.layers.99999999.*");
+                "t.safetensors: the metadata says layers=1000, but the file holds no "
+                "tensor encoder.layers.999.*");
+  // Past the bound on layers, the count is refused before the tensors are looked at.
+  toy.metadata["layers"] = "100000000";
+  EXPECT_STATUS(ToyConfig::FromCheckpoint(toy, "t.safetensors").status(),
+                absl::StatusCode::kInvalidArgument,
+                "t.safetensors: model config: layers must be <= 1024, got 100000000");
 }
 
 }  // namespace

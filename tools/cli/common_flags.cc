@@ -1,6 +1,8 @@
 #include "tools/cli/common_flags.h"
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
@@ -8,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_device.h"
+#include "engine/io/file_io.h"
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/cpu_threads.h"
 #include "tools/cli/onnx_model.h"
@@ -38,6 +41,26 @@ ABSL_DECLARE_FLAG(std::string, checkpoint);  // eval_command.cc
 ABSL_DECLARE_FLAG(std::string, model);       // dot_command.cc
 
 namespace dagrad::cli {
+
+absl::Status RefuseOverwrite(const std::string& output, absl::string_view output_flag,
+                             std::initializer_list<std::pair<std::string, const char*>> inputs) {
+  for (const auto& [path, flag] : inputs) {
+    std::vector<std::string> read = {path};
+    if (std::filesystem::is_directory(path)) {  // a Hugging Face model's files
+      for (const char* name : {"model.safetensors", "config.json", "vocab.json", "merges.txt"}) {
+        read.push_back(PathInFolder(path, name));
+      }
+    }
+    for (const std::string& file : read) {
+      if (SameFile(output, file)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", output_flag, "=", output, " would write over ", file, " (--", flag,
+            "), which this command reads"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status RequireFlags(std::initializer_list<const char*> names) {
   for (const char* name : names) {

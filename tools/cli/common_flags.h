@@ -7,10 +7,12 @@
 
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/device/device.h"
 #include "engine/executor.h"
 #include "models/nn/attention.h"
@@ -52,6 +54,14 @@ absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32 = false);
 // composed (the subgraph of ordinary ops); InvalidArgument naming the
 // value otherwise.
 absl::StatusOr<nn::AttentionPath> AttentionFromFlags();
+
+// RefuseOverwrite returns InvalidArgument when the file flag `output_flag`
+// names is one of `inputs` (path, flag) or, for a Hugging Face directory
+// input, one of its files: a command never writes over what it reads.
+//
+//   RefuseOverwrite("m.safetensors", "output", {{"m.safetensors", "input"}});  // InvalidArgument
+absl::Status RefuseOverwrite(const std::string& output, absl::string_view output_flag,
+                             std::initializer_list<std::pair<std::string, const char*>> inputs);
 
 // RequireFlags returns InvalidArgument "--NAME is required" for the first
 // of the string flags `names` left empty.

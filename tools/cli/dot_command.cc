@@ -109,6 +109,17 @@ absl::Status Render(const std::string& out, const std::string& format) {
   return absl::OkStatus();
 }
 
+// CheckCollapseScope: --collapse names a scope some node of `g` is in (or
+// under); a misspelt one would silently collapse nothing.
+absl::Status CheckCollapseScope(const Graph& g, const std::string& scope) {
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const std::string& s = g.node(id).scope;
+    if (s == scope || absl::StartsWith(s, scope + "/")) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--collapse: no node of the graph is in scope '", scope, "'"));
+}
+
 absl::Status Dot() {
   const std::string out = absl::GetFlag(FLAGS_out), render = absl::GetFlag(FLAGS_render);
   if (out.empty()) return absl::InvalidArgumentError("--out is required (the .dot file to write)");
@@ -127,6 +138,7 @@ absl::Status Dot() {
   for (absl::string_view scope :
        absl::StrSplit(absl::GetFlag(FLAGS_collapse), ',', absl::SkipEmpty())) {
     options.collapse.emplace_back(scope);
+    DAGRAD_RETURN_IF_ERROR(CheckCollapseScope(*drawn.graph, options.collapse.back()));
   }
   std::string note;
   if (absl::GetFlag(FLAGS_html)) {

@@ -42,6 +42,7 @@ namespace {
 #ifdef DAGRAD_HAVE_ONNX
 
 absl::Status Export(const std::string& checkpoint, const std::string& out) {
+  DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(out, "out", {{checkpoint, "checkpoint"}}));
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint(checkpoint));
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
   Graph g;

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <memory>
+#include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/io/file_io.h"
 #include "engine/io/utf8.h"
@@ -47,6 +49,17 @@ absl::StatusOr<std::string> Prompt() {
   return prompt;
 }
 
+// CheckBytesAreTokens: a model file (not a Hugging Face directory) is
+// read one byte a token (models/text_codec.h), which a model of more than
+// 256 ids, a fine-tuned GPT-2, is not.
+absl::Status CheckBytesAreTokens(const std::string& path, int64_t vocab) {
+  if (std::filesystem::is_directory(path) || vocab <= 256) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": its ", vocab, " token ids are a tokenizer's, not bytes (a fine-tuned GPT-2?): "
+      "write it as a Hugging Face directory, dagrad export --checkpoint=", path,
+      " --format=hf --out=DIR, and generate with --model=DIR"));
+}
+
 absl::Status Generate() {
   DAGRAD_RETURN_IF_ERROR(ApplyThreadsFlag());
   DAGRAD_ASSIGN_OR_RETURN(const std::string path,
@@ -57,9 +70,9 @@ absl::Status Generate() {
   DAGRAD_ASSIGN_OR_RETURN(const models::TextCodec codec, models::TextCodecFor(path));
   DAGRAD_ASSIGN_OR_RETURN(auto gen, models::Generator::Load(path, std::move(device),
                                                             {.attention = attention}));
+  DAGRAD_RETURN_IF_ERROR(CheckBytesAreTokens(path, gen->model().vocab()));
   // The prompt, then each token's bytes as it is drawn (TerminalStream).
   TerminalStream out(stdout);
-  out.Write(prompt);
   absl::Status undecodable;
   models::GenerateOptions options{
       .tokens = absl::GetFlag(FLAGS_tokens),
@@ -73,6 +86,8 @@ absl::Status Generate() {
         if (bytes.ok()) out.Write(*bytes);
         if (!bytes.ok() && undecodable.ok()) undecodable = bytes.status();
       }};
+  DAGRAD_RETURN_IF_ERROR(models::CheckGenerateOptions(options));  // before any output
+  out.Write(prompt);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<int64_t>> more = gen->Generate(codec.encode(prompt), options);
   out.Flush();
