@@ -180,13 +180,18 @@ absl::Status ValidateTruncated(const Initializer& init) {
   return absl::OkStatus();
 }
 
+// CheckZeroRow: a zero row, when given, must index axis 0 of `shape`.
+absl::Status CheckZeroRow(const std::optional<int64_t>& row, const Shape& shape) {
+  if (!row || (shape.rank() >= 1 && *row >= 0 && *row < shape[0])) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("the zero row ", *row,
+                                                 " is outside axis 0 of shape ", shape.ToString()));
+}
+
 }  // namespace
 
 absl::Status Initializer::Validate(const Shape& shape, DType dtype) const {
-  if (zero_row && (shape.rank() < 1 || *zero_row < 0 || *zero_row >= shape[0])) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ToString(), ": the zero row ", *zero_row, " is outside axis 0 of shape ",
-        shape.ToString()));
+  if (absl::Status st = CheckZeroRow(zero_row, shape); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(ToString(), ": ", st.message()));
   }
   const bool random = IsRandom(kind);
   if (random && !IsAnyFloat(dtype)) {
@@ -236,9 +241,8 @@ absl::Status Initializer::Fill(uint64_t default_seed, const std::string& path,
   DAGRAD_RETURN_IF_ERROR(FillAll(default_seed, path, out));
   if (!zero_row) return absl::OkStatus();
   const Shape& shape = out.shape();
-  if (shape.rank() < 1 || *zero_row < 0 || *zero_row >= shape[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "': the zero row ", *zero_row, " is outside axis 0 of ", shape.ToString()));
+  if (absl::Status st = CheckZeroRow(zero_row, shape); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", st.message()));
   }
   const size_t row_bytes = out.nbytes() / static_cast<size_t>(shape[0]);
   std::memset(static_cast<char*>(out.raw_data()) + *zero_row * row_bytes, 0, row_bytes);

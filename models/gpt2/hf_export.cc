@@ -90,13 +90,11 @@ absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_p
   // Writing into the tokenizer's directory, or over the model file, would
   // replace the files this export reads (a pretrained model, a run's).
   const std::string out_model = PathInFolder(out_dir, "model.safetensors");
-  if (SameFile(std::string(out_dir), std::string(tokenizer_dir)) ||
-      SameFile(out_model, std::string(model_path))) {
+  const bool over_model = SameFile(out_model, std::string(model_path));
+  if (over_model || SameFile(std::string(out_dir), std::string(tokenizer_dir))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the output directory '", out_dir, "' holds what the export reads (",
-        SameFile(out_model, std::string(model_path)) ? std::string(model_path)
-                                                      : std::string(tokenizer_dir),
-        "): write it to a directory of its own"));
+        over_model ? model_path : tokenizer_dir, "): write it to a directory of its own"));
   }
   std::error_code ec;
   std::filesystem::create_directories(std::string(out_dir), ec);
