@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
+#include "models/text_codec.h"
 #include "ops/loss.h"
 
 namespace dagrad::models {
@@ -142,6 +143,12 @@ absl::StatusOr<EvalResult> LmTrainer::Evaluate() {
     counted += stats[2];
   }
   return EvalResult{.loss = loss_sum / counted, .accuracy = TokenAccuracy(correct, counted)};
+}
+
+std::map<std::string, std::string> LmTrainer::ModelMetadata() const {
+  std::map<std::string, std::string> m = model_->Metadata();
+  if (!config_.tokenizer.empty()) m[kTokenizerKey] = config_.tokenizer;
+  return m;
 }
 
 TrainingState LmTrainer::State() const {

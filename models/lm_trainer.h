@@ -73,6 +73,10 @@ struct LmTrainConfig {
   // checkpoint over them. Shared, not copied: a model's weights are large.
   std::shared_ptr<const SafetensorsFile> initial;
   std::string initial_source = "initial weights";
+  // tokenizer: the directory of the tokenizer whose ids the model reads (a
+  // fine-tuned GPT-2's), which model files record (kTokenizerKey,
+  // models/text_codec.h) for `dagrad generate`; empty for a byte-level model.
+  std::string tokenizer;
 };
 
 class LmTrainer : public Trainer {
@@ -123,7 +127,7 @@ class LmTrainer : public Trainer {
 
   std::vector<Value> Parameters() const override { return model_->parameters(); }
   TrainingState State() const override;
-  std::map<std::string, std::string> ModelMetadata() const override { return model_->Metadata(); }
+  std::map<std::string, std::string> ModelMetadata() const override;
 
 
  private:

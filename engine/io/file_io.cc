@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -114,14 +115,14 @@ bool ProcessIsRunning(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFilePrefix(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("cannot open", path);
   std::string out;
   struct stat st;
   const bool has_stat = ::fstat(fd, &st) == 0;
   if (has_stat && S_ISREG(st.st_mode) && st.st_size > 0) {
-    out.reserve(static_cast<size_t>(st.st_size));
+    out.reserve(std::min(static_cast<size_t>(st.st_size), max_bytes));
   }
   // A device never ends (/dev/zero) or is no file (a disk); a pipe and a
   // terminal are read to their end.
@@ -131,8 +132,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
         "cannot read '", path, "': it is ", NotAFile(st.st_mode), ", not a file"));
   }
   char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
+  while (out.size() < max_bytes) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof(buf), max_bytes - out.size()));
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -144,6 +145,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  return ReadFilePrefix(path, std::numeric_limits<size_t>::max());
 }
 
 absl::StatusOr<FileInFolder> FileInFolder::Open(const std::string& folder,

@@ -60,6 +60,14 @@ bool SameFile(const std::string& a, const std::string& b);
 //   if (!bytes.ok()) return bytes.status();
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// ReadFilePrefix returns the first `max_bytes` bytes of the file at `path`,
+// or all of them if it is shorter: what a reader needs of a file's head
+// (a safetensors header) without reading the rest. ReadFile's errors.
+//
+//   // setup: Files
+//   auto head = ReadFilePrefix("/tmp/w.safetensors", 8);
+absl::StatusOr<std::string> ReadFilePrefix(const std::string& path, size_t max_bytes);
+
 // FileInFolder is a regular file open for reading that a file's contents
 // named, relative to that file's folder (the external data of an ONNX
 // model): what such a name reaches is checked on the opened descriptor, so

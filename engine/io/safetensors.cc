@@ -366,8 +366,9 @@ absl::Status ParseMetadata(const Context& ctx, const json& meta,
   return absl::OkStatus();
 }
 
-absl::StatusOr<SafetensorsFile> Parse(absl::string_view bytes, absl::string_view source) {
-  const Context ctx{source};
+// HeaderLength reads the 8-byte header length at the start of `bytes`,
+// refusing a length above the limit.
+absl::StatusOr<uint64_t> HeaderLength(const Context& ctx, absl::string_view bytes) {
   if (bytes.size() < 8) {
     return ctx.Invalid(absl::StrCat("file is ", bytes.size(),
                                     " bytes, too short for the 8-byte header length"));
@@ -378,6 +379,13 @@ absl::StatusOr<SafetensorsFile> Parse(absl::string_view bytes, absl::string_view
     return ctx.Invalid(absl::StrCat("header length ", header_size, " exceeds the limit of ",
                                     kMaxSafetensorsHeaderBytes, " bytes"));
   }
+  return header_size;
+}
+
+// ParseHeader parses the JSON header of a file whose first bytes are
+// `bytes` (the whole file, or its first 8 + header length bytes).
+absl::StatusOr<json> ParseHeader(const Context& ctx, absl::string_view bytes) {
+  DAGRAD_ASSIGN_OR_RETURN(const uint64_t header_size, HeaderLength(ctx, bytes));
   if (header_size > bytes.size() - 8) {
     return ctx.Invalid(absl::StrCat("header length ", header_size, " runs past the end of the ",
                                     bytes.size(), "-byte file (truncated?)"));
@@ -386,7 +394,13 @@ absl::StatusOr<SafetensorsFile> Parse(absl::string_view bytes, absl::string_view
   if (text.empty() || text[0] != '{') {
     return ctx.Invalid("header does not begin with '{'");
   }
-  DAGRAD_ASSIGN_OR_RETURN(json header, ParseHeaderJson(ctx, text));
+  return ParseHeaderJson(ctx, text);
+}
+
+absl::StatusOr<SafetensorsFile> Parse(absl::string_view bytes, absl::string_view source) {
+  const Context ctx{source};
+  DAGRAD_ASSIGN_OR_RETURN(json header, ParseHeader(ctx, bytes));
+  DAGRAD_ASSIGN_OR_RETURN(const uint64_t header_size, HeaderLength(ctx, bytes));
 
   const absl::string_view buffer = bytes.substr(8 + header_size);
   SafetensorsFile file;
@@ -450,6 +464,21 @@ absl::StatusOr<SafetensorsFile> ParseSafetensors(absl::string_view bytes) {
 absl::StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path) {
   DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   return Parse(bytes, absl::StrCat("'", path, "'"));
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(
+    const std::string& path) {
+  const std::string source = absl::StrCat("'", path, "'");
+  const Context ctx{source};
+  DAGRAD_ASSIGN_OR_RETURN(const std::string length, ReadFilePrefix(path, 8));
+  DAGRAD_ASSIGN_OR_RETURN(const uint64_t header_size, HeaderLength(ctx, length));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string head, ReadFilePrefix(path, 8 + header_size));
+  DAGRAD_ASSIGN_OR_RETURN(const json header, ParseHeader(ctx, head));
+  std::map<std::string, std::string> metadata;
+  if (auto meta = header.find(kSafetensorsMetadataKey); meta != header.end()) {
+    DAGRAD_RETURN_IF_ERROR(ParseMetadata(ctx, *meta, metadata));
+  }
+  return metadata;
 }
 
 }  // namespace dagrad

@@ -100,6 +100,20 @@ absl::StatusOr<SafetensorsFile> ParseSafetensors(absl::string_view bytes);
 //   for (const auto& [name, tensor] : f.tensors) Print(name, tensor.TypeString());
 absl::StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path);
 
+// ReadSafetensorsMetadata reads only the header of the file at `path` and
+// returns its "__metadata__" (empty when it has none): what a file says of
+// itself (a model's kind, the tokenizer it reads) without reading its
+// tensors, which it neither checks nor verifies the checksums of.
+//
+// Errors: those of ReadFile, and InvalidArgument for a header that is
+// malformed as ParseSafetensors says (too short, too long, not JSON, a
+// "__metadata__" that is not an object of strings).
+//
+//   // setup: Files
+//   DAGRAD_ASSIGN_OR_RETURN(auto metadata, ReadSafetensorsMetadata("model.safetensors"));
+absl::StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(
+    const std::string& path);
+
 // SerializeSafetensors returns the bytes of `file` in the format above.
 //
 // Errors: InvalidArgument for two tensors of one name, a tensor named

@@ -1,5 +1,6 @@
 #include "models/gpt2/fine_tune.h"
 
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,7 @@ absl::StatusOr<std::unique_ptr<LmTrainer>> CreateGpt2FineTuner(
                                       config.run.seed);
   config.initial = std::make_shared<const SafetensorsFile>(std::move(files.weights));
   config.initial_source = tune.hf_dir;
+  config.tokenizer = std::filesystem::absolute(tune.hf_dir).lexically_normal().string();
   config.metadata["task"] = "gpt2-text";
   config.metadata["init"] = tune.hf_dir;
   config.metadata["data"] = tune.text_path;

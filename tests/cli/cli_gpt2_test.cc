@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/io/checkpoint.h"
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "engine/io/utf8.h"
@@ -132,13 +133,16 @@ TEST(CliGpt2, FineTunedThenExportedGivesTheCheckpointsLogits) {
   for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
     EXPECT_TRUE(ReadFile(dir + "/hf/" + name).ok()) << name;
   }
-  // The checkpoint's ids are the tokenizer's: generating from it, byte by
-  // byte, printed wrong text; it is refused, naming the way that works.
-  r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/run/model.safetensors --prompt=It"));
-  EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.out, "");
-  EXPECT_THAT(r.err, HasSubstr("token ids are a tokenizer's, not bytes"));
-  EXPECT_THAT(r.err, HasSubstr("--format=hf --out=DIR, and generate with --model=DIR"));
+  // The checkpoint's ids are the tokenizer's, which it records: generate
+  // reads the text as the exported directory does.
+  const std::string greedy = " --prompt=It --temperature=0 --tokens=12";
+  r = RunDagrad(absl::StrCat("generate --model=", dir, "/hf", greedy));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string exported_text = r.out;
+  r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/run/model.safetensors", greedy));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, exported_text);
+  EXPECT_GT(exported_text.size(), std::string("It").size());
   // No command writes over what it reads: the export into the run's own
   // directory, or into the pretrained one, and eval's output onto its model.
   ASSERT_OK_AND_ASSIGN(const std::string model_bytes, ReadFile(dir + "/run/model.safetensors"));
@@ -159,6 +163,41 @@ TEST(CliGpt2, FineTunedThenExportedGivesTheCheckpointsLogits) {
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("(--model), which this command reads"));
   EXPECT_EQ(*ReadFile(dir + "/run/model.safetensors"), model_bytes);
+}
+
+// A fine-tuned GPT-2's model file that records no tokenizer (moved away
+// from its run, written before files recorded it) is generated from with
+// --tokenizer, refused without it (printing its ids as bytes gave wrong
+// text), and a recorded tokenizer that is gone is named.
+TEST(CliGpt2, GenerateFromAFineTunedFileNeedsItsTokenizer) {
+  const std::string dir = FreshDir("cli_gpt2_tokenizer");
+  WriteCorpusAndInput(dir);
+  CliResult r = RunDagrad(absl::StrCat("train --task=text --init=", HfGpt2Tiny(), " --data=", dir,
+                                       "/corpus.txt --steps=2 --eval_every=2 --batch=2 "
+                                       "--seq_len=16 --out=", dir, "/run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile model, ReadCheckpoint(dir + "/run/model.safetensors"));
+  EXPECT_EQ(model.metadata["tokenizer"], std::filesystem::absolute(HfGpt2Tiny()).lexically_normal().string());
+  model.metadata.erase("tokenizer");
+  ASSERT_OK(WriteCheckpoint(dir + "/bare.safetensors", model));
+  const std::string greedy = " --prompt=It --temperature=0 --tokens=8";
+  r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/bare.safetensors", greedy));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("bare.safetensors records no tokenizer, and its 512 token ids are "
+                               "a tokenizer's, not bytes: give --tokenizer=DIR"));
+  r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/bare.safetensors --tokenizer=",
+                             HfGpt2Tiny(), greedy));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string with_flag = r.out;
+  r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/run/model.safetensors", greedy));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, with_flag);
+  model.metadata["tokenizer"] = dir + "/gone";
+  ASSERT_OK(WriteCheckpoint(dir + "/moved.safetensors", model));
+  r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/moved.safetensors", greedy));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("records the tokenizer '" + dir + "/gone' (or give --tokenizer=DIR)"));
 }
 
 // --init=DIR trains with config.json's dropouts unless --dropout is given,

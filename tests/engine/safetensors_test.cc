@@ -355,6 +355,41 @@ TEST(Safetensors, ErrorsFromFilesNameThePath) {
                 "cannot read '" + dir + "'");  // a directory
 }
 
+// ReadSafetensorsMetadata reads the header alone: a file whose tensors are
+// cut short still says what it is, and a header that is wrong is refused as
+// the whole-file reader refuses it.
+TEST(Safetensors, MetadataIsReadFromTheHeaderAlone) {
+  const std::string dir = NewTempDir("safetensors_metadata");
+  SafetensorsFile file;
+  file.tensors.emplace_back("w", *Tensor::FromVector<float>({1024}, std::vector<float>(1024, 1)));
+  file.metadata = {{"model", "gpt2"}, {"tokenizer", "/models/gpt2"}};
+  ASSERT_OK_AND_ASSIGN(std::string bytes, SerializeSafetensors(file));
+  const std::string path = dir + "/m.safetensors";
+  ASSERT_OK(WriteFileAtomically(path, bytes.substr(0, bytes.size() - 4096)));  // data cut short
+  EXPECT_FALSE(ReadSafetensors(path).ok());
+  ASSERT_OK_AND_ASSIGN(auto metadata, ReadSafetensorsMetadata(path));
+  EXPECT_EQ(metadata, file.metadata);
+
+  ASSERT_OK(WriteFileAtomically(path, MakeFile(R"({"w":{"dtype":"F32","shape":[0],)"
+                                               R"("data_offsets":[0,0]}})")));
+  ASSERT_OK_AND_ASSIGN(metadata, ReadSafetensorsMetadata(path));
+  EXPECT_TRUE(metadata.empty());
+  ASSERT_OK(WriteFileAtomically(path, MakeFile(R"({"__metadata__":{"a":1}})")));
+  EXPECT_STATUS(ReadSafetensorsMetadata(path).status(), absl::StatusCode::kInvalidArgument,
+                absl::StrCat("'", path, "': \"__metadata__\" value of 'a' is an integer"));
+  ASSERT_OK(WriteFileAtomically(path, MakeFile(R"({"__metadata__":{"a":"b"})").substr(0, 20)));
+  EXPECT_STATUS(ReadSafetensorsMetadata(path).status(), absl::StatusCode::kInvalidArgument,
+                "runs past the end of the 20-byte file");
+  ASSERT_OK(WriteFileAtomically(path, LengthOnly(kMaxSafetensorsHeaderBytes + 1)));
+  EXPECT_STATUS(ReadSafetensorsMetadata(path).status(), absl::StatusCode::kInvalidArgument,
+                "exceeds the limit");
+  ASSERT_OK(WriteFileAtomically(path, "abc"));
+  EXPECT_STATUS(ReadSafetensorsMetadata(path).status(), absl::StatusCode::kInvalidArgument,
+                "file is 3 bytes, too short");
+  EXPECT_STATUS(ReadSafetensorsMetadata(dir + "/missing.safetensors").status(),
+                absl::StatusCode::kNotFound, "missing.safetensors");
+}
+
 TEST(Safetensors, EveryTruncationOfAValidFileFailsCleanly) {
   const std::string bytes = FixtureBytes("all_dtypes");
   ASSERT_TRUE(ParseSafetensors(bytes).ok());

@@ -9,7 +9,6 @@
 // --format=hf it writes a GPT-2 (`dagrad train --init=DIR`'s model) as a
 // Hugging Face directory in transformers' own files (models/gpt2/hf_export.h).
 
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "engine/status_macros.h"
 #include "models/gpt2/hf_export.h"
 #include "models/language_model.h"
+#include "models/text_codec.h"
 #include "tools/cli/command.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/onnx_model.h"
@@ -33,8 +33,8 @@ ABSL_FLAG(std::string, format, "onnx",
           "onnx: an ONNX model for inference; hf: a fine-tuned GPT-2 as a Hugging Face "
           "directory (config.json, model.safetensors, the tokenizer's vocab.json and merges.txt)");
 ABSL_FLAG(std::string, tokenizer, "",
-          "--format=hf: the directory of vocab.json and merges.txt; empty: the --init the run's "
-          "checkpoint.safetensors (beside --checkpoint) records");
+          "the directory of the GPT-2 tokenizer (vocab.json, merges.txt) whose ids --checkpoint "
+          "reads; empty: the one the checkpoint records (a fine-tuned GPT-2's --init)");
 
 namespace dagrad::cli {
 namespace {
@@ -65,19 +65,15 @@ absl::Status Export(const std::string&, const std::string& out) { return NoOnnx(
 
 #endif  // DAGRAD_HAVE_ONNX
 
-// TokenizerDir is --tokenizer, or else the --init that the run's
-// checkpoint beside `model_path` records.
+// TokenizerDir is --tokenizer, or else the one `model_path` records.
 absl::StatusOr<std::string> TokenizerDir(const std::string& model_path) {
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) return absl::GetFlag(FLAGS_tokenizer);
-  const std::string run =
-      (std::filesystem::path(model_path).parent_path() / "checkpoint.safetensors").string();
-  absl::StatusOr<SafetensorsFile> checkpoint = ReadCheckpoint(run);
-  if (checkpoint.ok() && checkpoint->metadata.contains("init")) {
-    return checkpoint->metadata.at("init");
+  absl::StatusOr<std::string> recorded = models::RecordedTokenizerDir(model_path);
+  if (absl::IsNotFound(recorded.status())) {
+    return absl::InvalidArgumentError(absl::StrCat("--format=hf needs --tokenizer=DIR (vocab.json, "
+                                                   "merges.txt): ", recorded.status().message()));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--format=hf needs --tokenizer=DIR (vocab.json, merges.txt): ", run,
-      " records no --init to take them from"));
+  return recorded;
 }
 
 absl::Status ExportHf(const std::string& checkpoint, const std::string& out) {

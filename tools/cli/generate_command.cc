@@ -1,6 +1,7 @@
 // `dagrad generate`: continues a prompt with a causal model, a checkpoint (--checkpoint: the
-// byte-level GPT of `dagrad train --task=text`) or a Hugging Face GPT-2 directory (--model=DIR,
-// its text tokenized by GPT-2's tokenizer), and writes the prompt and the continuation, and nothing
+// byte-level GPT of `dagrad train --task=text`, or a fine-tuned GPT-2 read through the tokenizer it
+// records or --tokenizer) or a Hugging Face GPT-2 directory (--model=DIR, its text tokenized by
+// GPT-2's tokenizer), and writes the prompt and the continuation, and nothing
 // else, to stdout: valid UTF-8 as it is, other bytes as \xNN (TerminalStream, engine/io/utf8.h).
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "tools/cli/common_flags.h"
 
 ABSL_DECLARE_FLAG(uint64_t, seed);           // run_config_flags.cc
+ABSL_DECLARE_FLAG(std::string, tokenizer);   // export_command.cc
 ABSL_FLAG(std::string, prompt, "", "the text to continue");
 ABSL_FLAG(std::string, prompt_file, "", "read the prompt from this file (instead of --prompt)");
 ABSL_FLAG(int64_t, tokens, 200, "tokens to generate (bytes, for a byte-level GPT), >= 0");
@@ -49,15 +51,38 @@ absl::StatusOr<std::string> Prompt() {
   return prompt;
 }
 
-// CheckBytesAreTokens: a model file (not a Hugging Face directory) is
-// read one byte a token (models/text_codec.h), which a model of more than
-// 256 ids, a fine-tuned GPT-2, is not.
-absl::Status CheckBytesAreTokens(const std::string& path, int64_t vocab) {
-  if (std::filesystem::is_directory(path) || vocab <= 256) return absl::OkStatus();
+// TokenizerDir: --tokenizer, or else the one a model file records (empty:
+// none, the model reads bytes).
+absl::StatusOr<std::string> TokenizerDir(const std::string& path) {
+  if (!absl::GetFlag(FLAGS_tokenizer).empty()) return absl::GetFlag(FLAGS_tokenizer);
+  if (std::filesystem::is_directory(path)) return "";
+  absl::StatusOr<std::string> recorded = models::RecordedTokenizerDir(path);
+  if (absl::IsNotFound(recorded.status())) return "";
+  return recorded;
+}
+
+// CodecFor: the codec of the model at `path` through `tokenizer`
+// (models/text_codec.h), naming where a recorded tokenizer came from.
+absl::StatusOr<models::TextCodec> CodecFor(const std::string& path, const std::string& tokenizer) {
+  absl::StatusOr<models::TextCodec> codec = models::TextCodecFor(path, tokenizer);
+  if (!codec.ok() && !tokenizer.empty() && absl::GetFlag(FLAGS_tokenizer).empty()) {
+    return absl::Status(codec.status().code(),
+                        absl::StrCat(path, " records the tokenizer '", tokenizer,
+                                     "' (or give --tokenizer=DIR): ", codec.status().message()));
+  }
+  return codec;
+}
+
+// CheckBytesAreTokens: a model file read one byte a token has at most 256
+// ids, which a fine-tuned GPT-2 does not.
+absl::Status CheckBytesAreTokens(const std::string& path, const std::string& tokenizer,
+                                 int64_t vocab) {
+  if (!tokenizer.empty() || std::filesystem::is_directory(path) || vocab <= 256) {
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(absl::StrCat(
-      path, ": its ", vocab, " token ids are a tokenizer's, not bytes (a fine-tuned GPT-2?): "
-      "write it as a Hugging Face directory, dagrad export --checkpoint=", path,
-      " --format=hf --out=DIR, and generate with --model=DIR"));
+      path, " records no tokenizer, and its ", vocab,
+      " token ids are a tokenizer's, not bytes: give --tokenizer=DIR (vocab.json, merges.txt)"));
 }
 
 absl::Status Generate() {
@@ -67,10 +92,11 @@ absl::Status Generate() {
   DAGRAD_ASSIGN_OR_RETURN(const std::string prompt, Prompt());
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(const models::TextCodec codec, models::TextCodecFor(path));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string tokenizer, TokenizerDir(path));
+  DAGRAD_ASSIGN_OR_RETURN(const models::TextCodec codec, CodecFor(path, tokenizer));
   DAGRAD_ASSIGN_OR_RETURN(auto gen, models::Generator::Load(path, std::move(device),
                                                             {.attention = attention}));
-  DAGRAD_RETURN_IF_ERROR(CheckBytesAreTokens(path, gen->model().vocab()));
+  DAGRAD_RETURN_IF_ERROR(CheckBytesAreTokens(path, tokenizer, gen->model().vocab()));
   // The prompt, then each token's bytes as it is drawn (TerminalStream).
   TerminalStream out(stdout);
   absl::Status undecodable;
@@ -110,7 +136,7 @@ Command GenerateCommand() {
   return {"generate",
           "continue a prompt with a GPT checkpoint or a Hugging Face GPT-2 directory (prompt + "
           "continuation on stdout)",
-          {"checkpoint", "model", "prompt", "prompt_file", "tokens", "temperature", "top_k",
+          {"checkpoint", "model", "tokenizer", "prompt", "prompt_file", "tokens", "temperature", "top_k",
            "top_p", "seed", "kv_cache", "timing", "threads", "wait_policy", "device", "attention"},
           RunGenerate};
 }
