@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace dagrad {
 namespace {
@@ -212,11 +213,21 @@ Value Atan2(Value y, Value x) { return Binary(kAtan2, y, x); }
 // ---- pow_tensor: y = x^p, dL/dx = g p x^(p-1), dL/dp = g log(x) y ------------
 
 // An OpDef: ONNX's Pow with an exponent per element (Pow is one exponent).
+// As torch's pow_backward_self and pow_backward_exponent, the gradients are
+// exactly 0 where the formulas would give 0 * inf = NaN: for x where p = 0
+// (x^0 is the constant 1), for p where x = 0 and p >= 0 (0^p is 1 or 0,
+// and log(0) y = -inf * 0).
 namespace {
 std::vector<Value> PowTensorBackward(const GradContext& c) {
   const Value x = c.inputs[0], p = c.inputs[1];
-  return {c.needs[0] ? c.grad * p * PowTensor(x, p - 1.0) : Value(),
-          c.needs[1] ? c.grad * Log(x) * c.output : Value()};
+  const Value zero = ScalarLike(c.grad, 0.0);
+  Value dx, dp;
+  if (c.needs[0]) dx = Where(Equal(p, zero), zero, c.grad * p * PowTensor(x, p - 1.0));
+  if (c.needs[1]) {
+    const Value zero_power = LogicalAnd(Equal(x, zero), LogicalOr(Greater(p, zero), Equal(p, zero)));
+    dp = c.grad * Where(zero_power, zero, Log(x) * c.output);
+  }
+  return {dx, dp};
 }
 
 const OpDef kPowTensor = {.name = "pow_tensor", .dot_label = "Pow", .infer = InferFloatArith,

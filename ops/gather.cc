@@ -134,7 +134,12 @@ absl::StatusOr<TensorType> InferScatterAdd(const InferContext& ctx) {
   const Shape& upd = ctx.in(1).shape;
   const int64_t axis = ctx.attrs.GetInt("axis"), n = ctx.attrs.GetInt("n");
   if (n < 0) return absl::InvalidArgumentError(absl::StrCat("n must be >= 0, got ", n));
-  bool match = axis >= 0 && axis <= upd.rank() - idx.rank();
+  if (axis < 0 || axis > upd.rank() - idx.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "axis must be in [0, ", upd.rank() - idx.rank(), "] (the rank of updates ",
+        upd.ToString(), " less that of indices ", idx.ToString(), "), got ", axis));
+  }
+  bool match = true;
   for (int i = 0; match && i < idx.rank(); ++i) match = upd[axis + i] == idx[i];
   if (!match) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -151,20 +151,22 @@ absl::Status AdamKernel(const KernelContext& ctx) {
     const double b1 = a.GetFloat("beta1"), b2 = a.GetFloat("beta2");
     const double wd = a.GetFloat("weight_decay");
     const bool decoupled = a.GetBool("decoupled");
-    // torch.optim.Adam: step_size = lr / bc1; denom = sqrt(v) / sqrt(bc2) + eps.
+    // torch.optim.Adam: step_size = lr / bc1; denom = sqrt(v) / sqrt(bc2) + eps;
+    // 1 - beta computed in double, as Python does, then rounded to T.
     const T step_size = static_cast<T>(lr / (1 - std::pow(b1, t)));
-    const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(1 - std::pow(b2, t)));
+    const T sqrt_bc2 = static_cast<T>(std::sqrt(1 - std::pow(b2, t)));
     const T eps = static_cast<T>(a.GetFloat("eps"));
     const T scale = static_cast<T>(ScalarIn(ctx, 6, 1));
     const T l2 = static_cast<T>(decoupled ? 0 : wd);
     const T shrink = static_cast<T>(decoupled ? 1 - lr * wd : 1);
     const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2);
+    const T rest1 = static_cast<T>(1 - b1), rest2 = static_cast<T>(1 - b2);
     ParallelFor(ctx.in(0).num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const T gi = scale * g[i] + l2 * p[i];
-        m[i] = tb1 * m[i] + (1 - tb1) * gi;
-        v[i] = tb2 * v[i] + (1 - tb2) * gi * gi;
-        p[i] = shrink * p[i] - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+        m[i] = tb1 * m[i] + rest1 * gi;
+        v[i] = tb2 * v[i] + rest2 * gi * gi;
+        p[i] = shrink * p[i] - step_size * m[i] / (std::sqrt(v[i]) / sqrt_bc2 + eps);
       }
     });
     return absl::OkStatus();

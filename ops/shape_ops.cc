@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_join.h"
+#include "engine/checked_math.h"
 #include "engine/status_macros.h"
 #include "ops/cpu/internal/broadcast.h"
 #include "ops/op_util.h"
@@ -33,7 +36,7 @@ absl::StatusOr<TensorType> InferReshape(const InferContext& ctx) {
   std::vector<int64_t> dims = ctx.attrs.GetInts("shape");
   const int64_t total = ctx.in(0).shape.num_elements();
   int infer_at = -1;
-  int64_t known = 1;
+  std::vector<int64_t> given;  // the dims but the -1
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
       if (infer_at >= 0) return absl::InvalidArgumentError("more than one -1 in shape");
@@ -41,11 +44,15 @@ absl::StatusOr<TensorType> InferReshape(const InferContext& ctx) {
     } else if (dims[i] < 0) {
       return absl::InvalidArgumentError(absl::StrCat("negative dimension ", dims[i]));
     } else {
-      auto n = ValidateDims({known, dims[i]});
-      if (!n.ok()) return n.status();
-      known = *n;
+      given.push_back(dims[i]);
     }
   }
+  std::optional<int64_t> product = CheckedProduct(given);
+  if (!product.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("target shape (", absl::StrJoin(dims, ", "),
+                                                   ") has more elements than int64 counts"));
+  }
+  int64_t known = *product;
   if (infer_at >= 0) {
     if (known == 0 || total % known != 0) {
       return absl::InvalidArgumentError(absl::StrCat(

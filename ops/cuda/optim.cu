@@ -70,7 +70,7 @@ struct AdamHyper {
 
 template <typename T>
 struct AdamCoefficients {
-  T step_size, inv_sqrt_bc2, eps, scale, l2, shrink, b1, b2;
+  T step_size, sqrt_bc2, eps, scale, l2, shrink, b1, b2, rest1, rest2;
 };
 
 // The CPU kernel's host computation, for step t.
@@ -79,13 +79,15 @@ __device__ AdamCoefficients<T> Coefficients(const AdamHyper& h, double lr, doubl
                                             double scale) {
   AdamCoefficients<T> c;
   c.step_size = static_cast<T>(lr / (1 - pow(h.b1, t)));
-  c.inv_sqrt_bc2 = static_cast<T>(1 / sqrt(1 - pow(h.b2, t)));
+  c.sqrt_bc2 = static_cast<T>(sqrt(1 - pow(h.b2, t)));
   c.eps = static_cast<T>(h.eps);
   c.scale = static_cast<T>(scale);
   c.l2 = static_cast<T>(h.decoupled ? 0 : h.wd);
   c.shrink = static_cast<T>(h.decoupled ? 1 - lr * h.wd : 1);
   c.b1 = static_cast<T>(h.b1);
   c.b2 = static_cast<T>(h.b2);
+  c.rest1 = static_cast<T>(1 - h.b1);  // in double, as Python computes 1 - beta
+  c.rest2 = static_cast<T>(1 - h.b2);
   return c;
 }
 
@@ -108,9 +110,9 @@ __global__ void AdamKernelImpl(T* p, const T* g, T* m, T* v, int64_t n, const do
   __syncthreads();
   DAGRAD_CUDA_LOOP(i, n) {
     const T gi = c.scale * g[i] + c.l2 * p[i];
-    m[i] = c.b1 * m[i] + (1 - c.b1) * gi;
-    v[i] = c.b2 * v[i] + (1 - c.b2) * gi * gi;
-    p[i] = c.shrink * p[i] - c.step_size * m[i] / (math::Sqrt(v[i]) * c.inv_sqrt_bc2 + c.eps);
+    m[i] = c.b1 * m[i] + c.rest1 * gi;
+    v[i] = c.b2 * v[i] + c.rest2 * gi * gi;
+    p[i] = c.shrink * p[i] - c.step_size * m[i] / (math::Sqrt(v[i]) / c.sqrt_bc2 + c.eps);
   }
 }
 

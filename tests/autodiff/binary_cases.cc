@@ -231,6 +231,7 @@ DAGRAD_GOLDENS("edges",
                {"minimum_infinities_grad", G(Minimum(in.at("a"), in.at("b")))},
                {"equal_specials", G(Equal(in.at("a"), in.at("b")))},
                {"less_specials", G(Less(in.at("a"), in.at("b")))},
-               {"greater_specials", G(Greater(in.at("a"), in.at("b")))});
+               {"greater_specials", G(Greater(in.at("a"), in.at("b")))},
+               {"pow_tensor_zeros", G(PowTensor(in.at("x"), in.at("p")))});
 
 }  // namespace dagrad::testing

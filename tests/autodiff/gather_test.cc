@@ -197,7 +197,10 @@ TEST(Gather, BuildErrors) {
   EXPECT_STATUS(ScatterAdd(idx, upd, 4, 1).status(), absl::StatusCode::kInvalidArgument,
                 "updates (2, 3) must have the indices' shape (2,) at axis 1");
   EXPECT_STATUS(ScatterAdd(idx, upd, 4, -1).status(), absl::StatusCode::kInvalidArgument,
-                "at axis -1");
+                "axis must be in [0, 1] (the rank of updates (2, 3) less that of indices (2,)), "
+                "got -1");
+  EXPECT_STATUS(ScatterAdd(idx, upd, 4, 2).status(), absl::StatusCode::kInvalidArgument,
+                "axis must be in [0, 1]");
 }
 
 }  // namespace

@@ -142,6 +142,14 @@ TEST(Shape, Errors) {
                 "more than one -1");
   EXPECT_STATUS(Reshape(x, {7}).status(), absl::StatusCode::kInvalidArgument,
                 "holds 7 elements, input holds 6");
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_STATUS(Reshape(x, {big, big, big}).status(), absl::StatusCode::kInvalidArgument,
+                "target shape (2147483648, 2147483648, 2147483648) has more elements than int64 "
+                "counts");
+  Value empty = g.Input("empty", DType::kFloat32, {0});
+  Value none = Reshape(empty, {int64_t{1} << 62, int64_t{1} << 62, 0});
+  ASSERT_OK(none.status());
+  EXPECT_EQ(none.shape().num_elements(), 0);
   EXPECT_STATUS(Permute(x, {0, 0}).status(), absl::StatusCode::kInvalidArgument,
                 "not a permutation");
   EXPECT_STATUS(Transpose(x, 0, 2).status(), absl::StatusCode::kInvalidArgument,

@@ -169,6 +169,11 @@ def added(c):
     file's one random stream, so a case put earlier would change the inputs
     of every case after it."""
     c.case("abs_specials", torch.abs, {"x": specials()}, grads=("x",))
+    # x^p at x = 0 and p = 0, where pow's gradient formulas are 0 * inf:
+    # torch's are 0 there (pow_backward_self, pow_backward_exponent).
+    zeros = torch.tensor([0.0, 0.0, 0.0, -0.0, 0.0, 2.0, float("inf"), 0.0])
+    powers = torch.tensor([2.0, 0.5, 0.0, 0.0, -1.0, 0.0, 0.0, float("nan")])
+    c.case("pow_tensor_zeros", torch.pow, {"x": zeros, "p": powers}, grads=("x", "p"))
 
 
 def main():

@@ -13,12 +13,12 @@ from golden_io import GoldenFile
 LRS = [0.1, 0.05, 0.02]
 
 
-def run(name, make_opt, clip, out):
+def run(name, make_opt, clip, out, dtype=torch.float64):
     torch.manual_seed(1)
-    w1 = torch.randn(3, 4, dtype=torch.float64)
-    w2 = torch.randn(5, dtype=torch.float64)
-    a = torch.randn(3, 4, dtype=torch.float64)
-    b = torch.rand(5, dtype=torch.float64) + 0.5
+    w1 = torch.randn(3, 4, dtype=dtype)
+    w2 = torch.randn(5, dtype=dtype)
+    a = torch.randn(3, 4, dtype=dtype)
+    b = torch.rand(5, dtype=dtype) + 0.5
     inputs = {"w1": w1.clone(), "w2": w2.clone(), "a": a, "b": b}
     p1, p2 = w1.clone().requires_grad_(), w2.clone().requires_grad_()
     opt = make_opt([p1, p2])
@@ -60,6 +60,11 @@ def main():
         lambda p: torch.optim.SGD([{"params": [p[0]], "lr_scale": 2.0},
                                    {"params": [p[1]], "weight_decay": 0.3}],
                                   lr=0.1, momentum=0.9), 0.0, out)
+    # float32: 1 - beta is taken in double and then rounded, as Python does.
+    run("adam_l2_f32", lambda p: torch.optim.Adam(p, lr=0.1, weight_decay=0.01), 0.0, out,
+        torch.float32)
+    run("adamw_f32", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.1), 0.0, out,
+        torch.float32)
     clip_grad_norm(out)
     out.write()
 
