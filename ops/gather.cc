@@ -15,8 +15,11 @@
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace dagrad {
 namespace {
@@ -27,17 +30,17 @@ int64_t DimsProduct(const Shape& s, int begin, int end) {
   return n;
 }
 
-// CheckIndices returns InvalidArgument for the first index outside [0, n),
-// naming its value and position; `range_of` says what n is.
+// CheckIndices returns InvalidArgument for the first index outside
+// [lowest, n), naming its value and position; `range_of` says what n is.
 template <typename I>
-absl::Status CheckIndices(const I* idx, const Shape& shape, int64_t n,
+absl::Status CheckIndices(const I* idx, const Shape& shape, int64_t lowest, int64_t n,
                           const std::string& range_of) {
   const int64_t k = shape.num_elements();
   for (int64_t i = 0; i < k; ++i) {
-    if (idx[i] < 0 || idx[i] >= n) {
+    if (idx[i] < lowest || idx[i] >= n) {
       return absl::InvalidArgumentError(
-          absl::StrCat("indices[", FormatIndex(i, shape), "] = ", idx[i], " is out of range [0, ", n,
-                       ") for ", range_of, " (indices ", shape.ToString(), ")"));
+          absl::StrCat("indices[", FormatIndex(i, shape), "] = ", idx[i], " is out of range [",
+                       lowest, ", ", n, ") for ", range_of, " (indices ", shape.ToString(), ")"));
     }
   }
   return absl::OkStatus();
@@ -68,10 +71,11 @@ absl::Status GatherKernel(const KernelContext& ctx) {
   const int64_t outer = DimsProduct(p, 0, axis), n = p[axis];
   const int64_t inner = DimsProduct(p, axis + 1, p.rank());
   const int64_t k = idx_shape.num_elements();
+  const int64_t lowest = ctx.attrs().GetBool("from_end") ? -n : 0;
   return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {
     using I = decltype(index_tag);
     const I* idx = ctx.in(1).as<I>();
-    if (absl::Status st = CheckIndices(idx, idx_shape, n,
+    if (absl::Status st = CheckIndices(idx, idx_shape, lowest, n,
                                        absl::StrCat("axis ", axis, " of params ", p.ToString()));
         !st.ok()) {
       return st;
@@ -85,7 +89,8 @@ absl::Status GatherKernel(const KernelContext& ctx) {
       ParallelFor(outer * k, RowGrain(inner),
                   [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
-          const T* row = src + (r / k * n + idx[r % k]) * inner;
+          const int64_t ix = idx[r % k] < 0 ? idx[r % k] + n : idx[r % k];
+          const T* row = src + (r / k * n + ix) * inner;
           std::copy(row, row + inner, y + r * inner);
         }
       });
@@ -95,12 +100,19 @@ absl::Status GatherKernel(const KernelContext& ctx) {
 }
 
 // y = gather(p, idx, axis): dp = scatter_add(idx, g) into p's length along
-// axis; idx takes none.
+// axis (with from_end, the indices counted from the start); idx takes none.
 std::vector<Value> GatherBackward(const GradContext& c) {
   const Value p = c.inputs[0];
   const absl::StatusOr<int> axis = NormalizeAxis(c.attrs().GetInt("axis"), p.rank());
   if (!axis.ok()) return {p.graph()->Error(axis.status()), Value()};
-  return {ScatterAdd(c.inputs[1], c.grad, p.dim(*axis), *axis), Value()};
+  Value idx = c.inputs[1];
+  if (c.attrs().GetBool("from_end")) {
+    Graph& g = *idx.graph();
+    const Value zero = Fill(g, Shape(), int64_t{0}, idx.dtype());
+    const Value n = Fill(g, Shape(), p.dim(*axis), idx.dtype());
+    idx = Where(Less(idx, zero), Add(idx, n), idx);
+  }
+  return {ScatterAdd(idx, c.grad, p.dim(*axis), *axis), Value()};
 }
 
 const OpDef kGather = {.name = "gather",
@@ -118,6 +130,10 @@ DAGRAD_REGISTER_OP(kGather, gather);
 
 Value Gather(Value params, Value indices, int64_t axis) {
   return BuildOp(kGather, {params, indices}, Attrs().Int("axis", axis));
+}
+
+Value GatherFromEnd(Value params, Value indices, int64_t axis) {
+  return BuildOp(kGather, {params, indices}, Attrs().Int("axis", axis).Bool("from_end", true));
 }
 
 Value Embedding(Value table, Value ids) { return Gather(table, ids, 0); }
@@ -216,7 +232,7 @@ absl::Status ScatterAddKernel(const KernelContext& ctx) {
   return DispatchIndex(ctx.in(0).dtype, [&](auto index_tag) {
     using I = decltype(index_tag);
     const I* idx = ctx.in(0).as<I>();
-    if (absl::Status st = CheckIndices(idx, idx_shape, n,
+    if (absl::Status st = CheckIndices(idx, idx_shape, 0, n,
                                        absl::StrCat("axis ", axis, " of the output ",
                                                     out.ToString()));
         !st.ok()) {

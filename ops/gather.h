@@ -36,6 +36,13 @@ namespace dagrad {
 //   Value y = Gather(x, idx, 1);                   // (4, 2, 3, 6)
 Value Gather(Value params, Value indices, int64_t axis = 0);
 
+// GatherFromEnd is Gather that also takes an index in [-N, 0), counted from
+// the end (numpy.take's, ONNX Gather's): -1 picks the last slice. An index
+// outside [-N, N) fails the run, naming the index as given.
+//
+//   Value last = GatherFromEnd(x, idx, 1);         // idx may hold -5 .. 4
+Value GatherFromEnd(Value params, Value indices, int64_t axis = 0);
+
 // Embedding returns table's rows picked by ids: Gather(table, ids, 0), as
 // torch.nn.functional.embedding.
 //   table: (V, E...); ids: (I...) int32/int64  ->  (I..., E...)

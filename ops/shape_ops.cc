@@ -50,7 +50,7 @@ absl::StatusOr<TensorType> InferReshape(const InferContext& ctx) {
   std::optional<int64_t> product = CheckedProduct(given);
   if (!product.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat("target shape (", absl::StrJoin(dims, ", "),
-                                                   ") has more elements than int64 counts"));
+                                                   ") has an element count that overflows int64"));
   }
   int64_t known = *product;
   if (infer_at >= 0) {

@@ -39,21 +39,23 @@ int64_t Product(const Shape& s, int begin, int end) {
 
 template <typename I>
 struct OutOfRange {
-  __device__ bool operator()(I v) const { return v < 0 || static_cast<int64_t>(v) >= n; }
-  int64_t n;
+  __device__ bool operator()(I v) const {
+    return static_cast<int64_t>(v) < lowest || static_cast<int64_t>(v) >= n;
+  }
+  int64_t lowest, n;
 };
 
-// CheckIndices queues the check of every index against [0, n), reporting
-// as the CPU's CheckIndices; `range_of` says what n is.
+// CheckIndices queues the check of every index against [lowest, n),
+// reporting as the CPU's CheckIndices; `range_of` says what n is.
 template <typename I>
-absl::Status CheckIndices(const KernelContext& ctx, const I* idx, const Shape& shape, int64_t n,
-                          std::string range_of) {
+absl::Status CheckIndices(const KernelContext& ctx, const I* idx, const Shape& shape,
+                          int64_t lowest, int64_t n, std::string range_of) {
   return cuda::CheckElements(
-      ctx, idx, shape.num_elements(), OutOfRange<I>{n},
-      [shape, n, range_of = std::move(range_of)](const DeviceErrorDetail& d) {
+      ctx, idx, shape.num_elements(), OutOfRange<I>{lowest, n},
+      [shape, lowest, n, range_of = std::move(range_of)](const DeviceErrorDetail& d) {
         return absl::StrCat("indices[", FormatIndex(d.position, shape), "] = ", d.int_value,
-                            " is out of range [0, ", n, ") for ", range_of, " (indices ",
-                            shape.ToString(), ")");
+                            " is out of range [", lowest, ", ", n, ") for ", range_of,
+                            " (indices ", shape.ToString(), ")");
       });
 }
 
@@ -64,7 +66,8 @@ __global__ void GatherKernelImpl(const U* src, const I* idx, U* y, int64_t total
                                  int64_t n, int64_t inner) {
   DAGRAD_CUDA_LOOP(e, total) {
     const int64_t r = e / inner, j = e % inner;
-    const int64_t ix = static_cast<int64_t>(idx[r % k]);
+    int64_t ix = static_cast<int64_t>(idx[r % k]);
+    if (ix < 0) ix += n;  // in range only for from_end (else checked, and 0 written)
     y[e] = ix >= 0 && ix < n ? src[(r / k * n + ix) * inner + j] : U(0);
   }
 }
@@ -78,7 +81,8 @@ absl::Status GatherKernel(const KernelContext& ctx) {
   return DispatchIndex(ctx.in(1).dtype, [&](auto index_tag) {
     using I = decltype(index_tag);
     const I* idx = ctx.in(1).as<I>();
-    DAGRAD_RETURN_IF_ERROR(CheckIndices(ctx, idx, idx_shape, n,
+    const int64_t lowest = ctx.attrs().GetBool("from_end") ? -n : 0;
+    DAGRAD_RETURN_IF_ERROR(CheckIndices(ctx, idx, idx_shape, lowest, n,
                                         absl::StrCat("axis ", axis, " of params ", p.ToString())));
     const int64_t total = ctx.output.num_elements();
     if (total == 0) return absl::OkStatus();
@@ -199,7 +203,7 @@ absl::Status ScatterAddKernel(const KernelContext& ctx) {
     using I = decltype(index_tag);
     const I* idx = ctx.in(0).as<I>();
     DAGRAD_RETURN_IF_ERROR(CheckIndices(
-        ctx, idx, idx_shape, n, absl::StrCat("axis ", axis, " of the output ", out.ToString())));
+        ctx, idx, idx_shape, 0, n, absl::StrCat("axis ", axis, " of the output ", out.ToString())));
     return DispatchFloat(ctx.output.dtype, [&](auto tag) {
       return ScatterAddTyped<decltype(tag), I>(ctx, idx, k, n, inner);
     });

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "engine/io/file_io.h"
@@ -30,6 +31,8 @@ struct Importer {
   std::string model_dir;
   OnnxModel model;
   OnnxValues values;
+  // file_index[i]: the index in the file of proto's node i (FuseGelu).
+  std::vector<int> file_index;
   Graph& g() { return *model.graph; }
 };
 
@@ -78,7 +81,12 @@ absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
                        const OnnxInputValues& fixed) {
   for (const auto& [name, value] : fixed) shapes[name] = value.shape();
   DAGRAD_RETURN_IF_ERROR(CheckShapesNameInputs(im.proto, shapes));
+  absl::flat_hash_set<std::string> declared;
   for (const onnx::ValueInfoProto& info : im.proto.input()) {
+    if (!declared.insert(info.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the graph declares the input '", info.name(), "' twice"));
+    }
     if (im.values.contains(info.name())) continue;  // an initializer's default
     DAGRAD_ASSIGN_OR_RETURN(InputSpec spec, InputSpecOf(info, shapes));
     if (auto it = fixed.find(info.name()); it != fixed.end()) {
@@ -128,15 +136,19 @@ absl::Status ImportNode(Importer& im, const onnx::NodeProto& node) {
     return absl::OkStatus();
   }
   OnnxNodeContext context(im.g(), node, im.model.opset, std::move(inputs));
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> outputs, entry->import(context));
-  return RecordOutputs(im, node, outputs);
+  // Under the node's name, so that an error when running names it.
+  Graph::Scope scope(im.g(), node.name());
+  absl::StatusOr<std::vector<Value>> outputs = entry->import(context);
+  DAGRAD_RETURN_IF_ERROR(context.attr_error());  // what the import's own error follows from
+  DAGRAD_RETURN_IF_ERROR(outputs.status());
+  return RecordOutputs(im, node, *outputs);
 }
 
 absl::Status ImportNodes(Importer& im) {
   DAGRAD_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(im.proto, im.values));
   for (int i : order) {
     const onnx::NodeProto& node = im.proto.node(i);
-    DAGRAD_RETURN_IF_ERROR(WithContext(ImportNode(im, node), NodeLabel(node, i)));
+    DAGRAD_RETURN_IF_ERROR(WithContext(ImportNode(im, node), NodeLabel(node, im.file_index[i])));
   }
   return absl::OkStatus();
 }
@@ -184,10 +196,12 @@ absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
                                               const OnnxInputShapes& input_shapes,
                                               const OnnxInputValues& input_values) {
   DAGRAD_ASSIGN_OR_RETURN(onnx::ModelProto proto, ParseOnnxModel(bytes));
-  FuseGelu(*proto.mutable_graph());
+  std::vector<int> file_index;
+  FuseGelu(*proto.mutable_graph(), &file_index);
   DAGRAD_RETURN_IF_ERROR(CheckOpsSupported(proto.graph()));
   DAGRAD_ASSIGN_OR_RETURN(int64_t opset, DefaultOpset(proto));
-  Importer im{proto.graph(), model_dir, OnnxModel{std::make_unique<Graph>()}, {}};
+  Importer im{proto.graph(), model_dir, OnnxModel{std::make_unique<Graph>()}, {},
+              std::move(file_index)};
   im.model.opset = opset;
   DAGRAD_RETURN_IF_ERROR(AddInitializers(im));
   DAGRAD_RETURN_IF_ERROR(AddInputs(im, input_shapes, input_values));

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "engine/bfloat16.h"
 #include "engine/status_macros.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
@@ -70,18 +71,30 @@ const onnx::AttributeProto* OnnxNodeContext::attr(absl::string_view name) const 
   return nullptr;
 }
 
-int64_t OnnxNodeContext::Int(absl::string_view name, int64_t fallback) const {
+const onnx::AttributeProto* OnnxNodeContext::Typed(
+    absl::string_view name, onnx::AttributeProto::AttributeType type) const {
   const onnx::AttributeProto* a = attr(name);
+  if (a == nullptr || a->type() == type) return a;
+  if (attr_error_.ok()) {
+    attr_error_ = absl::InvalidArgumentError(absl::StrCat(
+        "attribute '", name, "' is ", onnx::AttributeProto::AttributeType_Name(a->type()),
+        ", not ", onnx::AttributeProto::AttributeType_Name(type)));
+  }
+  return nullptr;
+}
+
+int64_t OnnxNodeContext::Int(absl::string_view name, int64_t fallback) const {
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::INT);
   return a ? a->i() : fallback;
 }
 
 float OnnxNodeContext::Float(absl::string_view name, float fallback) const {
-  const onnx::AttributeProto* a = attr(name);
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::FLOAT);
   return a ? a->f() : fallback;
 }
 
 std::vector<int64_t> OnnxNodeContext::Ints(absl::string_view name) const {
-  const onnx::AttributeProto* a = attr(name);
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::INTS);
   if (a == nullptr) return {};
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
@@ -197,9 +210,17 @@ absl::StatusOr<std::vector<double>> TensorAsDoubles(const Tensor& t) {
     case DType::kFloat64: return t.ToVector<double>();
     case DType::kInt32: { auto v = t.ToVector<int32_t>(); return std::vector<double>(v.begin(), v.end()); }
     case DType::kInt64: { auto v = t.ToVector<int64_t>(); return std::vector<double>(v.begin(), v.end()); }
+    case DType::kBFloat16: {
+      std::vector<double> out;
+      for (BFloat16 x : t.ToVector<BFloat16>()) out.push_back(BFloat16ToFloat(x));
+      return out;
+    }
+    case DType::kFloat16: {
+      std::vector<double> out;
+      for (Float16 x : t.ToVector<Float16>()) out.push_back(Float16ToFloat(x));
+      return out;
+    }
     case DType::kBool:
-    case DType::kBFloat16:
-    case DType::kFloat16:
       break;
   }
   return absl::InvalidArgumentError(absl::StrCat("expected a number, got ", t.TypeString()));

@@ -86,11 +86,14 @@ class OnnxNodeContext {
   // KnownInts returns a known integer input as int64 values.
   absl::StatusOr<std::vector<int64_t>> KnownInts(int i, absl::string_view what) const;
 
-  // Attributes, with defaults when absent.
+  // Attributes, with defaults when absent. Int, Float and Ints given an
+  // attribute of another type return the default and record the error,
+  // which attr_error returns (the import returns it before its own).
   const onnx::AttributeProto* attr(absl::string_view name) const;
   int64_t Int(absl::string_view name, int64_t fallback) const;
   float Float(absl::string_view name, float fallback) const;
   std::vector<int64_t> Ints(absl::string_view name) const;
+  const absl::Status& attr_error() const { return attr_error_; }
 
   // Error returns InvalidArgument; Unsupported returns Unimplemented: a
   // valid node that uses a feature dagrad lacks.
@@ -106,8 +109,14 @@ class OnnxNodeContext {
   absl::StatusOr<std::vector<Value>> Outputs(std::vector<Value> values) const;
 
  private:
+  // Typed returns the attribute `name` if it has type `type`; null when it
+  // is absent, or of another type (recorded in attr_error_).
+  const onnx::AttributeProto* Typed(absl::string_view name,
+                                    onnx::AttributeProto::AttributeType type) const;
+
   Graph& g_;
   const onnx::NodeProto& node_;
+  mutable absl::Status attr_error_;
   int64_t opset_;
   std::vector<OnnxOperand*> inputs_;
 };

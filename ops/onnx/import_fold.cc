@@ -48,7 +48,9 @@ absl::StatusOr<std::optional<std::vector<Tensor>>> FoldNode(
     pointers.push_back(&copies.back());
   }
   OnnxNodeContext context(scratch, node, opset, std::move(pointers));
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> outputs, entry.import(context));
+  absl::StatusOr<std::vector<Value>> imported = entry.import(context);
+  DAGRAD_RETURN_IF_ERROR(context.attr_error());
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> outputs, std::move(imported));
   // An initializer the op read as data (input() made its Parameter in the
   // scratch graph) is a parameter: what the op computes changes as it
   // trains, so the node is built into the graph, not folded.

@@ -209,7 +209,7 @@ void MakeGelu(onnx::NodeProto& gelu, const GeluChain& chain,
 
 }  // namespace
 
-int FuseGelu(onnx::GraphProto& graph) {
+int FuseGelu(onnx::GraphProto& graph, std::vector<int>* file_index) {
   std::vector<GeluChain> chains;
   absl::flat_hash_set<std::string> names;
   {
@@ -222,16 +222,23 @@ int FuseGelu(onnx::GraphProto& graph) {
   }
   std::vector<bool> removed(graph.node_size(), false);
   std::vector<onnx::NodeProto> extra;
+  std::vector<int> extra_from;  // the chain's last node, for each extra node
   for (const GeluChain& chain : chains) {
     for (int i : chain.removed) removed[i] = true;
     MakeGelu(*graph.mutable_node(chain.last), chain, names, extra);
+    extra_from.resize(extra.size(), chain.last);
   }
   google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  std::vector<int> from;
   for (int i = 0; i < graph.node_size(); ++i) {
-    if (!removed[i]) kept.Add()->Swap(graph.mutable_node(i));
+    if (removed[i]) continue;
+    kept.Add()->Swap(graph.mutable_node(i));
+    from.push_back(i);
   }
   for (onnx::NodeProto& node : extra) kept.Add()->Swap(&node);
+  from.insert(from.end(), extra_from.begin(), extra_from.end());
   graph.mutable_node()->Swap(&kept);
+  if (file_index != nullptr) *file_index = std::move(from);
   return static_cast<int>(chains.size());
 }
 

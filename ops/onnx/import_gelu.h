@@ -21,11 +21,16 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <vector>
+
 namespace dagrad {
 
 // FuseGelu rewrites every fusable GELU chain of `graph` in place and
-// returns how many it fused.
-int FuseGelu(onnx::GraphProto& graph);
+// returns how many it fused. `file_index`, when given, receives for each
+// node of the rewritten graph its index in `graph` before (the chain's last
+// node's for the Gelu and the nodes added with it), for messages that name
+// nodes as the file numbers them.
+int FuseGelu(onnx::GraphProto& graph, std::vector<int>* file_index = nullptr);
 
 }  // namespace dagrad
 

@@ -75,7 +75,12 @@ Outputs ImportLayerNorm(OnnxNodeContext& c) {
   int64_t d = 1;
   for (int i = axis; i < x.rank(); ++i) d *= x.dim(i), axes.push_back(i);
   rows.push_back(d);
-  auto flat = [&](Value p) { return p.is_null() ? p : Reshape(p, {d}); };
+  // Scale and B broadcast to the normalised shape, as ONNX Runtime takes them.
+  const Shape normalized(std::vector<int64_t>(dims.begin() + axis, dims.end()));
+  auto flat = [&](Value p) {
+    if (!p.ok()) return p.is_null() ? p : Reshape(p, {d});  // null, or an error to pass on
+    return Reshape(p.shape() == normalized ? p : BroadcastTo(p, normalized), {d});
+  };
   Value scale = flat(c.input(1)), bias = c.has_input(2) ? flat(c.input(2)) : Value();
   Value y = Reshape(LayerNorm(Reshape(x, rows), scale, bias, eps), dims);
   std::vector<Value> out = {y};

@@ -16,7 +16,6 @@
 #include "ops/onnx/import_context.h"
 #include "ops/onnx/onnx_tensor.h"
 #include "ops/sampling.h"
-#include "ops/select.h"
 #include "ops/shape_ops.h"
 
 namespace dagrad {
@@ -201,16 +200,12 @@ Outputs ImportSlice(OnnxNodeContext& c) {
 }
 
 // Gather counts negative indices from the end, as ONNX does: known ones
-// when importing, computed ones with a Where.
+// when importing, computed ones when running (GatherFromEnd).
 Outputs ImportGather(OnnxNodeContext& c) {
   Value x = c.input(0);
   DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", 0), x.rank()));
   const Tensor* known = c.known(1);
-  if (known == nullptr) {
-    Value i = c.input(1), n = ScalarConstant(c.graph(), i.dtype(), int64_t{x.dim(axis)});
-    Value zero = ScalarConstant(c.graph(), i.dtype(), int64_t{0});
-    return c.Outputs({Gather(x, Where(Less(i, zero), Add(i, n), i), axis)});
-  }
+  if (known == nullptr) return c.Outputs({GatherFromEnd(x, c.input(1), axis)});
   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> indices, c.KnownInts(1, "indices"));
   for (int64_t& i : indices) {
     if (i < -x.dim(axis) || i >= x.dim(axis)) {
@@ -266,7 +261,9 @@ absl::StatusOr<Value> ElementOffsets(Graph& g, Value index, const std::vector<in
 // index of data's rank and no larger on any other axis; a negative index
 // counts from the end. Composed: a Gather from data flattened, at the
 // offsets ElementOffsets computes, so its gradient is Gather's (a
-// ScatterAdd), and an index out of range fails the run as Gather's does.
+// ScatterAdd). The index is first checked against [-n, n) and counted from
+// the start by a GatherFromEnd from 0..n-1, so an index out of range fails
+// the run, named as the file holds it.
 Outputs ImportGatherElements(OnnxNodeContext& c) {
   Value data = c.input(0), index = c.input(1);
   DAGRAD_RETURN_IF_ERROR(data.status());
@@ -283,9 +280,8 @@ Outputs ImportGatherElements(OnnxNodeContext& c) {
   }
   Graph& g = c.graph();
   if (index.dtype() != DType::kInt64) index = Cast(index, DType::kInt64);
-  Value zero = ScalarConstant(g, DType::kInt64, int64_t{0});
-  index = Where(Less(index, zero), Add(index, ScalarConstant(g, DType::kInt64, dims[axis])),
-                index);
+  DAGRAD_ASSIGN_OR_RETURN(Value positions, IndexRange(g, 0, dims[axis], 1));
+  index = GatherFromEnd(positions, index);
   DAGRAD_ASSIGN_OR_RETURN(Value offsets, ElementOffsets(g, index, dims, axis));
   return c.Outputs({Gather(Reshape(data, {data.shape().num_elements()}), offsets, 0)});
 }

@@ -1,10 +1,13 @@
 #include "ops/onnx/run.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 
@@ -77,12 +80,13 @@ absl::StatusOr<OnnxInputValues> ReadOnnxInputs(const std::string& model,
           absl::StrCat(input, ": no tensor '", in.name, "', an input of ", model));
     }
   }
+  std::vector<std::string> names;
+  for (const OnnxInputInfo& in : wanted) names.push_back(in.name);
   for (const auto& [name, t] : values) {
-    bool known = false;
-    for (const OnnxInputInfo& in : wanted) known = known || in.name == name;
-    if (!known) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(input, ": tensor '", name, "' is not an input of ", model));
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          input, ": tensor '", name, "' is not an input of ", model, " (its inputs: ",
+          absl::StrJoin(names, ", "), "; a graph input with an initializer is not fed)"));
     }
   }
   return values;

@@ -36,6 +36,9 @@ DAGRAD_OP_CASE(
                 {.name = "last_axis_negative",
                  .build = Over({{"params", {3, 4}}, {"idx", {3}, Int64s({3}, {3, 3, 0})}},
                                [](Graph&, const In& in) { return Gather(in[0], in[1], -1); })},
+                {.name = "from_end",
+                 .build = Over({{"params", {4, 3}}, {"idx", {5}, Int64s({5}, {-1, 0, -4, 3, -1})}},
+                               [](Graph&, const In& in) { return GatherFromEnd(in[0], in[1]); })},
                 {.name = "embedding_repeats",
                  .build = Over({{"table", {6, 4}},
                                 {"ids", {2, 3}, Int64s({2, 3}, {1, 5, 1, 0, 1, 2})}},
@@ -67,6 +70,15 @@ DAGRAD_OP_CASE(
                      [](CaseBuilder& b, DType d) {
                        b.Out(Gather(b.Input("p", d, {4, 3}),
                                     b.Fixed("i", T<int32_t>({2, 3}, {0, 1, 7, 2, -1, 4}))));
+                     },
+                 .dtypes = {DType::kFloat32},
+                 .modes = kBackendModes,
+                 .expect_error = true},
+                {.name = "from_end_index_error",
+                 .build =
+                     [](CaseBuilder& b, DType d) {
+                       b.Out(GatherFromEnd(b.Input("p", d, {4, 3}),
+                                           b.Fixed("i", T<int64_t>({3}, {-4, 3, -5}))));
                      },
                  .dtypes = {DType::kFloat32},
                  .modes = kBackendModes,

@@ -144,8 +144,8 @@ TEST(Shape, Errors) {
                 "holds 7 elements, input holds 6");
   const int64_t big = int64_t{1} << 31;
   EXPECT_STATUS(Reshape(x, {big, big, big}).status(), absl::StatusCode::kInvalidArgument,
-                "target shape (2147483648, 2147483648, 2147483648) has more elements than int64 "
-                "counts");
+                "target shape (2147483648, 2147483648, 2147483648) has an element count that "
+                "overflows int64");
   Value empty = g.Input("empty", DType::kFloat32, {0});
   Value none = Reshape(empty, {int64_t{1} << 62, int64_t{1} << 62, 0});
   ASSERT_OK(none.status());
