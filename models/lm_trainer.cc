@@ -68,7 +68,7 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
   tokens_ = g.Input("tokens", DType::kInt64, shape);
   targets_ = g.Input("targets", DType::kInt64, shape);
   logits_ = model_->Logits(tokens_);
-  loss_ = share_.MeanLoss(g, logits_, targets_);
+  loss_ = share_.MeanLoss(g, logits_, targets_, config_.run.label_smoothing);
   DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(run.optimizer.precision, {&loss_, &logits_}));
   OptimizerOptions optimizer = run.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter

@@ -40,6 +40,9 @@ absl::Status RunConfig::Validate() const {
   if (!(final_lr_fraction >= 0 && final_lr_fraction <= 1)) {
     return Bad(absl::StrCat("final_lr_fraction must be in [0, 1], got ", final_lr_fraction));
   }
+  if (!(label_smoothing >= 0 && label_smoothing <= 1)) {
+    return Bad(absl::StrCat("label_smoothing must be in [0, 1], got ", label_smoothing));
+  }
   if (memory_limit_bytes < 0) {
     return Bad(absl::StrCat("memory limit must be >= 0, got ", memory_limit_bytes));
   }
@@ -62,6 +65,7 @@ std::map<std::string, std::string> RunConfig::ToMetadata() const {
           {"lr", MetadataNumber(lr)},
           {"warmup", absl::StrCat(warmup)},
           {"final_lr_fraction", MetadataNumber(final_lr_fraction)},
+          {"label_smoothing", MetadataNumber(label_smoothing)},
           {"seed", absl::StrCat(seed)}};
 }
 

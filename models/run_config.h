@@ -50,6 +50,9 @@ struct RunConfig {
   // of lr, warmup, lr_decay and final_lr_fraction (Schedule); a value that
   // is not finite and >= 0 stops the step with InvalidArgument.
   LrFunction lr_schedule;
+  // The training loss's label smoothing, in [0, 1] (CrossEntropyOptions,
+  // torch's): the validation loss stays the plain cross entropy.
+  double label_smoothing = 0.0;
   uint64_t seed = 0;     // initialisation, data order and dropout
   // A step with a non-finite loss or gradient norm: stop, or skip its update
   // and stop after max_consecutive_skips (>= 1) skipped in a row.

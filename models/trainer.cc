@@ -34,7 +34,7 @@ constexpr char kConsecutiveKey[] = "dagrad.consecutive_skips";
 // and GPT-2's dropouts before they were applied.
 constexpr std::pair<const char*, const char*> kValueBeforeRecorded[] = {
     {"beta1", "0.9"},      {"beta2", "0.999"},    {"eps", "1e-08"},     {"lr_decay", "cosine"},
-    {"attn_pdrop", "0"}, {"embd_pdrop", "0"}, {"resid_pdrop", "0"}};
+    {"attn_pdrop", "0"}, {"embd_pdrop", "0"}, {"resid_pdrop", "0"}, {"label_smoothing", "0"}};
 
 const char* ValueBeforeRecorded(const std::string& key) {
   for (const auto& [field, value] : kValueBeforeRecorded) {
@@ -219,11 +219,13 @@ absl::StatusOr<BatchShare> BatchShare::Create(int64_t batch,
   return share;
 }
 
-Value BatchShare::MeanLoss(Graph& g, Value logits, Value targets) {
+Value BatchShare::MeanLoss(Graph& g, Value logits, Value targets, double label_smoothing) {
   Graph::Scope scope(g, "loss");
-  if (comm_ == nullptr) return CrossEntropy(logits, targets);
+  if (comm_ == nullptr) return CrossEntropy(logits, targets, {.label_smoothing = label_smoothing});
   weight_ = g.Input("token_weight", DType::kFloat32, {});
-  return CrossEntropy(logits, targets, {.reduction = CrossEntropyOptions::kSum}) * weight_;
+  return CrossEntropy(logits, targets, {.reduction = CrossEntropyOptions::kSum,
+                                        .label_smoothing = label_smoothing}) *
+         weight_;
 }
 
 Value BatchShare::JobLoss(const TrainingStep& ts) const {

@@ -208,9 +208,9 @@ class BatchShare {
 
   // MeanLoss builds in `g`, under the scope "loss", the training loss of
   // logits (rows, ..., V) for targets (rows, ...): their CrossEntropy mean
-  // in one process, this rank's share of the global batch's mean data
-  // parallel (FeedWeight feeds its weight).
-  Value MeanLoss(Graph& g, Value logits, Value targets);
+  // (with `label_smoothing`) in one process, this rank's share of the
+  // global batch's mean data parallel (FeedWeight feeds its weight).
+  Value MeanLoss(Graph& g, Value logits, Value targets, double label_smoothing = 0);
   // JobLoss is what a step fetches for the loss of the whole batch: the
   // loss, or data parallel the training step's sum of it over the ranks.
   Value JobLoss(const TrainingStep& ts) const;

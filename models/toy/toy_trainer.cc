@@ -90,7 +90,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
   lengths_ = g.Input("lengths", DType::kInt64, {B});
   targets_ = g.Input("targets", DType::kInt64, {B, T});
   logits_ = (*model_)(tokens_, lengths_).logits;
-  loss_ = share_.MeanLoss(g, logits_, targets_);
+  loss_ = share_.MeanLoss(g, logits_, targets_, config_.run.label_smoothing);
   DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.run.optimizer.precision, {&loss_, &logits_}));
   OptimizerOptions optimizer = c.run.optimizer;
   optimizer.skip_nonfinite = true;  // a non-finite step never changes a parameter

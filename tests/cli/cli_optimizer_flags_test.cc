@@ -58,6 +58,7 @@ TEST(CliOptimizerFlags, BadValuesNameTheFlag) {
       {"--beta2=-0.5", "beta2 must be in [0, 1), got -0.5"},
       {"--optimizer=adamw --beta2=nan", "beta2 must be in [0, 1), got nan"},
       {"--eps=0", "eps must be finite and > 0, got 0"},
+      {"--label_smoothing=1.5", "label_smoothing must be in [0, 1], got 1.5"},
       {"--eps=inf", "eps must be finite and > 0, got inf"},
       {"--optimizer=sgd --beta2=0.99",
        "--beta2 applies to --optimizer=adam and adamw only; sgd keeps no moments"},

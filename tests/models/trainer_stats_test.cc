@@ -5,6 +5,7 @@
 // maximum; the first NaN of a row that holds one), ignored targets (-100)
 // not counted.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -38,6 +39,28 @@ std::pair<int64_t, int64_t> HostCounts(const Tensor& logits, const Tensor& targe
     ++total;
   }
   return {correct, total};
+}
+
+// HostLoss is the host computation of the mean cross entropy of the
+// targets that count, with torch's label smoothing e: each row's loss is
+// -(1 - e) log p[target] - e/V sum_c log p[c].
+double HostLoss(const Tensor& logits, const Tensor& targets, double e) {
+  const int64_t V = logits.shape()[logits.shape().rank() - 1];
+  const float* l = logits.data<float>();
+  const int64_t* t = targets.data<int64_t>();
+  double sum = 0;
+  int64_t counted = 0;
+  for (int64_t i = 0, count = targets.num_elements(); i < count; ++i) {
+    if (t[i] == models::kIgnoreIndex) continue;
+    const float* row = l + i * V;
+    const double top = *std::max_element(row, row + V);
+    double z = 0, sum_logits = 0;
+    for (int64_t v = 0; v < V; ++v) z += std::exp(row[v] - top), sum_logits += row[v] - top;
+    const double log_z = std::log(z);
+    sum += -(1 - e) * (row[t[i]] - top - log_z) - e / V * (sum_logits - V * log_z);
+    ++counted;
+  }
+  return sum / counted;
 }
 
 absl::StatusOr<std::vector<double>> GraphCounts(const Tensor& logits, const Tensor& targets) {
@@ -120,6 +143,45 @@ TEST(TrainerStats, StepAndEvaluationCountTheLogitsAsTheHost) {
   ASSERT_OK_AND_ASSIGN(const models::EvalResult e, trainer->Evaluate());
   const auto [eval_correct, eval_counted] = HostCounts(eval_logits[0], held_out.targets);
   EXPECT_EQ(e.accuracy, static_cast<double>(eval_correct) / eval_counted);
+}
+
+// --label_smoothing smooths the training loss (torch's formula, on the
+// logits of the step's own forward) and leaves the validation loss the
+// plain cross entropy.
+TEST(TrainerStats, LabelSmoothingIsTheTrainingLossOnly) {
+  models::TrainConfig c;
+  c.model = {.vocab = 7, .seq_len = 6, .dim = 16, .heads = 2, .layers = 1, .ffn = 32,
+             .dropout = 0.0};
+  c.min_len = 2;
+  c.run.batch = c.eval_size = 12;
+  c.run.seed = 3;
+  c.run.label_smoothing = 0.2;
+  ASSERT_OK_AND_ASSIGN(auto trainer, models::ToyTrainer::Create(c));
+  Graph& g = trainer->graph();
+  Executor reference(g, {.seed = c.run.seed});
+  ASSERT_OK_AND_ASSIGN(auto plan, reference.Compile({trainer->logits()}));
+  const models::TaskConfig task{.task = c.task, .vocab = c.model.vocab,
+                                .seq_len = c.model.seq_len, .min_len = c.min_len};
+  auto feeds = [&](const models::TaskBatch& b) {
+    return Feeds{{g.Find("tokens"), b.tokens}, {g.Find("lengths"), b.lengths}};
+  };
+  ASSERT_OK_AND_ASSIGN(auto train, models::TaskGenerator::Create(task, c.run.seed));
+  ASSERT_OK_AND_ASSIGN(const models::TaskBatch batch, train.Batch(1, c.run.batch));
+  ASSERT_OK_AND_ASSIGN(auto step_logits, reference.Run(*plan, feeds(batch)));
+  ASSERT_OK_AND_ASSIGN(const models::StepResult r, trainer->Step());
+  const double smoothed = HostLoss(step_logits[0], batch.targets, 0.2);
+  EXPECT_NEAR(r.loss, smoothed, 1e-5 * smoothed);
+  EXPECT_GT(std::abs(smoothed - HostLoss(step_logits[0], batch.targets, 0)), 1e-2);
+
+  const std::string path = ::testing::TempDir() + "/label_smoothing_model.safetensors";
+  ASSERT_OK(trainer->SaveModel(path));
+  ASSERT_OK(LoadVariables(reference, g.Parameters(), path).status());
+  ASSERT_OK_AND_ASSIGN(auto eval, models::TaskGenerator::Create(task, models::EvalSeed(c.run.seed)));
+  ASSERT_OK_AND_ASSIGN(const models::TaskBatch held_out, eval.Batch(0, c.eval_size));
+  ASSERT_OK_AND_ASSIGN(auto eval_logits, reference.Run(*plan, feeds(held_out)));
+  ASSERT_OK_AND_ASSIGN(const models::EvalResult e, trainer->Evaluate());
+  const double plain = HostLoss(eval_logits[0], held_out.targets, 0);
+  EXPECT_NEAR(e.loss, plain, 1e-5 * plain);
 }
 
 }  // namespace

@@ -43,6 +43,9 @@ ABSL_FLAG(double, beta1, 0.9, "adam, adamw: the first moment's decay, in [0, 1)"
 ABSL_FLAG(double, beta2, 0.999, "adam, adamw: the second moment's decay, in [0, 1)");
 ABSL_FLAG(double, eps, 1e-8, "adam, adamw: added to the second moment's root, finite and > 0");
 ABSL_FLAG(double, weight_decay, 0.0, "weight decay, finite and >= 0 (decoupled for adamw)");
+ABSL_FLAG(double, label_smoothing, 0.0,
+          "the training loss's label smoothing, in [0, 1] (torch's: the target is (1 - e) onehot "
+          "+ e / classes); the validation loss is not smoothed");
 ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this, finite and >= 0 (0: off)");
 ABSL_FLAG(std::string, lr_decay, "cosine",
           "after --warmup: cosine, linear (both to --final_lr_fraction x --lr at the last step) "
@@ -109,6 +112,7 @@ absl::StatusOr<models::RunConfig> RunConfigFromFlags() {
                            .warmup = absl::GetFlag(FLAGS_warmup),
                            .final_lr_fraction = absl::GetFlag(FLAGS_final_lr_fraction),
                            .lr_decay = lr_decay,
+                           .label_smoothing = absl::GetFlag(FLAGS_label_smoothing),
                            .seed = absl::GetFlag(FLAGS_seed),
                            .on_nonfinite = *policy,
                            .max_consecutive_skips = absl::GetFlag(FLAGS_max_consecutive_skips),

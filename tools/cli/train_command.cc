@@ -367,7 +367,7 @@ Command TrainCommand() {
   return {"train",
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "init", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
-           "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "clip", "on_nonfinite",
+           "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "label_smoothing", "clip", "on_nonfinite",
            "max_consecutive_skips", "seed", "out", "resume", "replicas", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
           RunTrain};
 }
