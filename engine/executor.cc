@@ -317,6 +317,24 @@ absl::Status Executor::CheckHostInputs(const Plan& plan, const FedInputs& fed) c
   return absl::OkStatus();
 }
 
+// On the host every op before the updates has run when the first update
+// is reached: each update's check then reads its computed inputs too (a
+// WriteAt's start, an Adam step computed in the graph), so that a value
+// an update would reject fails the run before any update writes.
+absl::Status Executor::CheckUpdates(const Plan& plan) const {
+  const ExecutionPlan& info = plan.info_;
+  std::vector<TensorRef> ins;
+  for (size_t i = info.first_update; i < info.steps.size(); ++i) {
+    const Node& node = graph_.node(info.steps[i]);
+    if (node.op->check == nullptr) continue;
+    ins.clear();
+    for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? TensorRef{} : Ref(plan, in));
+    KernelContext ctx{node, ins, Ref(plan, node.id), plan.run_};
+    if (absl::Status st = node.op->check(ctx); !st.ok()) return NodeError(node, st);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Executor::QueueKernels(Plan& plan, int phase) {
   const ExecutionPlan& info = plan.info_;
   const auto [begin, end] = plan.phases_[phase];
@@ -328,6 +346,7 @@ absl::Status Executor::QueueKernels(Plan& plan, int phase) {
   }
   std::vector<TensorRef> ins;
   for (int i = begin; i < end; ++i) {
+    if (i == info.first_update && device_->is_host()) DAGRAD_RETURN_IF_ERROR(CheckUpdates(plan));
     const Node& node = graph_.node(info.steps[i]);
     ins.clear();
     for (NodeId in : node.inputs) ins.push_back(in == kNoNode ? TensorRef{} : Ref(plan, in));

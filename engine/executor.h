@@ -27,9 +27,12 @@
 //     every other op of the plan (whatever the order the graph was built
 //     in; Compile rejects an op that takes an update's output), so a
 //     kernel that fails on its data (an index out of range, an integer
-//     division by zero) fails before any update. A device that reports
+//     division by zero) fails before any update, and on the host what an
+//     update would reject in an input computed by the graph (a WriteAt's
+//     start) is checked before the first update runs. A device that reports
 //     such errors at the end (CUDA) is waited for before the updates are
-//     queued.
+//     queued; there an update's own kernel checks its computed inputs, so
+//     the updates before it have been written.
 //   - a fetched variable, or a view of one (Reshape, a contiguous Slice),
 //     shows the value before the run's updates, like any computed fetch;
 //     Read returns the value after them.
@@ -324,6 +327,7 @@ class Executor {
   absl::Status Drain(absl::Status failed);
   absl::StatusOr<std::vector<Tensor>> FetchResults(Plan& plan);
   absl::Status CheckHostInputs(const Plan& plan, const FedInputs& fed) const;
+  absl::Status CheckUpdates(const Plan& plan) const;
   absl::StatusOr<NodeId> FedNode(const Value& value, DType dtype, const Shape& shape,
                                  const std::string& type) const;
   absl::Status ValidateFeeds(const Plan& plan, const Feeds& feeds,

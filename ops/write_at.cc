@@ -59,8 +59,9 @@ absl::Status WriteAtKernel(const KernelContext& ctx) {
   char* dst = ctx.in(0).as<char>();
   const char* src = ctx.in(1).as<char>();
   for (int64_t o = 0; o < w.outer; ++o) {
-    std::memcpy(dst + (o * w.rows + start) * inner, src + o * w.written * inner,
-                w.written * inner);
+    // memmove: the value may be a view of the variable itself (a shift).
+    std::memmove(dst + (o * w.rows + start) * inner, src + o * w.written * inner,
+                 w.written * inner);
   }
   return absl::OkStatus();
 }

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <optional>
 #include <queue>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/checked_math.h"
 #include "engine/device/aligned_buffer.h"
 #include "engine/op.h"
@@ -135,6 +138,21 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
     for (NodeId s : succ[id]) {
       if (--indegree[s] == 0) push(s);
     }
+  }
+  // A graph has no cycle: one here is two updates each reading (through a
+  // view) a variable the other writes, a swap, which needs a copy.
+  std::vector<std::string> stuck;
+  for (NodeId id = 0; id < n; ++id) {
+    if (needed[id] && indegree[id] > 0 && WritesVariable(graph.node(id))) {
+      stuck.push_back(absl::StrCat("'", graph.node(id).path(), "'"));
+    }
+  }
+  if (!stuck.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the updates ", absl::StrJoin(stuck, ", "), " each read, through a view (Detach, "
+        "Reshape, a contiguous Slice), a variable another of them writes, so none can run "
+        "before the others' writes: read one of those variables through an op that copies "
+        "(Scale(x, 1.0), say)"));
   }
   for (NodeId id = 0; id < n; ++id) {
     if (needed[id] && indegree[id] > 0) {

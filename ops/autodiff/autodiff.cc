@@ -80,9 +80,14 @@ Value SumGradients(const std::vector<Value>& grads) {
 // ValidateArguments checks Gradients' arguments (see autodiff.h).
 absl::Status ValidateArguments(const Value& loss, absl::Span<const Value> wrt,
                                const Value& seed) {
-  if (!loss.ok()) return loss.status();
+  if (loss.is_null()) return absl::InvalidArgumentError("Gradients: the loss is a null Value");
+  if (!loss.ok()) return loss.status();  // an error Value: its building error
   const Graph* g = loss.graph();
-  for (const Value& v : wrt) {
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    const Value& v = wrt[i];
+    if (v.is_null()) {
+      return absl::InvalidArgumentError(absl::StrCat("Gradients: wrt[", i, "] is a null Value"));
+    }
     if (!v.ok()) return v.status();
     if (v.graph() != g) {
       return absl::InvalidArgumentError(

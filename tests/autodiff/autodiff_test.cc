@@ -97,6 +97,10 @@ TEST(Autodiff, Errors) {
                 "cannot differentiate with respect to int64 'i'");
   EXPECT_STATUS(Gradients(Sum(i), {x}).status(), absl::StatusCode::kInvalidArgument,
                 "is int64, not float");
+  EXPECT_STATUS(Gradients(Value(), {x}).status(), absl::StatusCode::kInvalidArgument,
+                "Gradients: the loss is a null Value");
+  EXPECT_STATUS(Gradients(Sum(x), {x, Value()}).status(), absl::StatusCode::kInvalidArgument,
+                "Gradients: wrt[1] is a null Value");
   // A second derivative through GELU reaches gelu_grad, which has no rule.
   ASSERT_OK_AND_ASSIGN(auto first, Gradients(Sum(Gelu(x)), {x}));
   EXPECT_STATUS(Gradients(Sum(first[0]), {x}).status(), absl::StatusCode::kUnimplemented,

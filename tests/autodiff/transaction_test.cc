@@ -27,6 +27,7 @@
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
+#include "ops/write_at.h"
 #include "tests/support/host_memory_device.h"
 #include "tests/support/test_util.h"
 
@@ -243,6 +244,52 @@ TEST(Transaction, FetchesOfAnUpdatedVariableShowItsValueBeforeTheUpdate) {
     }
     ExpectAllClose(*exec.Read(w), std::vector<double>(6, before - 0.5), 0, 0, "Read");
   }
+}
+
+// An update's input computed by the graph (a WriteAt's start, Adam's step)
+// is checked, on the host, before the first update writes: two writes of
+// which the second's start is out of range leave the first target as it
+// was, and the retry with a good start applies both once.
+TEST(Transaction, AComputedInputAnUpdateRejectsFailsBeforeAnyUpdate) {
+  Graph g;
+  Value a = g.Variable("a", {4}, Initializer::Zeros());
+  Value b = g.Variable("b", {4}, Initializer::Zeros());
+  Value at = g.Input("at", DType::kInt64, {});
+  Value seven = g.Constant(*Tensor::FromVector<float>({1}, {7}), "seven");
+  Value first = WriteAt(a, seven, at, 0);
+  Value second = WriteAt(b, seven, Add(at, g.Constant(Tensor::Scalar<int64_t>(2), "two")), 0);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({}, {first, second}));
+  EXPECT_STATUS(exec.Run(*plan, {{at, Tensor::Scalar<int64_t>(2)}}).status(),
+                absl::StatusCode::kInvalidArgument, "write_at");
+  ExpectAllClose(*exec.Read(a), {0, 0, 0, 0}, 0, 0, "a after the failed run");
+  ASSERT_OK(exec.Run(*plan, {{at, Tensor::Scalar<int64_t>(1)}}).status());
+  ExpectAllClose(*exec.Read(a), {0, 7, 0, 0}, 0, 0, "a");
+  ExpectAllClose(*exec.Read(b), {0, 0, 0, 7}, 0, 0, "b");
+}
+
+// A write of a variable from a view of itself is a shift (memmove's), and
+// two updates that each read the other's variable through a view (a swap)
+// are refused at Compile, naming both, instead of a "cycle".
+TEST(Transaction, UpdatesReadingTheirOwnOrEachOthersVariablesThroughViews) {
+  Graph g;
+  Value cache = g.Variable("cache", {5}, Initializer::Zeros());
+  Value one = g.Constant(Tensor::Scalar<int64_t>(1), "one");
+  Value shift = WriteAt(cache, Slice(cache, 0, 0, 4), one, 0);
+  Executor exec(g);
+  ASSERT_OK(exec.Assign(cache, *Tensor::FromVector<float>({5}, {1, 2, 3, 4, 5})));
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({}, {shift}));
+  ASSERT_OK(exec.Run(*plan, {}).status());
+  ExpectAllClose(*exec.Read(cache), {1, 1, 2, 3, 4}, 0, 0, "shifted");
+
+  Value a = g.Variable("a", {2}, Initializer::Ones());
+  Value b = g.Variable("b", {2}, Initializer::Zeros());
+  Value zero = g.Constant(Tensor::Scalar<int64_t>(0), "zero");
+  Value a_from_b = WriteAt(a, Detach(b), zero, 0), b_from_a = WriteAt(b, Detach(a), zero, 0);
+  EXPECT_STATUS(exec.Compile({}, {a_from_b, b_from_a}).status(),
+                absl::StatusCode::kFailedPrecondition,
+                "each read, through a view (Detach, Reshape, a contiguous Slice), a variable "
+                "another of them writes");
 }
 
 }  // namespace
