@@ -50,9 +50,14 @@ class FitLoop {
     DAGRAD_RETURN_IF_ERROR(t_.BroadcastState());
     saved_step_ = o_.resume ? t_.step() : -1;
     const int64_t last = o_.stop_after > 0 ? std::min(o_.stop_after, steps) : steps;
-    DAGRAD_ASSIGN_OR_RETURN(std::optional<FitResult> ended, Train(last));
+    DAGRAD_ASSIGN_OR_RETURN(std::optional<FitResult> ended, Train(last, steps));
     if (ended) return *std::move(ended);
-    if (t_.step() < steps) return Result(FitEnd::kStopAfter);
+    if (t_.step() < steps) {
+      // Stopped between rows: saved as a stop is, so that a resume writes
+      // the rows the whole run would.
+      DAGRAD_RETURN_IF_ERROR(SaveSinceCheckpoint());
+      return Result(FitEnd::kStopAfter);
+    }
     FitResult done = Result(FitEnd::kComplete);
     if (o_.writer) {
       DAGRAD_ASSIGN_OR_RETURN(done.final_eval, t_.Evaluate());
@@ -71,8 +76,10 @@ class FitLoop {
     return absl::OkStatus();
   }
 
-  // Train runs the steps up to `last`: a result when the run ends before.
-  absl::StatusOr<std::optional<FitResult>> Train(int64_t last) {
+  // Train runs the steps up to `last` of the run's `steps`, with a row and
+  // a checkpoint every eval_every steps and at the end: a result when the
+  // run ends before.
+  absl::StatusOr<std::optional<FitResult>> Train(int64_t last, int64_t steps) {
     const Clock::time_point start = Clock::now();
     while (t_.step() < last) {
       if (StopRequested()) break;
@@ -82,7 +89,7 @@ class FitLoop {
       if (o_.on_step) o_.on_step({*r, rate_.per_second()});
       if (!o_.writer) continue;
       files_.AddStep(*r);
-      if (r->step % o_.eval_every != 0 && r->step != last) continue;
+      if (r->step % o_.eval_every != 0 && r->step != steps) continue;
       const double elapsed = files_.elapsed_before() + SecondsSince(start);
       absl::Status saved = EvaluateAndSave(*r, elapsed);
       if (IsNonFiniteRefusal(saved)) {
@@ -113,11 +120,16 @@ class FitLoop {
   // first (it is used only beside a checkpoint of its step).
   absl::StatusOr<FitResult> Stop() {
     Phase("stopping", t_.step());
-    if (o_.writer && t_.step() != saved_step_) {
-      DAGRAD_RETURN_IF_ERROR(files_.SaveWindow());
-      DAGRAD_RETURN_IF_ERROR(files_.SaveCheckpoint(t_));
-    }
+    DAGRAD_RETURN_IF_ERROR(SaveSinceCheckpoint());
     return Result(FitEnd::kStopRequested);
+  }
+
+  absl::Status SaveSinceCheckpoint() {
+    if (!o_.writer || t_.step() == saved_step_) return absl::OkStatus();
+    DAGRAD_RETURN_IF_ERROR(files_.SaveWindow());
+    DAGRAD_RETURN_IF_ERROR(files_.SaveCheckpoint(t_));
+    saved_step_ = t_.step();
+    return absl::OkStatus();
   }
 
   FitResult NonFinite(absl::string_view what, bool every_rank) {

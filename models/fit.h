@@ -58,7 +58,9 @@ struct FitOptions {
   std::string dir;
   bool dir_locked = false;
   int64_t eval_every = 10;  // >= 1
-  int64_t stop_after = 0;   // >= 0; N: return after step N (kStopAfter), 0: train all steps
+  // >= 0; N: return after step N (kStopAfter), saved as a stop request
+  // saves it (a row only where eval_every puts one); 0: train all steps.
+  int64_t stop_after = 0;
   // Continue from the run directory's checkpoint (its config must equal
   // the trainer's); else start afresh, replacing an earlier run's files.
   bool resume = false;

@@ -66,6 +66,7 @@ std::map<std::string, std::string> RunConfig::ToMetadata() const {
           {"warmup", absl::StrCat(warmup)},
           {"final_lr_fraction", MetadataNumber(final_lr_fraction)},
           {"label_smoothing", MetadataNumber(label_smoothing)},
+          {"precision", PrecisionName(optimizer.precision)},
           {"seed", absl::StrCat(seed)}};
 }
 

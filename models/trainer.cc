@@ -34,7 +34,8 @@ constexpr char kConsecutiveKey[] = "dagrad.consecutive_skips";
 // and GPT-2's dropouts before they were applied.
 constexpr std::pair<const char*, const char*> kValueBeforeRecorded[] = {
     {"beta1", "0.9"},      {"beta2", "0.999"},    {"eps", "1e-08"},     {"lr_decay", "cosine"},
-    {"attn_pdrop", "0"}, {"embd_pdrop", "0"}, {"resid_pdrop", "0"}, {"label_smoothing", "0"}};
+    {"attn_pdrop", "0"}, {"embd_pdrop", "0"}, {"resid_pdrop", "0"}, {"label_smoothing", "0"},
+    {"precision", "fp32"}};
 
 const char* ValueBeforeRecorded(const std::string& key) {
   for (const auto& [field, value] : kValueBeforeRecorded) {

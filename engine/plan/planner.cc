@@ -81,6 +81,26 @@ ReadyKey KeyOf(const Node& node) {
   return {WritesVariable(node), !early, node.id};
 }
 
+// NoOrderError explains the needed nodes Order could not place (those whose
+// `indegree` stayed above 0). A graph has no cycle: what remains are updates
+// that each read (through a view) a variable another writes, a swap, which
+// needs a copy.
+absl::Status NoOrderError(const Graph& graph, const std::vector<bool>& needed,
+                          const std::vector<int>& indegree) {
+  std::vector<std::string> stuck;
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    if (needed[id] && indegree[id] > 0 && WritesVariable(graph.node(id))) {
+      stuck.push_back(absl::StrCat("'", graph.node(id).path(), "'"));
+    }
+  }
+  if (stuck.empty()) return absl::InternalError("no order for the plan: a cycle");
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the updates ", absl::StrJoin(stuck, ", "), " each read, through a view (Detach, "
+      "Reshape, a contiguous Slice), a variable another of them writes, so none can run "
+      "before the others' writes: read one of those variables through an op that copies "
+      "(Scale(x, 1.0), say)"));
+}
+
 // Order returns the needed nodes in a deterministic topological order where
 // each op that writes a variable follows every other reader of it (readers
 // through views included), and every op that writes a variable follows
@@ -139,26 +159,8 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
       if (--indegree[s] == 0) push(s);
     }
   }
-  // A graph has no cycle: one here is two updates each reading (through a
-  // view) a variable the other writes, a swap, which needs a copy.
-  std::vector<std::string> stuck;
-  for (NodeId id = 0; id < n; ++id) {
-    if (needed[id] && indegree[id] > 0 && WritesVariable(graph.node(id))) {
-      stuck.push_back(absl::StrCat("'", graph.node(id).path(), "'"));
-    }
-  }
-  if (!stuck.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the updates ", absl::StrJoin(stuck, ", "), " each read, through a view (Detach, "
-        "Reshape, a contiguous Slice), a variable another of them writes, so none can run "
-        "before the others' writes: read one of those variables through an op that copies "
-        "(Scale(x, 1.0), say)"));
-  }
-  for (NodeId id = 0; id < n; ++id) {
-    if (needed[id] && indegree[id] > 0) {
-      return absl::InternalError(absl::StrCat("no order for the plan: '", graph.node(id).path(),
-                                              "' lies on a cycle"));
-    }
+  if (order.size() < static_cast<size_t>(std::count(needed.begin(), needed.end(), true))) {
+    return NoOrderError(graph, needed, indegree);
   }
   return order;
 }

@@ -190,12 +190,13 @@ TEST(CliCheckpoint, AResumeListsEveryFlagThatContradictsTheCheckpoint) {
   ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5")).code, 0);
   const CliResult r =
       RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir,
-                             " --resume --dim=32 --lr=0.5 --seed=3 --label_smoothing=0.1"));
+                             " --resume --dim=32 --lr=0.5 --seed=3 --label_smoothing=0.1 "
+                             "--precision=bf16"));
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("the checkpoint was made with another config (4 differences): "
+  EXPECT_THAT(r.err, HasSubstr("the checkpoint was made with another config (5 differences): "
                                "dim: checkpoint 16, this run 32; label_smoothing: checkpoint 0, "
-                               "this run 0.1; lr: checkpoint 0.001, this run 0.5; seed: "
-                               "checkpoint 0, this run 3\n"));
+                               "this run 0.1; lr: checkpoint 0.001, this run 0.5; precision: "
+                               "checkpoint fp32, this run bf16; seed: checkpoint 0, this run 3\n"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
@@ -207,7 +208,7 @@ TEST(CliCheckpoint, ACheckpointFromBeforeTheOptimizerSettingsWereRecordedResumes
   ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5")).code, 0);
   const std::string path = dir + "/checkpoint.safetensors";
   ASSERT_OK_AND_ASSIGN(SafetensorsFile old, ReadCheckpoint(path));
-  for (const char* key : {"beta1", "beta2", "eps", "lr_decay", "label_smoothing"}) {
+  for (const char* key : {"beta1", "beta2", "eps", "lr_decay", "label_smoothing", "precision"}) {
     ASSERT_EQ(old.metadata.erase(key), 1u) << key;
   }
   ASSERT_OK(WriteCheckpoint(path, std::move(old)));

@@ -65,6 +65,22 @@ TEST(CliReplicas, ReplicasResumeTheirCheckpoint) {
   EXPECT_EQ(LastRow(dir).at(0), 20);
 }
 
+// A non-finite step stops every replica; the writer, which kept the
+// checkpoint, says so once (each replica said it, the others "no checkpoint
+// was written").
+TEST(CliReplicas, ANonFiniteStopIsReportedOnceByTheWriter) {
+  const std::string dir = FreshDir("replicas_nonfinite");
+  const CliResult r = RunDagrad(absl::StrCat(
+      "train --dim=16 --layers=1 --heads=2 --ffn=32 --seq_len=8 --batch=8 --steps=40 "
+      "--eval_every=5 --warmup=8 --threads=1 --optimizer=sgd --clip=0 --lr=1e2 --replicas=2 "
+      "--out=", dir));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("dagrad train: replica 0 of 2: step "));
+  EXPECT_THAT(r.err, HasSubstr(dir + "/checkpoint.safetensors keeps step "));
+  EXPECT_EQ(r.err.find("replica 1 of 2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("no checkpoint was written"), std::string::npos) << r.err;
+}
+
 TEST(CliReplicas, WhatReplicasCannotDoIsRefused) {
   const CliResult zero = RunDagrad(absl::StrCat(kTinyTrain, "--replicas=0"));
   EXPECT_EQ(zero.code, 2);

@@ -106,6 +106,25 @@ TEST(Fit, ResumingAfterStopAfterEqualsTheUninterruptedRun) {
   EXPECT_EQ(rest.final_eval.loss, want.final_eval.loss);
 }
 
+// stop_after between rows writes no row of its own: the steps since the
+// last row are saved as a stop's are, and the resumed run's rows are the
+// uninterrupted run's.
+TEST(Fit, ResumingAfterStopAfterBetweenRowsEqualsTheUninterruptedRun) {
+  const FitResult want = Uninterrupted();
+  const std::string dir = NewTempDir("fit");
+  auto first = NewTrainer();
+  const FitResult stopped = FitOk(*first, {.dir = dir, .eval_every = 4, .stop_after = 7});
+  EXPECT_EQ(stopped.end, FitEnd::kStopAfter);
+  EXPECT_EQ(stopped.step, 7);
+  ASSERT_FALSE(stopped.rows.empty());
+  EXPECT_EQ(stopped.rows.back().step, 4);
+  auto second = NewTrainer();
+  const FitResult rest = FitOk(*second, {.dir = dir, .eval_every = 4, .resume = true});
+  ASSERT_EQ(rest.end, FitEnd::kComplete);
+  ExpectSameRows(rest.rows, want.rows);
+  EXPECT_EQ(rest.final_eval.loss, want.final_eval.loss);
+}
+
 TEST(Fit, AStopRequestSavesTheOpenWindowAndResumesExactly) {
   const FitResult want = Uninterrupted();
   const std::string dir = NewTempDir("fit");

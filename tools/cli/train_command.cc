@@ -350,7 +350,11 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   switch (fit->end) {
     case models::FitEnd::kNonFinite:
       job.agreed_stop = fit->every_rank;
-      ErrorsOf(cmd) << "dagrad train: " << InFlagTerms(fit->message) << "\n";
+      // Every rank stops at the step; the writer, which knows the checkpoint
+      // kept, says so once.
+      if (job.writer() || !fit->every_rank) {
+        ErrorsOf(cmd) << "dagrad " << cmd.name << ": " << InFlagTerms(fit->message) << "\n";
+      }
       return kExitFailure;
     case models::FitEnd::kStopRequested:
       return Stopped(job, fit->step);
