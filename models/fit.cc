@@ -110,7 +110,7 @@ class FitLoop {
     DAGRAD_ASSIGN_OR_RETURN(const EvalResult e, t_.Evaluate());
     DAGRAD_RETURN_IF_ERROR(files_.AppendRow(r.step, e, r.lr, elapsed));
     DAGRAD_RETURN_IF_ERROR(files_.SaveCheckpoint(t_));
-    files_.DropSavedWindow();
+    files_.RotateWindow();
     saved_step_ = r.step;
     if (o_.on_row) o_.on_row(files_.rows().back());
     return absl::OkStatus();

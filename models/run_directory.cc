@@ -24,6 +24,7 @@ constexpr char kHeader[] =
 constexpr char kHeaderNoEvalLoss[] = "step,loss,train_accuracy,eval_accuracy,lr,skipped,elapsed_s";
 constexpr char kHeaderNoSkipped[] = "step,loss,train_accuracy,eval_accuracy,lr,elapsed_s";
 constexpr char kWindowFile[] = "metrics_window.csv";
+constexpr char kPreviousWindowFile[] = "metrics_window.prev.csv";
 constexpr char kWindowHeader[] = "step,steps,loss_sum,accuracy_sum,skipped";
 
 }  // namespace
@@ -153,7 +154,10 @@ absl::StatusOr<MetricsWindow> ParseWindow(absl::string_view text) {
 absl::Status RunDirectory::StartMetrics() {
   rows_.clear();
   window_ = {};
-  DropSavedWindow();  // a previous run's
+  for (const char* file : {kWindowFile, kPreviousWindowFile}) {  // a previous run's
+    std::error_code ec;
+    std::filesystem::remove(path(file), ec);  // absent is fine
+  }
   // An earlier run's metrics.csv stays until this run writes its first row
   // or checkpoint: a run that fails before either leaves it as it was.
   replace_earlier_metrics_ = true;
@@ -167,12 +171,18 @@ absl::Status RunDirectory::ResumeMetrics(int64_t step) {
                              [step](const MetricsRow& r) { return r.step > step; }),
               rows_.end());
   elapsed_before_ = rows_.empty() ? 0 : rows_.back().elapsed;
-  // A window saved at another step belongs to an older stop: the run has
-  // since written rows past it.
+  // The window saved with the checkpoint of `step`: the latest's, or the
+  // previous one's when the resume fell back to it. One saved at another
+  // step belongs to an older stop: the run has since written rows past it.
   window_ = {};
-  if (absl::StatusOr<std::string> saved = ReadFile(path(kWindowFile)); saved.ok()) {
+  for (const char* file : {kWindowFile, kPreviousWindowFile}) {
+    absl::StatusOr<std::string> saved = ReadFile(path(file));
+    if (!saved.ok()) continue;
     DAGRAD_ASSIGN_OR_RETURN(MetricsWindow w, ParseWindow(*saved));
-    if (w.step == step) window_ = w;
+    if (w.step == step) {
+      window_ = w;
+      break;
+    }
   }
   return WriteMetrics();
 }
@@ -194,12 +204,14 @@ absl::Status RunDirectory::AppendRow(int64_t step, const EvalResult& eval, doubl
 }
 
 absl::Status RunDirectory::SaveWindow() const {
+  RotateWindow();
   return WriteFileAtomically(path(kWindowFile), FormatWindow(window_));
 }
 
-void RunDirectory::DropSavedWindow() const {
+void RunDirectory::RotateWindow() const {
   std::error_code ec;
-  std::filesystem::remove(path(kWindowFile), ec);  // absent is fine
+  std::filesystem::remove(path(kPreviousWindowFile), ec);                // absent is fine
+  std::filesystem::rename(path(kWindowFile), path(kPreviousWindowFile), ec);  // so is this
 }
 
 absl::Status RunDirectory::WriteMetrics() {

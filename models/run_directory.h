@@ -13,7 +13,9 @@
 //    window). A run stopped between rows saves its open window beside the
 //    checkpoint (metrics_window.csv, exact to the bit), and ResumeMetrics
 //    reopens it, so a resumed run writes the rows the uninterrupted run
-//    would have written.
+//    would have written. The window follows its checkpoint: when that
+//    becomes the previous checkpoint, it becomes metrics_window.prev.csv,
+//    so a resume that falls back to the previous checkpoint finds its own.
 //
 //   // setup: ToyRunReference
 //   RunDirectory files("runs/gpt");
@@ -105,11 +107,13 @@ class RunDirectory {
   // `eval`, and rewrites metrics.csv. The row's loss and accuracy are NaN
   // when every step of the window was skipped.
   absl::Status AppendRow(int64_t step, const EvalResult& eval, double lr, double elapsed);
-  // SaveWindow writes the open window, for a run stopped at its last step.
+  // SaveWindow writes the open window, for a run stopped at its last step,
+  // before the checkpoint of that step is saved (RotateWindow first).
   absl::Status SaveWindow() const;
-  // DropSavedWindow removes a saved window once a checkpoint past it is
-  // written (it could no longer be used).
-  void DropSavedWindow() const;
+  // RotateWindow moves the window saved with the latest checkpoint, if any,
+  // to the previous checkpoint's place, as saving a checkpoint moves the
+  // latest checkpoint there (a previous checkpoint saved at a row has none).
+  void RotateWindow() const;
   const std::vector<MetricsRow>& rows() const { return rows_; }
   // elapsed_before is the elapsed time of the last kept row on resume.
   double elapsed_before() const { return elapsed_before_; }

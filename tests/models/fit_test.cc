@@ -165,6 +165,38 @@ TEST(Fit, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
   EXPECT_EQ(rest.final_eval.loss, want.final_eval.loss);
 }
 
+// Two stops inside one window (steps 5 and 7), then a resume that falls
+// back to the previous checkpoint (step 5): the window saved with it comes
+// back with it (metrics_window.prev.csv), so the row at 8 still averages
+// steps 5-8. With one window file, step 7's was found, did not match, and
+// the row lost steps 5-7.
+TEST(Fit, AFallbackToThePreviousCheckpointReopensItsOwnWindow) {
+  const FitResult want = Uninterrupted();
+  const std::string dir = NewTempDir("fit");
+  for (int64_t stop_at : {5, 7}) {
+    auto t = NewTrainer();
+    int64_t steps_done = 0;
+    const FitResult stopped = FitOk(
+        *t, {.dir = dir, .eval_every = 4, .resume = stop_at == 7,
+             .stop_requested = [&] { return steps_done >= stop_at; },
+             .on_step = [&](const FitProgress& p) { steps_done = p.step.step; }});
+    ASSERT_EQ(stopped.step, stop_at);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/metrics_window.prev.csv"));
+  {  // damage the latest (step 7): the previous one holds step 5
+    std::fstream f(dir + "/checkpoint.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-5, std::ios::end);
+    f.put('\x7f');
+  }
+  auto last = NewTrainer();
+  FitResume from;
+  const FitResult rest = FitOk(*last, {.dir = dir, .eval_every = 4, .resume = true,
+                                       .on_resume = [&](const FitResume& r) { from = r; }});
+  EXPECT_EQ(from.step, 5);
+  ExpectSameRows(rest.rows, want.rows);
+  EXPECT_EQ(rest.final_eval.loss, want.final_eval.loss);
+}
+
 TEST(Fit, ResumingUnderAnotherConfigIsRefusedNamingTheField) {
   const std::string dir = NewTempDir("fit");
   auto first = NewTrainer();
