@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
 #include "models/toy/tasks.h"
 #include "ops/collective.h"
@@ -44,6 +45,13 @@ const char* ValueBeforeRecorded(const std::string& key) {
   return nullptr;
 }
 
+// SameSetting: a config field's two values agree; the paths of the data
+// and of --init when they name one file, however spelled (c.txt, ./c.txt,
+// its absolute path).
+bool SameSetting(const std::string& key, const std::string& a, const std::string& b) {
+  return a == b || ((key == "data" || key == "init") && SameFile(a, b));
+}
+
 // ConfigDifferences lists the fields of `config` that `metadata` holds
 // with another value, or lacks (unless it was written before the field was
 // recorded, with the value this run has).
@@ -52,7 +60,7 @@ std::vector<std::string> ConfigDifferences(const std::map<std::string, std::stri
   std::vector<std::string> differences;
   for (const auto& [key, value] : config) {
     auto it = metadata.find(key);
-    if (it != metadata.end() && it->second == value) continue;
+    if (it != metadata.end() && SameSetting(key, it->second, value)) continue;
     const char* before = ValueBeforeRecorded(key);
     if (it == metadata.end() && before != nullptr && value == before) continue;
     const std::string held =

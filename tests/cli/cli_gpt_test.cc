@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -165,13 +166,17 @@ TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
                 "/model.safetensors --prompt=It --tokens=10 --temperature=0");
   ASSERT_EQ(g.code, 0) << g.err;
   EXPECT_EQ(g.out.size(), 12u);
-  // Stopped at step 3 and resumed: the metrics of the uninterrupted run.
+  // Stopped at step 3 and resumed, naming the data by another path to the
+  // same file: the metrics of the uninterrupted run.
   const std::string part = FreshDir("gpt_text_resume");
   std::string args =
       std::string(kTextTrain) + "--data=" + data + " --out=" + part;
   ASSERT_EQ(RunDagrad(args + " --steps=6 --eval_every=3 --stop_after=3").code,
             0);
-  const CliResult resumed = RunDagrad(args + " --resume");
+  const std::filesystem::path spelled = std::filesystem::path(data);
+  const std::string same_file = (spelled.parent_path() / "." / spelled.filename()).string();
+  const CliResult resumed = RunDagrad(std::string(kTextTrain) + "--data=" + same_file +
+                                      " --out=" + part + " --resume");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(MetricsWithoutTime(part), metrics);
 }
