@@ -51,9 +51,9 @@ absl::StatusOr<std::string> Prompt() {
   return prompt;
 }
 
-// TokenizerDir: --tokenizer, or else the one a model file records (empty:
+// TokenizerToRead: --tokenizer, or else the one a model file records (empty:
 // none, the model reads bytes).
-absl::StatusOr<std::string> TokenizerDir(const std::string& path) {
+absl::StatusOr<std::string> TokenizerToRead(const std::string& path) {
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) return absl::GetFlag(FLAGS_tokenizer);
   if (std::filesystem::is_directory(path)) return "";
   absl::StatusOr<std::string> recorded = models::RecordedTokenizerDir(path);
@@ -92,7 +92,7 @@ absl::Status Generate() {
   DAGRAD_ASSIGN_OR_RETURN(const std::string prompt, Prompt());
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(const std::string tokenizer, TokenizerDir(path));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string tokenizer, TokenizerToRead(path));
   DAGRAD_ASSIGN_OR_RETURN(const models::TextCodec codec, CodecFor(path, tokenizer));
   DAGRAD_ASSIGN_OR_RETURN(auto gen, models::Generator::Load(path, std::move(device),
                                                             {.attention = attention}));
