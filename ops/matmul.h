@@ -5,8 +5,11 @@
 //
 // Operands are float32, float64 or bfloat16. Bfloat16 operands (both; cast
 // them: Cast(w, DType::kBFloat16)) are multiplied with float32 accumulation
-// — the result is the float32 product of their values to float32 rounding
-// — and give float32, so a mixed-precision step keeps all but its products
+// — the result is the float32 product of their values to float32 rounding,
+// except that on a CPU with AVX512_BF16 (`vdpbf16ps`, `dagrad info`'s
+// "bf16 products") a subnormal bfloat16 input (below 2^-126) or a
+// subnormal product counts as zero, as the instruction does; elsewhere
+// (widened to float32 for BLIS) they are kept — and give float32, so a mixed-precision step keeps all but its products
 // in float32 without a cast after each; MatMul can give bfloat16 instead
 // (MatMulOptions::output). Their gradients are float32 (GradientDType),
 // computed by products that take the upstream gradient rounded to
