@@ -144,16 +144,20 @@ TEST(Fit, AStopRequestSavesTheOpenWindowAndResumesExactly) {
   EXPECT_EQ(rest.final_eval.loss, want.final_eval.loss);
 }
 
+// DamageLatestCheckpoint changes a byte of the latest checkpoint's last
+// tensor, which its checksum then refuses.
+void DamageLatestCheckpoint(const std::string& dir) {
+  std::fstream f(dir + "/checkpoint.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(-5, std::ios::end);
+  f.put('\x7f');
+}
+
 TEST(Fit, ADamagedLatestCheckpointFallsBackToThePreviousOne) {
   const FitResult want = Uninterrupted();
   const std::string dir = NewTempDir("fit");
   auto first = NewTrainer();
   ASSERT_EQ(FitOk(*first, {.dir = dir, .eval_every = 4, .stop_after = 8}).step, 8);
-  {  // damage the latest (step 8): the previous one holds step 4
-    std::fstream f(dir + "/checkpoint.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(-5, std::ios::end);
-    f.put('\x7f');
-  }
+  DamageLatestCheckpoint(dir);  // step 8: the previous one holds step 4
   auto second = NewTrainer();
   FitResume from;
   const FitResult rest = FitOk(*second, {.dir = dir, .eval_every = 4, .resume = true,
@@ -183,11 +187,7 @@ TEST(Fit, AFallbackToThePreviousCheckpointReopensItsOwnWindow) {
     ASSERT_EQ(stopped.step, stop_at);
   }
   EXPECT_TRUE(std::filesystem::exists(dir + "/metrics_window.prev.csv"));
-  {  // damage the latest (step 7): the previous one holds step 5
-    std::fstream f(dir + "/checkpoint.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(-5, std::ios::end);
-    f.put('\x7f');
-  }
+  DamageLatestCheckpoint(dir);  // step 7: the previous one holds step 5
   auto last = NewTrainer();
   FitResume from;
   const FitResult rest = FitOk(*last, {.dir = dir, .eval_every = 4, .resume = true,

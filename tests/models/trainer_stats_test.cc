@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,52 @@ TEST(TokenCounts, AreTheHostCounts) {
   EXPECT_EQ(got, std::vector<double>({static_cast<double>(correct), static_cast<double>(counted)}));
 }
 
+// ReferencedTrainer is a toy trainer of `config` and a second executor of
+// the same seed on its graph, which runs the trainer's own forward (its
+// graph, so the same dropout nodes): the reference for the trainer's
+// numbers.
+struct ReferencedTrainer {
+  static absl::StatusOr<std::unique_ptr<ReferencedTrainer>> Create(const models::TrainConfig& c) {
+    auto r = std::make_unique<ReferencedTrainer>();
+    r->config = c;
+    DAGRAD_ASSIGN_OR_RETURN(r->trainer, models::ToyTrainer::Create(c));
+    r->reference = std::make_unique<Executor>(r->trainer->graph(), ExecutorOptions{.seed = c.run.seed});
+    DAGRAD_ASSIGN_OR_RETURN(r->plan, r->reference->Compile({r->trainer->logits()}));
+    r->task = {.task = c.task, .vocab = c.model.vocab, .seq_len = c.model.seq_len,
+               .min_len = c.min_len};
+    return r;
+  }
+  // StepBatch is the batch of step 1 and the reference's logits on it,
+  // with step 1's dropout masks when `options` says training.
+  absl::StatusOr<std::pair<models::TaskBatch, Tensor>> StepBatch(const RunOptions& options) {
+    DAGRAD_ASSIGN_OR_RETURN(auto train, models::TaskGenerator::Create(task, config.run.seed));
+    DAGRAD_ASSIGN_OR_RETURN(models::TaskBatch batch, train.Batch(1, config.run.batch));
+    DAGRAD_ASSIGN_OR_RETURN(auto logits, reference->Run(*plan, FeedsOf(batch), options));
+    return std::make_pair(std::move(batch), logits[0]);
+  }
+  // HeldOut is the held-out batch and the reference's logits on it with
+  // the trainer's current parameters (saved at `path` and loaded).
+  absl::StatusOr<std::pair<models::TaskBatch, Tensor>> HeldOut(const std::string& path) {
+    DAGRAD_RETURN_IF_ERROR(trainer->SaveModel(path));
+    DAGRAD_RETURN_IF_ERROR(LoadVariables(*reference, trainer->graph().Parameters(), path).status());
+    DAGRAD_ASSIGN_OR_RETURN(auto eval,
+                            models::TaskGenerator::Create(task, models::EvalSeed(config.run.seed)));
+    DAGRAD_ASSIGN_OR_RETURN(models::TaskBatch held_out, eval.Batch(0, config.eval_size));
+    DAGRAD_ASSIGN_OR_RETURN(auto logits, reference->Run(*plan, FeedsOf(held_out)));
+    return std::make_pair(std::move(held_out), logits[0]);
+  }
+  Feeds FeedsOf(const models::TaskBatch& b) {
+    Graph& g = trainer->graph();
+    return Feeds{{g.Find("tokens"), b.tokens}, {g.Find("lengths"), b.lengths}};
+  }
+
+  models::TrainConfig config;
+  std::unique_ptr<models::ToyTrainer> trainer;
+  std::unique_ptr<Executor> reference;
+  std::unique_ptr<Plan> plan;
+  models::TaskConfig task;
+};
+
 // The trainer's step and evaluation against the host's count of the same
 // logits, on a task whose padding is ignored. The reference runs the
 // trainer's own forward (its graph, so the same dropout nodes) on a second
@@ -116,32 +163,17 @@ TEST(TrainerStats, StepAndEvaluationCountTheLogitsAsTheHost) {
   c.min_len = 2;
   c.run.batch = c.eval_size = 12;
   c.run.seed = 5;
-  ASSERT_OK_AND_ASSIGN(auto trainer, models::ToyTrainer::Create(c));
-  Graph& g = trainer->graph();
-  Executor reference(g, {.seed = c.run.seed});
-  ASSERT_OK_AND_ASSIGN(auto plan, reference.Compile({trainer->logits()}));
-  const models::TaskConfig task{.task = c.task, .vocab = c.model.vocab,
-                                .seq_len = c.model.seq_len, .min_len = c.min_len};
-  auto feeds = [&](const models::TaskBatch& b) {
-    return Feeds{{g.Find("tokens"), b.tokens}, {g.Find("lengths"), b.lengths}};
-  };
-  ASSERT_OK_AND_ASSIGN(auto train, models::TaskGenerator::Create(task, c.run.seed));
-  ASSERT_OK_AND_ASSIGN(const models::TaskBatch batch, train.Batch(1, c.run.batch));
-  ASSERT_OK_AND_ASSIGN(auto step_logits,
-                       reference.Run(*plan, feeds(batch), {.training = true, .step = 1}));
-  ASSERT_OK_AND_ASSIGN(const models::StepResult r, trainer->Step());
-  const auto [correct, counted] = HostCounts(step_logits[0], batch.targets);
+  ASSERT_OK_AND_ASSIGN(auto t, ReferencedTrainer::Create(c));
+  ASSERT_OK_AND_ASSIGN(const auto step, t->StepBatch({.training = true, .step = 1}));
+  ASSERT_OK_AND_ASSIGN(const models::StepResult r, t->trainer->Step());
+  const auto [correct, counted] = HostCounts(step.second, step.first.targets);
   EXPECT_LT(counted, c.run.batch * c.model.seq_len);  // padding was ignored
   EXPECT_EQ(r.accuracy, static_cast<double>(correct) / counted);
 
-  const std::string path = ::testing::TempDir() + "/trainer_stats_model.safetensors";
-  ASSERT_OK(trainer->SaveModel(path));
-  ASSERT_OK(LoadVariables(reference, g.Parameters(), path).status());
-  ASSERT_OK_AND_ASSIGN(auto eval, models::TaskGenerator::Create(task, models::EvalSeed(c.run.seed)));
-  ASSERT_OK_AND_ASSIGN(const models::TaskBatch held_out, eval.Batch(0, c.eval_size));
-  ASSERT_OK_AND_ASSIGN(auto eval_logits, reference.Run(*plan, feeds(held_out)));
-  ASSERT_OK_AND_ASSIGN(const models::EvalResult e, trainer->Evaluate());
-  const auto [eval_correct, eval_counted] = HostCounts(eval_logits[0], held_out.targets);
+  ASSERT_OK_AND_ASSIGN(const auto held_out,
+                       t->HeldOut(::testing::TempDir() + "/trainer_stats_model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(const models::EvalResult e, t->trainer->Evaluate());
+  const auto [eval_correct, eval_counted] = HostCounts(held_out.second, held_out.first.targets);
   EXPECT_EQ(e.accuracy, static_cast<double>(eval_correct) / eval_counted);
 }
 
@@ -156,31 +188,17 @@ TEST(TrainerStats, LabelSmoothingIsTheTrainingLossOnly) {
   c.run.batch = c.eval_size = 12;
   c.run.seed = 3;
   c.run.label_smoothing = 0.2;
-  ASSERT_OK_AND_ASSIGN(auto trainer, models::ToyTrainer::Create(c));
-  Graph& g = trainer->graph();
-  Executor reference(g, {.seed = c.run.seed});
-  ASSERT_OK_AND_ASSIGN(auto plan, reference.Compile({trainer->logits()}));
-  const models::TaskConfig task{.task = c.task, .vocab = c.model.vocab,
-                                .seq_len = c.model.seq_len, .min_len = c.min_len};
-  auto feeds = [&](const models::TaskBatch& b) {
-    return Feeds{{g.Find("tokens"), b.tokens}, {g.Find("lengths"), b.lengths}};
-  };
-  ASSERT_OK_AND_ASSIGN(auto train, models::TaskGenerator::Create(task, c.run.seed));
-  ASSERT_OK_AND_ASSIGN(const models::TaskBatch batch, train.Batch(1, c.run.batch));
-  ASSERT_OK_AND_ASSIGN(auto step_logits, reference.Run(*plan, feeds(batch)));
-  ASSERT_OK_AND_ASSIGN(const models::StepResult r, trainer->Step());
-  const double smoothed = HostLoss(step_logits[0], batch.targets, 0.2);
+  ASSERT_OK_AND_ASSIGN(auto t, ReferencedTrainer::Create(c));
+  ASSERT_OK_AND_ASSIGN(const auto step, t->StepBatch({}));
+  ASSERT_OK_AND_ASSIGN(const models::StepResult r, t->trainer->Step());
+  const double smoothed = HostLoss(step.second, step.first.targets, 0.2);
   EXPECT_NEAR(r.loss, smoothed, 1e-5 * smoothed);
-  EXPECT_GT(std::abs(smoothed - HostLoss(step_logits[0], batch.targets, 0)), 1e-2);
+  EXPECT_GT(std::abs(smoothed - HostLoss(step.second, step.first.targets, 0)), 1e-2);
 
-  const std::string path = ::testing::TempDir() + "/label_smoothing_model.safetensors";
-  ASSERT_OK(trainer->SaveModel(path));
-  ASSERT_OK(LoadVariables(reference, g.Parameters(), path).status());
-  ASSERT_OK_AND_ASSIGN(auto eval, models::TaskGenerator::Create(task, models::EvalSeed(c.run.seed)));
-  ASSERT_OK_AND_ASSIGN(const models::TaskBatch held_out, eval.Batch(0, c.eval_size));
-  ASSERT_OK_AND_ASSIGN(auto eval_logits, reference.Run(*plan, feeds(held_out)));
-  ASSERT_OK_AND_ASSIGN(const models::EvalResult e, trainer->Evaluate());
-  const double plain = HostLoss(eval_logits[0], held_out.targets, 0);
+  ASSERT_OK_AND_ASSIGN(const auto held_out,
+                       t->HeldOut(::testing::TempDir() + "/label_smoothing_model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(const models::EvalResult e, t->trainer->Evaluate());
+  const double plain = HostLoss(held_out.second, held_out.first.targets, 0);
   EXPECT_NEAR(e.loss, plain, 1e-5 * plain);
 }
 
