@@ -37,6 +37,11 @@
 //     shows the value before the run's updates, like any computed fetch;
 //     Read returns the value after them.
 //
+// Threads: an Executor, and the plans it compiled, serve one thread at a
+// time (Compile, Run, Read and Assign take no lock). Two models run at once
+// from two threads with an Executor each; their CPU kernels share one pool
+// and one thread count (ops/cpu/cpu_threads.h).
+//
 // On a CUDA device (engine/cuda/cuda_device.h) the same code runs the
 // whole plan on the GPU: fed host tensors are copied in through the plan's
 // page-locked staging, with copies that do not wait, tensors uploaded

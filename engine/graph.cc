@@ -215,6 +215,24 @@ std::string DescribeInputs(const std::vector<const TensorType*>& types) {
   });
 }
 
+// WrittenInputsError says what is wrong with the inputs `op` writes in
+// place (each must be a variable, and a different one), or is empty.
+std::string WrittenInputsError(const Graph& g, const OpDef& op, const std::vector<NodeId>& ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!op.Writes(i)) continue;
+    if (ids[i] == kNoNode || !g.node(ids[i]).is_variable()) {
+      return absl::StrCat("input ", i, " is written in place and must be a variable");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (op.Writes(j) && ids[j] == ids[i]) {
+        return absl::StrCat("inputs ", j, " and ", i, " are both written in place and are the ",
+                            "same variable '", g.node(ids[i]).name, "'");
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Value Graph::AddOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
@@ -254,11 +272,7 @@ Value Graph::AddOp(const OpDef& op, absl::Span<const Value> inputs, Attrs attrs,
                      DescribeInputs(type_ptrs), "]")));
     return Value(this, kNoNode, static_cast<int32_t>(errors_.size() - 1));
   };
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (op.Writes(i) && (ids[i] == kNoNode || !node(ids[i]).is_variable())) {
-      return fail(absl::StrCat("input ", i, " is written in place and must be a variable"));
-    }
-  }
+  if (std::string bad = WrittenInputsError(*this, op, ids); !bad.empty()) return fail(bad);
   InferContext ctx{attrs, type_ptrs};
   absl::StatusOr<TensorType> out = op.infer(ctx);
   if (!out.ok()) return fail(out.status().message());

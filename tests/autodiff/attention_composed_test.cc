@@ -51,17 +51,6 @@ struct Setup {
   double dropout;
 };
 
-// MaxRelative returns max |a - b| / max |b| over two tensors of one shape.
-double MaxRelative(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = AsDoubles(a), y = AsDoubles(b);
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, std::abs(x[i] - y[i]));
-    scale = std::max(scale, std::abs(y[i]));
-  }
-  return scale == 0 ? diff : diff / scale;
-}
-
 void CheckAgainstComposed(const Setup& s, DType d) {
   SCOPED_TRACE(s.name + (d == DType::kFloat32 ? " float32" : " float64"));
   Graph g;
@@ -105,10 +94,10 @@ void CheckAgainstComposed(const Setup& s, DType d) {
                        RunOnce(g, fetches, feeds, {.training = true, .step = 3}));
   const double tolerance = d == DType::kFloat32 ? 1e-5 : 1e-12;
   const char* what[] = {"dq", "dk", "dv", "dbias"};
-  EXPECT_LE(MaxRelative(out[0], out[1]), tolerance) << "output";
+  EXPECT_LE(MaxRelativeError(out[0], out[1]), tolerance) << "output";
   const size_t n = wrt.size();
   for (size_t i = 0; i < n; ++i) {
-    EXPECT_LE(MaxRelative(out[2 + i], out[2 + n + i]), tolerance) << what[i];
+    EXPECT_LE(MaxRelativeError(out[2 + i], out[2 + n + i]), tolerance) << what[i];
   }
 }
 

@@ -17,17 +17,6 @@
 namespace dagrad::testing {
 namespace {
 
-// Max |got - want| over max |want|, after both are widened.
-double RelativeError(const Tensor& got, const Tensor& want) {
-  const std::vector<double> g = AsDoubles(got), w = AsDoubles(want);
-  double scale = 0, worst = 0;
-  for (size_t i = 0; i < w.size(); ++i) {
-    scale = std::max(scale, std::abs(w[i]));
-    worst = std::max(worst, std::abs(g[i] - w[i]));
-  }
-  return worst / scale;
-}
-
 void ExpectSameValues(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_EQ(got.TypeString(), want.TypeString()) << what;
   const std::vector<double> g = AsDoubles(got), w = AsDoubles(want);
@@ -75,7 +64,7 @@ TEST(BFloat16Goldens, MatMulIsTheFloat32ProductOfTheBFloat16Values) {
                        RunOnce(g, {MatMul(a, b), MatMul(a, b, {.output = DType::kBFloat16})},
                                {{a, ta}, {b, tb}}));
   // 24 products of |values| < ~4: float32's bound is far below 1e-6.
-  EXPECT_LT(RelativeError(out[0], c.outputs.at("float32")), 1e-6);
+  EXPECT_LT(MaxRelativeError(out[0], c.outputs.at("float32")), 1e-6);
   ASSERT_EQ(out[1].TypeString(), c.outputs.at("bfloat16").TypeString());
   const int64_t k = tb.shape()[0], n = tb.shape()[1];
   const std::vector<double> va = AsDoubles(ta), vb = AsDoubles(tb), got = AsDoubles(out[1]);
@@ -112,7 +101,7 @@ TEST(BFloat16Goldens, AnAutocastLinearStepAgreesToBFloat16Precision) {
                                 {r, c.inputs.at("r")}}));
   const char* names[] = {"y", "grad_x", "grad_w", "grad_bias"};
   for (int i = 0; i < 4; ++i) {
-    EXPECT_LT(RelativeError(out[i], c.outputs.at(names[i])), 1.0 / 128) << names[i];
+    EXPECT_LT(MaxRelativeError(out[i], c.outputs.at(names[i])), 1.0 / 128) << names[i];
   }
   EXPECT_EQ(out[0].dtype(), DType::kFloat32);
 }

@@ -300,13 +300,18 @@ TEST(Optimizer, Errors) {
   Value lr32 = g.Input("lr32", DType::kFloat32, {});
   EXPECT_STATUS(SgdUpdate(x, x, x, lr, {}).status(), absl::StatusCode::kInvalidArgument,
                 "input 0 is written in place and must be a variable");
-  EXPECT_STATUS(SgdUpdate(w, x, w, lr32, {}).status(), absl::StatusCode::kInvalidArgument,
-                "lr must be a float64 scalar");
-  Value m = g.Variable("m", {3}, Initializer::Zeros());
-  EXPECT_STATUS(AdamUpdate(w, x, m, m, lr, lr, {}).status(), absl::StatusCode::kInvalidArgument,
-                "input 2 must match the param's type float32 (2,)");
   Value m2 = g.Variable("m2", {2}, Initializer::Zeros());
-  EXPECT_STATUS(AdamUpdate(w, x, m2, m2, lr, lr, {.beta1 = 1.0}).status(),
+  Value v2 = g.Variable("v2", {2}, Initializer::Zeros());
+  EXPECT_STATUS(SgdUpdate(w, x, m2, lr32, {}).status(), absl::StatusCode::kInvalidArgument,
+                "lr must be a float64 scalar");
+  EXPECT_STATUS(SgdUpdate(w, x, w, lr, {}).status(), absl::StatusCode::kInvalidArgument,
+                "inputs 0 and 2 are both written in place and are the same variable 'w'");
+  Value m = g.Variable("m", {3}, Initializer::Zeros());
+  EXPECT_STATUS(AdamUpdate(w, x, m, v2, lr, lr, {}).status(), absl::StatusCode::kInvalidArgument,
+                "input 2 must match the param's type float32 (2,)");
+  EXPECT_STATUS(AdamUpdate(w, x, m2, m2, lr, lr, {}).status(), absl::StatusCode::kInvalidArgument,
+                "inputs 2 and 3 are both written in place and are the same variable 'm2'");
+  EXPECT_STATUS(AdamUpdate(w, x, m2, v2, lr, lr, {.beta1 = 1.0}).status(),
                 absl::StatusCode::kInvalidArgument, "betas must be in [0, 1)");
 }
 

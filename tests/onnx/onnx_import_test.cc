@@ -65,13 +65,6 @@ absl::StatusOr<Imported> ImportGolden(const std::string& name) {
   return im;
 }
 
-double MaxAbsDiff(const Tensor& got, const Tensor& want) {
-  std::vector<double> g = AsDoubles(got), w = AsDoubles(want);
-  double worst = 0;
-  for (size_t i = 0; i < g.size() && i < w.size(); ++i) worst = std::max(worst, std::fabs(g[i] - w[i]));
-  return worst;
-}
-
 class OnnxParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxParity, OutputAndGradientsEqualPyTorchs) {
@@ -96,10 +89,10 @@ TEST_P(OnnxParity, OutputAndGradientsEqualPyTorchs) {
   for (size_t i = 0; i < names.size(); ++i) {
     const Tensor& torch_grad = want.at("grad." + names[i]);
     ExpectAllClose(got[i + 1], AsDoubles(torch_grad), 1e-4, 1e-4, "grad." + names[i]);
-    worst_grad = std::max(worst_grad, MaxAbsDiff(got[i + 1], torch_grad));
+    worst_grad = std::max(worst_grad, MaxAbsDifference(got[i + 1], torch_grad));
   }
   std::cout << "onnx parity " << GetParam() << ": output max |dagrad - torch| "
-            << MaxAbsDiff(got[0], want.at("output")) << ", gradients (" << names.size()
+            << MaxAbsDifference(got[0], want.at("output")) << ", gradients (" << names.size()
             << " tensors) max |dagrad - torch| " << worst_grad << "\n";
 }
 

@@ -1,9 +1,6 @@
 #include "tests/support/gpt_fixtures.h"
 
-#include <algorithm>
-#include <cmath>
 #include <fstream>
-#include <vector>
 
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
@@ -18,17 +15,6 @@ SafetensorsFile HfGpt2TinyWeights() {
   absl::StatusOr<SafetensorsFile> file = ReadSafetensors(HfGpt2Tiny() + "/model.safetensors");
   EXPECT_TRUE(file.ok()) << file.status();
   return file.ok() ? *std::move(file) : SafetensorsFile();
-}
-
-double MaxRelativeError(const Tensor& got, const Tensor& want) {
-  const std::vector<double> a = AsDoubles(got), b = AsDoubles(want);
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, scale = 1e-12;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return diff / scale;
 }
 
 std::string TextCorpus(int repeats) {

@@ -26,10 +26,6 @@ std::string HfGpt2Tiny();
 // HfGpt2TinyWeights is HfGpt2Tiny()'s model.safetensors, read.
 SafetensorsFile HfGpt2TinyWeights();
 
-// MaxRelativeError is max |got - want| / max |want| over the elements
-// (infinite when the sizes differ).
-double MaxRelativeError(const Tensor& got, const Tensor& want);
-
 // TextCorpus is `repeats` times two pangram lines (90 bytes).
 std::string TextCorpus(int repeats);
 

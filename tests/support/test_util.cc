@@ -52,12 +52,36 @@ bool SameBits(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
+namespace {
+
+// Difference is |x - y|, 0 where both are NaN and infinite where one is.
+double Difference(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y) ? 0 : INFINITY;
+  return x == y ? 0 : std::abs(x - y);
+}
+
+}  // namespace
+
 double MaxAbsDifference(const Tensor& a, const Tensor& b) {
   const std::vector<double> x = AsDoubles(a), y = AsDoubles(b);
   if (x.size() != y.size()) return INFINITY;
   double max = 0;
-  for (size_t i = 0; i < x.size(); ++i) max = std::max(max, std::abs(x[i] - y[i]));
+  for (size_t i = 0; i < x.size(); ++i) max = std::max(max, Difference(x[i], y[i]));
   return max;
+}
+
+double MaxOrNaN(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+
+double MaxRelativeError(const Tensor& got, const Tensor& want) {
+  const std::vector<double> w = AsDoubles(want);
+  double scale = 0;
+  for (double v : w) {
+    if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+  }
+  const double diff = MaxAbsDifference(got, want);
+  return scale == 0 ? diff : diff / scale;
 }
 
 std::string NewTempDir(absl::string_view name) {

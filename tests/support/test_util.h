@@ -58,9 +58,18 @@ std::string NewTempDir(absl::string_view name);
 // SameBits is true when `a` and `b` have the same dtype, shape and bytes.
 bool SameBits(const Tensor& a, const Tensor& b);
 
-// MaxAbsDifference is max |a - b| over the elements (infinite when the
-// sizes differ).
+// MaxAbsDifference is max |a - b| over the elements: infinite when the
+// sizes differ or one of a pair is NaN; a pair of NaNs or of equal
+// infinities counts as equal.
 double MaxAbsDifference(const Tensor& a, const Tensor& b);
+
+// MaxOrNaN is std::max, but NaN when either is: a worst case taken over
+// elements with it cannot skip a NaN element.
+double MaxOrNaN(double a, double b);
+
+// MaxRelativeError is MaxAbsDifference(got, want) / max |want| over want's
+// finite elements, or MaxAbsDifference alone when they are all zero.
+double MaxRelativeError(const Tensor& got, const Tensor& want);
 
 // ExpectAllClose checks elementwise |got - want| <= atol + rtol * |want|.
 void ExpectAllClose(const Tensor& got, const std::vector<double>& want, double rtol,
