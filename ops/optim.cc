@@ -51,6 +51,14 @@ bool Guarded(const KernelContext& ctx, int i) { return !std::isfinite(ScalarIn(c
 // NonNegative is false for NaN and +-Inf as well as for negative values.
 bool NonNegative(double v) { return v >= 0 && std::isfinite(v); }
 
+// LrCheck refuses a learning rate (input `i`) that is not finite and >= 0.
+// An lr computed on a device is not on the host (has() is false): unchecked.
+absl::Status LrCheck(const KernelContext& ctx, int i) {
+  if (!ctx.has(i) || NonNegative(*ctx.in(i).as<double>())) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("lr must be finite and >= 0, got ", *ctx.in(i).as<double>()));
+}
+
 }  // namespace
 
 // ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) -------------
@@ -67,7 +75,10 @@ absl::StatusOr<TensorType> InferSgd(const InferContext& ctx) {
   return InferUpdate(ctx, 3, {{3, "lr"}, {4, "grad_scale"}, {5, "guard"}});
 }
 
+absl::Status SgdCheck(const KernelContext& ctx) { return LrCheck(ctx, 3); }
+
 absl::Status SgdKernel(const KernelContext& ctx) {
+  DAGRAD_RETURN_IF_ERROR(SgdCheck(ctx));
   if (Guarded(ctx, 5)) return absl::OkStatus();
   return DispatchFloat(ctx.in(0).dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -92,6 +103,7 @@ absl::Status SgdKernel(const KernelContext& ctx) {
 
 const OpDef kSgdUpdate = {.name = "sgd_update", .dot_label = "SGD", .infer = InferSgd,
                           .cpu = SgdKernel, .differentiable = false, .mutates = 0b101,
+                          .check = SgdCheck,
                           .onnx = NoOnnx("an optimizer step, not in inference graphs")};
 
 }  // namespace
@@ -133,7 +145,7 @@ absl::Status AdamCheck(const KernelContext& ctx) {
   if (!(t >= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("step must be >= 1, got ", t));
   }
-  return absl::OkStatus();
+  return LrCheck(ctx, 4);
 }
 
 absl::Status AdamKernel(const KernelContext& ctx) {

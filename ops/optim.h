@@ -18,8 +18,12 @@
 // the parameter and its state as they were (BuildTrainingStep's
 // skip_nonfinite feeds it the gradient norm plus 0 * loss).
 //
-// Errors: a param/state that is not a variable, shapes or dtypes that
-// differ, lr/step not float64 scalars, hyper-parameters out of range.
+// Errors, when building: a param/state that is not a variable (or the same
+// variable twice), shapes or dtypes that differ, lr/step not float64
+// scalars, hyper-parameters out of range. When running, before any update
+// writes: an lr that is not finite and >= 0, a step below 1 (on CUDA an lr
+// computed on the device is not checked, and a step there fails the run
+// from the kernel).
 
 #ifndef DAGRAD_OPS_OPTIM_H_
 #define DAGRAD_OPS_OPTIM_H_

@@ -322,6 +322,7 @@ absl::StatusOr<double> LearningRate(const LrSchedule& s, int64_t step) {
     }
     return lr;
   }
+  DAGRAD_RETURN_IF_ERROR(ValidateLrSchedule(s));
   if (s.warmup_steps > 0 && step <= s.warmup_steps) {
     return s.peak * static_cast<double>(step) / static_cast<double>(s.warmup_steps);
   }

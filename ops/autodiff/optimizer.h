@@ -227,8 +227,9 @@ struct LrSchedule {
 absl::Status ValidateLrSchedule(const LrSchedule& schedule);
 
 // LearningRate returns the rate of `step` (1-based), as LrSchedule's
-// formulas say: InvalidArgument for a step < 1, and, naming the step and
-// the value, when a custom schedule returns one that is not finite and >= 0.
+// formulas say: InvalidArgument for a step < 1, for a schedule that
+// ValidateLrSchedule refuses, and, naming the step and the value, when a
+// custom schedule returns one that is not finite and >= 0.
 absl::StatusOr<double> LearningRate(const LrSchedule& schedule, int64_t step);
 
 }  // namespace dagrad

@@ -225,6 +225,17 @@ TEST(LrSchedule, AStepBelowOneIsAnError) {
   }
 }
 
+// A schedule ValidateLrSchedule refuses gave a NaN, negative or above-peak
+// rate without an error.
+TEST(LrSchedule, AnInvalidScheduleIsAnError) {
+  EXPECT_STATUS(LearningRate({.peak = NAN}, 1).status(), absl::StatusCode::kInvalidArgument,
+                "lr (peak) must be finite and > 0, got nan");
+  EXPECT_STATUS(LearningRate({.peak = -1}, 1).status(), absl::StatusCode::kInvalidArgument,
+                "lr (peak) must be finite and > 0, got -1");
+  EXPECT_STATUS(LearningRate({.peak = 1e-3, .total_steps = 10, .final_fraction = 1.5}, 1).status(),
+                absl::StatusCode::kInvalidArgument, "final_lr_fraction must be in [0, 1], got 1.5");
+}
+
 TEST(LrSchedule, WarmupThenLinearOrConstant) {
   LrSchedule s{.peak = 2.0, .warmup_steps = 4, .total_steps = 14, .final_fraction = 0.25,
                .decay = LrDecay::kLinear};

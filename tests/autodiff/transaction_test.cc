@@ -121,6 +121,10 @@ std::vector<FailingOp> FailingOps() {
          *in = s.step;  // the step itself: fed below
          return s.loss;
        }, Tensor::Scalar<double>(0), Tensor::Scalar<double>(1), "step must be >= 1, got 0"},
+      {"lr", [](Graph&, Step& s, Value* in) {
+         *in = s.lr;  // both updates' rate: fed below
+         return s.loss;
+       }, Tensor::Scalar<double>(NAN), Tensor::Scalar<double>(kLr), "lr must be finite and >= 0, got nan"},
   };
 }
 
@@ -159,8 +163,8 @@ void ExpectAFailedRunChangesNothing(bool deferring) {
     ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({s.loss, failing}, s.updates));
     const std::vector<std::string> before = Snapshot(exec, s.variables);
     auto feeds = [&](const Tensor& t) {
-      Feeds f = {{s.lr, Tensor::Scalar(kLr)}};
-      if (in != s.step) f.push_back({in, t});
+      Feeds f = {{s.lr, in == s.lr ? t : Tensor::Scalar(kLr)}};
+      if (in != s.step && in != s.lr) f.push_back({in, t});
       f.push_back({s.step, in == s.step ? t : Tensor::Scalar<double>(1)});
       return f;
     };
