@@ -45,6 +45,23 @@ uint64_t NextExecutorId() {
   return next++;
 }
 
+// AddRunProfile adds a run's times (`run`, one time per step) to the
+// plan's: only a run that succeeded, so that a failed run's partial times
+// neither count nor mix with the last run's.
+void AddRunProfile(const OpProfile& run, OpProfile& total) {
+  for (const auto& [name, e] : run.by_op) {
+    total.by_op[name].seconds += e.seconds;
+    total.by_op[name].calls += e.calls;
+  }
+  total.by_step.resize(run.by_step.size());
+  for (size_t i = 0; i < run.by_step.size(); ++i) {
+    total.by_step[i].seconds += run.by_step[i].seconds;
+    total.by_step[i].last_start = run.by_step[i].last_start;
+    total.by_step[i].last_seconds = run.by_step[i].last_seconds;
+  }
+  ++total.runs;
+}
+
 }  // namespace
 
 std::string DeviceTensor::TypeString() const {
@@ -359,14 +376,12 @@ absl::Status Executor::QueueKernels(Plan& plan, int phase) {
       st = device_->Synchronize();
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      OpProfile::Entry& e = plan.profile_.by_op[std::string(node.op->name)];
+      OpProfile::Entry& e = plan.run_profile_.by_op[std::string(node.op->name)];
       e.seconds += seconds;
       ++e.calls;
-      std::vector<OpProfile::StepTime>& by_step = plan.profile_.by_step;
-      if (by_step.size() != info.steps.size()) by_step.resize(info.steps.size());
-      by_step[i].seconds += seconds;
-      by_step[i].last_start = std::chrono::duration<double>(started.time_since_epoch()).count();
-      by_step[i].last_seconds = seconds;
+      OpProfile::StepTime& step = plan.run_profile_.by_step[i];
+      step.seconds = step.last_seconds = seconds;
+      step.last_start = std::chrono::duration<double>(started.time_since_epoch()).count();
     }
     if (st.ok() && options_.synchronize_each_kernel) st = device_->Synchronize();
     if (!st.ok()) return NodeError(node, st);
@@ -435,12 +450,16 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
     if (absl::Status queued = QueueRun(plan, phase); !queued.ok()) return Drain(queued);
     DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
   }
-  if (options_.profile) ++plan.profile_.runs;
+  if (options_.profile) AddRunProfile(plan.run_profile_, plan.profile_);
   return FetchResults(plan);
 }
 
 absl::Status Executor::StartRun(Plan& plan, const FedInputs& fed, const RunOptions& options) {
   DAGRAD_RETURN_IF_ERROR(BindStorage(plan, fed));
+  if (options_.profile) {
+    plan.run_profile_.by_op.clear();
+    plan.run_profile_.by_step.assign(plan.info_.steps.size(), {});
+  }
   if (options_.poison_arena && plan.info_.arena_bytes > 0) {
     DAGRAD_RETURN_IF_ERROR(device_->Fill(plan.arena_.get(), 0xFF, plan.info_.arena_bytes));
   }

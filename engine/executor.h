@@ -137,7 +137,7 @@ struct OpProfile {
   // by_step[i] times step i of the plan (ExecutionPlan::steps[i]): seconds
   // summed over the runs, and, in the last run, when it began (seconds of
   // the steady clock) and how long it took; for the viewer and the trace
-  // (engine/view/).
+  // (engine/view/). A run that fails adds nothing.
   struct StepTime {
     double seconds = 0;
     double last_start = 0;
@@ -215,6 +215,7 @@ class Plan {
   };
 
   OpProfile profile_;
+  OpProfile run_profile_;  // the run in progress: added to profile_ when it succeeds
   const Executor* owner_ = nullptr;
   ExecutionPlan info_;
   std::vector<Kernel> kernels_;  // per step

@@ -14,10 +14,17 @@
 namespace dagrad {
 namespace {
 
-// InScript makes text safe inside a <script> element: "</" would end it
-// early, and "<\/" means the same in JavaScript strings and JSON.
+// InScript makes JavaScript safe inside a <script> element: "</" would end
+// it early, and "<\/" means the same in strings and regular expressions.
 std::string InScript(absl::string_view text) {
   return absl::StrReplaceAll(text, {{"</", "<\\/"}, {"<!--", "<\\!--"}});
+}
+
+// JsonInScript does so for JSON, whose "<" can only be in a string, where
+// "\u003c" is the same character: no "</script" or "<!--" is left, and
+// JSON.parse reads it (it refuses "<\!--").
+std::string JsonInScript(absl::string_view json) {
+  return absl::StrReplaceAll(json, {{"<", "\\u003c"}});
 }
 
 }  // namespace
@@ -42,7 +49,7 @@ absl::StatusOr<std::string> ViewerHtml(absl::string_view model_json) {
       "<meta name=\"generator\" content=\"dagrad (layout: elkjs ", view_assets::kElkVersion,
       ", EPL-2.0)\">\n<title>dagrad graph</title>\n<style>", view_assets::kViewerCss,
       "</style>\n</head><body>\n<script type=\"application/json\" id=\"dagrad-model\">",
-      InScript(model_json), "</script>\n<script>", InScript(view_assets::kElkJs),
+      JsonInScript(model_json), "</script>\n<script>", InScript(view_assets::kElkJs),
       "</script>\n<script>", InScript(view_assets::kViewerJs), "</script>\n</body></html>\n");
 }
 

@@ -182,14 +182,48 @@ TEST(Trace, OneCompleteEventPerOpWithTheDocumentedFields) {
   EXPECT_EQ(phases, (std::vector<std::string>{"forward", "backward", "update"}));
 }
 
+// A run that failed half way added its ops' times to the plan's, and its
+// steps' starts to the last run's: the trace had negative durations.
+TEST(Trace, AFailedRunAddsNothingToTheProfile) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {2});
+  Value n = g.Input("n", DType::kInt64, {2});
+  Value sum = Sum(Exp(x));  // runs before the division fails
+  Value quotient = Div(g.Constant(T<int64_t>({2}, {6, 8})), n);
+  Executor exec(g, {.profile = true});
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({sum, quotient}));
+  const Tensor ones = T<float>({2}, {1, 1});
+  ASSERT_OK(exec.Run(*plan, {{x, ones}, {n, T<int64_t>({2}, {3, 4})}}).status());
+  const OpProfile before = plan->profile();
+  EXPECT_STATUS(exec.Run(*plan, {{x, ones}, {n, T<int64_t>({2}, {3, 0})}}).status(),
+                absl::StatusCode::kInvalidArgument, "integer division by zero");
+  const OpProfile& after = plan->profile();
+  EXPECT_EQ(after.runs, 1);
+  ASSERT_EQ(after.by_step.size(), before.by_step.size());
+  for (size_t i = 0; i < after.by_step.size(); ++i) {
+    EXPECT_EQ(after.by_step[i].seconds, before.by_step[i].seconds) << i;
+    EXPECT_EQ(after.by_step[i].last_start, before.by_step[i].last_start) << i;
+  }
+  EXPECT_EQ(after.by_op.at("exp").calls, 1);
+  ASSERT_TRUE(ChromeTraceJson(g, plan->info(), after).ok());
+}
+
 TEST(ViewerHtml, IsOnePageWithEverythingInsideOrSaysHowToInstall) {
   if (!ViewerAvailable().ok()) {
     EXPECT_THAT(std::string(ViewerAvailable().message()), ::testing::HasSubstr("tools/setup.sh"));
     GTEST_SKIP() << ViewerAvailable().message();
   }
-  auto html = ViewerHtml(R"({"title": "</script><b>", "nodes": []})");
+  const std::string title = "</script><b> <!-- a comment's start";
+  auto html = ViewerHtml(nlohmann::json({{"title", title}, {"nodes", nlohmann::json::array()}}).dump());
   ASSERT_TRUE(html.ok()) << html.status();
   EXPECT_FALSE(absl::StrContains(*html, "</script><b>"));
+  // The page's JSON.parse reads the model back as it was ("<\!--" it refused).
+  const std::string open = "id=\"dagrad-model\">";
+  const size_t begin = html->find(open) + open.size();
+  const std::string json = html->substr(begin, html->find("</script>", begin) - begin);
+  EXPECT_FALSE(absl::StrContains(json, "<"));
+  ASSERT_TRUE(nlohmann::json::accept(json)) << json;
+  EXPECT_EQ(nlohmann::json::parse(json)["title"], title);
   EXPECT_FALSE(absl::StrContains(*html, "src=\"http"));
   EXPECT_EQ(ViewerHtml("not json").status().code(), absl::StatusCode::kInvalidArgument);
 }
