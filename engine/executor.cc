@@ -10,7 +10,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "engine/checked_math.h"
 #include "engine/feed_conversion.h"
 #include "engine/op.h"
@@ -43,23 +42,6 @@ absl::Status NodeError(const Node& node, const absl::Status& st) {
 uint64_t NextExecutorId() {
   static std::atomic<uint64_t> next{1};
   return next++;
-}
-
-// AddRunProfile adds a run's times (`run`, one time per step) to the
-// plan's: only a run that succeeded, so that a failed run's partial times
-// neither count nor mix with the last run's.
-void AddRunProfile(const OpProfile& run, OpProfile& total) {
-  for (const auto& [name, e] : run.by_op) {
-    total.by_op[name].seconds += e.seconds;
-    total.by_op[name].calls += e.calls;
-  }
-  total.by_step.resize(run.by_step.size());
-  for (size_t i = 0; i < run.by_step.size(); ++i) {
-    total.by_step[i].seconds += run.by_step[i].seconds;
-    total.by_step[i].last_start = run.by_step[i].last_start;
-    total.by_step[i].last_seconds = run.by_step[i].last_seconds;
-  }
-  ++total.runs;
 }
 
 }  // namespace
@@ -450,7 +432,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan& plan, const Feeds& feeds
     if (absl::Status queued = QueueRun(plan, phase); !queued.ok()) return Drain(queued);
     DAGRAD_RETURN_IF_ERROR(device_->Synchronize());
   }
-  if (options_.profile) AddRunProfile(plan.run_profile_, plan.profile_);
+  if (options_.profile) plan.profile_.AddRun(plan.run_profile_);
   return FetchResults(plan);
 }
 
@@ -491,24 +473,6 @@ absl::StatusOr<std::vector<Tensor>> Executor::FetchResults(Plan& plan) {
     results.push_back(std::move(t));
   }
   return results;
-}
-
-std::string OpProfile::ToString() const {
-  std::vector<std::pair<std::string, Entry>> rows(by_op.begin(), by_op.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return a.second.seconds != b.second.seconds ? a.second.seconds > b.second.seconds
-                                                : a.first < b.first;
-  });
-  double total = 0;
-  for (const auto& [name, e] : rows) total += e.seconds;
-  const double per = runs > 0 ? 1.0 / runs : 1.0;
-  std::string out = absl::StrFormat("%-20s %10s %7s %8s\n", "op", "ms/run", "share", "calls");
-  for (const auto& [name, e] : rows) {
-    absl::StrAppendFormat(&out, "%-20s %10.3f %6.1f%% %8.1f\n", name, e.seconds * per * 1e3,
-                          total > 0 ? 100 * e.seconds / total : 0.0, e.calls * per);
-  }
-  absl::StrAppendFormat(&out, "%-20s %10.3f\n", "total", total * per * 1e3);
-  return out;
 }
 
 }  // namespace dagrad

@@ -146,6 +146,11 @@ struct OpProfile {
   std::vector<StepTime> by_step;
   int64_t runs = 0;
 
+  // AddRun adds the times of one run that succeeded (`run`, one time per
+  // step): a failed run adds nothing, so that its partial times neither
+  // count nor mix with the last run's.
+  void AddRun(const OpProfile& run);
+
   // ToString lists ops by total time: name, ms per run, share, calls per run.
   std::string ToString() const;
 };

@@ -67,7 +67,10 @@ class FitLoop {
 
  private:
   absl::Status StartOrResume() {
-    if (!o_.resume) return files_.StartMetrics();
+    if (!o_.resume) {
+      DAGRAD_RETURN_IF_ERROR(files_.RefuseEarlierRun(o_.overwrite));
+      return files_.StartMetrics();
+    }
     FitResume resume;
     DAGRAD_ASSIGN_OR_RETURN(resume.path, files_.LoadCheckpoint(t_, &resume.warning));
     DAGRAD_RETURN_IF_ERROR(files_.ResumeMetrics(t_.step()));

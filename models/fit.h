@@ -62,8 +62,11 @@ struct FitOptions {
   // saves it (a row only where eval_every puts one); 0: train all steps.
   int64_t stop_after = 0;
   // Continue from the run directory's checkpoint (its config must equal
-  // the trainer's); else start afresh, replacing an earlier run's files.
+  // the trainer's); else start afresh, which a directory holding an
+  // earlier run's checkpoint refuses (FailedPrecondition) unless
+  // `overwrite` lets the run replace that run's files.
   bool resume = false;
+  bool overwrite = false;
   // false: this process is not the writer of a data-parallel job (rank
   // 0 is); it trains its share and writes, evaluates and reports nothing.
   bool writer = true;

@@ -151,6 +151,17 @@ absl::StatusOr<MetricsWindow> ParseWindow(absl::string_view text) {
 
 }  // namespace
 
+absl::Status RunDirectory::RefuseEarlierRun(bool overwrite) const {
+  for (const std::string& file : {checkpoint_path(), previous_checkpoint_path()}) {
+    std::error_code ec;
+    if (overwrite || !std::filesystem::exists(file, ec)) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", dir_, "' holds an earlier run (", file, "): continue it with FitOptions::resume, or ",
+        "replace its files with FitOptions::overwrite"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunDirectory::StartMetrics() {
   rows_.clear();
   window_ = {};

@@ -94,6 +94,10 @@ class RunDirectory {
   // fallback never crosses into another run.
   absl::Status SaveCheckpoint(Trainer& trainer);
 
+  // RefuseEarlierRun is FailedPrecondition when the directory holds an
+  // earlier run's checkpoint and `overwrite` is false, so that a fresh run
+  // never replaces a run that a forgotten --resume would have continued.
+  absl::Status RefuseEarlierRun(bool overwrite) const;
   // StartMetrics begins a fresh metrics.csv, written with the run's first
   // row or checkpoint (until then an earlier run's stays as it was).
   absl::Status StartMetrics();

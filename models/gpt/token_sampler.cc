@@ -45,6 +45,15 @@ Value Nucleus(Value probs, double top_p) {
   return Where(kept, probs, Fill(g, {1}, 0.0, probs.dtype()));
 }
 
+// KeepTopK keeps `shifted` where the sorted logits `sorted` are not below
+// the k-th largest, -inf elsewhere: ties with the k-th are kept, as Hugging
+// Face's TopKLogitsWarper keeps them.
+Value KeepTopK(Value sorted, Value shifted, int64_t k) {
+  Graph& g = *sorted.graph();
+  Value below = Less(sorted, Slice(sorted, -1, k - 1, k));
+  return Where(below, Fill(g, {1}, -INFINITY, shifted.dtype()), shifted);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TokenSampler>> TokenSampler::Create(
@@ -60,17 +69,17 @@ absl::StatusOr<std::unique_ptr<TokenSampler>> TokenSampler::Create(
   if (o.temperature == 0) {
     s->next_ = ArgMax(s->logits_, -1);  // (1)
   } else {
-    const int64_t k = o.top_k == 0 ? vocab : std::min(o.top_k, vocab);
-    TopKResult top = TopK(s->logits_, k, -1);  // (1, k), largest first
+    TopKResult top = TopK(s->logits_, vocab, -1);  // (1, vocab), largest first
     // Shifted so that the largest is 0, scaled by at most the largest float:
     // a temperature near 0 then draws the greedy token, where logits /
     // temperature would overflow to inf - inf = NaN.
     Value shifted = Sub(top.values, Slice(top.values, -1, 0, 1));
+    if (o.top_k > 0 && o.top_k < vocab) shifted = KeepTopK(top.values, shifted, o.top_k);
     const double inverse = std::min(1.0 / o.temperature, double{FLT_MAX});
     Value probs = Softmax(Scale(shifted, inverse));
     if (o.top_p < 1) probs = Nucleus(probs, o.top_p);
     Value drawn = Multinomial(probs, o.seed);
-    s->next_ = Gather(Reshape(top.indices, {k}), Reshape(drawn, {1}), 0);  // (1)
+    s->next_ = Gather(Reshape(top.indices, {vocab}), Reshape(drawn, {1}), 0);  // (1)
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
   s->exec_ = std::make_unique<Executor>(g, std::move(device));

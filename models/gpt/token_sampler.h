@@ -7,7 +7,8 @@
 //   temperature 0:  ArgMax(logits)                      greedy; ties: the first
 //   otherwise:      Multinomial(Softmax((logits - max) / temperature), seed)
 //                   (a temperature near 0 is greedy, never NaN)
-//   top_k > 0:      the same over TopK(logits, top_k), mapped back to its indices
+//   top_k > 0:      the same over the logits not below the top_k-th largest
+//                   (ties with it kept, as Hugging Face's TopKLogitsWarper)
 //   top_p < 1:      the same over the nucleus (Holtzman et al. 2019, as Hugging
 //                   Face's TopPLogitsWarper): the fewest most likely tokens (of
 //                   the top_k when set) whose probabilities sum to top_p or more:

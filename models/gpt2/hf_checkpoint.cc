@@ -145,6 +145,11 @@ absl::StatusOr<SafetensorsFile> ReadWeights(absl::string_view dir, std::string& 
   }
   if (!file.ok()) return file.status();
   DAGRAD_RETURN_IF_ERROR(NormaliseNames(*file, source));
+  for (auto& [name, t] : file->tensors) {  // F64: as transformers loads it, in float32
+    if (t.dtype() == DType::kFloat64) {
+      DAGRAD_ASSIGN_OR_RETURN(t, ConvertFloats(t, DType::kFloat32));
+    }
+  }
   return file;
 }
 

@@ -46,7 +46,8 @@ absl::StatusOr<Gpt2Config> ReadHfGpt2Config(absl::string_view dir);
 
 // ReadHfWeights reads `dir`/model.safetensors, or else the shards that
 // `dir`/model.safetensors.index.json maps each tensor to ("weight_map"),
-// and normalises the names as above. NotFound when neither file exists;
+// and normalises the names as above; F64 tensors are rounded to float32, as
+// transformers loads them by default. NotFound when neither file exists;
 // InvalidArgument naming the file and tensor or field for a malformed
 // index, a shard outside `dir`, a tensor missing from the shard the index
 // names or present in two, an untied lm_head.weight; ReadSafetensors's

@@ -129,9 +129,24 @@ TEST(CliCheckpoint, BothCheckpointsDamagedIsAClearError) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// Without --resume or --overwrite, a stopped run's directory was taken
+// over by a fresh run: its checkpoints were gone.
+TEST(CliCheckpoint, AFreshRunIntoAnEarlierRunIsRefusedWithoutOverwrite) {
+  const std::string dir = StoppedAtTen("ckpt_refused");
+  ASSERT_OK_AND_ASSIGN(const std::string before, ReadFile(dir + "/checkpoint.safetensors"));
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("'", dir, "' holds an earlier run (", dir,
+                                            "/checkpoint.safetensors): continue it with --resume, "
+                                            "or replace its files with --overwrite")));
+  EXPECT_EQ(*ReadFile(dir + "/checkpoint.safetensors"), before);
+  EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "10");
+}
+
 TEST(CliCheckpoint, AFreshRunDropsAnEarlierRunsPreviousCheckpoint) {
   const std::string dir = StoppedAtTen("ckpt_fresh");
-  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
+  const CliResult r =
+      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5 --overwrite"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "5");
   EXPECT_FALSE(fs::exists(dir + "/checkpoint.prev.safetensors"));

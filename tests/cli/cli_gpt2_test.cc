@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
@@ -268,6 +270,44 @@ TEST(CliGpt2, ABrokenDirectoryIsAUsageErrorNamingTheFile) {
   r = RunDagrad(absl::StrCat("generate --model=", HfGpt2Tiny(), " --checkpoint=x --prompt=x"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("give --checkpoint or --model, not both"));
+}
+
+// A model with more ids than its tokenizer may draw one the tokenizer
+// lacks: the error named "token 0" (of a one-token decode) and neither the
+// drawn token nor the tokenizer.
+TEST(CliGpt2, AnIdTheTokenizerLacksNamesTheDrawnTokenAndTheTokenizer) {
+  const std::string dir = FreshDir("cli_gpt2_small_vocab");
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    std::filesystem::copy_file(HfGpt2Tiny() + "/" + file, dir + "/" + file);
+  }
+  nlohmann::json vocab = nlohmann::json::parse(*ReadFile(HfGpt2Tiny() + "/vocab.json"));
+  for (auto it = vocab.begin(); it != vocab.end();) it = it.value() >= 500 ? vocab.erase(it) : ++it;
+  WriteBytes(dir + "/vocab.json", vocab.dump());
+  std::string merges;  // those whose tokens are left
+  for (absl::string_view line : absl::StrSplit(*ReadFile(HfGpt2Tiny() + "/merges.txt"), '\n')) {
+    const std::vector<std::string> pair = absl::StrSplit(line, ' ');
+    if (absl::StartsWith(line, "#") ||
+        (pair.size() == 2 && vocab.contains(pair[0]) && vocab.contains(pair[1]) &&
+         vocab.contains(pair[0] + pair[1]))) {
+      absl::StrAppend(&merges, line, "\n");
+    }
+  }
+  WriteBytes(dir + "/merges.txt", merges);
+  const CliResult r = RunDagrad(absl::StrCat("generate --model=", dir,
+                                             " --prompt=\"Hello world the\" --tokens=60 "
+                                             "--temperature=5 --seed=3"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat(", which the tokenizer of ", dir,
+                                            " does not have: the model has 512 ids")));
+  EXPECT_THAT(r.err, HasSubstr("generated token "));
+}
+
+TEST(CliGpt2, AnEmptyPromptFileIsNamed) {
+  const std::string file = FreshDir("cli_gpt2_empty_prompt") + "/prompt.txt";
+  WriteBytes(file, "");
+  const CliResult r = RunDagrad(absl::StrCat("generate --model=", HfGpt2Tiny(), " --prompt_file=", file));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("the prompt is empty (--prompt_file=", file, ")")));
 }
 
 }  // namespace

@@ -167,7 +167,7 @@ TEST(Cli, AFreshRunThatFailsAtOnceKeepsTheEarlierRunsMetrics) {
   const std::string dir = FreshDir("fresh_over_old");
   ASSERT_EQ(Dagrad(absl::StrCat(kTiny, "--out=", dir)).code, 0);
   ASSERT_OK_AND_ASSIGN(const std::string metrics, ReadFile(dir + "/metrics.csv"));
-  const Result r = Dagrad(absl::StrCat(kTiny, "--lr=1e38 --out=", dir));
+  const Result r = Dagrad(absl::StrCat(kTiny, "--lr=1e38 --overwrite --out=", dir));
   EXPECT_NE(r.code, 0);
   EXPECT_EQ(*ReadFile(dir + "/metrics.csv"), metrics);
 }

@@ -4,9 +4,11 @@
 
 #include <filesystem>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io/file_io.h"
 #include "engine/view/viewer_html.h"
+#include "models/run_outputs.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
@@ -41,6 +43,46 @@ TEST(CliView, TrainWritesTheProfiledStepAsATrace) {
   int ops = 0;
   for (const nlohmann::json& e : trace["traceEvents"]) ops += e["ph"] == "X" && e["tid"] == 1;
   EXPECT_GT(ops, 0);
+  // models::kRunFileNames, which a trace may not be named, lists what the run wrote.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "step.json" || absl::c_linear_search(models::kRunFileNames, name)) << name;
+  }
+}
+
+// A --trace that the run's end could not write, or that would write over
+// one of its files, was found after the whole run (or not at all).
+TEST(CliView, ATraceThatCannotBeWrittenIsRefusedBeforeTraining) {
+  const std::string dir = FreshDir("trace_refused");
+  const struct {
+    std::string trace, error;
+  } cases[] = {
+      {dir + "/model.safetensors", "would write over the run's own model.safetensors (--out="},
+      {dir + "/missing/t.json", "its folder '" + dir + "/missing' does not exist"},
+      {dir, "is a directory"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r =
+        RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --profile --trace=", c.trace));
+    EXPECT_EQ(r.code, 2) << c.trace;
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("--trace=", c.trace))) << c.trace;
+    EXPECT_THAT(r.err, HasSubstr(c.error)) << c.trace;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.safetensors")) << c.trace;
+  }
+}
+
+TEST(CliView, DotRefusesToWriteOverItsModel) {
+  const std::string dir = FreshDir("dot_over_model");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir)).code, 0);
+  const std::string onnx = dir + "/toy.onnx";
+  if (RunDagrad(absl::StrCat("export --checkpoint=", dir, "/model.safetensors --out=", onnx)).code != 0) {
+    GTEST_SKIP() << "built without ONNX";
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string before, ReadFile(onnx));
+  const CliResult r = RunDagrad(absl::StrCat("dot --model=", onnx, " --out=", onnx));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("--out=", onnx, " would write over ", onnx, " (--model)")));
+  EXPECT_EQ(*ReadFile(onnx), before);
 }
 
 TEST(CliView, TraceWithoutProfileIsAUsageError) {

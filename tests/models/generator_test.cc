@@ -140,6 +140,16 @@ TEST(TokenSampler, GreedyTopKAndTemperature) {
                 "expected 4 logits, got 2");
 }
 
+// Ties with the k-th largest logit are kept, as Hugging Face's
+// TopKLogitsWarper (scores < the k-th are removed) keeps them: top_k 2 of
+// 1, 3, 3, 3, 0 draws tokens 1, 2 and 3 alike (it drew 1 and 2 only).
+TEST(TokenSampler, TopKKeepsTiesWithTheKth) {
+  const int n = 9000;
+  const std::vector<int> counts = Counts({1, 3, 3, 3, 0}, {.temperature = 1, .top_k = 2, .seed = 7}, n);
+  EXPECT_EQ(counts[0] + counts[4], 0);
+  for (int id : {1, 2, 3}) EXPECT_NEAR(counts[id] / double(n), 1.0 / 3, 0.03) << id;
+}
+
 // Nucleus sampling keeps the fewest most likely tokens whose probabilities
 // reach top_p, renormalised: of 0.5, 0.3, 0.15, 0.05, top_p 0.7 keeps the
 // first two (0.5 < 0.7 <= 0.8), drawn 0.625 : 0.375, as Hugging Face's

@@ -312,6 +312,15 @@ TEST(Gpt2Model, Bf16AndFp16WeightsLoadWithinTheirPrecision) {
   }
 }
 
+// F64 weights load as transformers loads them, rounded to float32: the
+// fixture's float32 weights widened give its logits (they were refused,
+// blaming config.json).
+TEST(Gpt2Model, Float64WeightsLoadRoundedToFloat32) {
+  const SafetensorsFile weights = Converted(HfGpt2TinyWeights(), DType::kFloat64);
+  ASSERT_OK_AND_ASSIGN(Computed c, Compute(CopyWith("gpt2_f64", weights)));
+  EXPECT_LE(MaxAbsDifference(c.logits, Want("logits")), 1e-5);
+}
+
 // The weights saved as dagrad's checkpoint (metadata model=gpt2) rebuild
 // the model through LoadLanguageModel, as `dagrad eval` and `generate` do.
 TEST(Gpt2Model, SavedCheckpointReloadsThroughLoadLanguageModel) {

@@ -107,6 +107,8 @@ std::string InFlagTerms(absl::string_view message) {
   return absl::StrReplaceAll(message, {{"ExecutorOptions::memory_limit_bytes", "--memory_limit_mb"},
                                        {"ExecutorOptions::check_numerics set", "--check_numerics"},
                                        {"RunConfig::lr", "--lr"},
+                                       {"FitOptions::resume", "--resume"},
+                                       {"FitOptions::overwrite", "--overwrite"},
                                        {"LmTrainConfig::eval_windows", "--eval_windows"}});
 }
 
@@ -143,6 +145,7 @@ int Failure(const Command& command, const absl::Status& status) {
     case absl::StatusCode::kDataLoss:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kPermissionDenied:  // a file that may not be read or written
     // What an input asks for that dagrad does not do (an ONNX element type
     // or op variant it lacks): the input's fault, as a bad value is.
     case absl::StatusCode::kUnimplemented:

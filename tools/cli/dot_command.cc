@@ -130,6 +130,9 @@ absl::Status Dot() {
   if (absl::GetFlag(FLAGS_html) && !render.empty()) {
     return absl::InvalidArgumentError("--render draws the DOT file, which --html does not write");
   }
+  const std::string model = absl::GetFlag(FLAGS_model);
+  DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(
+      out, "out", {{IsOnnxPath(model) ? model : "", "model"}, {absl::GetFlag(FLAGS_input), "input"}}));
   DAGRAD_ASSIGN_OR_RETURN(DrawnGraph drawn, BuildDrawnGraph());
   DotOptions options;
   options.title = absl::StrCat(absl::GetFlag(FLAGS_model),

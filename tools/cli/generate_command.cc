@@ -47,7 +47,10 @@ absl::StatusOr<std::string> Prompt() {
   if (!file.empty()) {
     DAGRAD_ASSIGN_OR_RETURN(prompt, ReadFile(file));
   }
-  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty (--prompt)");
+  if (prompt.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the prompt is empty (", file.empty() ? "--prompt" : "--prompt_file=" + file, ")"));
+  }
   return prompt;
 }
 
@@ -100,6 +103,7 @@ absl::Status Generate() {
   // The prompt, then each token's bytes as it is drawn (TerminalStream).
   TerminalStream out(stdout);
   absl::Status undecodable;
+  int64_t drawn = 0;
   models::GenerateOptions options{
       .tokens = absl::GetFlag(FLAGS_tokens),
       .sampling = {.temperature = absl::GetFlag(FLAGS_temperature),
@@ -108,9 +112,16 @@ absl::Status Generate() {
                    .seed = absl::GetFlag(FLAGS_seed)},
       .kv_cache = absl::GetFlag(FLAGS_kv_cache),
       .on_token = [&](int64_t token) {
+        ++drawn;
         absl::StatusOr<std::string> bytes = codec.decode({token});
         if (bytes.ok()) out.Write(*bytes);
-        if (!bytes.ok() && undecodable.ok()) undecodable = bytes.status();
+        if (!bytes.ok() && undecodable.ok()) {
+          // A model with more ids than its tokenizer drew one the tokenizer lacks.
+          undecodable = absl::InvalidArgumentError(absl::StrCat(
+              "generated token ", drawn, " is id ", token, ", which the tokenizer of ",
+              tokenizer.empty() ? path : tokenizer, " does not have: the model has ",
+              gen->model().vocab(), " ids, more than the tokenizer"));
+        }
       }};
   DAGRAD_RETURN_IF_ERROR(models::CheckGenerateOptions(options));  // before any output
   out.Write(prompt);

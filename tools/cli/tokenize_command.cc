@@ -28,7 +28,8 @@ absl::Status Tokenize() {
     return absl::InvalidArgumentError(
         "--model=DIR is required: a directory with vocab.json and merges.txt");
   }
-  DAGRAD_RETURN_IF_ERROR(RequireFlags({"text"}));
+  // --text="" is text (no tokens), not a missing flag.
+  if (!FlagGiven("text")) return absl::InvalidArgumentError("--text is required");
   DAGRAD_ASSIGN_OR_RETURN(const models::Gpt2Tokenizer tokenizer,
                           models::Gpt2Tokenizer::LoadDirectory(dir));
   std::cout << absl::StrJoin(tokenizer.Encode(absl::GetFlag(FLAGS_text)), " ") << "\n";

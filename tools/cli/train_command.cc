@@ -3,6 +3,7 @@
 // pictures to --out. RunTraining (train_run.h) is the part every task shares.
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -61,6 +62,9 @@ ABSL_FLAG(bool, resume, false,
           "that one is damaged), exactly as if never stopped. SIGTERM, SIGINT or SIGUSR1 stop a "
           "run gracefully: the step in flight finishes, the checkpoint is saved, and it exits "
           "128+signal; a second signal exits at once, the last checkpoint whole");
+ABSL_FLAG(bool, overwrite, false,
+          "start afresh in an --out that holds an earlier run's checkpoint, replacing its "
+          "files (without it, or --resume, such an --out is refused)");
 ABSL_FLAG(std::string, trace, "",
           "with --profile, also write the profiled training step as a Chrome trace (Perfetto, "
           "chrome://tracing) to this file");
@@ -69,6 +73,8 @@ ABSL_FLAG(int64_t, stop_after, 0,
           "stop after this step (0: run all --steps), to continue later with --resume");
 
 ABSL_DECLARE_FLAG(std::string, precision);  // run_config_flags.cc
+ABSL_DECLARE_FLAG(std::string, data);       // train_text.cc
+ABSL_DECLARE_FLAG(std::string, init);       // train_text.cc
 
 namespace dagrad::cli {
 namespace {
@@ -114,6 +120,7 @@ models::FitOptions FitOptionsFromFlags(const std::string& out, Job& job) {
           .eval_every = absl::GetFlag(FLAGS_eval_every),
           .stop_after = absl::GetFlag(FLAGS_stop_after),
           .resume = absl::GetFlag(FLAGS_resume),
+          .overwrite = absl::GetFlag(FLAGS_overwrite),
           .writer = job.writer(),
           .stop_requested = [&job] { return models::AgreedStopSignal(job, models::StopSignal()) != 0; },
           .on_step = [](const models::FitProgress& p) { models::MaybeRaiseForTest("step", p.step.step); },
@@ -190,6 +197,33 @@ absl::StatusOr<Job> JoinJob() {
 #endif
 }
 
+// CheckTracePath refuses, before the run, a --trace the run's end could not
+// write, or would write over a file the run reads or writes.
+absl::Status CheckTracePath(const std::string& trace, const std::string& out) {
+  namespace fs = std::filesystem;
+  DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(
+      trace, "trace", {{absl::GetFlag(FLAGS_data), "data"}, {absl::GetFlag(FLAGS_init), "init"}}));
+  std::error_code ec;
+  if (fs::is_directory(trace, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("--trace=", trace, " is a directory"));
+  }
+  const fs::path folder = fs::path(trace).parent_path().empty() ? fs::path(".")
+                                                                 : fs::path(trace).parent_path();
+  const bool in_out = fs::weakly_canonical(folder, ec) == fs::weakly_canonical(out, ec);
+  if (!in_out && !fs::is_directory(folder, ec)) {  // --out is made by the run
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trace=", trace, ": its folder '", folder.string(), "' does not exist"));
+  }
+  const std::string name = fs::path(trace).filename().string();
+  for (const char* file : models::kRunFileNames) {
+    if (in_out && name == file) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--trace=", trace, " would write over the run's own ", file, " (--out=", out, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // RunTask runs the training of --task as a rank of `job`; the exit code.
 int RunTask(const Command& cmd, Job& job) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
@@ -197,6 +231,7 @@ int RunTask(const Command& cmd, Job& job) {
   if (!absl::GetFlag(FLAGS_trace).empty() && !run->profile) {
     return UsageError(cmd, "--trace needs --profile (the trace is the profiled step)");
   }
+
   absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
   if (!parallel.ok()) return Failure(cmd, parallel.status());
   if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *run, *parallel, job);
@@ -338,6 +373,9 @@ absl::StatusOr<std::unique_ptr<models::Trainer>> StartRun(const Command& cmd, co
 
 int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
+  if (const std::string trace = absl::GetFlag(FLAGS_trace); job.writer() && !trace.empty()) {
+    if (absl::Status st = CheckTracePath(trace, out); !st.ok()) return Failure(cmd, st);
+  }
   std::optional<DirectoryLock> lock;
   absl::StatusOr<std::unique_ptr<models::Trainer>> trainer = StartRun(cmd, run, job, out, lock);
   if (!trainer.ok()) return Failure(cmd, trainer.status());
@@ -372,7 +410,7 @@ Command TrainCommand() {
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "init", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
            "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "label_smoothing", "clip", "on_nonfinite",
-           "max_consecutive_skips", "seed", "out", "resume", "replicas", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
+           "max_consecutive_skips", "seed", "out", "resume", "overwrite", "replicas", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
           RunTrain};
 }
 

@@ -120,7 +120,7 @@ def dagrad_rows(a, init, out):
                  optimizer="adamw", lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps,
                  weight_decay=a.weight_decay, clip=a.clip, warmup=a.warmup,
                  lr_decay="cosine", final_lr_fraction=a.final_lr_fraction, threads=a.threads)
-    cmd = a.dagrad.split() + ["train"] + [f"--{k}={v}" for k, v in flags.items()]
+    cmd = a.dagrad.split() + ["train", "--overwrite"] + [f"--{k}={v}" for k, v in flags.items()]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "metrics.csv")) as f:
         return [(int(r["step"]), float(r["loss"]), float(r["eval_loss"])) for r in csv.DictReader(f)]
