@@ -137,6 +137,11 @@ absl::StatusOr<TensorType> InferAdam(const InferContext& ctx) {
         absl::StrCat("eps must be finite and > 0 and weight_decay finite and >= 0, got ",
                      a.GetFloat("eps"), " and ", a.GetFloat("weight_decay")));
   }
+  if (ctx.has(0) && ctx.in(0).dtype == DType::kFloat32 &&
+      !(static_cast<float>(a.GetFloat("eps")) > 0)) {  // the kernel's eps, 0 + 0 / 0 = NaN
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eps ", a.GetFloat("eps"), " rounds to 0 in float32 (the least above 0 is 1.4e-45)"));
+  }
   return InferUpdate(ctx, 4, {{4, "lr"}, {5, "step"}, {6, "grad_scale"}, {7, "guard"}});
 }
 

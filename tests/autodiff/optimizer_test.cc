@@ -324,6 +324,9 @@ TEST(Optimizer, Errors) {
                 "inputs 2 and 3 are both written in place and are the same variable 'm2'");
   EXPECT_STATUS(AdamUpdate(w, x, m2, v2, lr, lr, {.beta1 = 1.0}).status(),
                 absl::StatusCode::kInvalidArgument, "betas must be in [0, 1)");
+  // 1e-46 > 0 passed, and the float32 kernel divided by 0 + 0.
+  EXPECT_STATUS(AdamUpdate(w, x, m2, v2, lr, lr, {.eps = 1e-46}).status(),
+                absl::StatusCode::kInvalidArgument, "eps 1e-46 rounds to 0 in float32");
 }
 
 }  // namespace

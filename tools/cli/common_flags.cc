@@ -24,7 +24,8 @@ ABSL_FLAG(std::string, wait_policy, "",
           "DAGRAD_WAIT_POLICY, else auto");
 ABSL_FLAG(std::string, out, "",
           "dot: the .dot file to write (required); train: the output directory "
-          "(empty: runs/train); export: the .onnx file to write (required)");
+          "(empty: runs/train); export: the .onnx file to write, or with --format=hf the "
+          "directory (required)");
 
 ABSL_FLAG(bool, check_numerics, false,
           "stop at the first node (forward or backward) that produces NaN or Inf, and name it");

@@ -35,7 +35,8 @@ absl::Status Eval() {
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlags());
   const std::string input = absl::GetFlag(FLAGS_input), output = absl::GetFlag(FLAGS_output);
-  DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(output, "output", {{input, "input"}, {path, "model"}}));
+  const char* model_flag = absl::GetFlag(FLAGS_checkpoint).empty() ? "model" : "checkpoint";
+  DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(output, "output", {{input, "input"}, {path, model_flag}}));
   DAGRAD_RETURN_IF_ERROR(
       IsOnnxPath(path) ? EvaluateOnnx(path, input, output, std::move(device), options)
                        : models::EvaluateModelFiles(path, input, output, std::move(device), options,

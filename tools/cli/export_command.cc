@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
 #include "engine/status_macros.h"
+#include "models/gpt2/hf_config.h"
 #include "models/gpt2/hf_export.h"
 #include "models/language_model.h"
 #include "models/text_codec.h"
@@ -78,6 +79,11 @@ absl::StatusOr<std::string> TokenizerDir(const std::string& model_path) {
 
 absl::Status ExportHf(const std::string& checkpoint, const std::string& out) {
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile model, ReadCheckpoint(checkpoint));
+  // A model that is no GPT-2 is named before the tokenizer it would need.
+  if (absl::Status gpt2 = models::Gpt2Config::FromMetadata(model.metadata).status(); !gpt2.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--format=hf writes a GPT-2, and ", checkpoint,
+                                                   " is none: ", gpt2.message()));
+  }
   DAGRAD_ASSIGN_OR_RETURN(const std::string tokenizer, TokenizerDir(checkpoint));
   return models::WriteHfGpt2(model, checkpoint, tokenizer, out);
 }

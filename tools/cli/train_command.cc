@@ -41,7 +41,7 @@ ABSL_FLAG(int64_t, min_len, 0,
           "toy tasks: shortest sequence; 0 means every sequence has seq_len tokens");
 ABSL_FLAG(int64_t, dim, 128, "model width E");
 ABSL_FLAG(int64_t, heads, 4, "attention heads H (dim % heads == 0)");
-ABSL_FLAG(int64_t, layers, 2, "encoder layers L");
+ABSL_FLAG(int64_t, layers, 2, "layers L (encoder layers of the toy tasks, blocks of the GPT), 1 to 1024");
 ABSL_FLAG(int64_t, ffn, 512, "toy tasks: feed-forward width F (the GPT's is 4 x dim)");
 ABSL_FLAG(double, dropout, 0.1,
           "dropout probability in [0, 1 - 2^-10]; with --init=DIR (a GPT-2 directory), not "
