@@ -41,9 +41,13 @@ absl::StatusOr<std::vector<std::string>> SymbolOrder(const ShapeFamilyOptions& f
   return order;
 }
 
-// FirstSizes are the sizes tried first: symbol i at 2 + 3i (spaced, so
-// that T + 1 or T - 1 is not another symbol's size), within its bound.
-Sizes FirstSizes(const std::vector<std::string>& order, const ShapeFamilyOptions& family) {
+// FirstSizes are the sizes tried first: the symbol of the i-th smallest
+// bound at 2 + 3i (spaced, so that T + 1 or T - 1 is not another symbol's
+// size, and the tightest bounds get the small sizes), within its bound.
+Sizes FirstSizes(std::vector<std::string> order, const ShapeFamilyOptions& family) {
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& x, const std::string& y) {
+    return family.bounds.at(x) < family.bounds.at(y);
+  });
   Sizes a;
   for (size_t i = 0; i < order.size(); ++i) {
     a[order[i]] = std::min<int64_t>(2 + 3 * static_cast<int64_t>(i), family.bounds.at(order[i]));
@@ -51,11 +55,17 @@ Sizes FirstSizes(const std::vector<std::string>& order, const ShapeFamilyOptions
   return a;
 }
 
-// MoveOff gives `symbol` the next size after its own that is at least 2
-// from every other symbol's; false past its bound.
-bool MoveOff(const std::string& symbol, const ShapeFamilyOptions& family, Sizes& a) {
-  for (int64_t next = a[symbol] + 1; next <= family.bounds.at(symbol); ++next) {
-    bool apart = true;
+// MoveOff gives `symbol` a size it has not had (`tried`) that is at least
+// 2 from every other symbol's: the next above its own, or else the next
+// below (down to 2); false when there is none within its bound.
+bool MoveOff(const std::string& symbol, const ShapeFamilyOptions& family, Sizes& a,
+             std::set<int64_t>& tried) {
+  tried.insert(a[symbol]);
+  std::vector<int64_t> candidates;
+  for (int64_t s = a[symbol] + 1; s <= family.bounds.at(symbol); ++s) candidates.push_back(s);
+  for (int64_t s = a[symbol] - 1; s >= 2; --s) candidates.push_back(s);
+  for (int64_t next : candidates) {
+    bool apart = !tried.contains(next);
     for (const auto& [other, size] : a) apart = apart && (other == symbol || std::abs(next - size) >= 2);
     if (apart) {
       a[symbol] = next;
@@ -216,6 +226,7 @@ absl::StatusOr<std::string> SerializeOnnxFamily(Graph& g, const ShapeFamilyOptio
                                                 const OnnxExportOptions& options) {
   DAGRAD_ASSIGN_OR_RETURN(const std::vector<std::string> order, SymbolOrder(family));
   Sizes a = FirstSizes(order, family);
+  std::map<std::string, std::set<int64_t>> tried;  // per symbol, the sizes that coincided
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     const Sizes b = SecondSizes(a, family);
     // Named by the graph's size: unique however often a graph is exported.
@@ -227,7 +238,7 @@ absl::StatusOr<std::string> SerializeOnnxFamily(Graph& g, const ShapeFamilyOptio
     const Verdict v = Check(g, first_a, first_b, g.num_nodes(), a, b);
     DAGRAD_RETURN_IF_ERROR(v.error);
     if (v.coincidence) {
-      if (MoveOff(v.symbol, family, a)) continue;
+      if (MoveOff(v.symbol, family, a, tried[v.symbol])) continue;
       return absl::InvalidArgumentError(absl::StrCat(
           "ONNX export: every size of '", v.symbol, "' tried within its bound coincides with a "
           "fixed size of the graph (", v.why, ")"));

@@ -48,13 +48,17 @@ absl::Status ExportConcat(OnnxBuilder& b, const Node& node) {
 }
 
 // A slice that runs to the end of its axis keeps running to the end when
-// the axis's size changes.
+// the axis's size changes, and a negative start or end (counted from the
+// end, as ONNX counts it too) stays negative.
 absl::Status ExportSlice(OnnxBuilder& b, const Node& node) {
   const Shape& in = b.graph().node(node.inputs[0]).shape;
   DAGRAD_ASSIGN_OR_RETURN(SliceSpec s, ResolveSlice(node.attrs, in));
   int64_t end = s.count == 0 ? s.start : s.start + (s.count - 1) * s.step + 1;
   if (end >= in[s.axis]) end = std::numeric_limits<int64_t>::max();
-  b.Add("Slice", {b.In(node, 0), b.Ints({s.start}), b.Ints({end}), b.Ints({s.axis}),
+  const int64_t start_attr = node.attrs.GetInt("start"), end_attr = node.attrs.GetInt("end");
+  const int64_t start = start_attr < 0 ? start_attr : s.start;
+  if (end_attr < 0) end = end_attr;
+  b.Add("Slice", {b.In(node, 0), b.Ints({start}), b.Ints({end}), b.Ints({s.axis}),
                   b.Ints({s.step})},
         b.Out(node));
   return absl::OkStatus();
@@ -76,20 +80,28 @@ absl::Status ExportFill(OnnxBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
-// arange: Range(start, limit, step), of integers for integer dtypes (its
-// stop is the integer one, 2 for Arange(0, 1.5) of int64); a length that is
-// a dynamic symbol gives limit = start + size * step at run time.
+// arange: Range(start, limit, step) of the node's n elements, with limit =
+// start + n * step for integers and start + (n - 0.5) * step for floats:
+// Range counts ceil((limit - start) / step) in the dtype, which for floats
+// the stop itself (Arange(0, 0.6, 0.2): 4 in float32, not 3) or start +
+// n * step could round up by one. A length that is a dynamic symbol gives
+// n at run time.
 absl::Status ExportArange(OnnxBuilder& b, const Node& node) {
   const FillValue start = FillValueAttr(node.attrs, "start", node.dtype),
                   step = FillValueAttr(node.attrs, "step", node.dtype);
+  const bool floats = IsFloating(node.dtype);
   std::string limit;
   if (std::optional<int> s = b.SymbolFor(node.shape[0])) {
     onnx::NodeProto* cast = b.AddNode("Cast", {b.Add("Squeeze", {b.SymbolSize(*s)})}, "");
     SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
-    limit = b.Add("Add", {b.Add("Mul", {cast->output(0), b.Scalar(step, node.dtype)}),
-                          b.Scalar(start, node.dtype)});
+    std::string n = cast->output(0);
+    if (floats) n = b.Add("Sub", {n, b.Scalar(0.5, node.dtype)});
+    limit = b.Add("Add", {b.Add("Mul", {n, b.Scalar(step, node.dtype)}), b.Scalar(start, node.dtype)});
+  } else if (floats) {
+    const double n = static_cast<double>(node.shape[0]) - 0.5;
+    limit = b.Scalar(start.ToDouble() + n * step.ToDouble(), node.dtype);
   } else {
-    limit = b.Scalar(FillValueAttr(node.attrs, "stop", node.dtype), node.dtype);
+    limit = b.Scalar(start.integer() + node.shape[0] * step.integer(), node.dtype);
   }
   b.Add("Range", {b.Scalar(start, node.dtype), limit, b.Scalar(step, node.dtype)}, b.Out(node));
   return absl::OkStatus();

@@ -37,6 +37,7 @@
 #include "ops/onnx/export.h"
 #include "ops/onnx/export_builder.h"
 #include "ops/onnx/onnx_tensor.h"
+#include "ops/reduce.h"
 #include "tests/models/support/ort.h"
 #include "tests/support/test_util.h"
 
@@ -243,6 +244,10 @@ TEST(OnnxExport, UnaryTwinsMatchOnnxRuntime) {
   });
   ExpectUnaryMatchesOnnxRuntime(runner, "cumsum_reverse_axis_0",
                                 [](Value x) { return CumSum(x, 0, {.reverse = true}); });
+  // Arange(0, 0.6, 0.2) has 3 elements; Range of the float32 stop 0.6 had 4.
+  ExpectUnaryMatchesOnnxRuntime(runner, "arange_float_stop", [](Value x) {
+    return Sum(x) + Arange(*x.graph(), 0, 0.6, 0.2);
+  });
 }
 
 TEST(OnnxExport, Gpt) {

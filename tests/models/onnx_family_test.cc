@@ -7,6 +7,7 @@
 #ifdef DAGRAD_HAVE_ONNX
 
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ const ShapeFamilyOptions kTokens = {.inputs = {{"tokens", DType::kInt64, {"batch
 // Runtime's logits against dagrad's at each (batch, sequence) of `sizes`.
 void ExpectOrtMatches(Graph& g, const std::function<Value(Value)>& logits,
                       const std::vector<std::pair<int64_t, int64_t>>& sizes,
-                      const std::string& name) {
+                      const std::string& name, const ShapeFamilyOptions& family = kTokens) {
   const std::string runner = OrtRunner();
   if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
   Executor exec(g);
@@ -43,7 +44,7 @@ void ExpectOrtMatches(Graph& g, const std::function<Value(Value)>& logits,
     return Specialized{.fetches = {logits(b.input("tokens"))}};
   };
   const absl::Status exported =
-      ExportOnnxFamily(g, kTokens, build, model, {.variables = &weights, .output_names = {"logits"}});
+      ExportOnnxFamily(g, family, build, model, {.variables = &weights, .output_names = {"logits"}});
   ASSERT_TRUE(exported.ok()) << exported;
   for (auto [B, T] : sizes) {
     const Tensor tokens = RandomInts({B, T}, B * 10 + T, 0, 11);
@@ -68,6 +69,28 @@ TEST(OnnxFamily, TheToyTransformerRunsAtOtherSizes) {
   Graph g;
   ASSERT_OK_AND_ASSIGN(models::ToyTransformer toy, models::ToyTransformer::Create(g, {}));
   ExpectOrtMatches(g, [&](Value t) { return toy.Logits(t); }, {{1, 3}, {5, 8}}, "toy");
+}
+
+// A sequence bounded by 5 beside a Linear of 5 outputs was refused: its
+// first size, 5 at its bound, coincided, and only larger sizes were tried.
+// The tightest bound now takes the smallest sizes (sequence 2, batch 5),
+// and a symbol moves down as well as up.
+TEST(OnnxFamily, ATightBoundTakesTheSmallSizes) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(nn::Embedding embed, nn::Embedding::Create(g, "embed", {.num_embeddings = 11,
+                                                                              .embedding_dim = 4}));
+  ASSERT_OK_AND_ASSIGN(nn::Linear head, nn::Linear::Create(g, "head", {.in_features = 4,
+                                                                       .out_features = 5}));
+  const ShapeFamilyOptions five = {.inputs = kTokens.inputs, .bounds = {{"batch", 64}, {"sequence", 5}}};
+  ExpectOrtMatches(g, [&](Value t) { return head(embed(t)); }, {{1, 1}, {5, 5}, {7, 3}}, "tight", five);
+}
+
+// A slice from a negative start counts from the end at every size (its
+// start resolved at the size exported was written: (3, 5) at 3 x 9).
+TEST(OnnxFamily, ANegativeStartCountsFromTheEndAtEverySize) {
+  Graph g;
+  auto last = [](Value t) { return Slice(t, 1, -1, std::numeric_limits<int64_t>::max()); };
+  ExpectOrtMatches(g, last, {{1, 1}, {3, 8}, {2, 5}}, "slice_last");
 }
 
 // A Linear of 2 outputs: batch = 2, the first size tried, would make the
