@@ -163,6 +163,32 @@ absl::Status CheckOutputs(const Graph& graph, absl::Span<const Value> outputs,
                                                    " output names for ", outputs.size(),
                                                    " outputs"));
   }
+  absl::flat_hash_map<std::string, size_t> named;  // an ONNX graph's outputs differ by name
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string name =
+        options.output_names.empty() ? outputs[i].node().path() : options.output_names[i];
+    if (auto [it, fresh] = named.emplace(name, i); !fresh) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ONNX export: outputs ", it->second, " and ", i, " are both named '", name, "'",
+          options.output_names.empty() ? " (the same value: name them with output_names)" : ""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// CheckInputNames refuses two inputs of one name in different scopes: an
+// ONNX graph input has its name alone.
+absl::Status CheckInputNames(const Graph& graph, const std::vector<NodeId>& ids) {
+  absl::flat_hash_map<std::string, std::string> paths;
+  for (NodeId id : ids) {
+    const Node& node = graph.node(id);
+    if (node.kind != NodeKind::kInput) continue;
+    if (auto [it, fresh] = paths.emplace(node.name, node.path()); !fresh) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ONNX export: inputs '", it->second, "' and '", node.path(), "' are both named '",
+          node.name, "', and an ONNX graph input has its name alone: rename one"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -210,6 +236,7 @@ absl::StatusOr<std::string> SerializeOnnx(const Graph& graph, absl::Span<const V
                                           const OnnxExportOptions& options) {
   DAGRAD_RETURN_IF_ERROR(CheckOutputs(graph, outputs, options));
   const std::vector<NodeId> ids = AncestorsOf(graph, outputs);
+  DAGRAD_RETURN_IF_ERROR(CheckInputNames(graph, ids));
   DAGRAD_ASSIGN_OR_RETURN(std::vector<OnnxSymbol> symbols, Symbols(graph, ids, options));
   onnx::ModelProto model;
   model.set_ir_version(onnx::IR_VERSION);

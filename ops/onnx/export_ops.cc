@@ -28,9 +28,23 @@ absl::Status ExportRsqrt(OnnxBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
+// pow as its kernel computes it (PowFn): ONNX's Pow is C's pow (CPow), and
+// Pow's exponents 2, 3, 0.5, -0.5, -1 and -2 are products, a Sqrt and
+// Reciprocals, which differ from C's pow at -0 and -inf (sqrt(-inf) = NaN
+// where pow(-inf, 0.5) = +inf) and round as the kernel does.
 absl::Status ExportPow(OnnxBuilder& b, const Node& node) {
-  const std::string p = b.Scalar(node.attrs.GetFloat("exponent"), node.dtype);
-  b.Add("Pow", {b.In(node, 0), p}, b.Out(node));
+  const double p = node.attrs.GetFloat("exponent");
+  const std::string x = b.In(node, 0), out = b.Out(node);
+  if (node.attrs.GetBool("c_pow") ||
+      !(p == 2 || p == 3 || p == 0.5 || p == -0.5 || p == -1 || p == -2)) {
+    b.Add("Pow", {x, b.Scalar(p, node.dtype)}, out);
+  } else if (p == 2 || p == 3) {
+    b.Add("Mul", {p == 2 ? x : b.Add("Mul", {x, x}), x}, out);
+  } else if (p == 0.5) {
+    b.Add("Sqrt", {x}, out);
+  } else {
+    b.Add("Reciprocal", {p == -0.5 ? b.Add("Sqrt", {x}) : p == -1 ? x : b.Add("Mul", {x, x})}, out);
+  }
   return absl::OkStatus();
 }
 

@@ -23,8 +23,19 @@ std::string SwapLast(OnnxBuilder& b, const std::string& x, int rank) {
   return t->output(0);
 }
 
+// Widened is input `i` cast to the node's dtype when it differs: a product
+// of bfloat16 or float16 operands accumulates and ends in float32, as
+// MatMul of float32 operands, exact widenings of theirs, does.
+std::string Widened(OnnxBuilder& b, const Node& node, int i) {
+  const std::string in = b.In(node, i);
+  if (b.graph().node(node.inputs[i]).dtype == node.dtype) return in;
+  onnx::NodeProto* cast = b.AddNode("Cast", {in}, "");
+  SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
+  return cast->output(0);
+}
+
 absl::Status ExportMatMul(OnnxBuilder& b, const Node& node) {
-  std::string x = b.In(node, 0), y = b.In(node, 1);
+  std::string x = Widened(b, node, 0), y = Widened(b, node, 1);
   const int ra = b.graph().node(node.inputs[0]).shape.rank();
   const int rb = b.graph().node(node.inputs[1]).shape.rank();
   if (node.attrs.GetBool("transpose_a") && ra >= 2) x = SwapLast(b, x, ra);
@@ -35,12 +46,12 @@ absl::Status ExportMatMul(OnnxBuilder& b, const Node& node) {
 
 // linear(x, w, b) = x w^T + b, w (out, in) as PyTorch stores it.
 absl::Status ExportLinear(OnnxBuilder& b, const Node& node) {
-  const std::string wt = SwapLast(b, b.In(node, 1), 2);
+  const std::string wt = SwapLast(b, Widened(b, node, 1), 2), x = Widened(b, node, 0);
   if (!b.Has(node, 2)) {
-    b.Add("MatMul", {b.In(node, 0), wt}, b.Out(node));
+    b.Add("MatMul", {x, wt}, b.Out(node));
     return absl::OkStatus();
   }
-  b.Add("Add", {b.Add("MatMul", {b.In(node, 0), wt}), b.In(node, 2)}, b.Out(node));
+  b.Add("Add", {b.Add("MatMul", {x, wt}), Widened(b, node, 2)}, b.Out(node));
   return absl::OkStatus();
 }
 
@@ -127,22 +138,26 @@ std::string KeepMask(OnnxBuilder& b, const Node& node, const MaskInputs& m) {
 }
 
 // MaskedSoftmax writes softmax(scale * scores + bias) over the kept
-// positions to `out`: masked positions are -inf before Softmax and 0 after
-// it, so a row with no kept position is zeros as in dagrad (a row that a
-// -inf bias masks entirely is NaN in ONNX).
+// positions to `out`: masked positions are -inf before Softmax, and a row
+// whose every position is -inf (masked, or by a -inf bias) is zeros as in
+// dagrad, where ONNX's Softmax gives NaN.
 void MaskedSoftmax(OnnxBuilder& b, const Node& node, const MaskInputs& m, std::string out) {
   std::string z = m.scores;
   const double scale = node.attrs.GetFloat("scale", 1.0);
   if (scale != 1.0) z = b.Add("Mul", {z, b.Scalar(scale, node.dtype)});
   if (b.Has(node, m.bias)) z = b.Add("Add", {z, b.In(node, m.bias)});
   const std::string keep = KeepMask(b, node, m);
-  if (!keep.empty()) {
-    z = b.Add("Where",
-              {keep, z, b.Scalar(-std::numeric_limits<double>::infinity(), node.dtype)});
-  }
-  onnx::NodeProto* softmax = b.AddNode("Softmax", {z}, keep.empty() ? out : "");
+  const std::string minus_inf = b.Scalar(-std::numeric_limits<double>::infinity(), node.dtype);
+  if (!keep.empty()) z = b.Add("Where", {keep, z, minus_inf});
+  const bool may_die = !keep.empty() || b.Has(node, m.bias);
+  onnx::NodeProto* softmax = b.AddNode("Softmax", {z}, may_die ? "" : out);
   SetAttr(softmax, "axis", int64_t{-1});
-  if (!keep.empty()) b.Add("Where", {keep, softmax->output(0), b.Scalar(0, node.dtype)}, out);
+  if (!may_die) return;
+  onnx::NodeProto* row_max = b.AddNode("ReduceMax", {z}, "");
+  SetAttr(row_max, "axes", std::vector<int64_t>{-1});
+  SetAttr(row_max, "keepdims", int64_t{1});
+  const std::string dead = b.Add("Equal", {row_max->output(0), minus_inf});
+  b.Add("Where", {dead, b.Scalar(0, node.dtype), softmax->output(0)}, out);
 }
 
 // masked softmax's inputs (ops/softmax.cc): scores, keep, valid_lens, bias.

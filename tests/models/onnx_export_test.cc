@@ -38,6 +38,8 @@
 #include "ops/onnx/export_builder.h"
 #include "ops/onnx/onnx_tensor.h"
 #include "ops/reduce.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax.h"
 #include "tests/models/support/ort.h"
 #include "tests/support/test_util.h"
 
@@ -205,11 +207,12 @@ TEST(OnnxExport, MultiheadAttentionMatchesOnnxRuntime) {
 // ExpectUnaryMatchesOnnxRuntime exports op(x) for x of edge and ordinary
 // values (float32) and checks that ONNX Runtime gives dagrad's outputs.
 void ExpectUnaryMatchesOnnxRuntime(const std::string& runner, const std::string& name,
-                                   Value (*op)(Value)) {
+                                   Value (*op)(Value),
+                                   const std::vector<float>& xs = {-100, -30, -20.5, -5, -1, -1e-3,
+                                                                   -0.0f, 0, 1e-3, 0.5, 1, 3, 19.5,
+                                                                   20.5, 30, 88, 100, 1e4}) {
   const std::string dir = ::testing::TempDir() + "/onnx_export_" + name;
   ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-  const std::vector<float> xs = {-100, -30, -20.5, -5, -1, -1e-3, -0.0f, 0,   1e-3,
-                                 0.5,  1,   3,     19.5, 20.5, 30,  88,  100, 1e4};
   const Tensor x = testing::T<float>({2, 9}, xs);
   Graph g;
   Value y = op(g.Input("x", DType::kFloat32, {2, 9}));
@@ -244,6 +247,36 @@ TEST(OnnxExport, UnaryTwinsMatchOnnxRuntime) {
   });
   ExpectUnaryMatchesOnnxRuntime(runner, "cumsum_reverse_axis_0",
                                 [](Value x) { return CumSum(x, 0, {.reverse = true}); });
+  // bfloat16 products end in float32: their operands are widened (the file
+  // failed ONNX's checker). Values bfloat16 holds, so that no cast rounds.
+  const std::vector<float> exact = {-96, -30, -20.5, -5, -1, -0.125, -0.0f, 0,  0.25,
+                                    0.5, 1,   3,     19.5, 20.5, 30,  88,  100, 1024};
+  ExpectUnaryMatchesOnnxRuntime(runner, "bf16_matmul", [](Value x) {
+    Value h = Cast(x, DType::kBFloat16);
+    return MatMul(h, h, {.transpose_b = true});
+  }, exact);
+  ExpectUnaryMatchesOnnxRuntime(runner, "bf16_linear", [](Value x) {
+    Value h = Cast(x, DType::kBFloat16);
+    return Linear(h, h, Value());
+  }, exact);
+  // A row that a -inf bias masks entirely is zeros, as in dagrad (ONNX's
+  // Softmax gave NaN); a keep mask that masks a row entirely, likewise.
+  ExpectUnaryMatchesOnnxRuntime(runner, "masked_softmax_dead_rows", [](Value x) {
+    Graph& g = *x.graph();
+    std::vector<float> bias(18, 0.0f);
+    std::fill(bias.begin(), bias.begin() + 9, -INFINITY);
+    bias[12] = -INFINITY;
+    Value keep = g.Constant(testing::T<bool>({2, 1}, {true, false}));
+    return Concat({MaskedSoftmax(x, {.bias = g.Constant(testing::T<float>({2, 9}, bias))}),
+                   MaskedSoftmax(x, {.keep = keep})}, 0);
+  });
+  // Pow as its kernel computes it: sqrt(-inf) is NaN, where ONNX's Pow (C's
+  // pow, CPow) gives +inf; both exported, each as it computes.
+  ExpectUnaryMatchesOnnxRuntime(runner, "pow_edges", [](Value x) {
+    Value edges = Concat({x, x.graph()->Constant(testing::T<float>({2, 9}, std::vector<float>(18, -INFINITY)))}, 0);
+    return Concat({Pow(edges, 0.5), Pow(edges, -0.5), Pow(edges, 3.0), Pow(edges, -2.0),
+                   Pow(edges, 1.5), CPow(edges, 0.5), CPow(edges, -0.5)}, 0);
+  });
   // Arange(0, 0.6, 0.2) has 3 elements; Range of the float32 stop 0.6 had 4.
   ExpectUnaryMatchesOnnxRuntime(runner, "arange_float_stop", [](Value x) {
     return Sum(x) + Arange(*x.graph(), 0, 0.6, 0.2);
@@ -263,6 +296,27 @@ TEST(OnnxExport, Gpt) {
   EXPECT_EQ(Dims(m.graph().output(0)), (std::vector<std::string>{"batch", "sequence", "32"}));
   EXPECT_TRUE(Initializers(m).count("transformer.wte.weight"));
   EXPECT_TRUE(OpTypes(m).count("Erf"));  // GELU
+}
+
+// Two inputs named x in two scopes failed ONNX's checker (INTERNAL, "SSA");
+// one value exported twice wrote two outputs of one name.
+TEST(OnnxExport, NamesAGraphInputOrOutputTwiceIsAnErrorNamingThem) {
+  Graph g;
+  Value a, b;
+  {
+    Graph::Scope enc(g, "enc");
+    a = g.Input("x", DType::kFloat32, {2});
+  }
+  {
+    Graph::Scope dec(g, "dec");
+    b = g.Input("x", DType::kFloat32, {2});
+  }
+  EXPECT_STATUS(SerializeOnnx(g, {Add(a, b)}, {}).status(), absl::StatusCode::kInvalidArgument,
+                "inputs 'enc/x' and 'dec/x' are both named 'x'");
+  Value r = Relu(a);
+  EXPECT_STATUS(SerializeOnnx(g, {r, r}, {}).status(), absl::StatusCode::kInvalidArgument,
+                "outputs 0 and 1 are both named 'relu' (the same value: name them");
+  EXPECT_TRUE(SerializeOnnx(g, {r, r}, {.output_names = {"r0", "r1"}}).ok());
 }
 
 TEST(OnnxExport, UnexportableOpNamesItAndLeavesNoFile) {
