@@ -163,7 +163,8 @@ std::string LmTrainer::ValidationSummary(const EvalResult& final_eval,
                                          const std::string& unit) const {
   const int64_t all = data_.validation_windows;
   return absl::StrFormat(
-      "validation loss %.4f nats/%s over %s after %d steps\n", final_eval.loss, unit,
+      "validation loss %.4f nats/%s and accuracy %.4f (next %s) over %s after %d steps\n",
+      final_eval.loss, unit, final_eval.accuracy, unit,
       eval_windows_ == all
           ? absl::StrCat("the whole split (", all, " windows)")
           : absl::StrCat(eval_windows_, " of the split's ", all,

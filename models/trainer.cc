@@ -63,6 +63,9 @@ std::vector<std::string> ConfigDifferences(const std::map<std::string, std::stri
     if (it != metadata.end() && SameSetting(key, it->second, value)) continue;
     const char* before = ValueBeforeRecorded(key);
     if (it == metadata.end() && before != nullptr && value == before) continue;
+    // A checkpoint from before the data's checksum was recorded resumes as
+    // it did: on the data's path alone.
+    if (it == metadata.end() && key == kDataChecksumKey) continue;
     const std::string held =
         it != metadata.end() ? it->second
         : before != nullptr  ? absl::StrCat("(none: written before dagrad recorded it, when it was ",

@@ -112,6 +112,12 @@ class NonFiniteSteps {
   int64_t total_ = 0, in_a_row_ = 0;
 };
 
+// kDataChecksumKey: the config field of a text run's data, its size and
+// CRC-32C (SplitText::Checksum), so that a resume on a --data whose bytes
+// changed is refused; a checkpoint written before it was recorded lacks it
+// and resumes on the path alone.
+inline constexpr char kDataChecksumKey[] = "data_checksum";
+
 // TrainingState reads and writes the training checkpoints of a trainer
 // whose checkpoints are marked `format` (e.g. "toy-train-state/1") and
 // whose config is `config` (its ToMetadata).

@@ -97,7 +97,9 @@ std::string DotProgram();
 // PermissionDenied, ...) when `dot_path` cannot be read or `out_path`
 // cannot be created; Unavailable when the program cannot be started (Graphviz
 // not installed: the message says so); InvalidArgument when dot exits with
-// an error or prints any warning, with its output in the message; Internal
+// an error or prints any warning, with its output in the message (a png
+// over cairo's 32767 pixels, which dot scales down to fit and says so, is
+// written, not refused); Internal
 // when it is killed by a signal.
 //
 //   // setup: Files

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "engine/dot/dot.h"
@@ -25,6 +27,17 @@ extern char** environ;
 
 namespace dagrad {
 namespace {
+
+// WithoutScalingNotice drops the line dot prints when a bitmap is over
+// cairo's 32767 pixels and it draws it scaled down to fit: the image is
+// whole, not another drawing than was asked.
+std::string WithoutScalingNotice(absl::string_view output) {
+  std::vector<absl::string_view> kept;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (!absl::StrContains(line, "graph is too large for cairo-renderer bitmaps")) kept.push_back(line);
+  }
+  return absl::StrJoin(kept, "\n");
+}
 
 // dot's messages are short; a runaway one is cut here.
 constexpr size_t kMaxCapturedBytes = 64 * 1024;
@@ -127,7 +140,8 @@ absl::Status RenderDot(const std::string& dot_path, const std::string& format,
     return child.status();
   }
   const int ws = child->wait_status;
-  const std::string output = PrintableText(absl::StripTrailingAsciiWhitespace(child->output));
+  const std::string output = PrintableText(
+      absl::StripTrailingAsciiWhitespace(WithoutScalingNotice(child->output)));
   absl::Status status;
   if (WIFSIGNALED(ws)) {
     status = absl::InternalError(absl::StrCat("RenderDot: `", command, "` was killed by signal ",

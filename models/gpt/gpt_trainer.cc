@@ -69,7 +69,9 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
                                  {.run = config.run,
                                   .eval_windows = config.eval_windows,
                                   .format = kGptStateFormat,
-                                  .metadata = {{"task", "text"}, {"data", config.data}},
+                                  .metadata = {{"task", "text"},
+                                               {"data", config.data},
+                                               {kDataChecksumKey, t->text_->Checksum()}},
                                   .initial = config.initial,
                                   .initial_source = config.initial_source},
                                  std::move(device), data_parallel));

@@ -1,11 +1,15 @@
 #include "models/gpt/text_task.h"
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/io/crc32c.h"
 #include "engine/io/file_io.h"
 #include "engine/philox.h"
 #include "engine/status_macros.h"
@@ -26,14 +30,16 @@ absl::Status CheckSplits(int64_t n, int64_t seq_len, absl::string_view name,
   if (seq_len < 1) {
     return absl::InvalidArgumentError(absl::StrCat("seq_len must be >= 1, got ", seq_len));
   }
-  const int64_t train = n * 9 / 10, window = seq_len + 1;
-  if (n > 0 && train >= window && n - train >= window) return absl::OkStatus();
+  const int64_t train = n * 9 / 10;  // n is a file's size: n * 9 does not overflow
+  if (n > 0 && train > seq_len && n - train > seq_len) return absl::OkStatus();
   // The validation split, n - n*9/10 = ceil(n/10), is the shorter: it holds
-  // a window from n = 10 * seq_len + 1 on.
+  // a window from n = 10 * seq_len + 1 on (in 128 bits: seq_len may be huge).
+  std::ostringstream need;
+  need << "training on windows of seq_len + 1 = " << absl::uint128(seq_len) + 1 << " " << unit
+       << " needs at least " << absl::uint128(seq_len) * 10 + 1;
   return absl::InvalidArgumentError(absl::StrCat(
-      name, ": ", n == 0 ? std::string(empty) : absl::StrCat("only ", n, " ", unit),
-      "; training on windows of seq_len + 1 = ", window, " ", unit, " needs at least ",
-      10 * seq_len + 1, " (90% training, 10% validation, a window each)"));
+      name, ": ", n == 0 ? std::string(empty) : absl::StrCat("only ", n, " ", unit), "; ",
+      need.str(), " (90% training, 10% validation, a window each)"));
 }
 
 int64_t TokenAt(const std::string& split, int64_t i) {
@@ -152,6 +158,22 @@ absl::StatusOr<TokenBatch> SplitText<Split>::Validation(int64_t first, int64_t c
   DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> offsets,
                           ValidationOffsets(first, count, validation_windows(), seq_len_));
   return Windows(validation_, offsets, seq_len_);
+}
+
+namespace {
+
+absl::string_view Bytes(const std::string& s) { return s; }
+absl::string_view Bytes(const std::vector<int64_t>& ids) {
+  return {reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t)};
+}
+
+}  // namespace
+
+template <typename Split>
+std::string SplitText<Split>::Checksum() const {
+  const uint32_t crc = ExtendCrc32c(Crc32c(Bytes(train_)), Bytes(validation_));
+  return absl::StrFormat("%d %s, crc32c %08x", train_.size() + validation_.size(),
+                         std::is_same_v<Split, std::string> ? "bytes" : "tokens", crc);
 }
 
 template class SplitText<std::string>;

@@ -59,6 +59,9 @@ class SplitText {
   int64_t seq_len() const { return seq_len_; }
   const Split& train() const { return train_; }
   const Split& validation() const { return validation_; }
+  // Checksum names the data by its size and CRC-32C ("1234 bytes, crc32c
+  // 0a1b2c3d"): a run records it, and a resume on other bytes is refused.
+  std::string Checksum() const;
 
   // ToLmData returns the LmTrainer data of `text` (a pointer to the SplitText,
   // raw or shared, that outlives the trainer), batches drawn with `seed`.

@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<LmTrainer>> CreateGpt2FineTuner(
   }
   DAGRAD_ASSIGN_OR_RETURN(TokenTextData text, EncodeText(tune.hf_dir, files.config, tune.text_path,
                                                          tune.seq_len));
+  config.metadata[kDataChecksumKey] = text.Checksum();
   LmData lm = TokenTextData::ToLmData(std::make_shared<const TokenTextData>(std::move(text)),
                                       config.run.seed);
   config.initial = std::make_shared<const SafetensorsFile>(std::move(files.weights));

@@ -386,6 +386,17 @@ TEST(DotRender, DotErrorsAndWarningsAreErrorsAndLeaveNoImage) {
   EXPECT_EQ(files, 2);
 }
 
+// A png over cairo's 32767 pixels is drawn scaled down, and dot says so:
+// that notice was taken for a warning, and the image refused.
+TEST(DotRender, APngTooTallForCairoIsScaledNotRefused) {
+  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot was not found when configuring";
+  const std::string dir = NewTempDir("dot");
+  ASSERT_OK(WriteDotFile(dir + "/tall.dot", "digraph { node [height=100]; a -> b -> c -> d; }\n"));
+  ASSERT_OK(RenderDot(dir + "/tall.dot", "png", dir + "/tall.png"));
+  ASSERT_OK_AND_ASSIGN(const std::string png, ReadFile(dir + "/tall.png"));
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+}
+
 TEST(DotRender, MissingGraphvizIsUnavailable) {
   const std::string dir = NewTempDir("dot");
   ASSERT_OK(WriteDotFile(dir + "/g.dot", "digraph { a -> b; }\n"));

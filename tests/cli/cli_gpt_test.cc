@@ -142,7 +142,8 @@ TEST(CliGpt, TrainOnTextWritesEveryOutputAndResumes) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("sample:\n"));
   // 60 x 86 bytes: a validation split of 516, (516 - 1) / 16 windows.
-  EXPECT_THAT(r.out, HasSubstr(" nats/byte over the whole split (32 windows) after 6 steps"));
+  EXPECT_THAT(r.out, HasSubstr(" (next byte) over the whole split (32 windows) after 6 steps"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("validation loss [0-9.]+ nats/byte and accuracy [0-9.]+ "));
   for (const char* file :
        {"model.safetensors", "checkpoint.safetensors", "metrics.csv",
         "loss.svg", "attention.svg", "forward.dot", "train_step.dot"}) {
@@ -191,7 +192,7 @@ TEST(CliGpt, EvalWindowsCapsTheValidationAndSaysSo) {
   const std::string args = std::string(kTextTrain) + "--data=" + data + " --steps=1 --out=";
   const CliResult r = RunDagrad(args + FreshDir("gpt_eval_windows") + " --eval_windows=5");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr(" nats/byte over 5 of the split's 32 windows (--eval_windows)"));
+  EXPECT_THAT(r.out, HasSubstr(" (next byte) over 5 of the split's 32 windows (--eval_windows)"));
   const CliResult negative = RunDagrad(args + FreshDir("gpt_eval_neg") + " --eval_windows=-1");
   EXPECT_EQ(negative.code, 2);
   EXPECT_THAT(negative.err, HasSubstr("--eval_windows must be >= 0 (0: the whole split), got -1"));
@@ -220,6 +221,26 @@ TEST(CliGpt, TrainOnTextStopsOnASignalAndResumesBitIdentical) {
   EXPECT_THAT(resumed.out, HasSubstr("at step 4"));
   EXPECT_EQ(MetricsWithoutTime(dir), MetricsWithoutTime(full));
   EXPECT_EQ(*ReadFile(dir + "/model.safetensors"), *ReadFile(full + "/model.safetensors"));
+}
+
+// A --data whose bytes changed at the same path resumed: the split moved,
+// and held-out bytes became training bytes. Its size and CRC-32C are in the
+// checkpoint now.
+TEST(CliGpt, ResumeRefusesADataFileWhoseBytesChanged) {
+  const std::string data = WriteCorpus("gpt_changed_data", 60);
+  const std::string dir = FreshDir("gpt_changed");
+  const std::string args = std::string(kTextTrain) + "--data=" + data + " --out=" + dir;
+  ASSERT_EQ(RunDagrad(args + " --stop_after=3").code, 0);
+  ASSERT_OK_AND_ASSIGN(const std::string text, ReadFile(data));
+  WriteBytes(data, text + text);
+  const CliResult r = RunDagrad(args + " --resume");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("data_checksum: checkpoint ", text.size(),
+                                            " bytes, crc32c ")));
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("this run ", 2 * text.size(), " bytes, crc32c ")));
+  WriteBytes(data, text);  // the same bytes again: it resumes
+  const CliResult same = RunDagrad(args + " --resume");
+  EXPECT_EQ(same.code, 0) << same.err;
 }
 
 TEST(CliGpt, TrainOnTextNeverSavesANonFiniteStep) {

@@ -58,6 +58,10 @@ absl::StatusOr<models::TextTrainConfig> TextConfigFromFlags(const models::RunCon
       {"vocab", "min_len", "ffn"}, "the toy tasks (reverse, copy, sort)",
       "--task=text's tokens are the 256 byte values, its windows are all --seq_len long and "
       "its feed-forward width is 4 x --dim"));
+  if (absl::GetFlag(FLAGS_seq_len) < 1) {  // the GPT's block_size, which no flag is named
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seq_len must be >= 1, got ", absl::GetFlag(FLAGS_seq_len)));
+  }
   c.model = {.block_size = absl::GetFlag(FLAGS_seq_len),
              .dim = absl::GetFlag(FLAGS_dim),
              .heads = absl::GetFlag(FLAGS_heads),
