@@ -8,6 +8,11 @@
 // (ops/onnx/export_ops.h); an op without an entry (a loss, a gradient
 // or optimizer op, a multinomial draw) is an error naming it.
 //
+// The exported model computes what the graph does, edges included (a row
+// that every mask or a -inf bias masks is zeros; Pow as its kernel rounds),
+// except where the runtime defines an op otherwise: ONNX Runtime's
+// ReduceMax, ArgMax and TopK skip a NaN that dagrad, as PyTorch, propagates.
+//
 // Dynamic sizes. The graph is built at fixed shapes; each OnnxDynamicDim
 // names an input axis whose size becomes a symbol (dim_param) in the
 // model. Every size in the graph equal to that axis's size — a reshape or
