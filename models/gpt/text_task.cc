@@ -162,8 +162,8 @@ absl::StatusOr<TokenBatch> SplitText<Split>::Validation(int64_t first, int64_t c
 
 namespace {
 
-absl::string_view Bytes(const std::string& s) { return s; }
-absl::string_view Bytes(const std::vector<int64_t>& ids) {
+absl::string_view RawBytes(const std::string& s) { return s; }
+absl::string_view RawBytes(const std::vector<int64_t>& ids) {
   return {reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t)};
 }
 
@@ -171,7 +171,7 @@ absl::string_view Bytes(const std::vector<int64_t>& ids) {
 
 template <typename Split>
 std::string SplitText<Split>::Checksum() const {
-  const uint32_t crc = ExtendCrc32c(Crc32c(Bytes(train_)), Bytes(validation_));
+  const uint32_t crc = ExtendCrc32c(Crc32c(RawBytes(train_)), RawBytes(validation_));
   return absl::StrFormat("%d %s, crc32c %08x", train_.size() + validation_.size(),
                          std::is_same_v<Split, std::string> ? "bytes" : "tokens", crc);
 }
