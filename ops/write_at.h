@@ -18,7 +18,9 @@
 // dtype or rank, or longer along `axis` than the target, or of another size
 // along the other axes, a start that is not int64 with one element, an
 // axis outside the rank. When run: a start outside [0, target.dim(axis) -
-// value.dim(axis)], before any update of the run.
+// value.dim(axis)], before any update of the run (on CUDA, a start
+// computed on the device fails from this op's kernel, after the updates
+// queued before it: engine/executor.h).
 
 #ifndef DAGRAD_OPS_WRITE_AT_H_
 #define DAGRAD_OPS_WRITE_AT_H_

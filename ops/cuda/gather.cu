@@ -2,9 +2,11 @@
 // embedding) and scatter_add, both seeing their tensors as (outer, n,
 // inner) around the indexed axis with K indices.
 //
-// Indices are checked on the device; the first one outside [0, n) fails
-// the run with the CPU kernel's message. Kernels never touch memory
-// through a bad index (gather writes 0 there, scatter_add skips it).
+// Indices are checked on the device; the first one outside [0, n) (for
+// gather_from_end, [-n, n)) fails the run with the CPU kernel's message.
+// Kernels never touch memory outside the tensor through a bad index:
+// gather reads row ix + n for an ix in [-n, 0) and writes 0 for one past
+// that, scatter_add skips it.
 //
 // scatter_add is deterministic without float atomics: a stable radix sort
 // (CUB) groups the positions of equal indices in increasing order, and
@@ -67,7 +69,7 @@ __global__ void GatherKernelImpl(const U* src, const I* idx, U* y, int64_t total
   DAGRAD_CUDA_LOOP(e, total) {
     const int64_t r = e / inner, j = e % inner;
     int64_t ix = static_cast<int64_t>(idx[r % k]);
-    if (ix < 0) ix += n;  // in range only for from_end (else checked, and 0 written)
+    if (ix < 0) ix += n;  // from_end's; for gather, a read in range of a run that fails
     y[e] = ix >= 0 && ix < n ? src[(r / k * n + ix) * inner + j] : U(0);
   }
 }

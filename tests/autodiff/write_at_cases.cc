@@ -34,6 +34,19 @@ void ValueAView(CaseBuilder& b, DType d) {
   b.Out(cache);
 }
 
+// The value is a view of the variable written: a cache shifted right and
+// one shifted left by a row, read whole before the write as memmove reads
+// it (CUDA's threads raced: one read words another had written).
+void ShiftOfItself(CaseBuilder& b, DType d) {
+  Graph& g = b.graph();
+  const Value right = g.Variable("right", {1024}, Initializer::Normal(0, 1), d);
+  b.Out(WriteAt(right, Slice(right, 0, 0, 1023), b.Fixed("one", Tensor::Scalar<int64_t>(1)), 0));
+  b.Out(right);
+  const Value left = g.Variable("left", {300, 7}, Initializer::Normal(0, 1), d);
+  b.Out(WriteAt(left, Slice(left, 0, 1, 300), b.Fixed("zero", Tensor::Scalar<int64_t>(0)), 0));
+  b.Out(left);
+}
+
 // A start the host cannot check: computed (2 + 1) by an op of the plan.
 void ComputedStartPastTheEnd(CaseBuilder& b, DType d) {
   const Value v = b.graph().Variable("v", {4, 3}, Initializer::Ones(), d);
@@ -60,6 +73,8 @@ DAGRAD_OP_CASE(
                  .modes = kBackendModes,
                  .expect_error = true},
                 {.name = "value_a_view", .build = ValueAView, .dtypes = kFloatsAndReduced,
+                 .modes = kBackendModes, .gradients = false, .runs = 2},
+                {.name = "shift_of_itself", .build = ShiftOfItself, .dtypes = kFloatsAndReduced,
                  .modes = kBackendModes, .gradients = false, .runs = 2},
                 {.name = "computed_start_past_the_end",
                  .build = ComputedStartPastTheEnd,
