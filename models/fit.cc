@@ -171,6 +171,11 @@ absl::Status FitOptions::Validate() const {
   if (stop_after < 0) {
     return absl::InvalidArgumentError(absl::StrCat("stop_after must be >= 0, got ", stop_after));
   }
+  if (resume && overwrite) {
+    return absl::InvalidArgumentError(
+        "FitOptions::resume continues the directory's run and FitOptions::overwrite replaces it: "
+        "give one");
+  }
   if (writer && dir.empty()) {
     return absl::InvalidArgumentError("FitOptions::dir, the run directory, is empty");
   }

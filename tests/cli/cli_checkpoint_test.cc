@@ -141,6 +141,9 @@ TEST(CliCheckpoint, AFreshRunIntoAnEarlierRunIsRefusedWithoutOverwrite) {
                                             "or replace its files with --overwrite")));
   EXPECT_EQ(*ReadFile(dir + "/checkpoint.safetensors"), before);
   EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "10");
+  const CliResult both = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume --overwrite"));
+  EXPECT_EQ(both.code, 2);
+  EXPECT_THAT(both.err, HasSubstr("--resume continues the directory's run and --overwrite replaces it"));
 }
 
 TEST(CliCheckpoint, AFreshRunDropsAnEarlierRunsPreviousCheckpoint) {

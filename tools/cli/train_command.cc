@@ -231,7 +231,6 @@ int RunTask(const Command& cmd, Job& job) {
   if (!absl::GetFlag(FLAGS_trace).empty() && !run->profile) {
     return UsageError(cmd, "--trace needs --profile (the trace is the profiled step)");
   }
-
   absl::StatusOr<DataParallelOptions> parallel = ParallelOptions(job);
   if (!parallel.ok()) return Failure(cmd, parallel.status());
   if (absl::GetFlag(FLAGS_task) == "text") return RunTextTrain(cmd, *run, *parallel, job);
