@@ -115,8 +115,11 @@ absl::StatusOr<RunOutputs> WriteRunOutputs(Trainer& trainer, const std::string& 
   DAGRAD_RETURN_IF_ERROR(GraphDots(trainer, dir, options.title));
   out.written.insert(out.written.end(), {"forward.dot", "train_step.dot"});
   DAGRAD_RETURN_IF_ERROR(stopped());
-  DAGRAD_RETURN_IF_ERROR(RenderForward(options.layers, out));
+  // A stop signal reaches Graphviz too (Ctrl-C signals the process group):
+  // a stop first, then the drawing's own error.
+  const absl::Status rendered = RenderForward(options.layers, out);
   DAGRAD_RETURN_IF_ERROR(stopped());
+  DAGRAD_RETURN_IF_ERROR(rendered);
   DAGRAD_RETURN_IF_ERROR(GraphView(trainer, options.title, out));
   if (!options.trace.empty()) DAGRAD_RETURN_IF_ERROR(WriteTrace(trainer, options.trace));
   return out;

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/io/checkpoint.h"
-#include "engine/io/crc32c.h"
 #include "engine/io/safetensors.h"
 #include "engine/io/utf8.h"
 #include "engine/status_macros.h"
@@ -19,22 +18,6 @@ namespace dagrad::models {
 namespace {
 
 constexpr char kGptStateFormat[] = "gpt-text-train-state/1";
-
-// SameDataAsRankZero checks that this rank read the bytes rank 0 read:
-// every rank reads the file itself, and another copy of it (another
-// machine's) would silently train on other batches.
-absl::Status SameDataAsRankZero(Communicator& comm, const TextData& data,
-                                const std::string& path) {
-  const uint64_t mine[2] = {data.train().size() + data.validation().size(),
-                            ExtendCrc32c(Crc32c(data.train()), data.validation())};
-  uint64_t root[2] = {mine[0], mine[1]};
-  DAGRAD_RETURN_IF_ERROR(comm.Broadcast(root, sizeof(root), 0));
-  if (root[0] == mine[0] && root[1] == mine[1]) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrFormat(
-      "%s holds other bytes on rank %d than on rank 0 (%d bytes, crc32c %08x; rank 0: %d "
-      "bytes, crc32c %08x): every rank must read the same file",
-      path, comm.rank(), mine[0], mine[1], root[0], root[1]));
-}
 
 }  // namespace
 
@@ -61,7 +44,7 @@ absl::StatusOr<std::unique_ptr<GptTrainer>> GptTrainer::Create(
   t->text_config_ = config;
   DAGRAD_ASSIGN_OR_RETURN(TextData text, TextData::Load(config.data, config.model.block_size));
   if (Communicator* comm = data_parallel.communicator.get()) {
-    DAGRAD_RETURN_IF_ERROR(SameDataAsRankZero(*comm, text, config.data));
+    DAGRAD_RETURN_IF_ERROR(text.SameOnEveryRank(*comm, config.data));
   }
   t->text_ = std::make_unique<TextData>(std::move(text));
   LmData lm = TextData::ToLmData(static_cast<const TextData*>(t->text_.get()), config.run.seed);

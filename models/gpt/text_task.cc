@@ -176,6 +176,21 @@ std::string SplitText<Split>::Checksum() const {
                          std::is_same_v<Split, std::string> ? "bytes" : "tokens", crc);
 }
 
+template <typename Split>
+absl::Status SplitText<Split>::SameOnEveryRank(Communicator& comm, const std::string& path) const {
+  const std::string mine = Checksum();
+  const char* unit = std::is_same_v<Split, std::string> ? "bytes" : "tokens";
+  uint64_t root[2] = {train_.size() + validation_.size(),
+                      ExtendCrc32c(Crc32c(RawBytes(train_)), RawBytes(validation_))};
+  const uint64_t own[2] = {root[0], root[1]};
+  DAGRAD_RETURN_IF_ERROR(comm.Broadcast(root, sizeof(root), 0));
+  if (root[0] == own[0] && root[1] == own[1]) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s holds other %s on rank %d than on rank 0 (%s; rank 0: %d %s, crc32c %08x): every "
+      "rank must read the same file",
+      path, unit, comm.rank(), mine, root[0], unit, root[1]));
+}
+
 template class SplitText<std::string>;
 template class SplitText<std::vector<int64_t>>;
 

@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/device/communicator.h"
 #include "engine/io/safetensors.h"
 #include "engine/tensor.h"
 #include "models/gpt/gpt.h"
@@ -62,6 +63,11 @@ class SplitText {
   // Checksum names the data by its size and CRC-32C ("1234 bytes, crc32c
   // 0a1b2c3d"): a run records it, and a resume on other bytes is refused.
   std::string Checksum() const;
+  // SameOnEveryRank is FailedPrecondition, naming `path`, the rank and both
+  // checksums, on a rank of `comm` whose data differ from rank 0's: every
+  // rank reads the file itself, and another copy of it (another machine's)
+  // would silently train on other batches. A collective: every rank calls it.
+  absl::Status SameOnEveryRank(Communicator& comm, const std::string& path) const;
 
   // ToLmData returns the LmTrainer data of `text` (a pointer to the SplitText,
   // raw or shared, that outlives the trainer), batches drawn with `seed`.

@@ -55,6 +55,9 @@ absl::StatusOr<std::unique_ptr<LmTrainer>> CreateGpt2FineTuner(
   }
   DAGRAD_ASSIGN_OR_RETURN(TokenTextData text, EncodeText(tune.hf_dir, files.config, tune.text_path,
                                                          tune.seq_len));
+  if (Communicator* comm = data_parallel.communicator.get()) {
+    DAGRAD_RETURN_IF_ERROR(text.SameOnEveryRank(*comm, tune.text_path));
+  }
   config.metadata[kDataChecksumKey] = text.Checksum();
   LmData lm = TokenTextData::ToLmData(std::make_shared<const TokenTextData>(std::move(text)),
                                       config.run.seed);

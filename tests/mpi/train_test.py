@@ -13,8 +13,11 @@
 3. A global batch the ranks do not divide (both tasks), ranks given
    different configs, and --data holding other bytes on another rank are
    clear errors.
+   So are a fine-tuning run's --data holding other bytes on another rank
+   and --replicas given to one rank.
 4. SIGTERM to mpirun stops every rank after the same step; rank 0 saves
-   it, and --resume continues from it.
+   it, and --resume continues from it. A stop while rank 0 writes the
+   outputs ends the job.
 5. SIGKILL of one rank mid-training ends the job, non-zero, within 60 s,
    and its checkpoint loads and resumes.
 """
@@ -37,6 +40,7 @@ TEXT_FLAGS = ["--task=text", "--dim=32", "--heads=2", "--layers=1", "--seq_len=1
               "--steps=12", "--eval_every=6", "--optimizer=adamw", "--weight_decay=0.1",
               "--warmup=0", "--clip=0.5", "--dropout=0.2", "--threads=1"]
 FAILURES = []
+HF_GPT2_TINY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "hf_gpt2_tiny")
 
 
 def check(ok, what):
@@ -49,9 +53,10 @@ def mpirun(n, args, **kw):
     return [MPIRUN, "-np", str(n), "--oversubscribe", DAGRAD, "train"] + args
 
 
-def run(cmd, timeout=120):
+def run(cmd, timeout=120, env=None):
     # errors="replace": a GPT's sample may be any bytes.
-    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
+                          env=env)
 
 
 def tensors(path):
@@ -173,6 +178,19 @@ def errors(text):
             + [":", "-np", "1", "--wdir", dirs[1], DAGRAD, "train"] + flags)
     check(r.returncode != 0 and "corpus.txt holds other bytes on rank 1 than on rank 0" in r.stderr,
           "text: ranks reading different --data bytes are refused: " + r.stderr[-300:])
+    # Likewise when fine-tuning a GPT-2 (it trained on each rank's own text).
+    tune = ["--task=text", "--init=" + HF_GPT2_TINY, "--data=corpus.txt", "--seq_len=8",
+            "--batch=4", "--steps=2", "--threads=1", "--out=" + out("tune_other_data")]
+    r = run([MPIRUN, "-np", "1", "--oversubscribe", "--wdir", dirs[0], DAGRAD, "train"] + tune
+            + [":", "-np", "1", "--wdir", dirs[1], DAGRAD, "train"] + tune)
+    check(r.returncode != 0 and "corpus.txt holds other tokens on rank 1 than on rank 0" in r.stderr,
+          "fine-tuning: ranks reading different --data are refused: " + r.stderr[-300:])
+    # --replicas on one rank only ended that rank, and the other waited forever.
+    alone = out("replicas_on_one_rank")
+    r = run([MPIRUN, "-np", "1", "--oversubscribe", DAGRAD, "train"] + FLAGS + ["--out=" + alone]
+            + [":", "-np", "1", DAGRAD, "train"] + FLAGS + ["--out=" + alone, "--replicas=2"])
+    check(r.returncode != 0 and "--replicas runs in one process" in r.stderr,
+          "--replicas on one rank ends the job: " + r.stderr[-300:])
     mixed = out("mixed")
     r = run([MPIRUN, "-np", "1", "--oversubscribe", DAGRAD, "train"] + FLAGS + ["--out=" + mixed]
             + [":", "-np", "1", DAGRAD, "train"] + FLAGS + ["--out=" + mixed, "--dim=16"])
@@ -232,6 +250,16 @@ def stop():
           in r.stdout, "and --resume continues from it: " + r.stdout[-300:] + r.stderr[-300:])
 
 
+def stop_while_writing():
+    """A stop signal while rank 0 writes the outputs, the other ranks done:
+    rank 0 waited forever for them to agree on it."""
+    r = run([MPIRUN, "-np", "2", "--oversubscribe", "-x", "DAGRAD_TEST_RAISE", DAGRAD, "train"]
+            + FLAGS + ["--out=" + out("stop_while_writing")],
+            env=dict(os.environ, DAGRAD_TEST_RAISE="USR1@outputs"))
+    check(r.returncode == 128 + signal.SIGUSR1 and "SIGUSR1: stopped at step 12" in r.stderr,
+          "a stop while rank 0 writes the outputs ends the job: " + r.stderr[-300:])
+
+
 def kill():
     job, killed, long_run = start_long_run("killed")
     victim = rank_pid(job.pid, 1)
@@ -263,5 +291,6 @@ for task, flags in (("toy", FLAGS), ("text", text)):
         resume(task, flags, full)
 errors(text)
 stop()
+stop_while_writing()
 kill()
 sys.exit(1 if FAILURES else 0)

@@ -116,8 +116,10 @@ std::ostream& ErrorsOf(const Command& command) {
   return command.errors != nullptr ? *command.errors : std::cerr;
 }
 
+// A message is written in one piece: std::cerr is unbuffered, and two
+// ranks' lines written a piece at a time interleave.
 int UsageError(const Command& command, const std::string& message) {
-  ErrorsOf(command) << "dagrad " << command.name << ": " << InFlagTerms(message) << "\n";
+  ErrorsOf(command) << absl::StrCat("dagrad ", command.name, ": ", InFlagTerms(message), "\n");
   return kExitUsage;
 }
 
@@ -138,7 +140,8 @@ int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& r
 }
 
 int Failure(const Command& command, const absl::Status& status) {
-  ErrorsOf(command) << "dagrad " << command.name << ": " << InFlagTerms(status.message()) << "\n";
+  ErrorsOf(command) << absl::StrCat("dagrad ", command.name, ": ", InFlagTerms(status.message()),
+                                    "\n");
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:

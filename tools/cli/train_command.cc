@@ -16,6 +16,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "engine/device/thread_communicator.h"
@@ -112,6 +113,16 @@ int Stopped(Job& job, int64_t step) {
   return 128 + sig;
 }
 
+// StoppedWriting reports a stop that came while the writer wrote a complete
+// run's outputs: the other ranks have ended, so nothing is agreed with
+// them (Stopped's collectives would wait for them forever).
+int StoppedWriting(int64_t step) {
+  const int sig = models::StopSignal();
+  std::cerr << "dagrad train: " << models::StopSignalName(sig) << ": stopped at step " << step
+            << "; resume with --resume" << std::endl;
+  return 128 + sig;
+}
+
 // FitOptionsFromFlags: models::Fit's options from the flags, with the
 // test hook's phases.
 models::FitOptions FitOptionsFromFlags(const std::string& out, Job& job) {
@@ -132,7 +143,7 @@ models::FitOptions FitOptionsFromFlags(const std::string& out, Job& job) {
 int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, models::Trainer& trainer,
               const models::FitResult& fit, const std::string& out) {
   if (!job.writer()) return kExitOk;
-  if (models::StopSignal()) return Stopped(job, fit.step);
+  if (models::StopSignal()) return StoppedWriting(fit.step);
   models::RunOutputsOptions options = run.outputs;
   options.trace = absl::GetFlag(FLAGS_trace);
   options.stop = [] {
@@ -140,7 +151,7 @@ int FinishRun(const Command& cmd, Job& job, const TrainingRun& run, models::Trai
     return models::StopSignal() != 0;
   };
   absl::StatusOr<models::RunOutputs> outputs = models::WriteRunOutputs(trainer, out, fit.rows, options);
-  if (absl::IsCancelled(outputs.status())) return Stopped(job, fit.step);
+  if (absl::IsCancelled(outputs.status())) return StoppedWriting(fit.step);
   absl::StatusOr<std::string> summary =
       outputs.ok() ? trainer.Summary(fit.final_eval) : outputs.status();
   if (!summary.ok()) return Failure(cmd, summary.status());
@@ -154,7 +165,7 @@ absl::StatusOr<DataParallelOptions> ParallelOptions(const Job& job) {
   const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   if (!(bucket_mb > 0 && bucket_mb <= 1 << 20)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--bucket_mb must be in (0, 1048576], got ", bucket_mb));
+        absl::StrFormat("--bucket_mb must be in (0, 1048576], got %.15g", bucket_mb));
   }
   return DataParallelOptions{.communicator = job.comm,
                              .bucket_bytes = std::max<int64_t>(1, bucket_mb * (1 << 20)),
@@ -293,8 +304,11 @@ int RunTrain() {
   }
   absl::StatusOr<Job> job = JoinJob();
   if (!job.ok()) return Failure(cmd, job.status());
-  if (replicas > 1 && job->parallel()) {
-    return UsageError(cmd, "--replicas runs in one process; under mpirun, set the ranks with -np");
+  if (replicas > 1 && job->parallel()) {  // ends the job: the other ranks wait in a collective
+    const int code =
+        UsageError(cmd, "--replicas runs in one process; under mpirun, set the ranks with -np");
+    job->comm->Abort(code);
+    return code;
   }
   if (replicas > 1) return RunReplicas(cmd, replicas);
   if (!job->parallel()) return RunTask(cmd, *job);
