@@ -87,7 +87,7 @@ TEST(OnnxFold, GatherElementsPicksAndItsGradientCountsThePicks) {
 // refused, naming the input and why.
 TEST(OnnxFold, AShapeInputIsFoldedForTheValueFed) {
   OnnxTestModel m = ReshapeByInput();
-  const std::string path = ::testing::TempDir() + "/onnx_fold_reshape_by_input.onnx";
+  const std::string path = NewTempDir("onnx_fold") + "/reshape_by_input.onnx";
   ASSERT_OK(WriteFileAtomically(path, m.Bytes()));
   OnnxInputValues values(m.feeds().begin(), m.feeds().end());
   ASSERT_OK_AND_ASSIGN(OnnxModel model, ImportOnnxForValues(path, values));

@@ -34,6 +34,7 @@
 #include "engine/op.h"
 #include "ops/onnx/export.h"
 #include "tests/onnx/support/node_tests.h"
+#include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
@@ -221,8 +222,7 @@ TEST(OnnxNodeTestsRoundTrip, EveryImportedCasePassesInOnnxRuntime) {
   if (runner.empty()) {
     GTEST_SKIP() << "node or onnxruntime-node is not installed (bash tools/setup.sh --onnx)";
   }
-  const std::string work = ::testing::TempDir() + "/onnx_node_roundtrip";
-  ASSERT_EQ(std::system(("rm -rf '" + work + "' && mkdir -p '" + work + "'").c_str()), 0);
+  const std::string work = NewTempDir("onnx_node_roundtrip");
   std::vector<Case> cases(names.size());
   {
     std::ofstream manifest(work + "/manifest.tsv");
