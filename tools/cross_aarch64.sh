@@ -57,10 +57,17 @@ compile_only() {
     fi
     count=$((count + 1))
   }
-  for src in engine/*.cc ops/*.cc models/*.cc engine/cuda/no_cuda.cc; do
+  # Every layer's sources, in every folder, but the optional parts (CUDA,
+  # MPI, ONNX: each needs its own headers) and the kernels, compiled below
+  # per level.
+  local sources
+  mapfile -t sources < <(find engine ops models -name '*.cc' | sort |
+    grep -v -E '^(engine/mpi|engine/cuda|ops/cuda|ops/onnx)/|^ops/cpu/kernels/')
+  for src in "${sources[@]}" engine/cuda/no_cuda.cc; do
     compile "$src" "$out/compile-only/$(echo "$src" | tr / _).o"
   done
   for src in ops/cpu/kernels/*.cc; do
+    [[ $src == *_bf16_kernel.cc ]] && continue  # the x86 avx512 level's alone (isa_kernels.cmake)
     compile "$src" "$out/compile-only/kernels_$(basename "$src").o" -DDAGRAD_ISA=baseline
   done
   echo "$count sources compiled for aarch64, $failed failed"

@@ -3,7 +3,8 @@
 // BenchMain: the main() of dagrad's CPU benchmark programs. Takes
 // --threads=N (0: dagrad's default) out of argv, configures the CPU backend
 // (exit 2 with its message on a bad DAGRAD_CPU_ISA or BLIS_ARCH_TYPE), sets
-// the threads, registers the program's cases and runs Google Benchmark.
+// the threads, registers the program's cases and runs Google Benchmark;
+// an argument neither takes (a misspelt --benchmark_filter) is exit 2.
 //
 //   int main(int argc, char** argv) { return dagrad::BenchMain(argc, argv, Register, 0); }
 
@@ -26,7 +27,13 @@ inline int BenchMain(int argc, char** argv, void (*register_cases)(), int defaul
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      threads = std::atoi(argv[i] + 10);
+      char* end = nullptr;
+      const long n = std::strtol(argv[i] + 10, &end, 10);
+      if (end == argv[i] + 10 || *end != '\0' || n < 0 || n > 1 << 20) {
+        std::fprintf(stderr, "--threads must be a count >= 0, got '%s'\n", argv[i] + 10);
+        return 2;
+      }
+      threads = static_cast<int>(n);
     } else {
       argv[kept++] = argv[i];
     }
@@ -42,6 +49,7 @@ inline int BenchMain(int argc, char** argv, void (*register_cases)(), int defaul
   }
   register_cases();
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::RunSpecifiedBenchmarks();
   return 0;
 }

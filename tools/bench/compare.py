@@ -45,6 +45,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_errors import run_main  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 ANCHOR = os.path.join(HERE, "torch_anchor.py")
@@ -138,8 +141,9 @@ def main():
                    BLIS_ARCH_TYPE=str(BLIS_IDS[blis]))
     if "BLIS_ARCH_TYPE" not in env:
         env["BLIS_ARCH_TYPE"], name = blis_arch(args.build)
-    else:
-        name = env["BLIS_ARCH_TYPE"]
+    else:  # the set's name, when the number is one of BLIS_IDS
+        name = {str(v): k for k, v in BLIS_IDS.items()}.get(env["BLIS_ARCH_TYPE"],
+                                                             env["BLIS_ARCH_TYPE"])
     info = subprocess.run([os.path.join(args.build, "tools", "dagrad"), "info"], env=env,
                           check=True, capture_output=True, text=True).stdout
     kernels = re.search(r"^kernels: (.*)$", info, re.M).group(1)
@@ -219,4 +223,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

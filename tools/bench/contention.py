@@ -35,6 +35,7 @@ about max(1, (T + L) / C) times the quiet one.
 """
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -46,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 from compare import BLIS_IDS  # noqa: E402
+from script_errors import run_main  # noqa: E402
 
 CASES = ["toy_train_step", "gpt_train_step"]
 
@@ -99,7 +101,8 @@ def run_json(cmd, env):
 
 def summary(ms):
     s = sorted(ms)
-    return statistics.median(s), statistics.fmean(s), s[min(len(s) - 1, int(0.9 * len(s)))]
+    # p90 by nearest rank: the ceil(0.9 n)-th smallest (the 18th of 20).
+    return statistics.median(s), statistics.fmean(s), s[math.ceil(0.9 * len(s)) - 1]
 
 
 def busy_loops(n, pinned=False):
@@ -172,7 +175,8 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max_seconds", type=float, default=60.0)
-    p.add_argument("--policies", nargs="+", default=["spin", "auto", "share"])
+    p.add_argument("--policies", nargs="+", default=["spin", "auto", "share"],
+                   choices=["spin", "auto", "share"])
     p.add_argument("--cases", nargs="+", default=CASES, choices=CASES)
     p.add_argument("--rounds", type=int, default=1,
                    help="times each busy condition runs, with new competitors each time")
@@ -209,4 +213,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

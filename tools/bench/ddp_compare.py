@@ -28,6 +28,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_errors import run_main  # noqa: E402
+
 TOY = ["--vocab=16", "--seq_len=32", "--dim=128", "--heads=4", "--layers=2", "--ffn=512",
        "--dropout=0.1", "--batch=64", "--optimizer=adam"]
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -156,4 +159,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

@@ -50,6 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 from compare import BLIS_IDS  # noqa: E402
+from script_errors import run_main  # noqa: E402
 
 
 def corpus(path):
@@ -250,4 +251,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

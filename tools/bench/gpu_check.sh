@@ -48,12 +48,12 @@
 # replace the gtest filters (e.g. to leave out a test that crashed).
 set -uo pipefail
 
+script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 start=$SECONDS
 budget=${DAGRAD_GPU_CHECK_BUDGET:-470}
 out=${OUT:-$root/out/gpu_check}
-mkdir -p "$out"
 deps=/tmp/dagrad-deps
 build=build-gpu
 debs=(libabsl-dev libabsl20220623 libblis-openmp-dev libblis4-openmp libgtest-dev libgmock-dev
@@ -235,14 +235,24 @@ bench() {
 }
 
 phases=("$@")
-if ((${#phases[@]} == 0)); then
-  sed -n '2,/^set -uo/p' "$0" | sed '$d'
+if ((${#phases[@]} == 0)) || [[ ${phases[*]} == -h || ${phases[*]} == --help ]]; then
+  sed -n '2,/^set -uo/p' "$script" | sed '$d'
   exit 2
 fi
 if [[ ${phases[*]} == all ]]; then
   budget=100000
   phases=(build test sanitize bench)
 fi
+# Every stage is checked before any runs: a misspelt last stage would
+# otherwise be found after the others had spent the device's time.
+for phase in "${phases[@]}"; do
+  case "$phase" in
+    fetch | build | test | sanitize | bench) ;;
+    all) fail "'all' runs alone (it is build test sanitize bench)" ;;
+    *) fail "unknown stage '$phase' (fetch, build, test, sanitize, bench, all)" ;;
+  esac
+done
+mkdir -p "$out"
 [[ ${phases[*]} == fetch ]] || check_debs
 
 status=0
@@ -257,7 +267,6 @@ for i in "${!phases[@]}"; do
     test) run_tests || status=1 ;;
     sanitize) sanitize || status=1 ;;
     bench) bench ;;
-    *) fail "unknown stage '$phase' (fetch, build, test, sanitize, bench, all)" ;;
   esac
   echo "== $phase: $((SECONDS - begun)) s (this call: $((SECONDS - start)) s of $budget)"
 done

@@ -9,7 +9,11 @@ Lines that are not JSON objects with "case" and "ms" are ignored, so the
 programs' whole output can be passed.
 """
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_errors import run_main  # noqa: E402
 
 # case: (what, target kind, target value). "ms": at most that many
 # milliseconds; "eager" / "compiled": dagrad / PyTorch eager (or compiled)
@@ -74,4 +78,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "engine/executor.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
@@ -49,15 +51,31 @@ absl::StatusOr<SafetensorsFile> Inputs(int64_t batch, int64_t seq, int64_t vocab
 }
 
 absl::Status Run(const std::map<std::string, std::string>& flags) {
-  auto flag = [&](const char* name, int64_t fallback) {
+  for (const auto& [name, value] : flags) {
+    if (name != "out_dir" && name != "batch" && name != "seq" && name != "repeat" &&
+        name != "threads" && name != "profile") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag --", name, " (--out_dir, --batch, --seq, --repeat, --threads, --profile)"));
+    }
+  }
+  absl::Status bad;
+  auto flag = [&](const char* name, int64_t fallback, int64_t lowest = 1) {
     auto it = flags.find(name);
-    return it == flags.end() ? fallback : std::atoll(it->second.c_str());
+    int64_t v = fallback;
+    if (it != flags.end() && (!absl::SimpleAtoi(it->second, &v) || v < lowest)) {
+      bad = absl::InvalidArgumentError(
+          absl::StrCat("--", name, " must be an integer >= ", lowest, ", got '", it->second, "'"));
+    }
+    return v;
   };
   const std::string dir = flags.count("out_dir") ? flags.at("out_dir") : "";
   if (dir.empty()) return absl::InvalidArgumentError("--out_dir is required");
   const int64_t batch = flag("batch", 32), seq = flag("seq", 32), repeat = flag("repeat", 50);
+  const int64_t threads = flag("threads", 1);
+  const bool profile = flag("profile", 0, 0) != 0;
+  DAGRAD_RETURN_IF_ERROR(bad);
   DAGRAD_RETURN_IF_ERROR(ConfigureCpu());
-  DAGRAD_RETURN_IF_ERROR(SetNumThreads(static_cast<int>(flag("threads", 1))));
+  DAGRAD_RETURN_IF_ERROR(SetNumThreads(static_cast<int>(threads)));
   const models::ToyConfig config;
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(models::ToyTransformer model, models::ToyTransformer::Create(g, config));
@@ -65,7 +83,7 @@ absl::Status Run(const std::map<std::string, std::string>& flags) {
   Value lengths = g.Input("lengths", DType::kInt64, {batch});
   Value logits = model(tokens, lengths).logits;
   DAGRAD_RETURN_IF_ERROR(g.status());
-  Executor exec(g, ExecutorOptions{.profile = flag("profile", 0) != 0});
+  Executor exec(g, ExecutorOptions{.profile = profile});
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, CollectVariables(exec, model.parameters()));
   ckpt.metadata = config.ToMetadata();
   DAGRAD_RETURN_IF_ERROR(WriteCheckpoint(dir + "/model.safetensors", ckpt));
@@ -84,7 +102,7 @@ absl::Status Run(const std::map<std::string, std::string>& flags) {
   std::sort(ms.begin(), ms.end());
   std::printf("dagrad_ms_median=%.4f runs=%lld threads=%d\n", ms.empty() ? 0 : ms[ms.size() / 2],
               static_cast<long long>(repeat), NumThreads());
-  if (flag("profile", 0) != 0) std::printf("%s", plan->profile().ToString().c_str());
+  if (profile) std::printf("%s", plan->profile().ToString().c_str());
   SafetensorsFile result;
   result.tensors.push_back({"logits", out[0]});
   return WriteSafetensors(dir + "/dagrad_logits.safetensors", result);

@@ -25,6 +25,7 @@ for arg in "$@"; do
     *) echo "onnx_compare.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "onnx_compare.sh: --rounds must be >= 1, got '$rounds'" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -1,7 +1,7 @@
 // GPT-2's tokenizer (models/gpt/tokenizer.h) encoding 1 MB of text, one
 // thread (the tokenizer has none of its own).
 //
-//   ./build/tools/tokenizer_bench DIR [FILE ...]
+//   ./build/tools/tokenizer_bench DIR FILE [FILE ...]
 //
 // DIR holds vocab.json and merges.txt (tests/data/hf_gpt2_tiny/, or a real
 // GPT-2's). Cases, each 1 MB (2^20 bytes):

@@ -38,7 +38,9 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 import gpt  # noqa: E402
+from script_errors import run_main  # noqa: E402
 
 MASK32 = 0xFFFFFFFF
 
@@ -140,6 +142,8 @@ def main():
                                 ("final_lr_fraction", float, 0.1), ("tolerance", float, 5e-5)]:
         p.add_argument(f"--{name}", type=kind, default=default)
     a = p.parse_args()
+    if a.heads < 1 or a.dim % a.heads:
+        p.error(f"--dim {a.dim} must be a multiple of --heads {a.heads}")
     with open(a.data, "rb") as f:
         data = f.read()
     os.makedirs(a.out, exist_ok=True)
@@ -163,4 +167,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))
