@@ -152,9 +152,10 @@ absl::StatusOr<MetricsWindow> ParseWindow(absl::string_view text) {
 }  // namespace
 
 absl::Status RunDirectory::RefuseEarlierRun(bool overwrite) const {
+  if (overwrite) return absl::OkStatus();
   for (const std::string& file : {checkpoint_path(), previous_checkpoint_path()}) {
     std::error_code ec;
-    if (overwrite || !std::filesystem::exists(file, ec)) continue;
+    if (!std::filesystem::exists(file, ec)) continue;
     return absl::FailedPreconditionError(absl::StrCat(
         "'", dir_, "' holds an earlier run (", file, "): continue it with FitOptions::resume, or ",
         "replace its files with FitOptions::overwrite"));

@@ -1,5 +1,6 @@
 #include "models/gpt/text_task.h"
 
+#include <array>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -167,28 +168,39 @@ absl::string_view RawBytes(const std::vector<int64_t>& ids) {
   return {reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t)};
 }
 
+template <typename Split>
+constexpr const char* kUnit = std::is_same_v<Split, std::string> ? "bytes" : "tokens";
+
+// SizeAndCrc: the units of both splits and their CRC-32C, as one array to
+// broadcast.
+template <typename Split>
+std::array<uint64_t, 2> SizeAndCrc(const Split& train, const Split& validation) {
+  return {train.size() + validation.size(),
+          ExtendCrc32c(Crc32c(RawBytes(train)), RawBytes(validation))};
+}
+
+template <typename Split>
+std::string Describe(const std::array<uint64_t, 2>& sum) {
+  return absl::StrFormat("%d %s, crc32c %08x", sum[0], kUnit<Split>, sum[1]);
+}
+
 }  // namespace
 
 template <typename Split>
 std::string SplitText<Split>::Checksum() const {
-  const uint32_t crc = ExtendCrc32c(Crc32c(RawBytes(train_)), RawBytes(validation_));
-  return absl::StrFormat("%d %s, crc32c %08x", train_.size() + validation_.size(),
-                         std::is_same_v<Split, std::string> ? "bytes" : "tokens", crc);
+  return Describe<Split>(SizeAndCrc(train_, validation_));
 }
 
 template <typename Split>
 absl::Status SplitText<Split>::SameOnEveryRank(Communicator& comm, const std::string& path) const {
-  const std::string mine = Checksum();
-  const char* unit = std::is_same_v<Split, std::string> ? "bytes" : "tokens";
-  uint64_t root[2] = {train_.size() + validation_.size(),
-                      ExtendCrc32c(Crc32c(RawBytes(train_)), RawBytes(validation_))};
-  const uint64_t own[2] = {root[0], root[1]};
-  DAGRAD_RETURN_IF_ERROR(comm.Broadcast(root, sizeof(root), 0));
-  if (root[0] == own[0] && root[1] == own[1]) return absl::OkStatus();
+  const std::array<uint64_t, 2> own = SizeAndCrc(train_, validation_);
+  std::array<uint64_t, 2> root = own;
+  DAGRAD_RETURN_IF_ERROR(comm.Broadcast(root.data(), sizeof(root), 0));
+  if (root == own) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrFormat(
-      "%s holds other %s on rank %d than on rank 0 (%s; rank 0: %d %s, crc32c %08x): every "
-      "rank must read the same file",
-      path, unit, comm.rank(), mine, root[0], unit, root[1]));
+      "%s holds other %s on rank %d than on rank 0 (%s; rank 0: %s): every rank must read the "
+      "same file",
+      path, kUnit<Split>, comm.rank(), Describe<Split>(own), Describe<Split>(root)));
 }
 
 template class SplitText<std::string>;

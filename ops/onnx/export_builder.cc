@@ -47,6 +47,12 @@ std::string OnnxBuilder::Add(absl::string_view op_type, std::vector<std::string>
   return AddNode(op_type, std::move(inputs), std::move(output))->output(0);
 }
 
+std::string OnnxBuilder::Cast(std::string x, DType to, std::string output) {
+  onnx::NodeProto* cast = AddNode("Cast", {std::move(x)}, std::move(output));
+  SetAttr(cast, "to", int64_t{OnnxTypeOf(to)});
+  return cast->output(0);
+}
+
 std::string OnnxBuilder::Initializer(const Tensor& t, std::string name) {
   *proto_->add_initializer() = TensorToOnnx(t, name);
   return name;

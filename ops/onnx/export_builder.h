@@ -75,6 +75,9 @@ class OnnxBuilder {
   // AddNode is Add returning the node, to set attributes on.
   onnx::NodeProto* AddNode(absl::string_view op_type, std::vector<std::string> inputs,
                            std::string output);
+  // Cast adds a Cast of `x` to `to`; returns its output's name (`output`, or
+  // a fresh one).
+  std::string Cast(std::string x, DType to, std::string output = "");
 
   // Constants, added as initializers: a scalar of `dtype` (whose value the
   // dtype holds: an op's attribute that shape inference checked), a 1-D

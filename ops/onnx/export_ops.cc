@@ -35,15 +35,21 @@ absl::Status ExportRsqrt(OnnxBuilder& b, const Node& node) {
 absl::Status ExportPow(OnnxBuilder& b, const Node& node) {
   const double p = node.attrs.GetFloat("exponent");
   const std::string x = b.In(node, 0), out = b.Out(node);
-  if (node.attrs.GetBool("c_pow") ||
-      !(p == 2 || p == 3 || p == 0.5 || p == -0.5 || p == -1 || p == -2)) {
-    b.Add("Pow", {x, b.Scalar(p, node.dtype)}, out);
-  } else if (p == 2 || p == 3) {
-    b.Add("Mul", {p == 2 ? x : b.Add("Mul", {x, x}), x}, out);
-  } else if (p == 0.5) {
+  const bool c_pow = node.attrs.GetBool("c_pow");
+  if (!c_pow && p == 2) {
+    b.Add("Mul", {x, x}, out);
+  } else if (!c_pow && p == 3) {
+    b.Add("Mul", {b.Add("Mul", {x, x}), x}, out);
+  } else if (!c_pow && p == 0.5) {
     b.Add("Sqrt", {x}, out);
+  } else if (!c_pow && p == -0.5) {
+    b.Add("Reciprocal", {b.Add("Sqrt", {x})}, out);
+  } else if (!c_pow && p == -1) {
+    b.Add("Reciprocal", {x}, out);
+  } else if (!c_pow && p == -2) {
+    b.Add("Reciprocal", {b.Add("Mul", {x, x})}, out);
   } else {
-    b.Add("Reciprocal", {p == -0.5 ? b.Add("Sqrt", {x}) : p == -1 ? x : b.Add("Mul", {x, x})}, out);
+    b.Add("Pow", {x, b.Scalar(p, node.dtype)}, out);
   }
   return absl::OkStatus();
 }
@@ -62,8 +68,7 @@ absl::Status ExportScale(OnnxBuilder& b, const Node& node) {
 }
 
 absl::Status ExportCast(OnnxBuilder& b, const Node& node) {
-  onnx::NodeProto* cast = b.AddNode("Cast", {b.In(node, 0)}, b.Out(node));
-  SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
+  b.Cast(b.In(node, 0), node.dtype, b.Out(node));
   return absl::OkStatus();
 }
 

@@ -28,10 +28,7 @@ std::string SwapLast(OnnxBuilder& b, const std::string& x, int rank) {
 // MatMul of float32 operands, exact widenings of theirs, does.
 std::string Widened(OnnxBuilder& b, const Node& node, int i) {
   const std::string in = b.In(node, i);
-  if (b.graph().node(node.inputs[i]).dtype == node.dtype) return in;
-  onnx::NodeProto* cast = b.AddNode("Cast", {in}, "");
-  SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
-  return cast->output(0);
+  return b.graph().node(node.inputs[i]).dtype == node.dtype ? in : b.Cast(in, node.dtype);
 }
 
 absl::Status ExportMatMul(OnnxBuilder& b, const Node& node) {
@@ -97,11 +94,7 @@ std::string ValidLensKeep(OnnxBuilder& b, const Node& node, const MaskInputs& m,
                           const std::string& keys) {
   const Node& lens = b.graph().node(node.inputs[m.valid_lens]);
   std::string l = b.In(node, m.valid_lens);
-  if (lens.dtype != DType::kInt64) {
-    onnx::NodeProto* cast = b.AddNode("Cast", {l}, "");
-    SetAttr(cast, "to", int64_t{OnnxTypeOf(DType::kInt64)});
-    l = cast->output(0);
-  }
+  if (lens.dtype != DType::kInt64) l = b.Cast(l, DType::kInt64);
   std::vector<int64_t> axes;  // (B) -> (B, 1, ..., 1); (B, Q) -> (B, 1, ..., Q, 1)
   for (int a = 1; a < m.rank - (lens.shape.rank() == 2 ? 2 : 0); ++a) axes.push_back(a);
   if (lens.shape.rank() == 2) axes.push_back(m.rank - 1);

@@ -92,9 +92,7 @@ absl::Status ExportArange(OnnxBuilder& b, const Node& node) {
   const bool floats = IsFloating(node.dtype);
   std::string limit;
   if (std::optional<int> s = b.SymbolFor(node.shape[0])) {
-    onnx::NodeProto* cast = b.AddNode("Cast", {b.Add("Squeeze", {b.SymbolSize(*s)})}, "");
-    SetAttr(cast, "to", int64_t{OnnxTypeOf(node.dtype)});
-    std::string n = cast->output(0);
+    std::string n = b.Cast(b.Add("Squeeze", {b.SymbolSize(*s)}), node.dtype);
     if (floats) n = b.Add("Sub", {n, b.Scalar(0.5, node.dtype)});
     limit = b.Add("Add", {b.Add("Mul", {n, b.Scalar(step, node.dtype)}), b.Scalar(start, node.dtype)});
   } else if (floats) {

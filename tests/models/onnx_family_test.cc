@@ -58,6 +58,20 @@ void ExpectOrtMatches(Graph& g, const std::function<Value(Value)>& logits,
   }
 }
 
+// ExpectEmbedThenLinearMatches: ExpectOrtMatches of an Embedding (11, 4)
+// and a Linear of `outputs`, whose weight's fixed size may coincide with a
+// symbol's.
+void ExpectEmbedThenLinearMatches(int64_t outputs,
+                                  const std::vector<std::pair<int64_t, int64_t>>& sizes,
+                                  const std::string& name, const ShapeFamilyOptions& family = kTokens) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(nn::Embedding embed, nn::Embedding::Create(g, "embed", {.num_embeddings = 11,
+                                                                              .embedding_dim = 4}));
+  ASSERT_OK_AND_ASSIGN(nn::Linear head, nn::Linear::Create(g, "head", {.in_features = 4,
+                                                                       .out_features = outputs}));
+  ExpectOrtMatches(g, [&](Value t) { return head(embed(t)); }, sizes, name, family);
+}
+
 TEST(OnnxFamily, TheGptRunsAtOtherSizes) {
   Graph g;
   ASSERT_OK_AND_ASSIGN(models::Gpt gpt, models::Gpt::Create(g, {.vocab = 11, .block_size = 8, .dim = 8,
@@ -76,13 +90,8 @@ TEST(OnnxFamily, TheToyTransformerRunsAtOtherSizes) {
 // The tightest bound now takes the smallest sizes (sequence 2, batch 5),
 // and a symbol moves down as well as up.
 TEST(OnnxFamily, ATightBoundTakesTheSmallSizes) {
-  Graph g;
-  ASSERT_OK_AND_ASSIGN(nn::Embedding embed, nn::Embedding::Create(g, "embed", {.num_embeddings = 11,
-                                                                              .embedding_dim = 4}));
-  ASSERT_OK_AND_ASSIGN(nn::Linear head, nn::Linear::Create(g, "head", {.in_features = 4,
-                                                                       .out_features = 5}));
   const ShapeFamilyOptions five = {.inputs = kTokens.inputs, .bounds = {{"batch", 64}, {"sequence", 5}}};
-  ExpectOrtMatches(g, [&](Value t) { return head(embed(t)); }, {{1, 1}, {5, 5}, {7, 3}}, "tight", five);
+  ExpectEmbedThenLinearMatches(5, {{1, 1}, {5, 5}, {7, 3}}, "tight", five);
 }
 
 // A slice from a negative start counts from the end at every size (its
@@ -96,12 +105,7 @@ TEST(OnnxFamily, ANegativeStartCountsFromTheEndAtEverySize) {
 // A Linear of 2 outputs: batch = 2, the first size tried, would make the
 // weight's 2 the batch; the export moves to other sizes.
 TEST(OnnxFamily, AFixedSizeEqualToTheFirstTriedMovesTheSizes) {
-  Graph g;
-  ASSERT_OK_AND_ASSIGN(nn::Embedding embed, nn::Embedding::Create(g, "embed", {.num_embeddings = 11,
-                                                                              .embedding_dim = 4}));
-  ASSERT_OK_AND_ASSIGN(nn::Linear head, nn::Linear::Create(g, "head", {.in_features = 4,
-                                                                       .out_features = 2}));
-  ExpectOrtMatches(g, [&](Value t) { return head(embed(t)); }, {{2, 2}, {7, 5}}, "coincidence");
+  ExpectEmbedThenLinearMatches(2, {{2, 2}, {7, 5}}, "coincidence");
 }
 
 // The header's example, as written there.

@@ -45,10 +45,10 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from script_errors import run_main  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 ANCHOR = os.path.join(HERE, "torch_anchor.py")
 BLIS_IDS = {"skx": 0, "knl": 1, "haswell": 3, "sandybridge": 4, "penryn": 5, "zen3": 6,

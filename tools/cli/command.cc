@@ -112,14 +112,16 @@ std::string InFlagTerms(absl::string_view message) {
                                        {"LmTrainConfig::eval_windows", "--eval_windows"}});
 }
 
-std::ostream& ErrorsOf(const Command& command) {
-  return command.errors != nullptr ? *command.errors : std::cerr;
+
+// std::cerr is unbuffered: a line written a piece at a time interleaves
+// with another rank's.
+void WriteError(const Command& command, absl::string_view message) {
+  std::ostream& errors = command.errors != nullptr ? *command.errors : std::cerr;
+  errors << absl::StrCat("dagrad ", command.name, ": ", InFlagTerms(message), "\n");
 }
 
-// A message is written in one piece: std::cerr is unbuffered, and two
-// ranks' lines written a piece at a time interleave.
 int UsageError(const Command& command, const std::string& message) {
-  ErrorsOf(command) << absl::StrCat("dagrad ", command.name, ": ", InFlagTerms(message), "\n");
+  WriteError(command, message);
   return kExitUsage;
 }
 
@@ -140,8 +142,7 @@ int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& r
 }
 
 int Failure(const Command& command, const absl::Status& status) {
-  ErrorsOf(command) << absl::StrCat("dagrad ", command.name, ": ", InFlagTerms(status.message()),
-                                    "\n");
+  WriteError(command, status.message());
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:

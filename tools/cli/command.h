@@ -31,7 +31,7 @@ struct Command {
   const char* summary;
   std::vector<std::string> flags;  // names of the absl flags it accepts
   int (*run)();                    // after flags are parsed
-  // Where its errors go (ErrorsOf); null is stderr. Each replica of
+  // Where its errors go (WriteError); null is stderr. Each replica of
   // `train --replicas` writes to a buffer of its own, printed once all end.
   std::ostream* errors = nullptr;
 };
@@ -72,15 +72,17 @@ void PrintHelp(const Command& command);
 // the library's errors name its options, the program's users know its flags.
 std::string InFlagTerms(absl::string_view message);
 
-// ErrorsOf is where `command` reports errors: its `errors`, or std::cerr.
-std::ostream& ErrorsOf(const Command& command);
+// WriteError prints "dagrad <command>: <message>" (in flag terms) on
+// `command`'s `errors`, or std::cerr, as one write: two ranks' lines do not
+// interleave.
+void WriteError(const Command& command, absl::string_view message);
 
-// UsageError prints "dagrad <command>: <message>" on ErrorsOf(command) and
+// UsageError prints "dagrad <command>: <message>" (WriteError) and
 // returns 2.
 int UsageError(const Command& command, const std::string& message);
 // Failure prints "dagrad <command>: <status message>" and returns 1, or 2
-// when the status is InvalidArgument/NotFound/DataLoss/FailedPrecondition
-// (the user's input was at fault).
+// when the status is InvalidArgument/NotFound/DataLoss/FailedPrecondition/
+// OutOfRange/Unimplemented/PermissionDenied (the user's input was at fault).
 int Failure(const Command& command, const absl::Status& status);
 // ExitCode returns kExitOk for an OK status, else Failure's code (and
 // message): how a command written over absl::Status ends.

@@ -135,7 +135,7 @@ absl::Status Dot() {
       out, "out", {{IsOnnxPath(model) ? model : "", "model"}, {absl::GetFlag(FLAGS_input), "input"}}));
   DAGRAD_ASSIGN_OR_RETURN(DrawnGraph drawn, BuildDrawnGraph());
   DotOptions options;
-  options.title = absl::StrCat(absl::GetFlag(FLAGS_model),
+  options.title = absl::StrCat(model,
                                absl::GetFlag(FLAGS_backward) ? ": forward and backward" : "");
   if (!drawn.loss.is_null()) options.losses = {drawn.loss};
   for (absl::string_view scope :

@@ -99,14 +99,19 @@ absl::StatusOr<models::TrainConfig> ConfigFromFlags(const models::RunConfig& run
   return c;
 }
 
+// ReportStop says that signal `sig` stopped the run after `step` and
+// returns 128 + the signal.
+int ReportStop(int sig, int64_t step) {
+  std::cerr << absl::StrCat("dagrad train: ", models::StopSignalName(sig), ": stopped at step ",
+                            step, "; resume with --resume\n");
+  return 128 + sig;
+}
+
 // Stopped reports a run stopped by a signal (its checkpoint saved) and
 // returns 128 + the signal.
 int Stopped(Job& job, int64_t step) {
   const int sig = models::AgreedStopSignal(job, models::StopSignal());
-  if (job.writer()) {
-    std::cerr << "dagrad train: " << models::StopSignalName(sig) << ": stopped at step " << step
-              << "; resume with --resume" << std::endl;
-  }
+  if (job.writer()) ReportStop(sig, step);
   // No rank exits before rank 0 has saved and said so: the launcher ends
   // a job at its first rank to exit non-zero, rank 0 mid-save included.
   models::AgreedStopSignal(job, sig);
@@ -116,12 +121,7 @@ int Stopped(Job& job, int64_t step) {
 // StoppedWriting reports a stop that came while the writer wrote a complete
 // run's outputs: the other ranks have ended, so nothing is agreed with
 // them (Stopped's collectives would wait for them forever).
-int StoppedWriting(int64_t step) {
-  const int sig = models::StopSignal();
-  std::cerr << "dagrad train: " << models::StopSignalName(sig) << ": stopped at step " << step
-            << "; resume with --resume" << std::endl;
-  return 128 + sig;
-}
+int StoppedWriting(int64_t step) { return ReportStop(models::StopSignal(), step); }
 
 // FitOptionsFromFlags: models::Fit's options from the flags, with the
 // test hook's phases.
@@ -404,7 +404,7 @@ int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
       // Every rank stops at the step; the writer, which knows the checkpoint
       // kept, says so once.
       if (job.writer() || !fit->every_rank) {
-        ErrorsOf(cmd) << "dagrad " << cmd.name << ": " << InFlagTerms(fit->message) << "\n";
+        WriteError(cmd, fit->message);
       }
       return kExitFailure;
     case models::FitEnd::kStopRequested:
