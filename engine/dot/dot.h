@@ -77,7 +77,7 @@ absl::StatusOr<std::string> ToDot(const Graph& g, absl::Span<const Value> roots,
 // Errors: those of WriteFileAtomically (NotFound for a missing directory, ...).
 //
 //   // setup: Files
-//   DAGRAD_RETURN_IF_ERROR(WriteDotFile("/tmp/model.dot", dot));
+//   DAGRAD_RETURN_IF_ERROR(WriteDotFile("model.dot", dot));
 absl::Status WriteDotFile(const std::string& path, const std::string& dot);
 
 // DotProgram is Graphviz's `dot`: the one CMake found (DAGRAD_DOT_PROGRAM)

@@ -56,7 +56,7 @@ bool SameFile(const std::string& a, const std::string& b);
 // a terminal are read to their end.
 //
 //   // setup: Files
-//   auto bytes = ReadFile("/tmp/w.safetensors");
+//   auto bytes = ReadFile("w.safetensors");
 //   if (!bytes.ok()) return bytes.status();
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
@@ -65,7 +65,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // (a safetensors header) without reading the rest. ReadFile's errors.
 //
 //   // setup: Files
-//   auto head = ReadFilePrefix("/tmp/w.safetensors", 8);
+//   auto head = ReadFilePrefix("w.safetensors", 8);
 absl::StatusOr<std::string> ReadFilePrefix(const std::string& path, size_t max_bytes);
 
 // FileInFolder is a regular file open for reading that a file's contents
@@ -147,7 +147,7 @@ struct AtomicWriteOptions {
 // replace (/dev/full, as root).
 //
 //   // setup: Files
-//   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("/tmp/graph.dot", dot));
+//   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("graph.dot", dot));
 //   DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(
 //       "run/ckpt.safetensors", bytes, {.keep_previous_as = "run/ckpt.prev.safetensors"}));
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,

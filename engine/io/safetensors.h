@@ -26,8 +26,8 @@
 //   SafetensorsFile f;
 //   f.tensors.emplace_back("w", *Tensor::FromVector<float>({2}, {1, 2}));
 //   f.metadata["step"] = "100";
-//   DAGRAD_RETURN_IF_ERROR(WriteSafetensors("/tmp/w.safetensors", f));
-//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile g, ReadSafetensors("/tmp/w.safetensors"));
+//   DAGRAD_RETURN_IF_ERROR(WriteSafetensors("w.safetensors", f));
+//   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile g, ReadSafetensors("w.safetensors"));
 //   const Tensor* w = g.Find("w");   // float32 (2,): 1, 2
 
 #ifndef DAGRAD_ENGINE_IO_SAFETENSORS_H_
@@ -133,7 +133,7 @@ absl::StatusOr<std::string> SerializeSafetensors(const SafetensorsFile& file);
 // WriteFileAtomically (NotFound for a missing directory, ...).
 //
 //   // setup: Files
-//   DAGRAD_RETURN_IF_ERROR(WriteSafetensors("/tmp/ckpt.safetensors", file));
+//   DAGRAD_RETURN_IF_ERROR(WriteSafetensors("ckpt.safetensors", file));
 absl::Status WriteSafetensors(const std::string& path, const SafetensorsFile& file);
 
 // SafetensorsDTypeName returns the format's name of a dagrad dtype: "F32",

@@ -17,7 +17,7 @@
 //   DAGRAD_ASSIGN_OR_RETURN(std::string json, ViewModelJson(g, {loss}));
 //   if (ViewerAvailable().ok()) {
 //     DAGRAD_ASSIGN_OR_RETURN(std::string html, ViewerHtml(json));
-//     DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("/tmp/graph.html", html));
+//     DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("graph.html", html));
 //   }
 
 #ifndef DAGRAD_ENGINE_VIEW_VIEWER_HTML_H_

@@ -37,7 +37,7 @@ TEST(BFloat16Checkpoint, ABFloat16VariableIsSavedAsBF16WithChecksums) {
   const Value w = g.Parameter("w", {2, 2}, Initializer::Zeros(), DType::kBFloat16);
   Executor exec(g);
   ASSERT_OK(exec.Assign(w, Weights()));
-  const std::string path = ::testing::TempDir() + "/bf16.safetensors";
+  const std::string path = testing::NewTempDir("bf16") + "/bf16.safetensors";
   ASSERT_OK(SaveVariables(exec, {w}, {}, path));
   ASSERT_OK_AND_ASSIGN(std::string bytes, ReadFile(path));
   EXPECT_NE(bytes.find(R"("w":{"dtype":"BF16","shape":[2,2])"), std::string::npos);
@@ -122,7 +122,7 @@ TEST(BFloat16Checkpoint, PyTorchReadsDagradsFilesAndDagradReadsItsAnswer) {
   const Value h = g.Variable("h", {2}, Initializer::Constant(1.0 / 3), DType::kFloat16);
   Executor exec(g);
   ASSERT_OK(exec.Assign(w, Weights()));
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = testing::NewTempDir("bf16_torch");
   ASSERT_OK(SaveVariables(exec, {w, h}, {{"note", "for torch"}}, dir + "/to_torch.safetensors"));
   const std::string script = std::string(DAGRAD_TEST_DATA_DIR) + "/../../tools/goldens/bf16.py";
   ASSERT_EQ(std::system(absl::StrCat("/usr/bin/python3 ", script, " --roundtrip ", dir,

@@ -141,9 +141,7 @@ TEST(DocumentedValues, TensorsAndFloatsInThem) {
 }
 
 TEST(DocumentedValues, FilesAndLocks) {
-  const std::string dir = ::testing::TempDir() + "/documented_values_files";
-  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
-  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  const std::string dir = testing::NewTempDir("documented_values_files");
   std::vector<std::string> removed;
   ASSERT_OK_AND_ASSIGN(DirectoryLock lock, LockDirectory(dir, &removed));
   EXPECT_EQ(LockDirectory(dir, &removed).status().code(), absl::StatusCode::kFailedPrecondition);

@@ -271,7 +271,7 @@ TEST(ReadAll, ACheckpointIsOneCopyWithTheCpusBytes) {
     ASSERT_OK(on_device->Step().status());
     ASSERT_OK(on_cpu->Step().status());
   }
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = testing::NewTempDir("device_transfers");
   counts.copies_to_host = 0;
   ASSERT_OK(on_device->SaveCheckpoint(dir + "/device_ckpt.safetensors"));
   EXPECT_EQ(counts.copies_to_host, 1);

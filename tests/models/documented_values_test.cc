@@ -39,10 +39,7 @@ TrainConfig ToyConfig(int64_t steps) {
 
 // A fresh directory under the test's temporary one.
 std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/documented_values_" + name;
-  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
-  EXPECT_EQ(mkdir(dir.c_str(), 0755), 0);
-  return dir;
+  return testing::NewTempDir("documented_values_" + name);
 }
 
 // A user's schedule drives the trainer; a value it should not return stops

@@ -119,7 +119,7 @@ TEST(Gpt, CheckpointRoundTripKeepsTheLogitsAndTheLayout) {
   Loaded m;
   ASSERT_OK(Load(kGoldens + "model.safetensors", m));
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> before, RunGolden(m, {m.logits}));
-  const std::string path = ::testing::TempDir() + "/gpt_roundtrip.safetensors";
+  const std::string path = testing::NewTempDir("gpt_roundtrip") + "/model.safetensors";
   ASSERT_OK(SaveVariables(*m.exec, m.model.parameters(),
                           m.model.config().ToMetadata(), path));
   // The file holds exactly the reference checkpoint's tensors and metadata
@@ -150,7 +150,7 @@ TEST(Gpt, ReferenceLoadsDagradCheckpoint) {
   Loaded m;
   ASSERT_OK(Load(kGoldens + "model.safetensors", m));
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> logits, RunGolden(m, {m.logits}));
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = testing::NewTempDir("gpt_for_torch");
   ASSERT_OK(SaveVariables(*m.exec, m.model.parameters(),
                           m.model.config().ToMetadata(),
                           dir + "/gpt_for_torch.safetensors"));

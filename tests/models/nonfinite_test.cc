@@ -294,7 +294,7 @@ std::vector<Tensor> CheckpointTensors(models::Trainer& t, const std::string& pat
 TYPED_TEST(TrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
   ASSERT_OK_AND_ASSIGN(auto t, TypeParam::Create(models::NonFinitePolicy::kStop));
   const std::string path =
-      ::testing::TempDir() + "/nonfinite_stop_" + TypeParam::kName + ".safetensors";
+      testing::NewTempDir(std::string("nonfinite_stop_") + TypeParam::kName) + "/model.safetensors";
   std::vector<Tensor> good;
   absl::Status failed;
   while (t->step() < 20 && failed.ok()) {
@@ -314,7 +314,7 @@ TYPED_TEST(TrainerNonFinite, StopPolicyAbortsNamingTheStepAndChangesNothing) {
 TYPED_TEST(TrainerNonFinite, SkipPolicySkipsAndStopsAfterARunOfSkips) {
   ASSERT_OK_AND_ASSIGN(auto t, TypeParam::Create(models::NonFinitePolicy::kSkip));
   const std::string path =
-      ::testing::TempDir() + "/nonfinite_skip_" + TypeParam::kName + ".safetensors";
+      testing::NewTempDir(std::string("nonfinite_skip_") + TypeParam::kName) + "/model.safetensors";
   int64_t skipped = 0;
   absl::Status failed;
   while (t->step() < 20 && failed.ok()) {
@@ -345,8 +345,9 @@ TYPED_TEST(TrainerNonFinite, SkipPolicySkipsAndStopsAfterARunOfSkips) {
 
 TEST(ToyTrainerNonFinite, CheckpointWithANaNIsNeverWritten) {
   ASSERT_OK_AND_ASSIGN(auto t, models::ToyTrainer::Create(Tiny()));
-  const std::string good = ::testing::TempDir() + "/nonfinite_good.safetensors";
-  const std::string poisoned = ::testing::TempDir() + "/nonfinite_poisoned.safetensors";
+  const std::string dir = testing::NewTempDir("nonfinite_checkpoint");
+  const std::string good = dir + "/good.safetensors";
+  const std::string poisoned = dir + "/poisoned.safetensors";
   ASSERT_OK(t->Step().status());
   ASSERT_OK(t->SaveCheckpoint(good));
   ASSERT_OK_AND_ASSIGN(SafetensorsFile f, ReadCheckpoint(good));

@@ -171,8 +171,7 @@ SafetensorsFile MhaInputs(int64_t B, int64_t T) {
 TEST(OnnxExport, MultiheadAttentionMatchesOnnxRuntime) {
   const std::string runner = OrtRunner();
   if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
-  const std::string dir = ::testing::TempDir() + "/onnx_export_mha";
-  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string dir = testing::NewTempDir("onnx_export_mha");
   Graph g;
   nn::AttentionOutput exported = BuildMha(g, 5, 7);
   SafetensorsFile vars = Variables(g);
@@ -211,8 +210,7 @@ void ExpectUnaryMatchesOnnxRuntime(const std::string& runner, const std::string&
                                    const std::vector<float>& xs = {-100, -30, -20.5, -5, -1, -1e-3,
                                                                    -0.0f, 0, 1e-3, 0.5, 1, 3, 19.5,
                                                                    20.5, 30, 88, 100, 1e4}) {
-  const std::string dir = ::testing::TempDir() + "/onnx_export_" + name;
-  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string dir = testing::NewTempDir(std::string("onnx_export_") + name);
   const Tensor x = testing::T<float>({2, 9}, xs);
   Graph g;
   Value y = op(g.Input("x", DType::kFloat32, {2, 9}));
@@ -327,8 +325,7 @@ TEST(OnnxExport, UnexportableOpNamesItAndLeavesNoFile) {
   Value tokens = g.Input("tokens", DType::kInt64, {5, 7});
   Value loss = CrossEntropy((*model)(tokens, Value()).logits, tokens);
   SafetensorsFile vars = Variables(g);
-  const std::string dir = ::testing::TempDir() + "/onnx_export_unexportable";
-  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string dir = testing::NewTempDir("onnx_export_unexportable");
   const std::string path = dir + "/model.onnx";
   absl::Status st = ExportOnnx(g, {loss}, path, {.variables = &vars});
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
@@ -421,8 +418,7 @@ TEST(OnnxExport, FilledTensorKeepsIntegersExact) {
 
 // The examples of ops/onnx/export.h, line for line.
 TEST(OnnxExport, HeaderExamples) {
-  const std::string dir = ::testing::TempDir() + "/onnx_export_examples";
-  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string dir = testing::NewTempDir("onnx_export_examples");
   const std::string cwd = std::filesystem::current_path();
   std::filesystem::current_path(dir);
   Graph g;

@@ -39,7 +39,7 @@ void ExpectOrtMatches(Graph& g, const std::function<Value(Value)>& logits,
   if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
   Executor exec(g);
   ASSERT_OK_AND_ASSIGN(SafetensorsFile weights, CollectVariables(exec, g.Variables()));
-  const std::string model = ::testing::TempDir() + "/family_" + name + ".onnx";
+  const std::string model = testing::NewTempDir("family_" + name) + "/model.onnx";
   auto build = [&](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
     return Specialized{.fetches = {logits(b.input("tokens"))}};
   };
@@ -118,7 +118,7 @@ TEST(OnnxFamily, HeaderExample) {
   Executor exec(g);
   ASSERT_OK_AND_ASSIGN(SafetensorsFile weights, CollectVariables(exec, g.Variables()));
   const std::string cwd = std::filesystem::current_path();
-  std::filesystem::current_path(::testing::TempDir());
+  std::filesystem::current_path(testing::NewTempDir("family_header"));
   auto example = [&]() -> absl::Status {
     DAGRAD_RETURN_IF_ERROR(ExportOnnxFamily(
         g, {.inputs = {{"tokens", DType::kInt64, {"batch", "sequence"}}},

@@ -171,7 +171,7 @@ TEST(TrainerStats, StepAndEvaluationCountTheLogitsAsTheHost) {
   EXPECT_EQ(r.accuracy, static_cast<double>(correct) / counted);
 
   ASSERT_OK_AND_ASSIGN(const auto held_out,
-                       t->HeldOut(::testing::TempDir() + "/trainer_stats_model.safetensors"));
+                       t->HeldOut(testing::NewTempDir("trainer_stats") + "/model.safetensors"));
   ASSERT_OK_AND_ASSIGN(const models::EvalResult e, t->trainer->Evaluate());
   const auto [eval_correct, eval_counted] = HostCounts(held_out.second, held_out.first.targets);
   EXPECT_EQ(e.accuracy, static_cast<double>(eval_correct) / eval_counted);
@@ -196,7 +196,7 @@ TEST(TrainerStats, LabelSmoothingIsTheTrainingLossOnly) {
   EXPECT_GT(std::abs(smoothed - HostLoss(step.second, step.first.targets, 0)), 1e-2);
 
   ASSERT_OK_AND_ASSIGN(const auto held_out,
-                       t->HeldOut(::testing::TempDir() + "/label_smoothing_model.safetensors"));
+                       t->HeldOut(testing::NewTempDir("label_smoothing") + "/model.safetensors"));
   ASSERT_OK_AND_ASSIGN(const models::EvalResult e, t->trainer->Evaluate());
   const double plain = HostLoss(held_out.second, held_out.first.targets, 0);
   EXPECT_NEAR(e.loss, plain, 1e-5 * plain);

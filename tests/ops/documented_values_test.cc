@@ -67,7 +67,7 @@ TEST(DocumentedValues, ExecutorFeedsAndVariables) {
 }
 
 TEST(DocumentedValues, CheckpointsRoundTrip) {
-  const std::string path = ::testing::TempDir() + "/documented_values.safetensors";
+  const std::string path = testing::NewTempDir("documented_values") + "/ckpt.safetensors";
   Graph g;
   g.Parameter("a", {2}, Initializer::Ones());
   g.Parameter("b", {3}, Initializer::Zeros());

@@ -267,7 +267,7 @@ struct Files : Default {
     DAGRAD_ASSIGN_OR_RETURN(bytes, SerializeSafetensors(file));
     DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("models/gpt/w.bin", "weights"));
     DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("model.dot", dot));
-    DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("/tmp/w.safetensors", bytes));
+    DAGRAD_RETURN_IF_ERROR(WriteFileAtomically("w.safetensors", bytes));
     return WriteSafetensors("model.safetensors", file);
   }
   void Print(const std::string& what, const std::vector<std::string>& names) {
