@@ -87,7 +87,12 @@ absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
       return absl::InvalidArgumentError(
           absl::StrCat("the graph declares the input '", info.name(), "' twice"));
     }
-    if (im.values.contains(info.name())) continue;  // an initializer's default
+    if (im.values.contains(info.name())) {
+      // An initializer is the input's default; given a shape or a value, the
+      // input replaces it, as an ONNX runtime's feed does.
+      if (!shapes.contains(info.name())) continue;
+      im.values[info.name()] = OnnxOperand{};
+    }
     DAGRAD_ASSIGN_OR_RETURN(InputSpec spec, InputSpecOf(info, shapes));
     if (auto it = fixed.find(info.name()); it != fixed.end()) {
       if (it->second.dtype() != spec.dtype) {
@@ -228,13 +233,12 @@ absl::StatusOr<std::vector<OnnxInputInfo>> OnnxInputs(const std::string& path) {
   if (!proto.ok()) return WithContext(proto.status(), path);
   std::vector<OnnxInputInfo> inputs;
   for (const onnx::ValueInfoProto& info : proto->graph().input()) {
-    bool is_initializer = false;
+    bool has_default = false;
     for (const auto& init : proto->graph().initializer()) {
-      is_initializer = is_initializer || init.name() == info.name();
+      has_default = has_default || init.name() == info.name();
     }
-    if (is_initializer) continue;
     DAGRAD_ASSIGN_OR_RETURN(InputDecl decl, InputDeclOf(info));
-    inputs.push_back({info.name(), decl.dtype, decl.dims});
+    inputs.push_back({info.name(), decl.dtype, decl.dims, has_default});
   }
   return inputs;
 }

@@ -126,21 +126,25 @@ absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
                                               const OnnxInputValues& input_values = {});
 
 // OnnxInputInfo describes a graph input as the file declares it: its ONNX
-// name, dtype and dims, -1 for a symbolic one.
+// name, dtype and dims, -1 for a symbolic one, and whether an initializer
+// of its name gives it a default value.
 struct OnnxInputInfo {
   std::string name;
   DType dtype;
   std::vector<int64_t> dims;
+  bool has_default = false;
 };
 
-// OnnxInputs lists the model's graph inputs that are not initializers, for
-// callers that choose shapes before importing.
+// OnnxInputs lists the model's graph inputs, in the file's order, for
+// callers that choose shapes before importing. An input with a default
+// keeps it unless `input_shapes` or `input_values` name it: then, as an
+// ONNX runtime's feed does, the input replaces its initializer.
 //
 // Errors: those of reading and parsing the file; Unimplemented for an input
 // that is not a tensor or of a type dagrad lacks.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(std::vector<OnnxInputInfo> ins, OnnxInputs("encoder.onnx"));
-//   // ins[0]: "src", float32, {-1, -1, 8}
+//   // ins[0]: "src", float32, {-1, -1, 8}, no default
 absl::StatusOr<std::vector<OnnxInputInfo>> OnnxInputs(const std::string& path);
 
 }  // namespace dagrad

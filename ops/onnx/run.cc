@@ -75,7 +75,7 @@ absl::StatusOr<OnnxInputValues> ReadOnnxInputs(const std::string& model,
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensors(input));
   OnnxInputValues values(file.tensors.begin(), file.tensors.end());
   for (const OnnxInputInfo& in : wanted) {
-    if (!values.contains(in.name)) {
+    if (!in.has_default && !values.contains(in.name)) {
       return absl::InvalidArgumentError(
           absl::StrCat(input, ": no tensor '", in.name, "', an input of ", model));
     }
@@ -86,7 +86,7 @@ absl::StatusOr<OnnxInputValues> ReadOnnxInputs(const std::string& model,
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
           input, ": tensor '", name, "' is not an input of ", model, " (its inputs: ",
-          absl::StrJoin(names, ", "), "; a graph input with an initializer is not fed)"));
+          absl::StrJoin(names, ", "), ")"));
     }
   }
   return values;
@@ -98,6 +98,7 @@ absl::StatusOr<OnnxModel> ImportOnnxForInputs(const std::string& model,
   if (input.empty()) {
     DAGRAD_ASSIGN_OR_RETURN(std::vector<OnnxInputInfo> inputs, OnnxInputs(model));
     for (OnnxInputInfo& in : inputs) {
+      if (in.has_default) continue;
       for (int64_t& d : in.dims) d = d < 0 ? 1 : d;
       shapes[in.name] = Shape(in.dims);
     }

@@ -22,8 +22,10 @@
 namespace dagrad {
 
 // ReadOnnxInputs reads every tensor of the safetensors file `input` as the
-// graph input of its name: InvalidArgument naming the file and tensor for
-// an input of `model` the file lacks, or a tensor that is not one.
+// graph input of its name (one that replaces an input's default, its
+// initializer, too): InvalidArgument naming the file and tensor for an
+// input of `model` without a default that the file lacks, or a tensor that
+// is not an input.
 absl::StatusOr<OnnxInputValues> ReadOnnxInputs(const std::string& model,
                                                const std::string& input);
 

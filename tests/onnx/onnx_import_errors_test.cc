@@ -125,8 +125,10 @@ TEST(OnnxImportErrors, AGraphInputDeclaredTwiceIsRefused) {
                 "the graph declares the input 'x' twice");
 }
 
-// Feeding an input that has an initializer says why it is not fed.
-TEST(OnnxImportErrors, FeedingAnInitializedInputSaysItIsNotFed) {
+// A graph input with an initializer of its name has it as a default, which
+// a feed replaces (ONNX's IR: "a default value ... overridden by a value
+// provided at runtime"; ONNX Runtime does so).
+TEST(OnnxImportErrors, AFedValueReplacesAnInputsInitializer) {
   OnnxTestModel m;
   m.Input("x", T<float>({2}, {1, 2}));
   m.Input("w", T<float>({2}, {3, 4}));
@@ -135,13 +137,51 @@ TEST(OnnxImportErrors, FeedingAnInitializedInputSaysItIsNotFed) {
   m.Output("y");
   const std::string dir = NewTempDir("onnx_initialized_input");
   ASSERT_OK(WriteFileAtomically(dir + "/m.onnx", m.Bytes()));
-  SafetensorsFile in;
-  in.tensors = {{"w", T<float>({2}, {0, 0})}, {"x", T<float>({2}, {1, 2})}};
-  ASSERT_OK(WriteSafetensors(dir + "/in.safetensors", in));
-  EXPECT_STATUS(ReadOnnxInputs(dir + "/m.onnx", dir + "/in.safetensors").status(),
-                absl::StatusCode::kInvalidArgument,
-                "tensor 'w' is not an input of " + dir +
-                    "/m.onnx (its inputs: x; a graph input with an initializer is not fed)");
+  ASSERT_OK_AND_ASSIGN(std::vector<OnnxInputInfo> inputs, OnnxInputs(dir + "/m.onnx"));
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_FALSE(inputs[0].has_default);
+  EXPECT_TRUE(inputs[1].has_default);
+  auto y_for = [&](const std::vector<std::pair<std::string, Tensor>>& fed) -> Tensor {
+    SafetensorsFile in;
+    for (const auto& [name, t] : fed) in.tensors.push_back({name, t});
+    absl::Status s = WriteSafetensors(dir + "/in.safetensors", in);
+    if (s.ok()) {
+      s = EvaluateOnnxFiles(dir + "/m.onnx", dir + "/in.safetensors", dir + "/out.safetensors",
+                            CpuDevice(), ExecutorOptions());
+    }
+    EXPECT_TRUE(s.ok()) << s;
+    absl::StatusOr<SafetensorsFile> out = ReadSafetensors(dir + "/out.safetensors");
+    return s.ok() && out.ok() && out->Find("y") ? *out->Find("y") : Tensor();
+  };
+  EXPECT_TRUE(SameBits(y_for({{"x", T<float>({2}, {1, 2})}}), T<float>({2}, {3, 8})));
+  EXPECT_TRUE(SameBits(y_for({{"x", T<float>({2}, {1, 2})}, {"w", T<float>({2}, {5, -1})}}),
+                       T<float>({2}, {5, -2})));
+  // A feed still needs the other inputs, and names only inputs.
+  SafetensorsFile only_w;
+  only_w.tensors = {{"w", T<float>({2}, {0, 0})}};
+  ASSERT_OK(WriteSafetensors(dir + "/w.safetensors", only_w));
+  EXPECT_STATUS(ReadOnnxInputs(dir + "/m.onnx", dir + "/w.safetensors").status(),
+                absl::StatusCode::kInvalidArgument, "no tensor 'x', an input of");
+}
+
+// A shape input with a default, fed another shape, reshapes to the fed one
+// (the import is specialised to the fed value, as for any shape input).
+TEST(OnnxImportErrors, AFedShapeReplacesAnInitializedShapeInput) {
+  OnnxTestModel m;
+  m.Input("x", T<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  m.Input("shape", T<int64_t>({2}, {3, 2}));
+  m.Initializer("shape", T<int64_t>({2}, {3, 2}));
+  m.Node("Reshape", {"x", "shape"}, {"y"});
+  m.Output("y");
+  const std::string dir = NewTempDir("onnx_initialized_shape");
+  ASSERT_OK(WriteFileAtomically(dir + "/m.onnx", m.Bytes()));
+  ASSERT_OK_AND_ASSIGN(OnnxModel by_default, ImportOnnx(dir + "/m.onnx"));
+  EXPECT_EQ(by_default.outputs[0].value.shape(), Shape({3, 2}));
+  const OnnxInputValues values = {{"x", T<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
+                                  {"shape", T<int64_t>({2}, {1, 6})}};
+  ASSERT_OK_AND_ASSIGN(OnnxModel fed, ImportOnnxForValues(dir + "/m.onnx", values));
+  EXPECT_EQ(fed.outputs[0].value.shape(), Shape({1, 6}));
+  EXPECT_EQ(fed.fixed_inputs.count("shape"), 1u);
 }
 
 // LayerNormalization over (3, 4) with Scale and B of shape (4): ONNX
