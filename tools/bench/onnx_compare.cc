@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   }
   if (absl::Status st = dagrad::Run(flags); !st.ok()) {
     std::fprintf(stderr, "onnx_compare: %s\n", std::string(st.message()).c_str());
-    return 1;
+    return absl::IsInvalidArgument(st) ? 2 : 1;  // 2: a flag (or a file) the user gave is bad
   }
   return 0;
 }
