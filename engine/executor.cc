@@ -445,8 +445,9 @@ absl::Status Executor::StartRun(Plan& plan, const FedInputs& fed, const RunOptio
   if (options_.poison_arena && plan.info_.arena_bytes > 0) {
     DAGRAD_RETURN_IF_ERROR(device_->Fill(plan.arena_.get(), 0xFF, plan.info_.arena_bytes));
   }
+  const uint64_t step = options.step ? *options.step : runs_without_step_++;
   plan.run_ = RunContext{options.training,          options_.seed,
-                         options.step,              device_->kernel_state(),
+                         step,                      device_->kernel_state(),
                          options_.communicator.get(), options.batch_begin,
                          options.batch_rows};
   return device_->PrepareRun(plan.run_);

@@ -66,6 +66,7 @@
 #include <string>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -157,7 +158,12 @@ struct OpProfile {
 
 struct RunOptions {
   bool training = false;  // dropout active
-  uint64_t step = 0;      // dropout counter
+  // step is the counter of the ops that draw (dropout masks, Multinomial):
+  // runs of one seed and step draw the same numbers. Unset, the executor
+  // counts its runs itself, so that every run draws afresh, as PyTorch's
+  // generator does; a trainer sets it to the training step, so that a
+  // resumed run draws what the uninterrupted one would have.
+  std::optional<uint64_t> step;
   // Data parallelism: the fed batch is rows [batch_begin, batch_begin +
   // batch_rows) of the global batch (RunContext); 0 rows: all of it.
   int64_t batch_begin = 0;
@@ -348,6 +354,7 @@ class Executor {
   const Graph& graph_;
   std::unique_ptr<Device> device_;
   ExecutorOptions options_;
+  uint64_t runs_without_step_ = 0;  // the step of the next run that sets none
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> variables_;
   std::shared_ptr<std::atomic<int64_t>> bytes_in_use_ =
       std::make_shared<std::atomic<int64_t>>(0);

@@ -39,6 +39,30 @@ TEST(DropoutKeepMask, IsTheMaskTheDropoutAppliesZerosIncluded) {
   for (bool m : out[1].ToVector<bool>()) ASSERT_TRUE(m) << "outside training every element is kept";
 }
 
+// Training runs that set no step draw a new mask each, as PyTorch's
+// dropout does at every forward; runs of one explicit step draw one mask.
+TEST(DropoutKeepMask, RunsWithoutAStepDrawAfreshAndAStepRepeatsItsMask) {
+  Graph g;
+  const Value x = g.Input("x", DType::kFloat32, {64});
+  const Value kept = DropoutKeepMask(Dropout(x, 0.5));
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({kept}));
+  const Feeds feeds = {{x, T<float>({64}, std::vector<float>(64, 1.0f))}};
+  auto mask = [&](RunOptions options) {
+    absl::StatusOr<std::vector<Tensor>> out = exec.Run(*plan, feeds, options);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[0].ToVector<bool>() : std::vector<bool>();
+  };
+  const std::vector<bool> first = mask({.training = true});
+  const std::vector<bool> second = mask({.training = true});
+  const std::vector<bool> third = mask({.training = true});
+  EXPECT_NE(first, second);
+  EXPECT_NE(second, third);
+  EXPECT_NE(first, third);
+  EXPECT_EQ(mask({.training = true, .step = 7}), mask({.training = true, .step = 7}));
+  EXPECT_NE(mask({.training = true, .step = 7}), mask({.training = true, .step = 8}));
+}
+
 TEST(DropoutKeepMask, RefusesAValueNoDropoutMade) {
   Graph g;
   const Value x = g.Input("x", DType::kFloat32, {3});
