@@ -1,16 +1,18 @@
 // Fused attention's CPU backward kernel (attention_grad): flash-style, per
 // (batch, head), block of RowBlockOf queries after block:
-//   pass 1: each row's logsumexp, recomputed from the scores (the forward
+//   pass 1: each row's max m and log l (l the sum of exp(z - m): its
+//           logsumexp in two parts), recomputed from the scores (the forward
 //           kept no statistics: an op has one output, engine/op.h), or,
 //           when the keys are one block, exp(z - m) and 1 / l themselves
 //           (then D comes from the row: sum P ∘ k dP, as softmax's backward
 //           takes it, instead of from O);
-//   pass 2: per key block, P = exp(z - lse), dP = dO·Vᵀ, and with the
+//   pass 2: per key block, P = exp((z - m) - log l), dP = dO·Vᵀ, and with the
 //           dropout factor k (0 or 1 / (1 - p)) and D = rowsum(dO ∘ O),
 //           dS = P ∘ (k dP - D) (the level's kernel); then
 //           dV += (k P)ᵀ dO,  dQ += scale · dS K,  dK += scale · dSᵀ Q,
 //           and dbias = dS where the bias takes a gradient.
-// A row with no kept key has lse = +inf, so P = 0 and every gradient 0.
+// A row with no kept key has m = 0 and log l = +inf, so P = 0 and every
+// gradient 0.
 // A (batch, group of heads) is one task, its row blocks in order, so dK and
 // dV sum the blocks in a fixed order: no atomics, the same bits on every
 // run.
@@ -39,12 +41,12 @@ constexpr int64_t kPanelElements = int64_t{1} << 17;
 // GradStep runs the level's attention_grad (cpu_kernels.h says what stat,
 // probs and a null d mean).
 template <typename T>
-void GradStep(const CpuKernels& k, const AttentionBlock<T>& b, const T* stat, bool probs,
-              const T* d, T* dp) {
+void GradStep(const CpuKernels& k, const AttentionBlock<T>& b, const T* m, const T* stat,
+              bool probs, const T* d, T* dp) {
   if constexpr (std::is_same_v<T, float>) {
-    k.attention_grad_f32(b, stat, probs, d, dp);
+    k.attention_grad_f32(b, m, stat, probs, d, dp);
   } else {
-    k.attention_grad_f64(b, stat, probs, d, dp);
+    k.attention_grad_f64(b, m, stat, probs, d, dp);
   }
 }
 
@@ -57,11 +59,11 @@ struct Grads {
 };
 
 // HeadScratch is one task's buffers besides the row block's: each row's
-// statistic (its logsumexp, or 1 / l when `probs`: pass 1 left exp(z - m)
-// in the panel), D (unused when probs) and dP.
+// statistics (its max m and log l, or 1 / l when `probs`: pass 1 left
+// exp(z - m) in the panel), D (unused when probs) and dP.
 template <typename T>
 struct HeadScratch {
-  std::vector<T> stat, d, dp;
+  std::vector<T> m, stat, d, dp;
   bool probs = false;
 };
 
@@ -72,10 +74,12 @@ T* Panel(const Problem<T>& p, RowBlock<T>& w, int64_t j) {
   return w.panel.empty() ? w.s.data() : w.panel.data() + j * w.rows * p.ld;
 }
 
-// RowLogSumExp sets lse[r] for the rows of w: m + log(sum exp(z - m)) over
-// the kept keys, +inf for a row with none.
+// RowLogSumExp sets, for the rows of w, max[r] = m and log_l[r] = log(sum
+// exp(z - m)) over the kept keys (their logsumexp is the sum), and 0 and
+// +inf for a row with none. Kept apart, P = exp((z - m) - log l) is as
+// precise as the forward's: a logsumexp rounded to T would be |m| ulps off.
 template <typename T>
-void RowLogSumExp(const Problem<T>& p, RowBlock<T>& w, T* lse) {
+void RowLogSumExp(const Problem<T>& p, RowBlock<T>& w, T* max, T* log_l) {
   std::vector<T>& m = w.m;
   std::vector<double>& l = w.l;
   ResetSoftmax(w);
@@ -93,8 +97,8 @@ void RowLogSumExp(const Problem<T>& p, RowBlock<T>& w, T* lse) {
     }
   }
   for (int64_t r = 0; r < w.rows; ++r) {
-    lse[r] = l[r] == 0 ? std::numeric_limits<T>::infinity()
-                       : static_cast<T>(m[r] + std::log(l[r]));
+    max[r] = l[r] == 0 ? T(0) : m[r];
+    log_l[r] = l[r] == 0 ? std::numeric_limits<T>::infinity() : static_cast<T>(std::log(l[r]));
   }
 }
 
@@ -133,8 +137,8 @@ void KeyBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadS
   const T* dout = g.dout + a.out.At(w.b, w.h, w.t0);
   BlockGemm<T>(*p.kernels, rows, n, Dh, T(1), dout, a.out.row, 1, p.v + a.v.At(w.b, w.h, s0), 1,
                a.v.row, T(0), x.dp.data(), ld);
-  GradStep(*p.kernels, Block(p, w, s0, n, z, /*dropout=*/true), x.stat.data(), x.probs,
-           x.probs ? nullptr : x.d.data(), x.dp.data());
+  GradStep(*p.kernels, Block(p, w, s0, n, z, /*dropout=*/true), x.m.data(), x.stat.data(),
+           x.probs, x.probs ? nullptr : x.d.data(), x.dp.data());
   const T scale = static_cast<T>(a.scale);
   // The first row block writes dK and dV, later ones add to them.
   const T beta = w.t0 == 0 ? T(0) : T(1);
@@ -156,9 +160,11 @@ void KeyBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadS
 template <typename T>
 void RowBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadScratch<T>& x) {
   const AttentionLayout& a = p.a;
-  const int64_t blocks = (w.max_limit + p.bc - 1) / std::max<int64_t>(p.bc, 1);
+  // No key (S = 0, or every key past the rows' limits): no block.
+  const int64_t blocks = w.max_limit == 0 ? 0 : (w.max_limit + p.bc - 1) / p.bc;
   const bool keep = w.rows * blocks * p.ld <= kPanelElements;
   w.panel.resize(keep ? w.rows * blocks * p.ld : 0);
+  x.m.resize(w.rows);
   x.stat.resize(w.rows);
   x.d.resize(w.rows);
   x.dp.resize(w.rows * p.ld);
@@ -168,7 +174,7 @@ void RowBlockGrads(const Problem<T>& p, const Grads<T>& g, RowBlock<T>& w, HeadS
   if (x.probs) {
     Weights(p, w, w.max_limit, x.stat.data());
   } else {
-    RowLogSumExp(p, w, x.stat.data());
+    RowLogSumExp(p, w, x.m.data(), x.stat.data());
     RowDots(p, g, w, x.d.data());
   }
   for (int64_t s0 = 0, j = 0; s0 < w.max_limit; s0 += p.bc, ++j) {

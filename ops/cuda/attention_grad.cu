@@ -1,9 +1,12 @@
 // CUDA kernels of fused attention's backward pass (attention_grad,
 // ops/attention.cc), flash-style and deterministic: no atomics, so every
 // gradient element is written by one block that sums in a fixed order.
-//   1. RowStats, per tile of queries: each row's logsumexp (the forward
-//      kept none: an op has one output, engine/op.h) and D = rowsum(dO ∘ O);
-//   2. KeyGrads, per tile of keys: over every query tile, P = exp(z - lse),
+//   1. RowStats, per tile of queries: each row's max m and log l, its
+//      logsumexp in two parts (the forward kept none: an op has one
+//      output, engine/op.h), and D = rowsum(dO ∘ O);
+//   2. KeyGrads, per tile of keys: over every query tile, P = exp((z - m)
+//      - log l) (as precise as the forward's exp(z - m) / l, where one
+//      rounded logsumexp would be |m| ulps off),
 //      dP = dO·Vᵀ, dS = P ∘ (k dP - D) (k the dropout factor), and
 //      dV += (k P)ᵀ dO, dK += scale · dSᵀ Q, kept in shared memory;
 //   3. QueryGrads, per tile of queries: the same P and dS again, dQ +=
@@ -46,8 +49,8 @@ __device__ void StatsStep(const AttnArgs<T>& g, int64_t b, int64_t h, int64_t t0
   }
 }
 
-// WriteStats writes each row's logsumexp (+inf for a row with no kept key,
-// so that its P is 0) and D.
+// WriteStats writes each row's max and log l (0 and +inf for a row with no
+// kept key, so that its P is 0) and D.
 template <typename T>
 __device__ void WriteStats(const AttnArgs<T>& g, int64_t b, int64_t h, int64_t t0, const T* m,
                            const Acc<T>* l) {
@@ -61,7 +64,8 @@ __device__ void WriteStats(const AttnArgs<T>& g, int64_t b, int64_t h, int64_t t
     dot = WarpAll(dot, SumOp());
     if (lane != 0) continue;
     const int64_t row = RowIndex(g.a, b, h, t);
-    g.lse[row] = l[r] == 0 ? Infinity<T>() : static_cast<T>(m[r] + math::Log(l[r]));
+    g.row_max[row] = l[r] == 0 ? T(0) : m[r];
+    g.log_l[row] = l[r] == 0 ? Infinity<T>() : static_cast<T>(math::Log(l[r]));
     g.dsum[row] = static_cast<T>(dot);
   }
 }
@@ -111,7 +115,8 @@ __device__ void GradElements(const AttnArgs<T>& g, uint32_t step, int64_t b, int
     T pd = T(0), ds = T(0);
     if (t < a.T && s < a.S) {
       const int64_t row = RowIndex(a, b, h, t);
-      const T p = math::Exp(Logit(g, ss[i], b, h, t, s, a.Limit(b, t, g.lens)) - g.lse[row]);
+      const T z = Logit(g, ss[i], b, h, t, s, a.Limit(b, t, g.lens));
+      const T p = math::Exp((z - g.row_max[row]) - g.log_l[row]);
       const T keep = DropFactor(g, step, b, h, t, s);
       pd = p * keep;
       ds = p * (dps[i] * keep - g.dsum[row]);
@@ -215,9 +220,10 @@ template <typename T, bool kTf32>
 absl::Status LaunchBackward(const KernelContext& ctx, AttnArgs<T> g) {
   const AttentionLayout& a = g.a;
   CudaContext& cuda = CudaContextOf(ctx);
-  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer stats, cuda.Scratch(2 * a.B * a.H * a.T * sizeof(T)));
-  g.lse = stats.as<T>();
-  g.dsum = g.lse + a.B * a.H * a.T;
+  DAGRAD_ASSIGN_OR_RETURN(CudaBuffer stats, cuda.Scratch(3 * a.B * a.H * a.T * sizeof(T)));
+  g.row_max = stats.as<T>();
+  g.log_l = g.row_max + a.B * a.H * a.T;
+  g.dsum = g.log_l + a.B * a.H * a.T;
   const int64_t row_tasks = a.B * a.H * ((a.T + kTile - 1) / kTile);
   const int64_t key_tasks = a.B * a.H * ((a.S + kTile - 1) / kTile);
   const size_t stats_bytes = SharedBytes<T>(2, 1, 1, g.dp);

@@ -59,7 +59,8 @@ struct AttnArgs {
   const T* o = nullptr;      // backward: the forward's output
   const T* dout = nullptr;   // and its gradient
   T* grad = nullptr;         // attention_grad's flat output
-  T* lse = nullptr;          // backward scratch (B, H, T): each row's logsumexp
+  T* row_max = nullptr;      // backward scratch (B, H, T): each row's max m,
+  T* log_l = nullptr;        // log of its sum of exp(z - m),
   T* dsum = nullptr;         // and D = rowsum(dO ∘ O)
 };
 

@@ -51,9 +51,19 @@ struct Setup {
   double dropout;
 };
 
-void CheckAgainstComposed(const Setup& s, DType d) {
-  SCOPED_TRACE(s.name + (d == DType::kFloat32 ? " float32" : " float64"));
+// FusedAndComposed is a graph computing the fused attention and the
+// composed subgraph of one Setup, with the gradients of both.
+struct FusedAndComposed {
   Graph g;
+  std::vector<Value> fetches;  // fused, composed, fused's grads, composed's
+  Feeds feeds;
+  size_t wrt = 0;              // gradients per path
+};
+
+// Build makes s's graph in dtype d, q and k drawn from [-qk, qk).
+void Build(const Setup& s, DType d, double qk, FusedAndComposed& out) {
+
+  Graph& g = out.g;
   const int64_t E = s.H * s.Dh;
   Value q = g.Input("q", d, {s.B, s.T, E});
   Value k = g.Input("k", d, {s.B, s.S, E});
@@ -71,33 +81,40 @@ void CheckAgainstComposed(const Setup& s, DType d) {
                               .dropout = s.dropout};
   Value fused = Attention(q, k, v, mask, o);
   Value composed = Composed(q, k, v, mask, o, fused.id());
-  std::vector<Value> fetches = {fused, composed};
+  out.fetches = {fused, composed};
   std::vector<Value> wrt = {q, k, v};
   if (s.bias) wrt.push_back(bias);
+  out.wrt = wrt.size();
   for (Value y : {fused, composed}) {
     auto grads = Gradients(Sum(y * r), wrt);
     ASSERT_OK(grads.status());
-    for (const Value& grad : *grads) fetches.push_back(grad);
+    for (const Value& grad : *grads) out.fetches.push_back(grad);
   }
   std::vector<int64_t> lengths(s.B);
   for (int64_t b = 0; b < s.B; ++b) lengths[b] = (s.S * (b + 1)) / s.B - b;
   std::vector<bool> keeps(s.B * s.T * s.S);
   for (size_t i = 0; i < keeps.size(); ++i) keeps[i] = (i * 7 + i / 5) % 4 != 0;
-  const Feeds feeds = {{q, Random(d, q.shape(), 1, -2, 2)},
-                       {k, Random(d, k.shape(), 2, -2, 2)},
-                       {v, Random(d, v.shape(), 3)},
-                       {keep, T<bool>(keep.shape(), keeps)},
-                       {lens, T<int64_t>({s.B}, lengths)},
-                       {bias, Random(d, bias.shape(), 4)},
-                       {r, Random(d, r.shape(), 5)}};
+  out.feeds = {{q, Random(d, q.shape(), 1, -qk, qk)},
+               {k, Random(d, k.shape(), 2, -qk, qk)},
+               {v, Random(d, v.shape(), 3)},
+               {keep, T<bool>(keep.shape(), keeps)},
+               {lens, T<int64_t>({s.B}, lengths)},
+               {bias, Random(d, bias.shape(), 4)},
+               {r, Random(d, r.shape(), 5)}};
+}
+
+constexpr const char* kGradNames[] = {"dq", "dk", "dv", "dbias"};
+
+void CheckAgainstComposed(const Setup& s, DType d) {
+  SCOPED_TRACE(s.name + (d == DType::kFloat32 ? " float32" : " float64"));
+  FusedAndComposed c;
+  Build(s, d, 2, c);
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
-                       RunOnce(g, fetches, feeds, {.training = true, .step = 3}));
+                       RunOnce(c.g, c.fetches, c.feeds, {.training = true, .step = 3}));
   const double tolerance = d == DType::kFloat32 ? 1e-5 : 1e-12;
-  const char* what[] = {"dq", "dk", "dv", "dbias"};
   EXPECT_LE(MaxRelativeError(out[0], out[1]), tolerance) << "output";
-  const size_t n = wrt.size();
-  for (size_t i = 0; i < n; ++i) {
-    EXPECT_LE(MaxRelativeError(out[2 + i], out[2 + n + i]), tolerance) << what[i];
+  for (size_t i = 0; i < c.wrt; ++i) {
+    EXPECT_LE(MaxRelativeError(out[2 + i], out[2 + c.wrt + i]), tolerance) << kGradNames[i];
   }
 }
 
@@ -113,8 +130,36 @@ INSTANTIATE_TEST_SUITE_P(
                       Setup{"all_masks", 3, 6, 9, 2, 4, true, true, true, true, 0.0},
                       Setup{"dropout", 2, 7, 7, 3, 4, false, true, false, true, 0.3},
                       Setup{"dropout_all_masks", 2, 5, 8, 2, 16, true, true, true, true, 0.5},
-                      Setup{"blocks", 1, 70, 301, 1, 32, false, true, false, true, 0.2}),
+                      Setup{"blocks", 1, 70, 301, 1, 32, false, true, false, true, 0.2},
+                      Setup{"no_keys", 2, 3, 0, 2, 4, true, false, true, false, 0.0}),
     [](const ::testing::TestParamInfo<Setup>& info) { return info.param.name; });
+
+// Logits up to about 1e3 over two key blocks (S > 256): float32's fused dV
+// is as close to float64's as the composed subgraph's. It was 500 times
+// further when the backward rounded each row's logsumexp m + log l to
+// float32, |m| ulps off, and so scaled the row's weights by up to 1 ± |m|
+// 2^-24. dQ and dK take D = rowsum(dO ∘ O) from the rounded output, as
+// flash attention does, not from P ∘ dP: where a row's weights are nearly
+// one-hot and its true dQ nearly 0, they are off by float32's rounding of
+// dO·V (about 1e-6 here), which the composed softmax's backward cancels.
+TEST(Attention, LargeLogitsOverKeyBlocksKeepFloat32Precision) {
+  const dagrad::testing::Setup s = {"large_logits", 1, 4, 257, 1, 8,
+                                    false, false, false, false, 0.0};
+  std::vector<Tensor> runs[2];
+  for (DType d : {DType::kFloat64, DType::kFloat32}) {
+    FusedAndComposed c;
+    Build(s, d, 30, c);
+    ASSERT_OK_AND_ASSIGN(runs[d == DType::kFloat32], RunOnce(c.g, c.fetches, c.feeds));
+  }
+  const std::vector<Tensor>& want = runs[0];
+  const std::vector<Tensor>& got = runs[1];
+  for (size_t i = 0; i < 3; ++i) {
+    const double fused = MaxAbsDifference(got[2 + i], want[2 + i]);
+    const double composed = MaxAbsDifference(got[5 + i], want[2 + i]);
+    EXPECT_LE(fused, 2 * composed + (i == 2 ? 1e-7 : 1e-6))
+        << kGradNames[i] << ": composed " << composed;
+  }
+}
 
 // The backward pass sums its blocks in a fixed order: the same bits from
 // run to run, and with one thread or two.

@@ -32,7 +32,7 @@ Tensor RandomInts(const Shape& shape, uint64_t seed, int64_t lo, int64_t hi) {
 
 absl::StatusOr<std::vector<Tensor>> RunOnce(const Graph& g, std::vector<Value> fetches,
                                             const Feeds& feeds, const RunOptions& options) {
-  Executor exec(g);
+  Executor exec(g, CpuDevice(), {.poison_arena = true});
   auto plan = exec.Compile(fetches);
   if (!plan.ok()) return plan.status();
   return exec.Run(**plan, feeds, options);

@@ -38,7 +38,9 @@ Tensor Random(DType dtype, const Shape& shape, uint64_t seed, double lo = -1.0,
 // RandomInts returns int64 values uniform in [lo, hi).
 Tensor RandomInts(const Shape& shape, uint64_t seed, int64_t lo, int64_t hi);
 
-// RunOnce compiles `fetches` on a fresh CPU executor and runs them once.
+// RunOnce compiles `fetches` on a fresh CPU executor and runs them once,
+// its arena poisoned (ExecutorOptions::poison_arena): NaN where a kernel
+// leaves what it should write unwritten.
 absl::StatusOr<std::vector<Tensor>> RunOnce(const Graph& g, std::vector<Value> fetches,
                                             const Feeds& feeds = {},
                                             const RunOptions& options = {});

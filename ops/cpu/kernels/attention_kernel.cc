@@ -159,14 +159,15 @@ void SoftmaxRows(const AttentionBlock<T>& a, T* m, double* l, T* alpha) {
 }
 
 // RowStat says how row r's weights P come from its block: p = s * stat
-// (`probs`: the block holds exp(z - m) and stat is 1 / l) or p = exp(s -
-// stat) (stat the row's logsumexp).
+// (`probs`: the block holds exp(z - m) and stat is 1 / l) or p = exp((s -
+// m) - stat) (m the row's max, stat log l).
 struct RowStat {
   bool probs;
+  float m;
   float stat;
 };
 
-VecF Weights(VecF s, RowStat w) { return w.probs ? s * w.stat : ExpVec(s - w.stat); }
+VecF Weights(VecF s, RowStat w) { return w.probs ? s * w.stat : ExpVec((s - w.m) - w.stat); }
 
 // RowDot returns D = sum over the row of p * keep * dp, in double (column
 // k in accumulator k % 16, then the tree): dO·O for a row whose keys are
@@ -212,12 +213,12 @@ void GradRow(const AttentionBlock<float>& a, int64_t r, RowStat w, const float* 
   ZeroSteps(dp, k, a.n);
 }
 
-void GradRow(const AttentionBlock<double>& a, int64_t r, bool probs, double stat,
+void GradRow(const AttentionBlock<double>& a, int64_t r, bool probs, double m, double stat,
              const double* d, double* dp) {
   double* z = a.s + r * a.ld;
   const uint32_t* bits = a.bits == nullptr ? nullptr : a.bits + r * a.ld;
   const int64_t valid = a.valid[r];
-  auto weight = [&](int64_t k) { return probs ? z[k] * stat : std::exp(z[k] - stat); };
+  auto weight = [&](int64_t k) { return probs ? z[k] * stat : std::exp((z[k] - m) - stat); };
   auto keep = [&](int64_t k) {
     return bits == nullptr ? 1.0 : Keep(bits[k], a.threshold, a.drop_scale);
   };
@@ -238,16 +239,18 @@ void GradRow(const AttentionBlock<double>& a, int64_t r, bool probs, double stat
   ZeroFrom(dp, valid, a.n);
 }
 
-void GradRows(const AttentionBlock<float>& a, const float* stat, bool probs, const float* d,
-              float* dp) {
+void GradRows(const AttentionBlock<float>& a, const float* m, const float* stat, bool probs,
+              const float* d, float* dp) {
   for (int64_t r = 0; r < a.rows; ++r) {
-    GradRow(a, r, RowStat{probs, stat[r]}, d == nullptr ? nullptr : d + r, dp + r * a.ld);
+    GradRow(a, r, RowStat{probs, probs ? 0.0f : m[r], stat[r]}, d == nullptr ? nullptr : d + r,
+            dp + r * a.ld);
   }
 }
-void GradRows(const AttentionBlock<double>& a, const double* stat, bool probs, const double* d,
-              double* dp) {
+void GradRows(const AttentionBlock<double>& a, const double* m, const double* stat, bool probs,
+              const double* d, double* dp) {
   for (int64_t r = 0; r < a.rows; ++r) {
-    GradRow(a, r, probs, stat[r], d == nullptr ? nullptr : d + r, dp + r * a.ld);
+    GradRow(a, r, probs, probs ? 0.0 : m[r], stat[r], d == nullptr ? nullptr : d + r,
+            dp + r * a.ld);
   }
 }
 
@@ -259,13 +262,13 @@ void AttentionSoftmaxF32(const AttentionBlock<float>& a, float* m, double* l, fl
 void AttentionSoftmaxF64(const AttentionBlock<double>& a, double* m, double* l, double* alpha) {
   SoftmaxRows(a, m, l, alpha);
 }
-void AttentionGradF32(const AttentionBlock<float>& a, const float* stat, bool probs,
-                      const float* d, float* dp) {
-  GradRows(a, stat, probs, d, dp);
+void AttentionGradF32(const AttentionBlock<float>& a, const float* m, const float* stat,
+                      bool probs, const float* d, float* dp) {
+  GradRows(a, m, stat, probs, d, dp);
 }
-void AttentionGradF64(const AttentionBlock<double>& a, const double* stat, bool probs,
-                      const double* d, double* dp) {
-  GradRows(a, stat, probs, d, dp);
+void AttentionGradF64(const AttentionBlock<double>& a, const double* m, const double* stat,
+                      bool probs, const double* d, double* dp) {
+  GradRows(a, m, stat, probs, d, dp);
 }
 
 }  // namespace dagrad::kernels::DAGRAD_ISA

@@ -230,7 +230,9 @@ struct CpuKernels {
   // attention_grad_*: the backward step, per row r and column k < valid:
   // the weight p = s[k] * stat[r] when `probs` (the block holds exp(z - m)
   // and stat is 1 / l, as attention_softmax leaves them, no dropout) or
-  // p = exp(s[k] - stat[r]) (stat the row's logsumexp); then s[k] = p *
+  // p = exp((s[k] - m[r]) - stat[r]) (m the row's max score, stat the log
+  // of its sum of exp(z - m): as precise as the forward's exp(z - m) / l,
+  // where one rounded logsumexp m + log l would lose |m| ulps); then s[k] = p *
   // keep and dp[k] = p * (dp[k] * keep - D) (keep the dropout factor, 1
   // without dropout), both 0 past valid. D is d[r], or, for a null d (the
   // block holds whole rows), the row's sum of p * keep * dp[k] in double
@@ -241,10 +243,10 @@ struct CpuKernels {
                                 float* alpha);
   void (*attention_softmax_f64)(const AttentionBlock<double>& a, double* m, double* l,
                                 double* alpha);
-  void (*attention_grad_f32)(const AttentionBlock<float>& a, const float* stat, bool probs,
-                             const float* d, float* dp);
-  void (*attention_grad_f64)(const AttentionBlock<double>& a, const double* stat, bool probs,
-                             const double* d, double* dp);
+  void (*attention_grad_f32)(const AttentionBlock<float>& a, const float* m, const float* stat,
+                             bool probs, const float* d, float* dp);
+  void (*attention_grad_f64)(const AttentionBlock<double>& a, const double* m,
+                             const double* stat, bool probs, const double* d, double* dp);
 };
 
 namespace kernels {

@@ -53,10 +53,10 @@ void GeluF32(const GeluArgs& args, int64_t begin, int64_t end);
 void GeluGradF32(const GeluArgs& args, int64_t begin, int64_t end);
 void AttentionSoftmaxF32(const AttentionBlock<float>& a, float* m, double* l, float* alpha);
 void AttentionSoftmaxF64(const AttentionBlock<double>& a, double* m, double* l, double* alpha);
-void AttentionGradF32(const AttentionBlock<float>& a, const float* stat, bool probs,
-                      const float* d, float* dp);
-void AttentionGradF64(const AttentionBlock<double>& a, const double* stat, bool probs,
-                      const double* d, double* dp);
+void AttentionGradF32(const AttentionBlock<float>& a, const float* m, const float* stat,
+                      bool probs, const float* d, float* dp);
+void AttentionGradF64(const AttentionBlock<double>& a, const double* m, const double* stat,
+                      bool probs, const double* d, double* dp);
 
 }  // namespace dagrad::kernels::DAGRAD_ISA
 
