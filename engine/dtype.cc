@@ -6,21 +6,19 @@
 #include "absl/strings/str_cat.h"
 
 namespace dagrad {
-namespace {
 
-// LargestFinite is the largest finite value of a float dtype but float64.
 double LargestFinite(DType dtype) {
   switch (dtype) {
     case DType::kBFloat16:
       return BFloat16ToFloat({0x7f7f});
     case DType::kFloat16:
       return Float16ToFloat({0x7bff});
+    case DType::kFloat64:
+      return std::numeric_limits<double>::max();
     default:
       return std::numeric_limits<float>::max();
   }
 }
-
-}  // namespace
 
 size_t SizeOf(DType dtype) {
   switch (dtype) {

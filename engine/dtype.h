@@ -65,6 +65,13 @@ inline bool IsReducedFloat(DType d) {
 // IsAnyFloat is true for every float dtype: IsFloating or IsReducedFloat.
 inline bool IsAnyFloat(DType d) { return IsFloating(d) || IsReducedFloat(d); }
 
+// LargestFinite is the largest finite value of a float dtype (65504 for
+// float16, about 3.39e38 for bfloat16): what numeric_limits<T>::max() is
+// for float and double, and ONNX's Clip bounds by default.
+//
+//   LargestFinite(DType::kFloat16);   // 65504
+double LargestFinite(DType dtype);
+
 // GradientDType is the dtype of a gradient with respect to a value of
 // float dtype `d`: `d` itself for float32 and float64, float32 for the
 // 16-bit floats. A 16-bit value is a rounded copy that a product reads

@@ -104,8 +104,9 @@ absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
       im.model.fixed_inputs[info.name()] = it->second;
       continue;
     }
-    std::string name = absl::StrReplaceAll(info.name(), {{"/", "_"}});
-    Value v = im.g().Input(name.empty() ? "input" : name, spec.dtype, spec.shape);
+    const std::string name = absl::StrReplaceAll(info.name(), {{"/", "_"}});
+    Value v = im.g().Input(UnusedName(im.g(), "", name.empty() ? "input" : name), spec.dtype,
+                           spec.shape);
     DAGRAD_RETURN_IF_ERROR(WithContext(v.status(), absl::StrCat("input '", info.name(), "'")));
     im.values[info.name()].value = v;
     im.model.inputs.push_back({info.name(), v});
@@ -205,6 +206,7 @@ absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
   FuseGelu(*proto.mutable_graph(), &file_index);
   DAGRAD_RETURN_IF_ERROR(CheckOpsSupported(proto.graph()));
   DAGRAD_ASSIGN_OR_RETURN(int64_t opset, DefaultOpset(proto));
+  DAGRAD_RETURN_IF_ERROR(CheckOpsDefinedAsKnown(proto.graph(), opset));
   Importer im{proto.graph(), model_dir, OnnxModel{std::make_unique<Graph>()}, {},
               std::move(file_index)};
   im.model.opset = opset;

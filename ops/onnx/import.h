@@ -32,7 +32,8 @@
 // A hostile file gives an error, never a crash or a hang: truncated or
 // malformed protobufs, cycles, inputs no node produces, initializers whose
 // data disagrees with their dims, external data outside the model's
-// folder, dimensions whose bytes overflow, and opsets newer than 17 are
+// folder, dimensions whose bytes overflow, opsets above 17, and ops an
+// opset below 7 defines otherwise than 7 does are
 // each an error naming what is wrong and where.
 
 #ifndef DAGRAD_OPS_ONNX_IMPORT_H_
@@ -55,7 +56,10 @@
 
 namespace dagrad {
 
-// The newest default-domain opset the importer knows.
+// The oldest and newest default-domain opsets the importer knows. A model
+// of an older opset imports when each of its ops is defined there as at
+// kMinOnnxOpset (Not-1 is; Add-6, which broadcast along an axis, is not).
+inline constexpr int64_t kMinOnnxOpset = 7;
 inline constexpr int64_t kMaxOnnxOpset = 17;
 
 // OnnxValue is a graph input or output with its ONNX name.
@@ -104,9 +108,9 @@ using OnnxInputValues = std::map<std::string, Tensor>;
 //
 // Errors: NotFound for a missing file; InvalidArgument for a file that is
 // not an ONNX model or an inconsistent one (the message names the node,
-// tensor or input); Unimplemented for an opset newer than kMaxOnnxOpset,
-// ops outside the table (all listed), or a feature of a supported op
-// dagrad lacks; InvalidArgument when a symbolic dimension has no size in
+// tensor or input); Unimplemented for an opset above kMaxOnnxOpset, ops
+// that an opset below kMinOnnxOpset defines otherwise, ops outside the
+// table (all listed), or a feature of a supported op dagrad lacks; InvalidArgument when a symbolic dimension has no size in
 // `input_shapes`, or a value in `input_values` whose dtype or shape the
 // file contradicts.
 //

@@ -195,8 +195,16 @@ std::pair<std::string, std::string> ParameterPath(const std::string& name) {
 
 }  // namespace
 
+std::string UnusedName(Graph& g, const std::string& scope, const std::string& name) {
+  auto path = [&](const std::string& n) { return scope.empty() ? n : absl::StrCat(scope, "/", n); };
+  std::string unused = name;
+  for (int i = 2; !g.Find(path(unused)).is_null(); ++i) unused = absl::StrCat(name, "_", i);
+  return unused;
+}
+
 Value InitializerParameter(Graph& g, const OnnxInitializer& init) {
   auto [scope, name] = ParameterPath(init.name);
+  name = UnusedName(g, scope, name);  // "a..b" and "a__b" both flatten to "a__b"
   Graph::ScopePathGuard guard(g, scope);
   Value p = g.Parameter(name, init.value.shape(), Initializer::Zeros(), init.value.dtype());
   if (p.ok()) return p;

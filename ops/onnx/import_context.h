@@ -170,6 +170,11 @@ Value ScalarConstant(Graph& g, DType dtype, double value);
 //   DAGRAD_ASSIGN_OR_RETURN(Value r, IndexRange(g, INT64_MAX - 2, INT64_MAX, 1));  // 2 elements
 absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step);
 
+// UnusedName returns `name`, or the first of name_2, name_3, ... that no
+// node at `scope` ("" for the root) has: ONNX names that dagrad's paths
+// flatten alike ("a/b" and "a_b" both become "a_b") stay apart.
+std::string UnusedName(Graph& g, const std::string& scope, const std::string& name);
+
 // InitializerParameter returns the Parameter a trainable initializer stands
 // for: PyTorch's "layers.0.linear1.weight" is "weight" at the scope path
 // "layers/0/linear1", whose checkpoint name is the ONNX name again.

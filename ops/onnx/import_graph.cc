@@ -2,12 +2,16 @@
 
 #include "ops/onnx/import_graph.h"
 
+#include <onnx/defs/schema.h>
+
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
@@ -45,6 +49,48 @@ absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& model) {
 
 bool OnnxOpTypeSupported(absl::string_view domain, absl::string_view op_type) {
   return IsDefaultDomain(domain) && FindOnnxOp(op_type) != nullptr;
+}
+
+namespace {
+
+// The definitions before opset 7 that the importer reads as they were:
+// those that differ from opset 7's only by consumed_inputs (an attribute
+// of no effect), by needing equal shapes where numpy broadcasting is
+// defined for them too (Max-1, Gemm's C), by Dropout's is_test, or by the
+// broadcast and axis attributes of the element-wise ops (LegacyBroadcast,
+// import_ops_math.cc). Cast-1 (`to` a string), Concat-1, Reshape-1 and
+// Split-1 are not read.
+const absl::flat_hash_set<std::string>& LegacyDefinitionsRead() {
+  static const auto* read = new absl::flat_hash_set<std::string>{
+      "Abs-1", "Exp-1", "Log-1", "Neg-1", "Reciprocal-1", "Relu-1", "Sigmoid-1", "Sqrt-1",
+      "Tanh-1", "LeakyRelu-1", "Clip-1", "Max-1", "Min-1", "Mean-1", "Sum-1", "Gemm-1",
+      "Gemm-6", "Dropout-1", "Dropout-6", "Add-1", "Add-6", "Sub-1", "Sub-6", "Mul-1",
+      "Mul-6", "Div-1", "Div-6", "Pow-1", "And-1", "Or-1", "Equal-1", "Greater-1", "Less-1"};
+  return *read;
+}
+
+}  // namespace
+
+absl::Status CheckOpsDefinedAsKnown(const onnx::GraphProto& graph, int64_t opset) {
+  if (opset >= kMinOnnxOpset) return absl::OkStatus();
+  std::set<std::string> older;
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (!IsDefaultDomain(node.domain())) continue;
+    const onnx::OpSchema* then = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
+    const onnx::OpSchema* known =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), kMinOnnxOpset, "");
+    if (then != nullptr && known != nullptr && then->since_version() == known->since_version()) {
+      continue;
+    }
+    const std::string version =
+        then == nullptr ? node.op_type() : absl::StrCat(node.op_type(), "-", then->since_version());
+    if (!LegacyDefinitionsRead().contains(version)) older.insert(version);
+  }
+  if (older.empty()) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      "the model uses ONNX opset ", opset, ", where ", absl::StrJoin(older, ", "),
+      " meant otherwise than dagrad knows it: dagrad knows the ops as opsets ", kMinOnnxOpset,
+      " to ", kMaxOnnxOpset, " define them"));
 }
 
 absl::Status CheckOpsSupported(const onnx::GraphProto& graph) {

@@ -7,6 +7,7 @@
 //
 //   DAGRAD_ASSIGN_OR_RETURN(onnx::ModelProto m, ParseOnnxModel(bytes));
 //   DAGRAD_ASSIGN_OR_RETURN(int64_t opset, DefaultOpset(m));
+//   DAGRAD_RETURN_IF_ERROR(CheckOpsDefinedAsKnown(m.graph(), opset));
 //   DAGRAD_RETURN_IF_ERROR(CheckOpsSupported(m.graph()));
 
 #ifndef DAGRAD_OPS_ONNX_IMPORT_GRAPH_H_
@@ -35,6 +36,13 @@ absl::StatusOr<onnx::ModelProto> ParseOnnxModel(absl::string_view bytes);
 // DefaultOpset returns the model's opset of the default domain;
 // Unimplemented above kMaxOnnxOpset, InvalidArgument when absent or < 1.
 absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& model);
+
+// CheckOpsDefinedAsKnown returns Unimplemented listing the ops of a model
+// older than kMinOnnxOpset whose definition at its `opset` is neither the
+// one kMinOnnxOpset has nor an older one the importer reads as it was
+// (Add-6, whose broadcast and axis attributes it follows, is; Reshape-1,
+// whose shape was an attribute, is not); OK for newer models.
+absl::Status CheckOpsDefinedAsKnown(const onnx::GraphProto& graph, int64_t opset);
 
 // CheckOpsSupported returns Unimplemented listing every op type of `graph`
 // outside the import table, each with its node count.

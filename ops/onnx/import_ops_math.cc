@@ -22,9 +22,37 @@ namespace {
 
 using Outputs = absl::StatusOr<std::vector<Value>>;
 
+// LegacyBroadcast returns b as numpy broadcasting must see it to give a
+// before opset 7's meaning (Add-6, Pow-1, And-1, ...): b broadcasts only
+// with broadcast=1, its dims lined up with a's from `axis` on (by default
+// with a's last ones), so it becomes (1, ..., 1, b's dims, 1, ..., 1) of
+// a's rank; without broadcast=1, a and b are of one shape. From opset 7,
+// b itself.
+absl::StatusOr<Value> LegacyBroadcast(OnnxNodeContext& c, Value a, Value b) {
+  if (c.opset() >= 7) return b;
+  DAGRAD_RETURN_IF_ERROR(a.status());
+  DAGRAD_RETURN_IF_ERROR(b.status());
+  if (c.Int("broadcast", 0) == 0) {
+    if (a.shape() == b.shape()) return b;
+    return c.Error(absl::StrCat("without broadcast=1 (opset ", c.opset(), "), ",
+                                a.shape().ToString(), " and ", b.shape().ToString(),
+                                " must be of one shape"));
+  }
+  const int64_t axis = c.Int("axis", a.rank() - b.rank());
+  if (axis < 0 || axis + b.rank() > a.rank()) {
+    return c.Error(absl::StrCat("axis ", axis, " does not place ", b.shape().ToString(),
+                                " within ", a.shape().ToString()));
+  }
+  std::vector<int64_t> dims(axis, 1);
+  for (int i = 0; i < b.rank(); ++i) dims.push_back(b.dim(i));
+  dims.resize(a.rank(), 1);
+  return Reshape(b, dims);
+}
+
 template <Value (*F)(Value, Value)>
 Outputs Binary(OnnxNodeContext& c) {
-  return c.Outputs({F(c.input(0), c.input(1))});
+  DAGRAD_ASSIGN_OR_RETURN(Value b, LegacyBroadcast(c, c.input(0), c.input(1)));
+  return c.Outputs({F(c.input(0), b)});
 }
 
 // FloatUnary applies a math op that dagrad defines for floats only.
@@ -47,7 +75,8 @@ Outputs ImportNeg(OnnxNodeContext& c) {
   Value x = c.input(0);
   if (IsFloating(x.dtype())) return c.Outputs({Neg(x)});
   DAGRAD_RETURN_IF_ERROR(x.status());
-  if (!IsInteger(x.dtype())) return c.Unsupported("Neg of bool");
+  if (!IsInteger(x.dtype())) return c.Unsupported(absl::StrCat("dagrad's Neg takes float, double and integers, not ",
+                                    DTypeName(x.dtype())));
   return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), int64_t{0}), x)});
 }
 
@@ -119,7 +148,7 @@ Outputs ImportPow(OnnxNodeContext& c) {
   if (x.dtype() == DType::kBool) return c.Error("Pow of bool");
   const Tensor* known = c.known(1);
   Value p = known ? c.graph().Constant(*known, "onnx_exponent") : c.input(1);
-  DAGRAD_RETURN_IF_ERROR(p.status());
+  DAGRAD_ASSIGN_OR_RETURN(p, LegacyBroadcast(c, x, p));
   absl::StatusOr<Shape> shape = BroadcastShapes(x.shape(), p.shape());
   if (!shape.ok()) return c.Error(shape.status().message());
   DAGRAD_ASSIGN_OR_RETURN(std::optional<double> uniform, UniformExponent(c));
@@ -174,28 +203,34 @@ Value ClipBound(OnnxNodeContext& c, int i) {
 // before opset 11, the input from then on, and where there is none the
 // dtype's lowest() or max(), not an infinity (ONNX Runtime, and Clip-6's
 // defaults of -+3.402823e+38): Clip(+inf) with no max is FLT_MAX in float32,
-// DBL_MAX in float64. A null Value where an integer x needs no bound (none
-// of its elements lies beyond its dtype's limits).
+// DBL_MAX in float64, 65504 in float16. A null Value where an integer x
+// needs no bound (none of its elements lies beyond its dtype's limits).
 Value ClipSide(OnnxNodeContext& c, int i, DType dtype) {
   const char* name = i == 1 ? "min" : "max";
   if (c.opset() < 11 && c.attr(name)) return ScalarConstant(c.graph(), dtype, c.Float(name, 0));
   if (c.opset() >= 11 && c.has_input(i)) return ClipBound(c, i);
-  if (!IsFloating(dtype)) return Value();
-  const double limit = dtype == DType::kFloat32 ? std::numeric_limits<float>::max()
-                                                : std::numeric_limits<double>::max();
+  if (!IsAnyFloat(dtype)) return Value();
+  const double limit = LargestFinite(dtype);
   return ScalarConstant(c.graph(), dtype, i == 1 ? -limit : limit);
 }
 
 // Clip's bounds are inputs from opset 11, float attributes before (when
 // Clip took floats only). A NaN in x stays NaN, as numpy's clip has it.
+// A 16-bit float is clipped in float32, which holds its values and bounds
+// exactly.
 Outputs ImportClip(OnnxNodeContext& c) {
   Value x = c.input(0);
   if (c.opset() < 11) DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
   DAGRAD_RETURN_IF_ERROR(x.status());
   const DType dtype = x.dtype();
-  if (Value lo = ClipSide(c, 1, dtype); !lo.is_null()) x = Maximum(x, lo);
-  if (Value hi = ClipSide(c, 2, dtype); !hi.is_null()) x = Minimum(x, hi);
-  return c.Outputs({x});
+  const DType work = IsReducedFloat(dtype) ? DType::kFloat32 : dtype;
+  auto in_work = [&](Value v) {
+    return v.is_null() || !v.ok() || v.dtype() == work ? v : Cast(v, work);
+  };
+  Value y = in_work(x);
+  if (Value lo = in_work(ClipSide(c, 1, dtype)); !lo.is_null()) y = Maximum(y, lo);
+  if (Value hi = in_work(ClipSide(c, 2, dtype)); !hi.is_null()) y = Minimum(y, hi);
+  return c.Outputs({work == dtype ? y : Cast(y, dtype)});
 }
 
 // MatMul follows numpy: a 1-D operand is a row (a) or a column (b) whose

@@ -35,9 +35,9 @@ Outputs SoftmaxFamily(OnnxNodeContext& c) {
   DAGRAD_ASSIGN_OR_RETURN(int64_t axis,
                           c.Axis(c.Int("axis", coerced ? 1 : -1), x.rank()));
   if (coerced) {
-    int64_t outer = 1;
-    for (int i = 0; i < axis; ++i) outer *= x.dim(i);
-    return c.Outputs({Reshape(F(Reshape(x, {outer, -1})), DimsOf(x))});
+    int64_t outer = 1, inner = 1;  // both given: -1 cannot be inferred for 0 elements
+    for (int i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.dim(i);
+    return c.Outputs({Reshape(F(Reshape(x, {outer, inner})), DimsOf(x))});
   }
   if (axis == x.rank() - 1) return c.Outputs({F(x)});
   return c.Outputs({Transpose(F(Transpose(x, axis, -1)), axis, -1)});
@@ -107,7 +107,8 @@ absl::StatusOr<double> DropoutRatio(OnnxNodeContext& c) {
 // identity otherwise. A training_mode input must be known: false (or a
 // ratio of 0) is that; true with a ratio above 0 asks for a random mask in
 // every run, which dagrad draws only in training runs. The mask output is
-// DropoutKeepMask: y's own mask in a training run, all true otherwise.
+// DropoutKeepMask: y's own mask in a training run, all true otherwise (1s
+// of x's dtype before opset 10).
 Outputs ImportDropout(OnnxNodeContext& c) {
   Value x = c.input(0);
   DAGRAD_RETURN_IF_ERROR(RequireFloatInput(c, x));
@@ -126,7 +127,9 @@ Outputs ImportDropout(OnnxNodeContext& c) {
   }
   Value y = Dropout(x, ratio);
   if (c.node().output_size() < 2 || c.node().output(1).empty()) return c.Outputs({y});
-  return c.Outputs({y, DropoutKeepMask(y)});
+  // The mask is bool from opset 10, x's dtype before (Dropout-7's T).
+  Value mask = DropoutKeepMask(y);
+  return c.Outputs({y, c.opset() < 10 ? Cast(mask, x.dtype()) : mask});
 }
 
 // ReduceMin is -ReduceMax(-x); an integer's lowest value has no negation,

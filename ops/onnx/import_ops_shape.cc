@@ -296,10 +296,15 @@ Outputs ImportCumSum(OnnxNodeContext& c) {
                                   .reverse = c.Int("reverse", 0) != 0})});
 }
 
-// TopK: k a known input; largest (dagrad's), or smallest as the largest of
-// -x (ties stay in index order either way); always sorted.
+// TopK: k a known input (an attribute before opset 10); largest (dagrad's),
+// or smallest as the largest of -x (ties stay in index order either way);
+// always sorted.
 Outputs ImportTopK(OnnxNodeContext& c) {
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<int64_t> k, c.KnownInts(1, "k"));
+  std::vector<int64_t> k = {c.Int("k", -1)};  // an attribute before opset 10
+  if (c.opset() < 10 && !c.attr("k")) return c.Error("the k attribute is missing");
+  if (c.opset() >= 10) {
+    DAGRAD_ASSIGN_OR_RETURN(k, c.KnownInts(1, "k"));
+  }
   if (k.size() != 1) return c.Error(absl::StrCat("k must hold one value, got ", k.size()));
   Value x = c.input(0);
   DAGRAD_ASSIGN_OR_RETURN(int64_t axis, c.Axis(c.Int("axis", -1), x.rank()));

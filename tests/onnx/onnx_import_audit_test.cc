@@ -315,7 +315,7 @@ TEST(OnnxImportAudit, IntegerAttributesAreCheckedNotTruncated) {
 // Clip's attributes (before opset 11) are floats, for float x only: an
 // int32 x with -inf as its bound is refused, not converted.
 TEST(OnnxImportAudit, ClipBeforeOpset11TakesFloatsOnly) {
-  OnnxTestModel m(6);
+  OnnxTestModel m(7);
   m.Input("x", T<int32_t>({2}, {1, 2}));
   m.Node("Clip", {"x"}, {"y"});
   m.Output("y");
@@ -426,6 +426,149 @@ TEST(OnnxImportAudit, AnInitializerReadAsDataStaysAParameter) {
   ASSERT_OK_AND_ASSIGN(OnnxModel model, m.Import());
   ASSERT_EQ(model.parameters.size(), 1u);  // a Clip bound is a setting, not a weight
   EXPECT_EQ(model.parameters[0].name, "scale");
+}
+
+// ---- opsets and dtypes at the edges (second import audit) -----------------------
+
+// Opsets before 7 meant some ops otherwise. Add-6 broadcast b along its
+// `axis` attribute (the spec's example: [[1, 2], [3, 4]] + [10, 20] along
+// axis 0 is [[11, 12], [23, 24]]; numpy's [[11, 22], [13, 24]] was the
+// wrong answer), and by default along a's last dims; without broadcast=1
+// the shapes must agree. Reshape-1, whose shape was an attribute, is
+// refused, naming it. An op defined then as now (Not-1) imports.
+TEST(OnnxImportAudit, OpsBeforeOpset7KeepTheirMeaningOrAreRefused) {
+  auto add6 = [](const Tensor& b, int64_t broadcast, int64_t axis) {
+    OnnxTestModel m(6);
+    m.Input("a", T<float>({2, 2}, {1, 2, 3, 4}));
+    m.Input("b", b);
+    onnx::NodeProto& add = m.Node("Add", {"a", "b"}, {"y"});
+    OnnxTestModel::IntAttr(add, "broadcast", broadcast);
+    if (axis >= 0) OnnxTestModel::IntAttr(add, "axis", axis);
+    m.Output("y");
+    return m.Run();
+  };
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, add6(T<float>({2}, {10, 20}), 1, 0));
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(11, 12, 23, 24));
+  ASSERT_OK_AND_ASSIGN(y, add6(T<float>({2}, {10, 20}), 1, -1));
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(11, 22, 13, 24));
+  EXPECT_STATUS(add6(T<float>({2}, {10, 20}), 0, -1).status(),
+                absl::StatusCode::kInvalidArgument,
+                "without broadcast=1 (opset 6), (2, 2) and (2,) must be of one shape");
+  OnnxTestModel reshape(1);
+  reshape.Input("x", T<float>({4}, {1, 2, 3, 4}));
+  reshape.Node("Reshape", {"x"}, {"y"});
+  reshape.Output("y");
+  EXPECT_STATUS(reshape.Import().status(), absl::StatusCode::kUnimplemented,
+                "the model uses ONNX opset 1, where Reshape-1 meant otherwise than dagrad knows it");
+  OnnxTestModel not_1(1);
+  not_1.Input("x", T<bool>({2}, {true, false}));
+  not_1.Node("Not", {"x"}, {"y"});
+  not_1.Output("y");
+  ASSERT_OK_AND_ASSIGN(y, not_1.Run());
+  EXPECT_THAT(y[0].ToVector<bool>(), ElementsAre(false, true));
+}
+
+// TopK-1 (opsets 1 to 9) takes k as an attribute.
+TEST(OnnxImportAudit, TopKBeforeOpset10TakesKAsAnAttribute) {
+  OnnxTestModel m(9);
+  m.Input("x", T<float>({2, 3}, {1, 5, 3, 9, 7, 8}));
+  OnnxTestModel::IntAttr(m.Node("TopK", {"x"}, {"values", "indices"}), "k", 2);
+  m.Output("values");
+  m.Output("indices");
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(5, 3, 9, 8));
+  EXPECT_THAT(y[1].ToVector<int64_t>(), ElementsAre(1, 2, 0, 2));
+  OnnxTestModel without_k(9);
+  without_k.Input("x", T<float>({3}, {1, 2, 3}));
+  without_k.Node("TopK", {"x"}, {"values", "indices"});
+  without_k.Output("values");
+  EXPECT_STATUS(without_k.Import().status(), absl::StatusCode::kInvalidArgument,
+                "the k attribute is missing");
+}
+
+// Softmax and LogSoftmax before opset 13 see x as 2-D, (prod(dims[:axis]),
+// prod(dims[axis:])): of a zero-size x, an empty result of x's shape.
+TEST(OnnxImportAudit, CoercedSoftmaxOfAnEmptyInputIsEmpty) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (const Shape& shape : {Shape({0, 3}), Shape({2, 0, 3})}) {
+      OnnxTestModel m(11);
+      m.Input("x", T<float>(shape, {}));
+      OnnxTestModel::IntAttr(m.Node(op, {"x"}, {"y"}), "axis", shape.rank() - 1);
+      m.Output("y");
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+      EXPECT_EQ(y[0].shape(), shape) << op;
+    }
+  }
+}
+
+// Clip without bounds clamps to the dtype's lowest and largest finite
+// values, float16's +-65504 too (ONNX Runtime: [65504, -65504, 3]).
+TEST(OnnxImportAudit, ClipWithoutBoundsClampsFloat16ToItsFiniteRange) {
+  ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::Zeros(DType::kFloat16, Shape({3})));
+  const float values[] = {std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), 3};
+  for (int i = 0; i < 3; ++i) x.data<Float16>()[i] = FloatToFloat16(values[i]);
+  OnnxTestModel m;
+  m.Input("x", x);
+  m.Node("Clip", {"x"}, {"y"});
+  m.Output("y");
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+  ASSERT_EQ(y[0].dtype(), DType::kFloat16);
+  std::vector<float> got;
+  for (Float16 h : y[0].ToVector<Float16>()) got.push_back(Float16ToFloat(h));
+  EXPECT_THAT(got, ElementsAre(65504, -65504, 3));
+}
+
+// Neg of a 16-bit float is refused naming its dtype (it said "Neg of bool").
+TEST(OnnxImportAudit, NegOfFloat16NamesItsDType) {
+  ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::Zeros(DType::kFloat16, Shape({2})));
+  OnnxTestModel m;
+  m.Input("x", x);
+  m.Node("Neg", {"x"}, {"y"});
+  m.Output("y");
+  EXPECT_STATUS(m.Import().status(), absl::StatusCode::kUnimplemented,
+                "dagrad's Neg takes float, double and integers, not float16");
+}
+
+// Dropout-7's mask is of x's dtype (bool from opset 10): all 1 outside
+// training.
+TEST(OnnxImportAudit, DropoutBeforeOpset10GivesAMaskOfXsDType) {
+  for (int64_t opset : {7, 10}) {
+    OnnxTestModel m(opset);
+    m.Input("x", T<float>({3}, {1, 2, 3}));
+    m.Node("Dropout", {"x"}, {"y", "mask"});
+    m.Output("y");
+    m.Output("mask");
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+    if (opset < 10) {
+      ASSERT_EQ(y[1].dtype(), DType::kFloat32);
+      EXPECT_THAT(y[1].ToVector<float>(), ElementsAre(1, 1, 1));
+    } else {
+      ASSERT_EQ(y[1].dtype(), DType::kBool);
+      EXPECT_THAT(y[1].ToVector<bool>(), ElementsAre(true, true, true));
+    }
+  }
+}
+
+// ONNX names that dagrad's paths flatten alike stay apart: inputs "a/b"
+// and "a_b", initializers "w..b" and "w__b" (both "w__b").
+TEST(OnnxImportAudit, NamesThatFlattenAlikeStayApart) {
+  OnnxTestModel m;
+  m.Input("a/b", T<float>({2}, {1, 2}));
+  m.Input("a_b", T<float>({2}, {10, 20}));
+  m.Initializer("w..b", T<float>({2}, {2, 3}));
+  m.Initializer("w__b", T<float>({2}, {5, 7}));
+  m.Node("Add", {"a/b", "a_b"}, {"sum"});
+  m.Node("Mul", {"sum", "w..b"}, {"scaled"});
+  m.Node("Mul", {"scaled", "w__b"}, {"y"});
+  m.Output("y");
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> y, m.Run());
+  EXPECT_THAT(y[0].ToVector<float>(), ElementsAre(110, 462));
+  ASSERT_OK_AND_ASSIGN(OnnxModel model, m.Import());
+  ASSERT_EQ(model.inputs.size(), 2u);
+  EXPECT_NE(model.inputs[0].value.path(), model.inputs[1].value.path());
+  ASSERT_EQ(model.parameters.size(), 2u);
+  EXPECT_NE(model.parameters[0].value.path(), model.parameters[1].value.path());
 }
 
 }  // namespace
