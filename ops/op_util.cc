@@ -167,8 +167,8 @@ Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs, Attrs
           absl::StrCat(op.name, ": required input ", i, " is a null Value")));
     }
     if (!inputs[i].is_null() && inputs[i].graph() != &g) {
-      return g.Error(absl::InvalidArgumentError(
-          absl::StrCat(op.name, ": input ", i, " belongs to another graph")));
+      return g.Error(absl::InvalidArgumentError(absl::StrCat(
+          op.name, ": input ", i, " '", inputs[i].path(), "' belongs to another graph")));
     }
   }
   if (absl::Status st = CheckReducedFloats(op, inputs, attrs); !st.ok()) return g.Error(st);

@@ -59,6 +59,7 @@ absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
     return Bad("weight_decay", "finite and >= 0", o.weight_decay);
   }
   if (!InRange(o.clip_norm, 0, inf)) return Bad("clip_norm", "finite and >= 0", o.clip_norm);
+  if (o.scope.empty()) return absl::InvalidArgumentError("scope must not be empty");
   return absl::OkStatus();
 }
 
@@ -151,7 +152,7 @@ absl::Status CheckGroups(const std::vector<ParamGroup>& groups) {
 void AddUpdate(Graph& g, TrainingStep& ts, size_t i, const OptimizerOptions& o, Value lr,
                Value scale, Value guard) {
   const Value p = ts.params[i];
-  Graph::ScopePathGuard in_scope(g, absl::StrCat("optimizer/", p.path()));
+  Graph::ScopePathGuard in_scope(g, absl::StrCat(o.scope, "/", p.path()));
   if (o.kind == OptimizerKind::kSgd) {
     Value vel = g.Variable("momentum", p.shape(), Initializer::Zeros(), p.dtype());
     ts.state.push_back(vel);
@@ -251,6 +252,11 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   loss = ts.loss = rewritten[0];
   DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(loss, groups, o.allow_unused));
   Graph& g = *loss.graph();
+  if (const std::string lr = absl::StrCat(o.scope, "/lr"); !g.Find(lr).is_null()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "BuildTrainingStep: the graph already has a training step in scope '", o.scope,
+        "' (its input '", lr, "'); give a second one its own OptimizerOptions::scope"));
+  }
   if (o.data_parallel.communicator != nullptr) {
     DAGRAD_ASSIGN_OR_RETURN(trained.grads,
                             ReduceGradients(trained.grads, o.data_parallel, &ts.num_buckets));
@@ -259,7 +265,7 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
     ts.global_loss = AllReduce(Sum(Cast(loss, DType::kFloat64)));
   }
   Graph::RoleScope role(g, NodeRole::kOptimizer);
-  Graph::ScopePathGuard in_optimizer(g, "optimizer");
+  Graph::ScopePathGuard in_optimizer(g, o.scope);
   ts.params = trained.params;
   ts.grads = trained.grads;
   ts.unused_params = trained.unused;

@@ -91,6 +91,15 @@ struct OptimizerOptions {
   //       BuildTrainingStep(loss, g.Parameters(), {.precision = Precision::kBFloat16}));
   //   DAGRAD_ASSIGN_OR_RETURN(auto mixed_plan, exec.Compile({mixed.loss}, mixed.updates));
   Precision precision = Precision::kFloat32;
+  // scope: where the step's inputs (`lr`, `step`) and optimizer state
+  // ("optimizer/<parameter path>/exp_avg") live, their checkpoint names. A
+  // second training step in one graph (a GAN's discriminator beside its
+  // generator) takes another scope, as torch builds a second optimizer:
+  //
+  //   // setup: Model
+  //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep second,
+  //       BuildTrainingStep(loss, g.Parameters(), {.scope = "second_optimizer"}));
+  std::string scope = "optimizer";
 };
 
 // ParamGroup: parameters that share a weight decay and a learning-rate
@@ -163,7 +172,9 @@ struct TrainingStep {
 // `params` with options.weight_decay, or the given groups. Errors: those of
 // Gradients; no parameters; a parameter in two groups, or not a variable;
 // parameters the loss does not depend on, all named, unless allow_unused;
-// bad options (ValidateOptimizerOptions) or group fields, naming the group.
+// bad options (ValidateOptimizerOptions) or group fields, naming the group;
+// a scope that already holds a training step's inputs (a second step needs
+// its own OptimizerOptions::scope).
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
                                                const OptimizerOptions& options);
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<ParamGroup>& groups,

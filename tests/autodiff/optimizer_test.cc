@@ -194,6 +194,40 @@ TEST(Optimizer, GroupAndClipErrors) {
                 "ClipGradNorm: no gradients");
 }
 
+// Two training steps in one graph (a GAN's generator and discriminator),
+// each in its own scope, as torch builds two optimizers: each updates its
+// own parameters with its own state; a second step in a taken scope is
+// refused, naming the fix.
+TEST(Optimizer, ASecondTrainingStepTakesItsOwnScope) {
+  Graph g;
+  Value gen = g.Parameter("gen", {2}, Initializer::Ones());
+  Value disc = g.Parameter("disc", {2}, Initializer::Ones());
+  ASSERT_OK_AND_ASSIGN(TrainingStep first, BuildTrainingStep(Sum(gen * gen), {gen}, {}));
+  const Value disc_loss = Sum(disc * disc * disc);
+  EXPECT_STATUS(BuildTrainingStep(disc_loss, {disc}, {}).status(),
+                absl::StatusCode::kInvalidArgument,
+                "already has a training step in scope 'optimizer' (its input 'optimizer/lr'); "
+                "give a second one its own OptimizerOptions::scope");
+  ASSERT_OK_AND_ASSIGN(TrainingStep second,
+                       BuildTrainingStep(disc_loss, {disc}, {.scope = "disc_optimizer"}));
+  EXPECT_EQ(first.state[0].path(), "optimizer/gen/exp_avg");
+  EXPECT_EQ(second.state[0].path(), "disc_optimizer/disc/exp_avg");
+  EXPECT_EQ(second.lr.path(), "disc_optimizer/lr");
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({first.loss, second.loss},
+                                               {first.updates[0], second.updates[0]}));
+  const Tensor lr = Tensor::Scalar(0.1), step = Tensor::Scalar(1.0);
+  ASSERT_OK(exec.Run(*plan, {{first.lr, lr}, {first.step, step}, {second.lr, lr},
+                             {second.step, step}}).status());
+  // Adam's first step moves every element by lr, against its gradient's sign.
+  for (const Value& p : {gen, disc}) {
+    EXPECT_THAT(exec.Read(p)->ToVector<float>(),
+                ::testing::Each(::testing::FloatNear(0.9f, 1e-6f))) << p.path();
+  }
+  EXPECT_STATUS(ValidateOptimizerOptions({.scope = ""}), absl::StatusCode::kInvalidArgument,
+                "scope must not be empty");
+}
+
 TEST(Optimizer, NamesRoundTrip) {
   for (OptimizerKind k : {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
     EXPECT_EQ(*ParseOptimizerKind(OptimizerName(k)), k);

@@ -134,6 +134,15 @@ TEST(Executor, CompileErrors) {
   Value o = other.Input("o", DType::kFloat32, {1});
   EXPECT_STATUS(exec.Compile({o}).status(), absl::StatusCode::kInvalidArgument,
                 "belongs to another graph");
+  // An op mixing the graphs names the value from the other one, and where.
+  Value w = other.Input("w", DType::kFloat32, {2});
+  Value mixed;
+  {
+    Graph::Scope fc(g, "fc");
+    mixed = Add(x, w);
+  }
+  EXPECT_STATUS(mixed.status(), absl::StatusCode::kInvalidArgument,
+                "in 'fc': add: input 1 'w' belongs to another graph");
 }
 
 TEST(Executor, VariablesPersistAndCanBeAssigned) {
