@@ -14,8 +14,10 @@
 //   key     = (k0, k1) = (low, high 32 bits of RunContext::seed, the
 //             executor's seed);
 //   counter = (c0, c1, c2, c3) = (low, high 32 bits of i / 4, stream,
-//             low 32 bits of RunContext::step), for element i of the
-//             row-major flattened tensor;
+//             low 32 bits of RunContext::step: RunOptions::step, or when a
+//             run sets none, the executor's count of such runs, so that
+//             each draws a new mask), for element i of the row-major
+//             flattened tensor;
 //   stream  = the node's int attribute "stream" when present (the backward
 //             op carries its forward node's stream), else the node's id;
 //   bits    = Philox4x32_10(counter, key).v[i % 4];

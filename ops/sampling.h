@@ -12,7 +12,8 @@
 //   TopKResult top = TopK(logits, 5, -1);           // (B, 5) values and indices
 //   Value next = Multinomial(probs, /*seed=*/42);   // (B, 1) int64
 //
-// Multinomial draws afresh at each run step (RunOptions::step).
+// Multinomial draws afresh at each run step (RunOptions::step; at every run
+// that sets none).
 //
 // Errors (in the returned Value): a 0-d or bool input, an axis out of
 // range, ArgMax over an empty axis, k outside [0, n], non-float probs.
