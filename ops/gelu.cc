@@ -4,11 +4,13 @@
 
 #include "ops/gelu.h"
 
+#include <cmath>
 #include <type_traits>
 
 #include "engine/status_macros.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise.h"
 #include "ops/math/gelu_math.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
@@ -83,6 +85,28 @@ std::vector<Value> GeluGradRule(const GradContext& c) {
   return {GeluGrad(c.inputs[0], c.grad, FormOf(c.attrs()))};
 }
 
+// GeluSecondDerivative is gelu''(x) in ordinary ops, which a third
+// derivative differentiates in turn: exact, phi(x) (2 - x^2) with phi the
+// standard normal density; tanh form, (1 - t^2) (u' - x t u'^2 + x u'' / 2)
+// for t = tanh(u), u = c (x + k x^3), so u' = c (1 + 3 k x^2), u'' = 6 c k x.
+Value GeluSecondDerivative(Value x, GeluApproximate form) {
+  const Value x2 = x * x;
+  if (form == GeluApproximate::kNone) {
+    return Exp(x2 * -0.5) * (2.0 - x2) * (1 / std::sqrt(2 * M_PI));
+  }
+  const double c = kGeluTanhScale, k = kGeluTanhCubic;
+  const Value t = Tanh((x + x2 * x * k) * c);
+  const Value du = (x2 * (3 * k) + 1.0) * c;
+  return (1.0 - t * t) * (du - x * t * du * du + x2 * (3 * c * k));
+}
+
+// gelu_grad(x, g) = g gelu'(x): d/dx = G g gelu''(x), d/dg = G gelu'(x).
+std::vector<Value> GeluGradGradRule(const GradContext& c) {
+  const GeluApproximate form = FormOf(c.attrs());
+  const Value x = c.inputs[0], g = c.inputs[1];
+  return {c.grad * g * GeluSecondDerivative(x, form), GeluGrad(x, c.grad, form)};
+}
+
 const OpDef kGelu = {.name = "gelu",
                      .dot_label = "GELU",
                      .infer = InferGelu,
@@ -90,11 +114,11 @@ const OpDef kGelu = {.name = "gelu",
                      .grad = GeluGradRule,
                      .inplace = true,
                      .onnx = kOnnxExporter};
-// gelu_grad has no rule: a third derivative through GELU is out of scope.
 const OpDef kGeluGrad = {.name = "gelu_grad",
                          .dot_label = "GELU'",
                          .infer = InferGeluGrad,
                          .cpu = GeluGradKernel,
+                         .grad = GeluGradGradRule,
                          .onnx = NoOnnx("a backward op, not in inference graphs")};
 
 Attrs FormAttrs(GeluApproximate approximate) {

@@ -35,8 +35,9 @@ Value Gelu(Value x);
 Value Gelu(Value x, GeluApproximate approximate);
 
 // GeluGrad returns g * gelu'(x), gelu's backward as one fused op: x and g
-// of the same dtype and shape. It has no gradient rule of its own (a third
-// derivative through GELU is out of scope).
+// of the same dtype and shape. Its own gradient takes gelu''(x) in
+// ordinary ops (Exp, Tanh, products), so GELU has second derivatives, and
+// third ones through those ops.
 Value GeluGrad(Value x, Value g,
                GeluApproximate approximate = GeluApproximate::kNone);
 

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops/elementwise.h"
+#include "ops/gelu.h"
+#include "ops/layer_norm.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"
 #include "ops/reduce.h"
@@ -101,10 +103,32 @@ TEST(Autodiff, Errors) {
                 "Gradients: the loss is a null Value");
   EXPECT_STATUS(Gradients(Sum(x), {x, Value()}).status(), absl::StatusCode::kInvalidArgument,
                 "Gradients: wrt[1] is a null Value");
-  // A second derivative through GELU reaches gelu_grad, which has no rule.
-  ASSERT_OK_AND_ASSIGN(auto first, Gradients(Sum(Gelu(x)), {x}));
-  EXPECT_STATUS(Gradients(Sum(first[0]), {x}).status(), absl::StatusCode::kUnimplemented,
-                "op 'gelu_grad' has no gradient rule");
+  // A second derivative through LayerNorm reaches layer_norm_grad, which
+  // has no rule.
+  ASSERT_OK_AND_ASSIGN(auto first, Gradients(Sum(Exp(LayerNorm(x, Value(), Value()))), {x}));
+  EXPECT_STATUS(Gradients(Sum(first[0] * first[0]), {x}).status(),
+                absl::StatusCode::kUnimplemented, "op 'layer_norm_grad' has no gradient rule");
+}
+
+// GELU's second derivative, both forms, against torch.autograd.grad with
+// create_graph=True (float64, PyTorch 1.13).
+TEST(Autodiff, SecondDerivativeOfGeluIsTorchs) {
+  const std::vector<double> xs = {0.5, -1, 2, -3.5};
+  const std::pair<GeluApproximate, std::vector<double>> forms[] = {
+      {GeluApproximate::kNone,
+       {0.61611432183752413, 0.24197072451914337, -0.10798193302637613, -0.0089449976242190407}},
+      {GeluApproximate::kTanh,
+       {0.615506895115985, 0.24214819798377296, -0.10787507995107845, -0.0085494591608650753}}};
+  for (const auto& [form, want] : forms) {
+    Graph g;
+    Value x = g.Input("x", DType::kFloat64, {4});
+    ASSERT_OK_AND_ASSIGN(auto first, Gradients(Sum(Gelu(x, form)), {x}));
+    ASSERT_OK_AND_ASSIGN(auto second, Gradients(Sum(first[0]), {x}));
+    ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {second[0]}, {{x, T<double>({4}, xs)}}));
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR(out[0].data<double>()[i], want[i], 1e-14) << GeluApproximateName(form) << i;
+    }
+  }
 }
 
 TEST(Autodiff, MissingRuleNamesNodeAndPathToLoss) {
@@ -112,13 +136,13 @@ TEST(Autodiff, MissingRuleNamesNodeAndPathToLoss) {
   Value x = g.Input("x", DType::kFloat32, {2});
   Value dx;
   {
-    Graph::Scope s(g, "act");
-    dx = GeluGrad(x, x);
+    Graph::Scope s(g, "norm");
+    dx = LayerNormGrad(x, Value(), x);
   }
   Value loss = Sum(Exp(dx));
   EXPECT_STATUS(Gradients(loss, {x}).status(), absl::StatusCode::kUnimplemented,
-                "op 'gelu_grad' has no gradient rule; node 'act/gelu_grad' lies on the path to "
-                "the loss: act/gelu_grad -> exp -> sum");
+                "op 'layer_norm_grad' has no gradient rule; node 'norm/layer_norm_grad' lies on "
+                "the path to the loss: norm/layer_norm_grad -> exp -> sum");
   // The failed walk leaves the graph's scope as it found it.
   EXPECT_EQ(g.scope(), "");
 }

@@ -24,16 +24,13 @@ OpConfig Wide(const char* name, Value (*f)(Value), double lo) {
           .modes = kBackendModes};
 }
 
-// gelu_grad(x, g) of `form`, built directly, on the backends.
+// gelu_grad(x, g) of `form`, built directly: its own gradient (GELU's
+// second derivative) checked by finite differences, and the backends.
 OpConfig Direct(const char* name, GeluApproximate form) {
   return {.name = name,
-          .build =
-              [form](CaseBuilder& b, DType d) {
-                b.Out(GeluGrad(b.Input("x", d, {9, 33}, -4, 4),
-                               b.Input("g", d, {9, 33}), form));
-              },
-          .modes = kBackendModes,
-          .gradients = false};
+          .build = [form](CaseBuilder& b, DType d) {
+            b.Out(GeluGrad(b.Input("x", d, {9, 33}, -4, 4), b.Input("g", d, {9, 33}), form));
+          }};
 }
 
 }  // namespace
@@ -56,8 +53,7 @@ DAGRAD_OP_CASE(
         [](CaseBuilder& b, DType d) {
           b.Out(GeluGrad(b.Input("x", d, {1024, 1024}),
                          b.Input("g", d, {1024, 1024})));
-        },
-    .flags = kBackwardOnly);
+        });
 
 // ---- PyTorch goldens (tests/autodiff/support/golden_registry.h): tools/goldens/basic_ops.py,
 // nn_ops.py and edges.py (NaN, +-inf and signed zeros, values and gradients).
