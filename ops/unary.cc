@@ -63,6 +63,18 @@ Value Unary(const OpDef& op, Value x, Attrs attrs = Attrs()) {
   return BuildOp(op, {x}, std::move(attrs));
 }
 
+// ScalarArithmetic is Unary for the ops that Value-and-double arithmetic
+// builds (x + 1.0 is a scale node, 2.0 / x a pow one): an integer or bool
+// x is refused naming what the user wrote, `written`, not the node's op.
+Value ScalarArithmetic(const OpDef& op, Value x, Attrs attrs, absl::string_view written) {
+  if (x.ok() && !IsFloating(x.dtype())) {
+    return x.graph()->Error(absl::InvalidArgumentError(
+        absl::StrCat(written, ": x must be float32 or float64, got ", x.node().TypeString(),
+                     " (Cast it to a float first)")));
+  }
+  return Unary(op, x, std::move(attrs));
+}
+
 // In the gradient rules below, `c.output` is y = f(x) and `c.grad` is dL/dy.
 // `onnx_form` is the OpDef's OnnxForm (engine/op.h); the op registers itself.
 #define DAGRAD_UNARY_OP(var, symbol, label, Fn, grad_rule, onnx_form) \
@@ -148,7 +160,8 @@ std::vector<Value> PowBackward(const GradContext& c) {
 DAGRAD_UNARY_OP(kPow, pow, "Pow", PowFn, PowBackward, kOnnxExporter);
 
 Value Pow(Value x, double exponent) {
-  return Unary(kPow, x, Attrs().Float("exponent", exponent));
+  return ScalarArithmetic(kPow, x, Attrs().Float("exponent", exponent),
+                          "Pow(x, p), or s / x (x to the power -1)");
 }
 Value CPow(Value x, double exponent) {
   return Unary(kPow, x, Attrs().Float("exponent", exponent).Bool("c_pow", true));
@@ -165,10 +178,12 @@ std::vector<Value> ScaleBackward(const GradContext& c) {
 DAGRAD_UNARY_OP(kScale, scale, "Scale", ScaleFn, ScaleBackward, kOnnxExporter);
 
 Value Scale(Value x, double factor) {
-  return Unary(kScale, x, Attrs().Float("alpha", factor));
+  return ScalarArithmetic(kScale, x, Attrs().Float("alpha", factor),
+                          "x * s or x / s (Scale), a Value times a number");
 }
 Value AddScalar(Value x, double offset) {
-  return Unary(kScale, x, Attrs().Float("alpha", 1.0).Float("beta", offset));
+  return ScalarArithmetic(kScale, x, Attrs().Float("alpha", 1.0).Float("beta", offset),
+                          "x + s or x - s (AddScalar), a Value plus a number");
 }
 
 // ---- relu: y = max(x, 0) ----------------------------------------------------

@@ -110,9 +110,9 @@ using OnnxInputValues = std::map<std::string, Tensor>;
 // not an ONNX model or an inconsistent one (the message names the node,
 // tensor or input); Unimplemented for an opset above kMaxOnnxOpset, ops
 // that an opset below kMinOnnxOpset defines otherwise, ops outside the
-// table (all listed), or a feature of a supported op dagrad lacks; InvalidArgument when a symbolic dimension has no size in
-// `input_shapes`, or a value in `input_values` whose dtype or shape the
-// file contradicts.
+// table (all listed), or a feature of a supported op dagrad lacks;
+// InvalidArgument when a symbolic dimension has no size in `input_shapes`,
+// or a value in `input_values` whose dtype or shape the file contradicts.
 //
 //   DAGRAD_ASSIGN_OR_RETURN(OnnxModel mha, ImportOnnx("mha.onnx", {{"query", {2, 5, 8}},
 //       {"key", {2, 4, 8}}, {"value", {2, 4, 8}}}));

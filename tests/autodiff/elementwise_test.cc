@@ -161,6 +161,13 @@ TEST(Elementwise, BuilderErrorsNameOpAndShapes) {
   EXPECT_STATUS(Mul(a, i).status(), absl::StatusCode::kInvalidArgument, "dtypes differ");
   EXPECT_STATUS(Exp(i).status(), absl::StatusCode::kInvalidArgument,
                 "exp 'exp': input must be float32 or float64, got int64");
+  // Arithmetic with a number names what was written, not the node it builds.
+  EXPECT_STATUS((i + 1.0).status(), absl::StatusCode::kInvalidArgument,
+                "x + s or x - s (AddScalar), a Value plus a number: x must be float32 or "
+                "float64, got int64 (2, 3)");
+  EXPECT_STATUS((i * 2.0).status(), absl::StatusCode::kInvalidArgument, "x * s or x / s (Scale)");
+  EXPECT_STATUS((2.0 / i).status(), absl::StatusCode::kInvalidArgument,
+                "Pow(x, p), or s / x (x to the power -1)");
   EXPECT_STATUS(Add(m, m).status(), absl::StatusCode::kInvalidArgument, "numeric");
   EXPECT_STATUS(LogicalAnd(a, a).status(), absl::StatusCode::kInvalidArgument, "must be bool");
   {
