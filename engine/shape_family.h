@@ -32,8 +32,10 @@
 // named after its binding ("batch=2,seq=3/..."), and runs on the same
 // executor, so a parameter or other variable created before the family is
 // one buffer in every specialisation: a training step run on one shape is
-// seen by all (build the step, with its optimizer state, once: a variable
-// created inside the build function belongs to its specialisation).
+// seen by all (build the step, with its optimizer state, once, outside the
+// family: a variable created inside the build function belongs to its
+// specialisation, and a BuildTrainingStep there fails, its lr and step
+// being inputs the family does not feed).
 //
 // Memory. The compiled plans are an LRU of at most max_plans; each plan's
 // arena counts against the executor's memory limit
