@@ -247,16 +247,17 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   if (!loss.ok()) return loss.status();
   DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
   DAGRAD_RETURN_IF_ERROR(CheckGroups(groups));
+  // Before any gradient is built, so that a refused step adds nothing.
+  if (const std::string lr = absl::StrCat(o.scope, "/lr"); !loss.graph()->Find(lr).is_null()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "BuildTrainingStep: the graph already has a training step in scope '", o.scope,
+        "' (its input '", lr, "'); give a second one its own OptimizerOptions::scope"));
+  }
   TrainingStep ts;
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision({loss}, o.precision));
   loss = ts.loss = rewritten[0];
   DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(loss, groups, o.allow_unused));
   Graph& g = *loss.graph();
-  if (const std::string lr = absl::StrCat(o.scope, "/lr"); !g.Find(lr).is_null()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "BuildTrainingStep: the graph already has a training step in scope '", o.scope,
-        "' (its input '", lr, "'); give a second one its own OptimizerOptions::scope"));
-  }
   if (o.data_parallel.communicator != nullptr) {
     DAGRAD_ASSIGN_OR_RETURN(trained.grads,
                             ReduceGradients(trained.grads, o.data_parallel, &ts.num_buckets));

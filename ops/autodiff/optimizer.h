@@ -1,7 +1,8 @@
 // ops/autodiff/optimizer.h
 //
 // Training steps as graph: BuildTrainingStep differentiates a loss with
-// respect to parameters and adds, under the scope "optimizer", gradient
+// respect to parameters and adds, under its scope (OptimizerOptions::scope,
+// "optimizer" by default), gradient
 // clipping by global norm (ClipGradNorm) and one fused update op per
 // parameter (SGD with momentum, Adam or AdamW, as torch.optim defines them),
 // with parameter groups of their own weight decay and learning-rate scale

@@ -66,7 +66,25 @@ absl::Status AddInitializer(Importer& im, const onnx::TensorProto& proto) {
   return absl::OkStatus();
 }
 
-absl::Status AddInitializers(Importer& im) {
+// PlaceParameters gives each trainable initializer its Parameter's path:
+// the clean ones theirs (CleanParameterPath), then the others a flattened
+// name apart from every path taken, in `taken` for the inputs to avoid.
+void PlaceParameters(Importer& im, absl::flat_hash_set<std::string>& taken) {
+  std::vector<OnnxInitializer*> flattened;
+  for (const onnx::TensorProto& init : im.proto.initializer()) {
+    std::optional<OnnxInitializer>& trainable = im.values[init.name()].trainable;
+    if (!trainable) continue;
+    if (auto path = CleanParameterPath(init.name())) {
+      std::tie(trainable->scope, trainable->leaf) = *path;
+      taken.insert(path->first.empty() ? path->second : path->first + "/" + path->second);
+    } else {
+      flattened.push_back(&*trainable);
+    }
+  }
+  for (OnnxInitializer* init : flattened) init->leaf = NameApart(init->name, taken);
+}
+
+absl::Status AddInitializers(Importer& im, absl::flat_hash_set<std::string>& taken) {
   for (const onnx::TensorProto& init : im.proto.initializer()) {
     if (im.values.contains(init.name())) {
       return absl::InvalidArgumentError(
@@ -74,15 +92,35 @@ absl::Status AddInitializers(Importer& im) {
     }
     DAGRAD_RETURN_IF_ERROR(AddInitializer(im, init));
   }
+  PlaceParameters(im, taken);
   return absl::OkStatus();
 }
 
-absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
-                       const OnnxInputValues& fixed) {
+// InputNames gives each graph input its Input's name: its ONNX name when it
+// holds no '/', else a flattened one apart from every name taken.
+std::vector<std::string> InputNames(const onnx::GraphProto& graph,
+                                    absl::flat_hash_set<std::string>& taken) {
+  for (const onnx::ValueInfoProto& info : graph.input()) {
+    if (!info.name().empty() && info.name().find('/') == std::string::npos) {
+      taken.insert(info.name());
+    }
+  }
+  std::vector<std::string> names;
+  for (const onnx::ValueInfoProto& info : graph.input()) {
+    const bool clean = !info.name().empty() && info.name().find('/') == std::string::npos;
+    names.push_back(clean ? info.name() : NameApart(info.name(), taken));
+  }
+  return names;
+}
+
+absl::Status AddInputs(Importer& im, OnnxInputShapes shapes, const OnnxInputValues& fixed,
+                       absl::flat_hash_set<std::string>& taken) {
   for (const auto& [name, value] : fixed) shapes[name] = value.shape();
   DAGRAD_RETURN_IF_ERROR(CheckShapesNameInputs(im.proto, shapes));
+  const std::vector<std::string> names = InputNames(im.proto, taken);
   absl::flat_hash_set<std::string> declared;
-  for (const onnx::ValueInfoProto& info : im.proto.input()) {
+  for (int i = 0; i < im.proto.input_size(); ++i) {
+    const onnx::ValueInfoProto& info = im.proto.input(i);
     if (!declared.insert(info.name()).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("the graph declares the input '", info.name(), "' twice"));
@@ -104,9 +142,7 @@ absl::Status AddInputs(Importer& im, OnnxInputShapes shapes,
       im.model.fixed_inputs[info.name()] = it->second;
       continue;
     }
-    const std::string name = absl::StrReplaceAll(info.name(), {{"/", "_"}});
-    Value v = im.g().Input(UnusedName(im.g(), "", name.empty() ? "input" : name), spec.dtype,
-                           spec.shape);
+    Value v = im.g().Input(names[i], spec.dtype, spec.shape);
     DAGRAD_RETURN_IF_ERROR(WithContext(v.status(), absl::StrCat("input '", info.name(), "'")));
     im.values[info.name()].value = v;
     im.model.inputs.push_back({info.name(), v});
@@ -210,8 +246,9 @@ absl::StatusOr<OnnxModel> ImportOnnxFromBytes(absl::string_view bytes,
   Importer im{proto.graph(), model_dir, OnnxModel{std::make_unique<Graph>()}, {},
               std::move(file_index)};
   im.model.opset = opset;
-  DAGRAD_RETURN_IF_ERROR(AddInitializers(im));
-  DAGRAD_RETURN_IF_ERROR(AddInputs(im, input_shapes, input_values));
+  absl::flat_hash_set<std::string> taken;  // graph paths of parameters and inputs
+  DAGRAD_RETURN_IF_ERROR(AddInitializers(im, taken));
+  DAGRAD_RETURN_IF_ERROR(AddInputs(im, input_shapes, input_values, taken));
   DAGRAD_RETURN_IF_ERROR(ImportNodes(im));
   DAGRAD_RETURN_IF_ERROR(AddOutputs(im));
   CollectParameters(im);

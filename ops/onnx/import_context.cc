@@ -175,38 +175,28 @@ absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t
   return y;
 }
 
-namespace {
-
-// ParameterPath turns "layers.0.linear1.weight" into the scope
-// "layers/0/linear1" and the name "weight"; a name that does not split
-// cleanly becomes one name with '/' and '.' replaced by '_'.
-std::pair<std::string, std::string> ParameterPath(const std::string& name) {
+std::optional<std::pair<std::string, std::string>> CleanParameterPath(const std::string& name) {
   std::vector<std::string> parts = absl::StrSplit(name, '.');
-  bool clean = true;
-  for (const std::string& p : parts) clean = clean && !p.empty() && p.find('/') == std::string::npos;
-  if (!clean) {
-    std::string flat = absl::StrReplaceAll(name, {{"/", "_"}, {".", "_"}});
-    return {"", flat.empty() ? "initializer" : flat};
+  for (const std::string& p : parts) {
+    if (p.empty() || p.find('/') != std::string::npos) return std::nullopt;
   }
   std::string last = parts.back();
   parts.pop_back();
-  return {absl::StrJoin(parts, "/"), last};
+  return std::make_pair(absl::StrJoin(parts, "/"), last);
 }
 
-}  // namespace
-
-std::string UnusedName(Graph& g, const std::string& scope, const std::string& name) {
-  auto path = [&](const std::string& n) { return scope.empty() ? n : absl::StrCat(scope, "/", n); };
-  std::string unused = name;
-  for (int i = 2; !g.Find(path(unused)).is_null(); ++i) unused = absl::StrCat(name, "_", i);
-  return unused;
+std::string NameApart(absl::string_view name, absl::flat_hash_set<std::string>& taken) {
+  std::string flat = absl::StrReplaceAll(name, {{"/", "_"}, {".", "_"}});
+  if (flat.empty()) flat = "onnx_value";
+  std::string apart = flat;
+  for (int i = 2; taken.contains(apart); ++i) apart = absl::StrCat(flat, "_", i);
+  taken.insert(apart);
+  return apart;
 }
 
 Value InitializerParameter(Graph& g, const OnnxInitializer& init) {
-  auto [scope, name] = ParameterPath(init.name);
-  name = UnusedName(g, scope, name);  // "a..b" and "a__b" both flatten to "a__b"
-  Graph::ScopePathGuard guard(g, scope);
-  Value p = g.Parameter(name, init.value.shape(), Initializer::Zeros(), init.value.dtype());
+  Graph::ScopePathGuard guard(g, init.scope);
+  Value p = g.Parameter(init.leaf, init.value.shape(), Initializer::Zeros(), init.value.dtype());
   if (p.ok()) return p;
   return g.Error(absl::Status(p.status().code(), absl::StrCat("initializer '", init.name,
                                                               "': ", p.status().message())));

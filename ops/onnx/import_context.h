@@ -26,8 +26,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,6 +45,7 @@ namespace dagrad {
 struct OnnxInitializer {
   std::string name;
   Tensor value;
+  std::string scope, leaf;  // its Parameter's path: scope "layers/0", leaf "weight"
 };
 
 // OnnxOperand is one named ONNX value during import.
@@ -170,14 +173,21 @@ Value ScalarConstant(Graph& g, DType dtype, double value);
 //   DAGRAD_ASSIGN_OR_RETURN(Value r, IndexRange(g, INT64_MAX - 2, INT64_MAX, 1));  // 2 elements
 absl::StatusOr<Value> IndexRange(Graph& g, int64_t start, int64_t limit, int64_t step);
 
-// UnusedName returns `name`, or the first of name_2, name_3, ... that no
-// node at `scope` ("" for the root) has: ONNX names that dagrad's paths
-// flatten alike ("a/b" and "a_b" both become "a_b") stay apart.
-std::string UnusedName(Graph& g, const std::string& scope, const std::string& name);
+// CleanParameterPath splits PyTorch's "layers.0.linear1.weight" into the
+// scope path "layers/0/linear1" and the name "weight", whose checkpoint
+// name is the ONNX name again; nullopt for a name that does not split
+// cleanly (an empty part, a '/': "a..b", "x/y").
+std::optional<std::pair<std::string, std::string>> CleanParameterPath(const std::string& name);
+
+// NameApart flattens an ONNX name that is no clean path into one graph
+// name ('/' and '.' as '_', "onnx_value" for ""), the first of flat,
+// flat_2, flat_3, ... not in `taken`, which it adds: with the clean names
+// taken first, "a..b" beside a clean "a__b" becomes "a__b_2", and the clean
+// one keeps its own.
+std::string NameApart(absl::string_view name, absl::flat_hash_set<std::string>& taken);
 
 // InitializerParameter returns the Parameter a trainable initializer stands
-// for: PyTorch's "layers.0.linear1.weight" is "weight" at the scope path
-// "layers/0/linear1", whose checkpoint name is the ONNX name again.
+// for, at its scope and leaf.
 Value InitializerParameter(Graph& g, const OnnxInitializer& init);
 
 // TensorAsDoubles returns a numeric tensor's elements as doubles, for

@@ -75,8 +75,10 @@ Outputs ImportNeg(OnnxNodeContext& c) {
   Value x = c.input(0);
   if (IsFloating(x.dtype())) return c.Outputs({Neg(x)});
   DAGRAD_RETURN_IF_ERROR(x.status());
-  if (!IsInteger(x.dtype())) return c.Unsupported(absl::StrCat("dagrad's Neg takes float, double and integers, not ",
-                                    DTypeName(x.dtype())));
+  if (!IsInteger(x.dtype())) {
+    return c.Unsupported(absl::StrCat("dagrad's Neg takes float32, float64 and integers, not ",
+                                      DTypeName(x.dtype())));
+  }
   return c.Outputs({Sub(ScalarConstant(c.graph(), x.dtype(), int64_t{0}), x)});
 }
 

@@ -164,7 +164,7 @@ TEST(Optimizer, AllowUnusedSkipsAndNamesParametersTheLossDoesNotReach) {
   ExpectAllClose(*exec.Read(w), {0.85, 0.85}, 1e-6, 0, "w");
   // Nothing reaches the loss at all: still an error.
   EXPECT_STATUS(BuildTrainingStep(Sum(w * 0.0) + Sum(g.Input("x", DType::kFloat32, {2})),
-                                  {head}, {.allow_unused = true})
+                                  {head}, {.allow_unused = true, .scope = "second"})
                     .status(),
                 absl::StatusCode::kInvalidArgument,
                 "the loss does not depend on parameter 'head'");
@@ -204,10 +204,12 @@ TEST(Optimizer, ASecondTrainingStepTakesItsOwnScope) {
   Value disc = g.Parameter("disc", {2}, Initializer::Ones());
   ASSERT_OK_AND_ASSIGN(TrainingStep first, BuildTrainingStep(Sum(gen * gen), {gen}, {}));
   const Value disc_loss = Sum(disc * disc * disc);
+  const int64_t nodes = g.num_nodes();
   EXPECT_STATUS(BuildTrainingStep(disc_loss, {disc}, {}).status(),
                 absl::StatusCode::kInvalidArgument,
                 "already has a training step in scope 'optimizer' (its input 'optimizer/lr'); "
                 "give a second one its own OptimizerOptions::scope");
+  EXPECT_EQ(g.num_nodes(), nodes) << "a refused step adds no node";
   ASSERT_OK_AND_ASSIGN(TrainingStep second,
                        BuildTrainingStep(disc_loss, {disc}, {.scope = "disc_optimizer"}));
   EXPECT_EQ(first.state[0].path(), "optimizer/gen/exp_avg");

@@ -2,7 +2,6 @@
 // (`a.GetInt("axis");  // -1`): the examples themselves run as
 // HeaderExample.engine_*, extracted from the headers; these check what they
 // return.
-#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdint>

@@ -3,7 +3,6 @@
 // logits and generation, the plots): the examples themselves run as
 // HeaderExample.models_*, extracted from the headers; these check what they
 // give.
-#include <sys/stat.h>
 
 #include <cmath>
 #include <memory>

@@ -26,6 +26,7 @@
 #include "engine/executor.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
+#include "engine/blames_input.h"
 #include "engine/status_macros.h"
 #include "models/toy/transformer.h"
 #include "ops/cpu/cpu_runtime.h"
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
   }
   if (absl::Status st = dagrad::Run(flags); !st.ok()) {
     std::fprintf(stderr, "onnx_compare: %s\n", std::string(st.message()).c_str());
-    return absl::IsInvalidArgument(st) ? 2 : 1;  // 2: a flag (or a file) the user gave is bad
+    return dagrad::BlamesInput(st) ? 2 : 1;  // 2: a flag or file the user gave, as the CLI
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "engine/blames_input.h"
 
 namespace dagrad::cli {
 namespace {
@@ -143,20 +144,7 @@ int RunOrReportOutOfMemory(const Command& command, const std::function<int()>& r
 
 int Failure(const Command& command, const absl::Status& status) {
   WriteError(command, status.message());
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kDataLoss:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kPermissionDenied:  // a file that may not be read or written
-    // What an input asks for that dagrad does not do (an ONNX element type
-    // or op variant it lacks): the input's fault, as a bad value is.
-    case absl::StatusCode::kUnimplemented:
-      return kExitUsage;
-    default:
-      return kExitFailure;
-  }
+  return BlamesInput(status) ? kExitUsage : kExitFailure;
 }
 
 }  // namespace dagrad::cli
