@@ -100,15 +100,15 @@ absl::Status AddInitializers(Importer& im, absl::flat_hash_set<std::string>& tak
 // holds no '/', else a flattened one apart from every name taken.
 std::vector<std::string> InputNames(const onnx::GraphProto& graph,
                                     absl::flat_hash_set<std::string>& taken) {
+  auto clean = [](const std::string& name) {
+    return !name.empty() && name.find('/') == std::string::npos;
+  };
   for (const onnx::ValueInfoProto& info : graph.input()) {
-    if (!info.name().empty() && info.name().find('/') == std::string::npos) {
-      taken.insert(info.name());
-    }
+    if (clean(info.name())) taken.insert(info.name());
   }
   std::vector<std::string> names;
   for (const onnx::ValueInfoProto& info : graph.input()) {
-    const bool clean = !info.name().empty() && info.name().find('/') == std::string::npos;
-    names.push_back(clean ? info.name() : NameApart(info.name(), taken));
+    names.push_back(clean(info.name()) ? info.name() : NameApart(info.name(), taken));
   }
   return names;
 }

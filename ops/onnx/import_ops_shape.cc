@@ -300,9 +300,11 @@ Outputs ImportCumSum(OnnxNodeContext& c) {
 // or smallest as the largest of -x (ties stay in index order either way);
 // always sorted.
 Outputs ImportTopK(OnnxNodeContext& c) {
-  std::vector<int64_t> k = {c.Int("k", -1)};  // an attribute before opset 10
-  if (c.opset() < 10 && !c.attr("k")) return c.Error("the k attribute is missing");
-  if (c.opset() >= 10) {
+  std::vector<int64_t> k;
+  if (c.opset() < 10) {
+    if (!c.attr("k")) return c.Error("the k attribute is missing");
+    k = {c.Int("k", 0)};
+  } else {
     DAGRAD_ASSIGN_OR_RETURN(k, c.KnownInts(1, "k"));
   }
   if (k.size() != 1) return c.Error(absl::StrCat("k must hold one value, got ", k.size()));

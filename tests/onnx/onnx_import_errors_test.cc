@@ -131,8 +131,7 @@ TEST(OnnxImportErrors, AGraphInputDeclaredTwiceIsRefused) {
 TEST(OnnxImportErrors, AFedValueReplacesAnInputsInitializer) {
   OnnxTestModel m;
   m.Input("x", T<float>({2}, {1, 2}));
-  m.Input("w", T<float>({2}, {3, 4}));
-  m.Initializer("w", T<float>({2}, {3, 4}));
+  m.InputWithDefault("w", T<float>({2}, {3, 4}));
   m.Node("Mul", {"x", "w"}, {"y"});
   m.Output("y");
   const std::string dir = NewTempDir("onnx_initialized_input");
@@ -169,8 +168,7 @@ TEST(OnnxImportErrors, AFedValueReplacesAnInputsInitializer) {
 TEST(OnnxImportErrors, AFedShapeReplacesAnInitializedShapeInput) {
   OnnxTestModel m;
   m.Input("x", T<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
-  m.Input("shape", T<int64_t>({2}, {3, 2}));
-  m.Initializer("shape", T<int64_t>({2}, {3, 2}));
+  m.InputWithDefault("shape", T<int64_t>({2}, {3, 2}));
   m.Node("Reshape", {"x", "shape"}, {"y"});
   m.Output("y");
   const std::string dir = NewTempDir("onnx_initialized_shape");

@@ -23,10 +23,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/blames_input.h"
 #include "engine/executor.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
-#include "engine/blames_input.h"
 #include "engine/status_macros.h"
 #include "models/toy/transformer.h"
 #include "ops/cpu/cpu_runtime.h"

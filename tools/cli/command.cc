@@ -113,7 +113,6 @@ std::string InFlagTerms(absl::string_view message) {
                                        {"LmTrainConfig::eval_windows", "--eval_windows"}});
 }
 
-
 // std::cerr is unbuffered: a line written a piece at a time interleaves
 // with another rank's.
 void WriteError(const Command& command, absl::string_view message) {

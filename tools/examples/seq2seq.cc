@@ -73,8 +73,11 @@ absl::StatusOr<double> TrainAndDecode(int steps) {
   Executor exec(g);
   DAGRAD_ASSIGN_OR_RETURN(auto train, exec.Compile({loss}, step.updates));
   DAGRAD_ASSIGN_OR_RETURN(auto decode, exec.Compile({logits}));
-  DAGRAD_ASSIGN_OR_RETURN(models::TaskGenerator task, models::TaskGenerator::Create(
-      {.task = models::Task::kReverse, .vocab = kVocab, .seq_len = kLen}, /*seed=*/1));
+  const models::TaskConfig reverse = {.task = models::Task::kReverse, .vocab = kVocab,
+                                      .seq_len = kLen};
+  constexpr uint64_t kSeed = 1;
+  DAGRAD_ASSIGN_OR_RETURN(models::TaskGenerator task,
+                          models::TaskGenerator::Create(reverse, kSeed));
   std::set<std::vector<int64_t>> seen;  // every training sequence
   for (int t = 1; t <= steps; ++t) {
     DAGRAD_ASSIGN_OR_RETURN(models::TaskBatch b, task.Batch(t, kBatch));
@@ -86,8 +89,8 @@ absl::StatusOr<double> TrainAndDecode(int steps) {
         {step.step, Tensor::Scalar(1.0 * t)}}));
     if (t % 100 == 0) std::printf("step %d: loss %.4f\n", t, out[0].data<float>()[0]);
   }
-  DAGRAD_ASSIGN_OR_RETURN(models::TaskGenerator eval, models::TaskGenerator::Create(
-      {.task = models::Task::kReverse, .vocab = kVocab, .seq_len = kLen}, models::EvalSeed(1)));
+  DAGRAD_ASSIGN_OR_RETURN(models::TaskGenerator eval,
+                          models::TaskGenerator::Create(reverse, models::EvalSeed(kSeed)));
   DAGRAD_ASSIGN_OR_RETURN(models::TaskBatch held_out, eval.Batch(0, kBatch));
   std::vector<int64_t> predicted(kBatch * kLen);
   DAGRAD_ASSIGN_OR_RETURN(Tensor prefix, Tensor::FromVector<int64_t>({kBatch, kLen}, predicted));

@@ -47,6 +47,12 @@ class OnnxTestModel {
   void Initializer(const std::string& name, const Tensor& value) {
     *g()->add_initializer() = TensorToOnnx(value, name);
   }
+  // InputWithDefault declares an input and an initializer of its name,
+  // which gives the input its default value.
+  void InputWithDefault(const std::string& name, const Tensor& value) {
+    Input(name, value);
+    Initializer(name, value);
+  }
   void Constant(const std::string& name, const Tensor& value) {
     TensorAttr(Node("Constant", {}, {name}), "value", value);
   }
