@@ -49,6 +49,12 @@ class FitLoop {
     if (o_.writer) DAGRAD_RETURN_IF_ERROR(StartOrResume());
     DAGRAD_RETURN_IF_ERROR(t_.BroadcastState());
     saved_step_ = o_.resume ? t_.step() : -1;
+    if (steps == 0 && o_.writer && !o_.resume) {
+      // A run of no steps saves its initial state: its directory holds what
+      // any run's does, and a resume finds it complete.
+      DAGRAD_RETURN_IF_ERROR(files_.SaveCheckpoint(t_));
+      saved_step_ = 0;
+    }
     const int64_t last = o_.stop_after > 0 ? std::min(o_.stop_after, steps) : steps;
     DAGRAD_ASSIGN_OR_RETURN(std::optional<FitResult> ended, Train(last, steps));
     if (ended) return *std::move(ended);

@@ -53,7 +53,7 @@ absl::Status RunConfig::Validate() const {
 }
 
 std::map<std::string, std::string> RunConfig::ToMetadata() const {
-  return {{"batch", absl::StrCat(batch)},
+  std::map<std::string, std::string> m = {{"batch", absl::StrCat(batch)},
           {"steps", absl::StrCat(steps)},
           {"optimizer", OptimizerName(optimizer.kind)},
           {"beta1", MetadataNumber(optimizer.beta1)},
@@ -68,6 +68,11 @@ std::map<std::string, std::string> RunConfig::ToMetadata() const {
           {"label_smoothing", MetadataNumber(label_smoothing)},
           {"precision", PrecisionName(optimizer.precision)},
           {"seed", absl::StrCat(seed)}};
+  if (optimizer.kind == OptimizerKind::kSgd) {
+    m.emplace("momentum", MetadataNumber(optimizer.momentum));
+    m.emplace("nesterov", absl::StrCat(optimizer.nesterov ? 1 : 0));
+  }
+  return m;
 }
 
 LrSchedule RunConfig::Schedule() const {

@@ -68,8 +68,9 @@ struct RunConfig {
   // Validate returns InvalidArgument naming the first bad field.
   absl::Status Validate() const;
   // ToMetadata lists the fields that shape a run's numbers, as strings (a
-  // custom schedule by the name "custom" only): what a checkpoint records,
-  // so that resuming under other settings is refused.
+  // custom schedule by the name "custom" only; SGD's momentum and nesterov
+  // for SGD only): what a checkpoint records, so that resuming under other
+  // settings is refused.
   std::map<std::string, std::string> ToMetadata() const;
   // Schedule is the learning-rate schedule: lr_schedule when set, else
   // warmup to lr over warmup steps, then lr_decay to lr * final_lr_fraction

@@ -59,7 +59,7 @@ absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text) {
     if (line_no == 1) {
       header = line;
       if (line != kHeader && line != kHeaderNoEvalLoss && line != kHeaderNoSkipped) {
-        return absl::DataLossError("metrics.csv: unexpected header");
+        return absl::DataLossError("unexpected header (not metrics.csv's)");
       }
       continue;
     }
@@ -71,7 +71,7 @@ absl::StatusOr<std::vector<MetricsRow>> ParseMetrics(const std::string& text) {
         !absl::SimpleAtod(f[2], &r.train_accuracy) || !absl::SimpleAtod(f[3], &r.eval_loss) ||
         !absl::SimpleAtod(f[4], &r.eval_accuracy) || !absl::SimpleAtod(f[5], &r.lr) ||
         !absl::SimpleAtoi(f[6], &r.skipped) || !absl::SimpleAtod(f[7], &r.elapsed)) {
-      return absl::DataLossError(absl::StrCat("metrics.csv line ", line_no, " is malformed"));
+      return absl::DataLossError(absl::StrCat("line ", line_no, " is malformed"));
     }
     rows.push_back(r);
   }
@@ -101,17 +101,11 @@ absl::StatusOr<std::string> RunDirectory::LoadCheckpoint(Trainer& trainer,
 }
 
 absl::Status RunDirectory::SaveCheckpoint(Trainer& trainer) {
-  // A fresh run's first checkpoint replaces an earlier run's metrics with
-  // its own, even when it has no row yet.
-  if (replace_earlier_metrics_) DAGRAD_RETURN_IF_ERROR(WriteMetrics());
+  // A fresh run's first checkpoint replaces an earlier run's files with its
+  // own metrics.csv, even when it has no row yet.
+  if (fresh_metrics_) DAGRAD_RETURN_IF_ERROR(WriteMetrics());
   AtomicWriteOptions options;
   if (next_save_ == NextSave::kRotate) options.keep_previous_as = previous_checkpoint_path();
-  if (next_save_ == NextSave::kStartOver) {
-    if (::unlink(previous_checkpoint_path().c_str()) != 0 && errno != ENOENT) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot remove the earlier run's '",
-                                                     previous_checkpoint_path(), "'"));
-    }
-  }
   DAGRAD_RETURN_IF_ERROR(trainer.SaveCheckpoint(checkpoint_path(), options));
   next_save_ = NextSave::kRotate;
   return absl::OkStatus();
@@ -144,9 +138,19 @@ absl::StatusOr<MetricsWindow> ParseWindow(absl::string_view text) {
   if (f.size() != 5 || !absl::SimpleAtoi(f[0], &w.step) || !absl::SimpleAtoi(f[1], &w.steps) ||
       !absl::SimpleAtod(f[2], &w.loss_sum) || !absl::SimpleAtod(f[3], &w.accuracy_sum) ||
       !absl::SimpleAtoi(f[4], &w.skipped)) {
-    return absl::DataLossError(absl::StrCat(kWindowFile, " is malformed"));
+    return absl::DataLossError("malformed (not a metrics window)");
   }
   return w;
+}
+
+// NameResumeFile names the file a resume could not read in its error: the
+// checkpoint loaded, but the run's metrics cannot continue without it.
+template <typename T>
+absl::StatusOr<T> NameResumeFile(absl::StatusOr<T> parsed, const std::string& file) {
+  if (parsed.ok()) return parsed;
+  return absl::Status(parsed.status().code(),
+                      absl::StrCat("'", file, "': ", parsed.status().message(),
+                                   " (the checkpoint loaded; resuming continues this file's rows)"));
 }
 
 }  // namespace
@@ -166,19 +170,16 @@ absl::Status RunDirectory::RefuseEarlierRun(bool overwrite) const {
 absl::Status RunDirectory::StartMetrics() {
   rows_.clear();
   window_ = {};
-  for (const char* file : {kWindowFile, kPreviousWindowFile}) {  // a previous run's
-    std::error_code ec;
-    std::filesystem::remove(path(file), ec);  // absent is fine
-  }
-  // An earlier run's metrics.csv stays until this run writes its first row
-  // or checkpoint: a run that fails before either leaves it as it was.
-  replace_earlier_metrics_ = true;
+  // An earlier run's files stay until this run writes its first row or
+  // checkpoint: a run that fails before either leaves them as they were.
+  earlier_run_ = true;
+  fresh_metrics_ = true;
   return absl::OkStatus();
 }
 
 absl::Status RunDirectory::ResumeMetrics(int64_t step) {
   DAGRAD_ASSIGN_OR_RETURN(std::string text, ReadFile(path("metrics.csv")));
-  DAGRAD_ASSIGN_OR_RETURN(rows_, ParseMetrics(text));
+  DAGRAD_ASSIGN_OR_RETURN(rows_, NameResumeFile(ParseMetrics(text), path("metrics.csv")));
   rows_.erase(std::remove_if(rows_.begin(), rows_.end(),
                              [step](const MetricsRow& r) { return r.step > step; }),
               rows_.end());
@@ -190,7 +191,7 @@ absl::Status RunDirectory::ResumeMetrics(int64_t step) {
   for (const char* file : {kWindowFile, kPreviousWindowFile}) {
     absl::StatusOr<std::string> saved = ReadFile(path(file));
     if (!saved.ok()) continue;
-    DAGRAD_ASSIGN_OR_RETURN(MetricsWindow w, ParseWindow(*saved));
+    DAGRAD_ASSIGN_OR_RETURN(MetricsWindow w, NameResumeFile(ParseWindow(*saved), path(file)));
     if (w.step == step) {
       window_ = w;
       break;
@@ -215,7 +216,8 @@ absl::Status RunDirectory::AppendRow(int64_t step, const EvalResult& eval, doubl
   return WriteMetrics();
 }
 
-absl::Status RunDirectory::SaveWindow() const {
+absl::Status RunDirectory::SaveWindow() {
+  DAGRAD_RETURN_IF_ERROR(RemoveEarlierRun());
   RotateWindow();
   return WriteFileAtomically(path(kWindowFile), FormatWindow(window_));
 }
@@ -226,8 +228,24 @@ void RunDirectory::RotateWindow() const {
   std::filesystem::rename(path(kWindowFile), path(kPreviousWindowFile), ec);  // so is this
 }
 
+// RemoveEarlierRun, at a fresh run's first write, removes an earlier run's
+// files but the lock and metrics.csv, which WriteMetrics replaces.
+absl::Status RunDirectory::RemoveEarlierRun() {
+  if (!earlier_run_) return absl::OkStatus();
+  earlier_run_ = false;
+  for (const char* file : kRunFileNames) {
+    if (absl::string_view(file) == ".lock" || absl::string_view(file) == "metrics.csv") continue;
+    if (::unlink(path(file).c_str()) != 0 && errno != ENOENT) {
+      return absl::ErrnoToStatus(
+          errno, absl::StrCat("cannot remove the earlier run's '", path(file), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunDirectory::WriteMetrics() {
-  replace_earlier_metrics_ = false;
+  DAGRAD_RETURN_IF_ERROR(RemoveEarlierRun());
+  fresh_metrics_ = false;
   return WriteFileAtomically(path("metrics.csv"), FormatMetrics(rows_));
 }
 

@@ -58,6 +58,17 @@ struct MetricsWindow {
   void Add(const StepResult& r);
 };
 
+// kRunFileNames: every file a training run may write in its directory
+// (Fit's and WriteRunOutputs'), so that a file of the user's (a trace)
+// is never written over one of them, and a fresh run removes an earlier
+// run's (RunDirectory::StartMetrics).
+inline constexpr const char* kRunFileNames[] = {
+    "model.safetensors", "checkpoint.safetensors", "checkpoint.prev.safetensors",
+    "metrics.csv",       "metrics_window.csv",     "metrics_window.prev.csv",
+    "loss.svg",          "attention.svg",          "positional_encoding.svg",
+    "forward.dot",       "forward.svg",            "train_step.dot",
+    "graph.html",        ".lock"};
+
 // ClaimRunDirectory makes `dir` when it is missing and locks it for this
 // writer (LockDirectory, engine/io/dir_lock.h), listing in *removed what a
 // killed writer left there. InvalidArgument when it cannot be made;
@@ -89,17 +100,20 @@ class RunDirectory {
   absl::StatusOr<std::string> LoadCheckpoint(Trainer& trainer, std::string* warning);
   // SaveCheckpoint writes the trainer's checkpoint. The one it replaces
   // becomes the previous one if it is this run's and sound; after a
-  // fallback the damaged latest is overwritten instead, and a fresh run
-  // first removes the previous checkpoint of an earlier run, so that a
-  // fallback never crosses into another run.
+  // fallback the damaged latest is overwritten instead (a fresh run has
+  // removed an earlier run's, StartMetrics, so that a fallback never
+  // crosses into another run).
   absl::Status SaveCheckpoint(Trainer& trainer);
 
   // RefuseEarlierRun is FailedPrecondition when the directory holds an
   // earlier run's checkpoint and `overwrite` is false, so that a fresh run
   // never replaces a run that a forgotten --resume would have continued.
   absl::Status RefuseEarlierRun(bool overwrite) const;
-  // StartMetrics begins a fresh metrics.csv, written with the run's first
-  // row or checkpoint (until then an earlier run's stays as it was).
+  // StartMetrics begins a fresh run: its first row or checkpoint removes an
+  // earlier run's files (kRunFileNames: its checkpoints, model, pictures and
+  // graphs) and writes a fresh metrics.csv, so that the directory never
+  // holds two runs' files; a run that fails before either leaves them as
+  // they were.
   absl::Status StartMetrics();
   // ResumeMetrics keeps the rows of an existing metrics.csv up to `step`
   // (the checkpoint's), so the file reads as one uninterrupted run, and
@@ -113,7 +127,7 @@ class RunDirectory {
   absl::Status AppendRow(int64_t step, const EvalResult& eval, double lr, double elapsed);
   // SaveWindow writes the open window, for a run stopped at its last step,
   // before the checkpoint of that step is saved (RotateWindow first).
-  absl::Status SaveWindow() const;
+  absl::Status SaveWindow();
   // RotateWindow moves the window saved with the latest checkpoint, if any,
   // to the previous checkpoint's place, as saving a checkpoint moves the
   // latest checkpoint there (a previous checkpoint saved at a row has none).
@@ -126,18 +140,22 @@ class RunDirectory {
   absl::Status WriteMetrics();
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
-  // What SaveCheckpoint does with the files it finds.
+  absl::Status RemoveEarlierRun();
+
+  // What SaveCheckpoint does with the latest checkpoint.
   enum class NextSave {
-    kStartOver,  // a fresh run: remove the previous checkpoint, replace the latest
-    kOverwrite,  // the latest is damaged: replace it, keep the previous one
+    kOverwrite,  // none yet, or damaged: replace it, keep the previous one
     kRotate,     // the latest is this run's: it becomes the previous one
   };
 
   std::string dir_;
-  NextSave next_save_ = NextSave::kStartOver;
+  NextSave next_save_ = NextSave::kOverwrite;
   std::vector<MetricsRow> rows_;
   MetricsWindow window_;
-  bool replace_earlier_metrics_ = false;  // StartMetrics ran; nothing written yet
+  // StartMetrics ran and nothing was written yet: an earlier run's files
+  // are still there, and metrics.csv is still the earlier run's.
+  bool earlier_run_ = false;
+  bool fresh_metrics_ = false;
   double elapsed_before_ = 0;
 };
 

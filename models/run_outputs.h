@@ -56,18 +56,8 @@ struct RunOutputsOptions {
 
 inline constexpr int64_t kMaxDrawnLayers = 12;
 
-// kRunFileNames: every file a training run may write in its directory
-// (Fit's and WriteRunOutputs'), so that a file of the user's (a trace)
-// is never written over one of them.
-inline constexpr const char* kRunFileNames[] = {
-    "model.safetensors", "checkpoint.safetensors", "checkpoint.prev.safetensors",
-    "metrics.csv",       "metrics_window.csv",     "metrics_window.prev.csv",
-    "loss.svg",          "attention.svg",          "positional_encoding.svg",
-    "forward.dot",       "forward.svg",            "train_step.dot",
-    "graph.html",        ".lock"};
-
 // What WriteRunOutputs wrote: the directory's files of the run (Fit's
-// included) in the order a reader wants them, and why forward.svg is not
+// included; kRunFileNames, models/run_directory.h, lists them all) in the order a reader wants them, and why forward.svg is not
 // among them, when it is not.
 struct RunOutputs {
   std::string dir;

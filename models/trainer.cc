@@ -32,11 +32,12 @@ constexpr char kConsecutiveKey[] = "dagrad.consecutive_skips";
 // Config fields that dagrad did not record in its first checkpoints, each
 // with the value every run that wrote such a checkpoint had: the optimizer's
 // betas and eps and the cosine decay before they could be set (2026-11-27),
-// and GPT-2's dropouts before they were applied.
+// GPT-2's dropouts before they were applied, and SGD's momentum (the CLI's
+// 0.9) before it was recorded (2026-11-29).
 constexpr std::pair<const char*, const char*> kValueBeforeRecorded[] = {
     {"beta1", "0.9"},      {"beta2", "0.999"},    {"eps", "1e-08"},     {"lr_decay", "cosine"},
     {"attn_pdrop", "0"}, {"embd_pdrop", "0"}, {"resid_pdrop", "0"}, {"label_smoothing", "0"},
-    {"precision", "fp32"}};
+    {"precision", "fp32"}, {"momentum", "0.9"}, {"nesterov", "0"}};
 
 const char* ValueBeforeRecorded(const std::string& key) {
   for (const auto& [field, value] : kValueBeforeRecorded) {

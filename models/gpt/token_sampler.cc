@@ -38,10 +38,12 @@ namespace {
 
 // Nucleus zeroes the sorted probabilities (1, k) after the fewest whose
 // sum reaches top_p: p_i is kept iff the mass before it is below top_p.
+// A top_p under float's least positive value would round to 0 and keep
+// nothing; that value keeps the first alone, as any tiny top_p does.
 Value Nucleus(Value probs, double top_p) {
   Graph& g = *probs.graph();
   Value before = CumSum(probs, -1, {.exclusive = true});
-  Value kept = Less(before, Fill(g, {1}, top_p, probs.dtype()));
+  Value kept = Less(before, Fill(g, {1}, std::max(top_p, double{FLT_TRUE_MIN}), probs.dtype()));
   return Where(kept, probs, Fill(g, {1}, 0.0, probs.dtype()));
 }
 
@@ -72,10 +74,12 @@ absl::StatusOr<std::unique_ptr<TokenSampler>> TokenSampler::Create(
     TopKResult top = TopK(s->logits_, vocab, -1);  // (1, vocab), largest first
     // Shifted so that the largest is 0, scaled by at most the largest float:
     // a temperature near 0 then draws the greedy token, where logits /
-    // temperature would overflow to inf - inf = NaN.
+    // temperature would overflow to inf - inf = NaN. Scaled by at least the
+    // least normal float: a huge temperature then draws the kept tokens
+    // alike, where a scale that rounds to 0 made top_k's -inf * 0 = NaN.
     Value shifted = Sub(top.values, Slice(top.values, -1, 0, 1));
     if (o.top_k > 0 && o.top_k < vocab) shifted = KeepTopK(top.values, shifted, o.top_k);
-    const double inverse = std::min(1.0 / o.temperature, double{FLT_MAX});
+    const double inverse = std::clamp(1.0 / o.temperature, double{FLT_MIN}, double{FLT_MAX});
     Value probs = Softmax(Scale(shifted, inverse));
     if (o.top_p < 1) probs = Nucleus(probs, o.top_p);
     Value drawn = Multinomial(probs, o.seed);

@@ -155,6 +155,92 @@ TEST(CliCheckpoint, AFreshRunDropsAnEarlierRunsPreviousCheckpoint) {
   EXPECT_FALSE(fs::exists(dir + "/checkpoint.prev.safetensors"));
 }
 
+// --overwrite replaces every file of the earlier run at the new run's
+// first save: its model.safetensors, pictures and graphs stayed beside the
+// new run's checkpoint, and `dagrad eval` read the replaced run's weights.
+TEST(CliCheckpoint, AFreshRunReplacesEveryFileOfTheEarlierRun) {
+  const std::string dir = FreshDir("ckpt_replaced");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir)).code, 0);
+  ASSERT_TRUE(fs::exists(dir + "/model.safetensors"));
+  const CliResult r =
+      RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5 --overwrite --dim=8"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "5");
+  std::vector<std::string> left;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{".lock", "checkpoint.safetensors", "metrics.csv"}));
+}
+
+// A fresh run refused at its first save (it diverged) left the earlier
+// run's checkpoint beside its own metrics.csv, and a resume then dropped
+// the earlier run's rows. Now the earlier run is gone whole: no checkpoint
+// is left to resume from.
+TEST(CliCheckpoint, AFreshRunThatDivergesAtItsFirstSaveLeavesNoMixedDirectory) {
+  const std::string dir = StoppedAtTen("ckpt_diverged");
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir,
+                                             " --overwrite --lr=1e6 --warmup=0 --clip=0 --eval_every=10"));
+  ASSERT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("step 10: not writing"));
+  EXPECT_THAT(r.err, HasSubstr("no checkpoint was written"));
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.prev.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/metrics_window.csv"));
+}
+
+// --steps=0 listed checkpoint.safetensors and metrics.csv as written, and
+// wrote neither (over an earlier run, that run's stayed).
+TEST(CliCheckpoint, ARunOfNoStepsSavesItsInitialState) {
+  const std::string dir = StoppedAtTen("ckpt_no_steps");
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --steps=0 --overwrite"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("checkpoint.safetensors metrics.csv"));
+  EXPECT_EQ(StepOf(dir + "/checkpoint.safetensors"), "0");
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.prev.safetensors"));
+  EXPECT_EQ(*ReadFile(dir + "/metrics.csv"),
+            "step,loss,train_accuracy,eval_loss,eval_accuracy,lr,skipped,elapsed_s\n");
+  const CliResult again = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --steps=0 --resume"));
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("nothing to train"));
+}
+
+// A damaged metrics file named neither its folder nor that the checkpoint
+// was sound.
+TEST(CliCheckpoint, ADamagedMetricsFileIsNamedWithItsFolder) {
+  const std::string dir = FreshDir("ckpt_metrics");
+  ASSERT_EQ(RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=12")).code, 0);
+  ASSERT_OK_AND_ASSIGN(const std::string window, ReadFile(dir + "/metrics_window.csv"));
+  Damage(dir + "/metrics_window.csv", "x");
+  CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("'", dir, "/metrics_window.csv': malformed (not a metrics "
+                                            "window) (the checkpoint loaded; resuming continues "
+                                            "this file's rows)")));
+  Damage(dir + "/metrics_window.csv", window);
+  std::ofstream(dir + "/metrics.csv", std::ios::app) << "garbage\n";
+  r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --resume"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("'", dir, "/metrics.csv': line 4 is malformed")));
+}
+
+// SGD's momentum and nesterov were not recorded: a resume under another
+// momentum went ahead. They are flags now, and refused for Adam.
+TEST(CliCheckpoint, AResumeUnderAnotherMomentumIsRefused) {
+  const std::string dir = FreshDir("ckpt_momentum");
+  const std::string sgd = absl::StrCat(kTinyTrain, "--optimizer=sgd --lr=0.1 --out=", dir);
+  ASSERT_EQ(RunDagrad(sgd + " --momentum=0.8 --stop_after=5").code, 0);
+  const CliResult r = RunDagrad(sgd + " --momentum=0.5 --nesterov --resume");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("(2 differences): momentum: checkpoint 0.8, this run 0.5; nesterov: "
+                               "checkpoint 0, this run 1\n"));
+  EXPECT_EQ(RunDagrad(sgd + " --momentum=0.8 --resume").code, 0);
+  const CliResult adam = RunDagrad(absl::StrCat(kTinyTrain, "--momentum=0.5 --out=", dir, "_adam"));
+  EXPECT_EQ(adam.code, 2);
+  EXPECT_THAT(adam.err, HasSubstr("--momentum"));
+}
+
 TEST(CliCheckpoint, ASecondTrainerOnOneOutIsRefusedNamingTheFirst) {
   const std::string dir = FreshDir("ckpt_lock");
   const pid_t pid = fork();

@@ -242,6 +242,15 @@ TEST(CliGpt2, FineTuningAndExportRefuseWhatDoesNotFit) {
   r = RunDagrad(absl::StrCat("train --task=text --init=", dir, " --data=", dir, "/corpus.txt"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(dir + "/config.json"));
+  // Fine-tuning a directory into itself wrote over its model.safetensors.
+  std::filesystem::copy(HfGpt2Tiny(), dir + "/hf_copy", std::filesystem::copy_options::recursive);
+  ASSERT_OK_AND_ASSIGN(const std::string weights, ReadFile(dir + "/hf_copy/model.safetensors"));
+  r = RunDagrad(absl::StrCat("train --task=text --init=", dir, "/hf_copy --data=", dir,
+                             "/corpus.txt --steps=2 --seq_len=16 --batch=2 --out=", dir, "/hf_copy"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("--out=", dir, "/hf_copy/model.safetensors would write over ",
+                                            dir, "/hf_copy/model.safetensors (--init)")));
+  EXPECT_EQ(*ReadFile(dir + "/hf_copy/model.safetensors"), weights);
   r = RunDagrad(absl::StrCat("export --format=tf --checkpoint=x --out=y"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--format must be onnx or hf, got 'tf'"));

@@ -70,7 +70,7 @@ TEST(DocumentedValues, Utf8) {
   EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9"));
   EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));
   EXPECT_EQ(PrintableText("a\nb\xff", true), "'a\\nb\\xff'");
-  EXPECT_EQ(TerminalText("caf\xc3\xa9\n\xff"), "caf\xc3\xa9\n\\xff");
+  EXPECT_EQ(TerminalText("caf\xc3\xa9\r\n\xff"), "caf\xc3\xa9\r\n\\xff");
   // Tabs stay; a C0 control, DEL, a C1 control (two bytes, shown as one), a
   // lone continuation byte and a truncated sequence are escaped.
   EXPECT_EQ(TerminalText("\t\x01\x7f\xc2\x85\x80\xe2\x82"), "\t\\x01\\x7f\\x85\\x80\\xe2\\x82");

@@ -166,6 +166,7 @@ TEST(TokenSampler, TopPKeepsTheNucleus) {
   EXPECT_EQ(Counts(logits, {.top_p = 0.9, .seed = 3}, n)[2], 0) << "0.95 before token 2";
   EXPECT_GT(Counts(logits, {.top_p = 0.96, .seed = 3}, n)[2], 0) << "0.95 < 0.96 keeps it";
   EXPECT_EQ(Counts(logits, {.top_p = 0.01, .seed = 3}, 50)[1], 50) << "a tiny top_p is greedy";
+  EXPECT_EQ(Counts(logits, {.top_p = 1e-50, .seed = 3}, 50)[1], 50) << "below float's least";
   EXPECT_EQ(Counts(logits, {.top_k = 1, .top_p = 0.9, .seed = 3}, 50)[1], 50) << "top_k first";
   for (double bad : {0.0, -0.5, 1.5, std::nan("")}) {
     EXPECT_STATUS(TokenSampler::Create(4, {.top_p = bad}).status(),
@@ -183,6 +184,17 @@ TEST(TokenSampler, ATemperatureNearZeroIsGreedy) {
         << "temperature " << t;
   }
   EXPECT_EQ(Counts({3e38f, 3.1e38f}, {.temperature = 0.5}, 10), (std::vector<int>{0, 10}));
+}
+
+// A huge temperature draws the kept tokens alike: 1 / 1e300 rounded to a
+// float scale of 0, and top_k's -inf logits times 0 made NaN, refused by
+// Multinomial (`dagrad generate --temperature=1e300 --top_k=3`).
+TEST(TokenSampler, AHugeTemperatureDrawsTheKeptTokensAlike) {
+  const int n = 9000;
+  const std::vector<int> counts =
+      Counts({1, 3, 2.5f, -1e30f}, {.temperature = 1e300, .top_k = 3, .seed = 5}, n);
+  EXPECT_EQ(counts[3], 0);
+  for (int id : {0, 1, 2}) EXPECT_NEAR(counts[id] / double(n), 1.0 / 3, 0.03) << id;
 }
 
 // A seed reproduces a sample byte for byte, and another seed draws another.

@@ -2,7 +2,8 @@
 // byte-level GPT of `dagrad train --task=text`, or a fine-tuned GPT-2 read through the tokenizer it
 // records or --tokenizer) or a Hugging Face GPT-2 directory (--model=DIR, its text tokenized by
 // GPT-2's tokenizer), and writes the prompt and the continuation, and nothing
-// else, to stdout: valid UTF-8 as it is, other bytes as \xNN (TerminalStream, engine/io/utf8.h).
+// else, to stdout: valid UTF-8 as it is but for control characters other than line breaks and
+// tabs, those and bytes that are not UTF-8 as \xNN (TerminalStream, engine/io/utf8.h).
 
 #include <algorithm>
 #include <chrono>

@@ -39,6 +39,8 @@ ABSL_FLAG(uint64_t, seed, 0,
           "train: seed for initialisation, data and dropout; generate: seed for sampling");
 ABSL_DECLARE_FLAG(int64_t, eval_every);  // train_command.cc
 ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
+ABSL_FLAG(double, momentum, 0.9, "sgd: the velocity's decay, in [0, 1) (torch.optim.SGD's momentum)");
+ABSL_FLAG(bool, nesterov, false, "sgd: Nesterov momentum (needs --momentum > 0)");
 ABSL_FLAG(double, beta1, 0.9, "adam, adamw: the first moment's decay, in [0, 1)");
 ABSL_FLAG(double, beta2, 0.999, "adam, adamw: the second moment's decay, in [0, 1)");
 ABSL_FLAG(double, eps, 1e-8, "adam, adamw: added to the second moment's root, finite and > 0");
@@ -57,9 +59,9 @@ namespace dagrad::cli {
 namespace {
 
 // OptimizerFromFlags returns the options the flags set (precision left at
-// its default): InvalidArgument for an unknown --optimizer, or for --beta1,
-// --beta2 or --eps given with --optimizer=sgd, which keeps no moments.
-
+// its default): InvalidArgument for an unknown --optimizer, for --beta1,
+// --beta2 or --eps given with --optimizer=sgd, which keeps no moments, or
+// for --momentum or --nesterov given with adam or adamw.
 absl::StatusOr<OptimizerOptions> OptimizerFromFlags() {
   auto kind = ParseOptimizerKind(absl::GetFlag(FLAGS_optimizer));
   if (!kind.ok()) {
@@ -69,8 +71,13 @@ absl::StatusOr<OptimizerOptions> OptimizerFromFlags() {
     DAGRAD_RETURN_IF_ERROR(RefuseFlagsNotFor({"beta1", "beta2", "eps"},
                                              "--optimizer=adam and adamw",
                                              "sgd keeps no moments"));
+  } else {
+    DAGRAD_RETURN_IF_ERROR(RefuseFlagsNotFor({"momentum", "nesterov"}, "--optimizer=sgd",
+                                             "adam's momentum is --beta1"));
   }
   return OptimizerOptions{.kind = *kind,
+                          .momentum = absl::GetFlag(FLAGS_momentum),
+                          .nesterov = absl::GetFlag(FLAGS_nesterov),
                           .beta1 = absl::GetFlag(FLAGS_beta1),
                           .beta2 = absl::GetFlag(FLAGS_beta2),
                           .eps = absl::GetFlag(FLAGS_eps),

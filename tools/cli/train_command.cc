@@ -235,6 +235,18 @@ absl::Status CheckTracePath(const std::string& trace, const std::string& out) {
   return absl::OkStatus();
 }
 
+// CheckOutApart refuses an --out whose run files (models::kRunFileNames)
+// would write over what the run reads: --init=DIR --out=DIR would replace
+// a Hugging Face directory's model.safetensors with the fine-tuned one.
+absl::Status CheckOutApart(const std::string& out) {
+  for (const char* file : models::kRunFileNames) {
+    DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(
+        PathInFolder(out, file), "out",
+        {{absl::GetFlag(FLAGS_data), "data"}, {absl::GetFlag(FLAGS_init), "init"}}));
+  }
+  return absl::OkStatus();
+}
+
 // RunTask runs the training of --task as a rank of `job`; the exit code.
 int RunTask(const Command& cmd, Job& job) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
@@ -386,6 +398,7 @@ absl::StatusOr<std::unique_ptr<models::Trainer>> StartRun(const Command& cmd, co
 
 int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
+  if (absl::Status st = CheckOutApart(out); job.writer() && !st.ok()) return Failure(cmd, st);
   if (const std::string trace = absl::GetFlag(FLAGS_trace); job.writer() && !trace.empty()) {
     if (absl::Status st = CheckTracePath(trace, out); !st.ok()) return Failure(cmd, st);
   }
@@ -422,7 +435,7 @@ Command TrainCommand() {
   return {"train",
           "train the toy attention model on a synthetic task, or a GPT on a text file",
           {"task", "data", "init", "eval_windows", "vocab", "seq_len", "min_len", "dim", "heads", "layers", "ffn", "dropout",
-           "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "beta1", "beta2", "eps", "precision", "weight_decay", "label_smoothing", "clip", "on_nonfinite",
+           "batch", "steps", "lr", "warmup", "lr_decay", "final_lr_fraction", "optimizer", "momentum", "nesterov", "beta1", "beta2", "eps", "precision", "weight_decay", "label_smoothing", "clip", "on_nonfinite",
            "max_consecutive_skips", "seed", "out", "resume", "overwrite", "replicas", "eval_every", "stop_after", "bucket_mb", "overlap", "threads", "wait_policy", "check_numerics", "memory_limit_mb", "profile", "trace", "device", "tf32", "attention"},
           RunTrain};
 }
