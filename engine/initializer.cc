@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -122,6 +124,28 @@ Drawn Resolve(const Initializer& init, const Shape& shape) {
   }
 }
 
+// LargestBelow is the largest T below `high`, where a uniform draw that
+// rounds up to high goes: [low, high) holds in every dtype, as torch's
+// uniform_ never gives high (a bfloat16 draw from [0, 1) rounded to 1.0 in
+// 1 of 512).
+template <typename T>
+T LargestBelow(double high) {
+  T t = ConvertElement<T>(high);
+  if (ConvertElement<double>(t) < high) return t;
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::nextafter(t, -std::numeric_limits<T>::infinity());
+  } else {  // BFloat16, Float16: a sign bit and the magnitude's bits
+    if ((t.bits & 0x7fffu) == 0) {
+      t.bits = 0x8001u;  // below +-0: the negative value of least magnitude
+    } else if (t.bits & 0x8000u) {
+      ++t.bits;
+    } else {
+      --t.bits;
+    }
+    return t;
+  }
+}
+
 template <typename T>
 void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
   T* p = out.data<T>();
@@ -129,6 +153,9 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
   const Drawn drawn = Resolve(init, out.shape());
   const TruncatedBounds truncated =
       init.kind == Initializer::Kind::kTruncatedNormal ? StandardBounds(init) : TruncatedBounds{};
+  const double low = drawn.low_or_mean, high = drawn.high_or_stddev;  // when uniform
+  const bool uniform = drawn.kind == Initializer::Kind::kUniform;
+  const T below_high = uniform && low < high ? LargestBelow<T>(high) : ConvertElement<T>(low);
   for (int64_t i = 0; i < n; ++i) {
     const PhiloxBlock r = rs.Block(static_cast<uint64_t>(i));
     // 53-bit uniform doubles from two 32-bit words.
@@ -143,8 +170,8 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
       const double z = std::sqrt(-2.0 * std::log(1.0 - u0)) * std::cos(kTwoPi * u1);
       p[i] = ConvertElement<T>(drawn.low_or_mean + drawn.high_or_stddev * z);
     } else {
-      p[i] = ConvertElement<T>(drawn.low_or_mean +
-                               (drawn.high_or_stddev - drawn.low_or_mean) * u0);
+      const T x = ConvertElement<T>(low + (high - low) * u0);
+      p[i] = ConvertElement<double>(x) < high ? x : below_high;
     }
   }
 }

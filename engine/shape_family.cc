@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "engine/status_macros.h"
 
@@ -17,6 +18,9 @@ absl::Status CheckInputs(const ShapeFamilyOptions& options) {
   std::set<std::string> names, used;
   for (const FamilyInput& in : options.inputs) {
     if (in.name.empty()) return Refuse("an input has no name");
+    if (absl::StrContains(in.name, '/')) {
+      return Refuse(absl::StrCat("input '", in.name, "': a name must not contain '/'"));
+    }
     if (!names.insert(in.name).second) return Refuse(absl::StrCat("input '", in.name, "' twice"));
     for (size_t d = 0; d < in.dims.size(); ++d) {
       const Dim& dim = in.dims[d];
@@ -42,6 +46,22 @@ absl::Status CheckInputs(const ShapeFamilyOptions& options) {
 std::string ScopeName(const std::map<std::string, int64_t>& sizes) {
   if (sizes.empty()) return "fixed";
   return absl::StrJoin(sizes, ",", absl::PairFormatter("="));
+}
+
+// FreeScope is ScopeName(sizes), or it with "#2", "#3", ... when another
+// family in `g` holds inputs named as `inputs` there.
+std::string FreeScope(Graph& g, const std::map<std::string, int64_t>& sizes,
+                      const std::vector<FamilyInput>& inputs) {
+  const std::string base = ScopeName(sizes);
+  auto taken = [&](const std::string& scope) {
+    for (const FamilyInput& in : inputs) {
+      if (!g.Find(absl::StrCat(scope, "/", in.name)).is_null()) return true;
+    }
+    return false;
+  };
+  std::string scope = base;
+  for (int n = 2; taken(scope); ++n) scope = absl::StrCat(base, "#", n);
+  return scope;
 }
 
 // Where a symbol's size was first read: the input and dim, for messages.
@@ -148,7 +168,8 @@ absl::StatusOr<ShapeFamily::Built*> ShapeFamily::Find(const std::map<std::string
 
 absl::Status ShapeFamily::Build(const std::map<std::string, int64_t>& sizes, Built& built) {
   built.binding.sizes = sizes;
-  Graph::Scope scope(graph_, ScopeName(sizes));
+  const std::string scope_name = FreeScope(graph_, sizes, options_.inputs);
+  Graph::Scope scope(graph_, scope_name);
   for (const FamilyInput& in : options_.inputs) {
     std::vector<int64_t> dims;
     for (const Dim& d : in.dims) dims.push_back(d.symbol.empty() ? d.size : sizes.at(d.symbol));
@@ -161,7 +182,7 @@ absl::Status ShapeFamily::Build(const std::map<std::string, int64_t>& sizes, Bui
     for (const Value& v : *values) {
       if (!v.ok()) {
         return absl::Status(v.status().code(), absl::StrCat("shape family, building ",
-                                                            ScopeName(sizes), ": ",
+                                                            scope_name, ": ",
                                                             v.status().message()));
       }
     }

@@ -29,7 +29,8 @@
 // models already are (LanguageModel::Logits).
 //
 // Sharing. Every specialisation is built in the same graph, under a scope
-// named after its binding ("batch=2,seq=3/..."), and runs on the same
+// named after its binding ("batch=2,seq=3/...", or "batch=2,seq=3#2/..."
+// where another family of the graph took that name), and runs on the same
 // executor, so a parameter or other variable created before the family is
 // one buffer in every specialisation: a training step run on one shape is
 // seen by all (build the step, with its optimizer state, once, outside the
@@ -46,7 +47,9 @@
 // subgraph per distinct binding, which the bounds limit.
 //
 // A ShapeFamily is not thread-safe; the graph and the executor must
-// outlive it.
+// outlive it. Make a family once and keep it: the graph keeps the nodes
+// of every family made in it, so one made again (per epoch, say) builds
+// its specialisations again beside the first one's.
 
 #ifndef DAGRAD_ENGINE_SHAPE_FAMILY_H_
 #define DAGRAD_ENGINE_SHAPE_FAMILY_H_

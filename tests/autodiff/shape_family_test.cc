@@ -122,8 +122,31 @@ TEST(ShapeFamily, RefusesABadDeclaration) {
                 absl::StatusCode::kInvalidArgument, "no input uses 'seq'");
   EXPECT_STATUS(create(exec, {.inputs = {x, x}, .bounds = {{"batch", 2}}}),
                 absl::StatusCode::kInvalidArgument, "input 'x' twice");
+  // Refused at every Run before.
+  EXPECT_STATUS(create(exec, {.inputs = {{"enc/ids", DType::kInt64, {"batch"}}},
+                              .bounds = {{"batch", 2}}}),
+                absl::StatusCode::kInvalidArgument, "input 'enc/ids': a name must not contain '/'");
   EXPECT_STATUS(create(exec, {.inputs = {x}, .bounds = {{"batch", 2}}, .max_plans = 0}),
                 absl::StatusCode::kInvalidArgument, "max_plans 0 < 1");
+}
+
+// A second family of one graph with the same input at the same size (an
+// evaluation that makes its family per epoch) asked for the first one's
+// input path again: "duplicate path", kept for that size for good. It
+// builds under a scope of its own.
+TEST(ShapeFamily, TwoFamiliesOfOneGraphShareNoInputPath) {
+  Product p;
+  ASSERT_OK(p.Start());
+  ASSERT_OK_AND_ASSIGN(Tensor w, p.exec->Read(p.w));
+  const Tensor x = Random(DType::kFloat32, {3, 3}, 1);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    p.family.reset();
+    ASSERT_OK(p.Start());
+    ASSERT_OK_AND_ASSIGN(Tensor y, p.Run(x));
+    ExpectAllClose(y, HandProduct(x, w), 1e-5, 1e-6, "epoch " + std::to_string(epoch));
+  }
+  EXPECT_FALSE(p.g.Find("batch=3/x").is_null());
+  EXPECT_FALSE(p.g.Find("batch=3#3/x").is_null());
 }
 
 TEST(ShapeFamily, KeepsAtMostMaxPlansEvictingTheLeastRecentlyUsed) {

@@ -118,6 +118,29 @@ TEST(RandomTensor, LowPrecisionDtypesKeepTheBounds) {
   }
 }
 
+// A draw near high rounded up to it in bfloat16 (1 in 512 of U[0, 1)) and
+// float16: [low, high) holds in every dtype, as torch's uniform_ keeps it,
+// and the value below high is still reached, for bounds of either sign.
+TEST(RandomTensor, UniformNeverDrawsHighInAnyDtype) {
+  struct Case {
+    double low, high, largest_below;  // in bfloat16
+  };
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    for (const Case& c : {Case{0, 1, 0.99609375}, Case{-0.5, 0.5, 0.498046875},
+                          Case{-2, -1, -1.0078125}}) {
+      const std::string what = absl::StrCat(DTypeName(dtype), " U[", c.low, ", ", c.high, ")");
+      ASSERT_OK_AND_ASSIGN(Tensor t, RandomUniform(dtype, {kDraws}, c.low, c.high, 7));
+      const Moments m = Measure(t);
+      EXPECT_GE(m.min, c.low) << what;
+      EXPECT_LT(m.max, c.high) << what;
+      if (dtype == DType::kBFloat16) EXPECT_EQ(m.max, c.largest_below) << what;
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(Tensor w, Tensor::Zeros(DType::kBFloat16, {256, 256}));
+  ASSERT_OK(Initializer::XavierUniform().Fill(3, "w", w));
+  EXPECT_LT(Measure(w).max, std::sqrt(6.0 / 512));
+}
+
 bool SameBytes(const Tensor& a, const Tensor& b) {
   return a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
