@@ -24,14 +24,16 @@ absl::StatusOr<TextCodec> TextCodecFor(const std::string& path,
                          }
                        }
                        return TokensToBytes(ids);
-                     }};
+                     },
+                     256};
   }
   DAGRAD_ASSIGN_OR_RETURN(
       Gpt2Tokenizer loaded,
       Gpt2Tokenizer::LoadDirectory(tokenizer_dir.empty() ? path : tokenizer_dir));
   auto tokenizer = std::make_shared<const Gpt2Tokenizer>(std::move(loaded));
   return TextCodec{[tokenizer](absl::string_view text) { return tokenizer->Encode(text); },
-                   [tokenizer](absl::Span<const int64_t> ids) { return tokenizer->Decode(ids); }};
+                   [tokenizer](absl::Span<const int64_t> ids) { return tokenizer->Decode(ids); },
+                   tokenizer->vocab_size()};
 }
 
 absl::StatusOr<std::string> RecordedTokenizerDir(const std::string& path) {

@@ -31,6 +31,7 @@ struct TextCodec {
   std::function<std::vector<int64_t>(absl::string_view text)> encode;
   // decode: InvalidArgument naming an id the tokenizer has no bytes for.
   std::function<absl::StatusOr<std::string>(absl::Span<const int64_t> ids)> decode;
+  int64_t vocab = 256;  // the tokenizer's ids are 0..vocab-1 (bytes: 256)
 };
 
 // TextCodecFor returns the codec of the model at `path`: the tokenizer in

@@ -126,10 +126,12 @@ absl::Status RenderDot(const std::string& dot_path, const std::string& format,
   } else {
     ::close(fd);
   }
-  const std::string command = absl::StrCat(program, " -T", format, " '", dot_path, "'");
+  // A path that begins with '-' would read as one of dot's options.
+  const std::string input = absl::StartsWith(dot_path, "-") ? "./" + dot_path : dot_path;
+  const std::string command = absl::StrCat(program, " -T", format, " '", input, "'");
   int spawn_errno = 0;
   absl::StatusOr<ChildResult> child =
-      Run({program, "-T" + format, "-o", tmp, dot_path}, spawn_errno);
+      Run({program, "-T" + format, "-o", tmp, input}, spawn_errno);
   if (!child.ok()) {
     ::unlink(tmp.c_str());
     if (spawn_errno == ENOENT || spawn_errno == EACCES || spawn_errno == ENOEXEC) {

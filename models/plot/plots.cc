@@ -58,8 +58,13 @@ absl::StatusOr<std::string> PositionalEncoding(int64_t max_len, int64_t dim) {
             .rows = static_cast<int>(max_len), .cols = static_cast<int>(dim),
             .values = std::vector<double>(p, p + max_len * dim), .min = -1, .max = 1,
             .row_axis = "position", .col_axis = "encoding dimension"};
-  LineChart curves{"columns 6-9 (as d2l plots them)", "position", "value", {}};
-  for (int64_t c = std::min<int64_t>(6, dim - 1); c < std::min<int64_t>(10, dim); ++c) {
+  // Columns 6-9, as d2l plots them; the last four of a narrower table.
+  const int64_t first = std::max<int64_t>(0, std::min<int64_t>(6, dim - 4));
+  const int64_t last = std::min<int64_t>(first + 4, dim) - 1;
+  LineChart curves{absl::StrCat("columns ", first, "-", last,
+                                first == 6 ? " (as d2l plots them)" : ""),
+                   "position", "value", {}};
+  for (int64_t c = first; c <= last; ++c) {
     Series s{absl::StrCat("col ", c)};
     for (int64_t i = 0; i < max_len; ++i) {
       s.x.push_back(i);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -79,6 +81,40 @@ std::string DrawLegend(const LineChart& c, double right, double top, double bott
   return out;
 }
 
+
+// DrawSeries draws a series as lines through its finite points, broken
+// where a value is not finite (a NaN row of metrics.csv), and a dot for a
+// point with no finite neighbour (a run of one row), which a line of one
+// point would not show.
+template <typename Px, typename Py>
+std::string DrawSeries(const Series& s, const char* color, Px px, Py py) {
+  std::string out;
+  std::vector<std::pair<double, double>> run;
+  auto flush = [&] {
+    if (run.size() == 1) {
+      absl::StrAppendFormat(&out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+                            run[0].first, run[0].second, color);
+    } else if (run.size() > 1) {
+      std::string points;
+      for (const auto& [x, y] : run) absl::StrAppendFormat(&points, "%.1f,%.1f ", x, y);
+      absl::StrAppendFormat(&out,
+                            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+                            "points=\"%s\"/>\n",
+                            color, points);
+    }
+    run.clear();
+  };
+  for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+    if (std::isfinite(s.y[i])) {
+      run.emplace_back(px(s.x[i]), py(s.y[i]));
+    } else {
+      flush();
+    }
+  }
+  flush();
+  return out;
+}
+
 std::string DrawLine(const LineChart& c, double x0, double y0, double w, double h) {
   std::string out;
   const double left = x0 + 58, right = x0 + w - 12, top = y0 + 26, bottom = y0 + h - 40;
@@ -117,15 +153,7 @@ std::string DrawLine(const LineChart& c, double x0, double y0, double w, double 
                                              (top + bottom) / 2)
                                  .c_str()));
   for (size_t k = 0; k < c.series.size(); ++k) {
-    const Series& s = c.series[k];
-    std::string points;
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (std::isfinite(s.y[i])) absl::StrAppendFormat(&points, "%.1f,%.1f ", px(s.x[i]), py(s.y[i]));
-    }
-    absl::StrAppendFormat(&out,
-                          "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-                          "points=\"%s\"/>\n",
-                          kPalette[k % 8], points);
+    absl::StrAppend(&out, DrawSeries(c.series[k], kPalette[k % 8], px, py));
   }
   absl::StrAppend(&out, DrawLegend(c, right, top, bottom, (ymin + ymax) / 2));
   return out;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -395,6 +396,20 @@ TEST(DotRender, APngTooTallForCairoIsScaledNotRefused) {
   ASSERT_OK(RenderDot(dir + "/tall.dot", "png", dir + "/tall.png"));
   ASSERT_OK_AND_ASSIGN(const std::string png, ReadFile(dir + "/tall.png"));
   EXPECT_EQ(png.substr(1, 3), "PNG");
+}
+
+// A relative path that begins with '-' reached dot as an option ("Missing
+// argument for -o flag").
+TEST(DotRender, APathThatBeginsWithADashIsAFileToDot) {
+  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot was not found when configuring";
+  const std::string dir = NewTempDir("dot");
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  ASSERT_OK(WriteDotFile("-x.dot", "digraph { a -> b; }\n"));
+  const absl::Status rendered = RenderDot("-x.dot", "svg", "-x.svg");
+  std::filesystem::current_path(before);
+  EXPECT_TRUE(rendered.ok()) << rendered;
+  EXPECT_TRUE(Exists(dir + "/-x.svg"));
 }
 
 TEST(DotRender, MissingGraphvizIsUnavailable) {

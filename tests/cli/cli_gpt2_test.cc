@@ -185,6 +185,14 @@ TEST(CliGpt2, GenerateFromAFineTunedFileNeedsItsTokenizer) {
   r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/moved.safetensors", greedy));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("records the tokenizer '" + dir + "/gone' (or give --tokenizer=DIR)"));
+  // A byte-level GPT read through GPT-2's tokenizer printed the prompt,
+  // then failed on an id past its 256 (or printed another text's bytes).
+  r = RunDagrad(absl::StrCat("generate --checkpoint=", GptGoldens(),
+                             "model.safetensors --tokenizer=", HfGpt2Tiny(), greedy));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("the tokenizer of ", HfGpt2Tiny(), " has 512 ids, more "
+                                            "than the 256 of ", GptGoldens(), "model.safetensors")));
 }
 
 // --init=DIR trains with config.json's dropouts unless --dropout is given,

@@ -63,6 +63,8 @@ TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
       {"dot --model=mlp", "--out is required"},
       {"dot --model=nope --out=/tmp/x.dot", "unknown model 'nope'"},
       {"dot --out=/tmp/x.dot --render=gif", "--render must be svg or png"},
+      {"dot --model=mha --html --collapse=mha --out=/tmp/x.html",
+       "--collapse folds scopes of the DOT file; the --html page opens with every scope collapsed"},
       {"eval --input=a --output=b", "--checkpoint is required"},
       {"eval --checkpoint=/nonexistent.safetensors --input=a --output=b", "nonexistent"},
   };

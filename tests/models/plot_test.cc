@@ -3,6 +3,7 @@
 
 #include "models/plot/plots.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,35 @@ TEST(Plot, LossCurvesDrawBothSplits) {
   EXPECT_THAT(svg, HasSubstr("token accuracy"));
 }
 
+// A run of one metrics row drew one-point lines, which show nothing; a
+// NaN row (every step of its window skipped) was bridged by a line.
+TEST(Plot, LossCurvesDotALoneRowAndBreakAtANaN) {
+  const std::string one = LossCurves({{.step = 5, .loss = 2.0, .eval_loss = 2.5}});
+  EXPECT_GT(Count(one, "<circle"), 0);
+  EXPECT_THAT(one, Not(HasSubstr("<polyline")));
+  const double nan = std::nan("");
+  const std::string gap = LossCurves({{.step = 1, .loss = 3, .eval_loss = 3},
+                                      {.step = 2, .loss = 2, .eval_loss = 2},
+                                      {.step = 3, .loss = nan, .eval_loss = 2},
+                                      {.step = 4, .loss = 1, .eval_loss = 1},
+                                      {.step = 5, .loss = 1, .eval_loss = 1}});
+  // Training loss: two lines either side of the NaN; held-out loss: one.
+  EXPECT_EQ(Count(gap, "<circle"), 0);
+  EXPECT_GE(Count(gap, "<polyline"), 3);
+}
+
 TEST(Plot, PositionalEncodingDrawsTheTableAndFourColumns) {
   ASSERT_OK_AND_ASSIGN(const std::string svg, PositionalEncoding(16, 12));
   EXPECT_THAT(svg, HasSubstr("P (16 positions x 12 dims)"));
+  EXPECT_THAT(svg, HasSubstr("columns 6-9 (as d2l plots them)"));
   for (const char* col : {"col 6", "col 7", "col 8", "col 9"}) EXPECT_THAT(svg, HasSubstr(col));
+  // A narrower table: its last four columns, titled as they are (it said
+  // 6-9 and drew column 3).
+  ASSERT_OK_AND_ASSIGN(const std::string narrow, PositionalEncoding(3, 4));
+  EXPECT_THAT(narrow, HasSubstr("columns 0-3<"));
+  for (const char* col : {"col 0", "col 1", "col 2", "col 3"}) EXPECT_THAT(narrow, HasSubstr(col));
+  ASSERT_OK_AND_ASSIGN(const std::string two, PositionalEncoding(3, 2));
+  EXPECT_THAT(two, HasSubstr("columns 0-1<"));
 }
 
 TEST(Plot, XmlEscapeEscapesTheFiveCharacters) {

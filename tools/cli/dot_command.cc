@@ -130,6 +130,11 @@ absl::Status Dot() {
   if (absl::GetFlag(FLAGS_html) && !render.empty()) {
     return absl::InvalidArgumentError("--render draws the DOT file, which --html does not write");
   }
+  if (absl::GetFlag(FLAGS_html) && !absl::GetFlag(FLAGS_collapse).empty()) {
+    return absl::InvalidArgumentError(
+        "--collapse folds scopes of the DOT file; the --html page opens with every scope "
+        "collapsed, and a click opens one");
+  }
   const std::string model = absl::GetFlag(FLAGS_model);
   DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(
       out, "out", {{IsOnnxPath(model) ? model : "", "model"}, {absl::GetFlag(FLAGS_input), "input"}}));

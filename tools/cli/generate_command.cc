@@ -77,16 +77,24 @@ absl::StatusOr<models::TextCodec> CodecFor(const std::string& path, const std::s
   return codec;
 }
 
-// CheckBytesAreTokens: a model file read one byte a token has at most 256
-// ids, which a fine-tuned GPT-2 does not.
-absl::Status CheckBytesAreTokens(const std::string& path, const std::string& tokenizer,
-                                 int64_t vocab) {
-  if (!tokenizer.empty() || std::filesystem::is_directory(path) || vocab <= 256) {
-    return absl::OkStatus();
+// CheckCodecFitsModel, before any output: a model file read one byte a
+// token has at most 256 ids, which a fine-tuned GPT-2 does not; and a
+// tokenizer with more ids than the model is not the one it learnt (a
+// byte-level GPT read through GPT-2's tokenizer; the other way round, a
+// model may have ids its tokenizer lacks, as nanoGPT's padded vocabulary).
+absl::Status CheckCodecFitsModel(const std::string& path, const std::string& tokenizer,
+                                 const models::TextCodec& codec, int64_t vocab) {
+  if (tokenizer.empty() && !std::filesystem::is_directory(path) && vocab > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " records no tokenizer, and its ", vocab,
+        " token ids are a tokenizer's, not bytes: give --tokenizer=DIR (vocab.json, merges.txt)"));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, " records no tokenizer, and its ", vocab,
-      " token ids are a tokenizer's, not bytes: give --tokenizer=DIR (vocab.json, merges.txt)"));
+  if (codec.vocab > vocab) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the tokenizer of ", tokenizer.empty() ? path : tokenizer, " has ", codec.vocab,
+        " ids, more than the ", vocab, " of ", path, ": it is not the model's tokenizer"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Generate() {
@@ -100,7 +108,7 @@ absl::Status Generate() {
   DAGRAD_ASSIGN_OR_RETURN(const models::TextCodec codec, CodecFor(path, tokenizer));
   DAGRAD_ASSIGN_OR_RETURN(auto gen, models::Generator::Load(path, std::move(device),
                                                             {.attention = attention}));
-  DAGRAD_RETURN_IF_ERROR(CheckBytesAreTokens(path, tokenizer, gen->model().vocab()));
+  DAGRAD_RETURN_IF_ERROR(CheckCodecFitsModel(path, tokenizer, codec, gen->model().vocab()));
   // The prompt, then each token's bytes as it is drawn (TerminalStream).
   TerminalStream out(stdout);
   absl::Status undecodable;
