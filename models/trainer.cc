@@ -184,7 +184,8 @@ absl::Status SaveFiniteVariables(Executor& exec, const std::vector<Value>& vars,
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, CollectVariables(exec, vars));
   if (absl::Status st = RequireFinite(file); !st.ok()) {
     absl::Status refusal =
-        absl::FailedPreconditionError(absl::StrCat("not writing ", path, ": ", st.message()));
+        absl::FailedPreconditionError(absl::StrCat("not writing ", path, ": ", st.message(),
+                                                   "; a non-finite value is never saved"));
     refusal.SetPayload(kNonFiniteRefusal, absl::Cord("a NaN or Inf"));
     return refusal;
   }

@@ -395,8 +395,7 @@ absl::Status RequireFinite(const SafetensorsFile& file) {
     if (bad >= 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "tensor ", QuotedText(name), " holds ", FloatAt(t.raw_data(), t.dtype(), bad),
-          " at element ", bad,
-          "; a non-finite value is never saved"));
+          " at element ", bad));
     }
   }
   return absl::OkStatus();

@@ -3,6 +3,7 @@
 // transformers computed for it (forward_backward.safetensors: logits, the
 // loss and every gradient; greedy40.json: a greedy continuation).
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -259,6 +260,17 @@ TEST(CliGpt2, FineTuningAndExportRefuseWhatDoesNotFit) {
   EXPECT_THAT(r.err, HasSubstr(absl::StrCat("--out=", dir, "/hf_copy/model.safetensors would write over ",
                                             dir, "/hf_copy/model.safetensors (--init)")));
   EXPECT_EQ(*ReadFile(dir + "/hf_copy/model.safetensors"), weights);
+  // A NaN in the weights stopped at step 1 blaming the learning rate.
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile hf, ReadSafetensors(dir + "/hf_copy/model.safetensors"));
+  Tensor& first = hf.tensors[0].second;
+  ASSERT_EQ(first.dtype(), DType::kFloat32);
+  first.data<float>()[1] = std::nanf("");
+  ASSERT_OK(WriteSafetensors(dir + "/hf_copy/model.safetensors", hf));
+  r = RunDagrad(absl::StrCat("train --task=text --init=", dir, "/hf_copy --data=", dir,
+                             "/corpus.txt --steps=2 --seq_len=16 --batch=2 --out=", dir, "/nan_run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("tensor '", hf.tensors[0].first,
+                                            "' holds nan at element 1; training needs finite weights")));
   r = RunDagrad(absl::StrCat("export --format=tf --checkpoint=x --out=y"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--format must be onnx or hf, got 'tf'"));
