@@ -232,7 +232,6 @@ void RunDirectory::RotateWindow() const {
 // files but the lock and metrics.csv, which WriteMetrics replaces.
 absl::Status RunDirectory::RemoveEarlierRun() {
   if (!earlier_run_) return absl::OkStatus();
-  earlier_run_ = false;
   for (const char* file : kRunFileNames) {
     if (absl::string_view(file) == ".lock" || absl::string_view(file) == "metrics.csv") continue;
     if (::unlink(path(file).c_str()) != 0 && errno != ENOENT) {
@@ -240,6 +239,7 @@ absl::Status RunDirectory::RemoveEarlierRun() {
           errno, absl::StrCat("cannot remove the earlier run's '", path(file), "'"));
     }
   }
+  earlier_run_ = false;
   return absl::OkStatus();
 }
 

@@ -64,8 +64,8 @@ ABSL_FLAG(bool, resume, false,
           "run gracefully: the step in flight finishes, the checkpoint is saved, and it exits "
           "128+signal; a second signal exits at once, the last checkpoint whole");
 ABSL_FLAG(bool, overwrite, false,
-          "start afresh in an --out that holds an earlier run's checkpoint, replacing its "
-          "files (without it, or --resume, such an --out is refused)");
+          "start afresh in an --out that holds an earlier run's checkpoint, replacing all of its "
+          "files at the first save (without it, or --resume, such an --out is refused)");
 ABSL_FLAG(std::string, trace, "",
           "with --profile, also write the profiled training step as a Chrome trace (Perfetto, "
           "chrome://tracing) to this file");
