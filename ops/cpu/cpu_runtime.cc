@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -47,6 +48,19 @@ CpuState& State() {
 bool HasAvx512() { return CpuHasInstructionsOf(CpuIsa::kAvx512); }
 bool HasAvx2Fma() { return CpuHasInstructionsOf(CpuIsa::kAvx2); }
 
+// Instructions a kernel set needs beyond dagrad's levels; false off x86-64.
+#if defined(__x86_64__)
+bool HasAvx() { return __builtin_cpu_supports("avx"); }
+bool HasFma4() { return __builtin_cpu_supports("fma4"); }  // AMD family 15h only
+bool HasXeonPhiAvx512() {
+  return __builtin_cpu_supports("avx512er") && __builtin_cpu_supports("avx512pf");
+}
+#else
+bool HasAvx() { return false; }
+bool HasFma4() { return false; }
+bool HasXeonPhiAvx512() { return false; }
+#endif
+
 std::string FeatureString() {
   std::vector<std::string> f;
 #if defined(__x86_64__)
@@ -69,23 +83,22 @@ std::string FeatureString() {
 bool CanRun(int id) {
   switch (static_cast<arch_t>(id)) {
     case BLIS_ARCH_SKX:
-    case BLIS_ARCH_KNL:
       return HasAvx512();
+    case BLIS_ARCH_KNL:  // Xeon Phi's AVX-512 extensions, which no other CPU has
+      return HasAvx512() && HasXeonPhiAvx512();
     case BLIS_ARCH_HASWELL:
     case BLIS_ARCH_ZEN:
     case BLIS_ARCH_ZEN2:
     case BLIS_ARCH_ZEN3:
+      return HasAvx2Fma();
+    // AMD's family 15h sets use FMA4, which only those CPUs have (not Zen).
     case BLIS_ARCH_EXCAVATOR:
     case BLIS_ARCH_STEAMROLLER:
     case BLIS_ARCH_PILEDRIVER:
     case BLIS_ARCH_BULLDOZER:
-      return HasAvx2Fma();
+      return HasAvx() && HasFma4();
     case BLIS_ARCH_SANDYBRIDGE:
-#if defined(__x86_64__)
-      return __builtin_cpu_supports("avx");
-#else
-      return false;
-#endif
+      return HasAvx();
     case BLIS_ARCH_PENRYN:
 #if defined(__x86_64__)
       return true;
@@ -128,11 +141,16 @@ constexpr arch_t kCandidates[] = {BLIS_ARCH_SKX,       BLIS_ARCH_ZEN3,      BLIS
                                   BLIS_ARCH_THUNDERX2, BLIS_ARCH_CORTEXA57, BLIS_ARCH_CORTEXA53,
                                   BLIS_ARCH_GENERIC};
 
+// ValidChoices lists every kernel set this CPU can run: dagrad's
+// candidates first, fastest first, then the others BLIS has.
 std::string ValidChoices() {
   std::vector<std::string> names;
-  for (arch_t id : kCandidates) {
-    if (CanRun(id)) names.push_back(absl::StrCat(bli_arch_string(id), " (", id, ")"));
-  }
+  auto add = [&names](arch_t id) {
+    const std::string name = absl::StrCat(bli_arch_string(id), " (", static_cast<int>(id), ")");
+    if (CanRun(id) && !absl::c_linear_search(names, name)) names.push_back(name);
+  };
+  for (arch_t id : kCandidates) add(id);
+  for (int id = 0; id < BLIS_NUM_ARCHS; ++id) add(static_cast<arch_t>(id));
   return absl::StrJoin(names, ", ");
 }
 
@@ -394,6 +412,31 @@ bool ShareProduct(const Product<T>& p, int threads) {
   return true;
 }
 
+// SmallRows runs a product that IsSmallGemm takes with SmallGemm: on one
+// thread up to 2^18 multiply-adds, above that in blocks of rows over
+// `threads`. Each element's sum is the same chain of multiply-adds in any
+// block, so any thread count gives the same bits (a larger product going
+// to BLIS at 2 threads only rounded as BLIS's kernel set does, which need
+// not be as this level does: a baseline level beside skx's FMA).
+template <typename T>
+void SmallRows(const CpuKernels& kernels, int threads, const Product<T>& p) {
+  constexpr int64_t kMinRows = 8;
+  const int64_t blocks =
+      p.m * p.n * p.k <= (int64_t{1} << 18)
+          ? 1
+          : std::min<int64_t>(threads * kBlocksPerThread, p.m / kMinRows);
+  if (blocks < 2) {
+    SmallGemm<T>(kernels, p.m, p.n, p.k, p.alpha, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, p.beta,
+                 p.c, p.rsc);
+    return;
+  }
+  RunChunks(blocks, threads, [&](int64_t i) {
+    const int64_t begin = p.m * i / blocks, end = p.m * (i + 1) / blocks;
+    SmallGemm<T>(kernels, end - begin, p.n, p.k, p.alpha, p.a + begin * p.rsa, p.rsa, p.csa, p.b,
+                 p.rsb, p.csb, p.beta, p.c + begin * p.rsc, p.rsc);
+  });
+}
+
 }  // namespace
 
 template <typename T>
@@ -402,12 +445,10 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
                   int64_t csc, bool one_thread) {
   if (absl::Status st = ConfigureCpu(); !st.ok()) return st;
   const CpuKernels& kernels = **ActiveKernels();  // ok: ConfigureCpu checked it
-  // kSmallGemmMaxMadds is measured on one thread: a product BLIS may split
-  // over several threads stays with BLIS above 2^18 multiply-adds.
   const int threads = one_thread ? 1 : NumThreads();
-  const bool whole_thread = threads == 1 || m * n * k <= (int64_t{1} << 18);
-  if (IsSmallGemm(kernels, m, n, k) && whole_thread && csc == 1) {
-    SmallGemm<T>(kernels, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc);
+  const Product<T> p{m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc};
+  if (IsSmallGemm(kernels, m, n, k) && csc == 1) {
+    SmallRows(kernels, threads, p);
     return absl::OkStatus();
   }
   if (m == 1) {
@@ -418,22 +459,22 @@ absl::Status Gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t 
                   const_cast<T*>(a), csa, &beta, c, csc);
     return absl::OkStatus();
   }
+  Product<T> q = p;
   if (std::is_same_v<T, float> && CopyColumnB(m, n, k, rsb, csb)) {
-    b = RowsOfB(k, n, b, csb);
-    rsb = n;
-    csb = 1;
+    q.b = RowsOfB(k, n, b, csb);
+    q.rsb = n;
+    q.csb = 1;
   }
   // The thread count is passed on every call, so it holds in any calling
   // thread; one thread when asked (the caller spreads products over them).
   // While the kernels share work (ShareWork) the threads take blocks of the
   // product; one that cannot be shared runs on one, as BLIS's own split
   // would wait at its barrier for a thread that lost its core.
-  const Product<T> p{m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc};
   if (threads > 1 && ShareWork()) {
-    if (!ShareProduct(p, threads)) CallBlis(p, 1, /*sup=*/true);
+    if (!ShareProduct(q, threads)) CallBlis(q, 1, /*sup=*/true);
     return absl::OkStatus();
   }
-  CallBlis(p, threads, /*sup=*/true);
+  CallBlis(q, threads, /*sup=*/true);
   return absl::OkStatus();
 }
 

@@ -53,7 +53,10 @@ struct GeluBackwardFn {
       const T t = math::Tanh(inner);
       const T d_inner =
           T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
-      return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * d_inner);
+      // (1 - t^2) is 0 where d_inner may overflow (|x| past 1.8e19 in
+      // float): the term is 0 there, not 0 * inf.
+      const T sech2 = T(1) - t * t;
+      return g * (T(0.5) * (T(1) + t) + (sech2 == T(0) ? T(0) : T(0.5) * x * sech2 * d_inner));
     }
     const T cdf = T(0.5) * (T(1) + math::Erf(x * T(math::kSqrtHalf)));
     const T pdf = math::Exp(T(-0.5) * x * x) * T(math::kInvSqrt2Pi);

@@ -19,6 +19,7 @@
 #include "ops/autodiff/autodiff.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/elementwise.h"
+#include "ops/math/gelu_math.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"
 
@@ -173,11 +174,16 @@ TEST(GeluKernel, NonFiniteAndLargeInputsAsTorch) {
     EXPECT_EQ(out.y[5], 0.0f);
     EXPECT_LE(std::abs(out.y[6]), 1e-30f);
     EXPECT_EQ(out.dx[5], 0.5f);
-    if (!tanh) {  // the tanh form's x^3 overflows at 1e30, as torch's does
-      EXPECT_EQ(out.dx[3], 1.0f);
-      EXPECT_EQ(out.dx[4], 0.0f);
-    }
+    // The tanh form's x^3 overflows at 1e30, and its gradient was
+    // 0 * inf = NaN there (as torch's float32 is); torch's float64 gives 1, 0.
+    EXPECT_EQ(out.dx[3], 1.0f) << tanh;
+    EXPECT_EQ(out.dx[4], 0.0f) << tanh;
   }
+  // The float64 functor (the op's float64 kernel, and CUDA's) alike.
+  const GeluBackwardFn grad(Attrs().Str("approximate", "tanh"));
+  EXPECT_EQ(grad(1e200, 1.0), 1.0);
+  EXPECT_EQ(grad(-1e200, 1.0), 0.0);
+  EXPECT_EQ(grad(3e38f, 1.0f), 1.0f);
 }
 
 // The op runs the active level's kernel for float32 and GeluFn (std::erf)

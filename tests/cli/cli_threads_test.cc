@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "engine/io/file_io.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/test_util.h"
 
 namespace dagrad::testing {
 namespace {
@@ -56,6 +58,27 @@ TEST(CliThreads, InfoSaysWhereTheThreadCountCameFrom) {
               HasSubstr("\nthreads: 1 (DAGRAD_NUM_THREADS), "));
   EXPECT_THAT(InfoOut("", "env -u DAGRAD_NUM_THREADS"),
               ContainsRegex("\nthreads: [0-9]+ \\([0-9]+ hardware threads.* -> [0-9]+\\), "));
+}
+
+// --threads gives the same bits at any count, also where dagrad's kernel
+// level and BLIS's kernel set round differently (the baseline level has
+// no fused multiply-add; skx's and haswell's BLIS do): a product past 2^18
+// multiply-adds went to SmallGemm on one thread and to BLIS on two. Its
+// linear layers (128 rows, 64 x 64) are such products.
+TEST(CliThreads, TheBaselineLevelTrainsTheSameBitsAtAnyThreadCount) {
+  const std::string dir = FreshDir("threads_bits");
+  const std::string train =
+      "train --vocab=8 --seq_len=8 --min_len=3 --dim=64 --heads=2 --layers=1 --ffn=64 "
+      "--batch=16 --steps=3 --eval_every=3 --warmup=0 ";
+  for (const char* threads : {"1", "2"}) {
+    const CliResult r = RunDagrad(absl::StrCat(train, "--threads=", threads, " --out=", dir, "/t",
+                                               threads),
+                                  "env DAGRAD_CPU_ISA=baseline");
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string one, ReadFile(dir + "/t1/model.safetensors"));
+  ASSERT_OK_AND_ASSIGN(const std::string two, ReadFile(dir + "/t2/model.safetensors"));
+  EXPECT_TRUE(one == two) << "the model trained on 1 and on 2 threads differs";
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // on any thread count: row blocks, column blocks, transposed and strided
 // operands, a k past BLIS's k blocking, alpha and beta. ctest runs these
 // under BLIS's zen3 kernels too (gemm_shared_zen3), whose small-product
-// path has thresholds that skx's has not.
+// path has thresholds that skx's has not, and where dagrad's level and
+// BLIS's kernels round differently (gemm_shared_baseline,
+// gemm_shared_sandybridge).
 
 #include <cstdint>
 #include <cstring>
@@ -73,6 +75,13 @@ const Layout kLayouts[] = {
     {.m = 1000, .n = 700, .k = 260, .a_by_columns = true, .b_by_columns = true, .alpha = 0.5,
      .beta = 0.25},
     {.m = 130, .n = 140, .k = 90},                                    // too small to share
+    // SmallGemm's products past 2^18 multiply-adds, its rows split over the
+    // threads (they went to BLIS on two, which rounds as its own kernel set
+    // does: ctest runs these at the baseline level, without FMA, beside
+    // skx's FMA, and under sandybridge's BLIS, without FMA, beside avx512).
+    {.m = 64, .n = 64, .k = 128},
+    {.m = 250, .n = 100, .k = 100, .a_by_columns = true, .beta = 1},
+    {.m = 129, .n = 200, .k = 160, .b_by_columns = true, .c_padding = 5},
 };
 
 class SharedGemm : public ::testing::TestWithParam<WaitPolicy> {

@@ -130,11 +130,13 @@ inline VecF GeluVec(VecF x, bool tanh) {
 }
 
 // gelu'(x) = Phi(x) + x phi(x); for the tanh form, d/dx x sigmoid(2 z) =
-// s + x * 2 s (1 - s) z'.
+// s + x * 2 s (1 - s) z', whose second term is 0 where 2 s (1 - s) is
+// (|x| above 10 or so; past 1.8e19, z' overflows and 0 * inf was NaN).
 inline VecF GeluGradVec(VecF x, VecF g, bool tanh) {
   if (tanh) {
     const TanhForm f = TanhFormOf(x);
-    return g * (f.s + x * ((2.0f * f.s * f.one_minus_s) * f.dz));
+    const VecF w = 2.0f * f.s * f.one_minus_s;
+    return g * (f.s + (w > 0.0f ? x * (w * f.dz) : VecF{}));
   }
   const Normal n = NormalOf(x);
   return g * (n.cdf + x * (n.gauss * kInvSqrt2Pi));
