@@ -275,7 +275,12 @@ absl::StatusOr<TensorType> InferConcat(const InferContext& ctx) {
           "input ", i, " ", t.shape.ToString(), " differs from input 0 ",
           first.shape.ToString(), " off axis ", *axis));
     }
-    out[*axis] += t.shape[*axis];
+    const std::optional<int64_t> sum = CheckedAdd(out[*axis], t.shape[*axis]);
+    if (!sum) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the inputs' sizes along axis ", *axis, " sum past int64 at input ", i));
+    }
+    out[*axis] = *sum;
   }
   return TensorType{first.dtype, Shape(out)};
 }

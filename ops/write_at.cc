@@ -101,10 +101,11 @@ std::string WriteAtStartMessage(int64_t start, const Shape& target, const Shape&
 }
 
 Value WriteAt(Value target, Value value, Value start, int64_t axis) {
+  const int64_t given = axis;
   if (target.ok() && axis < 0) axis += target.rank();
   if (target.ok() && (axis < 0 || axis >= target.rank())) {
     return target.graph()->Error(absl::InvalidArgumentError(absl::StrCat(
-        "write_at: axis ", axis, " is outside the target's rank ", target.rank())));
+        "write_at: axis ", given, " is outside the target's rank ", target.rank())));
   }
   return BuildOp(kWriteAt, {target, value, start}, Attrs().Int("axis", axis));
 }

@@ -21,6 +21,7 @@
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/cpu/internal/gemm.h"
 #include "ops/cpu/internal/small_gemm.h"
+#include "ops/cpu/internal/team_slot.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/thread_pool.h"
 
@@ -355,8 +356,10 @@ struct Product {
 // conventional path whatever p's size.
 template <typename T>
 void CallBlis(const Product<T>& p, int threads, bool sup) {
+  // While another thread's team has the cores, this call runs alone.
+  const TeamSlot team(/*wanted=*/threads > 1);
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(threads, &rntm);
+  bli_rntm_set_num_threads(team.held() ? threads : 1, &rntm);
   if (!sup) bli_rntm_disable_l3_sup(&rntm);
   T alpha = p.alpha, beta = p.beta;
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p.m, p.n, p.k, &alpha,

@@ -74,7 +74,7 @@ absl::Status SetNumThreads(int n);
 // ranks on the node). A DAGRAD_NUM_THREADS that is not an integer in
 // [1, MaxThreads()] makes ConfigureCpu fail (FailedPrecondition naming it);
 // NumThreads then uses the default. The count is process-wide: executors in
-// one process share it and one OpenMP pool (ops/cpu/cpu_threads.h).
+// one process share it and its threads (ops/cpu/cpu_threads.h).
 int NumThreads();
 
 }  // namespace dagrad

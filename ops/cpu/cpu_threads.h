@@ -5,8 +5,11 @@
 // the count every kernel uses; ShareWork says how the threads split the work.
 //
 // The threads are process-wide: every Executor in a process (two models
-// trained side by side, a Run on any thread) shares one OpenMP pool, one
-// dagrad pool and one count, so two executors never take every core each.
+// trained side by side, a Run on any thread) shares one count, dagrad's one
+// pool, and one team of OpenMP or BLIS threads at a time (a kernel that
+// finds the team busy runs on its calling thread: TeamSlot,
+// ops/cpu/internal/team_slot.h), so two executors never take every core
+// each.
 //
 // Wait policy. BLIS's barrier spins without yielding and libgomp's idle
 // threads spin before they sleep, so two threads that share a core with

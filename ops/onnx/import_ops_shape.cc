@@ -64,9 +64,11 @@ Outputs ImportReshape(OnnxNodeContext& c) {
 
 Outputs ImportFlatten(OnnxNodeContext& c) {
   Value x = c.input(0);
-  int64_t axis = c.Int("axis", 1);
-  if (axis < 0) axis += x.rank();
-  if (axis < 0 || axis > x.rank()) return c.Error(absl::StrCat("axis ", axis, " out of range"));
+  const int64_t given = c.Int("axis", 1);
+  const int64_t axis = given < 0 ? given + x.rank() : given;
+  if (axis < 0 || axis > x.rank()) {
+    return c.Error(absl::StrCat("axis ", given, " is outside [", -x.rank(), ", ", x.rank(), "]"));
+  }
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.dim(i);
   return c.Outputs({Reshape(x, {outer, inner})});

@@ -158,6 +158,12 @@ TEST(Shape, Errors) {
                 "(2, 3) does not broadcast to (3, 3)");
   EXPECT_STATUS(Concat({x, Reshape(x, {3, 2})}, 0).status(), absl::StatusCode::kInvalidArgument,
                 "differs from input 0");
+  // Sizes whose sum wraps: four of 2^62 and 6 gave (6,).
+  const Value quarter = x.graph()->Input("quarter", DType::kBool, {int64_t{1} << 62});
+  const Value six = x.graph()->Input("six", DType::kBool, {6});
+  EXPECT_STATUS(Concat({quarter, quarter, quarter, quarter, six}, 0).status(),
+                absl::StatusCode::kInvalidArgument,
+                "the inputs' sizes along axis 0 sum past int64 at input 1");
   EXPECT_STATUS(Slice(x, 2, 0, 1).status(), absl::StatusCode::kInvalidArgument,
                 "axis 2 is out of range for rank 2");
   EXPECT_STATUS(Slice(x, 0, 0, 1, 0).status(), absl::StatusCode::kInvalidArgument, "step 0");

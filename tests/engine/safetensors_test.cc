@@ -181,6 +181,23 @@ TEST(Safetensors, RankZeroHeaderWrittenByHand) {
   EXPECT_EQ(f.Find("s")->data<int32_t>()[0], 5);
 }
 
+// The header's checks ran in a parser callback that walked the whole
+// enclosing object at each object's end: 40,000 tensors took minutes, a
+// 100 MB header hours. 200,000 (empty ones, 13 MB of header) now parse in
+// about a second.
+TEST(Safetensors, AHeaderOfManyTensorsParsesInLinearTime) {
+  constexpr int kTensors = 200000;
+  std::string header = "{";
+  for (int i = 0; i < kTensors; ++i) {
+    absl::StrAppend(&header, i == 0 ? "" : ",", "\"t", i,
+                    "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}");
+  }
+  header += "}";
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile f, ParseSafetensors(MakeFile(header)));
+  EXPECT_EQ(f.tensors.size(), static_cast<size_t>(kTensors));
+  EXPECT_EQ(f.Find("t199999")->shape(), Shape({0}));
+}
+
 TEST(Safetensors, AcceptsUnknownFieldsAndWhitespace) {
   // Fields a newer writer may add are ignored, like the reference reader;
   // JSON whitespace (including the writers' trailing padding) is fine.

@@ -575,6 +575,17 @@ TEST(OnnxImportAudit, NamesThatFlattenAlikeStayApart) {
   EXPECT_EQ(model.parameters[1].value.path(), "w__b");
 }
 
+// Flatten's error named the axis after adding the rank (-5 of a rank-2
+// input was "axis -3").
+TEST(OnnxImportAudit, AFlattenAxisOutOfRangeIsNamedAsGiven) {
+  OnnxTestModel m;
+  m.Input("x", T<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  OnnxTestModel::IntAttr(m.Node("Flatten", {"x"}, {"y"}), "axis", -5);
+  m.Output("y");
+  EXPECT_STATUS(m.Import().status(), absl::StatusCode::kInvalidArgument,
+                "axis -5 is outside [-2, 2]");
+}
+
 }  // namespace
 }  // namespace dagrad::testing
 

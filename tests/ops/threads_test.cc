@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/cpu/cpu_runtime.h"
+#include "ops/cpu/cpu_threads.h"
 #include "ops/cpu/parallel.h"
 
 namespace dagrad {
@@ -61,6 +63,34 @@ TEST_F(ThreadCountTest, CountAboveTheCoresIsUsedAsSet) {
   ASSERT_TRUE(SetNumThreads(2).ok());
   EXPECT_EQ(LargestTeam(), 2);
   EXPECT_EQ(LargestTeamOnNewThread(), 2);
+}
+
+// Two threads' kernels at once (two executors) ran a team of NumThreads()
+// each under OpenMP: 4 threads computing on 2 cores. One team runs at a
+// time; the other caller's chunk runs on its own thread.
+TEST_F(ThreadCountTest, TwoCallingThreadsShareOneTeam) {
+  const WaitPolicy saved_policy = ActiveWaitPolicy();
+  SetWaitPolicy(WaitPolicy::kSpin);
+  ASSERT_TRUE(SetNumThreads(2).ok());
+  std::atomic<int> running{0}, most{0};
+  auto work = [&] {
+    for (int i = 0; i < 40; ++i) {
+      ParallelFor(2, 1, [&](int64_t, int64_t) {
+        const int now = ++running;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        --running;
+      });
+    }
+  };
+  std::thread first(work), second(work);
+  first.join();
+  second.join();
+  SetWaitPolicy(saved_policy);
+  EXPECT_LE(most.load(), 3) << "chunks at once: one team of 2, and the other caller";
+  EXPECT_GE(most.load(), 2);
 }
 
 TEST_F(ThreadCountTest, NonPositiveCountMeansOne) {

@@ -63,6 +63,8 @@ TEST(WriteAt, RefusesWhatDoesNotFit) {
                 absl::StatusCode::kInvalidArgument, "start must be int64");
   EXPECT_STATUS(WriteAt(cache, g.Input("f", DType::kFloat32, {2, 1}), at, 2).status(),
                 absl::StatusCode::kInvalidArgument, "axis 2 is outside the target's rank 2");
+  EXPECT_STATUS(WriteAt(cache, g.Input("g", DType::kFloat32, {2, 1}), at, -3).status(),
+                absl::StatusCode::kInvalidArgument, "axis -3 is outside the target's rank 2");
   EXPECT_FALSE(WriteAt(g.Input("h", DType::kFloat32, {2, 4}),
                        g.Input("i", DType::kFloat32, {2, 1}), at, 1).ok());  // not a variable
 }
