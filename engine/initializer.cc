@@ -124,27 +124,47 @@ Drawn Resolve(const Initializer& init, const Shape& shape) {
   }
 }
 
-// LargestBelow is the largest T below `high`, where a uniform draw that
-// rounds up to high goes: [low, high) holds in every dtype, as torch's
-// uniform_ never gives high (a bfloat16 draw from [0, 1) rounded to 1.0 in
-// 1 of 512).
+// Step is the T next to t, up or down.
 template <typename T>
-T LargestBelow(double high) {
-  T t = ConvertElement<T>(high);
-  if (ConvertElement<double>(t) < high) return t;
+T Step(T t, bool up) {
   if constexpr (std::is_floating_point_v<T>) {
-    return std::nextafter(t, -std::numeric_limits<T>::infinity());
+    return std::nextafter(t, up ? std::numeric_limits<T>::infinity()
+                                : -std::numeric_limits<T>::infinity());
   } else {  // BFloat16, Float16: a sign bit and the magnitude's bits
+    const bool negative = t.bits & 0x8000u;
     if ((t.bits & 0x7fffu) == 0) {
-      t.bits = 0x8001u;  // below +-0: the negative value of least magnitude
-    } else if (t.bits & 0x8000u) {
-      ++t.bits;
+      t.bits = up ? 0x0001u : 0x8001u;  // past +-0: the value of least magnitude
+    } else if (negative == up) {
+      --t.bits;  // toward 0
     } else {
-      --t.bits;
+      ++t.bits;
     }
     return t;
   }
 }
+
+// DrawBounds are the least and the greatest T a draw on [low, high)
+// (uniform; [low, high] when `high_included`, truncated normal) may give: a
+// draw rounded past a bound takes it, so the bounds hold in every dtype
+// (a bfloat16 draw from [0, 1) rounded to 1.0 in 1 of 512, and one from
+// [-0.1, 0.1) to -0.10009765625), as torch's uniform_ keeps them.
+template <typename T>
+struct DrawBounds {
+  DrawBounds(double low, double high, bool high_included) : low(low), high(high) {
+    least = ConvertElement<T>(low);
+    if (ConvertElement<double>(least) < low) least = Step(least, /*up=*/true);
+    greatest = ConvertElement<T>(high);
+    const double g = ConvertElement<double>(greatest);
+    if (high_included ? g > high : g >= high) greatest = Step(greatest, /*up=*/false);
+  }
+  T Clamp(double x) const {
+    const T t = ConvertElement<T>(x);
+    const double v = ConvertElement<double>(t);
+    return v < low ? least : v > ConvertElement<double>(greatest) ? greatest : t;
+  }
+  double low, high;
+  T least, greatest;
+};
 
 template <typename T>
 void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
@@ -154,15 +174,15 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
   const TruncatedBounds truncated =
       init.kind == Initializer::Kind::kTruncatedNormal ? StandardBounds(init) : TruncatedBounds{};
   const double low = drawn.low_or_mean, high = drawn.high_or_stddev;  // when uniform
-  const bool uniform = drawn.kind == Initializer::Kind::kUniform;
-  const T below_high = uniform && low < high ? LargestBelow<T>(high) : ConvertElement<T>(low);
+  const DrawBounds<T> uniform(low, std::max(low, high), /*high_included=*/low == high);
+  const DrawBounds<T> kept(init.c, init.d, /*high_included=*/true);  // when truncated
   for (int64_t i = 0; i < n; ++i) {
     const PhiloxBlock r = rs.Block(static_cast<uint64_t>(i));
     // 53-bit uniform doubles from two 32-bit words.
     const double u0 = ((static_cast<uint64_t>(r.v[0]) << 21) ^ (r.v[1] >> 11)) *
                       (1.0 / 9007199254740992.0);
     if (drawn.kind == Initializer::Kind::kTruncatedNormal) {
-      p[i] = ConvertElement<T>(TruncatedDraw(init, truncated, u0));
+      p[i] = kept.Clamp(TruncatedDraw(init, truncated, u0));
     } else if (drawn.kind == Initializer::Kind::kNormal) {
       const double u1 = ((static_cast<uint64_t>(r.v[2]) << 21) ^ (r.v[3] >> 11)) *
                         (1.0 / 9007199254740992.0);
@@ -170,8 +190,7 @@ void FillRandom(const Initializer& init, const RandomStream& rs, Tensor& out) {
       const double z = std::sqrt(-2.0 * std::log(1.0 - u0)) * std::cos(kTwoPi * u1);
       p[i] = ConvertElement<T>(drawn.low_or_mean + drawn.high_or_stddev * z);
     } else {
-      const T x = ConvertElement<T>(low + (high - low) * u0);
-      p[i] = ConvertElement<double>(x) < high ? x : below_high;
+      p[i] = uniform.Clamp(low + (high - low) * u0);
     }
   }
 }

@@ -117,9 +117,10 @@ struct Initializer {
 
   // Fill writes the initial values into `out` (any float dtype, each value
   // drawn in double and rounded once, so a bfloat16 parameter starts at
-  // the nearest bfloat16 of its float64 draw, except that a uniform draw
-  // that rounds up to its high bound takes the value below it, so that
-  // [low, high) holds in every dtype; the constant kinds also fill
+  // the nearest bfloat16 of its float64 draw, except that a draw that
+  // rounds past a bound takes the nearest value within it, so that a
+  // uniform's [low, high) and a truncated normal's [low, high] hold in
+  // every dtype; the constant kinds also fill
   // integer and bool tensors). `path` keys the random stream. The errors of Validate, except those about the shape.
   absl::Status Fill(uint64_t default_seed, const std::string& path,
                     Tensor& out) const;

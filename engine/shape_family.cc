@@ -49,13 +49,15 @@ std::string ScopeName(const std::map<std::string, int64_t>& sizes) {
 }
 
 // FreeScope is ScopeName(sizes), or it with "#2", "#3", ... when another
-// family in `g` holds inputs named as `inputs` there.
+// family in `g` holds inputs named as `inputs` there (under the graph's
+// current scope, where the binding's nodes go).
 std::string FreeScope(Graph& g, const std::map<std::string, int64_t>& sizes,
                       const std::vector<FamilyInput>& inputs) {
   const std::string base = ScopeName(sizes);
+  const std::string outer = g.scope().empty() ? "" : g.scope() + "/";
   auto taken = [&](const std::string& scope) {
     for (const FamilyInput& in : inputs) {
-      if (!g.Find(absl::StrCat(scope, "/", in.name)).is_null()) return true;
+      if (!g.Find(absl::StrCat(outer, scope, "/", in.name)).is_null()) return true;
     }
     return false;
   };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
@@ -58,8 +59,16 @@ absl::Status WriteAtKernel(const KernelContext& ctx) {
   const int64_t start = *ctx.in(2).as<int64_t>(), inner = w.inner_bytes;
   char* dst = ctx.in(0).as<char>();
   const char* src = ctx.in(1).as<char>();
+  // The value may be a view of the variable itself (a shift). One block
+  // moves as memmove moves it; over several, an earlier block's write would
+  // land on bytes a later block still reads, so the value is copied aside.
+  const int64_t value_bytes = w.outer * w.written * inner;
+  std::vector<char> aside;
+  if (w.outer > 1 && src < dst + w.outer * w.rows * inner && dst < src + value_bytes) {
+    aside.assign(src, src + value_bytes);
+    src = aside.data();
+  }
   for (int64_t o = 0; o < w.outer; ++o) {
-    // memmove: the value may be a view of the variable itself (a shift).
     std::memmove(dst + (o * w.rows + start) * inner, src + o * w.written * inner,
                  w.written * inner);
   }

@@ -73,6 +73,29 @@ bool Writes(const Node& node, NodeId var) {
   return false;
 }
 
+// ReadsOtherwise says whether `node` reads variable `var` other than
+// through the inputs it writes: directly or through a view (var_of maps each
+// node to the variable its bytes are, kNoNode for none).
+bool ReadsOtherwise(const Node& node, NodeId var, const std::vector<NodeId>& var_of) {
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const NodeId in = node.inputs[i];
+    if (in != kNoNode && !node.op->Writes(i) && var_of[in] == var) return true;
+  }
+  return false;
+}
+
+// ReadsAfterAWrite is the refusal of a second update of a variable that
+// also reads it: it runs after the first one's write, so it would read the
+// written value where every other read of the run sees the value before
+// the run's updates (and a failure of its kernel would come after a write).
+absl::Status ReadsAfterAWrite(const Node& first, const Node& second, const Node& var) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the update '", second.path(), "' reads variable '", var.path(),
+      "' (directly or through a view) and writes it after '", first.path(),
+      "' does, so it would read that write, not the value before the run's updates: read the "
+      "variable through an op that copies (Scale(x, 1.0), say), or update it once"));
+}
+
 // ReadyKey orders ready nodes: writers of variables last, early ops
 // (OpDef::early) first, then by id.
 using ReadyKey = std::tuple<bool, bool, NodeId>;
@@ -83,8 +106,8 @@ ReadyKey KeyOf(const Node& node) {
 
 // NoOrderError explains the needed nodes Order could not place (those whose
 // `indegree` stayed above 0). A graph has no cycle: what remains are updates
-// that each read (through a view) a variable another writes, a swap, which
-// needs a copy.
+// that each read (directly or through a view) a variable another writes, a
+// swap, which needs a copy.
 absl::Status NoOrderError(const Graph& graph, const std::vector<bool>& needed,
                           const std::vector<int>& indegree) {
   std::vector<std::string> stuck;
@@ -95,9 +118,9 @@ absl::Status NoOrderError(const Graph& graph, const std::vector<bool>& needed,
   }
   if (stuck.empty()) return absl::InternalError("no order for the plan: a cycle");
   return absl::FailedPreconditionError(absl::StrCat(
-      "the updates ", absl::StrJoin(stuck, ", "), " each read, through a view (Detach, "
-      "Reshape, a contiguous Slice), a variable another of them writes, so none can run "
-      "before the others' writes: read one of those variables through an op that copies "
+      "the updates ", absl::StrJoin(stuck, ", "), " each read (directly or through a view: "
+      "Detach, Reshape, a contiguous Slice) a variable another of them writes, so none can "
+      "run before the others' writes: read one of those variables through an op that copies "
       "(Scale(x, 1.0), say)"));
 }
 
@@ -139,7 +162,13 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
       const NodeId var = node.inputs[i];
       for (NodeId reader : readers[var]) {
         // Two ops that write one variable run in id order, one after the other.
-        if (reader == id || (reader > id && Writes(graph.node(reader), var))) continue;
+        if (reader == id) continue;
+        if (reader > id && Writes(graph.node(reader), var)) {
+          if (ReadsOtherwise(graph.node(reader), var, var_of)) {
+            return ReadsAfterAWrite(node, graph.node(reader), graph.node(var));
+          }
+          continue;
+        }
         add_edge(reader, id);
       }
     }

@@ -417,27 +417,25 @@ bool ShareProduct(const Product<T>& p, int threads) {
 
 // SmallRows runs a product that IsSmallGemm takes with SmallGemm: on one
 // thread up to 2^18 multiply-adds, above that in blocks of rows over
-// `threads`. Each element's sum is the same chain of multiply-adds in any
-// block, so any thread count gives the same bits (a larger product going
-// to BLIS at 2 threads only rounded as BLIS's kernel set does, which need
-// not be as this level does: a baseline level beside skx's FMA).
+// `threads` (ParallelChunks: OpenMP's team or dagrad's pool, as the wait
+// policy says). Each element's sum is the same chain of multiply-adds in
+// any block, so any thread count gives the same bits (a larger product
+// going to BLIS at 2 threads only rounded as BLIS's kernel set does, which
+// need not be as this level does: a baseline level beside skx's FMA).
 template <typename T>
 void SmallRows(const CpuKernels& kernels, int threads, const Product<T>& p) {
   constexpr int64_t kMinRows = 8;
-  const int64_t blocks =
-      p.m * p.n * p.k <= (int64_t{1} << 18)
-          ? 1
-          : std::min<int64_t>(threads * kBlocksPerThread, p.m / kMinRows);
-  if (blocks < 2) {
-    SmallGemm<T>(kernels, p.m, p.n, p.k, p.alpha, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, p.beta,
-                 p.c, p.rsc);
-    return;
-  }
-  RunChunks(blocks, threads, [&](int64_t i) {
-    const int64_t begin = p.m * i / blocks, end = p.m * (i + 1) / blocks;
+  const int64_t most_blocks = p.m / kMinRows;
+  auto rows = [&](int64_t begin, int64_t end) {
     SmallGemm<T>(kernels, end - begin, p.n, p.k, p.alpha, p.a + begin * p.rsa, p.rsa, p.csa, p.b,
                  p.rsb, p.csb, p.beta, p.c + begin * p.rsc, p.rsc);
-  });
+  };
+  const int64_t split = std::min<int64_t>({threads, MaxParallelChunks(), most_blocks});
+  if (split < 2 || p.m * p.n * p.k <= (int64_t{1} << 18)) {
+    rows(0, p.m);
+    return;
+  }
+  ParallelChunks(p.m, split, most_blocks, rows);
 }
 
 }  // namespace

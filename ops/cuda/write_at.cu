@@ -5,8 +5,9 @@
 // or fed there, is checked by the kernel, which then writes nothing and
 // fails the run with the CPU's message. A value that overlaps the target
 // (a view of it: a cache shifted by one) is copied aside first, as the
-// CPU's memmove reads it whole before writing; the threads of one copy
-// would race, reading words others had written.
+// CPU's kernel does (it copies aside over several blocks, and one block's
+// memmove reads it whole before writing); the threads of one copy would
+// race, reading words others had written.
 
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"

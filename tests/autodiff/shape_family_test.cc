@@ -147,6 +147,15 @@ TEST(ShapeFamily, TwoFamiliesOfOneGraphShareNoInputPath) {
   }
   EXPECT_FALSE(p.g.Find("batch=3/x").is_null());
   EXPECT_FALSE(p.g.Find("batch=3#3/x").is_null());
+  // Under a scope too (its bindings' inputs are "eval/batch=3/x", ...).
+  Graph::Scope eval(p.g, "eval");
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    p.family.reset();
+    ASSERT_OK(p.Start());
+    ASSERT_OK_AND_ASSIGN(Tensor y, p.Run(x));
+    ExpectAllClose(y, HandProduct(x, w), 1e-5, 1e-6, "scoped epoch " + std::to_string(epoch));
+  }
+  EXPECT_FALSE(p.g.Find("eval/batch=3#2/x").is_null());
 }
 
 TEST(ShapeFamily, KeepsAtMostMaxPlansEvictingTheLeastRecentlyUsed) {

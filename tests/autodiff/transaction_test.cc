@@ -292,8 +292,45 @@ TEST(Transaction, UpdatesReadingTheirOwnOrEachOthersVariablesThroughViews) {
   Value a_from_b = WriteAt(a, Detach(b), zero, 0), b_from_a = WriteAt(b, Detach(a), zero, 0);
   EXPECT_STATUS(exec.Compile({}, {a_from_b, b_from_a}).status(),
                 absl::StatusCode::kFailedPrecondition,
-                "each read, through a view (Detach, Reshape, a contiguous Slice), a variable "
-                "another of them writes");
+                "each read (directly or through a view: Detach, Reshape, a contiguous Slice) a "
+                "variable another of them writes");
+}
+
+// A shift of a variable from a view of itself that spans several blocks
+// (rows): the first row's write landed on bytes the second row still read
+// (0 1 0 1 4 5 0 1), where the run's value is the one before its updates.
+TEST(Transaction, AShiftFromAViewOfItselfOverSeveralRowsReadsTheValueBefore) {
+  Graph g;
+  Value t = g.Variable("t", {2, 4}, Initializer::Zeros());
+  Value view = Reshape(Slice(Reshape(t, {8}), 0, 0, 4), {2, 2});  // t's bytes 0 1 2 3
+  Value two = g.Constant(Tensor::Scalar<int64_t>(2), "two");
+  Value write = WriteAt(t, view, two, 1);
+  Executor exec(g);
+  ASSERT_OK(exec.Assign(t, *Tensor::FromVector<float>({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7})));
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({view}, {write}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exec.Run(*plan, {}));
+  ExpectAllClose(out[0], {0, 1, 2, 3}, 0, 0, "the fetched view");
+  ExpectAllClose(*exec.Read(t), {0, 1, 0, 1, 4, 5, 2, 3}, 0, 0, "t");
+}
+
+// A second update of a variable that reads it (its start, a view of the
+// variable) ran after the first one's write: it read that write, and its
+// failure (start 9) came after the variable had changed, where a failed
+// Run changes no variable. Refused at Compile, naming both.
+TEST(Transaction, ASecondUpdateThatReadsItsVariableIsRefused) {
+  Graph g;
+  Value pos = g.Variable("pos", {4}, Initializer::Zeros(), DType::kInt64);
+  Value idx = g.Input("idx", DType::kInt64, {1});
+  Value zero = g.Constant(Tensor::Scalar<int64_t>(0), "zero");
+  Value first = WriteAt(pos, idx, zero, 0);
+  Value second = WriteAt(pos, g.Constant(T<int64_t>({1}, {5}), "five"), Slice(pos, 0, 0, 1), 0);
+  Executor exec(g);
+  EXPECT_STATUS(exec.Compile({}, {first, second}).status(), absl::StatusCode::kFailedPrecondition,
+                absl::StrCat("the update '", second.path(), "' reads variable 'pos' (directly or "
+                             "through a view) and writes it after '", first.path(), "' does"));
+  // Alone, or the read copied, each runs.
+  ASSERT_OK(exec.Compile({}, {first}).status());
+  ASSERT_OK(exec.Compile({}, {second}).status());
 }
 
 }  // namespace

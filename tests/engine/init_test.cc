@@ -119,8 +119,10 @@ TEST(RandomTensor, LowPrecisionDtypesKeepTheBounds) {
 }
 
 // A draw near high rounded up to it in bfloat16 (1 in 512 of U[0, 1)) and
-// float16: [low, high) holds in every dtype, as torch's uniform_ keeps it,
-// and the value below high is still reached, for bounds of either sign.
+// float16, and one near a low that bfloat16 cannot hold rounded below it
+// (U[-0.1, 0.1) gave -0.10009765625): [low, high) holds in every dtype, as
+// torch's uniform_ keeps it, and the value below high is still reached,
+// for bounds of either sign.
 TEST(RandomTensor, UniformNeverDrawsHighInAnyDtype) {
   struct Case {
     double low, high, largest_below;  // in bfloat16
@@ -135,10 +137,20 @@ TEST(RandomTensor, UniformNeverDrawsHighInAnyDtype) {
       EXPECT_LT(m.max, c.high) << what;
       if (dtype == DType::kBFloat16) EXPECT_EQ(m.max, c.largest_below) << what;
     }
+    for (auto [low, high] : {std::pair{-0.1, 0.1}, std::pair{-0.3, -0.1}}) {
+      ASSERT_OK_AND_ASSIGN(Tensor t, RandomUniform(dtype, {kDraws}, low, high, 7));
+      const Moments m = Measure(t);
+      EXPECT_GE(m.min, low) << DTypeName(dtype) << " U[" << low << ", " << high << ")";
+      EXPECT_LT(m.max, high) << DTypeName(dtype) << " U[" << low << ", " << high << ")";
+    }
+    ASSERT_OK_AND_ASSIGN(Tensor t, RandomTruncatedNormal(dtype, {kDraws}, 0, 1, -0.1, 0.1, 3));
+    EXPECT_GE(Measure(t).min, -0.1) << DTypeName(dtype) << " truncated on [-0.1, 0.1]";
+    EXPECT_LE(Measure(t).max, 0.1) << DTypeName(dtype) << " truncated on [-0.1, 0.1]";
   }
   ASSERT_OK_AND_ASSIGN(Tensor w, Tensor::Zeros(DType::kBFloat16, {256, 256}));
   ASSERT_OK(Initializer::XavierUniform().Fill(3, "w", w));
   EXPECT_LT(Measure(w).max, std::sqrt(6.0 / 512));
+  EXPECT_GE(Measure(w).min, -std::sqrt(6.0 / 512));
 }
 
 bool SameBytes(const Tensor& a, const Tensor& b) {

@@ -27,8 +27,8 @@ namespace dagrad {
 
 // IsSmallGemm is true when `kernels`' SmallGemm beats one-thread BLIS: up
 // to the level's small_gemm_max_madds multiply-adds, with n and k not too
-// long for the packed panel (Gemm keeps a lone product that BLIS could
-// split over several threads with BLIS above 2^18).
+// long for the packed panel (Gemm splits such a product's rows over the
+// threads above 2^18 multiply-adds).
 inline bool IsSmallGemm(const CpuKernels& kernels, int64_t m, int64_t n, int64_t k) {
   return m * n * k <= kernels.small_gemm_max_madds && n <= 256 && k <= 256;
 }
