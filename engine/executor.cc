@@ -83,13 +83,19 @@ absl::StatusOr<std::shared_ptr<void>> Executor::AllocateCounted(
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     absl::Span<const Value> fetches, absl::Span<const Value> targets) {
   PlanOptions plan_options = options_.plan;
+  // check_numerics checks every node as it runs: a folded one, computed
+  // here, would go unchecked (a NaN blamed on the node that reads it).
+  if (options_.check_numerics) plan_options.fold_constants = false;
   // Folding evaluates its constants on the host, whatever the device:
-  // within the limit and what the host may give.
+  // within the limit and what the host may give. With no room left, nothing
+  // is folded, and the arena's check says what the limit holds.
   const std::optional<MemoryLimit> room = MemoryLimitFor(
       options_.memory_limit_bytes, *bytes_in_use_, options_.check_host_memory);
-  if (room.has_value() && (plan_options.max_folded_bytes == 0 ||
-                           room->bytes < plan_options.max_folded_bytes)) {
-    plan_options.max_folded_bytes = std::max<int64_t>(room->bytes, 1);
+  if (room.has_value() && room->bytes <= 0) {
+    plan_options.fold_constants = false;
+  } else if (room.has_value() && (plan_options.max_folded_bytes == 0 ||
+                                  room->bytes < plan_options.max_folded_bytes)) {
+    plan_options.max_folded_bytes = room->bytes;
   }
   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan info,
                           PlanLayout(graph_, fetches, targets, plan_options));

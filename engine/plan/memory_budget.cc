@@ -69,8 +69,14 @@ absl::Status MemoryBudget::CheckFits(const MemoryLimit& limit, absl::string_view
   std::stable_sort(listed.begin(), listed.end(),
                    [](const Item* a, const Item* b) { return a->bytes > b->bytes; });
   if (listed.size() > kListed) listed.resize(kListed);
+  // Rounded alike ("needs 3.15 MB, over the limit of 3.15 MB"), both exact.
+  std::string need = Bytes(total_), have = HumanBytes(limit.bytes);
+  if (need == have) {
+    need = absl::StrCat(*total_, " bytes");
+    have = absl::StrCat(limit.bytes, " bytes");
+  }
   return absl::ResourceExhaustedError(absl::StrCat(
-      for_what, " needs ", Bytes(total_), ", over the memory limit of ", HumanBytes(limit.bytes), " (",
+      for_what, " needs ", need, ", over the memory limit of ", have, " (",
       limit.source, "): ",
       absl::StrJoin(SumsByCategory(counted), ", ",
                     [](std::string* out, const auto& s) {

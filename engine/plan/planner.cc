@@ -285,7 +285,9 @@ absl::StatusOr<std::vector<bool>> MarkFolded(const Graph& graph, const std::vect
         return absl::ResourceExhaustedError(absl::StrCat(
             "memory limit: folding constant ", node.op->name, " '", node.path(), "' (",
             HumanBytes(bytes), ", ", HumanBytes(plan.folded_bytes),
-            " folded in all) exceeds the limit of ", HumanBytes(options.max_folded_bytes)));
+            " folded in all) exceeds the ", HumanBytes(options.max_folded_bytes),
+            " the plan may fold (PlanOptions::max_folded_bytes, or what the executor's memory "
+            "limit leaves)"));
       }
       plan.folded.push_back(id);
       is_const[id] = true;

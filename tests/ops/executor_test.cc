@@ -204,6 +204,24 @@ TEST(Executor, MemoryLimitIsAClearError) {
                 "compiling the plan on cpu needs 4.19 MB, over the memory limit of 1.05 MB "
                 "(ExecutorOptions::memory_limit_bytes 1.05 MB): arena 4.19 MB. Biggest: exp "
                 "'exp' float32 (1024, 1024) = 4.19 MB");
+  // A need and a limit that round alike are given exact.
+  Executor tight(g, {.memory_limit_bytes = (4 << 20) - 64});
+  EXPECT_STATUS(tight.Compile({Exp(x)}).status(), absl::StatusCode::kResourceExhausted,
+                "needs 4194304 bytes, over the memory limit of 4194240 bytes");
+}
+
+// A folded node was computed at Compile, where check_numerics never looked:
+// the NaN of Log(-1) was blamed on the node that read it.
+TEST(Executor, CheckNumericsNamesAConstantNodeThatWouldBeFolded) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {3});
+  Value log = Log(g.Constant(T<float>({3}, {1, -1, 2}), "c"));
+  Value y = Add(Scale(x, 2), log);
+  Executor exec(g, {.check_numerics = true});
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  EXPECT_STATUS(exec.Run(*plan, {{x, T<float>({3}, {1, 2, 3})}}).status(),
+                absl::StatusCode::kInvalidArgument,
+                absl::StrCat("check_numerics: forward node '", log.path(), "' (op log"));
 }
 
 
