@@ -44,6 +44,32 @@ uint64_t NextExecutorId() {
   return next++;
 }
 
+// FoldingOptions are `options` as Compile plans with them. check_numerics
+// checks every node as it runs: a folded one, computed at Compile, would go
+// unchecked (a NaN blamed on the node that reads it), so nothing folds.
+// Folding evaluates on the host, whatever the device: within the memory
+// limit's room and what the host may give; with no room left, nothing
+// folds, and the arena's check says what the limit holds.
+PlanOptions FoldingOptions(PlanOptions options, bool check_numerics,
+                           const std::optional<MemoryLimit>& room) {
+  if (check_numerics || (room.has_value() && room->bytes <= 0)) {
+    options.fold_constants = false;
+  } else if (room.has_value() &&
+             (options.max_folded_bytes == 0 || room->bytes < options.max_folded_bytes)) {
+    options.max_folded_bytes = room->bytes;
+  }
+  return options;
+}
+
+// FoldedBytes are the bytes of the plan's constants that folding computed.
+int64_t FoldedBytes(const Graph& graph, const ExecutionPlan& info) {
+  int64_t bytes = 0;
+  for (const auto& [id, tensor] : info.constants) {
+    if (graph.node(id).kind != NodeKind::kConstant) bytes += tensor.nbytes();
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::string DeviceTensor::TypeString() const {
@@ -61,42 +87,11 @@ Executor::Executor(const Graph& graph, std::unique_ptr<Device> device,
 
 Executor::~Executor() = default;
 
-absl::StatusOr<std::shared_ptr<void>> Executor::AllocateCounted(
-    size_t bytes, const std::string& what) {
-  const int64_t limit = options_.memory_limit_bytes;
-  const int64_t in_use = *bytes_in_use_;
-  const std::optional<int64_t> after = CheckedAdd(in_use, static_cast<int64_t>(bytes));
-  if (limit > 0 && (!after.has_value() || *after > limit)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "memory limit: ", what, " needs ", bytes, " bytes with ", in_use,
-        " already in use on ", device_->name(), ", over the limit of ", limit));
-  }
-  DAGRAD_ASSIGN_OR_RETURN(std::shared_ptr<void> p, device_->Allocate(bytes));
-  *bytes_in_use_ += static_cast<int64_t>(bytes);
-  // The count follows the buffer, which may outlive the executor.
-  std::shared_ptr<std::atomic<int64_t>> counter = bytes_in_use_;
-  return std::shared_ptr<void>(p.get(), [p, counter, bytes](void*) {
-    *counter -= static_cast<int64_t>(bytes);
-  });
-}
-
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     absl::Span<const Value> fetches, absl::Span<const Value> targets) {
-  PlanOptions plan_options = options_.plan;
-  // check_numerics checks every node as it runs: a folded one, computed
-  // here, would go unchecked (a NaN blamed on the node that reads it).
-  if (options_.check_numerics) plan_options.fold_constants = false;
-  // Folding evaluates its constants on the host, whatever the device:
-  // within the limit and what the host may give. With no room left, nothing
-  // is folded, and the arena's check says what the limit holds.
-  const std::optional<MemoryLimit> room = MemoryLimitFor(
-      options_.memory_limit_bytes, *bytes_in_use_, options_.check_host_memory);
-  if (room.has_value() && room->bytes <= 0) {
-    plan_options.fold_constants = false;
-  } else if (room.has_value() && (plan_options.max_folded_bytes == 0 ||
-                                  room->bytes < plan_options.max_folded_bytes)) {
-    plan_options.max_folded_bytes = room->bytes;
-  }
+  const PlanOptions plan_options = FoldingOptions(
+      options_.plan, options_.check_numerics,
+      MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_, options_.check_host_memory));
   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan info,
                           PlanLayout(graph_, fetches, targets, plan_options));
   DAGRAD_RETURN_IF_ERROR(CheckPlanMemory(info));
@@ -116,7 +111,12 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
   }
   DAGRAD_ASSIGN_OR_RETURN(plan->arena_,
                           AllocateCounted(info.arena_bytes, "the plan's arena"));
-  if (!device_->is_host()) DAGRAD_RETURN_IF_ERROR(AllocateDeviceCopies(*plan, info));
+  if (!device_->is_host()) {
+    DAGRAD_RETURN_IF_ERROR(AllocateDeviceCopies(*plan, info));
+  } else {  // the host's kernels read the folded constants where folding left them
+    DAGRAD_ASSIGN_OR_RETURN(plan->counted_folded_,
+                            CountBytes(FoldedBytes(graph_, info), "the plan's folded constants"));
+  }
   // Kernels on the host run one by one, and one that fails stops the run
   // before the updates, which come last. A device that reports kernels'
   // errors at Synchronize (CUDA) runs the updates as a second phase, after
@@ -131,32 +131,6 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
   }
   plan->info_ = std::move(info);
   return plan;
-}
-
-absl::Status Executor::AllocateDeviceCopies(Plan& plan, const ExecutionPlan& info) {
-  for (const auto& [id, tensor] : info.constants) {
-    DAGRAD_ASSIGN_OR_RETURN(auto buf, AllocateCounted(tensor.nbytes(), "a constant"));
-    DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), tensor.raw_data(), tensor.nbytes()));
-    plan.device_constants_[id] = std::move(buf);
-  }
-  for (NodeId id : info.inputs) {
-    const Node& node = graph_.node(id);
-    DAGRAD_ASSIGN_OR_RETURN(const int64_t bytes, ValidateBytes(node.shape, node.dtype));
-    DAGRAD_ASSIGN_OR_RETURN(plan.staged_inputs_[id],
-                            AllocateCounted(bytes, "an input's staging buffer"));
-    DAGRAD_ASSIGN_OR_RETURN(plan.input_staging_[id], device_->AllocateStaging(bytes));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Executor::CheckPlanMemory(const ExecutionPlan& plan) const {
-  const std::optional<MemoryLimit> room = MemoryLimitFor(
-      options_.memory_limit_bytes, *bytes_in_use_, device_->is_host() && options_.check_host_memory);
-  if (!room.has_value()) return absl::OkStatus();
-  MemoryBudget need = PlanMemory(graph_, plan, device_->is_host(),
-                                 [this](NodeId id) { return variables_.contains(id); });
-  need.Merge(options_.reserved);
-  return need.CheckFits(*room, absl::StrCat("compiling the plan on ", device_->name()));
 }
 
 absl::StatusOr<NodeId> Executor::FedNode(const Value& value, DType dtype, const Shape& shape,

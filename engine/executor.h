@@ -87,7 +87,8 @@ namespace dagrad {
 struct ExecutorOptions {
   uint64_t seed = 0;            // variable initialisation and dropout
   bool check_numerics = false;  // stop at the first node producing NaN/Inf
-  // Upper bound on device bytes for arenas, variables and constants;
+  // Upper bound on device bytes for arenas, variables and constants
+  // (a plan's folded constants included, on the host as on a device);
   // 0 means none. Compile adds up what the plan will allocate (its arena,
   // the variables it touches not yet allocated, `reserved`) with checked
   // arithmetic and, before allocating any of it, compares that with this
@@ -235,6 +236,9 @@ class Plan {
   // buffers fed host tensors are copied into and the host staging they are
   // copied from (Device::AllocateStaging).
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> device_constants_;
+  // On a host device, the folded constants' bytes counted against the
+  // memory limit while the plan holds them (they are info_.constants).
+  std::shared_ptr<void> counted_folded_;
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> staged_inputs_;
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> input_staging_;
   // What the current run's kernels see: a device pointer per storage root
@@ -317,7 +321,7 @@ class Executor {
   const Graph& graph() const { return graph_; }
   const Device& device() const { return *device_; }
   const ExecutorOptions& options() const { return options_; }
-  // bytes_in_use counts arenas, variables and device constants.
+  // bytes_in_use counts arenas, variables and the plans' constants.
   int64_t bytes_in_use() const { return *bytes_in_use_; }
 
  private:
@@ -326,6 +330,9 @@ class Executor {
   absl::Status Write(NodeId id, const Tensor& value);
   absl::StatusOr<std::shared_ptr<void>> AllocateCounted(size_t bytes,
                                                         const std::string& what);
+  // CountBytes counts `bytes` in bytes_in_use until the returned holder
+  // goes (ResourceExhausted over the memory limit, naming `what`).
+  absl::StatusOr<std::shared_ptr<void>> CountBytes(int64_t bytes, const std::string& what);
   absl::Status CheckPlanMemory(const ExecutionPlan& plan) const;
   absl::Status AllocateDeviceCopies(Plan& plan, const ExecutionPlan& info);
   absl::Status CheckNumerics(const Node& node, const TensorRef& out);

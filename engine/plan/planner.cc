@@ -161,15 +161,12 @@ absl::StatusOr<std::vector<NodeId>> Order(const Graph& graph, const std::vector<
       if (!node.op->Writes(i)) continue;
       const NodeId var = node.inputs[i];
       for (NodeId reader : readers[var]) {
-        // Two ops that write one variable run in id order, one after the other.
-        if (reader == id) continue;
-        if (reader > id && Writes(graph.node(reader), var)) {
-          if (ReadsOtherwise(graph.node(reader), var, var_of)) {
-            return ReadsAfterAWrite(node, graph.node(reader), graph.node(var));
-          }
-          continue;
+        const bool later_writer = reader > id && Writes(graph.node(reader), var);
+        if (later_writer && ReadsOtherwise(graph.node(reader), var, var_of)) {
+          return ReadsAfterAWrite(node, graph.node(reader), graph.node(var));
         }
-        add_edge(reader, id);
+        // Two ops that write one variable run in id order, one after the other.
+        if (reader != id && !later_writer) add_edge(reader, id);
       }
     }
   }

@@ -210,6 +210,25 @@ TEST(Executor, MemoryLimitIsAClearError) {
                 "needs 4194304 bytes, over the memory limit of 4194240 bytes");
 }
 
+// On the CPU, a plan's folded constants were not counted while it held
+// them: plans of 1 MiB of arena and 1 MiB of folded constants each fitted
+// a 3.5 MiB limit any number of times.
+TEST(Executor, MemoryLimitCountsFoldedConstantsOnTheHost) {
+  constexpr int64_t kFloats = 1 << 18;  // 1 MiB
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {kFloats});
+  Value c = g.Constant(*Tensor::Zeros(DType::kFloat32, {kFloats}), "c");
+  Value y = Mul(Exp(Scale(c, 2)), x);  // Exp(Scale(c)) folds
+  Executor exec(g, {.memory_limit_bytes = 7 << 19});
+  ASSERT_OK_AND_ASSIGN(auto first, exec.Compile({y}));
+  EXPECT_EQ(exec.bytes_in_use(), 2 << 20);
+  EXPECT_STATUS(exec.Compile({y}).status(), absl::StatusCode::kResourceExhausted,
+                "memory limit");
+  first.reset();
+  EXPECT_EQ(exec.bytes_in_use(), 0);
+  ASSERT_OK(exec.Compile({y}).status());
+}
+
 // A folded node was computed at Compile, where check_numerics never looked:
 // the NaN of Log(-1) was blamed on the node that read it.
 TEST(Executor, CheckNumericsNamesAConstantNodeThatWouldBeFolded) {
