@@ -281,8 +281,13 @@ class Executor {
   // of its shape is converted, and refused when an element would round:
   // engine/feed_conversion.h); a kernel's error (e.g. an index out of
   // range), named with the node's path; with check_numerics, the first node
-  // producing NaN or Inf. After any of these no variable has changed (see
-  // the file comment).
+  // producing NaN or Inf; ResourceExhausted when a variable the plan is the
+  // first to touch does not fit the memory limit (Compile counted it, but
+  // another plan compiled since may have taken the room). After any of
+  // these no variable has changed (see the file comment).
+  //
+  // Compile plans with check_numerics fold no constants, so that every node
+  // is checked as it runs.
   absl::StatusOr<std::vector<Tensor>> Run(Plan& plan, const Feeds& feeds,
                                           const RunOptions& options = {});
   // Run with `device_feeds` too: inputs read where Upload put them, with no
