@@ -90,8 +90,8 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
     // A NaN in the weights is a NaN loss at step 1, which would blame the
     // learning rate.
     if (absl::Status finite = RequireFinite(*config_.initial); !finite.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(config_.initial_source, ": ", finite.message(), "; training needs finite weights"));
+      return absl::InvalidArgumentError(absl::StrCat(config_.initial_source, ": ", finite.message(),
+                                                     "; training needs finite weights"));
     }
     DAGRAD_RETURN_IF_ERROR(AssignVariables(*exec_, model_->parameters(), *config_.initial,
                                            config_.initial_source));

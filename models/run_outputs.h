@@ -57,8 +57,9 @@ struct RunOutputsOptions {
 inline constexpr int64_t kMaxDrawnLayers = 12;
 
 // What WriteRunOutputs wrote: the directory's files of the run (Fit's
-// included; kRunFileNames, models/run_directory.h, lists them all) in the order a reader wants them, and why forward.svg is not
-// among them, when it is not.
+// included; kRunFileNames, models/run_directory.h, lists them all) in the
+// order a reader wants them, and why forward.svg is not among them, when it
+// is not.
 struct RunOutputs {
   std::string dir;
   std::vector<std::string> written;

@@ -81,7 +81,6 @@ std::string DrawLegend(const LineChart& c, double right, double top, double bott
   return out;
 }
 
-
 // DrawSeries draws a series as lines through its finite points, broken
 // where a value is not finite (a NaN row of metrics.csv), and a dot for a
 // point with no finite neighbour (a run of one row), which a line of one

@@ -139,22 +139,21 @@ TEST(ShapeFamily, TwoFamiliesOfOneGraphShareNoInputPath) {
   ASSERT_OK(p.Start());
   ASSERT_OK_AND_ASSIGN(Tensor w, p.exec->Read(p.w));
   const Tensor x = Random(DType::kFloat32, {3, 3}, 1);
-  for (int epoch = 0; epoch < 3; ++epoch) {
-    p.family.reset();
-    ASSERT_OK(p.Start());
-    ASSERT_OK_AND_ASSIGN(Tensor y, p.Run(x));
-    ExpectAllClose(y, HandProduct(x, w), 1e-5, 1e-6, "epoch " + std::to_string(epoch));
-  }
+  // Each epoch makes the family again and runs it at batch 3.
+  auto epochs = [&](int count, const std::string& what) {
+    for (int epoch = 0; epoch < count; ++epoch) {
+      p.family.reset();
+      ASSERT_OK(p.Start());
+      ASSERT_OK_AND_ASSIGN(Tensor y, p.Run(x));
+      ExpectAllClose(y, HandProduct(x, w), 1e-5, 1e-6, what + std::to_string(epoch));
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(epochs(3, "epoch "));
   EXPECT_FALSE(p.g.Find("batch=3/x").is_null());
   EXPECT_FALSE(p.g.Find("batch=3#3/x").is_null());
   // Under a scope too (its bindings' inputs are "eval/batch=3/x", ...).
   Graph::Scope eval(p.g, "eval");
-  for (int epoch = 0; epoch < 2; ++epoch) {
-    p.family.reset();
-    ASSERT_OK(p.Start());
-    ASSERT_OK_AND_ASSIGN(Tensor y, p.Run(x));
-    ExpectAllClose(y, HandProduct(x, w), 1e-5, 1e-6, "scoped epoch " + std::to_string(epoch));
-  }
+  ASSERT_NO_FATAL_FAILURE(epochs(2, "scoped epoch "));
   EXPECT_FALSE(p.g.Find("eval/batch=3#2/x").is_null());
 }
 

@@ -398,9 +398,11 @@ absl::StatusOr<std::unique_ptr<models::Trainer>> StartRun(const Command& cmd, co
 
 int RunTraining(const Command& cmd, const TrainingRun& run, Job& job) {
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? run.default_out : absl::GetFlag(FLAGS_out);
-  if (absl::Status st = CheckOutApart(out); job.writer() && !st.ok()) return Failure(cmd, st);
-  if (const std::string trace = absl::GetFlag(FLAGS_trace); job.writer() && !trace.empty()) {
-    if (absl::Status st = CheckTracePath(trace, out); !st.ok()) return Failure(cmd, st);
+  if (job.writer()) {
+    if (absl::Status st = CheckOutApart(out); !st.ok()) return Failure(cmd, st);
+    if (const std::string trace = absl::GetFlag(FLAGS_trace); !trace.empty()) {
+      if (absl::Status st = CheckTracePath(trace, out); !st.ok()) return Failure(cmd, st);
+    }
   }
   std::optional<DirectoryLock> lock;
   absl::StatusOr<std::unique_ptr<models::Trainer>> trainer = StartRun(cmd, run, job, out, lock);
