@@ -9,7 +9,6 @@
 // children the isa check started are stopped, and one that did not exit
 // cleanly fails the run.
 
-#include <cstdio>
 #include <cstring>
 
 #include "tests/autodiff/support/isa_check.h"
@@ -20,10 +19,5 @@ int main(int argc, char** argv) {
     dagrad::testing::UseSpinWaitPolicy();
     return dagrad::testing::ServeCaseOutputs();
   }
-  int rc = dagrad::testing::RunTests(argc, argv);
-  if (const absl::Status st = dagrad::testing::StopIsaChildren(); !st.ok()) {
-    std::fprintf(stderr, "%s\n", st.ToString().c_str());
-    rc = 1;
-  }
-  return rc;
+  return dagrad::testing::RunTests(argc, argv, dagrad::testing::StopIsaChildren);
 }
