@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/text_codec.h"
 #include "ops/loss.h"
@@ -18,6 +19,17 @@ absl::Status Validate(const LmData& data, const LmTrainConfig& config) {
   if (config.eval_windows < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "eval_windows must be >= 0 (0: every validation window), got ", config.eval_windows));
+  }
+  // Checkpoints record these as JSON text, which holds UTF-8 alone: a file
+  // name of other bytes would stop the run at its first save.
+  std::map<std::string, std::string> recorded = config.metadata;
+  recorded["tokenizer"] = config.tokenizer;
+  for (const auto& [key, value] : recorded) {
+    if (!IsValidUtf8(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the run's ", key, " ", QuotedText(value),
+          " is not valid UTF-8, and checkpoints record it as text: give the file a UTF-8 name"));
+    }
   }
   if (!data.train || !data.validation) {
     return absl::InvalidArgumentError("LmData needs both a train and a validation function");

@@ -10,9 +10,13 @@ namespace {
 
 absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
 
-// ValidateOptimizer checks weight decay and clipping, then the rest as
-// ValidateOptimizerOptions.
+// ValidateOptimizer checks weight decay, clipping and an eps the trainers'
+// float32 parameters can hold, then the rest as ValidateOptimizerOptions.
 absl::Status ValidateOptimizer(const OptimizerOptions& o) {
+  if (o.kind != OptimizerKind::kSgd && o.eps > 0 && !(static_cast<float>(o.eps) > 0)) {
+    return Bad(absl::StrCat("eps ", o.eps, " rounds to 0 in float32, the parameters' type (the "
+                            "least above 0 is 1.4e-45)"));
+  }
   if (!(o.weight_decay >= 0) || !std::isfinite(o.weight_decay)) {
     return Bad(absl::StrCat("weight_decay must be finite and >= 0, got ", o.weight_decay));
   }

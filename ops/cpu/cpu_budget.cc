@@ -17,21 +17,33 @@
 namespace dagrad {
 namespace {
 
-// QuotaCpus is cpu.max's quota in CPUs rounded up ("150000 100000": 2),
-// 0 for "max" (no quota), or -1 when the text is not "QUOTA PERIOD".
-int QuotaCpus(absl::string_view text) {
+// Quota is cpu.max's text read: QUOTA / PERIOD CPUs ("150000 100000": 1.5),
+// none for "max PERIOD", unreadable for text that is neither.
+struct Quota {
+  bool none = false, unreadable = false;
+  int64_t quota = 0, period = 1;
+  int RoundedUp() const {
+    return static_cast<int>(std::min<int64_t>(quota / period + (quota % period != 0), 1 << 20));
+  }
+  bool Below(const Quota& other) const {  // fewer CPUs, compared exactly
+    return static_cast<__int128>(quota) * other.period < static_cast<__int128>(other.quota) * period;
+  }
+};
+
+Quota ReadQuota(absl::string_view text) {
   std::vector<absl::string_view> f =
       absl::StrSplit(absl::StripAsciiWhitespace(text), ' ', absl::SkipEmpty());
-  int64_t quota = 0, period = 0;
-  if (f.size() == 2 && f[0] == "max" && absl::SimpleAtoi(f[1], &period) && period > 0) return 0;
-  if (f.size() != 2 || !absl::SimpleAtoi(f[0], &quota) || !absl::SimpleAtoi(f[1], &period) ||
-      quota <= 0 || period <= 0) {
-    return -1;
+  Quota q;
+  if (f.size() == 2 && f[0] == "max" && absl::SimpleAtoi(f[1], &q.period) && q.period > 0) {
+    q.none = true;
+  } else if (f.size() != 2 || !absl::SimpleAtoi(f[0], &q.quota) ||
+             !absl::SimpleAtoi(f[1], &q.period) || q.quota <= 0 || q.period <= 0) {
+    q.unreadable = true;
   }
-  return static_cast<int>(std::min<int64_t>((quota + period - 1) / period, 1 << 20));
+  return q;
 }
 
-std::string ReadFile(const char* path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return "";
   std::stringstream text;
@@ -39,7 +51,61 @@ std::string ReadFile(const char* path) {
   return text.str();
 }
 
+// CgroupDirectories is `path` ("/a/b") and every directory above it, up to
+// and including the root, under each of `bases`.
+std::vector<std::string> CgroupDirectories(const std::vector<std::string>& bases,
+                                           absl::string_view path) {
+  std::vector<std::string> dirs;
+  std::string dir(absl::StripSuffix(path, "/"));
+  while (true) {
+    for (const std::string& base : bases) dirs.push_back(base + dir);
+    if (dir.empty()) return dirs;
+    const size_t slash = dir.rfind('/');
+    dir.resize(slash == std::string::npos ? 0 : slash);
+  }
+}
+
+// QuotaOf is the quota a cgroup directory sets in cpu.max's form: its v2
+// cpu.max, or its v1 quota and period ("-1" is no quota); "" when none.
+std::string QuotaOf(const std::string& dir, bool v2,
+                    const std::function<std::string(const std::string&)>& read_file) {
+  if (v2) return std::string(absl::StripAsciiWhitespace(read_file(dir + "/cpu.max")));
+  const std::string quota(absl::StripAsciiWhitespace(read_file(dir + "/cpu.cfs_quota_us")));
+  const std::string period(absl::StripAsciiWhitespace(read_file(dir + "/cpu.cfs_period_us")));
+  if (quota.empty() || quota == "-1") return "";
+  return absl::StrCat(quota, " ", period);
+}
+
 }  // namespace
+
+std::string CgroupCpuMax(absl::string_view proc_self_cgroup,
+                         const std::function<std::string(const std::string&)>& read_file) {
+  std::string tightest, unreadable;
+  for (absl::string_view line : absl::StrSplit(proc_self_cgroup, '\n', absl::SkipEmpty())) {
+    // "ID:CONTROLLERS:PATH": "0::/job" under v2, "4:cpu,cpuacct:/job" under v1.
+    const std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() != 3) continue;
+    const std::vector<absl::string_view> controllers = absl::StrSplit(f[1], ',');
+    const bool v2 = f[0] == "0" && f[1].empty();
+    if (!v2 && std::find(controllers.begin(), controllers.end(), "cpu") == controllers.end()) {
+      continue;
+    }
+    const std::vector<std::string> bases =
+        v2 ? std::vector<std::string>{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
+           : std::vector<std::string>{absl::StrCat("/sys/fs/cgroup/", f[1]), "/sys/fs/cgroup/cpu"};
+    for (const std::string& dir : CgroupDirectories(bases, f[2])) {
+      const std::string text = QuotaOf(dir, v2, read_file);
+      const Quota quota = ReadQuota(text);
+      if (text.empty() || quota.none) continue;
+      if (quota.unreadable) {
+        if (unreadable.empty()) unreadable = text;
+      } else if (tightest.empty() || quota.Below(ReadQuota(tightest))) {
+        tightest = text;
+      }
+    }
+  }
+  return tightest.empty() ? unreadable : tightest;
+}
 
 ThreadBudget BudgetThreads(const CpuLimits& limits) {
   const int hardware = std::max(limits.hardware_threads, 1);
@@ -48,13 +114,13 @@ ThreadBudget BudgetThreads(const CpuLimits& limits) {
   std::string source = absl::StrCat(hardware, " hardware threads");
   if (limits.affinity_cpus > 0) absl::StrAppend(&source, ", affinity ", limits.affinity_cpus);
   if (!limits.cgroup_cpu_max.empty()) {
-    const int quota = QuotaCpus(limits.cgroup_cpu_max);
+    const Quota quota = ReadQuota(limits.cgroup_cpu_max);
     const std::string text(absl::StripAsciiWhitespace(limits.cgroup_cpu_max));
-    if (quota < 0) {
+    if (quota.unreadable) {
       absl::StrAppend(&source, ", cgroup cpu.max '", text, "' unreadable (ignored)");
-    } else if (quota > 0) {
-      n = std::min(n, quota);
-      absl::StrAppend(&source, ", cgroup cpu.max '", text, "' (", quota, ")");
+    } else if (!quota.none) {
+      n = std::min(n, quota.RoundedUp());
+      absl::StrAppend(&source, ", cgroup cpu.max '", text, "' (", quota.RoundedUp(), ")");
     }
   }
   if (!limits.mpi_local_ranks.empty()) {
@@ -77,7 +143,7 @@ CpuLimits ReadCpuLimits() {
   limits.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
   cpu_set_t mask;
   if (sched_getaffinity(0, sizeof(mask), &mask) == 0) limits.affinity_cpus = CPU_COUNT(&mask);
-  limits.cgroup_cpu_max = ReadFile("/sys/fs/cgroup/cpu.max");
+  limits.cgroup_cpu_max = CgroupCpuMax(ReadFile("/proc/self/cgroup"), ReadFile);
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
     if (const char* env = std::getenv(name); env != nullptr && limits.mpi_local_ranks.empty()) {
       limits.mpi_local_ranks = env;

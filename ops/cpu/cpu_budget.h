@@ -1,7 +1,7 @@
 // ops/cpu/cpu_budget.h
 //
 // The default CPU thread count: never more compute threads than the cores
-// this process may use (its affinity mask and its cgroup's cpu.max quota),
+// this process may use (its affinity mask and its cgroups' CPU quota),
 // and, under MPI, the node's cores divided among the ranks on the node.
 // NumThreads (ops/cpu/cpu_runtime.h) starts from it; `dagrad info` prints its
 // source. A count set explicitly (SetNumThreads, DAGRAD_NUM_THREADS,
@@ -13,7 +13,10 @@
 #ifndef DAGRAD_OPS_CPU_CPU_BUDGET_H_
 #define DAGRAD_OPS_CPU_CPU_BUDGET_H_
 
+#include <functional>
 #include <string>
+
+#include "absl/strings/string_view.h"
 
 namespace dagrad {
 
@@ -22,7 +25,7 @@ namespace dagrad {
 struct CpuLimits {
   int hardware_threads = 1;    // std::thread::hardware_concurrency
   int affinity_cpus = 0;       // CPUs in sched_getaffinity's mask; 0: unknown
-  std::string cgroup_cpu_max;  // /sys/fs/cgroup/cpu.max ("max 100000", "150000 100000"), or ""
+  std::string cgroup_cpu_max;  // in cpu.max's form ("max 100000", "150000 100000"), or ""
   std::string mpi_local_ranks;  // OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, or ""
 };
 
@@ -42,6 +45,22 @@ struct ThreadBudget {
 //                                   .cgroup_cpu_max = "max 100000", .mpi_local_ranks = "2"});
 //   // b.threads == 4
 ThreadBudget BudgetThreads(const CpuLimits& limits);
+
+// CgroupCpuMax is the tightest CPU quota of the process's cgroup and of
+// every cgroup above it, in cpu.max's form ("150000 100000"), or "" when none
+// is set: cgroup v2's cpu.max and cgroup v1's cpu.cfs_quota_us and
+// cpu.cfs_period_us, under /sys/fs/cgroup (and /sys/fs/cgroup/unified, v2
+// beside v1), at the paths `proc_self_cgroup` (/proc/self/cgroup's text)
+// names. `read_file` returns a file's text, "" when it is absent. A quota
+// that cannot be read is returned only when none can, so that BudgetThreads
+// names it.
+//
+//   std::string q = CgroupCpuMax("0::/user.slice/job\n", [](const std::string& path) {
+//     return path == "/sys/fs/cgroup/user.slice/cpu.max" ? std::string("200000 100000") : "";
+//   });
+//   // q == "200000 100000"
+std::string CgroupCpuMax(absl::string_view proc_self_cgroup,
+                         const std::function<std::string(const std::string&)>& read_file);
 
 // ReadCpuLimits reads this process's limits.
 CpuLimits ReadCpuLimits();

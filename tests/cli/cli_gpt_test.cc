@@ -284,6 +284,19 @@ TEST(CliGpt, TrainOnTextRejectsMissingEmptyAndShortFiles) {
   EXPECT_THAT(short_file.err, HasSubstr("needs at least 161"));
 }
 
+// Checkpoints record the data's path as JSON text: a name that is not UTF-8
+// is refused before the first step, not at the first save after training.
+TEST(CliGpt, TrainOnTextRefusesADataNameThatIsNotUtf8) {
+  const std::string dir = FreshDir("gpt_text_name");
+  const std::string corpus = WriteCorpus("gpt_text_name_data", 60);
+  const std::string data = dir + "/we\xffird.txt";
+  std::filesystem::copy_file(corpus, data);
+  const CliResult r = RunDagrad(std::string(kTextTrain) + "--out=" + dir + "/run --data='" + data + "'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("data '" + dir + "/we\\xffird.txt' is not valid UTF-8"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/run/metrics.csv"));
+}
+
 // --init=FILE starts a byte-level run from a GPT model file: its sizes are
 // the file's, so the flags that would size a new model are refused.
 TEST(CliGpt, TrainStartsFromAModelFile) {

@@ -4,7 +4,11 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "absl/strings/str_split.h"
+#include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
@@ -50,6 +54,29 @@ TEST(CliOptimizerFlags, BetasEpsAndTheDecayReachTheAdamStep) {
   EXPECT_GT(eps_matters, 10);  // where eps changes the step by 10% or more
 }
 
+// The last step's rate is --final_lr_fraction x --lr in a short run too:
+// --warmup, when not given, is 30 or a tenth of --steps, whichever is fewer
+// (a 20-step run under the old default 30 ramped for all 20 and ended at
+// 20/30 of --lr). Given, it is taken as it is.
+TEST(CliOptimizerFlags, AShortRunWarmsUpAndDecaysToTheFinalRate) {
+  const std::string args =
+      "train --vocab=8 --seq_len=8 --dim=16 --heads=2 --layers=1 --ffn=32 --batch=4 --steps=20 "
+      "--eval_every=10 --threads=1 --lr=0.01 --final_lr_fraction=0.1 --out=";
+  for (const auto& [extra, warmup, last_lr] : {std::tuple{"", "2", 0.001},
+                                               std::tuple{" --warmup=30", "30", 0.01 * 20 / 30}}) {
+    const std::string dir = FreshDir("short_run_lr");
+    const CliResult r = RunDagrad(args + dir + extra);
+    ASSERT_EQ(r.code, 0) << r.err;
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile ckpt, ReadSafetensors(dir + "/checkpoint.safetensors"));
+    EXPECT_EQ(ckpt.metadata["warmup"], warmup) << extra;
+    ASSERT_OK_AND_ASSIGN(const std::string metrics, ReadFile(dir + "/metrics.csv"));
+    const std::string last = metrics.substr(metrics.rfind("\n20,") + 1);
+    const std::vector<std::string> fields = absl::StrSplit(last, ',');
+    ASSERT_GE(fields.size(), 6u) << metrics;
+    EXPECT_NEAR(std::stod(fields[5]), last_lr, 1e-9) << extra << ": " << last;
+  }
+}
+
 TEST(CliOptimizerFlags, BadValuesNameTheFlag) {
   const struct {
     std::string args, message;
@@ -65,6 +92,7 @@ TEST(CliOptimizerFlags, BadValuesNameTheFlag) {
       {"--lr_decay=step", "--lr_decay: unknown learning-rate decay 'step' (cosine, linear, "
                           "constant)"},
       {"--final_lr_fraction=2", "final_lr_fraction must be in [0, 1], got 2"},
+      {"--eps=1e-50", "eps 1e-50 rounds to 0 in float32, the parameters' type"},
   };
   for (const auto& c : cases) {
     const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--out=", FreshDir("bad_opt"), " ", c.args));

@@ -3,6 +3,7 @@
 
 #include "ops/cpu/cpu_budget.h"
 
+#include <map>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -50,6 +51,53 @@ TEST(BudgetThreads, UnreadableCgroupIsNamedAndIgnored) {
     const ThreadBudget b = BudgetThreads({.hardware_threads = 4, .cgroup_cpu_max = text});
     EXPECT_EQ(b.threads, 4) << text;
     EXPECT_TRUE(Names(b, "unreadable (ignored)")) << text << ": " << b.source;
+  }
+}
+
+// Files is a made-up /sys/fs/cgroup: CgroupCpuMax's read_file.
+struct Files {
+  std::map<std::string, std::string> text;
+  std::string operator()(const std::string& path) const {
+    auto it = text.find(path);
+    return it == text.end() ? "" : it->second;
+  }
+};
+
+TEST(CgroupCpuMax, V2ReadsTheProcessesCgroupAndEveryOneAbove) {
+  const Files files{{{"/sys/fs/cgroup/cpu.max", "max 100000\n"},
+                     {"/sys/fs/cgroup/user.slice/cpu.max", "300000 100000\n"},
+                     {"/sys/fs/cgroup/user.slice/job/cpu.max", "max 100000\n"}}};
+  EXPECT_EQ(CgroupCpuMax("0::/user.slice/job\n", files), "300000 100000");
+  EXPECT_EQ(CgroupCpuMax("0::/\n", files), "");
+  EXPECT_EQ(CgroupCpuMax("0::/other\n", files), "");
+}
+
+TEST(CgroupCpuMax, TheTightestQuotaWins) {
+  const Files files{{{"/sys/fs/cgroup/a/cpu.max", "150000 100000"},
+                     {"/sys/fs/cgroup/a/b/cpu.max", "100000 50000"}}};
+  EXPECT_EQ(CgroupCpuMax("0::/a/b", files), "150000 100000");  // 1.5 CPUs, not 2
+}
+
+TEST(CgroupCpuMax, V1ReadsTheCpuControllersQuotaAndPeriod) {
+  const Files files{{{"/sys/fs/cgroup/cpu,cpuacct/docker/c1/cpu.cfs_quota_us", "50000\n"},
+                     {"/sys/fs/cgroup/cpu,cpuacct/docker/c1/cpu.cfs_period_us", "100000\n"},
+                     {"/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n"},
+                     {"/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n"}}};
+  const std::string self = "12:memory:/docker/c1\n4:cpu,cpuacct:/docker/c1\n0::/\n";
+  EXPECT_EQ(CgroupCpuMax(self, files), "50000 100000");
+  EXPECT_EQ(BudgetThreads({.hardware_threads = 8, .cgroup_cpu_max = CgroupCpuMax(self, files)})
+                .threads, 1);
+  // A container sees its own cgroup as the mount's root: "-1" there is no quota.
+  EXPECT_EQ(CgroupCpuMax("4:cpu,cpuacct:/\n", files), "");
+}
+
+TEST(CgroupCpuMax, AnUnreadableQuotaIsNamedOnlyWhenNoneIsRead) {
+  Files files{{{"/sys/fs/cgroup/a/cpu.max", "garbage"}}};
+  EXPECT_EQ(CgroupCpuMax("0::/a", files), "garbage");
+  files.text["/sys/fs/cgroup/cpu.max"] = "200000 100000";
+  EXPECT_EQ(CgroupCpuMax("0::/a", files), "200000 100000");
+  for (const char* self : {"", "nonsense", "0::relative", "x:cpu:", ":::"}) {
+    EXPECT_EQ(CgroupCpuMax(self, Files{}), "") << self;
   }
 }
 

@@ -5,6 +5,7 @@
 // the config is (ValidateOptimizerOptions, models::RunConfig::Validate),
 // and the errors name the flags.
 
+#include <algorithm>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -22,7 +23,9 @@ ABSL_FLAG(double, lr, 1e-3,
           "peak learning rate, finite and > 0 (linear warmup over --warmup steps, then "
           "--lr_decay); one too large for the model ends in a non-finite stop (see "
           "--on_nonfinite)");
-ABSL_FLAG(int64_t, warmup, 30, "warmup steps");
+ABSL_FLAG(int64_t, warmup, 30,
+          "warmup steps; when not given, 30 or a tenth of --steps, whichever is fewer, so that "
+          "a short run still warms up to --lr and decays");
 ABSL_FLAG(std::string, precision, "fp32",
           "fp32; bf16: matrix products read bfloat16 casts and accumulate in float32, the rest "
           "and the parameters (checkpoints) stay float32; tf32: on cuda, float32 products in "
@@ -50,8 +53,9 @@ ABSL_FLAG(double, label_smoothing, 0.0,
           "+ e / classes); the validation loss is not smoothed");
 ABSL_FLAG(double, clip, 1.0, "clip the global gradient norm to this, finite and >= 0 (0: off)");
 ABSL_FLAG(std::string, lr_decay, "cosine",
-          "after --warmup: cosine, linear (both to --final_lr_fraction x --lr at the last step) "
-          "or constant; the formulas are LrSchedule's (ops/autodiff/optimizer.h)");
+          "after --warmup: cosine, linear (both to --final_lr_fraction x --lr at the last step; "
+          "a --warmup of --steps or more leaves no step to decay in) or constant; the formulas "
+          "are LrSchedule's (ops/autodiff/optimizer.h)");
 ABSL_FLAG(double, final_lr_fraction, 0.1,
           "the learning rate at the last step, as a fraction of --lr, in [0, 1]");
 
@@ -85,6 +89,14 @@ absl::StatusOr<OptimizerOptions> OptimizerFromFlags() {
                           .clip_norm = absl::GetFlag(FLAGS_clip)};
 }
 
+// WarmupSteps is --warmup as given, else 30 or a tenth of --steps,
+// whichever is fewer.
+int64_t WarmupSteps() {
+  if (FlagGiven("warmup")) return absl::GetFlag(FLAGS_warmup);
+  const int64_t steps = std::max<int64_t>(absl::GetFlag(FLAGS_steps), 0);
+  return std::min<int64_t>(absl::GetFlag(FLAGS_warmup), steps / 10);
+}
+
 absl::StatusOr<LrDecay> LrDecayFromFlags() {
   auto decay = ParseLrDecay(absl::GetFlag(FLAGS_lr_decay));
   if (!decay.ok()) {
@@ -116,7 +128,7 @@ absl::StatusOr<models::RunConfig> RunConfigFromFlags() {
                            .steps = absl::GetFlag(FLAGS_steps),
                            .optimizer = optimizer,
                            .lr = absl::GetFlag(FLAGS_lr),
-                           .warmup = absl::GetFlag(FLAGS_warmup),
+                           .warmup = WarmupSteps(),
                            .final_lr_fraction = absl::GetFlag(FLAGS_final_lr_fraction),
                            .lr_decay = lr_decay,
                            .label_smoothing = absl::GetFlag(FLAGS_label_smoothing),
