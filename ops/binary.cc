@@ -141,12 +141,15 @@ DAGRAD_REGISTER_OP(kMul, mul);
 
 Value Mul(Value a, Value b) { return Binary(kMul, a, b); }
 
-// ---- div: y = a / b, dL/da = g / b, dL/db = -g a / b^2 = -(g / b) y ---------
+// ---- div: y = a / b, dL/da = g / b, dL/db = -g a / b^2 = -g (y / b) ----------
+//
+// In PyTorch's order: -(g / b) y was NaN where a = 0 and g / b overflows
+// (inf times 0), and is 0 there.
 
 namespace {
 std::vector<Value> DivBackward(const GradContext& c) {
-  Value q = c.grad / c.inputs[1];
-  return {q, c.needs[1] ? -(q * c.output) : Value()};
+  return {c.needs[0] ? c.grad / c.inputs[1] : Value(),
+          c.needs[1] ? -(c.grad * (c.output / c.inputs[1])) : Value()};
 }
 const OpDef kDiv = {.name = "div", .dot_label = "Div", .infer = InferArith,
                     .cpu = ArithKernel<DivFn>, .grad = DivBackward, .inplace = true,

@@ -97,24 +97,20 @@ absl::StatusOr<TargetRows> ReadTargets(const KernelContext& ctx) {
   return rows;
 }
 
-// LogSumExp of one row, shifted by its max (NaN if the row holds a NaN),
-// the sum in double.
-template <typename T>
-T LogSumExp(const CpuKernels& kernels, const T* x, int64_t n) {
-  const T m = RowMax(x, n);
-  return static_cast<T>(m + std::log(ExpShiftSum<T>(kernels, x, nullptr, n, m)));
-}
-
 // RowLoss is one row's -sum(q · log softmax(x)) for the target
-// distribution q = (1 - e)·onehot(t) + e/C; without smoothing, in T.
+// distribution q = (1 - e)·onehot(t) + e/C, in double: with m the row's max
+// (NaN if the row holds a NaN), sum(q · (m - x)) + log(sum(exp(x - m))).
+// Each m - x is taken before the log is added, so a large m cannot absorb
+// the log ([1e30] * 4 has loss log 4, not m + log 4 - m = 0).
 template <typename T>
 double RowLoss(const CpuKernels& kernels, const T* x, int64_t classes, int64_t t, double e) {
-  const T lse = LogSumExp(kernels, x, classes);
-  if (e == 0) return static_cast<double>(lse - x[t]);
-  double sum = 0;
-  for (int64_t k = 0; k < classes; ++k) sum += static_cast<double>(x[k]);
-  return static_cast<double>(lse) - (1 - e) * static_cast<double>(x[t]) -
-         e * (sum / static_cast<double>(classes));
+  const T m = RowMax(x, classes);
+  const double log_sum = std::log(ExpShiftSum<T>(kernels, x, nullptr, classes, m));
+  const double to_target = static_cast<double>(m) - static_cast<double>(x[t]);
+  if (e == 0) return to_target + log_sum;
+  double to_all = 0;
+  for (int64_t k = 0; k < classes; ++k) to_all += static_cast<double>(m) - static_cast<double>(x[k]);
+  return (1 - e) * to_target + e * (to_all / static_cast<double>(classes)) + log_sum;
 }
 
 // CrossEntropyGrad builds cross_entropy_grad(logits, targets, g) with the

@@ -256,15 +256,6 @@ __device__ ShiftedExpSum<T> RowShiftedExpSum(const T* x, int64_t n, T* shared) {
   return {m, BlockReduce(sum, SumOp(), shared_sum)};
 }
 
-// RowLogSumExp returns log(sum(exp(x[0, n)))), max-shifted, to every thread
-// of the block, as RowShiftedExpSum.
-template <typename T>
-__device__ T RowLogSumExp(const T* x, int64_t n, T* shared) {
-  const ShiftedExpSum<T> s = RowShiftedExpSum(x, n, shared);
-  // In double, as the CPU: rounding log(sum) to T first would add an error.
-  return static_cast<T>(static_cast<Acc<T>>(s.m) + math::Log(s.sum));
-}
-
 }  // namespace dagrad::cuda
 
 #endif  // DAGRAD_OPS_CUDA_KERNEL_UTIL_CUH_

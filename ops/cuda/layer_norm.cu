@@ -9,6 +9,8 @@
 // every read of x for a row's sums precedes the block reductions, and the
 // final pass reads x[i] before the same thread writes y[i].
 
+#include <type_traits>
+
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/registry.h"
 #include "ops/op_util.h"
@@ -25,7 +27,12 @@ template <typename T>
 __device__ Moments RowMoments(const T* x, int64_t d, double eps, double* shared) {
   double s = 0;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) s += static_cast<double>(x[i]);
-  const double mean = cuda::BlockReduce(s, cuda::SumOp(), shared) / static_cast<double>(d);
+  double mean = cuda::BlockReduce(s, cuda::SumOp(), shared) / static_cast<double>(d);
+  if constexpr (std::is_same_v<T, double>) {  // as the CPU's MomentsOfRows: the sum rounds
+    double drift = 0;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) drift += x[i] - mean;
+    mean += cuda::BlockReduce(drift, cuda::SumOp(), shared) / static_cast<double>(d);
+  }
   double ss = 0;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     const double dev = x[i] - mean;

@@ -77,19 +77,22 @@ absl::StatusOr<CudaBuffer> RowTargets(const KernelContext& ctx) {
   return out;
 }
 
-// RowSum returns sum(x[0, n)) in double to every thread of the block.
-// Contains __syncthreads: call it from every thread.
+// RowGapSum returns sum(m - x[k]) over x[0, n), in double, to every thread
+// of the block. Contains __syncthreads: call it from every thread.
 template <typename T>
-__device__ double RowSum(const T* x, int64_t n) {
+__device__ double RowGapSum(const T* x, int64_t n, T m) {
   __shared__ double shared[32];
   double sum = 0;
-  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += static_cast<double>(x[k]);
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    sum += static_cast<double>(m) - static_cast<double>(x[k]);
+  }
   return cuda::BlockReduce(sum, cuda::SumOp(), shared);
 }
 
-// loss[r] = logsumexp(x_r) - x_r[target], in T as on the CPU; 0 when
-// ignored. With label smoothing e, in double:
-// logsumexp(x_r) - (1 - e)·x_r[target] - e·mean(x_r).
+// loss[r] = sum(q · (m - x_r)) + log(sum(exp(x_r - m))), in double as on the
+// CPU (ops/loss.cc's RowLoss: m - x is taken before the log is added, so a
+// large max cannot absorb it), q = (1 - e)·onehot(target) + e/C; 0 when
+// ignored.
 template <typename T>
 __global__ void RowLossKernel(const T* x, const int64_t* target, int64_t rows, int64_t classes,
                               double smoothing, double* loss) {
@@ -101,15 +104,16 @@ __global__ void RowLossKernel(const T* x, const int64_t* target, int64_t rows, i
       continue;
     }
     const T* xr = x + r * classes;
-    const T lse = cuda::RowLogSumExp(xr, classes, shared);
+    const cuda::ShiftedExpSum<T> s = cuda::RowShiftedExpSum(xr, classes, shared);
+    const double log_sum = math::Log(s.sum);
+    const double to_target = static_cast<double>(s.m) - static_cast<double>(xr[t]);
     if (smoothing == 0) {
-      if (threadIdx.x == 0) loss[r] = static_cast<double>(lse - xr[t]);
+      if (threadIdx.x == 0) loss[r] = to_target + log_sum;
       continue;
     }
-    const double mean = RowSum(xr, classes) / static_cast<double>(classes);
+    const double to_all = RowGapSum(xr, classes, s.m);
     if (threadIdx.x == 0) {
-      loss[r] = static_cast<double>(lse) - (1 - smoothing) * static_cast<double>(xr[t]) -
-                smoothing * mean;
+      loss[r] = (1 - smoothing) * to_target + smoothing * (to_all / classes) + log_sum;
     }
   }
 }

@@ -49,6 +49,25 @@ TEST(Elementwise, ScalarDividedByAValue) {
   ExpectAllClose(out[2], {1, 0.2}, 1e-7, 0, "2 / (a^2 + 1)");
 }
 
+// d(a / b)/db = -g (a / b) / b, in PyTorch's order: where a = 0 it is 0
+// even when g / b overflows (the order -(g / b) (a / b) made that inf * 0,
+// NaN). g = 1e5, b = 1e-35: g / b = 1e40 is past float32's range.
+TEST(Elementwise, DivGradientOfAZeroNumeratorIsZero) {
+  Graph g;
+  Value a = g.Input("a", DType::kFloat32, {2});
+  Value b = g.Input("b", DType::kFloat32, {2});
+  Value w = g.Input("w", DType::kFloat32, {2});
+  ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(Div(a, b) * w), {a, b}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grads[0], grads[1]},
+                                         {{a, T<float>({2}, {0, 3})},
+                                          {b, T<float>({2}, {1e-35f, 2})},
+                                          {w, T<float>({2}, {1e5f, 4})}}));
+  EXPECT_EQ(out[0].data<float>()[0], std::numeric_limits<float>::infinity());  // 1e40
+  EXPECT_EQ(out[0].data<float>()[1], 2.0f);
+  EXPECT_EQ(out[1].data<float>()[0], 0.0f);
+  EXPECT_EQ(out[1].data<float>()[1], -3.0f);  // -4 * 3 / 4
+}
+
 TEST(Elementwise, TranscendentalValues) {
   Graph g;
   Value x = g.Input("x", DType::kFloat64, {3});

@@ -188,6 +188,25 @@ TEST(LayerNorm, ConstantRowGivesBeta) {
   ExpectAllClose(out[0], {0.5, -1, 2}, 0, 0, "beta");
 }
 
+// A float64 row's sum rounds: a constant row of 3.3e22 (and of 1e100, of
+// 768 elements) had a mean an ulp off, and xhat +-1 where it is 0, so the
+// output was +-gamma + beta and gamma's gradient g * xhat.
+TEST(LayerNorm, LargeConstantFloat64RowGivesBeta) {
+  for (const auto& [c, d] : {std::pair{3.3e22, int64_t{3}}, std::pair{1e100, int64_t{768}},
+                             std::pair{-7e35, int64_t{8}}}) {
+    Graph g;
+    Value x = g.Input("x", DType::kFloat64, {2, d});
+    Value gamma = g.Parameter("gamma", {d}, Initializer::Constant(3), DType::kFloat64);
+    Value beta = g.Parameter("beta", {d}, Initializer::Constant(0.5), DType::kFloat64);
+    Value y = LayerNorm(x, gamma, beta);
+    ASSERT_OK_AND_ASSIGN(auto grads, Gradients(Sum(y), {gamma}));
+    ASSERT_OK_AND_ASSIGN(auto out,
+                         RunOnce(g, {y, grads[0]}, {{x, T<double>({2, d}, std::vector<double>(2 * d, c))}}));
+    ExpectAllClose(out[0], std::vector<double>(2 * d, 0.5), 0, 0, absl::StrCat(c, " y"));
+    ExpectAllClose(out[1], std::vector<double>(d, 0.0), 0, 0, absl::StrCat(c, " dgamma"));
+  }
+}
+
 // dx of sum(layer_norm(x) * w) without gamma: rows of dx sum to 0 (shifting
 // a row does not change its normalisation), and for w = 1 dx is 0.
 TEST(LayerNorm, GradientOfASumIsZero) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -130,6 +131,43 @@ TEST(LossValues, LongFloat32RowsAgreeWithFloat64) {
   // Values near -14: float32's half ulp there is 5e-7, 4e-8 relative.
   ExpectAllClose(out[0], log_softmax, 1.5e-7, 0, "log_softmax");
   ExpectAllClose(out[1], loss, 1.5e-7, 0, "cross_entropy");
+}
+
+// A large max must not absorb the log of the shifted sum: the loss of
+// [1e30] * 4 is log 4 (torch's too), where max + log 4 - x[t] rounded to 0;
+// [1e4, 1e4 + 1, 1e4 + 2, 1e4 - 1] lost the sum's third digit in float32.
+template <typename F>
+void ExpectLargeLogitsKeepTheLog() {
+  const double big = std::numeric_limits<F>::max();
+  const double near = std::log(std::exp(-2.0) + std::exp(-1.0) + 1 + std::exp(-3.0));
+  const struct {
+    std::vector<double> row;
+    double smoothing, loss;
+  } cases[] = {
+      {{1e30, 1e30, 1e30, 1e30}, 0, std::log(4.0)},
+      {{-1e30, -1e30, -1e30, -1e30}, 0, std::log(4.0)},
+      {{-1e30, -1e30, -1e30, -1e30}, 0.1, std::log(4.0)},
+      {{big, big, big, big}, 0.1, std::log(4.0)},
+      {{1e4, 1e4 + 1, 1e4 + 2, 1e4 - 1}, 0, near},
+      // Smoothed: 0.9 (m - x[2]) + 0.1 mean(m - x) + log sum, mean(m - x) = 1.5.
+      {{1e4, 1e4 + 1, 1e4 + 2, 1e4 - 1}, 0.2, 0.2 * 1.5 + near},
+  };
+  for (const auto& c : cases) {
+    Graph g;
+    Value logits = g.Input("logits", DTypeOf<F>::value, {1, 4});
+    Value t = g.Input("t", DType::kInt64, {1});
+    Value loss = CrossEntropy(logits, t, {.label_smoothing = c.smoothing});
+    std::vector<F> row(c.row.begin(), c.row.end());
+    ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {loss}, {{logits, T<F>({1, 4}, row)},
+                                                      {t, T<int64_t>({1}, {2})}}));
+    ExpectAllClose(out[0], {c.loss}, sizeof(F) == 4 ? 2e-7 : 1e-15, 0,
+                   absl::StrCat(c.row[0], " smoothing ", c.smoothing));
+  }
+}
+
+TEST(LossValues, LargeLogitsKeepTheLogOfTheirSum) {
+  ExpectLargeLogitsKeepTheLog<float>();
+  ExpectLargeLogitsKeepTheLog<double>();
 }
 
 TEST(LossValues, AllIgnoredMeanIsZeroWithZeroGradient) {

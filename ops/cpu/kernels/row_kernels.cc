@@ -72,6 +72,14 @@ void MomentsOfRows(const T* x, int64_t n, double eps, Moments* m) {
   double mean[kRows], var[kRows];
   SumsOfRows<kRows>(n, [&](int r, int64_t i) { return static_cast<double>(x[r * n + i]); }, mean);
   for (int r = 0; r < kRows; ++r) mean[r] /= n;
+  if constexpr (std::is_same_v<T, double>) {
+    // A float64 row's sum rounds (a float32 row's rarely does): a constant
+    // row of 3.3e22 had a mean an ulp off, every deviation that ulp, and
+    // xhat +-1 for 0. Adding the mean deviation back puts it on the constant.
+    double drift[kRows];
+    SumsOfRows<kRows>(n, [&](int r, int64_t i) { return x[r * n + i] - mean[r]; }, drift);
+    for (int r = 0; r < kRows; ++r) mean[r] += drift[r] / n;
+  }
   SumsOfRows<kRows>(
       n,
       [&](int r, int64_t i) {
