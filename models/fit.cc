@@ -89,7 +89,7 @@ class FitLoop {
   // a checkpoint every eval_every steps and at the end: a result when the
   // run ends before.
   absl::StatusOr<std::optional<FitResult>> Train(int64_t last, int64_t steps) {
-    const Clock::time_point start = Clock::now();
+    start_ = Clock::now();
     while (t_.step() < last) {
       if (StopRequested()) break;
       absl::StatusOr<StepResult> r = rate_.Time(t_);
@@ -99,8 +99,7 @@ class FitLoop {
       if (!o_.writer) continue;
       files_.AddStep(*r);
       if (r->step % o_.eval_every != 0 && r->step != steps) continue;
-      const double elapsed = files_.elapsed_before() + SecondsSince(start);
-      absl::Status saved = EvaluateAndSave(*r, elapsed);
+      absl::Status saved = EvaluateAndSave(*r, Elapsed());
       if (IsNonFiniteRefusal(saved)) {
         return NonFinite(absl::StrCat("step ", r->step, ": ", saved.message(),
                                       " (an update too large for this model: lower "
@@ -135,7 +134,7 @@ class FitLoop {
 
   absl::Status SaveSinceCheckpoint() {
     if (!o_.writer || t_.step() == saved_step_) return absl::OkStatus();
-    DAGRAD_RETURN_IF_ERROR(files_.SaveWindow());
+    DAGRAD_RETURN_IF_ERROR(files_.SaveWindow(Elapsed()));
     DAGRAD_RETURN_IF_ERROR(files_.SaveCheckpoint(t_));
     saved_step_ = t_.step();
     return absl::OkStatus();
@@ -155,6 +154,8 @@ class FitLoop {
   FitResult Result(FitEnd end) const {
     return {.end = end, .step = t_.step(), .rows = files_.rows()};
   }
+  // Elapsed is the run's seconds: a resumed run's go on from its stop's.
+  double Elapsed() const { return files_.elapsed_before() + SecondsSince(start_); }
   bool StopRequested() const { return o_.stop_requested && o_.stop_requested(); }
   void Phase(const std::string& phase, int64_t step) const {
     if (o_.on_phase) o_.on_phase(phase, step);
@@ -166,6 +167,7 @@ class FitLoop {
   std::optional<DirectoryLock> lock_;
   StepRate rate_;
   int64_t saved_step_ = -1;  // the checkpoint's step; -1 when there is none yet
+  Clock::time_point start_ = Clock::now();  // when this process's steps began
 };
 
 }  // namespace

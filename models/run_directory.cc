@@ -25,7 +25,8 @@ constexpr char kHeaderNoEvalLoss[] = "step,loss,train_accuracy,eval_accuracy,lr,
 constexpr char kHeaderNoSkipped[] = "step,loss,train_accuracy,eval_accuracy,lr,elapsed_s";
 constexpr char kWindowFile[] = "metrics_window.csv";
 constexpr char kPreviousWindowFile[] = "metrics_window.prev.csv";
-constexpr char kWindowHeader[] = "step,steps,loss_sum,accuracy_sum,skipped";
+constexpr char kWindowHeader[] = "step,steps,loss_sum,accuracy_sum,skipped,elapsed_s";
+constexpr char kWindowHeaderNoElapsed[] = "step,steps,loss_sum,accuracy_sum,skipped";
 
 }  // namespace
 
@@ -126,18 +127,23 @@ namespace {
 
 std::string FormatWindow(const MetricsWindow& w) {
   // %.17g: the sums read back to the same doubles.
-  return absl::StrFormat("%s\n%d,%d,%.17g,%.17g,%d\n", kWindowHeader, w.step, w.steps, w.loss_sum,
-                         w.accuracy_sum, w.skipped);
+  return absl::StrFormat("%s\n%d,%d,%.17g,%.17g,%d,%.17g\n", kWindowHeader, w.step, w.steps,
+                         w.loss_sum, w.accuracy_sum, w.skipped, w.elapsed);
 }
 
 absl::StatusOr<MetricsWindow> ParseWindow(absl::string_view text) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   MetricsWindow w;
   std::vector<absl::string_view> f;
-  if (lines.size() == 2 && lines[0] == kWindowHeader) f = absl::StrSplit(lines[1], ',');
-  if (f.size() != 5 || !absl::SimpleAtoi(f[0], &w.step) || !absl::SimpleAtoi(f[1], &w.steps) ||
-      !absl::SimpleAtod(f[2], &w.loss_sum) || !absl::SimpleAtod(f[3], &w.accuracy_sum) ||
-      !absl::SimpleAtoi(f[4], &w.skipped)) {
+  size_t fields = 0;
+  if (lines.size() == 2 && (lines[0] == kWindowHeader || lines[0] == kWindowHeaderNoElapsed)) {
+    f = absl::StrSplit(lines[1], ',');
+    fields = lines[0] == kWindowHeader ? 6 : 5;
+  }
+  if (fields == 0 || f.size() != fields || !absl::SimpleAtoi(f[0], &w.step) ||
+      !absl::SimpleAtoi(f[1], &w.steps) || !absl::SimpleAtod(f[2], &w.loss_sum) ||
+      !absl::SimpleAtod(f[3], &w.accuracy_sum) || !absl::SimpleAtoi(f[4], &w.skipped) ||
+      (fields == 6 && !absl::SimpleAtod(f[5], &w.elapsed))) {
     return absl::DataLossError("malformed (not a metrics window)");
   }
   return w;
@@ -194,6 +200,7 @@ absl::Status RunDirectory::ResumeMetrics(int64_t step) {
     DAGRAD_ASSIGN_OR_RETURN(MetricsWindow w, NameResumeFile(ParseWindow(*saved), path(file)));
     if (w.step == step) {
       window_ = w;
+      if (w.elapsed >= 0) elapsed_before_ = w.elapsed;
       break;
     }
   }
@@ -216,9 +223,10 @@ absl::Status RunDirectory::AppendRow(int64_t step, const EvalResult& eval, doubl
   return WriteMetrics();
 }
 
-absl::Status RunDirectory::SaveWindow() {
+absl::Status RunDirectory::SaveWindow(double elapsed) {
   DAGRAD_RETURN_IF_ERROR(RemoveEarlierRun());
   RotateWindow();
+  window_.elapsed = elapsed;
   return WriteFileAtomically(path(kWindowFile), FormatWindow(window_));
 }
 

@@ -54,6 +54,10 @@ struct MetricsWindow {
   int64_t steps = 0;
   double loss_sum = 0, accuracy_sum = 0;
   int64_t skipped = 0;
+  // The run's seconds when the window was saved with a stop's checkpoint,
+  // from which a resume's clock goes on; < 0 when not known (a window saved
+  // before dagrad recorded it: the last row's seconds are used).
+  double elapsed = -1;
 
   void Add(const StepResult& r);
 };
@@ -126,8 +130,9 @@ class RunDirectory {
   // when every step of the window was skipped.
   absl::Status AppendRow(int64_t step, const EvalResult& eval, double lr, double elapsed);
   // SaveWindow writes the open window, for a run stopped at its last step,
-  // before the checkpoint of that step is saved (RotateWindow first).
-  absl::Status SaveWindow();
+  // with the run's seconds so far, before the checkpoint of that step is
+  // saved (RotateWindow first).
+  absl::Status SaveWindow(double elapsed);
   // RotateWindow moves the window saved with the latest checkpoint, if any,
   // to the previous checkpoint's place, as saving a checkpoint moves the
   // latest checkpoint there (a previous checkpoint saved at a row has none).

@@ -50,6 +50,7 @@ absl::StatusOr<std::unique_ptr<LmTrainer>> CreateGpt2FineTuner(
     const Gpt2FineTune& tune, LmTrainConfig config, std::unique_ptr<Device> device,
     const DataParallelOptions& data_parallel) {
   DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files files, ReadHfGpt2(tune.hf_dir));
+  files.config.attention = tune.attention;
   if (tune.dropout.has_value()) {
     DAGRAD_RETURN_IF_ERROR(SetDropouts(*tune.dropout, files.config));
   }

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
 #include "models/lm_trainer.h"
+#include "models/nn/attention.h"
 
 namespace dagrad::models {
 
@@ -46,6 +47,9 @@ struct Gpt2FineTune {
   // dropout: when set, the probability of all three of the model's
   // dropouts instead of config.json's.
   std::optional<double> dropout;
+  // How the attention runs: the fused op or the composed subgraph (the
+  // weights and the numbers are the same, to float rounding).
+  nn::AttentionPath attention = nn::AttentionPath::kFused;
 };
 
 // CreateGpt2FineTuner reads `tune.hf_dir` and `tune.text_path` and returns

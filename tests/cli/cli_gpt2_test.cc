@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/io/checkpoint.h"
@@ -26,6 +27,7 @@ namespace dagrad::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The fixture's tokens, and its labels as targets aligned with the logits
 // (transformers' loss shifts them: logits[:, t] predict labels[:, t + 1]).
@@ -239,6 +241,40 @@ TEST(CliGpt2, FineTuningTakesTheConfigsDropoutsOrTheFlagsForAllThree) {
   r = tune("--dropout=1.5", "refused");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("dropout must be in [0, 1), got p = 1.5"));
+}
+
+// --attention reaches a fine-tuned GPT-2 (it was dropped, and an unknown
+// value trained): composed runs softmax where fused runs attention, with
+// the same losses to float rounding.
+TEST(CliGpt2, FineTuningTakesTheAttentionPath) {
+  const std::string dir = FreshDir("cli_gpt2_attention");
+  WriteCorpusAndInput(dir);
+  auto tune = [&](const std::string& path) {
+    return RunDagrad(absl::StrCat("train --task=text --init=", HfGpt2Tiny(), " --data=", dir,
+                                  "/corpus.txt --steps=2 --eval_every=2 --batch=2 --seq_len=16 "
+                                  "--dropout=0 --profile --attention=", path, " --out=", dir, "/",
+                                  path));
+  };
+  const CliResult fused = tune("fused"), composed = tune("composed");
+  ASSERT_EQ(fused.code, 0) << fused.err;
+  ASSERT_EQ(composed.code, 0) << composed.err;
+  EXPECT_THAT(fused.out, HasSubstr("attention_grad"));
+  EXPECT_THAT(fused.out, Not(HasSubstr("softmax_grad")));
+  EXPECT_THAT(composed.out, HasSubstr("softmax_grad"));
+  EXPECT_THAT(composed.out, Not(HasSubstr("attention_grad")));
+  const std::string a = MetricsWithoutTime(dir + "/fused"), b = MetricsWithoutTime(dir + "/composed");
+  const std::vector<std::string> fa = absl::StrSplit(a, absl::ByAnyChar(",\n")),
+                                 fb = absl::StrSplit(b, absl::ByAnyChar(",\n"));
+  ASSERT_EQ(fa.size(), fb.size()) << a << b;
+  for (size_t i = 0; i < fa.size(); ++i) {
+    double x = 0, y = 0;
+    if (absl::SimpleAtod(fa[i], &x) && absl::SimpleAtod(fb[i], &y)) {
+      EXPECT_NEAR(x, y, 1e-4 * (1 + std::abs(x))) << i << "\n" << a << b;
+    }
+  }
+  const CliResult bogus = tune("bogus");
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_THAT(bogus.err, HasSubstr("--attention must be fused or composed"));
 }
 
 TEST(CliGpt2, FineTuningAndExportRefuseWhatDoesNotFit) {

@@ -10,16 +10,20 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "engine/io/dir_lock.h"
+#include "engine/io/file_io.h"
 #include "models/toy/toy_trainer.h"
 #include "tests/support/test_util.h"
 
@@ -142,6 +146,43 @@ TEST(Fit, AStopRequestSavesTheOpenWindowAndResumesExactly) {
   ASSERT_EQ(rest.end, FitEnd::kComplete);
   ExpectSameRows(rest.rows, want.rows);  // row 8 averages steps 5-8 across the stop
   EXPECT_EQ(rest.final_eval.loss, want.final_eval.loss);
+}
+
+// The run's clock goes on from the stop, not from the last row before it:
+// 0.3 s spent between row 4 and the stop at step 7 were lost, and a stop
+// before the first row restarted the clock at 0. A window saved before the
+// seconds were recorded (five fields) still resumes, from the last row's.
+TEST(Fit, AResumedRunsSecondsGoOnFromTheStop) {
+  const std::string dir = NewTempDir("fit");
+  auto first = NewTrainer();
+  int64_t steps_done = 0;
+  const FitResult stopped = FitOk(
+      *first, {.dir = dir, .eval_every = 4,
+               .stop_requested = [&] { return steps_done >= 7; },
+               .on_step = [&](const FitProgress& p) {
+                 steps_done = p.step.step;
+                 if (steps_done == 6) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+               }});
+  ASSERT_EQ(stopped.step, 7);
+  const std::string old_form = NewTempDir("fit_old_window");
+  std::filesystem::copy(dir, old_form,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::overwrite_existing);
+  auto second = NewTrainer();
+  const FitResult rest = FitOk(*second, {.dir = dir, .eval_every = 4, .resume = true});
+  ASSERT_EQ(rest.rows.size(), 3u);
+  EXPECT_LT(rest.rows[0].elapsed, 0.3);
+  EXPECT_GE(rest.rows[1].elapsed, 0.3);
+
+  ASSERT_OK_AND_ASSIGN(std::string window, ReadFile(old_form + "/metrics_window.csv"));
+  ASSERT_TRUE(absl::StrContains(window, ",elapsed_s\n")) << window;
+  window = window.substr(0, window.rfind(','));  // the seconds' field
+  window.replace(window.find(",elapsed_s"), 10, "");
+  ASSERT_OK(WriteFileAtomically(old_form + "/metrics_window.csv", window + "\n"));
+  auto third = NewTrainer();
+  const FitResult old = FitOk(*third, {.dir = old_form, .eval_every = 4, .resume = true});
+  ASSERT_EQ(old.end, FitEnd::kComplete);
+  ExpectSameRows(old.rows, rest.rows);
 }
 
 // DamageLatestCheckpoint changes a byte of the latest checkpoint's last

@@ -24,7 +24,7 @@ ABSL_FLAG(std::string, wait_policy, "",
           "DAGRAD_WAIT_POLICY, else auto");
 ABSL_FLAG(std::string, out, "",
           "dot: the .dot file to write (required); train: the output directory "
-          "(empty: runs/train); export: the .onnx file to write, or with --format=hf the "
+          "(empty: runs/train, and runs/text for --task=text); export: the .onnx file to write, or with --format=hf the "
           "directory (required)");
 
 ABSL_FLAG(bool, check_numerics, false,

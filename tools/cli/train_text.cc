@@ -94,13 +94,16 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
   if (!usage.ok()) return Failure(cmd, usage);
   absl::StatusOr<models::Gpt2Config> hf = models::ReadHfGpt2Config(init);
   if (!hf.ok()) return Failure(cmd, hf.status());
+  const absl::StatusOr<nn::AttentionPath> attention = AttentionFromFlags();
+  if (!attention.ok()) return Failure(cmd, attention.status());
   const models::LmTrainConfig config{.run = run, .eval_windows = absl::GetFlag(FLAGS_eval_windows)};
   // config.json's dropouts, unless --dropout is given (even at its default).
   const models::Gpt2FineTune tune = {
       .hf_dir = init,
       .text_path = data,
       .seq_len = absl::GetFlag(FLAGS_seq_len),
-      .dropout = FlagGiven("dropout") ? std::optional(absl::GetFlag(FLAGS_dropout)) : std::nullopt};
+      .dropout = FlagGiven("dropout") ? std::optional(absl::GetFlag(FLAGS_dropout)) : std::nullopt,
+      .attention = *attention};
   TrainingRun training{
       .steps = run.steps,
       .default_out = "runs/text",

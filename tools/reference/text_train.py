@@ -105,7 +105,8 @@ def torch_rows(a, model, data):
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
+        if a.clip > 0:  # dagrad's --clip=0 is off; torch's max_norm 0 zeroes every gradient
+            torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
         for group in opt.param_groups:
             group["lr"] = learning_rate(a, s)
         opt.step()
