@@ -288,6 +288,7 @@ absl::StatusOr<TensorType> InferConcat(const InferContext& ctx) {
 // Each output row (the axes before `axis`) is the inputs' rows one after
 // another.
 absl::Status ConcatKernel(const KernelContext& ctx) {
+  if (ctx.output.num_elements() == 0) return absl::OkStatus();  // and `outer` may overflow
   DAGRAD_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.attrs().GetInt("axis"), ctx.output.rank()));
   const size_t size = SizeOf(ctx.output.dtype);
   int64_t outer = 1;

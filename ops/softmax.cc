@@ -234,6 +234,7 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
 }
 
 absl::Status MaskedSoftmaxKernel(const KernelContext& ctx) {
+  if (ctx.output.num_elements() == 0) return absl::OkStatus();  // rows of nothing: no loop
   return DispatchFloat(ctx.output.dtype,
                        [&](auto tag) { return MaskedSoftmaxTyped<decltype(tag)>(ctx); });
 }
@@ -296,6 +297,7 @@ absl::StatusOr<TensorType> InferSoftmaxGrad(const InferContext& ctx) {
 // softmax_grad: dx = y * (g - sum(g * y)); the output may alias g (input 0).
 // float runs the active ISA level's kernel, double the same sums here.
 absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
+  if (ctx.output.num_elements() == 0) return absl::OkStatus();
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const Shape& s = *ctx.in(0).shape;
@@ -369,6 +371,7 @@ absl::StatusOr<TensorType> InferLogSoftmax(const InferContext& ctx) {
 }
 
 absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
+  if (ctx.output.num_elements() == 0) return absl::OkStatus();
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());

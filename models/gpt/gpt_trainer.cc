@@ -107,11 +107,11 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> GptTrainer::Pic
                                           : absl::StrFormat("%02x", ch & 0xff));
   }
   std::vector<std::pair<std::string, std::string>> pictures;
-  pictures.emplace_back(
-      "attention.svg",
-      plot::AttentionHeatmaps(weights, labels,
-                              "causal attention on the first validation window (row: query, "
-                              "column: key)"));
+  DAGRAD_ASSIGN_OR_RETURN(std::string heads,
+                          plot::AttentionHeatmaps(weights, labels,
+                                                  "causal attention on the first validation "
+                                                  "window (row: query, column: key)"));
+  pictures.emplace_back("attention.svg", std::move(heads));
   return pictures;
 }
 

@@ -15,6 +15,7 @@ namespace {
 // Angles(i, j) = p_i / base^(2j/d) for the (L) float64 positions p as an
 // (L, d/2) float64 subgraph.
 Value Angles(Value positions, int64_t dim, double base) {
+  if (!positions.ok()) return positions;
   Graph& g = *positions.graph();
   const int64_t length = positions.dim(0);
   Value two_j = Arange(g, 0, static_cast<double>(dim), 2, DType::kFloat64);  // 2j
@@ -24,13 +25,14 @@ Value Angles(Value positions, int64_t dim, double base) {
 
 // Positions start, ..., start + length - 1 as float64 (length).
 Value Positions(Graph& g, int64_t start, int64_t length) {
-  return Arange(g, static_cast<double>(start), static_cast<double>(start + length), 1,
-                DType::kFloat64);
+  return Arange(g, static_cast<double>(start),
+                static_cast<double>(start) + static_cast<double>(length), 1, DType::kFloat64);
 }
 
 // Interleave returns [a0, b0, a1, b1, ...] along the last axis from two
 // (..., n) values.
 Value Interleave(Value a, Value b) {
+  if (!a.ok() || !b.ok()) return a.ok() ? b : a;
   std::vector<int64_t> pair_shape(a.shape().dims().begin(), a.shape().dims().end());
   pair_shape.push_back(1);
   std::vector<int64_t> merged(a.shape().dims().begin(), a.shape().dims().end());
@@ -54,6 +56,7 @@ Value CheckRotary(Value x, double base) {
 
 // Rotate rotates x's pairs by `angles` (L, D/2).
 Value Rotate(Value x, Value angles) {
+  if (!angles.ok()) return angles;
   Value cos = Cast(Cos(angles), x.dtype()), sin = Cast(Sin(angles), x.dtype());
   // Split x into its even (x0) and odd (x1) members of each pair.
   std::vector<int64_t> pairs(x.shape().dims().begin(), x.shape().dims().end());
@@ -112,6 +115,13 @@ Value ApplyRotary(Value x, double base, int64_t start) {
   if (!x.ok()) return x;
   if (Value error = CheckRotary(x, base); !error.is_null()) return error;
   Graph& g = *x.graph();
+  // float64 holds every position exactly up to 2^53.
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (start < -kExact || start > kExact - x.dim(-2)) {
+    return g.Error(absl::InvalidArgumentError(absl::StrCat(
+        "rotary embedding's positions ", start, " to ", start, " + ", x.dim(-2),
+        " - 1 must lie within +-2^53 (float64 holds them exactly)")));
+  }
   Graph::Scope scope(g, "rotary");
   return Rotate(x, Angles(Positions(g, start, x.dim(-2)), x.dim(-1), base));
 }

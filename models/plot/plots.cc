@@ -27,8 +27,32 @@ std::string LossCurves(const std::vector<models::MetricsRow>& rows) {
       "training");
 }
 
-std::string AttentionHeatmaps(const std::vector<Tensor>& weights,
-                              const std::vector<std::string>& labels, const std::string& title) {
+namespace {
+
+// CheckWeights: each layer's weights are float32 (H, L, L) with one label
+// per position, or none.
+absl::Status CheckWeights(const std::vector<Tensor>& weights,
+                          const std::vector<std::string>& labels) {
+  for (size_t l = 0; l < weights.size(); ++l) {
+    const Tensor& w = weights[l];
+    const Shape& s = w.shape();
+    if (w.dtype() != DType::kFloat32 || s.rank() != 3 || s[1] != s[2] ||
+        (!labels.empty() && static_cast<int64_t>(labels.size()) != s[1])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AttentionHeatmaps: layer ", l, "'s weights must be float32 (H, L, L) with ",
+          labels.empty() ? "" : absl::StrCat(labels.size(), " labels' "), "L, got ",
+          DTypeName(w.dtype()), " ", s.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> AttentionHeatmaps(const std::vector<Tensor>& weights,
+                                              const std::vector<std::string>& labels,
+                                              const std::string& title) {
+  DAGRAD_RETURN_IF_ERROR(CheckWeights(weights, labels));
   const double cell = 230;
   int64_t heads = 0;
   std::vector<Panel> panels;

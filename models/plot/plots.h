@@ -6,7 +6,8 @@
 //
 //   // setup: Plots
 //   std::string curves = plot::LossCurves(fit.rows);   // models::FitResult's rows
-//   std::string heads = plot::AttentionHeatmaps(weights, {"a", "b", "c"}, "attention");
+//   DAGRAD_ASSIGN_OR_RETURN(std::string heads,
+//                           plot::AttentionHeatmaps(weights, {"a", "b", "c"}, "attention"));
 //   DAGRAD_ASSIGN_OR_RETURN(std::string table, plot::PositionalEncoding(32, 16));
 
 #ifndef DAGRAD_MODELS_PLOT_PLOTS_H_
@@ -28,9 +29,11 @@ std::string LossCurves(const std::vector<models::MetricsRow>& rows);
 
 // AttentionHeatmaps draws attention weights, per layer a float32 (H, L, L)
 // tensor (row: query, column: key), as a grid: a row of H heads per layer,
-// each labelled by `labels` (L of them, or none).
-std::string AttentionHeatmaps(const std::vector<Tensor>& weights,
-                              const std::vector<std::string>& labels, const std::string& title);
+// each labelled by `labels` (L of them, or none). InvalidArgument, naming
+// the layer, for a tensor of another dtype or shape, or labels not L.
+absl::StatusOr<std::string> AttentionHeatmaps(const std::vector<Tensor>& weights,
+                                              const std::vector<std::string>& labels,
+                                              const std::string& title);
 
 // PositionalEncoding draws the sinusoidal table P (max_len, dim)
 // (models/nn/positional_encoding.h) as a heatmap, and columns 6 to 9 as

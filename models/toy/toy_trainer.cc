@@ -200,10 +200,11 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ToyTrainer::Pic
   std::vector<std::string> labels;
   for (int64_t t : sample.tokens) labels.push_back(absl::StrCat(t));
   std::vector<std::pair<std::string, std::string>> pictures;
-  pictures.emplace_back("attention.svg",
-                        plot::AttentionHeatmaps(sample.weights, labels,
-                                                "attention weights for a held-out sequence "
-                                                "(row: query, column: key)"));
+  DAGRAD_ASSIGN_OR_RETURN(std::string heads,
+                          plot::AttentionHeatmaps(sample.weights, labels,
+                                                  "attention weights for a held-out sequence "
+                                                  "(row: query, column: key)"));
+  pictures.emplace_back("attention.svg", std::move(heads));
   DAGRAD_ASSIGN_OR_RETURN(std::string encoding,
                           plot::PositionalEncoding(config_.model.seq_len, config_.model.dim));
   pictures.emplace_back("positional_encoding.svg", std::move(encoding));

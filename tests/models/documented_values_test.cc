@@ -196,7 +196,8 @@ TEST(DocumentedValues, TokenCountsAndEvalStats) {
 TEST(DocumentedValues, AttentionHeatmapsNameEachHead) {
   ASSERT_OK_AND_ASSIGN(Tensor layer,
                        Tensor::FromVector<float>({1, 3, 3}, std::vector<float>(9, 1.0f / 3)));
-  const std::string heads = plot::AttentionHeatmaps({layer}, {"a", "b", "c"}, "attention");
+  ASSERT_OK_AND_ASSIGN(const std::string heads,
+                       plot::AttentionHeatmaps({layer}, {"a", "b", "c"}, "attention"));
   EXPECT_NE(heads.find("layer 0, head 0"), std::string::npos);
 }
 

@@ -27,14 +27,39 @@ int Count(const std::string& text, const std::string& what) {
 TEST(Plot, AttentionHeatmapsDrawEveryHeadOfEveryLayerWithEscapedLabels) {
   // Two layers of three heads over two positions.
   const Tensor w = testing::T<float>({3, 2, 2}, {1, 0, 0.5, 0.5, 1, 0, 0, 1, 0.2, 0.8, 1, 0});
-  const std::string svg = AttentionHeatmaps({w, w}, {"<a>", "&"}, "weights \"x\"");
+  ASSERT_OK_AND_ASSIGN(const std::string svg,
+                       AttentionHeatmaps({w, w}, {"<a>", "&"}, "weights \"x\""));
   EXPECT_EQ(Count(svg, "layer 0, head "), 3);
   EXPECT_EQ(Count(svg, "layer 1, head "), 3);
   EXPECT_THAT(svg, HasSubstr("&lt;a&gt;"));
   EXPECT_THAT(svg, HasSubstr("&amp;"));
   EXPECT_THAT(svg, HasSubstr("weights &quot;x&quot;"));
   EXPECT_THAT(svg, Not(HasSubstr("<a>")));
-  EXPECT_EQ(svg, AttentionHeatmaps({w, w}, {"<a>", "&"}, "weights \"x\""));  // deterministic
+  EXPECT_EQ(svg, *AttentionHeatmaps({w, w}, {"<a>", "&"}, "weights \"x\""));  // deterministic
+}
+
+// Weights of another dtype or shape, or labels not one per position, were
+// read as float32 (H, L, L) anyway: a crash, or an SVG of another buffer's
+// bytes.
+TEST(Plot, AttentionHeatmapsRefuseWeightsThatAreNotHeadsOfSquares) {
+  const Tensor good = testing::T<float>({1, 2, 2}, {1, 0, 0.5, 0.5});
+  const struct {
+    Tensor w;
+    std::vector<std::string> labels;
+    std::string message;
+  } cases[] = {
+      {testing::T<double>({1, 2, 2}, {1, 0, 0.5, 0.5}), {}, "float64 (1, 2, 2)"},
+      {testing::T<float>({4}, {1, 0, 0.5, 0.5}), {}, "float32 (4"},
+      {testing::T<float>({2, 3, 1}, {1, 0, 0.5, 0.5, 1, 1}), {}, "float32 (2, 3, 1)"},
+      {good, {"a"}, "with 1 labels' L, got float32 (1, 2, 2)"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_STATUS(AttentionHeatmaps({good, c.w}, c.labels, "t").status(),
+                  absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("AttentionHeatmaps: layer ", c.labels.empty() ? "1" : "0"));
+    EXPECT_THAT(AttentionHeatmaps({good, c.w}, c.labels, "t").status().message(),
+                HasSubstr(c.message));
+  }
 }
 
 TEST(Plot, LossCurvesDrawBothSplits) {

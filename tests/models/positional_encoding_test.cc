@@ -65,6 +65,23 @@ TEST(Sinusoidal, OddOrTinyDimensionsAreErrors) {
                 "must be (B, T, E)");
 }
 
+// Sizes whose subgraph fails (2^60 positions, 2^62 rows of nothing, a
+// start past float64's exact integers) crashed, the helpers reading the
+// shape of an error Value; they are errors naming the size.
+TEST(Sinusoidal, HugeSizesAreErrorsNotCrashes) {
+  Graph g;
+  EXPECT_STATUS(models::SinusoidalTable(g, int64_t{1} << 60, 4).status(),
+                absl::StatusCode::kInvalidArgument, "arange");
+  Value empty = g.Input("empty", DType::kFloat32, {1, int64_t{1} << 62, 0});
+  EXPECT_FALSE(models::ApplyRotary(empty).ok());
+  Value x = g.Input("x", DType::kFloat32, {1, 2, 4});
+  EXPECT_STATUS(models::ApplyRotary(x, 10000, int64_t{1} << 60).status(),
+                absl::StatusCode::kInvalidArgument,
+                "positions 1152921504606846976 to 1152921504606846976 + 2 - 1 must lie within "
+                "+-2^53");
+  EXPECT_TRUE(models::ApplyRotary(x, 10000, -(int64_t{1} << 53)).ok());
+}
+
 TEST(Rotary, RotatesAdjacentPairsByPosition) {
   Graph g;
   Value x = g.Input("x", DType::kFloat64, {2, 4});
