@@ -250,6 +250,14 @@ absl::Status Initializer::Validate(const Shape& shape, DType dtype) const {
         return absl::InvalidArgumentError(absl::StrCat(
             "uniform initializer needs finite low <= high, got [", a, ", ", b, ")"));
       }
+      // Draws are low + (high - low) u: the width must be finite too, and
+      // the bounds the dtype's (else every draw clamps to its largest).
+      if (!std::isfinite(b - a) || (IsAnyFloat(dtype) && (std::abs(a) > LargestFinite(dtype) ||
+                                                          std::abs(b) > LargestFinite(dtype)))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "uniform initializer [", a, ", ", b, ") must lie within ", DTypeName(dtype),
+            "'s finite range, +-", LargestFinite(dtype), ", and be no wider than a double holds"));
+      }
       break;
     case Kind::kNormal:
       if (!(b >= 0) || !std::isfinite(a) || !std::isfinite(b)) {

@@ -1,6 +1,5 @@
 #include "models/run_outputs.h"
 
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "engine/dot/dot.h"
@@ -101,7 +100,7 @@ absl::StatusOr<RunOutputs> WriteRunOutputs(Trainer& trainer, const std::string& 
   RunOutputs out{.dir = dir, .written = {"model.safetensors", "checkpoint.safetensors"}};
   DAGRAD_RETURN_IF_ERROR(trainer.SaveModel(dir + "/model.safetensors"));
   DAGRAD_RETURN_IF_ERROR(stopped());
-  if (std::filesystem::exists(RunDirectory(dir).previous_checkpoint_path())) {
+  if (PathExists(RunDirectory(dir).previous_checkpoint_path())) {
     out.written.push_back("checkpoint.prev.safetensors");
   }
   out.written.insert(out.written.end(), {"metrics.csv", "loss.svg"});

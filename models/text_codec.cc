@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "models/generator.h"
@@ -15,7 +16,7 @@ namespace dagrad::models {
 
 absl::StatusOr<TextCodec> TextCodecFor(const std::string& path,
                                        const std::string& tokenizer_dir) {
-  if (tokenizer_dir.empty() && !std::filesystem::is_directory(path)) {
+  if (tokenizer_dir.empty() && !IsDirectory(path)) {
     return TextCodec{BytesToTokens, [](absl::Span<const int64_t> ids) -> absl::StatusOr<std::string> {
                        for (int64_t id : ids) {
                          if (id < 0 || id > 255) {

@@ -48,6 +48,15 @@ std::string PathInFolder(absl::string_view folder, absl::string_view name);
 //   bool same = SameFile("runs/x/../x/model.safetensors", "runs/x/model.safetensors");
 bool SameFile(const std::string& a, const std::string& b);
 
+// IsDirectory and PathExists tell, through symlinks, whether `path` names
+// a directory, or anything; false also when that cannot be told (a symlink
+// loop, a name too long), and the open that follows names why. (The
+// one-argument std::filesystem forms throw there, and the throw aborts.)
+//
+//   bool tune = IsDirectory("runs/gpt2");
+bool IsDirectory(const std::string& path);
+bool PathExists(const std::string& path);
+
 // ReadFile returns the bytes of the file at `path`.
 //
 // Errors: the errno's code (NotFound, PermissionDenied, FailedPrecondition

@@ -2,10 +2,14 @@
 // made it hang or replace what it should have refused.
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "engine/io/file_io.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/test_util.h"
 
@@ -14,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // `train --layers=100` trained, saved, then waited over 10 minutes for
 // Graphviz to draw forward.svg; a deep model now keeps forward.dot only.
@@ -85,6 +90,48 @@ TEST(CliHostile, AnOutputThatIsAFifoIsRefusedAndKept) {
 
 // A name that is no kernel set ran BLIS's skx (id 0, where a failed
 // SimpleAtoi leaves its int) as if chosen.
+// A write past the file-size limit (ulimit -f) killed the program by
+// SIGXFSZ: exit 153, no message, the temporary file left behind.
+TEST(CliHostile, AFileSizeLimitIsAnErrorNamingTheFile) {
+  const std::string dir = FreshDir("file_size_limit");
+  const CliResult r = RunDagrad(absl::StrCat(kTinyTrain, "--steps=2 --out=", dir), "ulimit -f 2;");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("cannot write '", dir, "/checkpoint.safetensors.tmp.")));
+  EXPECT_THAT(r.err, HasSubstr("File too large"));
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();
+  }
+}
+
+// Output that never reached stdout (here /dev/full) exited 0.
+TEST(CliHostile, AnOutputThatCannotBeWrittenFailsTheCommand) {
+  const std::string err = FreshDir("stdout_full") + "/err";
+  const int status = std::system(absl::StrCat(DAGRAD_CLI_PATH, " info > /dev/full 2> ", err).c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1);
+  EXPECT_THAT(ReadFile(err).value_or(""),
+              HasSubstr("dagrad info: cannot write to standard output: No space left on device"));
+}
+
+// A symlink loop (or a name too long) given as a model or checkpoint
+// aborted export, eval, generate and fine-tuning: std::filesystem's
+// is_directory threw. Each is now refused, naming the path.
+TEST(CliHostile, ASymlinkLoopIsRefusedNotAnAbort) {
+  const std::string dir = FreshDir("symlink_loop");
+  fs::create_symlink(dir + "/b", dir + "/a");
+  fs::create_symlink(dir + "/a", dir + "/b");
+  const std::string loop = dir + "/a", long_name = dir + "/" + std::string(5000, 'n');
+  for (const std::string& path : {loop, long_name}) {
+    for (const std::string& args :
+         {"export --out=" + dir + "/x.onnx --checkpoint=" + path, "eval --checkpoint=" + path,
+          "eval --model=" + path, "generate --checkpoint=" + path, "generate --model=" + path,
+          "train --task=text --data=" + dir + "/none --init=" + path}) {
+      const CliResult r = RunDagrad(args);
+      EXPECT_TRUE(r.code == 1 || r.code == 2) << args << ": " << r.code << " " << r.err;
+      EXPECT_THAT(r.err, Not(HasSubstr("terminate"))) << args;
+    }
+  }
+}
+
 TEST(CliHostile, AnUnknownBlisKernelSetIsAUsageError) {
   for (const char* value : {"garbage", "''"}) {
     const CliResult r = RunDagrad("info", absl::StrCat("env BLIS_ARCH_TYPE=", value));

@@ -187,6 +187,15 @@ TEST(RandomTensor, ErrorsNameTheArgument) {
   EXPECT_STATUS(RandomUniform(DType::kFloat32, {2}, 1, 1, 0).status(), kInvalid, "low < high");
   EXPECT_STATUS(RandomUniform(DType::kFloat32, {2}, 0, INFINITY, 0).status(), kInvalid,
                 "low < high");
+  // Bounds a dtype cannot hold, or a width past a double's range: every
+  // draw clamped to the dtype's largest value (even below low), or to 1e308.
+  EXPECT_STATUS(RandomUniform(DType::kFloat64, {4}, -1e308, 1e308, 1).status(), kInvalid,
+                "no wider than a double holds");
+  EXPECT_STATUS(RandomUniform(DType::kFloat32, {4}, 1e39, 2e39, 1).status(), kInvalid,
+                "must lie within float32's finite range, +-3.40282e+38");
+  EXPECT_STATUS(RandomUniform(DType::kFloat16, {4}, 0, 1e5, 1).status(), kInvalid,
+                "float16's finite range, +-65504");
+  EXPECT_TRUE(RandomUniform(DType::kFloat32, {4}, -3e38, 3e38, 1).ok());
   EXPECT_STATUS(RandomTruncatedNormal(DType::kInt64, {2}, 0, 1, -2, 2, 0).status(), kInvalid,
                 "dtype");
   EXPECT_STATUS(RandomTruncatedNormal(DType::kFloat32, {2}, 0, 0, -2, 2, 0).status(),

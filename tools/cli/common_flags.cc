@@ -1,6 +1,5 @@
 #include "tools/cli/common_flags.h"
 
-#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -47,7 +46,7 @@ absl::Status RefuseOverwrite(const std::string& output, absl::string_view output
                              std::initializer_list<std::pair<std::string, const char*>> inputs) {
   for (const auto& [path, flag] : inputs) {
     std::vector<std::string> read = {path};
-    if (std::filesystem::is_directory(path)) {  // a Hugging Face model's files
+    if (IsDirectory(path)) {  // a Hugging Face model's files
       for (const char* name : {"model.safetensors", "config.json", "vocab.json", "merges.txt"}) {
         read.push_back(PathInFolder(path, name));
       }
@@ -82,7 +81,7 @@ absl::StatusOr<std::string> ModelPathFromFlags(const Command& command, bool onnx
   if (model.empty() && checkpoint.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--checkpoint is required (or --model: ", kinds, ")"));
   }
-  if (!model.empty() && !std::filesystem::is_directory(model) && !(onnx && IsOnnxPath(model))) {
+  if (!model.empty() && !IsDirectory(model) && !(onnx && IsOnnxPath(model))) {
     return absl::InvalidArgumentError(
         absl::StrCat(command.name, "'s --model takes ", kinds, ", got '", model, "'"));
   }

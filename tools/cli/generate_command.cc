@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -59,7 +58,7 @@ absl::StatusOr<std::string> Prompt() {
 // none, the model reads bytes).
 absl::StatusOr<std::string> TokenizerToRead(const std::string& path) {
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) return absl::GetFlag(FLAGS_tokenizer);
-  if (std::filesystem::is_directory(path)) return "";
+  if (IsDirectory(path)) return "";
   absl::StatusOr<std::string> recorded = models::RecordedTokenizerDir(path);
   if (absl::IsNotFound(recorded.status())) return "";
   return recorded;
@@ -84,7 +83,7 @@ absl::StatusOr<models::TextCodec> CodecFor(const std::string& path, const std::s
 // model may have ids its tokenizer lacks, as nanoGPT's padded vocabulary).
 absl::Status CheckCodecFitsModel(const std::string& path, const std::string& tokenizer,
                                  const models::TextCodec& codec, int64_t vocab) {
-  if (tokenizer.empty() && !std::filesystem::is_directory(path) && vocab > 256) {
+  if (tokenizer.empty() && !IsDirectory(path) && vocab > 256) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, " records no tokenizer, and its ", vocab,
         " token ids are a tokenizer's, not bytes: give --tokenizer=DIR (vocab.json, merges.txt)"));

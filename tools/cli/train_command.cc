@@ -15,6 +15,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -350,7 +351,10 @@ std::map<std::string, std::string> AgreedConfig(const Command& cmd) {
 absl::Status OpenOutDir(const std::string& out, std::optional<DirectoryLock>& lock) {
   std::vector<std::string> stale;
   absl::StatusOr<DirectoryLock> claimed = models::ClaimRunDirectory(out, &stale);
-  if (absl::IsFailedPrecondition(claimed.status())) {
+  // In use: another process holds the lock. (A lock that cannot be opened,
+  // a directory in its place, is the generic error below.)
+  if (absl::IsFailedPrecondition(claimed.status()) &&
+      absl::StrContains(claimed.status().message(), "another writer")) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--out=", absl::StrReplaceAll(claimed.status().message(),
                                       {{"another writer", "another dagrad train"}}),

@@ -17,9 +17,9 @@
 // dropouts are config.json's attn_pdrop, embd_pdrop and resid_pdrop, or
 // all three --dropout when that flag is given.
 
+#include "engine/io/file_io.h"
 #include "tools/cli/train_run.h"
 
-#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -120,7 +120,7 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
 
 int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                  Job& job) {
-  if (std::filesystem::is_directory(absl::GetFlag(FLAGS_init))) return RunFineTune(cmd, run, parallel, job);
+  if (IsDirectory(absl::GetFlag(FLAGS_init))) return RunFineTune(cmd, run, parallel, job);
   absl::StatusOr<models::TextTrainConfig> config = TextConfigFromFlags(run);
   if (!config.ok()) return Failure(cmd, config.status());
   TrainingRun training{
