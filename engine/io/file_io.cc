@@ -234,8 +234,12 @@ std::string TemporaryPathFor(const std::string& path) {
   }
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
-                                 const AtomicWriteOptions& options) {
+namespace {
+
+// StageFile writes `contents` to a new temporary file beside `path`,
+// fsynced and closed, with the mode of the file it is to replace, and
+// returns its path; on failure it leaves nothing.
+absl::StatusOr<std::string> StageFile(const std::string& path, absl::string_view contents) {
   // Renaming over a device or a FIFO would replace it (/dev/full, as root).
   struct stat target;
   if (::lstat(path.c_str(), &target) == 0 && *NotAFile(target.st_mode) != '\0') {
@@ -262,12 +266,38 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   if (status.ok()) status = WriteAll(fd, contents, tmp);
   if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("cannot fsync", tmp);
   if (::close(fd) != 0 && status.ok()) status = ErrnoError("cannot close", tmp);
+  if (!status.ok()) {
+    ::unlink(tmp.c_str());
+    return status;
+  }
+  return tmp;
+}
+
+// SyncDirectoryOf fsyncs the directory holding `path`: without it a rename
+// may be lost in a crash, leaving the old file (whole, but old) after the
+// caller was told the write succeeded.
+absl::Status SyncDirectoryOf(const std::string& path) {
+  const std::string dir = Directory(path);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return ErrnoError("wrote the file but cannot open its directory", dir);
+  absl::Status status;
+  if (::fsync(dfd) != 0) status = ErrnoError("wrote the file but cannot fsync its directory", dir);
+  ::close(dfd);
+  return status;
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
+                                 const AtomicWriteOptions& options) {
+  DAGRAD_ASSIGN_OR_RETURN(const std::string tmp, StageFile(path, contents));
   // The previous file moves aside only now, when the new one is complete,
   // so that `path` is missing for as short a time as possible.
+  absl::Status status;
   const std::string& previous = options.keep_previous_as;
   bool moved_aside = false;
   struct stat existing;
-  if (status.ok() && !previous.empty() && ::lstat(path.c_str(), &existing) == 0) {
+  if (!previous.empty() && ::lstat(path.c_str(), &existing) == 0) {
     moved_aside = ::rename(path.c_str(), previous.c_str()) == 0;
     if (!moved_aside) status = ErrnoError(absl::StrCat("cannot rename '", path, "' to"), previous);
   }
@@ -279,13 +309,41 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
     ::unlink(tmp.c_str());
     return status;
   }
-  // Without this the rename itself may be lost in a crash, leaving the old
-  // file (whole, but old) after the caller was told the write succeeded.
-  const std::string dir = Directory(path);
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return ErrnoError("wrote the file but cannot open its directory", dir);
-  if (::fsync(dfd) != 0) status = ErrnoError("wrote the file but cannot fsync its directory", dir);
-  ::close(dfd);
+  return SyncDirectoryOf(path);
+}
+
+absl::Status WriteFilesAtomically(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::string> staged;
+  absl::Status status;
+  for (const auto& [path, contents] : files) {
+    absl::StatusOr<std::string> tmp = StageFile(path, contents);
+    if (!tmp.ok()) {
+      status = tmp.status();
+      break;
+    }
+    staged.push_back(*std::move(tmp));
+  }
+  size_t renamed = 0;
+  while (status.ok() && renamed < staged.size()) {
+    const std::string& path = files[renamed].first;
+    if (::rename(staged[renamed].c_str(), path.c_str()) != 0) {
+      status = ErrnoError(absl::StrCat("cannot rename '", staged[renamed], "' over"), path);
+      if (renamed > 0) {
+        status = absl::Status(status.code(), absl::StrCat(status.message(), " (",
+                                                          files[renamed - 1].first,
+                                                          " and the files before it were replaced)"));
+      }
+      break;
+    }
+    ++renamed;
+  }
+  for (size_t i = renamed; i < staged.size(); ++i) ::unlink(staged[i].c_str());
+  for (size_t i = 0; status.ok() && i < files.size(); ++i) {
+    if (i == 0 || Directory(files[i].first) != Directory(files[i - 1].first)) {
+      status = SyncDirectoryOf(files[i].first);
+    }
+  }
   return status;
 }
 

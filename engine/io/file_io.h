@@ -162,6 +162,19 @@ struct AtomicWriteOptions {
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
                                  const AtomicWriteOptions& options = {});
 
+// WriteFilesAtomically writes several files as one: each to its temporary
+// file first, and only when every one is written and fsynced are they
+// renamed into place, in order, so that a failure while writing (a full
+// disk, a file-size limit, a kill) leaves every path as it was, never a new
+// file beside an old one (a model's weights beside another model's config).
+// Only a failed rename, after the first, leaves the files before it
+// replaced; the error says so. WriteFileAtomically's errors otherwise.
+//
+//   // setup: Files
+//   DAGRAD_RETURN_IF_ERROR(WriteFilesAtomically(
+//       {{"run/model.safetensors", bytes}, {"run/model.dot", dot}}));
+absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files);
+
 // TemporaryPathFor returns a path in the same directory as `path` that no
 // file has at the time of the call: "<path>.tmp.<pid>.<n>". For tools that
 // write a file through another program and then rename it into place.

@@ -3,9 +3,11 @@
 #include <filesystem>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
 #include "engine/status_macros.h"
 #include "models/gpt/tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -47,13 +49,6 @@ absl::StatusOr<SafetensorsFile> ExportTensors(const SafetensorsFile& model) {
     out.tensors.emplace_back(name, std::move(t));
   }
   return out;
-}
-
-// CopyTokenizerFile copies tokenizer_dir/name to out_dir/name.
-absl::Status CopyTokenizerFile(absl::string_view tokenizer_dir, absl::string_view out_dir,
-                               absl::string_view name) {
-  DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(PathInFolder(tokenizer_dir, name)));
-  return WriteFileAtomically(PathInFolder(out_dir, name), bytes);
 }
 
 }  // namespace
@@ -102,12 +97,19 @@ absl::Status WriteHfGpt2(const SafetensorsFile& model, absl::string_view model_p
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create the output directory '", out_dir, "': ", ec.message()));
   }
+  // The four files are one model: written as a set, so that a failure never
+  // leaves new weights beside an earlier export's config.
+  std::vector<std::pair<std::string, std::string>> files;
   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile tensors, ExportTensors(model));
-  DAGRAD_RETURN_IF_ERROR(WriteSafetensors(out_model, tensors));
-  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(PathInFolder(out_dir, "config.json"),
-                                             HfGpt2ConfigJson(config, tokenizer.end_of_text())));
-  DAGRAD_RETURN_IF_ERROR(CopyTokenizerFile(tokenizer_dir, out_dir, "vocab.json"));
-  return CopyTokenizerFile(tokenizer_dir, out_dir, "merges.txt");
+  DAGRAD_ASSIGN_OR_RETURN(std::string weights, SerializeSafetensors(tensors));
+  files.emplace_back(out_model, std::move(weights));
+  files.emplace_back(PathInFolder(out_dir, "config.json"),
+                     HfGpt2ConfigJson(config, tokenizer.end_of_text()));
+  for (const char* name : {"vocab.json", "merges.txt"}) {
+    DAGRAD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(PathInFolder(tokenizer_dir, name)));
+    files.emplace_back(PathInFolder(out_dir, name), std::move(bytes));
+  }
+  return WriteFilesAtomically(files);
 }
 
 }  // namespace dagrad::models

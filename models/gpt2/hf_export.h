@@ -39,7 +39,8 @@ namespace dagrad::models {
 std::string HfGpt2ConfigJson(const Gpt2Config& config, int64_t end_of_text);
 
 // WriteHfGpt2 writes `model` (named `model_path` in messages) to `out_dir`,
-// creating it when missing, each file atomically (WriteFileAtomically).
+// creating it when missing, the four files as one (WriteFilesAtomically: a
+// failure while writing leaves an earlier export there as it was).
 // Errors: InvalidArgument naming model_path for a file that is not a gpt2
 // model (its metadata's 'model' field, a missing or malformed config key,
 // a missing, extra or misshapen tensor: Gpt2Config::FromCheckpoint);

@@ -5,10 +5,12 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +51,31 @@ TEST(WriteFileAtomically, AFifoOrDirectoryIsRefusedAndKept) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);  // no temporary
   EXPECT_STATUS(WriteFileAtomically(dir, "x"), absl::StatusCode::kFailedPrecondition,
                 "cannot write '" + dir + "': it is a directory, not a file");
+}
+
+// A set of files is written whole or not at all: a failure while writing
+// the second (here a file-size limit, RLIMIT_FSIZE with SIGXFSZ ignored)
+// leaves the first as it was, and no temporary behind.
+TEST(WriteFilesAtomically, AFailureWhileWritingLeavesEveryFileAsItWas) {
+  const std::string dir = NewTempDir("file_set");
+  ASSERT_OK(WriteFilesAtomically({{dir + "/a", "old a"}, {dir + "/b", "old b"}}));
+  struct rlimit old_limit;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = 1000;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
+  const absl::Status st =
+      WriteFilesAtomically({{dir + "/a", "new a"}, {dir + "/b", std::string(5000, 'b')}});
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("File too large"), absl::string_view::npos) << st;
+  EXPECT_EQ(ReadFile(dir + "/a").value_or(""), "old a");
+  EXPECT_EQ(ReadFile(dir + "/b").value_or(""), "old b");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 2);  // no temporary
+  ASSERT_OK(WriteFilesAtomically({{dir + "/a", "new a"}, {dir + "/b", "new b"}}));
+  EXPECT_EQ(ReadFile(dir + "/b").value_or(""), "new b");
 }
 
 }  // namespace
