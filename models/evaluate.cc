@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/executor.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/toy/tasks.h"
 #include "ops/autodiff/autodiff.h"
@@ -115,8 +116,10 @@ absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
   DAGRAD_ASSIGN_OR_RETURN(auto plan, exec.Compile(fetches));
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> out, exec.Run(*plan, feeds));
   SafetensorsFile result;
-  result.metadata = {{"checkpoint", std::string(checkpoint_path)},
-                     {"input", std::string(inputs_path)}};
+  // The paths as text (JSON holds UTF-8 only): a name of other bytes has
+  // them written \xNN.
+  result.metadata = {{"checkpoint", PrintableText(checkpoint_path)},
+                     {"input", PrintableText(inputs_path)}};
   result.tensors.push_back({"logits", out[0]});
   if (!targets.is_null()) {
     result.tensors.push_back({"loss", out[1]});

@@ -72,7 +72,15 @@ std::vector<std::string> ConfigDifferences(const std::map<std::string, std::stri
         : before != nullptr  ? absl::StrCat("(none: written before dagrad recorded it, when it was ",
                                             before, ")")
                              : "(none)";
-    differences.push_back(absl::StrCat(key, ": checkpoint ", held, ", this run ", value));
+    // dagrad train's default --warmup was 30 at any --steps before
+    // 2026-11-29: a shorter run stopped before then resumes given it.
+    const std::string note =
+        key == "warmup" && it != metadata.end()
+            ? absl::StrCat(" (dagrad train's --warmup, when not given, is 30 or --steps / 10, "
+                           "whichever is fewer, since 2026-11-29: give --warmup=",
+                           it->second, " to continue)")
+            : "";
+    differences.push_back(absl::StrCat(key, ": checkpoint ", held, ", this run ", value, note));
   }
   return differences;
 }

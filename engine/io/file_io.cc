@@ -227,8 +227,14 @@ absl::Status FileInFolder::ReadAt(int64_t offset, int64_t length, void* out) con
 
 std::string TemporaryPathFor(const std::string& path) {
   static std::atomic<uint64_t> counter{0};
+  constexpr size_t kNameMax = 255;  // bytes in a file name (Linux's NAME_MAX)
+  const size_t slash = path.rfind('/');
+  const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
   while (true) {
-    std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", counter++);
+    const std::string suffix = absl::StrCat(".tmp.", ::getpid(), ".", counter++);
+    // A name that fits but for the suffix keeps as much of itself as fits.
+    const size_t room = kNameMax > suffix.size() ? kNameMax - suffix.size() : 0;
+    std::string tmp = path.substr(0, name_at + std::min(path.size() - name_at, room)) + suffix;
     struct stat st;
     if (::lstat(tmp.c_str(), &st) != 0) return tmp;
   }

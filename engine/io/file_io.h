@@ -176,7 +176,9 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
 absl::Status WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files);
 
 // TemporaryPathFor returns a path in the same directory as `path` that no
-// file has at the time of the call: "<path>.tmp.<pid>.<n>". For tools that
+// file has at the time of the call: "<path>.tmp.<pid>.<n>", the name cut to
+// leave the whole under 256 bytes (a name of 250 is legal, and so must its
+// writer's temporary be). For tools that
 // write a file through another program and then rename it into place.
 //   TemporaryPathFor("/tmp/g.svg");   // "/tmp/g.svg.tmp.4242.0"
 std::string TemporaryPathFor(const std::string& path);

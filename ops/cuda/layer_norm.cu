@@ -132,7 +132,7 @@ absl::Status LayerNormKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto [rows, d] = RowsOf(*ctx.in(0).shape);
-    if (rows == 0) return absl::OkStatus();
+    if (ctx.output.num_elements() == 0) return absl::OkStatus();  // rows of nothing
     LayerNormKernelImpl<<<cuda::GridFor(rows, 1), cuda::RowThreads(d), 0,
                           CudaContextOf(ctx).stream()>>>(
         ctx.in(0).as<T>(), ctx.has(1) ? ctx.in(1).as<T>() : nullptr,
@@ -146,7 +146,7 @@ absl::Status LayerNormGradKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto [rows, d] = RowsOf(*ctx.in(0).shape);
-    if (rows == 0) return absl::OkStatus();
+    if (ctx.output.num_elements() == 0) return absl::OkStatus();
     LayerNormGradKernelImpl<<<cuda::GridFor(rows, 1), cuda::RowThreads(d), 0,
                               CudaContextOf(ctx).stream()>>>(
         ctx.in(0).as<T>(), ctx.has(1) ? ctx.in(1).as<T>() : nullptr, ctx.in(2).as<T>(),

@@ -94,7 +94,8 @@ absl::Status MaskedSoftmaxTyped(const KernelContext& ctx) {
   a.rows_per_b = rank >= 2 && s[0] > 0 ? a.rows / s[0] : a.rows;
   a.causal = ctx.attrs().GetBool("causal");
   a.offset = ctx.attrs().GetInt("causal_offset");
-  if (a.rows == 0) return absl::OkStatus();
+  // No elements: rows of nothing, which a block per row would walk anyway.
+  if (ctx.output.num_elements() == 0) return absl::OkStatus();
   CudaBuffer lens;
   if (ctx.has(kValidLens)) {
     DAGRAD_RETURN_IF_ERROR(cuda::PrepareValidLens(ctx, kValidLens, a.k, lens));
@@ -173,7 +174,7 @@ absl::Status LogSoftmaxKernel(const KernelContext& ctx) {
     using T = decltype(tag);
     const Shape& s = *ctx.in(0).shape;
     const int64_t rows = LeadingRows(s), k = s[s.rank() - 1];
-    if (rows == 0) return absl::OkStatus();
+    if (ctx.output.num_elements() == 0) return absl::OkStatus();
     LogSoftmaxImpl<<<GridFor(rows, 1), cuda::RowThreads(k), 0, CudaContextOf(ctx).stream()>>>(
         ctx.in(0).as<T>(), ctx.output.as<T>(), rows, k);
     return CheckLaunch("LogSoftmaxImpl");
@@ -185,7 +186,7 @@ absl::Status SoftmaxGradKernel(const KernelContext& ctx) {
     using T = decltype(tag);
     const Shape& s = *ctx.in(0).shape;
     const int64_t rows = LeadingRows(s), k = s[s.rank() - 1];
-    if (rows == 0) return absl::OkStatus();
+    if (ctx.output.num_elements() == 0) return absl::OkStatus();
     SoftmaxGradImpl<<<GridFor(rows, 1), cuda::RowThreads(k), 0, CudaContextOf(ctx).stream()>>>(
         ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.output.as<T>(), rows, k);
     return CheckLaunch("SoftmaxGradImpl");

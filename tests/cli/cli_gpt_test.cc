@@ -43,6 +43,20 @@ TEST(CliGpt, EvalMatchesReferenceLogitsLossAndGradients) {
   EXPECT_NE(got.Find("grad.transformer.wte.weight"), nullptr);
 }
 
+// The output records the files it came from as text: a name that is not
+// UTF-8 ran the model, then failed to write ("not valid UTF-8"); it is
+// recorded with the byte written \xff.
+TEST(CliGpt, EvalOfAFileNamedInOtherBytesRecordsTheNameEscaped) {
+  const std::string dir = FreshDir("gpt_eval_name");
+  const std::string model = dir + "/m\xff.safetensors";
+  std::filesystem::copy_file(kGoldens + "model.safetensors", model);
+  const CliResult r = RunDagrad("eval --checkpoint='" + model + "' --input=" + kGoldens +
+                                "input.safetensors --output=" + dir + "/out.safetensors");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile got, ReadSafetensors(dir + "/out.safetensors"));
+  EXPECT_EQ(got.metadata["checkpoint"], dir + "/m\\xff.safetensors");
+}
+
 TEST(CliGpt, EvalRejectsTokensBeyondTheBlock) {
   const std::string dir = FreshDir("gpt_eval_bad");
   SafetensorsFile in;

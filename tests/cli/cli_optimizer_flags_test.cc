@@ -77,6 +77,23 @@ TEST(CliOptimizerFlags, AShortRunWarmsUpAndDecaysToTheFinalRate) {
   }
 }
 
+// A short run stopped under the old default (--warmup 30 at any --steps)
+// resumes with --warmup=30, which the refusal names.
+TEST(CliOptimizerFlags, AResumeUnderTheOldWarmupDefaultNamesTheFlagToGive) {
+  const std::string dir = FreshDir("old_warmup");
+  const std::string args =
+      "train --vocab=8 --seq_len=8 --dim=16 --heads=2 --layers=1 --ffn=32 --batch=4 --steps=20 "
+      "--eval_every=5 --threads=1 --out=" + dir;
+  ASSERT_EQ(RunDagrad(args + " --warmup=30 --stop_after=10").code, 0);
+  const CliResult r = RunDagrad(args + " --resume");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("warmup: checkpoint 30, this run 2 (dagrad train's --warmup, when "
+                               "not given, is 30 or --steps / 10, whichever is fewer, since "
+                               "2026-11-29: give --warmup=30 to continue)"));
+  const CliResult again = RunDagrad(args + " --resume --warmup=30");
+  EXPECT_EQ(again.code, 0) << again.err;
+}
+
 TEST(CliOptimizerFlags, BadValuesNameTheFlag) {
   const struct {
     std::string args, message;

@@ -53,6 +53,19 @@ TEST(WriteFileAtomically, AFifoOrDirectoryIsRefusedAndKept) {
                 "cannot write '" + dir + "': it is a directory, not a file");
 }
 
+// A legal name of 251 bytes was refused ("File name too long"): its
+// temporary, the name and ".tmp.<pid>.<n>", was not.
+TEST(WriteFileAtomically, ANameOfUpTo255BytesIsWritten) {
+  const std::string dir = NewTempDir("long_name");
+  for (size_t length : {240, 251, 255}) {
+    const std::string path = dir + "/" + std::string(length, 'n');
+    ASSERT_OK(WriteFileAtomically(path, "x"));
+    EXPECT_EQ(ReadFile(path).value_or(""), "x");
+    EXPECT_LE(TemporaryPathFor(path).size() - dir.size() - 1, 255u);
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 3);
+}
+
 // A set of files is written whole or not at all: a failure while writing
 // the second (here a file-size limit, RLIMIT_FSIZE with SIGXFSZ ignored)
 // leaves the first as it was, and no temporary behind.
