@@ -198,12 +198,13 @@ absl::Status VerifyChecksums(SafetensorsFile& file, absl::string_view source,
 
 // Verified returns the parsed `file` once its checksums are verified; a
 // file that did not parse is damaged (the parser's messages begin with
-// `source`).
+// `source`; a file that could not be read, a device, is not damaged).
 absl::StatusOr<SafetensorsFile> Verified(absl::StatusOr<SafetensorsFile> file,
                                          absl::string_view source,
                                          const ReadCheckpointOptions& options) {
   if (!file.ok()) {
-    if (absl::IsInvalidArgument(file.status())) {
+    if (absl::IsInvalidArgument(file.status()) &&
+        absl::StartsWith(file.status().message(), source)) {
       return absl::DataLossError(absl::StrCat("damaged checkpoint ", file.status().message()));
     }
     return file.status();

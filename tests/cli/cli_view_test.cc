@@ -54,12 +54,16 @@ TEST(CliView, TrainWritesTheProfiledStepAsATrace) {
 // one of its files, was found after the whole run (or not at all).
 TEST(CliView, ATraceThatCannotBeWrittenIsRefusedBeforeTraining) {
   const std::string dir = FreshDir("trace_refused");
+  ASSERT_OK(WriteFileAtomically(dir + "/metrics.csv", "step\n"));
   const struct {
     std::string trace, error;
   } cases[] = {
       {dir + "/model.safetensors", "would write over the run's own model.safetensors (--out="},
       {dir + "/missing/t.json", "its folder '" + dir + "/missing' does not exist"},
       {dir, "is a directory"},
+      // A device, and a folder that is a file, were found only at the end.
+      {"/dev/full", "is not a file, which the trace would replace"},
+      {dir + "/metrics.csv/t.json", "its folder '" + dir + "/metrics.csv' is not a directory"},
   };
   for (const auto& c : cases) {
     const CliResult r =

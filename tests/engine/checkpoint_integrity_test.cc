@@ -139,6 +139,14 @@ TEST(CheckpointIntegrity, EveryTruncationIsDataLossNamingTheFile) {
   }
 }
 
+// A file that cannot be read is not a damaged checkpoint: /dev/zero was
+// "damaged checkpoint cannot read '/dev/zero': ...".
+TEST(CheckpointIntegrity, ADeviceIsUnreadableNotDamaged) {
+  const absl::Status st = ReadCheckpoint("/dev/zero").status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_EQ(st.message(), "cannot read '/dev/zero': it is a character device, not a file");
+}
+
 // ExpectDamaged checks that the checkpoint `bytes` read as damaged.
 void ExpectDamaged(const std::string& bytes, const std::string& what) {
   const absl::Status st = ParseCheckpoint(bytes).status();

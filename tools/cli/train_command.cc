@@ -216,15 +216,19 @@ absl::Status CheckTracePath(const std::string& trace, const std::string& out) {
   DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(
       trace, "trace", {{absl::GetFlag(FLAGS_data), "data"}, {absl::GetFlag(FLAGS_init), "init"}}));
   std::error_code ec;
-  if (fs::is_directory(trace, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat("--trace=", trace, " is a directory"));
+  // Checked now, not when the trace is written after the whole run.
+  if (fs::exists(trace, ec) && !fs::is_regular_file(trace, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--trace=", trace, " is ", fs::is_directory(trace, ec) ? "a directory" : "not a file",
+        ", which the trace would replace"));
   }
   const fs::path folder = fs::path(trace).parent_path().empty() ? fs::path(".")
                                                                  : fs::path(trace).parent_path();
   const bool in_out = fs::weakly_canonical(folder, ec) == fs::weakly_canonical(out, ec);
   if (!in_out && !fs::is_directory(folder, ec)) {  // --out is made by the run
-    return absl::InvalidArgumentError(
-        absl::StrCat("--trace=", trace, ": its folder '", folder.string(), "' does not exist"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--trace=", trace, ": its folder '", folder.string(), "' ",
+        fs::exists(folder, ec) ? "is not a directory" : "does not exist"));
   }
   const std::string name = fs::path(trace).filename().string();
   for (const char* file : models::kRunFileNames) {
