@@ -17,6 +17,7 @@
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/cpu/internal/gemm.h"
+#include "ops/cpu/internal/philox_words.h"
 #include "ops/cpu/internal/small_gemm.h"
 #include "ops/cpu/parallel.h"
 #include "ops/dropout.h"
@@ -32,24 +33,7 @@ namespace {
 // element numbers) to out.
 template <typename T>
 void Words(const Problem<T>& p, uint64_t begin, int64_t n, uint32_t* out) {
-  alignas(64) uint32_t buffer[4 * kPhiloxBlocks];
-  uint64_t block = begin / 4;
-  int64_t skip = static_cast<int64_t>(begin % 4);
-  while (n > 0) {
-    uint64_t first = block;
-    // philox_bits's block numbers must not wrap their low 32 bits in a call.
-    if ((first & 0xffffffffu) > 0xffffffffu - (kPhiloxBlocks - 1)) {
-      skip += static_cast<int64_t>(first % kPhiloxBlocks) * 4;
-      first -= first % kPhiloxBlocks;
-    }
-    p.kernels->philox_bits(p.seed, p.stream, p.step, first, buffer);
-    const int64_t take = std::min<int64_t>(n, 4 * kPhiloxBlocks - skip);
-    std::memcpy(out, buffer + skip, take * sizeof(uint32_t));
-    out += take;
-    n -= take;
-    block = first + kPhiloxBlocks;
-    skip = 0;
-  }
+  PhiloxWords(*p.kernels, {.seed = p.seed, .stream = p.stream, .step = p.step}, begin, n, out);
 }
 
 // MaskRow adds row t's bias to z[0, valid) and sets -inf where keep masks.

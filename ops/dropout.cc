@@ -14,6 +14,7 @@
 #include "engine/philox.h"
 #include "engine/status_macros.h"
 #include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/philox_words.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
@@ -64,19 +65,19 @@ absl::StatusOr<uint64_t> ElementOffset(const KernelContext& ctx, int64_t n) {
 }
 
 // DropoutFrom is the kernel for elements that start at global element
-// `first`, not at 0: each chunk of the output draws the words of the
-// Philox blocks that cover its global range.
+// `first`, not at 0: each chunk of the output draws the words of its
+// global range (PhiloxWords: one philox_bits call, two where the blocks'
+// low 32 bits wrap, at every 2^34th element, which one call got wrong).
 template <typename T>
 void DropoutFrom(const CpuKernels& kernels, const DropoutArgs<T>& d, uint64_t first) {
   constexpr int64_t kChunk = 4 * (kPhiloxBlocks - 1);  // + up to 3 words of misalignment
+  const RandomStream rs{.seed = d.seed, .stream = d.stream, .step = d.step};
   ParallelFor((d.n + kChunk - 1) / kChunk, 64, [&](int64_t begin, int64_t end) {
-    alignas(64) uint32_t bits[4 * kPhiloxBlocks];
+    uint32_t word[kChunk];
     for (int64_t c = begin; c < end; ++c) {
       const int64_t base = c * kChunk;
-      const uint64_t global = first + static_cast<uint64_t>(base);
-      kernels.philox_bits(d.seed, d.stream, d.step, global / 4, bits);
-      const uint32_t* word = bits + global % 4;
       const int64_t len = std::min(kChunk, d.n - base);
+      PhiloxWords(kernels, rs, first + static_cast<uint64_t>(base), len, word);
       for (int64_t j = 0; j < len; ++j) {
         d.y[base + j] = DropoutElement(d.x[base + j], word[j], d.threshold, d.scale);
       }

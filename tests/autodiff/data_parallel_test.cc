@@ -9,11 +9,13 @@
 
 #include "engine/dot/dot.h"
 #include "engine/executor.h"
+#include "engine/philox.h"
 #include "ops/autodiff/autodiff.h"
 #include "ops/autodiff/data_parallel.h"
 #include "ops/autodiff/optimizer.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/math/dropout_math.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "tests/support/test_util.h"
@@ -167,6 +169,33 @@ TEST(DataParallel, DropoutOfASliceIsThatSliceOfTheWholeBatch) {
     EXPECT_GT(dropped, 0);
     EXPECT_LT(dropped, 30);
   }
+}
+
+// A slice whose elements cross 2^34 (Philox block 2^32, where the low word
+// of the block number wraps) draws each element's own word, as the CUDA
+// kernel and RandomStream::Bits define it: one philox_bits call over the
+// wrap drew block 0's words for blocks 2^32 on.
+TEST(DataParallel, DropoutAcrossTheBlockNumbersWrapDrawsEachElementsWord) {
+  Graph g;
+  Value in = g.Input("x", DType::kFloat32, {64, 4});
+  Value y = Dropout(in, 0.5);
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({y}));
+  // Rows of 4 from row 2^32 - 5: elements from 2^34 - 20, blocks from
+  // 2^32 - 5, not a multiple of a vector's lanes.
+  const int64_t batch_begin = (int64_t{1} << 32) - 5;
+  ASSERT_OK_AND_ASSIGN(
+      auto out, exec.Run(*plan, {{in, testing::T<float>({64, 4}, std::vector<float>(256, 1.0f))}},
+                         {.training = true, .step = 7, .batch_begin = batch_begin,
+                          .batch_rows = 64}));
+  const uint64_t first = (uint64_t{1} << 34) - 20;
+  const RandomStream rs{.seed = 0, .stream = static_cast<uint32_t>(y.id()), .step = 7};
+  int differ = 0;
+  for (int64_t i = 0; i < 256; ++i) {
+    const float want = DropoutElement(1.0f, rs.Bits(first + i), DropoutThreshold(0.5), 2.0f);
+    differ += out[0].data<float>()[i] != want;
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 }  // namespace
