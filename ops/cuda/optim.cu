@@ -27,13 +27,31 @@ __device__ inline double Read(const double* p, double fallback) { return p ? *p 
 // update then writes nothing (ops/optim.h).
 __device__ inline bool Guarded(const double* guard) { return !isfinite(Read(guard, 0)); }
 
+// BadLr: a learning rate that is not finite and >= 0, which the CPU's
+// LrCheck (ops/optim.cc) refuses before anything is written.
+struct BadLr {
+  __device__ bool operator()(double lr) const { return !(lr >= 0) || !isfinite(lr); }
+};
+
+// CheckLr queues LrCheck on the device, where the learning rate may have
+// been computed (a parameter group's scaled rate): the run fails with the
+// CPU's message, and the update, reading the same rate, writes nothing.
+absl::Status CheckLr(const KernelContext& ctx, int i) {
+  if (!ctx.has(i)) return absl::OkStatus();
+  return cuda::CheckElements(ctx, ctx.in(i).as<double>(), 1, BadLr{},
+                             [](const DeviceErrorDetail& d) {
+                               return absl::StrCat("lr must be finite and >= 0, got ",
+                                                   d.float_value);
+                             });
+}
+
 // ---- sgd_update(param, grad, velocity, lr, grad_scale?, guard?) ------------------
 
 template <typename T>
 __global__ void SgdKernelImpl(T* p, const T* g, T* vel, int64_t n, const double* lr_in,
                               const double* scale_in, const double* guard, T mu, T wd,
                               bool nesterov) {
-  if (Guarded(guard)) return;
+  if (Guarded(guard) || BadLr()(Read(lr_in, 0))) return;
   const T lr = static_cast<T>(Read(lr_in, 0));
   const T scale = static_cast<T>(Read(scale_in, 1));
   DAGRAD_CUDA_LOOP(i, n) {
@@ -51,6 +69,7 @@ absl::Status SgdKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.in(0).dtype, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = ctx.in(0).num_elements();
+    DAGRAD_RETURN_IF_ERROR(CheckLr(ctx, 3));
     if (n == 0) return absl::OkStatus();
     SgdKernelImpl<<<GridFor(n), kThreads, 0, CudaContextOf(ctx).stream()>>>(
         ctx.in(0).as<T>(), ctx.in(1).as<T>(), ctx.in(2).as<T>(), n, OptionalScalar(ctx, 3),
@@ -105,7 +124,7 @@ __global__ void AdamKernelImpl(T* p, const T* g, T* m, T* v, int64_t n, const do
     if (blockIdx.x == 0 && threadIdx.x == 0) cuda::ReportBadElement(record, site, 0);
     return;
   }
-  if (Guarded(guard)) return;
+  if (Guarded(guard) || BadLr()(Read(lr_in, 0))) return;
   if (threadIdx.x == 0) c = Coefficients<T>(h, Read(lr_in, 0), t, Read(scale_in, 1));
   __syncthreads();
   DAGRAD_CUDA_LOOP(i, n) {
@@ -135,9 +154,12 @@ absl::Status AdamKernel(const KernelContext& ctx) {
         OptionalScalar(ctx, 4), step, OptionalScalar(ctx, 6), OptionalScalar(ctx, 7), h,
         cuda.error_record(), site);
     DAGRAD_RETURN_IF_ERROR(CheckLaunch("AdamKernelImpl"));
-    if (step == nullptr) return absl::OkStatus();
-    cuda::CaptureErrorValue<<<1, 1, 0, cuda.stream()>>>(cuda.error_record(), site, step);
-    return CheckLaunch("CaptureErrorValue");
+    if (step != nullptr) {
+      cuda::CaptureErrorValue<<<1, 1, 0, cuda.stream()>>>(cuda.error_record(), site, step);
+      DAGRAD_RETURN_IF_ERROR(CheckLaunch("CaptureErrorValue"));
+    }
+    // After the step's check, as the CPU checks them (the first report wins).
+    return CheckLr(ctx, 4);
   });
 }
 
