@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "ops/elementwise.h"
 #include "ops/optim.h"
 #include "tests/autodiff/support/op_case.h"
 #include "tests/support/test_util.h"
@@ -109,6 +110,20 @@ DAGRAD_OP_CASE(
                 b.Out(AdamUpdate(p, b.Input("g", d, {4}), m, v,
                                  b.Fixed("lr", Tensor::Scalar<double>(0.1)),
                                  b.Fixed("step", Tensor::Scalar<double>(0.5)), {}));
+              },
+          .dtypes = {DType::kFloat32},
+          .modes = kBackendModes,
+          .expect_error = true},
+         // A negative learning rate computed in the graph (on a device,
+         // on the device) fails alike on every backend, writing nothing.
+         {.name = "computed_lr_error",
+          .build =
+              [](CaseBuilder& b, DType d) {
+                Graph& g = b.graph();
+                const Value p = g.Parameter("p", {4}, Initializer::Ones(), d);
+                const Value v = g.Variable("v", {4}, Initializer::Zeros(), d);
+                const Value lr = -Exp(b.Input("r", DType::kFloat64, {}));
+                b.Out(SgdUpdate(p, b.Input("g", d, {4}), v, lr, {.momentum = 0.9}));
               },
           .dtypes = {DType::kFloat32},
           .modes = kBackendModes,
