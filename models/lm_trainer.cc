@@ -96,6 +96,7 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
                                                      .check_numerics = run.check_numerics,
                                                      .memory_limit_bytes = run.memory_limit_bytes,
                                                      .profile = run.profile,
+                                                     .reserved = data_.memory,
                                                      .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
   if (config_.initial != nullptr) {

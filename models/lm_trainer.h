@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
 #include "engine/io/safetensors.h"
+#include "engine/plan/memory_budget.h"
 #include "engine/shape_family.h"
 #include "engine/tensor.h"
 #include "models/generator.h"
@@ -55,6 +56,9 @@ struct LmData {
   std::function<absl::StatusOr<TokenBatch>(int64_t first, int64_t count)> validation;
   int64_t validation_windows = 0;  // >= 1
   int64_t window = 0;              // T, >= 1 and <= the model's max_len()
+  // memory: what the data hold, counted with the run's own memory against
+  // RunConfig::memory_limit_bytes.
+  MemoryBudget memory;
 };
 
 struct LmTrainConfig {

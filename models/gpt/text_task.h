@@ -29,9 +29,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/device/communicator.h"
 #include "engine/io/safetensors.h"
+#include "engine/plan/memory_budget.h"
 #include "engine/tensor.h"
 #include "models/gpt/gpt.h"
 #include "models/lm_trainer.h"
@@ -80,7 +82,18 @@ class SplitText {
               return text->Validation(first, count);
             },
             .validation_windows = text->validation_windows(),
-            .window = text->seq_len()};
+            .window = text->seq_len(),
+            .memory = text->Memory()};
+  }
+  // Memory is what the splits hold, for a run's memory limit.
+  MemoryBudget Memory() const {
+    MemoryBudget m;
+    const int64_t unit = sizeof(typename Split::value_type);
+    m.Add("data", absl::StrCat("training split (", train_.size(), " tokens)"),
+          static_cast<int64_t>(train_.size()) * unit);
+    m.Add("data", absl::StrCat("validation split (", validation_.size(), " tokens)"),
+          static_cast<int64_t>(validation_.size()) * unit);
+    return m;
   }
 
  protected:

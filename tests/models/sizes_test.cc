@@ -18,6 +18,7 @@
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -335,6 +336,23 @@ TEST(CliMemory, TrainRefusesAModelTheMachineCannotHold) {
                                 FreshDir("t"));
   EXPECT_EQ(t.code, 2) << t.err;
   EXPECT_THAT(t.err, ::testing::HasSubstr("needs more than the 2^62 bytes"));
+}
+
+// --memory_limit_mb is the process's: --replicas=8 gave each replica the
+// whole limit, and the text task's data were not counted at all (the toy
+// task's were). The same run that fits in 20 MiB on one replica is
+// refused on eight, each with 1/8 of it, and its need names the data.
+TEST(CliMemory, ReplicasShareTheLimitAndTheTextDataCountInIt) {
+  const std::string data = WriteCorpus("memory_text", 60);
+  const std::string run = "train --task=text --data=" + data +
+                          " --seq_len=64 --dim=128 --heads=2 --layers=1 --batch=16 --steps=1 "
+                          "--memory_limit_mb=20 --out=";
+  const CliResult one = RunDagrad(run + FreshDir("one_replica") + " --threads=1");
+  EXPECT_EQ(one.code, 0) << one.err;
+  const CliResult eight = RunDagrad(run + FreshDir("eight_replicas") + " --replicas=8");
+  EXPECT_EQ(eight.code, 1) << eight.err;
+  EXPECT_THAT(eight.err, ::testing::AllOf(::testing::HasSubstr("over the memory limit of 2.62 MB"),
+                                          ::testing::HasSubstr("data ")));
 }
 
 }  // namespace

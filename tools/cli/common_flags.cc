@@ -35,7 +35,8 @@ ABSL_FLAG(std::string, attention, "fused",
           "composed subgraph of MatMul, Softmax, Dropout and MatMul (composed); same weights");
 ABSL_FLAG(bool, profile, false, "time every kernel and print where the time went, by op");
 ABSL_FLAG(int64_t, memory_limit_mb, 0,
-          "fail with a clear error instead of using more than this many MiB (0: no limit)");
+          "fail with a clear error instead of using more than this many MiB (0: no limit); "
+          "train --replicas=N gives each replica 1/N of it");
 
 ABSL_DECLARE_FLAG(std::string, checkpoint);  // eval_command.cc
 ABSL_DECLARE_FLAG(std::string, model);       // dot_command.cc

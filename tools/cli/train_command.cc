@@ -252,10 +252,13 @@ absl::Status CheckOutApart(const std::string& out) {
   return absl::OkStatus();
 }
 
-// RunTask runs the training of --task as a rank of `job`; the exit code.
-int RunTask(const Command& cmd, Job& job) {
+// RunTask runs the training of --task as a rank of `job`, one of
+// `process_ranks` in this process, which share --memory_limit_mb; the exit
+// code.
+int RunTask(const Command& cmd, Job& job, int process_ranks = 1) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
   if (!run.ok()) return Failure(cmd, run.status());
+  run->memory_limit_bytes /= process_ranks;
   if (!absl::GetFlag(FLAGS_trace).empty() && !run->profile) {
     return UsageError(cmd, "--trace needs --profile (the trace is the profiled step)");
   }
@@ -302,7 +305,7 @@ int RunReplicas(const Command& cmd, int replicas) {
     mine.name = names[r].c_str();
     mine.errors = &errors[r];
     Job job{std::move(comm), r, replicas};
-    codes[r] = RunOrReportOutOfMemory(mine, [&] { return RunTask(mine, job); });
+    codes[r] = RunOrReportOutOfMemory(mine, [&] { return RunTask(mine, job, replicas); });
   });
   PrintReplicaErrors(errors, names);
   for (int code : codes) {
