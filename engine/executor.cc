@@ -91,7 +91,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     absl::Span<const Value> fetches, absl::Span<const Value> targets) {
   const PlanOptions plan_options = FoldingOptions(
       options_.plan, options_.check_numerics,
-      MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_, options_.check_host_memory));
+      MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_, options_.check_host_memory,
+                     options_.memory_shares));
   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan info,
                           PlanLayout(graph_, fetches, targets, plan_options));
   DAGRAD_RETURN_IF_ERROR(CheckPlanMemory(info));

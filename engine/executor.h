@@ -124,6 +124,10 @@ struct ExecutorOptions {
   // reserved: what the caller will allocate beside the executor (a data
   // set), counted in every Compile's budget and named in its message.
   MemoryBudget reserved;
+  // memory_shares: how many executors of the process (its thread replicas)
+  // share memory_limit_bytes and the host's room: each is held to 1/N of
+  // both, and the message says so.
+  int memory_shares = 1;
   // communicator: what the collective ops (ops/collective.h) reduce over;
   // null: SingleProcessCommunicator(), for which they are the identity.
   std::shared_ptr<Communicator> communicator;

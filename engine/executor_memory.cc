@@ -57,8 +57,9 @@ absl::Status Executor::AllocateDeviceCopies(Plan& plan, const ExecutionPlan& inf
 }
 
 absl::Status Executor::CheckPlanMemory(const ExecutionPlan& plan) const {
-  const std::optional<MemoryLimit> room = MemoryLimitFor(
-      options_.memory_limit_bytes, *bytes_in_use_, device_->is_host() && options_.check_host_memory);
+  const std::optional<MemoryLimit> room =
+      MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_,
+                     device_->is_host() && options_.check_host_memory, options_.memory_shares);
   if (!room.has_value()) return absl::OkStatus();
   MemoryBudget need = PlanMemory(graph_, plan, device_->is_host(),
                                  [this](NodeId id) { return variables_.contains(id); });

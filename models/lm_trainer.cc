@@ -97,6 +97,7 @@ absl::Status LmTrainer::Build(const ModelBuilder& build, std::unique_ptr<Device>
                                                      .memory_limit_bytes = run.memory_limit_bytes,
                                                      .profile = run.profile,
                                                      .reserved = data_.memory,
+                                                     .memory_shares = run.memory_shares,
                                                      .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
   if (config_.initial != nullptr) {

@@ -63,6 +63,9 @@ struct RunConfig {
   // Device bytes the executor may use; 0: no limit. On the CPU the host's
   // available memory is a limit too (ExecutorOptions::check_host_memory).
   int64_t memory_limit_bytes = 0;
+  // Trainers that share it and the host's room (a process's thread
+  // replicas: ExecutorOptions::memory_shares).
+  int memory_shares = 1;
   bool profile = false;  // time every kernel (Trainer::train_plan().profile())
 
   // Validate returns InvalidArgument naming the first bad field.

@@ -1,5 +1,8 @@
 #include "engine/plan/internal/plan_memory.h"
 
+#include <algorithm>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "engine/checked_math.h"
 #include "engine/op.h"
@@ -47,16 +50,23 @@ MemoryBudget PlanMemory(const Graph& graph, const ExecutionPlan& plan, bool host
 }
 
 std::optional<MemoryLimit> MemoryLimitFor(int64_t option_limit, int64_t in_use, bool host,
-                                          const HostMemoryFiles& files) {
+                                          int shares, const HostMemoryFiles& files) {
+  const int64_t n = std::max(shares, 1);
+  const std::string shared = n > 1 ? absl::StrCat(", shared by ", n, " executors") : "";
   std::optional<MemoryLimit> limit;
   if (option_limit > 0) {
+    const int64_t share = option_limit / n;
     limit = MemoryLimit{
-        option_limit > in_use ? option_limit - in_use : 0,
-        absl::StrCat("ExecutorOptions::memory_limit_bytes ", HumanBytes(option_limit),
+        share > in_use ? share - in_use : 0,
+        absl::StrCat("ExecutorOptions::memory_limit_bytes ", HumanBytes(option_limit), shared,
                      in_use > 0 ? absl::StrCat(" less ", HumanBytes(in_use), " in use") : "")};
   }
   if (!host) return limit;
   std::optional<MemoryLimit> room = HostMemoryAvailable(files);
+  if (room) {
+    room->bytes /= n;
+    room->source += shared;
+  }
   if (room && (!limit || room->bytes < limit->bytes)) limit = room;
   return limit;
 }

@@ -106,9 +106,6 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
     eval_targets_ = g.Input("targets", DType::kInt64, {c.eval_size, T});
     sample_tokens_ = g.Input("sample_tokens", DType::kInt64, {1, T});
     sample_lengths_ = g.Input("sample_lengths", DType::kInt64, {1});
-  }
-  {
-    Graph::Scope scope(g, "eval");
     Value logits = (*model_)(eval_tokens_, eval_lengths_).logits;
     Value loss = CrossEntropy(logits, eval_targets_);
     DAGRAD_RETURN_IF_ERROR(RewriteForPrecision(c.run.optimizer.precision, {&loss, &logits}));
@@ -123,6 +120,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                                      .memory_limit_bytes = c.run.memory_limit_bytes,
                                                      .profile = c.run.profile,
                                                      .reserved = data,
+                                                     .memory_shares = c.run.memory_shares,
                                                      .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
   DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_stats_}));

@@ -71,6 +71,23 @@ void Guarded(CaseBuilder& b, DType d) {
   }
 }
 
+// A learning rate below 0 computed in the graph (on a device, on the
+// device): the update fails alike on every backend, writing nothing.
+template <bool kAdam>
+void ComputedLrError(CaseBuilder& b, DType d) {
+  Graph& g = b.graph();
+  const Value lr = -Exp(b.Input("r", DType::kFloat64, {}));
+  const Value p = g.Parameter("p", {4}, Initializer::Ones(), d);
+  const Value m = g.Variable("m", {4}, Initializer::Zeros(), d);
+  const Value grad = b.Input("g", d, {4});
+  if (kAdam) {
+    const Value v = g.Variable("v", {4}, Initializer::Zeros(), d);
+    b.Out(AdamUpdate(p, grad, m, v, lr, b.Fixed("step", Tensor::Scalar<double>(1)), {}));
+  } else {
+    b.Out(SgdUpdate(p, grad, m, lr, {.momentum = 0.9}));
+  }
+}
+
 }  // namespace
 
 DAGRAD_OP_CASE(
@@ -81,7 +98,12 @@ DAGRAD_OP_CASE(
           .modes = kBackendModes,
           .gradients = false,
           .runs = 3},
-         {.name = "guard", .build = Guarded<false>, .modes = kBackendModes, .gradients = false}},
+         {.name = "guard", .build = Guarded<false>, .modes = kBackendModes, .gradients = false},
+         {.name = "computed_lr_error",
+          .build = ComputedLrError<false>,
+          .dtypes = {DType::kFloat32},
+          .modes = kBackendModes,
+          .expect_error = true}},
     .bench = [](CaseBuilder& b, DType d) {
       Graph& g = b.graph();
       const Value p = g.Parameter("p", {1024, 1024}, Initializer::Normal(0, 1), d);
@@ -114,17 +136,8 @@ DAGRAD_OP_CASE(
           .dtypes = {DType::kFloat32},
           .modes = kBackendModes,
           .expect_error = true},
-         // A negative learning rate computed in the graph (on a device,
-         // on the device) fails alike on every backend, writing nothing.
          {.name = "computed_lr_error",
-          .build =
-              [](CaseBuilder& b, DType d) {
-                Graph& g = b.graph();
-                const Value p = g.Parameter("p", {4}, Initializer::Ones(), d);
-                const Value v = g.Variable("v", {4}, Initializer::Zeros(), d);
-                const Value lr = -Exp(b.Input("r", DType::kFloat64, {}));
-                b.Out(SgdUpdate(p, b.Input("g", d, {4}), v, lr, {.momentum = 0.9}));
-              },
+          .build = ComputedLrError<true>,
           .dtypes = {DType::kFloat32},
           .modes = kBackendModes,
           .expect_error = true}},

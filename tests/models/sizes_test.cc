@@ -351,8 +351,10 @@ TEST(CliMemory, ReplicasShareTheLimitAndTheTextDataCountInIt) {
   EXPECT_EQ(one.code, 0) << one.err;
   const CliResult eight = RunDagrad(run + FreshDir("eight_replicas") + " --replicas=8");
   EXPECT_EQ(eight.code, 1) << eight.err;
-  EXPECT_THAT(eight.err, ::testing::AllOf(::testing::HasSubstr("over the memory limit of 2.62 MB"),
-                                          ::testing::HasSubstr("data ")));
+  EXPECT_THAT(eight.err, ::testing::AllOf(
+                             ::testing::HasSubstr("over the memory limit of 2.62 MB "
+                                                  "(--memory_limit_mb 21 MB, shared by 8 executors)"),
+                             ::testing::HasSubstr("data ")));
 }
 
 }  // namespace

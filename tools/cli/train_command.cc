@@ -258,7 +258,7 @@ absl::Status CheckOutApart(const std::string& out) {
 int RunTask(const Command& cmd, Job& job, int process_ranks = 1) {
   absl::StatusOr<models::RunConfig> run = RunConfigFromFlags();
   if (!run.ok()) return Failure(cmd, run.status());
-  run->memory_limit_bytes /= process_ranks;
+  run->memory_shares = process_ranks;
   if (!absl::GetFlag(FLAGS_trace).empty() && !run->profile) {
     return UsageError(cmd, "--trace needs --profile (the trace is the profiled step)");
   }
