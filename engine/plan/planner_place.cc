@@ -33,6 +33,34 @@ struct Interval {
   int begin, end;  // schedule positions, inclusive
 };
 
+// Placed holds the placed buffers in order of offset, as columns: the
+// lowest free offset for a buffer is then one pass over them, with no
+// list of the busy ones to build and sort (which made a 200k-node training
+// graph's placement take 25 s).
+struct Placed {
+  std::vector<int64_t> lo, hi;  // [offset, offset + bytes)
+  std::vector<int> begin, end;  // alive at schedule positions [begin, end]
+
+  // LowestFit is the lowest offset at which `bytes` overlap no placed
+  // buffer alive at the same time as [b, e]: a pass in offset order that
+  // moves past each such buffer in the way and stops at the first gap.
+  int64_t LowestFit(int64_t bytes, int b, int e) const {
+    int64_t offset = 0;
+    for (size_t i = 0; i < lo.size() && offset + bytes > lo[i]; ++i) {
+      if (begin[i] <= e && b <= end[i]) offset = std::max(offset, hi[i]);
+    }
+    return offset;
+  }
+
+  void Insert(int64_t offset, int64_t bytes, int b, int e) {
+    const auto at = std::upper_bound(lo.begin(), lo.end(), offset) - lo.begin();
+    lo.insert(lo.begin() + at, offset);
+    hi.insert(hi.begin() + at, offset + bytes);
+    begin.insert(begin.begin() + at, b);
+    end.insert(end.begin() + at, e);
+  }
+};
+
 // Greedy-by-size placement: biggest buffers first, each at the lowest offset
 // that does not overlap a placed buffer alive at the same time.
 int64_t PlaceBuffers(std::vector<Interval>& intervals,
@@ -40,25 +68,13 @@ int64_t PlaceBuffers(std::vector<Interval>& intervals,
   std::sort(intervals.begin(), intervals.end(), [](const auto& a, const auto& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.root < b.root;
   });
-  std::vector<const Interval*> placed;
+  Placed placed;
   int64_t peak = 0;
-  for (Interval& iv : intervals) {
-    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset+bytes)
-    for (const Interval* p : placed) {
-      if (p->begin <= iv.end && iv.begin <= p->end) {
-        const int64_t off = storage[p->root].offset;
-        busy.push_back({off, off + p->bytes});
-      }
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (offset + iv.bytes <= lo) break;
-      offset = std::max(offset, hi);
-    }
+  for (const Interval& iv : intervals) {
+    const int64_t offset = placed.LowestFit(iv.bytes, iv.begin, iv.end);
     storage[iv.root].offset = offset;
     peak = std::max(peak, offset + iv.bytes);
-    placed.push_back(&iv);
+    placed.Insert(offset, iv.bytes, iv.begin, iv.end);
   }
   return peak;
 }
