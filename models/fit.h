@@ -109,7 +109,7 @@ struct FitResult {
 // Fit trains `trainer` up to its run config's steps as the file comment
 // says. Errors: options that are invalid (InvalidArgument); the run
 // directory's and the trainer's (a checkpoint that does not load, a file
-// that cannot be written; FailedPrecondition when another run holds the
+// that cannot be written; Unavailable when another run holds the
 // directory). Resuming a run that is complete is not an
 // error: it evaluates again and returns kComplete.
 absl::StatusOr<FitResult> Fit(Trainer& trainer, const FitOptions& options);

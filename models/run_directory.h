@@ -76,8 +76,8 @@ inline constexpr const char* kRunFileNames[] = {
 // ClaimRunDirectory makes `dir` when it is missing and locks it for this
 // writer (LockDirectory, engine/io/dir_lock.h), listing in *removed what a
 // killed writer left there. InvalidArgument when it cannot be made;
-// FailedPrecondition when another writer holds it ("runs/x is in use by
-// another writer (pid 4242)").
+// Unavailable when another writer holds it ("runs/x is in use by another
+// writer (pid 4242)").
 absl::StatusOr<DirectoryLock> ClaimRunDirectory(const std::string& dir,
                                                 std::vector<std::string>* removed);
 

@@ -50,7 +50,7 @@ absl::StatusOr<DirectoryLock> LockDirectory(const std::string& dir,
   }
   if (locked != 0) {
     if (errno != EWOULDBLOCK) return ErrnoError("cannot lock", path);
-    return absl::FailedPreconditionError(
+    return absl::UnavailableError(
         absl::StrCat(dir, " is in use by another writer (", Holder(fd), ")"));
   }
   if (absl::Status st = WritePid(fd, path); !st.ok()) return st;

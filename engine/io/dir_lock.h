@@ -42,8 +42,8 @@ class DirectoryLock {
 // LockDirectory locks the directory `dir` and then removes the temporary
 // files of writers that no longer run, whose names it appends to `removed`.
 //
-// Errors: FailedPrecondition when another holder (another process, or
-// another lock of this one) has it, naming the holder's pid: "runs/train
+// Errors: Unavailable (and only then) when another holder (another process,
+// or another lock of this one) has it, naming the holder's pid: "runs/train
 // is in use by another writer (pid 4242)"; the errno's code (NotFound,
 // PermissionDenied, ...) naming the path when the lock file cannot be made
 // or used, or `dir` cannot be read.

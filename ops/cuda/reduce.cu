@@ -74,16 +74,16 @@ __device__ Partial<T, R> Combine(Partial<T, R> a, Partial<T, R> b) {
   return CombineOp<R>()(a, b);
 }
 
-// Finish turns a row's partial into the output value; `scale` is 1/mid
-// for means, 1 otherwise. The mean of no elements is NaN, as the CPU's
+// Finish turns a row's partial into the output value: a mean divides by
+// mid, as the CPU does (not a product with 1/mid: other bits). The mean of no elements is NaN, as the CPU's
 // (torch.mean).
 template <typename T, Reduction R>
-__device__ T Finish(Partial<T, R> p, int64_t mid, double scale) {
+__device__ T Finish(Partial<T, R> p, int64_t mid) {
   if constexpr (R == Reduction::kMax) {
     return mid == 0 ? MaxIdentity<T>() : p;
   } else if constexpr (R == Reduction::kMean) {
     return static_cast<T>(mid == 0 ? std::numeric_limits<double>::quiet_NaN()
-                                   : static_cast<double>(p) * scale);
+                                   : static_cast<double>(p) / static_cast<double>(mid));
   } else {
     return static_cast<T>(p);
   }
@@ -95,8 +95,7 @@ __device__ T Finish(Partial<T, R> p, int64_t mid, double scale) {
 // ReduceRowChunksKernel) is combined by one block; `mid` is the count of
 // elements the row stands for (for the mean and the empty max).
 template <typename T, Reduction R, typename In>
-__global__ void ReduceRowsKernel(const In* x, T* y, int64_t rows, int64_t len, int64_t mid,
-                                 double scale) {
+__global__ void ReduceRowsKernel(const In* x, T* y, int64_t rows, int64_t len, int64_t mid) {
   using P = Partial<T, R>;
   __shared__ P shared[32];
   for (int64_t o = blockIdx.x; o < rows; o += gridDim.x) {
@@ -104,7 +103,7 @@ __global__ void ReduceRowsKernel(const In* x, T* y, int64_t rows, int64_t len, i
     P acc = Identity<T, R>();
     for (int64_t i = threadIdx.x; i < len; i += blockDim.x) acc = Combine<T, R>(acc, P(row[i]));
     acc = cuda::BlockReduce(acc, CombineOp<R>(), shared);
-    if (threadIdx.x == 0) y[o] = Finish<T, R>(acc, mid, scale);
+    if (threadIdx.x == 0) y[o] = Finish<T, R>(acc, mid);
   }
 }
 
@@ -167,8 +166,7 @@ ColumnSlices SliceColumns(int64_t mid, int64_t blocks_per_slice) {
 // partial[slice][o][j] for ReduceSlicesKernel.
 template <typename T, Reduction R>
 __global__ void ReduceColumnsKernel(const T* x, T* y, Partial<T, R>* partial, int64_t outer,
-                                    int64_t mid, int64_t inner, int64_t slice_rows,
-                                    double scale) {
+                                    int64_t mid, int64_t inner, int64_t slice_rows) {
   using P = Partial<T, R>;
   __shared__ P tile[kTileRows][kTileColumns];
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kTileColumns + threadIdx.x;
@@ -188,7 +186,7 @@ __global__ void ReduceColumnsKernel(const T* x, T* y, Partial<T, R>* partial, in
     if (threadIdx.y == 0 && j < inner) {
       for (int r = 1; r < kTileRows; ++r) acc = Combine<T, R>(acc, tile[r][threadIdx.x]);
       if (gridDim.z == 1) {
-        y[o * inner + j] = Finish<T, R>(acc, mid, scale);
+        y[o * inner + j] = Finish<T, R>(acc, mid);
       } else {
         partial[(slice * outer + o) * inner + j] = acc;
       }
@@ -199,11 +197,11 @@ __global__ void ReduceColumnsKernel(const T* x, T* y, Partial<T, R>* partial, in
 
 template <typename T, Reduction R>
 __global__ void ReduceSlicesKernel(const Partial<T, R>* partial, T* y, int64_t slices,
-                                   int64_t outputs, int64_t mid, double scale) {
+                                   int64_t outputs, int64_t mid) {
   DAGRAD_CUDA_LOOP(i, outputs) {
     Partial<T, R> acc = partial[i];
     for (int64_t c = 1; c < slices; ++c) acc = Combine<T, R>(acc, partial[c * outputs + i]);
-    y[i] = Finish<T, R>(acc, mid, scale);
+    y[i] = Finish<T, R>(acc, mid);
   }
 }
 
@@ -278,13 +276,12 @@ absl::Status LaunchGeneral(const T* x, T* y, int64_t outputs, const Shape& in,
 
 // Reduces each of `outer` rows of `mid` elements (inner == 1).
 template <typename T, Reduction R>
-absl::Status LaunchRows(const T* x, T* y, int64_t outer, int64_t mid, double scale,
-                        CudaContext& cuda) {
+absl::Status LaunchRows(const T* x, T* y, int64_t outer, int64_t mid, CudaContext& cuda) {
   using P = Partial<T, R>;
   cudaStream_t stream = cuda.stream();
   if (mid <= 2 * kRowChunk || outer >= kFewRows) {
     ReduceRowsKernel<T, R, T><<<GridFor(outer, 1), cuda::RowThreads(mid), 0, stream>>>(
-        x, y, outer, mid, mid, scale);
+        x, y, outer, mid, mid);
     return CheckLaunch("ReduceRowsKernel");
   }
   const int64_t chunks = (mid + kRowChunk - 1) / kRowChunk;
@@ -294,14 +291,14 @@ absl::Status LaunchRows(const T* x, T* y, int64_t outer, int64_t mid, double sca
                                                               chunks);
   DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceRowChunksKernel"));
   ReduceRowsKernel<T, R, P><<<GridFor(outer, 1), cuda::RowThreads(chunks), 0, stream>>>(
-      partial.as<P>(), y, outer, chunks, mid, scale);
+      partial.as<P>(), y, outer, chunks, mid);
   return CheckLaunch("ReduceRowsKernel");
 }
 
 // Reduces (outer, mid, inner) over mid (inner > 1).
 template <typename T, Reduction R>
 absl::Status LaunchColumns(const T* x, T* y, int64_t outer, int64_t mid, int64_t inner,
-                           double scale, CudaContext& cuda) {
+                           CudaContext& cuda) {
   using P = Partial<T, R>;
   cudaStream_t stream = cuda.stream();
   const int64_t tiles = (inner + kTileColumns - 1) / kTileColumns;
@@ -312,16 +309,16 @@ absl::Status LaunchColumns(const T* x, T* y, int64_t outer, int64_t mid, int64_t
                   static_cast<unsigned>(slices.count));
   if (slices.count == 1) {
     ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, nullptr, outer, mid, inner,
-                                                          slices.rows, scale);
+                                                          slices.rows);
     return CheckLaunch("ReduceColumnsKernel");
   }
   const int64_t outputs = outer * inner;
   DAGRAD_ASSIGN_OR_RETURN(CudaBuffer partial, cuda.Scratch(slices.count * outputs * sizeof(P)));
   ReduceColumnsKernel<T, R><<<grid, block, 0, stream>>>(x, y, partial.as<P>(), outer, mid,
-                                                        inner, slices.rows, scale);
+                                                        inner, slices.rows);
   DAGRAD_RETURN_IF_ERROR(CheckLaunch("ReduceColumnsKernel"));
   ReduceSlicesKernel<T, R><<<GridFor(outputs), kThreads, 0, stream>>>(
-      partial.as<P>(), y, slices.count, outputs, mid, scale);
+      partial.as<P>(), y, slices.count, outputs, mid);
   return CheckLaunch("ReduceSlicesKernel");
 }
 
@@ -346,9 +343,8 @@ absl::Status ReduceTyped(const KernelContext& ctx, const std::vector<int>& axes)
       mid *= in[i];
     }
   }
-  const double scale = R == Reduction::kMean && mid > 0 ? 1.0 / static_cast<double>(mid) : 1.0;
-  if (inner == 1) return LaunchRows<T, R>(x, y, outer, mid, scale, cuda);
-  return LaunchColumns<T, R>(x, y, outer, mid, inner, scale, cuda);
+  if (inner == 1) return LaunchRows<T, R>(x, y, outer, mid, cuda);
+  return LaunchColumns<T, R>(x, y, outer, mid, inner, cuda);
 }
 
 template <Reduction R>

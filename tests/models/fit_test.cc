@@ -269,12 +269,22 @@ TEST(Fit, ARunDirectoryInUseIsRefusedNamingItsHolder) {
   ASSERT_TRUE(held.ok()) << held.status();
   auto t = NewTrainer();
   const absl::StatusOr<FitResult> refused = Fit(*t, {.dir = dir});
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(refused.status().message(),
               HasSubstr(absl::StrCat(dir, " is in use by another writer (pid ", getpid(), ")")));
   EXPECT_EQ(t->step(), 0);
   // The caller that holds the lock says so.
   EXPECT_EQ(FitOk(*t, {.dir = dir, .dir_locked = true, .stop_after = 1}).step, 1);
+}
+
+TEST(Fit, ALockFileThatCannotBeOpenedIsNotADirectoryInUse) {
+  const std::string dir = NewTempDir("fit");
+  std::filesystem::create_directory(dir + "/.lock");
+  std::vector<std::string> removed;
+  const absl::Status refused = LockDirectory(dir, &removed).status();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_FALSE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("cannot open the lock file '" + dir + "/.lock'"));
 }
 
 TEST(Fit, MakesAMissingRunDirectoryAndRefusesOneItCannotMake) {

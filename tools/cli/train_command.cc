@@ -360,8 +360,7 @@ absl::Status OpenOutDir(const std::string& out, std::optional<DirectoryLock>& lo
   absl::StatusOr<DirectoryLock> claimed = models::ClaimRunDirectory(out, &stale);
   // In use: another process holds the lock. (A lock that cannot be opened,
   // a directory in its place, is the generic error below.)
-  if (absl::IsFailedPrecondition(claimed.status()) &&
-      absl::StrContains(claimed.status().message(), "another writer")) {
+  if (absl::IsUnavailable(claimed.status())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--out=", absl::StrReplaceAll(claimed.status().message(),
                                       {{"another writer", "another dagrad train"}}),
