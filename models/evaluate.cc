@@ -89,7 +89,8 @@ absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
                                               absl::string_view inputs_path,
                                               std::unique_ptr<Device> device,
                                               const ExecutorOptions& options,
-                                              const LanguageModelOptions& model_options) {
+                                              const LanguageModelOptions& model_options,
+                                              Precision precision) {
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<LanguageModel> model,
                           LoadLanguageModel(g, checkpoint, checkpoint_path, model_options));
@@ -103,10 +104,10 @@ absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
   };
   const Value tokens = feed("tokens"), lengths = feed("lengths"), targets = feed("targets");
   std::vector<Value> fetches = {model->Logits(tokens, lengths)};
+  if (!targets.is_null()) fetches.push_back(CrossEntropy(fetches[0], targets));
+  DAGRAD_ASSIGN_OR_RETURN(fetches, ApplyPrecision(fetches, precision));
   if (!targets.is_null()) {
-    const Value loss = CrossEntropy(fetches[0], targets);
-    DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(loss, model->parameters()));
-    fetches.push_back(loss);
+    DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(fetches[1], model->parameters()));
     fetches.insert(fetches.end(), grads.begin(), grads.end());
   }
   DAGRAD_RETURN_IF_ERROR(g.status());
@@ -119,7 +120,8 @@ absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
   // The paths as text (JSON holds UTF-8 only): a name of other bytes has
   // them written \xNN.
   result.metadata = {{"checkpoint", PrintableText(checkpoint_path)},
-                     {"input", PrintableText(inputs_path)}};
+                     {"input", PrintableText(inputs_path)},
+                     {"precision", PrecisionName(precision)}};
   result.tensors.push_back({"logits", out[0]});
   if (!targets.is_null()) {
     result.tensors.push_back({"loss", out[1]});
@@ -134,12 +136,13 @@ absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
 absl::Status EvaluateModelFiles(const std::string& model_path, const std::string& input_path,
                                 const std::string& output_path, std::unique_ptr<Device> device,
                                 const ExecutorOptions& options,
-                                const LanguageModelOptions& model_options) {
+                                const LanguageModelOptions& model_options,
+                                Precision precision) {
   DAGRAD_ASSIGN_OR_RETURN(const SafetensorsFile model, ReadModelFile(model_path));
   DAGRAD_ASSIGN_OR_RETURN(const SafetensorsFile in, ReadSafetensors(input_path));
   DAGRAD_ASSIGN_OR_RETURN(const SafetensorsFile result,
                           EvaluateModel(model, model_path, in, input_path, std::move(device),
-                                        options, model_options));
+                                        options, model_options, precision));
   return WriteSafetensors(output_path, result);
 }
 

@@ -23,6 +23,7 @@
 #include "engine/executor.h"
 #include "engine/io/safetensors.h"
 #include "models/language_model.h"
+#include "ops/autodiff/precision.h"
 
 namespace dagrad::models {
 
@@ -39,14 +40,18 @@ absl::Status CheckModelInputs(const SafetensorsFile& inputs, const LanguageModel
 // `model_options`), loads its weights and runs it in eval mode on `inputs`
 // (CheckModelInputs): logits, and with targets the loss (mean cross-entropy
 // over the targets not ignored) and grad.<parameter> for every parameter;
-// the metadata name the checkpoint and the inputs. The errors of each step.
+// the metadata name the checkpoint, the inputs and the precision. Under
+// Precision::kBFloat16 the logits and the loss are ApplyPrecision's
+// (ops/autodiff/precision.h), as a run trained with it evaluates them, and
+// the gradients are those of that loss. The errors of each step.
 absl::StatusOr<SafetensorsFile> EvaluateModel(const SafetensorsFile& checkpoint,
                                               absl::string_view checkpoint_path,
                                               const SafetensorsFile& inputs,
                                               absl::string_view inputs_path,
                                               std::unique_ptr<Device> device = CpuDevice(),
                                               const ExecutorOptions& options = {},
-                                              const LanguageModelOptions& model_options = {});
+                                              const LanguageModelOptions& model_options = {},
+                                              Precision precision = Precision::kFloat32);
 
 // EvaluateModelFiles is EvaluateModel of the model at `model_path`
 // (ReadModelFile: a checkpoint or a Hugging Face GPT-2 directory) on the
@@ -61,7 +66,8 @@ absl::Status EvaluateModelFiles(const std::string& model_path, const std::string
                                 const std::string& output_path,
                                 std::unique_ptr<Device> device = CpuDevice(),
                                 const ExecutorOptions& options = {},
-                                const LanguageModelOptions& model_options = {});
+                                const LanguageModelOptions& model_options = {},
+                                Precision precision = Precision::kFloat32);
 
 }  // namespace dagrad::models
 

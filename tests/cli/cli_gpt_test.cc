@@ -43,6 +43,32 @@ TEST(CliGpt, EvalMatchesReferenceLogitsLossAndGradients) {
   EXPECT_NE(got.Find("grad.transformer.wte.weight"), nullptr);
 }
 
+// Under --precision=bf16 the products read bfloat16 casts, as in a run
+// trained so: every output stays within bfloat16's rounding of the
+// float32 reference, and is not float32's.
+TEST(CliGpt, EvalInBf16StaysWithinBFloat16OfTheReference) {
+  const std::string dir = FreshDir("gpt_eval_bf16");
+  const std::string args = "eval --checkpoint=" + kGoldens + "model.safetensors --input=" +
+                           kGoldens + "input.safetensors --output=" + dir;
+  ASSERT_EQ(RunDagrad(args + "/fp32.safetensors").code, 0);
+  const CliResult r = RunDagrad(args + "/bf16.safetensors --precision=bf16");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile fp32, ReadSafetensors(dir + "/fp32.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile bf16, ReadSafetensors(dir + "/bf16.safetensors"));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile want, ReadSafetensors(kGoldens + "expected.safetensors"));
+  EXPECT_EQ(bf16.metadata["precision"], "bf16");
+  EXPECT_EQ(fp32.metadata["precision"], "fp32");
+  ASSERT_EQ(bf16.tensors.size(), fp32.tensors.size());
+  for (const auto& [name, tensor] : bf16.tensors) {
+    EXPECT_LE(MaxRelativeError(tensor, *want.Find(name)), 5e-2) << name;
+    EXPECT_GT(MaxAbsDifference(tensor, *fp32.Find(name)), 0) << name;
+  }
+  EXPECT_LE(MaxRelativeError(*bf16.Find("loss"), *want.Find("loss")), 1e-2);
+  const CliResult fp16 = RunDagrad(args + "/fp16.safetensors --precision=fp16");
+  EXPECT_EQ(fp16.code, 2);
+  EXPECT_THAT(fp16.err, HasSubstr("--precision: unknown precision 'fp16'"));
+}
+
 // The output records the files it came from as text: a name that is not
 // UTF-8 ran the model, then failed to write ("not valid UTF-8"); it is
 // recorded with the byte written \xff.

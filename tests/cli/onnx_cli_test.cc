@@ -40,6 +40,12 @@ TEST(OnnxCli, EvalTakesInputsAndWritesOutputsByOnnxName) {
                              "/short.safetensors --output=", dir, "/o.safetensors"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("no tensor 'value', an input of"));
+
+  r = RunDagrad(absl::StrCat("eval --model=", kMha, " --precision=bf16 --input=", dir,
+                             "/in.safetensors --output=", dir, "/o.safetensors"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--precision=bf16 applies to a checkpoint or a Hugging Face "
+                               "directory, not an ONNX model"));
 }
 
 TEST(OnnxCli, DotDrawsTheImportedModel) {

@@ -33,6 +33,10 @@ ABSL_FLAG(bool, tf32, false, "on cuda, allow TF32 tensor-core matrix products (f
 ABSL_FLAG(std::string, attention, "fused",
           "attention as one fused op (fused: flash-style, no (B, H, T, S) tensor) or as the "
           "composed subgraph of MatMul, Softmax, Dropout and MatMul (composed); same weights");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32; bf16: matrix products read bfloat16 casts and accumulate in float32, the rest "
+          "(and train's parameters and checkpoints) stay float32; tf32: on cuda, float32 "
+          "products in TF32 (on the cpu, fp32)");
 ABSL_FLAG(bool, profile, false, "time every kernel and print where the time went, by op");
 ABSL_FLAG(int64_t, memory_limit_mb, 0,
           "fail with a clear error instead of using more than this many MiB (0: no limit); "
@@ -107,6 +111,14 @@ absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32) {
         absl::StrCat("--device must be cpu, cuda or cuda:N, got '", name, "'"));
   }
   return CudaDevice(ordinal, {.allow_tf32 = tf32 || absl::GetFlag(FLAGS_tf32)});
+}
+
+absl::StatusOr<Precision> PrecisionFromFlags() {
+  absl::StatusOr<Precision> precision = ParsePrecision(absl::GetFlag(FLAGS_precision));
+  if (!precision.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--precision: ", precision.status().message()));
+  }
+  return precision;
 }
 
 absl::StatusOr<nn::AttentionPath> AttentionFromFlags() {

@@ -16,6 +16,7 @@
 #include "engine/device/device.h"
 #include "engine/executor.h"
 #include "models/nn/attention.h"
+#include "ops/autodiff/precision.h"
 #include "tools/cli/command.h"
 
 ABSL_DECLARE_FLAG(int, threads);
@@ -27,6 +28,7 @@ ABSL_DECLARE_FLAG(std::string, device);
 ABSL_DECLARE_FLAG(bool, tf32);
 ABSL_DECLARE_FLAG(std::string, attention);
 ABSL_DECLARE_FLAG(std::string, wait_policy);
+ABSL_DECLARE_FLAG(std::string, precision);
 
 namespace dagrad::cli {
 
@@ -49,6 +51,11 @@ absl::StatusOr<ExecutorOptions> ExecutorOptionsFromFlags();
 // device's own errors (e.g. Unavailable when no GPU is visible or CUDA is
 // not built in).
 absl::StatusOr<std::unique_ptr<Device>> DeviceFromFlags(bool tf32 = false);
+
+// PrecisionFromFlags returns --precision (ops/autodiff/precision.h: fp32,
+// tf32 or bf16); InvalidArgument naming the value and the choices
+// otherwise.
+absl::StatusOr<Precision> PrecisionFromFlags();
 
 // AttentionFromFlags returns --attention: fused (one attention op) or
 // composed (the subgraph of ordinary ops); InvalidArgument naming the

@@ -33,14 +33,20 @@ absl::Status Eval() {
   DAGRAD_RETURN_IF_ERROR(RequireFlags({"input", "output"}));
   DAGRAD_ASSIGN_OR_RETURN(const ExecutorOptions options, ExecutorOptionsFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlags());
+  DAGRAD_ASSIGN_OR_RETURN(const Precision precision, PrecisionFromFlags());
+  if (IsOnnxPath(path) && precision == Precision::kBFloat16) {
+    return absl::InvalidArgumentError(
+        "--precision=bf16 applies to a checkpoint or a Hugging Face directory, not an ONNX model");
+  }
+  DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
+                          DeviceFromFlags(/*tf32=*/precision == Precision::kTF32));
   const std::string input = absl::GetFlag(FLAGS_input), output = absl::GetFlag(FLAGS_output);
   const char* model_flag = absl::GetFlag(FLAGS_checkpoint).empty() ? "model" : "checkpoint";
   DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(output, "output", {{input, "input"}, {path, model_flag}}));
   DAGRAD_RETURN_IF_ERROR(
       IsOnnxPath(path) ? EvaluateOnnx(path, input, output, std::move(device), options)
                        : models::EvaluateModelFiles(path, input, output, std::move(device), options,
-                                                    {.attention = attention}));
+                                                    {.attention = attention}, precision));
   std::cout << "wrote " << output << "\n";
   return absl::OkStatus();
 }
@@ -54,7 +60,7 @@ Command EvalCommand() {
           "run a trained model (--checkpoint, or --model: an ONNX file or a Hugging Face GPT-2 "
           "directory) on inputs from a safetensors file (eval mode)",
           {"checkpoint", "model", "input", "output", "threads", "wait_policy", "check_numerics", "memory_limit_mb",
-           "device", "tf32", "attention"},
+           "device", "tf32", "precision", "attention"},
           RunEval};
 }
 

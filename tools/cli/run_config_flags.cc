@@ -26,10 +26,6 @@ ABSL_FLAG(double, lr, 1e-3,
 ABSL_FLAG(int64_t, warmup, 30,
           "warmup steps; when not given, 30 or a tenth of --steps, whichever is fewer, so that "
           "a short run still warms up to --lr and decays");
-ABSL_FLAG(std::string, precision, "fp32",
-          "fp32; bf16: matrix products read bfloat16 casts and accumulate in float32, the rest "
-          "and the parameters (checkpoints) stay float32; tf32: on cuda, float32 products in "
-          "TF32 (on the cpu, fp32)");
 ABSL_FLAG(std::string, on_nonfinite, "stop",
           "when a step's loss or global gradient norm is NaN or Inf, its update is never "
           "applied. stop: exit 1 naming the step and the value, keeping the last checkpoint "
@@ -110,11 +106,7 @@ absl::StatusOr<LrDecay> LrDecayFromFlags() {
 absl::StatusOr<models::RunConfig> RunConfigFromFlags() {
   DAGRAD_ASSIGN_OR_RETURN(OptimizerOptions optimizer, OptimizerFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(const LrDecay lr_decay, LrDecayFromFlags());
-  auto precision = ParsePrecision(absl::GetFlag(FLAGS_precision));
-  if (!precision.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--precision: ", precision.status().message()));
-  }
-  optimizer.precision = *precision;
+  DAGRAD_ASSIGN_OR_RETURN(optimizer.precision, PrecisionFromFlags());
   auto policy = models::ParseNonFinitePolicy(absl::GetFlag(FLAGS_on_nonfinite));
   if (!policy.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--on_nonfinite: ", policy.status().message()));

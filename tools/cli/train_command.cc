@@ -74,7 +74,6 @@ ABSL_FLAG(int64_t, eval_every, 10, "evaluate, log and checkpoint every this many
 ABSL_FLAG(int64_t, stop_after, 0,
           "stop after this step (0: run all --steps), to continue later with --resume");
 
-ABSL_DECLARE_FLAG(std::string, precision);  // run_config_flags.cc
 ABSL_DECLARE_FLAG(std::string, data);       // train_text.cc
 ABSL_DECLARE_FLAG(std::string, init);       // train_text.cc
 
