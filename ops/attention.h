@@ -40,6 +40,18 @@
 // (no atomics): the same inputs give the same bits on every run. It has no
 // gradient rule of its own, so second derivatives through Attention are
 // Unimplemented; the composed subgraph has them.
+//
+// Rounding in the backward. softmax's backward needs each row's D = sum
+// P ∘ dP. The GPU, and the CPU when the keys are more than one block (S >
+// 256), take it as rowsum(dO ∘ O) from the forward's output, as
+// FlashAttention does, which needs no second pass over the keys; the CPU
+// with one block sums the row itself, as the composed subgraph does. The
+// two differ by rounding, about float's epsilon times |dP|, which dS =
+// P ∘ (dP - D) keeps and dK (dQ) multiplies by |q| (|k|): on a saturated,
+// one-hot row the composed subgraph's dK is exactly 0, the fused one's
+// about 1e-7 |dO| |v| |q| scale in float32 (1.6e-4 at |q| = 1e4). Where attention logits grow that large and
+// the gradient must be exact, build the composed subgraph
+// (--attention=composed).
 
 #ifndef DAGRAD_OPS_ATTENTION_H_
 #define DAGRAD_OPS_ATTENTION_H_

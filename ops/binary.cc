@@ -225,7 +225,8 @@ std::vector<Value> PowTensorBackward(const GradContext& c) {
   const Value x = c.inputs[0], p = c.inputs[1];
   const Value zero = ScalarLike(c.grad, 0.0);
   Value dx, dp;
-  if (c.needs[0]) dx = Where(Equal(p, zero), zero, c.grad * p * PowTensor(x, p - 1.0));
+  // g (p x^(p-1)), in torch's order: g p may overflow where x^(p-1) is 0.
+  if (c.needs[0]) dx = Where(Equal(p, zero), zero, c.grad * (p * PowTensor(x, p - 1.0)));
   if (c.needs[1]) {
     const Value zero_power = LogicalAnd(Equal(x, zero), LogicalOr(Greater(p, zero), Equal(p, zero)));
     dp = c.grad * Where(zero_power, zero, Log(x) * c.output);

@@ -80,7 +80,7 @@ Value Tanh(Value x);
 Value Sigmoid(Value x);
 Value Sin(Value x);
 Value Cos(Value x);
-Value Abs(Value x);  // |x|; gradient g sign(x): 0 at +-0 and NaN, as torch's
+Value Abs(Value x);  // |x|; gradient g sign(x), sign 0 at +-0 and NaN, as torch's
 Value Erf(Value x);  // the error function; gradient g 2/sqrt(pi) e^(-x^2)
 
 // CPow returns x ** exponent as C's pow computes it for every exponent,

@@ -14,6 +14,7 @@
 #include "ops/math/gelu_math.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
+#include "ops/select.h"
 
 namespace dagrad {
 namespace {
@@ -89,15 +90,23 @@ std::vector<Value> GeluGradRule(const GradContext& c) {
 // derivative differentiates in turn: exact, phi(x) (2 - x^2) with phi the
 // standard normal density; tanh form, (1 - t^2) (u' - x t u'^2 + x u'' / 2)
 // for t = tanh(u), u = c (x + k x^3), so u' = c (1 + 3 k x^2), u'' = 6 c k x.
+// 1 - t^2 is taken as 4 sigmoid(2u) sigmoid(-2u), which does not cancel
+// where t rounds near 1 (a third of the value lost at x = 5 in float32).
+// Far out it is 0 while u'^2 overflows: the result is 0 there, not 0 * inf
+// (as gelu_grad's own kernels guard, ops/math/gelu_math.h).
 Value GeluSecondDerivative(Value x, GeluApproximate form) {
   const Value x2 = x * x;
   if (form == GeluApproximate::kNone) {
     return Exp(x2 * -0.5) * (2.0 - x2) * (1 / std::sqrt(2 * M_PI));
   }
   const double c = kGeluTanhScale, k = kGeluTanhCubic;
-  const Value t = Tanh((x + x2 * x * k) * c);
+  const Value u = (x + x2 * x * k) * c;
+  const Value t = Tanh(u);
+  const Value sech2 = Sigmoid(u * 2.0) * Sigmoid(u * -2.0) * 4.0;
   const Value du = (x2 * (3 * k) + 1.0) * c;
-  return (1.0 - t * t) * (du - x * t * du * du + x2 * (3 * c * k));
+  const Value zero = ScalarLike(x, 0.0);
+  return Where(Equal(sech2, zero), zero,
+               sech2 * (du - x * t * du * du + x2 * (3 * c * k)));
 }
 
 // gelu_grad(x, g) = g gelu'(x): d/dx = G g gelu''(x), d/dg = G gelu'(x).

@@ -99,13 +99,15 @@ absl::Status SumOfSquaresKernel(const KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// d/dx sum(x^2) = 2 x: each input's gradient is 2 x g, g (a float64
-// scalar) cast to the input's dtype.
+// d/dx sum(x^2) = 2 x: each input's gradient is 2 x g, computed in float64
+// (g is a float64 scalar, which may not fit the input's dtype: the norm's
+// 1 / (2 sqrt(s)) of a tiny s) and then cast to the input's dtype.
 std::vector<Value> SumOfSquaresBackward(const GradContext& c) {
   std::vector<Value> grads;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     const Value& x = c.inputs[i];
-    grads.push_back(c.needs[i] ? x * Cast(c.grad, x.dtype()) * 2.0 : Value());
+    grads.push_back(c.needs[i] ? Cast(Cast(x, DType::kFloat64) * (c.grad * 2.0), x.dtype())
+                               : Value());
   }
   return grads;
 }

@@ -280,11 +280,15 @@ Value Softplus(Value x) { return Unary(kSoftplus, x); }
 // ---- abs: y = |x|, dy/dx = sign(x), 0 at +-0 and NaN ------------------------
 
 // An OpDef, not Maximum(x, -x): one pass, |-0| = +0, and torch's gradient
-// g sign(x), 0 at 0, where Maximum's rule splits the tie between x and -x.
+// g sign(x), sign 0 at +-0 and NaN, where Maximum's rule splits the tie
+// between x and -x. A product, as torch's: a NaN or infinite g at x = 0
+// gives NaN, not a 0 that hides it.
 namespace {
 std::vector<Value> AbsBackward(const GradContext& c) {
   const Value x = c.inputs[0], zero = ZerosLike(x);
-  return {Where(Greater(x, zero), c.grad, Where(Less(x, zero), -c.grad, zero))};
+  const Value sign = Where(Greater(x, zero), ScalarLike(x, 1.0),
+                           Where(Less(x, zero), ScalarLike(x, -1.0), zero));
+  return {c.grad * sign};
 }
 }  // namespace
 

@@ -232,6 +232,7 @@ DAGRAD_GOLDENS("edges",
                {"equal_specials", G(Equal(in.at("a"), in.at("b")))},
                {"less_specials", G(Less(in.at("a"), in.at("b")))},
                {"greater_specials", G(Greater(in.at("a"), in.at("b")))},
-               {"pow_tensor_zeros", G(PowTensor(in.at("x"), in.at("p")))});
+               {"pow_tensor_zeros", G(PowTensor(in.at("x"), in.at("p")))},
+               {"pow_tensor_overflowing_seed", G(PowTensor(in.at("x"), in.at("p")))});
 
 }  // namespace dagrad::testing

@@ -3,6 +3,7 @@
 // the ranges where the float32 kernels switch branches and far into the
 // tails.
 
+#include "ops/fill.h"
 #include "ops/gelu.h"
 #include "tests/autodiff/support/golden_registry.h"
 #include "tests/autodiff/support/op_case.h"
@@ -66,6 +67,10 @@ Value GeluOf(const GoldenInputs& in, const nlohmann::json& a) {
 }
 
 }  // namespace
+
+// gelu' as gelu_grad with a seed of ones: its gradient is gelu''.
+DAGRAD_GOLDENS("edges", {"gelu_tanh_second_derivative",
+                         G(GeluGrad(in.at("x"), OnesLike(in.at("x")), GeluApproximate::kTanh))});
 
 DAGRAD_GOLDENS("basic_ops",
                {"gelu_exact", G(Gelu(in.at("x")))},

@@ -133,13 +133,15 @@ TEST(SumOfSquares, AgreesWithTheComposedFormulaInFloat64) {
   EXPECT_NEAR(got, want, 2.0 * static_cast<double>(n) * 0x1p-53 * want);
 }
 
-// The gradient rule gives the composed norm's gradients, bit for bit: 2 x g
-// as (g x) * 2, where Mul(x, x)'s rule adds g x to itself.
+// The gradient rule gives the composed float64 norm's gradients, bit for
+// bit: 2 x g in float64 (where Mul(x, x)'s rule adds g x to itself), cast
+// to the input's dtype once.
 TEST(SumOfSquares, DifferentiatesLikeTheComposedNorm) {
   Graph g;
   Value a = g.Input("a", DType::kFloat32, {4, 5});
   Value b = g.Input("b", DType::kFloat64, {3});
-  Value composed = Cast(Sum(a * a), DType::kFloat64) + Sum(b * b);
+  const Value wide = Cast(a, DType::kFloat64);
+  Value composed = Sum(wide * wide) + Sum(b * b);
   Value seed = g.Input("seed", DType::kFloat64, {});
   ASSERT_OK_AND_ASSIGN(auto fused, Gradients(SumOfSquares({a, b}) * seed, {a, b}));
   ASSERT_OK_AND_ASSIGN(auto reference, Gradients(composed * seed, {a, b}));
@@ -152,6 +154,22 @@ TEST(SumOfSquares, DifferentiatesLikeTheComposedNorm) {
     ASSERT_EQ(out[i].nbytes(), out[i + 2].nbytes());
     EXPECT_EQ(std::memcmp(out[i].raw_data(), out[i + 2].raw_data(), out[i].nbytes()), 0)
         << "input " << i;
+  }
+}
+
+// The norm of float32 values near the bottom of their range: its gradient
+// x / |x| is made in float64, where the seed 1 / (2 |x|) (3.5e39) fits.
+TEST(SumOfSquares, GradientOfATinyNormIsFinite) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {4});
+  ASSERT_OK_AND_ASSIGN(auto grad, Gradients(Sqrt(SumOfSquares({x})), {x}));
+  const std::vector<float> values = {1e-40f, -1e-40f, 1.4e-45f, 0};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {grad[0]}, {{x, T<float>({4}, values)}}));
+  double norm = 0;
+  for (float v : values) norm += static_cast<double>(v) * v;
+  norm = std::sqrt(norm);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[0].data<float>()[i], static_cast<float>(values[i] / norm)) << i;
   }
 }
 

@@ -202,6 +202,7 @@ DAGRAD_GOLDENS("edges",
                {"cos_specials", G(Cos(in.at("x")))},
                {"scale_specials", G(Scale(in.at("x"), attrs["factor"]))},
                {"add_scalar_specials", G(AddScalar(in.at("x"), attrs["offset"]))},
-               {"abs_specials", G(Abs(in.at("x")))});
+               {"abs_specials", G(Abs(in.at("x")))},
+               {"abs_nonfinite_seed", G(Abs(in.at("x")))});
 
 }  // namespace dagrad::testing

@@ -174,6 +174,25 @@ def added(c):
     zeros = torch.tensor([0.0, 0.0, 0.0, -0.0, 0.0, 2.0, float("inf"), 0.0])
     powers = torch.tensor([2.0, 0.5, 0.0, 0.0, -1.0, 0.0, 0.0, float("nan")])
     c.case("pow_tensor_zeros", torch.pow, {"x": zeros, "p": powers}, grads=("x", "p"))
+    # A NaN or infinite seed at x = 0 (and at x = NaN, whose sign is 0) is
+    # NaN: g sign(x) is a product, which hides nothing.
+    c.case("abs_nonfinite_seed", torch.abs, {"x": torch.tensor([0.0, -0.0, NAN, 2.0, -3.0])},
+           grads=("x",), gy=torch.tensor([NAN, INF, 1.0, NAN, 2.0]))
+    # g (p x^(p-1)) in float32, in torch's order: g p overflows where
+    # x^(p-1) is 0, which the product with g must meet first.
+    c.case("pow_tensor_overflowing_seed", torch.pow,
+           {"x": torch.tensor([0.5, 0.9, 0.0]), "p": torch.tensor([200.0, 1000.0, 1e30])},
+           grads=("x", "p"), wide=False, gy=torch.tensor([1e37, 1e36, 1e10]))
+    # gelu'' of the tanh form (the gradient of gelu'): where 1 - tanh^2
+    # cancels (x = 5) and where it is 0 beside an overflowing u'^2.
+    c.case("gelu_tanh_second_derivative", gelu_tanh_derivative,
+           {"x": torch.tensor([5.0, 1e8, 1e10, -1e10, 0.0, 1.0, -2.0, 3.5, -6.0])},
+           grads=("x",))
+
+
+def gelu_tanh_derivative(x):
+    y = F.gelu(x, approximate="tanh")
+    return torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)[0]
 
 
 def main():

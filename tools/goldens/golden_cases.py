@@ -22,8 +22,9 @@ def randint(*shape, lo=0, hi=4, dtype=torch.int64):
 
 
 class Cases(GoldenFile):
-    def case(self, name, fn, inputs, attrs=None, grads=(), wide=True):
-        """Adds case `name` with outputs out = fn(*inputs.values()) (and gradients)."""
+    def case(self, name, fn, inputs, attrs=None, grads=(), wide=True, gy=None):
+        """Adds case `name` with outputs out = fn(*inputs.values()) (and gradients,
+        seeded with `gy`, else with a random one)."""
         floats = [t.dtype for t in inputs.values() if t.dtype.is_floating_point]
         narrow = floats[0] if floats else None
         run = {}
@@ -34,7 +35,8 @@ class Cases(GoldenFile):
         outputs = {"out": self._narrow(out, narrow, wide)}
         case_inputs = dict(inputs)
         if grads:
-            gy = rand(*out.shape, dtype=narrow)
+            if gy is None:
+                gy = rand(*out.shape, dtype=narrow)
             gs = torch.autograd.grad(out, [run[k] for k in grads],
                                      gy.to(out.dtype))
             case_inputs["gy"] = gy
