@@ -112,6 +112,27 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ParseVocab(absl::st
   return std::move(sax.entries);
 }
 
+// IdOutOfRange says that `token`'s id is outside [0, n) for the n
+// `entries`; for one too large, also the first id below n that no token
+// has: a vocabulary with a gap (an entry removed) is refused at its
+// largest id, but the fault is the gap.
+absl::Status IdOutOfRange(const std::vector<std::pair<std::string, int64_t>>& entries,
+                          const std::string& token, int64_t id) {
+  const int64_t n = static_cast<int64_t>(entries.size());
+  std::string gap;
+  if (id >= n) {
+    std::vector<bool> has(n, false);
+    for (const auto& [other, i] : entries) {
+      if (i >= 0 && i < n) has[i] = true;
+    }
+    const auto missing = std::find(has.begin(), has.end(), false);
+    if (missing != has.end()) gap = absl::StrCat(", and no token has id ", missing - has.begin());
+  }
+  return absl::InvalidArgumentError(absl::StrCat("the id of token ", QuotedText(token), " is ",
+                                                 id, ": the ", n, " ids must be 0 to ", n - 1,
+                                                 gap));
+}
+
 // FillVocabulary puts each token at its id, or says which id is wrong.
 absl::Status FillVocabulary(std::vector<std::pair<std::string, int64_t>> entries,
                             Gpt2Vocabulary& vocab) {
@@ -119,10 +140,7 @@ absl::Status FillVocabulary(std::vector<std::pair<std::string, int64_t>> entries
   vocab.token_bytes.assign(n, std::string());
   std::vector<bool> taken(n, false);
   for (auto& [token, id] : entries) {
-    if (id < 0 || id >= n) {
-      return absl::InvalidArgumentError(absl::StrCat("the id of token ", QuotedText(token), " is ",
-                                                     id, ": the ", n, " ids must be 0 to ", n - 1));
-    }
+    if (id < 0 || id >= n) return IdOutOfRange(entries, token, id);
     if (taken[id]) {
       return absl::InvalidArgumentError(
           absl::StrCat("the id ", id, " is given twice (again to token ", QuotedText(token), ")"));

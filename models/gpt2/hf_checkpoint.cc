@@ -101,7 +101,14 @@ absl::StatusOr<SafetensorsFile> ReadShards(absl::string_view dir, const std::str
   SafetensorsFile merged;
   for (const std::string& shard : shards) {
     const std::string path = PathInFolder(dir, shard);
-    DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile part, ReadSafetensors(path));
+    absl::StatusOr<SafetensorsFile> read = ReadSafetensors(path);
+    if (absl::IsNotFound(read.status())) {  // not "no index": the index is there
+      return absl::InvalidArgumentError(
+          absl::StrCat(index, " names shard ", shard, ", which is missing (",
+                       read.status().message(), ")"));
+    }
+    if (!read.ok()) return read.status();
+    SafetensorsFile part = *std::move(read);
     for (auto& [name, tensor] : part.tensors) {
       auto it = weight_map.find(name);
       if (it == weight_map.end() || it->second != shard) {

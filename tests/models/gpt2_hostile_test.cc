@@ -25,6 +25,7 @@ using ::dagrad::testing::HfGpt2Tiny;
 using ::dagrad::testing::HfGpt2TinyWeights;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using json = nlohmann::json;
 
 json FixtureConfig() { return json::parse(ReadFile(HfGpt2Tiny() + "/config.json").value()); }
@@ -162,6 +163,12 @@ TEST(Gpt2Hostile, NoWeightsOrABadIndexIsNamed) {
   WriteBytes(index, json{{"weight_map", map}}.dump());
   EXPECT_THAT(Refusal(dir), AllOf(HasSubstr("part.safetensors"), HasSubstr("transformer.ln_f.bias"),
                                   HasSubstr("not mapped")));
+  // A shard that is missing is that, not a missing index.
+  map["transformer.ln_f.bias"] = "gone.safetensors";
+  WriteBytes(index, json{{"weight_map", map}}.dump());
+  EXPECT_THAT(Refusal(dir), AllOf(HasSubstr(index + " names shard gone.safetensors, which is "
+                                            "missing (cannot open '" + dir + "/gone.safetensors'"),
+                                  Not(HasSubstr("neither"))));
 }
 
 // GPT2Model's files (no "transformer." prefix), the mask buffers of older

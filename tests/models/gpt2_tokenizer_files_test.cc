@@ -76,7 +76,10 @@ TEST(Gpt2TokenizerFiles, BrokenVocabularyIsRefusedNamingWhere) {
   ExpectRefused(LoadWith(VocabWith("\"!\":1,", "\"!\":2,"), ""), "vocab.json",
                 "the id 2 is given twice");
   ExpectRefused(LoadWith(VocabWith("\"!\":1,", "\"!\":512,"), ""), "vocab.json",
-                "the id of token '!' is 512: the 512 ids must be 0 to 511");
+                "the id of token '!' is 512: the 512 ids must be 0 to 511, and no token has id 1");
+  // An entry removed: the largest id is refused, and the gap named.
+  ExpectRefused(LoadWith(VocabWith("\"!\":1,", ""), ""), "vocab.json",
+                "the 511 ids must be 0 to 510, and no token has id 1");
   ExpectRefused(LoadWith(VocabWith("\"!\":1,", "\"!\":-1,"), ""), "vocab.json",
                 "the id of token '!' is -1");
   ExpectRefused(LoadWith("{\"a\": 0, \"a\": 1}", ""), "vocab.json",
