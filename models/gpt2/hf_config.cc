@@ -2,12 +2,15 @@
 
 #include <array>
 #include <cmath>
+#include <exception>
+#include <limits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/utf8.h"
 #include "engine/status_macros.h"
 #include "models/gpt2/gpt2.h"
 #include "models/nn/module.h"
@@ -57,6 +60,12 @@ absl::Status ReadInteger(const json& j, absl::string_view path, const char* fiel
   if (it == j.end()) return FieldError(path, field, "is missing");
   if (!it->is_number_integer()) {
     return FieldError(path, field, absl::StrCat("is not an integer: ", Shown(*it)));
+  }
+  // An integer above int64's range is unsigned in nlohmann; get<int64_t>
+  // would wrap it negative.
+  if (it->is_number_unsigned() &&
+      it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return FieldError(path, field, absl::StrCat("is ", it->get<uint64_t>(), ", too large"));
   }
   out = it->get<int64_t>();
   return absl::OkStatus();
@@ -186,11 +195,30 @@ absl::Status Gpt2Config::Validate() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Gpt2Config> ParseHfGpt2Config(absl::string_view text, absl::string_view path) {
-  const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+// ParseObject parses config.json's text: a parse error names where
+// ("not JSON: parse error at line 3, column 7: ..."), as vocab.json's do.
+absl::StatusOr<json> ParseObject(absl::string_view text, absl::string_view path) {
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    if (const size_t close = what.find("] "); close != std::string::npos) {
+      what = what.substr(close + 2);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not JSON: ", PrintableText(what)));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not JSON: ", e.what()));
   }
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is JSON ", j.type_name(), ", not an object"));
+  }
+  return j;
+}
+
+absl::StatusOr<Gpt2Config> ParseHfGpt2Config(absl::string_view text, absl::string_view path) {
+  DAGRAD_ASSIGN_OR_RETURN(const json j, ParseObject(text, path));
   DAGRAD_RETURN_IF_ERROR(RefuseUnsupported(j, path));
   Gpt2Config c;
   for (const auto& [field, member] : kIntegerFields) {

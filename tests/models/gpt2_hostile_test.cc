@@ -89,7 +89,14 @@ TEST(Gpt2Hostile, MissingOrMalformedConfigIsNamed) {
   std::string dir = Directory("gpt2_no_field", config.dump(), HfGpt2TinyWeights());
   EXPECT_THAT(Refusal(dir), HasSubstr(dir + "/config.json: field 'n_layer' is missing"));
   dir = Directory("gpt2_not_json", "{\"n_embd\": 64,", HfGpt2TinyWeights());
-  EXPECT_THAT(Refusal(dir), HasSubstr(dir + "/config.json: not a JSON object"));
+  EXPECT_THAT(Refusal(dir), HasSubstr(dir + "/config.json: not JSON: parse error at line 1, "
+                                      "column 15"));
+  dir = Directory("gpt2_array", "[1]", HfGpt2TinyWeights());
+  EXPECT_THAT(Refusal(dir), HasSubstr(dir + "/config.json: is JSON array, not an object"));
+  std::string huge = FixtureConfig().dump();
+  huge.replace(huge.find("\"n_embd\":") + 9, 2, "9223372036854775808");
+  dir = Directory("gpt2_huge", huge, HfGpt2TinyWeights());
+  EXPECT_THAT(Refusal(dir), HasSubstr("field 'n_embd' is 9223372036854775808, too large"));
   dir = FreshDir("gpt2_no_config");
   EXPECT_TRUE(WriteSafetensors(dir + "/model.safetensors", HfGpt2TinyWeights()).ok());
   absl::StatusOr<HfGpt2Files> files = ReadHfGpt2(dir);
