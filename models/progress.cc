@@ -35,7 +35,10 @@ void ProgressPrinter::Print(int64_t step, double loss, double accuracy, bool lin
     std::fflush(stdout);
     bar_drawn_ = true;
   } else if (line) {
+    // Flushed: a log file (a batch job's output) shows each line as it
+    // comes, and keeps it when the process is killed.
     std::printf("%s\n", stats.c_str());
+    std::fflush(stdout);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/file_io.h"
@@ -269,6 +270,34 @@ TEST(CliCheckpoint, ASecondTrainerOnOneOutIsRefusedNamingTheFirst) {
   // The lock died with its process: the next trainer goes ahead.
   const CliResult third = RunDagrad(absl::StrCat(kTinyTrain, "--out=", dir, " --stop_after=5"));
   EXPECT_EQ(third.code, 0) << third.err;
+}
+
+// Progress into a file (a batch job's log) arrives line by line while the
+// run goes on, so a run killed mid-way leaves its lines there.
+TEST(CliCheckpoint, ProgressReachesALogFileWhileTheRunGoesOn) {
+  const std::string dir = FreshDir("ckpt_log");
+  const std::string log = FreshDir("ckpt_log_file") + "/train.log";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string cmd =
+        absl::StrCat("exec ", DAGRAD_CLI_PATH, " ", kTinyTrain,
+                     "--steps=100000000 --eval_every=300 --out=", dir, " > ", log, " 2>&1");
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Read once, just after the first evaluation's row: a few hundred bytes
+  // by then, less than the 4 KiB stdio would have held back.
+  for (int wait = 0; wait < 6000; ++wait) {
+    if (absl::StrContains(ReadFile(dir + "/metrics.csv").value_or(""), "\n300,")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string text = ReadFile(log).value_or("");
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_THAT(text, HasSubstr("training on cpu"));
+  EXPECT_THAT(text, HasSubstr("step 300/100000000"));
 }
 
 TEST(CliCheckpoint, TemporaryFilesOfKilledRunsAreRemovedAtStart) {
