@@ -130,6 +130,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     plan->phases_[1] = {info.first_update, steps};
     plan->num_phases_ = 2;
   }
+  DAGRAD_RETURN_IF_ERROR(ReserveVariables(info));
   plan->info_ = std::move(info);
   return plan;
 }

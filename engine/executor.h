@@ -285,10 +285,10 @@ class Executor {
   // of its shape is converted, and refused when an element would round:
   // engine/feed_conversion.h); a kernel's error (e.g. an index out of
   // range), named with the node's path; with check_numerics, the first node
-  // producing NaN or Inf; ResourceExhausted when a variable the plan is the
-  // first to touch does not fit the memory limit (Compile counted it, but
-  // another plan compiled since may have taken the room). After any of
-  // these no variable has changed (see the file comment).
+  // producing NaN or Inf. (The variables a plan is the first to touch do
+  // not fail the memory limit here: its Compile counted them as in use,
+  // for every plan compiled after it.) After any of these no variable has
+  // changed (see the file comment).
   //
   // Compile plans with check_numerics fold no constants, so that every node
   // is checked as it runs.
@@ -330,7 +330,9 @@ class Executor {
   const Graph& graph() const { return graph_; }
   const Device& device() const { return *device_; }
   const ExecutorOptions& options() const { return options_; }
-  // bytes_in_use counts arenas, variables and the plans' constants.
+  // bytes_in_use counts arenas, variables (from the Compile of the first
+  // plan that reads them, though they are made at its first Run) and the
+  // plans' constants.
   int64_t bytes_in_use() const { return *bytes_in_use_; }
 
  private:
@@ -343,6 +345,7 @@ class Executor {
   // goes (ResourceExhausted over the memory limit, naming `what`).
   absl::StatusOr<std::shared_ptr<void>> CountBytes(int64_t bytes, const std::string& what);
   absl::Status CheckPlanMemory(const ExecutionPlan& plan) const;
+  absl::Status ReserveVariables(const ExecutionPlan& plan);
   absl::Status AllocateDeviceCopies(Plan& plan, const ExecutionPlan& info);
   absl::Status CheckNumerics(const Node& node, const TensorRef& out);
   // Fed is what feeds one input of a run: a host tensor, or a device one.
@@ -372,6 +375,10 @@ class Executor {
   ExecutorOptions options_;
   uint64_t runs_without_step_ = 0;  // the step of the next run that sets none
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> variables_;
+  // The counts of variables a compiled plan reads that are not made yet
+  // (VariableData makes them at first use and drops the reservation), so
+  // that the check of a plan compiled next counts them as in use.
+  absl::flat_hash_map<NodeId, std::shared_ptr<void>> reserved_variables_;
   std::shared_ptr<std::atomic<int64_t>> bytes_in_use_ =
       std::make_shared<std::atomic<int64_t>>(0);
 };

@@ -61,10 +61,23 @@ absl::Status Executor::CheckPlanMemory(const ExecutionPlan& plan) const {
       MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_,
                      device_->is_host() && options_.check_host_memory, options_.memory_shares);
   if (!room.has_value()) return absl::OkStatus();
-  MemoryBudget need = PlanMemory(graph_, plan, device_->is_host(),
-                                 [this](NodeId id) { return variables_.contains(id); });
+  MemoryBudget need =
+      PlanMemory(graph_, plan, device_->is_host(), [this](NodeId id) {
+        return variables_.contains(id) || reserved_variables_.contains(id);
+      });
   need.Merge(options_.reserved);
   return need.CheckFits(*room, absl::StrCat("compiling the plan on ", device_->name()));
+}
+
+absl::Status Executor::ReserveVariables(const ExecutionPlan& plan) {
+  for (NodeId id : plan.variables) {
+    if (variables_.contains(id) || reserved_variables_.contains(id)) continue;
+    const Node& node = graph_.node(id);
+    DAGRAD_ASSIGN_OR_RETURN(const int64_t bytes, ValidateBytes(node.shape, node.dtype));
+    DAGRAD_ASSIGN_OR_RETURN(reserved_variables_[id],
+                            CountBytes(bytes, absl::StrCat("variable '", node.path(), "'")));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace dagrad

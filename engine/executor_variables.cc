@@ -17,6 +17,7 @@ absl::StatusOr<void*> Executor::VariableData(NodeId id) {
   const Node& node = graph_.node(id);
   DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
   DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
+  reserved_variables_.erase(id);  // counted again as it is made
   DAGRAD_ASSIGN_OR_RETURN(
       auto buf, AllocateCounted(init.nbytes(), absl::StrCat("variable '", node.path(), "'")));
   DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), init.raw_data(), init.nbytes()));

@@ -56,7 +56,7 @@ FitOptions ProgressPrinter::Attach(FitOptions options) {
   options.on_resume = [this, then = std::move(options.on_resume)](const FitResume& r) {
     if (then) then(r);
     if (!r.warning.empty()) std::cerr << r.warning << "\n";
-    std::cout << "resumed from " << r.path << " at step " << r.step << "\n";
+    std::cout << "resumed from " << r.path << " at step " << r.step << std::endl;
     if (r.step < steps_) return;
     std::cout << "checkpoint is at step " << r.step << " of " << steps_
               << ": nothing to train (the run is complete); writing its outputs again\n";

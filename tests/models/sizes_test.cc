@@ -16,6 +16,8 @@
 #include "engine/plan/memory_budget.h"
 #include "models/toy/toy_trainer.h"
 #include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
 #include "ops/shape_ops.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/gpt_fixtures.h"
@@ -176,13 +178,39 @@ TEST(MemoryBudget, NamesNeedLimitCategoriesAndBiggestItems) {
                 "4.19 MB, data 3 MB, optimizer state 4.1 KB. Biggest: mul 'mul' float32 (1024, "
                 "1024) = 4.19 MB; parameter 'w' float32 (1024, 1024) = 4.19 MB; evaluation set "
                 "= 3 MB; variable 'm' float32 (1024,) = 4.1 KB");
-  // What a plan holds counts against the limit of the next.
+  // What a plan holds counts against the limit of the next: its arena, and
+  // the variables it will make at its first run (the next plan needs only
+  // its own arena).
   Executor exec2(g, {.memory_limit_bytes = 9'000'000, .check_host_memory = false});
   ASSERT_OK_AND_ASSIGN(auto plan, exec2.Compile({y}));
-  EXPECT_EQ(exec2.bytes_in_use(), 4'194'304);
+  EXPECT_EQ(exec2.bytes_in_use(), 4'194'304 + 4'194'304 + 4'096);
   EXPECT_STATUS(exec2.Compile({y}).status(), absl::StatusCode::kResourceExhausted,
-                "needs 8.39 MB, over the memory limit of 4.81 MB "
-                "(ExecutorOptions::memory_limit_bytes 9 MB less 4.19 MB in use)");
+                "needs 4.19 MB, over the memory limit of 607 KB "
+                "(ExecutorOptions::memory_limit_bytes 9 MB less 8.39 MB in use): arena 4.19 MB.");
+  // Made, the variables are counted once.
+  Executor exec3(g, {.memory_limit_bytes = 9'000'000, .check_host_memory = false});
+  ASSERT_OK_AND_ASSIGN(auto plan3, exec3.Compile({y}));
+  ASSERT_OK(exec3.Run(*plan3, {{x, Tensor::Zeros(DType::kFloat32, {1024, 1024}).value()}})
+                .status());
+  EXPECT_EQ(exec3.bytes_in_use(), 4'194'304 + 4'194'304 + 4'096);
+}
+
+// Plans compiled back to back, before any runs: the second's check counts
+// the variables the first will make (they were left out, and the first
+// run failed past the limit with the plans already allocated).
+TEST(MemoryBudget, ThePlanCompiledNextCountsTheVariablesOfTheFirst) {
+  Graph g;
+  Value x = g.Input("x", DType::kFloat32, {256, 1024});
+  Value w = g.Parameter("w", {1024, 1024}, Initializer::Zeros());
+  Value first = Sum(MatMul(x, w));
+  Value second = Sum(Exp(x) + x);
+  // Enough for the first plan (w and its arena) and for the second's arena
+  // (exp's 1 MiB), but not for the two and w.
+  Executor exec(g, {.memory_limit_bytes = 6'000'000, .check_host_memory = false});
+  ASSERT_OK_AND_ASSIGN(auto plan, exec.Compile({first}));
+  EXPECT_STATUS(exec.Compile({second}).status(), absl::StatusCode::kResourceExhausted,
+                "needs 1.05 MB, over the memory limit of 757 KB "
+                "(ExecutorOptions::memory_limit_bytes 6 MB less 5.24 MB in use)");
 }
 
 TEST(MemoryBudget, OverflowingTotalsAreReported) {

@@ -50,10 +50,6 @@ int main(int argc, char** argv) {
   // the writers report, naming the file, and whose temporary file they
   // remove: SIGXFSZ would kill the process silently, the temporary kept.
   std::signal(SIGXFSZ, SIG_IGN);
-  // Line by line into a file or pipe too (stdio buffers 4 KiB there): a
-  // batch job's log shows each line as it is printed, and keeps them all
-  // when the process is killed or stopped by a second signal.
-  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     PrintUsage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? dagrad::cli::kExitUsage : dagrad::cli::kExitOk;

@@ -371,7 +371,7 @@ absl::Status OpenOutDir(const std::string& out, std::optional<DirectoryLock>& lo
   lock.emplace(*std::move(claimed));
   if (!stale.empty()) {
     std::cout << "removed what a killed run left in " << out << ": " << absl::StrJoin(stale, " ")
-              << "\n";
+              << std::endl;
   }
   return absl::OkStatus();
 }
@@ -396,9 +396,12 @@ absl::StatusOr<std::unique_ptr<models::Trainer>> StartRun(const Command& cmd, co
   models::InstallStopSignals();
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
                           DeviceFromFlags(/*tf32=*/absl::GetFlag(FLAGS_precision) == "tf32"));
+  // The lines a run prints before and while it trains are flushed (as
+  // models/progress.cc's are): a log file shows them as they come and
+  // keeps them when the run is killed.
   if (job.writer()) {
     std::cout << "training on " << device->name()
-              << (job.parallel() ? absl::StrCat(", ", job.comm->name()) : "") << "\n";
+              << (job.parallel() ? absl::StrCat(", ", job.comm->name()) : "") << std::endl;
   }
   return run.create(std::move(device));
 }

@@ -110,7 +110,9 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
       .outputs = {.title = "gpt2", .layers = hf->layers},
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        if (job.writer()) std::cout << "task text: fine-tuning " << init << " on " << data << "\n";
+        if (job.writer()) {
+          std::cout << "task text: fine-tuning " << init << " on " << data << std::endl;
+        }
         return models::CreateGpt2FineTuner(tune, config, std::move(device), parallel);
       }};
   return RunTraining(cmd, training, job);
@@ -129,7 +131,7 @@ int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataPar
       .outputs = {.title = "gpt", .layers = config->model.layers},
       .create = [&](std::unique_ptr<Device> device)
           -> absl::StatusOr<std::unique_ptr<models::Trainer>> {
-        if (job.writer()) std::cout << "task text: a byte-level GPT on " << config->data << "\n";
+        if (job.writer()) std::cout << "task text: a byte-level GPT on " << config->data << std::endl;
         return models::GptTrainer::Create(*config, std::move(device), parallel);
       }};
   return RunTraining(cmd, training, job);
