@@ -233,7 +233,7 @@ absl::StatusOr<BatchShare> BatchShare::Create(int64_t batch,
   if (batch % comm->size() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch (the global batch) ", batch, " does not split evenly over ", comm->size(),
-        " ranks: give a multiple of ", comm->size()));
+        " ranks (MPI processes or --replicas): give a multiple of ", comm->size()));
   }
   share.comm_ = parallel.communicator;
   share.rows_ = batch / comm->size();

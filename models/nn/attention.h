@@ -46,7 +46,10 @@
 //   nn::AttentionOutput z = mha(x, memory, memory);   // cross-attention, memory (B, S, 8)
 //
 // Two implementations of the same function (MultiheadAttentionOptions::
-// attention): kFused, the default, runs the heads' attention as one op
+// attention), to rounding, but for attention dropout in training: each
+// draws its mask on its own node's stream (ops/dropout.h), so a run with
+// dropout > 0 drops other weights on each path (the same distribution; the
+// ops agree bit for bit given one stream, ops/attention.h). kFused, the default, runs the heads' attention as one op
 // (ops/attention.h: flash-style, no (B, H, T, S) tensor, q, k and v read
 // where the projection put them); kComposed builds the subgraph above of
 // ordinary ops, which DOT draws step by step and which has second
@@ -129,7 +132,7 @@ struct MultiheadAttentionOptions {
   //   query (T, B, 8) -> output (T, B, 8), weights (B, H, T, S)
   bool batch_first = true;
   // attention: the fused op (the default) or the composed subgraph; the
-  // same function, parameters and checkpoints (banner).
+  // same function (other dropout masks), parameters and checkpoints (banner).
   //   auto composed = MultiheadAttention::Create(
   //       g, "composed", {.embed_dim = 8, .num_heads = 2, .attention = AttentionPath::kComposed});
   AttentionPath attention = AttentionPath::kFused;
