@@ -6,10 +6,12 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "models/gpt/gpt.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
 #include "models/gpt2/gpt2.h"
 #include "models/gpt2/hf_checkpoint.h"
@@ -90,9 +92,41 @@ std::string KnownKinds() {
 
 }  // namespace
 
+namespace {
+
+// DropTrainingState leaves a training checkpoint (Trainer::SaveCheckpoint:
+// its metadata's dagrad.format is "...-train-state/N") its parameters, which
+// are named as in the model file: the optimizer's tensors go.
+void DropTrainingState(SafetensorsFile& file) {
+  auto format = file.metadata.find("dagrad.format");
+  if (format == file.metadata.end() || !absl::StrContains(format->second, "train-state/")) return;
+  std::erase_if(file.tensors,
+                [](const auto& named) { return absl::StartsWith(named.first, "optimizer."); });
+}
+
+// RunDirectoryError says what to give instead of a training run's folder
+// (it holds model.safetensors or checkpoint.safetensors, no config.json).
+absl::Status RunDirectoryError(const std::string& path) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, " is a dagrad training run's folder, not a model: give ",
+      PathInFolder(path, "model.safetensors"), " (or its checkpoint.safetensors, for a run "
+      "stopped before its end)"));
+}
+
+}  // namespace
+
 absl::StatusOr<SafetensorsFile> ReadModelFile(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(path, ec)) return ReadCheckpoint(path);
+  if (!std::filesystem::is_directory(path, ec)) {
+    DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile file, ReadCheckpoint(path));
+    DropTrainingState(file);
+    return file;
+  }
+  if (!PathExists(PathInFolder(path, "config.json")) &&
+      (PathExists(PathInFolder(path, "model.safetensors")) ||
+       PathExists(PathInFolder(path, "checkpoint.safetensors")))) {
+    return RunDirectoryError(path);
+  }
   DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files hf, ReadHfGpt2(path));
   return std::move(hf.weights);
 }

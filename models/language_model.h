@@ -124,7 +124,11 @@ std::string ModelKind(const std::map<std::string, std::string>& metadata);
 // name its kind (what LoadLanguageModel, EvaluateModel and Generator take):
 // a directory is a Hugging Face GPT-2 (models/gpt2/hf_checkpoint.h:
 // config.json, its weights), anything else a dagrad model file or
-// checkpoint (ReadCheckpoint). Their errors, naming the file.
+// checkpoint (ReadCheckpoint); of a training checkpoint (checkpoint.
+// safetensors, a run stopped before its end included) it keeps the
+// parameters, without the optimizer's state. Their errors, naming the
+// file; InvalidArgument naming the model file to give for a training run's
+// folder.
 //
 //   // setup: Gpt2Files
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile gpt2, ReadModelFile("models/gpt2"));

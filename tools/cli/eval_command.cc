@@ -16,7 +16,9 @@
 #include "tools/cli/common_flags.h"
 #include "tools/cli/onnx_model.h"
 
-ABSL_FLAG(std::string, checkpoint, "", "model.safetensors written by dagrad train (or PyTorch)");
+ABSL_FLAG(std::string, checkpoint, "",
+          "model.safetensors written by dagrad train (or PyTorch), or its "
+          "checkpoint.safetensors (its parameters: a run stopped before its end)");
 ABSL_FLAG(std::string, input, "", "safetensors with tokens (int64 (B, T)), optional lengths "
                                   "(int64 (B)) and targets (int64 (B, T), -100 = ignore); with "
                                   "--model=F.onnx, each graph input by its ONNX name");

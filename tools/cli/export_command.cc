@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/file_io.h"
 #include "engine/status_macros.h"
 #include "models/gpt2/hf_config.h"
 #include "models/gpt2/hf_export.h"
@@ -44,7 +45,7 @@ namespace {
 
 absl::Status Export(const std::string& checkpoint, const std::string& out) {
   DAGRAD_RETURN_IF_ERROR(RefuseOverwrite(out, "out", {{checkpoint, "checkpoint"}}));
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, ReadCheckpoint(checkpoint));
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile ckpt, models::ReadModelFile(checkpoint));
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
   Graph g;
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<models::LanguageModel> model,
@@ -78,7 +79,12 @@ absl::StatusOr<std::string> TokenizerDir(const std::string& model_path) {
 }
 
 absl::Status ExportHf(const std::string& checkpoint, const std::string& out) {
-  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile model, ReadCheckpoint(checkpoint));
+  if (IsDirectory(checkpoint)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--format=hf writes a dagrad checkpoint as a Hugging Face directory, and ", checkpoint,
+        " is a directory: give its model.safetensors"));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile model, models::ReadModelFile(checkpoint));
   // A model that is no GPT-2 is named before the tokenizer it would need.
   if (absl::Status gpt2 = models::Gpt2Config::FromMetadata(model.metadata).status(); !gpt2.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--format=hf writes a GPT-2, and ", checkpoint,
@@ -95,6 +101,13 @@ absl::Status ExportModel() {
   if (format != "onnx" && format != "hf") {
     return absl::InvalidArgumentError(absl::StrCat("--format must be onnx or hf, got '", format, "'"));
   }
+  // A flag the format would ignore is refused.
+  DAGRAD_RETURN_IF_ERROR(format == "hf"
+                             ? RefuseFlagsNotFor({"attention"}, "--format=onnx",
+                                                 "a Hugging Face directory holds the weights, not how "
+                                                 "attention runs")
+                             : RefuseFlagsNotFor({"tokenizer"}, "--format=hf",
+                                                 "an ONNX model reads token ids, not text"));
   DAGRAD_RETURN_IF_ERROR(
       (format == "hf" ? ExportHf : Export)(absl::GetFlag(FLAGS_checkpoint), absl::GetFlag(FLAGS_out)));
   std::cout << "wrote " << absl::GetFlag(FLAGS_out) << "\n";

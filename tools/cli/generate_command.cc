@@ -103,10 +103,12 @@ absl::Status Generate() {
   DAGRAD_ASSIGN_OR_RETURN(const std::string prompt, Prompt());
   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlags());
   DAGRAD_ASSIGN_OR_RETURN(const nn::AttentionPath attention, AttentionFromFlags());
-  DAGRAD_ASSIGN_OR_RETURN(const std::string tokenizer, TokenizerToRead(path));
-  DAGRAD_ASSIGN_OR_RETURN(const models::TextCodec codec, CodecFor(path, tokenizer));
+  // The model first: a path that is no model (a run's folder) is named as
+  // such, not by the tokenizer files it lacks.
   DAGRAD_ASSIGN_OR_RETURN(auto gen, models::Generator::Load(path, std::move(device),
                                                             {.attention = attention}));
+  DAGRAD_ASSIGN_OR_RETURN(const std::string tokenizer, TokenizerToRead(path));
+  DAGRAD_ASSIGN_OR_RETURN(const models::TextCodec codec, CodecFor(path, tokenizer));
   DAGRAD_RETURN_IF_ERROR(CheckCodecFitsModel(path, tokenizer, codec, gen->model().vocab()));
   // The prompt, then each token's bytes as it is drawn (TerminalStream).
   TerminalStream out(stdout);
