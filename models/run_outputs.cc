@@ -104,7 +104,12 @@ absl::StatusOr<RunOutputs> WriteRunOutputs(Trainer& trainer, const std::string& 
     out.written.push_back("checkpoint.prev.safetensors");
   }
   out.written.insert(out.written.end(), {"metrics.csv", "loss.svg"});
-  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(dir + "/loss.svg", plot::LossCurves(rows)));
+  // The curves of the rows as metrics.csv holds them (rounded to its
+  // digits): a run resumed from the file draws the picture of one never
+  // stopped.
+  DAGRAD_ASSIGN_OR_RETURN(const std::vector<MetricsRow> as_written,
+                          ParseMetrics(FormatMetrics(rows)));
+  DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(dir + "/loss.svg", plot::LossCurves(as_written)));
   DAGRAD_ASSIGN_OR_RETURN(auto pictures, trainer.Pictures());
   for (const auto& [name, svg] : pictures) {
     DAGRAD_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + name, svg));

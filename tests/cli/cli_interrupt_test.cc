@@ -47,6 +47,9 @@ void ExpectEqualsReference(const std::string& dir) {
   auto model = ReadFile(dir + "/model.safetensors");
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(*model, *ReadFile(Reference() + "/model.safetensors"));
+  // The loss curves too: drawn from the rows as metrics.csv holds them.
+  EXPECT_EQ(ReadFile(dir + "/loss.svg").value_or("none"),
+            ReadFile(Reference() + "/loss.svg").value_or(""));
 }
 
 void ResumeToTheEnd(const std::string& dir) {
@@ -71,6 +74,20 @@ TEST(CliInterrupt, SigtermBetweenRowsStopsAt143AndResumesBitIdentical) {
   // must count in that row after the resume as in the reference.
   StopAndResume("sigterm", "TERM@step:7", 143,
                 "SIGTERM: stopped at step 7; resume with --resume");
+}
+
+// A resumed run reads its earlier rows back from metrics.csv, rounded to
+// its digits: its loss curves are drawn from the rows so rounded in any
+// run, or a grid line moved by a pixel's fraction (this model's losses).
+TEST(CliInterrupt, AResumedRunDrawsTheLossCurvesOfOneNeverStopped) {
+  const std::string dir = FreshDir("resumed_plot");
+  const std::string args = "train --dim=64 --heads=4 --layers=2 --ffn=128 --batch=32 --seq_len=16 "
+                           "--steps=30 --eval_every=10 --threads=1 --out=" + dir;
+  ASSERT_EQ(RunDagrad(args + "/straight").code, 0);
+  ASSERT_EQ(RunDagrad(args + "/resumed --stop_after=13").code, 0);
+  ASSERT_EQ(RunDagrad(args + "/resumed --resume").code, 0);
+  EXPECT_EQ(ReadFile(dir + "/resumed/loss.svg").value_or("none"),
+            ReadFile(dir + "/straight/loss.svg").value_or(""));
 }
 
 TEST(CliInterrupt, TheSavedWindowGoesOnceARowIsWritten) {
