@@ -89,10 +89,8 @@ Executor::~Executor() = default;
 
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     absl::Span<const Value> fetches, absl::Span<const Value> targets) {
-  const PlanOptions plan_options = FoldingOptions(
-      options_.plan, options_.check_numerics,
-      MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_, options_.check_host_memory,
-                     options_.memory_shares));
+  const PlanOptions plan_options =
+      FoldingOptions(options_.plan, options_.check_numerics, Room());
   DAGRAD_ASSIGN_OR_RETURN(ExecutionPlan info,
                           PlanLayout(graph_, fetches, targets, plan_options));
   DAGRAD_RETURN_IF_ERROR(CheckPlanMemory(info));
@@ -130,7 +128,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Compile(
     plan->phases_[1] = {info.first_update, steps};
     plan->num_phases_ = 2;
   }
-  DAGRAD_RETURN_IF_ERROR(ReserveVariables(info));
+  DAGRAD_RETURN_IF_ERROR(ReserveVariables(info, *plan));
   plan->info_ = std::move(info);
   return plan;
 }

@@ -204,6 +204,15 @@ class DeviceTensor {
 // DeviceFeeds pairs input Values with tensors already on the device.
 using DeviceFeeds = std::vector<std::pair<Value, DeviceTensor>>;
 
+// VariableReservation is a variable that a compiled plan reads and no run
+// has made yet: its bytes, counted in the executor's bytes_in_use while a
+// plan that reads it lives (the plans share it) and until the variable is
+// made, when `counted` goes.
+struct VariableReservation {
+  int64_t bytes = 0;
+  std::shared_ptr<void> counted;
+};
+
 // Plan is a compiled set of fetches, with its arena, bound to one executor.
 class Plan {
  public:
@@ -243,6 +252,8 @@ class Plan {
   // On a host device, the folded constants' bytes counted against the
   // memory limit while the plan holds them (they are info_.constants).
   std::shared_ptr<void> counted_folded_;
+  // The variables this plan reads that were not made when it compiled.
+  std::vector<std::shared_ptr<VariableReservation>> reservations_;
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> staged_inputs_;
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> input_staging_;
   // What the current run's kernels see: a device pointer per storage root
@@ -345,7 +356,13 @@ class Executor {
   // goes (ResourceExhausted over the memory limit, naming `what`).
   absl::StatusOr<std::shared_ptr<void>> CountBytes(int64_t bytes, const std::string& what);
   absl::Status CheckPlanMemory(const ExecutionPlan& plan) const;
-  absl::Status ReserveVariables(const ExecutionPlan& plan);
+  absl::Status ReserveVariables(const ExecutionPlan& info, Plan& plan);
+  // The reservation of variable `id` while a plan holds it, else null.
+  std::shared_ptr<VariableReservation> ReservationOf(NodeId id) const;
+  // UnmadeBytes counts the reserved variables no run has made: in
+  // bytes_in_use, but not yet taken from the host.
+  int64_t UnmadeBytes() const;
+  std::optional<MemoryLimit> Room() const;
   absl::Status AllocateDeviceCopies(Plan& plan, const ExecutionPlan& info);
   absl::Status CheckNumerics(const Node& node, const TensorRef& out);
   // Fed is what feeds one input of a run: a host tensor, or a device one.
@@ -375,10 +392,10 @@ class Executor {
   ExecutorOptions options_;
   uint64_t runs_without_step_ = 0;  // the step of the next run that sets none
   absl::flat_hash_map<NodeId, std::shared_ptr<void>> variables_;
-  // The counts of variables a compiled plan reads that are not made yet
-  // (VariableData makes them at first use and drops the reservation), so
-  // that the check of a plan compiled next counts them as in use.
-  absl::flat_hash_map<NodeId, std::shared_ptr<void>> reserved_variables_;
+  // The reservations of the variables compiled plans read that are not
+  // made yet (the plans hold them; VariableData drops the count as it makes
+  // one), so that the check of a plan compiled next counts them as in use.
+  absl::flat_hash_map<NodeId, std::weak_ptr<VariableReservation>> reserved_variables_;
   std::shared_ptr<std::atomic<int64_t>> bytes_in_use_ =
       std::make_shared<std::atomic<int64_t>>(0);
 };

@@ -56,26 +56,52 @@ absl::Status Executor::AllocateDeviceCopies(Plan& plan, const ExecutionPlan& inf
   return absl::OkStatus();
 }
 
+std::optional<MemoryLimit> Executor::Room() const {
+  return MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_, UnmadeBytes(),
+                        device_->is_host() && options_.check_host_memory,
+                        options_.memory_shares);
+}
+
 absl::Status Executor::CheckPlanMemory(const ExecutionPlan& plan) const {
-  const std::optional<MemoryLimit> room =
-      MemoryLimitFor(options_.memory_limit_bytes, *bytes_in_use_,
-                     device_->is_host() && options_.check_host_memory, options_.memory_shares);
+  const std::optional<MemoryLimit> room = Room();
   if (!room.has_value()) return absl::OkStatus();
   MemoryBudget need =
       PlanMemory(graph_, plan, device_->is_host(), [this](NodeId id) {
-        return variables_.contains(id) || reserved_variables_.contains(id);
+        return variables_.contains(id) || ReservationOf(id) != nullptr;
       });
   need.Merge(options_.reserved);
   return need.CheckFits(*room, absl::StrCat("compiling the plan on ", device_->name()));
 }
 
-absl::Status Executor::ReserveVariables(const ExecutionPlan& plan) {
-  for (NodeId id : plan.variables) {
-    if (variables_.contains(id) || reserved_variables_.contains(id)) continue;
-    const Node& node = graph_.node(id);
-    DAGRAD_ASSIGN_OR_RETURN(const int64_t bytes, ValidateBytes(node.shape, node.dtype));
-    DAGRAD_ASSIGN_OR_RETURN(reserved_variables_[id],
-                            CountBytes(bytes, absl::StrCat("variable '", node.path(), "'")));
+std::shared_ptr<VariableReservation> Executor::ReservationOf(NodeId id) const {
+  auto it = reserved_variables_.find(id);
+  return it == reserved_variables_.end() ? nullptr : it->second.lock();
+}
+
+int64_t Executor::UnmadeBytes() const {
+  int64_t unmade = 0;
+  for (const auto& [id, weak] : reserved_variables_) {
+    if (auto reservation = weak.lock(); reservation && reservation->counted) {
+      unmade += reservation->bytes;
+    }
+  }
+  return unmade;
+}
+
+absl::Status Executor::ReserveVariables(const ExecutionPlan& info, Plan& plan) {
+  for (NodeId id : info.variables) {
+    if (variables_.contains(id)) continue;
+    std::shared_ptr<VariableReservation> reservation = ReservationOf(id);
+    if (reservation == nullptr) {  // the first live plan to read it
+      const Node& node = graph_.node(id);
+      reservation = std::make_shared<VariableReservation>();
+      DAGRAD_ASSIGN_OR_RETURN(reservation->bytes, ValidateBytes(node.shape, node.dtype));
+      DAGRAD_ASSIGN_OR_RETURN(
+          reservation->counted,
+          CountBytes(reservation->bytes, absl::StrCat("variable '", node.path(), "'")));
+      reserved_variables_[id] = reservation;
+    }
+    plan.reservations_.push_back(std::move(reservation));
   }
   return absl::OkStatus();
 }

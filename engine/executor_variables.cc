@@ -17,7 +17,9 @@ absl::StatusOr<void*> Executor::VariableData(NodeId id) {
   const Node& node = graph_.node(id);
   DAGRAD_ASSIGN_OR_RETURN(Tensor init, Tensor::Zeros(node.dtype, node.shape));
   DAGRAD_RETURN_IF_ERROR(node.initializer.Fill(options_.seed, node.path(), init));
-  reserved_variables_.erase(id);  // counted again as it is made
+  // Counted again as it is made: its reservation no longer counts.
+  if (auto reservation = ReservationOf(id)) reservation->counted.reset();
+  reserved_variables_.erase(id);
   DAGRAD_ASSIGN_OR_RETURN(
       auto buf, AllocateCounted(init.nbytes(), absl::StrCat("variable '", node.path(), "'")));
   DAGRAD_RETURN_IF_ERROR(device_->CopyToDevice(buf.get(), init.raw_data(), init.nbytes()));

@@ -104,16 +104,19 @@ void DropTrainingState(SafetensorsFile& file) {
                 [](const auto& named) { return absl::StartsWith(named.first, "optimizer."); });
 }
 
-// RunDirectoryError says what to give instead of a training run's folder
-// (it holds model.safetensors or checkpoint.safetensors, no config.json).
-absl::Status RunDirectoryError(const std::string& path) {
+}  // namespace
+
+absl::Status RefuseRunDirectory(const std::string& path) {
+  if (!IsDirectory(path) || PathExists(PathInFolder(path, "config.json")) ||
+      (!PathExists(PathInFolder(path, "model.safetensors")) &&
+       !PathExists(PathInFolder(path, "checkpoint.safetensors")))) {
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       path, " is a dagrad training run's folder, not a model: give ",
       PathInFolder(path, "model.safetensors"), " (or its checkpoint.safetensors, for a run "
       "stopped before its end)"));
 }
-
-}  // namespace
 
 absl::StatusOr<SafetensorsFile> ReadModelFile(const std::string& path) {
   std::error_code ec;
@@ -122,11 +125,7 @@ absl::StatusOr<SafetensorsFile> ReadModelFile(const std::string& path) {
     DropTrainingState(file);
     return file;
   }
-  if (!PathExists(PathInFolder(path, "config.json")) &&
-      (PathExists(PathInFolder(path, "model.safetensors")) ||
-       PathExists(PathInFolder(path, "checkpoint.safetensors")))) {
-    return RunDirectoryError(path);
-  }
+  DAGRAD_RETURN_IF_ERROR(RefuseRunDirectory(path));
   DAGRAD_ASSIGN_OR_RETURN(HfGpt2Files hf, ReadHfGpt2(path));
   return std::move(hf.weights);
 }

@@ -134,6 +134,11 @@ std::string ModelKind(const std::map<std::string, std::string>& metadata);
 //   DAGRAD_ASSIGN_OR_RETURN(SafetensorsFile gpt2, ReadModelFile("models/gpt2"));
 absl::StatusOr<SafetensorsFile> ReadModelFile(const std::string& path);
 
+// RefuseRunDirectory is InvalidArgument, naming the model file to give,
+// when `path` is a training run's folder (model.safetensors or
+// checkpoint.safetensors, no config.json): no model, though a directory.
+absl::Status RefuseRunDirectory(const std::string& path);
+
 // LoadLanguageModel builds in `g` the model of the checkpoint at `path`
 // (whose parameters the caller then loads, e.g. with AssignVariables):
 // InvalidArgument naming the path for an unknown kind (listing the known

@@ -176,6 +176,9 @@ TrainingState LmTrainer::State() const {
   m.merge(config_.run.ToMetadata());
   m["eval_windows"] = absl::StrCat(config_.eval_windows);
   for (const auto& [key, value] : config_.metadata) m[key] = value;
+  // As the model file: generate and export read the tokenizer of a
+  // checkpoint from anywhere (the recorded --init may be relative).
+  if (!config_.tokenizer.empty()) m[kTokenizerKey] = config_.tokenizer;
   return {config_.format, m};
 }
 

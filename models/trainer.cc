@@ -11,6 +11,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/file_io.h"
 #include "engine/status_macros.h"
+#include "models/text_codec.h"
 #include "models/toy/tasks.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
@@ -60,6 +61,7 @@ std::vector<std::string> ConfigDifferences(const std::map<std::string, std::stri
                                            const std::map<std::string, std::string>& metadata) {
   std::vector<std::string> differences;
   for (const auto& [key, value] : config) {
+    if (key == kTokenizerKey) continue;  // where the tokenizer was, not a setting
     auto it = metadata.find(key);
     if (it != metadata.end() && SameSetting(key, it->second, value)) continue;
     const char* before = ValueBeforeRecorded(key);

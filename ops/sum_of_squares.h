@@ -30,8 +30,9 @@ namespace dagrad {
 
 // SumOfSquares returns sum over xs of sum(x^2) as a float64 scalar: xs
 // (any shapes, float32 or float64, mixed) -> (). Its gradient is 2 x g for
-// each input, in the input's dtype, as the composed
-// Sum(Cast(Sum(Mul(x, x)), kFloat64)) would give.
+// each input, made in float64 and cast to the input's dtype once, as the
+// composed Sum(Mul(Cast(x, kFloat64), Cast(x, kFloat64))) would give (the
+// seed of a tiny norm, 1 / (2 |x|), need not fit the input's dtype).
 //
 //   Value sq = SumOfSquares({w, v});   // w (2, 3) float32, v (4,) float64 -> ()
 Value SumOfSquares(const std::vector<Value>& xs);

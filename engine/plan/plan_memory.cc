@@ -49,8 +49,8 @@ MemoryBudget PlanMemory(const Graph& graph, const ExecutionPlan& plan, bool host
   return need;
 }
 
-std::optional<MemoryLimit> MemoryLimitFor(int64_t option_limit, int64_t in_use, bool host,
-                                          int shares, const HostMemoryFiles& files) {
+std::optional<MemoryLimit> MemoryLimitFor(int64_t option_limit, int64_t in_use, int64_t unmade,
+                                          bool host, int shares, const HostMemoryFiles& files) {
   const int64_t n = std::max(shares, 1);
   const std::string shared = n > 1 ? absl::StrCat(", shared by ", n, " executors") : "";
   std::optional<MemoryLimit> limit;
@@ -64,8 +64,12 @@ std::optional<MemoryLimit> MemoryLimitFor(int64_t option_limit, int64_t in_use, 
   if (!host) return limit;
   std::optional<MemoryLimit> room = HostMemoryAvailable(files);
   if (room) {
-    room->bytes /= n;
+    room->bytes = std::max<int64_t>(room->bytes / n - unmade, 0);
     room->source += shared;
+    if (unmade > 0) {
+      absl::StrAppend(&room->source, " less ", HumanBytes(unmade),
+                      " of variables compiled plans will make");
+    }
   }
   if (room && (!limit || room->bytes < limit->bytes)) limit = room;
   return limit;

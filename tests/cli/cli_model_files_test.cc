@@ -3,11 +3,14 @@
 // parameters; a run's folder is named as such; export refuses the flags its
 // format would ignore.
 
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/gpt_fixtures.h"
 #include "tests/support/test_util.h"
 
 namespace dagrad::testing {
@@ -60,6 +63,31 @@ TEST(CliModelFiles, ARunsFolderIsNamedWithTheFileToGive) {
   r = RunDagrad(absl::StrCat("generate --checkpoint=", dir, "/run --prompt=x"));
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(want));
+}
+
+// A fine-tune started from a relative --init records where its tokenizer
+// is in the checkpoint too, as in the model file: generate reads it from
+// any directory.
+TEST(CliModelFiles, AFineTunesCheckpointFindsItsTokenizerFromAnywhere) {
+  const std::string dir = FreshDir("model_files_tune");
+  std::filesystem::copy(HfGpt2Tiny(), dir + "/hf", std::filesystem::copy_options::recursive);
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "It was the best of times, it was the worst of times.\n";
+  ASSERT_OK(WriteFileAtomically(dir + "/corpus.txt", text));
+  const CliResult tuned = RunDagrad(
+      "train --task=text --init=hf --data=corpus.txt --steps=4 --stop_after=2 --batch=4 "
+      "--seq_len=16 --out=run",
+      "cd " + dir + ";");
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  const CliResult r = RunDagrad(absl::StrCat("generate --checkpoint=", dir,
+                                             "/run/checkpoint.safetensors --prompt=It --tokens=2"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  // And a run's folder as --init is named as such.
+  const CliResult init = RunDagrad(absl::StrCat("train --task=text --init=", dir, "/run --data=",
+                                                dir, "/corpus.txt --out=", dir, "/again"));
+  EXPECT_EQ(init.code, 2);
+  EXPECT_THAT(init.err, HasSubstr(absl::StrCat("--init: ", dir,
+                                               "/run is a dagrad training run's folder")));
 }
 
 TEST(CliModelFiles, ExportRefusesFlagsItsFormatWouldIgnore) {

@@ -13,6 +13,7 @@
 #include "engine/executor.h"
 #include "engine/graph.h"
 #include "engine/plan/host_memory.h"
+#include "engine/plan/internal/plan_memory.h"
 #include "engine/plan/memory_budget.h"
 #include "models/toy/toy_trainer.h"
 #include "ops/elementwise.h"
@@ -211,6 +212,10 @@ TEST(MemoryBudget, ThePlanCompiledNextCountsTheVariablesOfTheFirst) {
   EXPECT_STATUS(exec.Compile({second}).status(), absl::StatusCode::kResourceExhausted,
                 "needs 1.05 MB, over the memory limit of 757 KB "
                 "(ExecutorOptions::memory_limit_bytes 6 MB less 5.24 MB in use)");
+  // A plan that goes before any run takes its reservations with it.
+  plan.reset();
+  EXPECT_EQ(exec.bytes_in_use(), 0);
+  ASSERT_OK(exec.Compile({second}).status());
 }
 
 TEST(MemoryBudget, OverflowingTotalsAreReported) {
@@ -242,6 +247,17 @@ TEST_F(HostMemoryTest, MemAvailableAlone) {
   ASSERT_TRUE(room.has_value());
   EXPECT_EQ(room->bytes, 2000 * 1024);
   EXPECT_THAT(room->source, ::testing::HasSubstr("MemAvailable"));
+}
+
+// Variables reserved by compiled plans are counted in use but not yet
+// taken from the host: the host's room is MemAvailable less them.
+TEST_F(HostMemoryTest, TheHostsRoomLeavesOutVariablesNotYetMade) {
+  Write("meminfo", "MemAvailable: 2000 kB\n");
+  const std::optional<MemoryLimit> room =
+      MemoryLimitFor(0, /*in_use=*/1'500'000, /*unmade=*/500'000, /*host=*/true, 1, Files());
+  ASSERT_TRUE(room.has_value());
+  EXPECT_EQ(room->bytes, 2000 * 1024 - 500'000);
+  EXPECT_THAT(room->source, ::testing::HasSubstr("less 500 KB of variables compiled plans will make"));
 }
 
 TEST_F(HostMemoryTest, CgroupV2RoomIsMaxLessCurrent) {

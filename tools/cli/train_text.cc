@@ -30,6 +30,7 @@
 #include "models/gpt/gpt_trainer.h"
 #include "models/gpt2/fine_tune.h"
 #include "models/gpt2/hf_checkpoint.h"
+#include "models/language_model.h"
 #include "tools/cli/common_flags.h"
 
 ABSL_FLAG(std::string, data, "", "--task=text: the text file to train on (bytes are tokens)");
@@ -122,7 +123,12 @@ int RunFineTune(const Command& cmd, const models::RunConfig& run,
 
 int RunTextTrain(const Command& cmd, const models::RunConfig& run, const DataParallelOptions& parallel,
                  Job& job) {
-  if (IsDirectory(absl::GetFlag(FLAGS_init))) return RunFineTune(cmd, run, parallel, job);
+  if (IsDirectory(absl::GetFlag(FLAGS_init))) {
+    if (absl::Status st = models::RefuseRunDirectory(absl::GetFlag(FLAGS_init)); !st.ok()) {
+      return Failure(cmd, absl::InvalidArgumentError(absl::StrCat("--init: ", st.message())));
+    }
+    return RunFineTune(cmd, run, parallel, job);
+  }
   absl::StatusOr<models::TextTrainConfig> config = TextConfigFromFlags(run);
   if (!config.ok()) return Failure(cmd, config.status());
   TrainingRun training{

@@ -40,11 +40,13 @@ std::string DescribeNode(const Node& node);
 
 // MemoryLimitFor returns the room an executor has left: `option_limit`
 // (when > 0) less `in_use`, and, when `host` (a host device, host memory
-// checks on), what the host may still give; the smaller, with its source.
-// Each of `shares` executors sharing both has 1/shares of each. nullopt
-// when neither applies.
-std::optional<MemoryLimit> MemoryLimitFor(int64_t option_limit, int64_t in_use, bool host,
-                                          int shares = 1, const HostMemoryFiles& files = {});
+// checks on), what the host may still give less `unmade` (bytes counted in
+// `in_use` but not yet allocated: reserved variables); the smaller, with
+// its source. Each of `shares` executors sharing both has 1/shares of
+// each. nullopt when neither applies.
+std::optional<MemoryLimit> MemoryLimitFor(int64_t option_limit, int64_t in_use, int64_t unmade,
+                                          bool host, int shares = 1,
+                                          const HostMemoryFiles& files = {});
 
 }  // namespace dagrad
 
