@@ -215,20 +215,41 @@ absl::StatusOr<TensorType> InferBroadcastTo(const InferContext& ctx) {
   return TensorType{ctx.in(0).dtype, target};
 }
 
-absl::Status BroadcastToKernel(const KernelContext& ctx) {
-  const StridedLoop<1> loop = BroadcastLoop<1>(*ctx.output.shape, {ctx.in(0).shape});
-  const size_t size = SizeOf(ctx.output.dtype);
-  const char* x = static_cast<const char*>(ctx.in(0).data);
-  char* y = static_cast<char*>(ctx.output.data);
+// CopyRun writes n elements of Width bytes to y from x, `step` elements
+// apart there: a fill of one value for a broadcast axis (step 0). The
+// element's width is a constant, so each copy is a move, not a call.
+template <size_t Width>
+void CopyRun(char* y, const char* x, int64_t step, int64_t n) {
+  if (step == 0) {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x, Width);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x + i * step * Width, Width);
+}
+
+template <size_t Width>
+void BroadcastRuns(const StridedLoop<1>& loop, const char* x, char* y) {
   loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
     if (step[0] == 1) {
-      std::memcpy(y + o * size, x + in[0] * size, n * size);
+      std::memcpy(y + o * Width, x + in[0] * Width, n * Width);
     } else {
-      for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(y + (o + i) * size, x + (in[0] + i * step[0]) * size, size);
-      }
+      CopyRun<Width>(y + o * Width, x + in[0] * Width, step[0], n);
     }
   });
+}
+
+absl::Status BroadcastToKernel(const KernelContext& ctx) {
+  const StridedLoop<1> loop = BroadcastLoop<1>(*ctx.output.shape, {ctx.in(0).shape});
+  const char* x = static_cast<const char*>(ctx.in(0).data);
+  char* y = static_cast<char*>(ctx.output.data);
+  switch (SizeOf(ctx.output.dtype)) {
+    case 1: BroadcastRuns<1>(loop, x, y); break;
+    case 2: BroadcastRuns<2>(loop, x, y); break;
+    case 4: BroadcastRuns<4>(loop, x, y); break;
+    case 8: BroadcastRuns<8>(loop, x, y); break;
+    default:
+      return absl::InternalError(absl::StrCat("broadcast_to of ", DTypeName(ctx.output.dtype)));
+  }
   return absl::OkStatus();
 }
 
