@@ -58,29 +58,56 @@ Sizes FirstSizes(std::vector<std::string> order, const ShapeFamilyOptions& famil
 // MoveOff gives `symbol` a size it has not had (`tried`) that is at least
 // 2 from every other symbol's: the next above its own, or else the next
 // below (down to 2); false when there is none within its bound.
+// (At most kMaxAttempts sizes are ever tried, so the candidates stop there:
+// a bound of 2^62 is no list of 2^62 sizes.)
 bool MoveOff(const std::string& symbol, const ShapeFamilyOptions& family, Sizes& a,
              std::set<int64_t>& tried) {
   tried.insert(a[symbol]);
-  std::vector<int64_t> candidates;
-  for (int64_t s = a[symbol] + 1; s <= family.bounds.at(symbol); ++s) candidates.push_back(s);
-  for (int64_t s = a[symbol] - 1; s >= 2; --s) candidates.push_back(s);
-  for (int64_t next : candidates) {
-    bool apart = !tried.contains(next);
-    for (const auto& [other, size] : a) apart = apart && (other == symbol || std::abs(next - size) >= 2);
-    if (apart) {
-      a[symbol] = next;
+  const int64_t at = a[symbol], bound = family.bounds.at(symbol);
+  auto apart = [&](int64_t next) {
+    if (tried.contains(next)) return false;
+    for (const auto& [other, size] : a) {
+      if (other != symbol && std::abs(next - size) < 2) return false;
+    }
+    return true;
+  };
+  for (int64_t s = at + 1; s <= bound && s <= at + 4 * kMaxAttempts; ++s) {
+    if (apart(s)) {
+      a[symbol] = s;
+      return true;
+    }
+  }
+  for (int64_t s = at - 1; s >= 2; --s) {
+    if (apart(s)) {
+      a[symbol] = s;
       return true;
     }
   }
   return false;
 }
 
-// SecondSizes are the check's: one more than `a`'s (one less at a bound).
-Sizes SecondSizes(const Sizes& a, const ShapeFamilyOptions& family) {
-  Sizes b;
-  for (const auto& [symbol, size] : a) {
-    b[symbol] = size < family.bounds.at(symbol) ? size + 1 : size - 1;
+// MakeRoom moves the other symbols whose bounds allow it above `symbol`'s
+// bound (each 3 from the next), so that the sizes of `symbol` they kept
+// out (within 1 of theirs) can be tried: a GPT of block size 7 has few
+// sequence sizes that no fixed size of the graph takes, and batch's first
+// size, 5, took two of them. False when none could move.
+bool MakeRoom(const std::string& symbol, const ShapeFamilyOptions& family, Sizes& a) {
+  int64_t next = family.bounds.at(symbol) + 2;
+  bool moved = false;
+  for (auto& [other, size] : a) {
+    if (other == symbol || size >= next || family.bounds.at(other) < next) continue;
+    size = next;
+    next += 3;
+    moved = true;
   }
+  return moved;
+}
+
+// Moved is `a` with `symbol` one more (one less at its bound): a check
+// build, in which only that symbol's size changes.
+Sizes Moved(const Sizes& a, const std::string& symbol, const ShapeFamilyOptions& family) {
+  Sizes b = a;
+  b[symbol] = a.at(symbol) < family.bounds.at(symbol) ? a.at(symbol) + 1 : a.at(symbol) - 1;
   return b;
 }
 
@@ -97,7 +124,10 @@ absl::StatusOr<Specialized> Build(Graph& g, const ShapeFamilyOptions& family,
     binding.inputs[input.name] = g.Input(input.name, input.dtype, Shape(dims));
   }
   DAGRAD_ASSIGN_OR_RETURN(Specialized out, build(g, binding));
-  DAGRAD_RETURN_IF_ERROR(g.status());
+  // This build's values, not the graph's first error, which may be another
+  // build's (a ShapeFamily binding that failed before).
+  for (const Value& value : out.fetches) DAGRAD_RETURN_IF_ERROR(value.status());
+  for (const Value& value : out.targets) DAGRAD_RETURN_IF_ERROR(value.status());
   return out;
 }
 
@@ -135,11 +165,29 @@ void Compare(int64_t a, int64_t b, const Sizes& sa, const Sizes& sb, const std::
 // IsCount: a float attribute that holds a size (an arange's float stop).
 bool IsCount(double x) { return x >= 0 && x < 9e15 && x == std::floor(x); }
 
+// IsNeverASize: integer attributes that hold axes, flags or counts of a
+// layer, never a size, which equal to a symbol's size are no coincidence
+// (a permutation's 2 is an axis): they must only be the same in both builds.
+bool IsNeverASize(const std::string& name) {
+  constexpr absl::string_view kNames[] = {
+      "axis",    "axes",      "perm",      "keepdims",          "stream",
+      "seed",    "sorted",    "largest",   "reverse",           "exclusive",
+      "heads",   "select_last_index",      "noop_with_empty_axes"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
 void CompareAttrs(const Node& na, const Node& nb, const Sizes& sa, const Sizes& sb, Verdict& v) {
   const auto& ea = na.attrs.entries();
   const auto& eb = nb.attrs.entries();
   for (size_t i = 0; i < ea.size() && i < eb.size(); ++i) {
     const std::string where = absl::StrCat(na.path(), "'s attribute ", ea[i].first);
+    if (IsNeverASize(ea[i].first)) {
+      if (ea[i] != eb[i] && v.error.ok()) {
+        v.error = absl::InvalidArgumentError(
+            absl::StrCat("ONNX export: ", where, " depends on the sizes"));
+      }
+      continue;
+    }
     const auto* ia = std::get_if<int64_t>(&ea[i].second);
     const auto* ib = std::get_if<int64_t>(&eb[i].second);
     const auto* va = std::get_if<std::vector<int64_t>>(&ea[i].second);
@@ -202,19 +250,38 @@ void CompareNodes(const Graph& g, NodeId ia, NodeId ib, NodeId shift, NodeId fir
   }
 }
 
-// Check compares the nodes of build A, [first_a, first_b), with B's,
+// Check compares the nodes of build A, [first_a, end_a), with B's,
 // [first_b, end).
-Verdict Check(const Graph& g, NodeId first_a, NodeId first_b, NodeId end, const Sizes& sa,
-              const Sizes& sb) {
+Verdict Check(const Graph& g, NodeId first_a, NodeId end_a, NodeId first_b, NodeId end,
+              const Sizes& sa, const Sizes& sb) {
   Verdict v;
-  if (first_b - first_a != end - first_b) {
+  if (end_a - first_a != end - first_b) {
     v.error = absl::InvalidArgumentError(absl::StrCat(
-        "ONNX export: the graph's ops depend on the sizes (", first_b - first_a, " nodes, then ",
+        "ONNX export: the graph's ops depend on the sizes (", end_a - first_a, " nodes, then ",
         end - first_b, ")"));
     return v;
   }
-  for (NodeId i = first_a; i < first_b && v.error.ok() && !v.coincidence; ++i) {
+  for (NodeId i = first_a; i < end_a && v.error.ok() && !v.coincidence; ++i) {
     CompareNodes(g, i, i + (first_b - first_a), first_b - first_a, first_a, sa, sb, v);
+  }
+  return v;
+}
+
+// CheckEachSymbol builds the graph once per symbol with only that symbol's
+// size moved (Moved) and checks A, [first_a, end_a), against each: a size
+// derived from one symbol that equals another's in A (T + 3 = B) changes
+// when its own symbol moves and the other's does not, where builds with
+// every symbol moved at once can move both alike (T + 3 and B + 1).
+absl::StatusOr<Verdict> CheckEachSymbol(Graph& g, const ShapeFamilyOptions& family,
+                                        const SpecializeFn& build, const Sizes& a,
+                                        NodeId first_a, NodeId end_a, const std::string& scope) {
+  Verdict v;
+  for (const auto& [symbol, size] : a) {
+    const Sizes b = Moved(a, symbol, family);
+    const NodeId first_b = g.num_nodes();
+    DAGRAD_RETURN_IF_ERROR(Build(g, family, build, b, absl::StrCat(scope, "/", symbol)).status());
+    v = Check(g, first_a, end_a, first_b, g.num_nodes(), a, b);
+    if (!v.error.ok() || v.coincidence) break;
   }
   return v;
 }
@@ -227,18 +294,21 @@ absl::StatusOr<std::string> SerializeOnnxFamily(Graph& g, const ShapeFamilyOptio
   DAGRAD_ASSIGN_OR_RETURN(const std::vector<std::string> order, SymbolOrder(family));
   Sizes a = FirstSizes(order, family);
   std::map<std::string, std::set<int64_t>> tried;  // per symbol, the sizes that coincided
+  std::set<std::string> made_room;                 // symbols MakeRoom moved the others for
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    const Sizes b = SecondSizes(a, family);
     // Named by the graph's size: unique however often a graph is exported.
     const std::string scope = absl::StrCat("onnx_export_", g.num_nodes());
     const NodeId first_a = g.num_nodes();
     DAGRAD_ASSIGN_OR_RETURN(Specialized built, Build(g, family, build, a, scope + "/a"));
-    const NodeId first_b = g.num_nodes();
-    DAGRAD_RETURN_IF_ERROR(Build(g, family, build, b, scope + "/b").status());
-    const Verdict v = Check(g, first_a, first_b, g.num_nodes(), a, b);
+    DAGRAD_ASSIGN_OR_RETURN(const Verdict v, CheckEachSymbol(g, family, build, a, first_a,
+                                                             g.num_nodes(), scope + "/moved"));
     DAGRAD_RETURN_IF_ERROR(v.error);
     if (v.coincidence) {
       if (MoveOff(v.symbol, family, a, tried[v.symbol])) continue;
+      if (made_room.insert(v.symbol).second && MakeRoom(v.symbol, family, a) &&
+          MoveOff(v.symbol, family, a, tried[v.symbol])) {
+        continue;
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "ONNX export: every size of '", v.symbol, "' tried within its bound coincides with a "
           "fixed size of the graph (", v.why, ")"));

@@ -6,12 +6,13 @@
 // that builds the graph for a binding of them. Each symbol becomes a
 // dim_param of the model, and every size computed from it at run time.
 //
-// The export builds the graph twice in `g`: at sizes A, which it exports
-// (ExportOnnx with A's inputs' axes as its dynamic dims), and at other
-// sizes B, a check it does not export. Walking the two side by side (the
-// same ops in the same order), every dim and integer attribute of A equal
-// to a symbol's A size must be that symbol's B size in B, and every other
-// one the same in both, as must float attributes and constants: so a
+// The export builds the graph in `g` at sizes A, which it exports
+// (ExportOnnx with A's inputs' axes as its dynamic dims), and, as checks it
+// does not export, once more per symbol at sizes B with only that symbol's
+// size moved. Walking A and each B side by side (the same ops in the same
+// order), every dim and integer attribute of A equal to a symbol's A size
+// must be that symbol's B size in B, and every other one the same in both,
+// as must float attributes and constants: so a
 // fixed size that happens to equal a symbol's (a layer of width 5 and a
 // batch of 5) moves the search to other sizes A, and a size derived from
 // a symbol in another way (T - 1, B * T), which ONNX export would write

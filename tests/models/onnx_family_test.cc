@@ -19,7 +19,9 @@
 #include "models/nn/nn.h"
 #include "models/toy/transformer.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/onnx/export_family.h"
+#include "ops/reduce.h"
 #include "ops/shape_ops.h"
 #include "tests/models/support/ort.h"
 #include "tests/support/test_util.h"
@@ -77,6 +79,21 @@ TEST(OnnxFamily, TheGptRunsAtOtherSizes) {
   ASSERT_OK_AND_ASSIGN(models::Gpt gpt, models::Gpt::Create(g, {.vocab = 11, .block_size = 8, .dim = 8,
                                                          .heads = 2, .layers = 2}));
   ExpectOrtMatches(g, [&](Value t) { return gpt.Logits(t); }, {{1, 1}, {3, 8}, {6, 2}}, "gpt");
+}
+
+// A GPT of block size 7 (dagrad train --seq_len=7) was refused: its small
+// fixed sizes (q, k and v's 3, the heads, the slices' bounds) and the
+// position table's 7 took every sequence size that batch's first size, 5,
+// left. Batch now moves out of the way, and a permutation's axes are no
+// sizes.
+TEST(OnnxFamily, AGptOfBlockSizeSevenRunsAtOtherSizes) {
+  Graph g;
+  ASSERT_OK_AND_ASSIGN(models::Gpt gpt, models::Gpt::Create(g, {.vocab = 11, .block_size = 7,
+                                                                .dim = 16, .heads = 4, .layers = 1}));
+  const ShapeFamilyOptions family = {.inputs = kTokens.inputs,
+                                     .bounds = {{"batch", 64}, {"sequence", 7}}};
+  ExpectOrtMatches(g, [&](Value t) { return gpt.Logits(t); }, {{1, 1}, {5, 7}, {2, 3}}, "gpt7",
+                   family);
 }
 
 TEST(OnnxFamily, TheToyTransformerRunsAtOtherSizes) {
@@ -153,6 +170,42 @@ TEST(OnnxFamily, ASizeDerivedFromASymbolIsRefusedByName) {
                                     .bounds = {{"n", 2}}};
   EXPECT_STATUS(SerializeOnnxFamily(g, tight, drop_last, {}).status(),
                 absl::StatusCode::kInvalidArgument, "symbol 'n' of input 'x' needs a bound >= 3");
+}
+
+// A size derived from one symbol that equals another's at the first sizes
+// tried and again when both move by one (sequence + 3 = batch: 2 + 3 = 5,
+// then 3 + 3 = 6) is refused too: each check moves one symbol alone. It
+// was exported, and ONNX Runtime gave other shapes at other sizes.
+TEST(OnnxFamily, ADerivedSizeEqualToAnotherSymbolIsRefused) {
+  Graph g;
+  const ShapeFamilyOptions family = {.inputs = {{"x", DType::kFloat32, {"batch", "sequence"}}},
+                                     .bounds = {{"batch", 64}, {"sequence", 8}}};
+  auto widen = [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+    const int64_t B = b.size("batch"), T = b.size("sequence");
+    Value y = Concat({b.input("x"), Fill(*b.input("x").graph(), {B, 3}, 1.0)}, 1);  // (B, T + 3)
+    return Specialized{.fetches = {BroadcastTo(Sum(y, {1}, true), Shape({B, T + 3}))}};
+  };
+  EXPECT_STATUS(SerializeOnnxFamily(g, family, widen, {}).status(),
+                absl::StatusCode::kInvalidArgument, "depends on the sizes other than as a symbol");
+}
+
+// An error the graph recorded before (another build's) is not the export's.
+TEST(OnnxFamily, AnEarlierErrorInTheGraphIsNotTheExports) {
+  Graph g;
+  ASSERT_FALSE(Reshape(g.Input("other", DType::kFloat32, {4, 3}), {5}).ok());
+  auto twice = [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+    return Specialized{.fetches = {Scale(Cast(b.input("tokens"), DType::kFloat32), 2.0)}};
+  };
+  const absl::Status exported = SerializeOnnxFamily(g, kTokens, twice, {}).status();
+  EXPECT_TRUE(exported.ok()) << exported;
+}
+
+// A huge bound is no list of that many sizes to try.
+TEST(OnnxFamily, AHugeBoundOnACoincidingSymbolExports) {
+  ExpectEmbedThenLinearMatches(
+      5, {{3, 4}}, "huge_bound",
+      {.inputs = {{"tokens", DType::kInt64, {"batch", "sequence"}}},
+       .bounds = {{"batch", int64_t{1} << 62}, {"sequence", 8}}});
 }
 
 }  // namespace
