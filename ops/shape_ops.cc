@@ -15,6 +15,7 @@
 #include "engine/checked_math.h"
 #include "engine/status_macros.h"
 #include "ops/cpu/internal/broadcast.h"
+#include "ops/cpu/internal/tiled_permute.h"
 #include "ops/op_util.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
@@ -148,10 +149,11 @@ absl::Status PermuteKernel(const KernelContext& ctx) {
   const Dims in_strides = RowMajorStrides(*ctx.in(0).shape);
   Dims strides(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) strides[i] = in_strides[perm[i]];
-  const StridedLoop<1> loop(*ctx.output.shape, {strides});
   const size_t size = SizeOf(ctx.output.dtype);
   const char* x = static_cast<const char*>(ctx.in(0).data);
   char* y = static_cast<char*>(ctx.output.data);
+  if (TiledPermute(x, y, size, *ctx.output.shape, strides)) return absl::OkStatus();
+  const StridedLoop<1> loop(*ctx.output.shape, {strides});
   loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
     if (step[0] == 1) {  // the last axis stays last: a row copy
       std::memcpy(y + o * size, x + in[0] * size, n * size);
