@@ -48,16 +48,16 @@ std::string ScopeName(const std::map<std::string, int64_t>& sizes) {
   return absl::StrJoin(sizes, ",", absl::PairFormatter("="));
 }
 
-// FreeScope is ScopeName(sizes), or it with "#2", "#3", ... when another
-// family in `g` holds inputs named as `inputs` there (under the graph's
-// current scope, where the binding's nodes go).
-std::string FreeScope(Graph& g, const std::map<std::string, int64_t>& sizes,
-                      const std::vector<FamilyInput>& inputs) {
+// FreeScope is ScopeName(sizes), or it with "#2", "#3", ... when a node of
+// `g` (another family's build: its inputs, a variable it made) lies there
+// already (under the graph's current scope, where the binding's nodes go).
+std::string FreeScope(Graph& g, const std::map<std::string, int64_t>& sizes) {
   const std::string base = ScopeName(sizes);
   const std::string outer = g.scope().empty() ? "" : g.scope() + "/";
   auto taken = [&](const std::string& scope) {
-    for (const FamilyInput& in : inputs) {
-      if (!g.Find(absl::StrCat(outer, scope, "/", in.name)).is_null()) return true;
+    const std::string prefix = absl::StrCat(outer, scope, "/");
+    for (NodeId id = 0; id < g.num_nodes(); ++id) {
+      if (absl::StartsWith(g.node(id).path(), prefix)) return true;
     }
     return false;
   };
@@ -170,7 +170,7 @@ absl::StatusOr<ShapeFamily::Built*> ShapeFamily::Find(const std::map<std::string
 
 absl::Status ShapeFamily::Build(const std::map<std::string, int64_t>& sizes, Built& built) {
   built.binding.sizes = sizes;
-  const std::string scope_name = FreeScope(graph_, sizes, options_.inputs);
+  const std::string scope_name = FreeScope(graph_, sizes);
   Graph::Scope scope(graph_, scope_name);
   for (const FamilyInput& in : options_.inputs) {
     std::vector<int64_t> dims;

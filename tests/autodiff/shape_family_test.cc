@@ -157,6 +157,29 @@ TEST(ShapeFamily, TwoFamiliesOfOneGraphShareNoInputPath) {
   EXPECT_FALSE(p.g.Find("eval/batch=3#2/x").is_null());
 }
 
+// Families of other input names: the second's binding took the first's
+// scope, and its variable's path there was a duplicate, for good.
+TEST(ShapeFamily, FamiliesOfOtherInputNamesTakeScopesOfTheirOwn) {
+  Graph g;
+  Executor exec(g);
+  auto make = [&](const std::string& name) {
+    return ShapeFamily::Create(
+        g, exec, {.inputs = {{name, DType::kFloat32, {"batch", 3}}}, .bounds = {{"batch", 8}}},
+        [name](Graph& graph, const Binding& b) -> absl::StatusOr<Specialized> {
+          const Value acc = graph.Variable("acc", {3}, Initializer::Ones());
+          return Specialized{.fetches = {Sum(b.input(name), {0}) + acc}};
+        });
+  };
+  ASSERT_OK_AND_ASSIGN(auto first, make("x"));
+  ASSERT_OK_AND_ASSIGN(auto second, make("y"));
+  const Tensor ones = T<float>({2, 3}, {1, 1, 1, 1, 1, 1});
+  ASSERT_OK_AND_ASSIGN(auto a, first->Run({{"x", ones}}));
+  ASSERT_OK_AND_ASSIGN(auto b, second->Run({{"y", ones}}));
+  ExpectAllClose(b[0], {3, 3, 3}, 0, 0, "second family");
+  EXPECT_FALSE(g.Find("batch=2/acc").is_null());
+  EXPECT_FALSE(g.Find("batch=2#2/acc").is_null());
+}
+
 TEST(ShapeFamily, KeepsAtMostMaxPlansEvictingTheLeastRecentlyUsed) {
   Product p;
   ASSERT_OK(p.Start({}, /*max_plans=*/2));
