@@ -16,6 +16,9 @@
 //   layer_norm_f32/<level>         2048 rows of 128, forward and dx
 //   softmax/<n>, dropout           the ops at the active level: (256, n, n)
 //                                  scores; (64, 32, 512) activations
+//   transpose/2048x512             (2048, 512) -> (512, 2048), float32
+//   broadcast_to/2048x1_to_2048    (2048, 1) -> (2048, 2048): a reduction's
+//                                  gradient
 //   matmul_batched/<n>             (64, n, n) x (64, n, n)ᵀ, the matmul op
 //   matmul_1024                    1024^3, the matmul op (BLIS)
 //   gemm_bf16/<shape>/<side>       the GPT text step's products (dim 128, ffn
@@ -38,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/bfloat16.h"
 #include "engine/executor.h"
+#include "ops/shape_ops.h"
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/internal/cpu_isa.h"
 #include "ops/cpu/internal/gemm.h"
@@ -199,6 +203,9 @@ void OpCase(benchmark::State& state, Shape shape, Value (*op)(Value)) {
 
 Value SoftmaxOp(Value x) { return Softmax(x); }
 Value DropoutOp(Value x) { return Dropout(x, 0.1); }
+Value TransposeOp(Value x) { return Transpose(x, 0, 1); }
+// A reduction's gradient: a column broadcast to its rows' width.
+Value BroadcastColumnOp(Value x) { return BroadcastTo(x, Shape({x.dim(0), 2048})); }
 
 // MatMulCase times the matmul op on (batch, n, n) operands, b transposed
 // when `trans_b`, at the active kernel level.
@@ -309,6 +316,9 @@ void Register() {
                                  Shape({256, n, n}), SoftmaxOp);
   }
   benchmark::RegisterBenchmark("dropout", OpCase, Shape({64, 32, 512}), DropoutOp);
+  benchmark::RegisterBenchmark("transpose/2048x512", OpCase, Shape({2048, 512}), TransposeOp);
+  benchmark::RegisterBenchmark("broadcast_to/2048x1_to_2048", OpCase, Shape({2048, 1}),
+                               BroadcastColumnOp);
   for (int64_t n : {32, 64}) {
     benchmark::RegisterBenchmark(absl::StrCat("matmul_batched/", n).c_str(), MatMulCase, 64, n,
                                  true)
