@@ -14,7 +14,10 @@ absl::Status Refuse(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("shape family: ", what));
 }
 
-absl::Status CheckInputs(const ShapeFamilyOptions& options) {
+}  // namespace
+
+absl::Status CheckShapeFamilyOptions(const ShapeFamilyOptions& options) {
+  if (options.max_plans < 1) return Refuse(absl::StrCat("max_plans ", options.max_plans, " < 1"));
   std::set<std::string> names, used;
   for (const FamilyInput& in : options.inputs) {
     if (in.name.empty()) return Refuse("an input has no name");
@@ -41,6 +44,8 @@ absl::Status CheckInputs(const ShapeFamilyOptions& options) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // ScopeName names a binding's scope: "batch=2,seq=3" ("fixed" for none).
 std::string ScopeName(const std::map<std::string, int64_t>& sizes) {
@@ -105,9 +110,8 @@ absl::StatusOr<std::unique_ptr<ShapeFamily>> ShapeFamily::Create(Graph& g, Execu
                                                                  ShapeFamilyOptions options,
                                                                  SpecializeFn build) {
   if (&exec.graph() != &g) return Refuse("the executor runs another graph");
-  if (options.max_plans < 1) return Refuse(absl::StrCat("max_plans ", options.max_plans, " < 1"));
   if (!build) return Refuse("no build function");
-  DAGRAD_RETURN_IF_ERROR(CheckInputs(options));
+  DAGRAD_RETURN_IF_ERROR(CheckShapeFamilyOptions(options));
   return std::unique_ptr<ShapeFamily>(
       new ShapeFamily(g, exec, std::move(options), std::move(build)));
 }

@@ -117,12 +117,20 @@ using SpecializeFn = std::function<absl::StatusOr<Specialized>(Graph&, const Bin
 // NamedFeeds feeds a family's inputs by name.
 using NamedFeeds = std::vector<std::pair<std::string, Tensor>>;
 
+// CheckShapeFamilyOptions checks a declaration: InvalidArgument naming
+// what is wrong (an input with no or a repeated name, or a '/' in it, a
+// fixed size < 0, a symbol with no bound or a bound < 1, a bound no input
+// uses, max_plans < 1). ShapeFamily::Create and the ONNX family export
+// (ops/onnx/export_family.h) run it.
+//
+//   DAGRAD_RETURN_IF_ERROR(CheckShapeFamilyOptions(
+//       {.inputs = {{"x", DType::kFloat32, {"batch", 4}}}, .bounds = {{"batch", 64}}}));
+absl::Status CheckShapeFamilyOptions(const ShapeFamilyOptions& options);
+
 class ShapeFamily {
  public:
-  // Create checks the declaration (InvalidArgument naming what is wrong:
-  // `exec` not of `g`, an input with no or a repeated name, a fixed size
-  // < 0, a symbol with no bound or a bound < 1, a bound no input uses,
-  // max_plans < 1); nothing is built until a run needs it.
+  // Create checks the declaration (CheckShapeFamilyOptions, and `exec` not
+  // of `g`); nothing is built until a run needs it.
   static absl::StatusOr<std::unique_ptr<ShapeFamily>> Create(Graph& g, Executor& exec,
                                                              ShapeFamilyOptions options,
                                                              SpecializeFn build);

@@ -291,6 +291,7 @@ absl::StatusOr<Verdict> CheckEachSymbol(Graph& g, const ShapeFamilyOptions& fami
 absl::StatusOr<std::string> SerializeOnnxFamily(Graph& g, const ShapeFamilyOptions& family,
                                                 const SpecializeFn& build,
                                                 const OnnxExportOptions& options) {
+  DAGRAD_RETURN_IF_ERROR(CheckShapeFamilyOptions(family));
   DAGRAD_ASSIGN_OR_RETURN(const std::vector<std::string> order, SymbolOrder(family));
   Sizes a = FirstSizes(order, family);
   std::map<std::string, std::set<int64_t>> tried;  // per symbol, the sizes that coincided

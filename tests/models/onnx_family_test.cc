@@ -189,6 +189,23 @@ TEST(OnnxFamily, ADerivedSizeEqualToAnotherSymbolIsRefused) {
                 absl::StatusCode::kInvalidArgument, "depends on the sizes other than as a symbol");
 }
 
+// A declaration ShapeFamily::Create refuses is refused by the export too
+// (an unused bound and max_plans 0 exported).
+TEST(OnnxFamily, RefusesTheDeclarationsShapeFamilyRefuses) {
+  Graph g;
+  auto same = [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+    return Specialized{.fetches = {b.input("tokens")}};
+  };
+  ShapeFamilyOptions unused = kTokens;
+  unused.bounds["width"] = 9;
+  EXPECT_STATUS(SerializeOnnxFamily(g, unused, same, {}).status(),
+                absl::StatusCode::kInvalidArgument, "no input uses 'width'");
+  ShapeFamilyOptions no_plans = kTokens;
+  no_plans.max_plans = 0;
+  EXPECT_STATUS(SerializeOnnxFamily(g, no_plans, same, {}).status(),
+                absl::StatusCode::kInvalidArgument, "max_plans 0 < 1");
+}
+
 // An error the graph recorded before (another build's) is not the export's.
 TEST(OnnxFamily, AnEarlierErrorInTheGraphIsNotTheExports) {
   Graph g;
