@@ -93,7 +93,7 @@ class FitLoop {
     while (t_.step() < last) {
       if (StopRequested()) break;
       absl::StatusOr<StepResult> r = rate_.Time(t_);
-      if (absl::IsAborted(r.status())) return NonFinite(r.status().message(), true);
+      if (IsNonFiniteStop(r.status())) return NonFinite(r.status().message(), true);
       if (!r.ok()) return r.status();
       if (o_.on_step) o_.on_step({*r, rate_.per_second()});
       if (!o_.writer) continue;

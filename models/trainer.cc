@@ -95,6 +95,9 @@ int64_t CountTargets(const Tensor& targets) {
 
 }  // namespace
 
+// The payload that marks NonFiniteSteps::NonFinite's stop.
+constexpr absl::string_view kNonFiniteStop = "dagrad.models.NonFiniteStop";
+
 absl::Status NonFiniteSteps::NonFinite(int64_t step, double loss, double grad_norm) {
   const bool skip = policy_ == NonFinitePolicy::kSkip;
   if (skip && in_a_row_ + 1 < max_in_a_row_) {
@@ -105,13 +108,19 @@ absl::Status NonFiniteSteps::NonFinite(int64_t step, double loss, double grad_no
   const std::string value = std::isfinite(loss)
                                 ? absl::StrCat("the gradient norm is ", grad_norm)
                                 : absl::StrCat("the loss is ", loss);
-  return absl::AbortedError(absl::StrCat(
+  absl::Status stop = absl::AbortedError(absl::StrCat(
       "step ", step, ": ", value, "; its update was not applied",
       skip ? absl::StrCat(" (", max_in_a_row_,
                           " steps in a row were not finite: max_consecutive_skips)")
            : "",
       ". Rerun with ExecutorOptions::check_numerics set to find the node that "
       "produced it, or lower the learning rate"));
+  stop.SetPayload(kNonFiniteStop, absl::Cord("a NaN or Inf"));
+  return stop;
+}
+
+bool IsNonFiniteStop(const absl::Status& status) {
+  return status.GetPayload(kNonFiniteStop).has_value();
 }
 
 std::map<std::string, std::string> NonFiniteSteps::Metadata() const {

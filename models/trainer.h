@@ -88,7 +88,7 @@ class NonFiniteSteps {
   void Finite() { in_a_row_ = 0; }
   // NonFinite records step `step` whose loss or gradient norm is not
   // finite: OK when the policy skips it (counted), else Aborted naming the
-  // step and the value.
+  // step and the value, marked so (IsNonFiniteStop).
   absl::Status NonFinite(int64_t step, double loss, double grad_norm);
 
   int64_t total() const { return total_; }
@@ -164,6 +164,11 @@ absl::Status SaveFiniteVariables(
 //   absl::Status st = trainer->SaveCheckpoint("run/ckpt.safetensors");
 //   if (IsNonFiniteRefusal(st)) st = absl::AbortedError(st.message());  // diverged
 bool IsNonFiniteRefusal(const absl::Status& status);
+
+// IsNonFiniteStop says whether `status` is NonFiniteSteps::NonFinite's stop
+// (a step's loss or gradient norm not finite), not another Aborted (a
+// replica that left the job).
+bool IsNonFiniteStop(const absl::Status& status);
 
 // TokenCounts builds, for logits (..., V) and int64 targets (...), the
 // float64 pair [correct, counted] (2,): how many targets that are not

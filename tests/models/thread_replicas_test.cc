@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/device/thread_communicator.h"
+#include "models/fit.h"
 #include "models/toy/toy_trainer.h"
 #include "tests/support/test_util.h"
 
@@ -54,6 +55,26 @@ TEST(ThreadReplicas, TwoReplicasTrainAsOneTrainerOnTheWholeBatch) {
     }
   }
   EXPECT_NE(want[4].loss, want[0].loss);  // it trained
+}
+
+// A replica that leaves the job is an error naming it for the others, not
+// a non-finite step (Fit read every Aborted step as one).
+TEST(ThreadReplicas, AReplicaThatLeftIsAnErrorNotANonFiniteStop) {
+  absl::StatusOr<FitResult> fit;
+  OnThreadRanks(2, [&](std::shared_ptr<Communicator> rank) {
+    const int r = rank->rank();
+    absl::StatusOr<std::unique_ptr<ToyTrainer>> t =
+        ToyTrainer::Create(ReplicaConfig(), CpuDevice(), {.communicator = std::move(rank)});
+    ASSERT_TRUE(t.ok()) << t.status();
+    if (r == 1) {  // trains two steps, then leaves: its trainer and communicator go
+      EXPECT_TRUE(Fit(**t, {.eval_every = 5, .stop_after = 2, .writer = false}).ok());
+      return;
+    }
+    fit = Fit(**t, {.dir = testing::NewTempDir("replica_left"), .eval_every = 5});
+  });
+  ASSERT_FALSE(fit.ok()) << "ended " << static_cast<int>(fit->end) << ": " << fit->message;
+  EXPECT_STATUS(fit.status(), absl::StatusCode::kAborted,
+                "rank 1 of 2 threads left the job before this collective");
 }
 
 }  // namespace
