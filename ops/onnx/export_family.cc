@@ -55,8 +55,9 @@ Sizes FirstSizes(std::vector<std::string> order, const ShapeFamilyOptions& famil
   return a;
 }
 
-// MoveOff gives `symbol` a size it has not had (`tried`) that is at least
-// 2 from every other symbol's: the next above its own, or else the next
+// MoveOff gives `symbol` a size it has not had (`tried`) and no other
+// symbol has (a size derived from another symbol, S + 1, is caught by the
+// check that moves S alone): the next above its own, or else the next
 // below (down to 2); false when there is none within its bound.
 // (At most kMaxAttempts sizes are ever tried, so the candidates stop there:
 // a bound of 2^62 is no list of 2^62 sizes.)
@@ -67,7 +68,7 @@ bool MoveOff(const std::string& symbol, const ShapeFamilyOptions& family, Sizes&
   auto apart = [&](int64_t next) {
     if (tried.contains(next)) return false;
     for (const auto& [other, size] : a) {
-      if (other != symbol && std::abs(next - size) < 2) return false;
+      if (other != symbol && next == size) return false;
     }
     return true;
   };

@@ -47,18 +47,24 @@ absl::Status ExportConcat(OnnxBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
-// A slice that runs to the end of its axis keeps running to the end when
-// the axis's size changes, and a negative start or end (counted from the
-// end, as ONNX counts it too) stays negative.
+// SizeOrConstant is a 1-D int64 of `v`: the run-time size of the symbol
+// whose size it is (the family export proved that such a value follows its
+// symbol), else the constant.
+std::string SizeOrConstant(OnnxBuilder& b, int64_t v) {
+  if (std::optional<int> s = b.SymbolFor(v)) return b.SymbolSize(*s);
+  return b.Ints({v});
+}
+
+// The slice's own bounds, which ONNX's Slice clamps to the axis as dagrad's
+// do (a negative one counted from the end, as both count it): a bound that
+// is a symbol's size is that size at run time (a prefix of a position
+// table as long as the sequence), a fixed one stays fixed (a prefix of 3
+// stays 3 where the axis grows past it).
 absl::Status ExportSlice(OnnxBuilder& b, const Node& node) {
   const Shape& in = b.graph().node(node.inputs[0]).shape;
   DAGRAD_ASSIGN_OR_RETURN(SliceSpec s, ResolveSlice(node.attrs, in));
-  int64_t end = s.count == 0 ? s.start : s.start + (s.count - 1) * s.step + 1;
-  if (end >= in[s.axis]) end = std::numeric_limits<int64_t>::max();
-  const int64_t start_attr = node.attrs.GetInt("start"), end_attr = node.attrs.GetInt("end");
-  const int64_t start = start_attr < 0 ? start_attr : s.start;
-  if (end_attr < 0) end = end_attr;
-  b.Add("Slice", {b.In(node, 0), b.Ints({start}), b.Ints({end}), b.Ints({s.axis}),
+  b.Add("Slice", {b.In(node, 0), SizeOrConstant(b, node.attrs.GetInt("start")),
+                  SizeOrConstant(b, node.attrs.GetInt("end")), b.Ints({s.axis}),
                   b.Ints({s.step})},
         b.Out(node));
   return absl::OkStatus();
@@ -142,8 +148,9 @@ absl::Status ExportArgMax(OnnxBuilder& b, const Node& node) {
 absl::Status ExportTopK(OnnxBuilder& b, const Node& node) {
   const bool values = node.op->name == "topk_values";
   const std::string other = b.Fresh(values ? "topk_indices" : "topk_values");
-  onnx::NodeProto* topk = b.AddNode("TopK", {b.In(node, 0), b.Ints({node.attrs.GetInt("k")})},
-                                    values ? b.Out(node) : other);
+  onnx::NodeProto* topk =
+      b.AddNode("TopK", {b.In(node, 0), SizeOrConstant(b, node.attrs.GetInt("k"))},
+                values ? b.Out(node) : other);
   topk->add_output(values ? other : b.Out(node));
   SetAttr(topk, "axis", node.attrs.GetInt("axis"));
   return absl::OkStatus();

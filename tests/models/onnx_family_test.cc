@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "ops/fill.h"
 #include "ops/onnx/export_family.h"
 #include "ops/reduce.h"
+#include "ops/sampling.h"
 #include "ops/shape_ops.h"
 #include "tests/models/support/ort.h"
 #include "tests/support/test_util.h"
@@ -187,6 +189,72 @@ TEST(OnnxFamily, ADerivedSizeEqualToAnotherSymbolIsRefused) {
   };
   EXPECT_STATUS(SerializeOnnxFamily(g, family, widen, {}).status(),
                 absl::StatusCode::kInvalidArgument, "depends on the sizes other than as a symbol");
+}
+
+// ExpectFamilyMatchesOrt exports `build` over `family` (float32 inputs)
+// and checks ONNX Runtime's "out" against the family's own run at each
+// binding of `sizes` (each input's dims with its symbols' sizes).
+void ExpectFamilyMatchesOrt(const ShapeFamilyOptions& family, const SpecializeFn& build,
+                            const std::vector<std::map<std::string, int64_t>>& sizes,
+                            Graph& g, const std::string& name) {
+  const std::string runner = OrtRunner();
+  if (runner.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (tools/setup.sh --onnx)";
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile weights, CollectVariables(exec, g.Variables()));
+  const std::string model = testing::NewTempDir("family_" + name) + "/model.onnx";
+  ASSERT_OK(ExportOnnxFamily(g, family, build, model,
+                             {.variables = &weights, .output_names = {"out"}}));
+  ASSERT_OK_AND_ASSIGN(auto runs, ShapeFamily::Create(g, exec, family, build));
+  for (const auto& binding : sizes) {
+    NamedFeeds feeds;
+    SafetensorsFile in;
+    for (const FamilyInput& input : family.inputs) {
+      Dims dims;
+      for (const Dim& d : input.dims) dims.push_back(d.symbol.empty() ? d.size : binding.at(d.symbol));
+      feeds.push_back({input.name, Random(DType::kFloat32, Shape(dims), feeds.size() + 7)});
+      in.tensors.push_back(feeds.back());
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> want, runs->Run(feeds));
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile got, RunOrt(runner, model, in));
+    ASSERT_NE(got.Find("out"), nullptr);
+    ASSERT_EQ(got.Find("out")->shape(), want[0].shape()) << name;
+    ExpectAllClose(*got.Find("out"), AsDoubles(want[0]), 1e-5, 1e-6, name);
+  }
+}
+
+// Bounds written as constants were wrong at other sizes: a slice of a
+// table to the sequence's length (ONNX Runtime refused other lengths), a
+// fixed prefix that the first sizes tried clamped (exported as "to the
+// end"), and TopK's k equal to a symbol. A bound that is a symbol's size
+// is now read at run time, and a fixed one written as given.
+TEST(OnnxFamily, SliceBoundsAndTopKFollowTheirSymbols) {
+  const ShapeFamilyOptions bt = {.inputs = {{"x", DType::kFloat32, {"batch", "sequence"}}},
+                                 .bounds = {{"batch", 64}, {"sequence", 8}}};
+  Graph g;
+  const Value pos = g.Variable("pos", {8, 4}, Initializer::Normal(0.0, 1.0));
+  ExpectFamilyMatchesOrt(
+      bt,
+      [pos](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+        return Specialized{.fetches = {Sum(b.input("x"), {0}) +
+                                       Sum(Slice(pos, 0, 0, b.size("sequence")), {1})}};
+      },
+      {{{"batch", 2}, {"sequence", 3}}, {{"batch", 3}, {"sequence", 7}}}, g, "pos_slice");
+  ExpectFamilyMatchesOrt(
+      bt,
+      [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+        return Specialized{.fetches = {Slice(b.input("x"), 1, 0, 3)}};
+      },
+      {{{"batch", 2}, {"sequence", 2}}, {{"batch", 2}, {"sequence", 6}}}, g, "prefix");
+  const ShapeFamilyOptions scores = {
+      .inputs = {{"x", DType::kFloat32, {"batch", 12}}, {"w", DType::kFloat32, {"sequence"}}},
+      .bounds = {{"batch", 64}, {"sequence", 8}}};
+  ExpectFamilyMatchesOrt(
+      scores,
+      [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+        return Specialized{.fetches = {Sum(TopK(b.input("x"), b.size("sequence"), 1).values, {1}) +
+                                       Sum(b.input("w"))}};
+      },
+      {{{"batch", 2}, {"sequence", 2}}, {{"batch", 3}, {"sequence", 6}}}, g, "topk");
 }
 
 // A declaration ShapeFamily::Create refuses is refused by the export too
