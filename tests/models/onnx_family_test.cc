@@ -209,7 +209,7 @@ void ExpectFamilyMatchesOrt(const ShapeFamilyOptions& family, const SpecializeFn
     NamedFeeds feeds;
     SafetensorsFile in;
     for (const FamilyInput& input : family.inputs) {
-      Dims dims;
+      dagrad::Dims dims;
       for (const Dim& d : input.dims) dims.push_back(d.symbol.empty() ? d.size : binding.at(d.symbol));
       feeds.push_back({input.name, Random(DType::kFloat32, Shape(dims), feeds.size() + 7)});
       in.tensors.push_back(feeds.back());
