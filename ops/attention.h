@@ -51,9 +51,9 @@
 // two differ by rounding, about float's epsilon times |dP|, which dS =
 // P ∘ (dP - D) keeps and dK (dQ) multiplies by |q| (|k|): on a saturated,
 // one-hot row the composed subgraph's dK is exactly 0, the fused one's
-// about 1e-7 |dO| |v| |q| scale in float32 (1.6e-4 at |q| = 1e4). Where attention logits grow that large and
-// the gradient must be exact, build the composed subgraph
-// (--attention=composed).
+// about 1e-7 |dO| |v| |q| scale in float32 (1.6e-4 at |q| = 1e4). Where
+// attention logits grow that large and the gradient must be exact, build
+// the composed subgraph (--attention=composed).
 
 #ifndef DAGRAD_OPS_ATTENTION_H_
 #define DAGRAD_OPS_ATTENTION_H_

@@ -144,6 +144,45 @@ absl::StatusOr<TensorType> InferPermute(const InferContext& ctx) {
   return TensorType{ctx.in(0).dtype, Shape(out)};
 }
 
+// CopyRun writes n elements of Width bytes to y from x, `step` elements
+// apart there: a fill of one value for a broadcast axis (step 0). The
+// element's width is a constant, so each copy is a move, not a call.
+template <size_t Width>
+void CopyRun(char* y, const char* x, int64_t step, int64_t n) {
+  if (step == 0) {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x, Width);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x + i * step * Width, Width);
+}
+
+// CopyRuns copies each run of `loop` (one input) from x to y: a row copy
+// where the run reads x contiguously, else CopyRun. broadcast_to's and
+// permute's copy.
+template <size_t Width>
+void CopyRuns(const StridedLoop<1>& loop, const char* x, char* y) {
+  loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
+    if (step[0] == 1) {
+      std::memcpy(y + o * Width, x + in[0] * Width, n * Width);
+    } else {
+      CopyRun<Width>(y + o * Width, x + in[0] * Width, step[0], n);
+    }
+  });
+}
+
+// CopyRunsOfWidth is CopyRuns for elements of `width` bytes (1, 2, 4 or 8,
+// every dtype's).
+absl::Status CopyRunsOfWidth(const StridedLoop<1>& loop, size_t width, const char* x, char* y) {
+  switch (width) {
+    case 1: CopyRuns<1>(loop, x, y); break;
+    case 2: CopyRuns<2>(loop, x, y); break;
+    case 4: CopyRuns<4>(loop, x, y); break;
+    case 8: CopyRuns<8>(loop, x, y); break;
+    default: return absl::InternalError(absl::StrCat("a copy of ", width, "-byte elements"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PermuteKernel(const KernelContext& ctx) {
   const std::vector<int64_t> perm = ctx.attrs().GetInts("perm");
   const Dims in_strides = RowMajorStrides(*ctx.in(0).shape);
@@ -153,21 +192,7 @@ absl::Status PermuteKernel(const KernelContext& ctx) {
   const char* x = static_cast<const char*>(ctx.in(0).data);
   char* y = static_cast<char*>(ctx.output.data);
   if (TiledPermute(x, y, size, *ctx.output.shape, strides)) return absl::OkStatus();
-  const StridedLoop<1> loop(*ctx.output.shape, {strides});
-  loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
-    if (step[0] == 1) {  // the last axis stays last: a row copy
-      std::memcpy(y + o * size, x + in[0] * size, n * size);
-    } else if (size == 4) {
-      const float* src = reinterpret_cast<const float*>(x) + in[0];
-      float* dst = reinterpret_cast<float*>(y) + o;
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i * step[0]];
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(y + (o + i) * size, x + (in[0] + i * step[0]) * size, size);
-      }
-    }
-  });
-  return absl::OkStatus();
+  return CopyRunsOfWidth(StridedLoop<1>(*ctx.output.shape, {strides}), size, x, y);
 }
 
 std::vector<Value> PermuteBackward(const GradContext& c) {
@@ -217,42 +242,10 @@ absl::StatusOr<TensorType> InferBroadcastTo(const InferContext& ctx) {
   return TensorType{ctx.in(0).dtype, target};
 }
 
-// CopyRun writes n elements of Width bytes to y from x, `step` elements
-// apart there: a fill of one value for a broadcast axis (step 0). The
-// element's width is a constant, so each copy is a move, not a call.
-template <size_t Width>
-void CopyRun(char* y, const char* x, int64_t step, int64_t n) {
-  if (step == 0) {
-    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x, Width);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x + i * step * Width, Width);
-}
-
-template <size_t Width>
-void BroadcastRuns(const StridedLoop<1>& loop, const char* x, char* y) {
-  loop.Run([&](int64_t o, const int64_t* in, const int64_t* step, int64_t n) {
-    if (step[0] == 1) {
-      std::memcpy(y + o * Width, x + in[0] * Width, n * Width);
-    } else {
-      CopyRun<Width>(y + o * Width, x + in[0] * Width, step[0], n);
-    }
-  });
-}
-
 absl::Status BroadcastToKernel(const KernelContext& ctx) {
-  const StridedLoop<1> loop = BroadcastLoop<1>(*ctx.output.shape, {ctx.in(0).shape});
-  const char* x = static_cast<const char*>(ctx.in(0).data);
-  char* y = static_cast<char*>(ctx.output.data);
-  switch (SizeOf(ctx.output.dtype)) {
-    case 1: BroadcastRuns<1>(loop, x, y); break;
-    case 2: BroadcastRuns<2>(loop, x, y); break;
-    case 4: BroadcastRuns<4>(loop, x, y); break;
-    case 8: BroadcastRuns<8>(loop, x, y); break;
-    default:
-      return absl::InternalError(absl::StrCat("broadcast_to of ", DTypeName(ctx.output.dtype)));
-  }
-  return absl::OkStatus();
+  return CopyRunsOfWidth(BroadcastLoop<1>(*ctx.output.shape, {ctx.in(0).shape}),
+                         SizeOf(ctx.output.dtype), static_cast<const char*>(ctx.in(0).data),
+                         static_cast<char*>(ctx.output.data));
 }
 
 // Autodiff sums the output-shaped gradient back to the input's shape.

@@ -49,7 +49,8 @@
 // attention), to rounding, but for attention dropout in training: each
 // draws its mask on its own node's stream (ops/dropout.h), so a run with
 // dropout > 0 drops other weights on each path (the same distribution; the
-// ops agree bit for bit given one stream, ops/attention.h). kFused, the default, runs the heads' attention as one op
+// ops agree bit for bit given one stream, ops/attention.h). kFused, the
+// default, runs the heads' attention as one op
 // (ops/attention.h: flash-style, no (B, H, T, S) tensor, q, k and v read
 // where the projection put them); kComposed builds the subgraph above of
 // ordinary ops, which DOT draws step by step and which has second

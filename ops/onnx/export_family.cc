@@ -88,10 +88,10 @@ bool MoveOff(const std::string& symbol, const ShapeFamilyOptions& family, Sizes&
 }
 
 // MakeRoom moves the other symbols whose bounds allow it above `symbol`'s
-// bound (each 3 from the next), so that the sizes of `symbol` they kept
-// out (within 1 of theirs) can be tried: a GPT of block size 7 has few
-// sequence sizes that no fixed size of the graph takes, and batch's first
-// size, 5, took two of them. False when none could move.
+// bound (each 3 from the next), so that the sizes of `symbol` they held
+// can be tried: a short sequence bound leaves few sizes that no fixed size
+// of the graph takes, and batch's first size, 5, may be the one left.
+// False when none could move.
 bool MakeRoom(const std::string& symbol, const ShapeFamilyOptions& family, Sizes& a) {
   int64_t next = family.bounds.at(symbol) + 2;
   bool moved = false;
