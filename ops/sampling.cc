@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "engine/status_macros.h"
@@ -75,6 +76,38 @@ absl::StatusOr<TensorType> InferMultinomial(const InferContext& ctx) {
   return TensorType{DType::kInt64, Shape(out)};
 }
 
+// FirstLargest is ArgMaxRow(x, n, 1) for floating T, at memory speed: the
+// row's maximum, kept in lanes that the compiler vectorizes, then the first
+// element equal to it. A NaN, which SortsBefore puts first, sends the row
+// to ArgMaxRow.
+template <typename T>
+int64_t FirstLargest(const T* x, int64_t n) {
+  constexpr int kLanes = 16;
+  T lane_max[kLanes];
+  int32_t lane_nans[kLanes] = {};
+  std::fill(lane_max, lane_max + kLanes, x[0]);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const T v = x[i + l];
+      lane_max[l] = v > lane_max[l] ? v : lane_max[l];
+      lane_nans[l] += v != v;
+    }
+  }
+  T m = x[0];
+  bool nan = false;
+  for (int l = 0; l < kLanes; ++l) {
+    m = lane_max[l] > m ? lane_max[l] : m;
+    nan |= lane_nans[l] != 0;
+  }
+  for (; i < n; ++i) {
+    m = x[i] > m ? x[i] : m;
+    nan |= x[i] != x[i];
+  }
+  if (nan || m != m) return ArgMaxRow(x, n, 1);
+  return std::find(x, x + n, m) - x;
+}
+
 absl::Status ArgMaxKernel(const KernelContext& ctx) {
   DAGRAD_ASSIGN_OR_RETURN(
       const AxisRows r,
@@ -87,7 +120,14 @@ absl::Status ArgMaxKernel(const KernelContext& ctx) {
         ParallelFor(r.outer * r.inner, 1024, [&](int64_t b, int64_t e) {
           for (int64_t row = b; row < e; ++row) {
             const int64_t o = row / r.inner, i = row % r.inner;
-            y[row] = ArgMaxRow(x + o * r.n * r.inner + i, r.n, r.inner);
+            const T* first = x + o * r.n * r.inner + i;
+            if constexpr (std::is_floating_point_v<T>) {
+              if (r.inner == 1) {
+                y[row] = FirstLargest(first, r.n);
+                continue;
+              }
+            }
+            y[row] = ArgMaxRow(first, r.n, r.inner);
           }
         });
         return absl::OkStatus();
