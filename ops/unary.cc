@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "engine/status_macros.h"
+#include "ops/cpu/internal/cpu_isa.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/fill.h"
@@ -20,13 +23,38 @@ absl::StatusOr<TensorType> InferFloatUnary(const InferContext& ctx) {
   return ctx.in(0);
 }
 
-// UnaryKernel runs Fn elementwise; Fn is built from the node's attributes.
+// VectorF32<Fn>::kernel is the CpuKernels entry that computes Fn on
+// float32 at the active ISA level (ops/cpu/kernels/cpu_kernels.h), where
+// the C library's one call per element is the cost; null for the others.
+using UnaryF32 = void (*)(const float* x, float* y, int64_t n);
+template <typename Fn>
+struct VectorF32 {
+  static constexpr UnaryF32 CpuKernels::*kernel = nullptr;
+};
+template <>
+struct VectorF32<TanhFn> {
+  static constexpr UnaryF32 CpuKernels::*kernel = &CpuKernels::tanh_f32;
+};
+template <>
+struct VectorF32<SigmoidFn> {
+  static constexpr UnaryF32 CpuKernels::*kernel = &CpuKernels::sigmoid_f32;
+};
+
+// UnaryKernel runs Fn elementwise (or its vectorised kernel, VectorF32);
+// Fn is built from the node's attributes.
 template <typename Fn>
 absl::Status UnaryKernel(const KernelContext& ctx) {
-  return DispatchFloat(ctx.output.dtype, [&](auto tag) {
+  return DispatchFloat(ctx.output.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const T* x = ctx.in(0).as<T>();
     T* y = ctx.output.as<T>();
+    if constexpr (std::is_same_v<T, float> && VectorF32<Fn>::kernel != nullptr) {
+      DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* k, ActiveKernels());
+      const UnaryF32 kernel = k->*VectorF32<Fn>::kernel;
+      ParallelFor(ctx.output.num_elements(), kElementGrain,
+                  [=](int64_t b, int64_t e) { kernel(x + b, y + b, e - b); });
+      return absl::OkStatus();
+    }
     const Fn fn(ctx.attrs());
     ParallelFor(ctx.output.num_elements(), kElementGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = fn(x[i]);

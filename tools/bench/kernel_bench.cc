@@ -19,7 +19,7 @@
 //   transpose/2048x512             (2048, 512) -> (512, 2048), float32
 //   argmax/2048x256                each row's largest of 256 (the trainers'
 //                                  accuracy over a byte vocabulary)
-//   tanh/64x32x512                 tanh of the dropout case's activations
+//   tanh/64x32x512, sigmoid/...    of the dropout case's activations
 //   broadcast_to/2048x1_to_2048    (2048, 1) -> (2048, 2048): a reduction's
 //                                  gradient
 //   matmul_batched/<n>             (64, n, n) x (64, n, n)ᵀ, the matmul op
@@ -211,6 +211,7 @@ Value DropoutOp(Value x) { return Dropout(x, 0.1); }
 Value TransposeOp(Value x) { return Transpose(x, 0, 1); }
 Value ArgMaxOp(Value x) { return ArgMax(x, -1); }
 Value TanhOp(Value x) { return Tanh(x); }
+Value SigmoidOp(Value x) { return Sigmoid(x); }
 // A reduction's gradient: a column broadcast to its rows' width.
 Value BroadcastColumnOp(Value x) { return BroadcastTo(x, Shape({x.dim(0), 2048})); }
 
@@ -326,6 +327,7 @@ void Register() {
   benchmark::RegisterBenchmark("transpose/2048x512", OpCase, Shape({2048, 512}), TransposeOp);
   benchmark::RegisterBenchmark("argmax/2048x256", OpCase, Shape({2048, 256}), ArgMaxOp);
   benchmark::RegisterBenchmark("tanh/64x32x512", OpCase, Shape({64, 32, 512}), TanhOp);
+  benchmark::RegisterBenchmark("sigmoid/64x32x512", OpCase, Shape({64, 32, 512}), SigmoidOp);
   benchmark::RegisterBenchmark("broadcast_to/2048x1_to_2048", OpCase, Shape({2048, 1}),
                                BroadcastColumnOp);
   for (int64_t n : {32, 64}) {

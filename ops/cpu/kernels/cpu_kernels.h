@@ -220,6 +220,16 @@ struct CpuKernels {
   void (*gelu_f32)(const GeluArgs& args, int64_t begin, int64_t end);
   void (*gelu_grad_f32)(const GeluArgs& args, int64_t begin, int64_t end);
 
+  // tanh_f32 / sigmoid_f32: y[i] = tanh(x[i]) / sigmoid(x[i]) for i < n,
+  // vectorised (ops/cpu/kernels/activation_kernel.cc): a polynomial for
+  // |x| < 0.625 (tanh), else from exp(-2|x|) / exp(-|x|); y may be x. At
+  // every level within 1.5 units in the last place of the exact value
+  // (sigmoid: 2.5, and 0 for x < -87.33654, where the exact value is
+  // subnormal) (tests/ops/activation_kernel_test.cc);
+  // the levels differ only where MulAdd fuses.
+  void (*tanh_f32)(const float* x, float* y, int64_t n);
+  void (*sigmoid_f32)(const float* x, float* y, int64_t n);
+
   // attention_softmax_*: the online-softmax step of a block, per row r:
   // m' = max(m[r], z[0, valid)) (NaN-propagating); when m' is -inf the row
   // becomes zeros and alpha[r] = 1; else alpha[r] = exp(m[r] - m'), the

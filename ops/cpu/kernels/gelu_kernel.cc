@@ -21,8 +21,6 @@
 // reduction use MulAdd, fused at the avx2 and avx512 levels (a third of
 // the arithmetic) and as written at the baseline.
 
-#include <initializer_list>
-
 #include "ops/cpu/kernels/cpu_kernels.h"
 #include "ops/cpu/kernels/level.h"
 #include "ops/cpu/kernels/simd.h"
@@ -44,49 +42,6 @@ constexpr float kErfSmall[] = {1.128379107e+00f, -3.761232495e-01f,
 constexpr float kErfcLarge[] = {
     2.820947766e-01f, 2.821003199e-01f, 2.466215640e-01f,  1.793487072e-01f,
     6.247589737e-02f, 7.533789426e-02f, -2.162694186e-01f, 8.864813298e-02f};
-
-// MulAdd is a * b + c: one fused rounding where the level has FMA.
-inline VecF MulAdd(VecF a, VecF b, VecF c) {
-#if defined(__AVX512F__)
-  return reinterpret_cast<VecF>(_mm512_fmadd_ps(reinterpret_cast<__m512>(a),
-                                                reinterpret_cast<__m512>(b),
-                                                reinterpret_cast<__m512>(c)));
-#elif defined(__AVX2__) && defined(__FMA__)
-  return reinterpret_cast<VecF>(_mm256_fmadd_ps(reinterpret_cast<__m256>(a),
-                                                reinterpret_cast<__m256>(b),
-                                                reinterpret_cast<__m256>(c)));
-#else
-  return a * b + c;
-#endif
-}
-
-template <int kN>
-inline VecF Horner(const float (&c)[kN], VecF t) {
-  VecF p = VecF{} + c[kN - 1];
-  for (int i = kN - 2; i >= 0; --i) p = MulAdd(p, t, VecF{} + c[i]);
-  return p;
-}
-
-// ExpNeg is exp(v) for v <= 0 (NaN gives some finite value: callers
-// multiply it by x): VectorExp's reduction and polynomial
-// (ops/cpu/internal/vector_math.h), without the overflow side, 0 below -87.33654.
-inline VecF ExpNeg(VecF v) {
-  const VecF lo = VecF{} + -87.33654f, round = VecF{} + 12582912.0f;
-  const VecF xc = v >= lo ? v : lo;
-  const VecF n = MulAdd(xc, VecF{} + 1.44269504088896341f, round) - round;
-  const VecF r =
-      MulAdd(n, VecF{} + 2.12194440e-4f, MulAdd(n, VecF{} + -0.693359375f, xc));
-  VecF p = VecF{} + 1.9875691500e-4f;
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                  1.6666665459e-1f, 5.0000001201e-1f}) {
-    p = MulAdd(p, r, VecF{} + c);
-  }
-  p = MulAdd(p, r * r, r) + 1.0f;
-  // n lies in [-126, 0]: 2^n is one normal float.
-  const VecF scale =
-      reinterpret_cast<VecF>((__builtin_convertvector(n, VecI) + 127) << 23);
-  return v < lo ? VecF{} : p * scale;
-}
 
 // Normal holds Phi(x) and exp(-x^2 / 2) = sqrt(2 pi) phi(x).
 struct Normal {

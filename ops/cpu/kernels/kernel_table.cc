@@ -33,6 +33,8 @@ const CpuKernels& Table() {
       .softmax_grad_f32 = SoftmaxGradF32,
       .gelu_f32 = GeluF32,
       .gelu_grad_f32 = GeluGradF32,
+      .tanh_f32 = TanhF32,
+      .sigmoid_f32 = SigmoidF32,
       .attention_softmax_f32 = AttentionSoftmaxF32,
       .attention_softmax_f64 = AttentionSoftmaxF64,
       .attention_grad_f32 = AttentionGradF32,

@@ -51,6 +51,8 @@ void SumColumnsF32(const float* in, int64_t rows, int64_t stride, int64_t len, d
 void SoftmaxGradF32(const float* g, const float* y, float* dx, int64_t rows, int64_t n);
 void GeluF32(const GeluArgs& args, int64_t begin, int64_t end);
 void GeluGradF32(const GeluArgs& args, int64_t begin, int64_t end);
+void TanhF32(const float* x, float* y, int64_t n);
+void SigmoidF32(const float* x, float* y, int64_t n);
 void AttentionSoftmaxF32(const AttentionBlock<float>& a, float* m, double* l, float* alpha);
 void AttentionSoftmaxF64(const AttentionBlock<double>& a, double* m, double* l, double* alpha);
 void AttentionGradF32(const AttentionBlock<float>& a, const float* m, const float* stat,

@@ -4,8 +4,10 @@
 // extensions (operators, comparisons giving lane masks, ?: selecting by
 // lane), so that one piece of code serves every level; UnalignedF: the same
 // register read from or written to any float address. ExpVec: VectorExp
-// (ops/cpu/internal/vector_math.h) on a register. For the kernels in ops/cpu/kernels/ only:
-// everything here lives in the level's namespace.
+// (ops/cpu/internal/vector_math.h) on a register; ExpNeg: the same for
+// arguments <= 0, with fused multiply-adds where the level has them
+// (MulAdd); Horner: a polynomial by MulAdd. For the kernels in
+// ops/cpu/kernels/ only: everything here lives in the level's namespace.
 //
 //   VecF x = *reinterpret_cast<const UnalignedF*>(in + k);
 //   *reinterpret_cast<UnalignedF*>(out + k) = ExpVec(x - m);
@@ -14,6 +16,7 @@
 #define DAGRAD_OPS_CPU_KERNELS_VEC_EXP_H_
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "ops/cpu/internal/vector_math.h"
 #include "ops/cpu/kernels/simd.h"
@@ -48,6 +51,49 @@ inline VecF ExpVec(VecF x) {
   const VecF inf = VecF{} + __builtin_inff();
   const VecF result = x < lo ? VecF{} : (x > hi ? inf : y);
   return x != x ? x : result;
+}
+
+// MulAdd is a * b + c: one fused rounding where the level has FMA.
+inline VecF MulAdd(VecF a, VecF b, VecF c) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<VecF>(_mm512_fmadd_ps(reinterpret_cast<__m512>(a),
+                                                reinterpret_cast<__m512>(b),
+                                                reinterpret_cast<__m512>(c)));
+#elif defined(__AVX2__) && defined(__FMA__)
+  return reinterpret_cast<VecF>(_mm256_fmadd_ps(reinterpret_cast<__m256>(a),
+                                                reinterpret_cast<__m256>(b),
+                                                reinterpret_cast<__m256>(c)));
+#else
+  return a * b + c;
+#endif
+}
+
+template <int kN>
+inline VecF Horner(const float (&c)[kN], VecF t) {
+  VecF p = VecF{} + c[kN - 1];
+  for (int i = kN - 2; i >= 0; --i) p = MulAdd(p, t, VecF{} + c[i]);
+  return p;
+}
+
+// ExpNeg is exp(v) for v <= 0 (NaN gives some finite value: callers
+// multiply it by x): VectorExp's reduction and polynomial
+// (ops/cpu/internal/vector_math.h), without the overflow side, 0 below -87.33654.
+inline VecF ExpNeg(VecF v) {
+  const VecF lo = VecF{} + -87.33654f, round = VecF{} + 12582912.0f;
+  const VecF xc = v >= lo ? v : lo;
+  const VecF n = MulAdd(xc, VecF{} + 1.44269504088896341f, round) - round;
+  const VecF r =
+      MulAdd(n, VecF{} + 2.12194440e-4f, MulAdd(n, VecF{} + -0.693359375f, xc));
+  VecF p = VecF{} + 1.9875691500e-4f;
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                  1.6666665459e-1f, 5.0000001201e-1f}) {
+    p = MulAdd(p, r, VecF{} + c);
+  }
+  p = MulAdd(p, r * r, r) + 1.0f;
+  // n lies in [-126, 0]: 2^n is one normal float.
+  const VecF scale =
+      reinterpret_cast<VecF>((__builtin_convertvector(n, VecI) + 127) << 23);
+  return v < lo ? VecF{} : p * scale;
 }
 
 }  // namespace dagrad::kernels::DAGRAD_ISA
