@@ -1,9 +1,11 @@
 #include "engine/dtype.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace dagrad {
 
@@ -64,10 +66,18 @@ std::optional<DType> DTypeFromName(absl::string_view name) {
   return std::nullopt;
 }
 
+std::string ShortestDecimal(double value) {
+  for (int digits = 6; digits < 17; ++digits) {
+    std::string text = absl::StrFormat("%.*g", digits, value);
+    if (std::strtod(text.c_str(), nullptr) == value) return text;
+  }
+  return absl::StrFormat("%.17g", value);
+}
+
 absl::Status CheckValueFits(double value, DType dtype, absl::string_view what) {
   auto fail = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " ", value, " ", why, " (dtype ", DTypeName(dtype), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", ShortestDecimal(value), " ", why,
+                                                   " (dtype ", DTypeName(dtype), ")"));
   };
   switch (dtype) {
     case DType::kFloat64:

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -90,6 +91,13 @@ constexpr uint32_t DTypeBit(DType d) { return 1u << static_cast<int>(d); }
 // kReducedFloatBits is the set of both 16-bit floats, for the ops that move
 // elements without arithmetic and so take every dtype.
 inline constexpr uint32_t kReducedFloatBits = DTypeBit(DType::kBFloat16) | DTypeBit(DType::kFloat16);
+
+// ShortestDecimal is the shortest decimal that reads back as `value`
+// (%.17g at most), for messages that must not round a refused value to an
+// accepted one.
+//
+//   ShortestDecimal(2147483648.0);   // "2147483648", where %g gives "2.14748e+09"
+std::string ShortestDecimal(double value);
 
 // CheckValueFits returns OK when `dtype` can hold `value` exactly, or
 // InvalidArgument naming `what`, the value and the dtype: for int32 and

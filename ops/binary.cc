@@ -22,7 +22,8 @@ absl::StatusOr<TensorType> InferBinary(const InferContext& ctx, Want want,
         absl::StrCat("inputs must be bool, got ", DTypeName(d)));
   }
   if (want == Want::kNumeric && d == DType::kBool) {
-    return absl::InvalidArgumentError("inputs must be numeric, got bool");
+    return absl::InvalidArgumentError(
+        "inputs must be numeric, got bool (Cast them to int32 first)");
   }
   auto shape = BroadcastShapes(ctx.in(0).shape, ctx.in(1).shape);
   if (!shape.ok()) return shape.status();
@@ -68,8 +69,10 @@ absl::Status ArithKernel(const KernelContext& ctx) {
   const auto run = [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
-      // Integer division by zero would kill the process (SIGFPE).
+      // Integer division by zero would kill the process (SIGFPE). An empty
+      // output divides nothing (a broadcast divisor may still hold a 0).
       const T* b = ctx.in(1).as<T>();
+      if (ctx.output.num_elements() == 0) return absl::OkStatus();
       for (int64_t i = 0; i < ctx.in(1).num_elements(); ++i) {
         if (b[i] == 0) {
           return absl::InvalidArgumentError(

@@ -35,9 +35,9 @@ absl::Status CheckCastable(const In* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
       const double v = std::trunc(ConvertElement<double>(x[i]));
       if (!(v >= lowest && v < -lowest)) {
-        return absl::InvalidArgumentError(absl::StrCat("cannot cast ", ConvertElement<double>(x[i]),
-                                                       " (element ", i, ") to ",
-                                                       DTypeName(DTypeOf<Out>::value)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot cast ", ShortestDecimal(ConvertElement<double>(x[i])),
+                         " (element ", i, ") to ", DTypeName(DTypeOf<Out>::value)));
       }
     }
   }

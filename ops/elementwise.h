@@ -343,7 +343,8 @@ struct Atan2Fn {
 // The binary ops of each kind, by OpDef name and functor: ops/cuda/binary.cu
 // registers a CUDA kernel for every line. Arithmetic runs on every numeric
 // dtype, or on float32 and float64 for a functor over std::floating_point
-// only; comparisons on every dtype; logic on bool.
+// only; comparisons on every numeric dtype (not bool: Cast masks to int32
+// to compare them); logic on bool.
 #define DAGRAD_BINARY_ARITH_OPS(X) \
   X(add, AddFn)                    \
   X(sub, SubFn)                    \

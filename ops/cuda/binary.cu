@@ -65,6 +65,8 @@ absl::Status ArithKernel(const KernelContext& ctx) {
   const auto launch = [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, DivFn>) {
+      // As the CPU's: an empty output divides nothing.
+      if (ctx.output.num_elements() == 0) return absl::OkStatus();
       DAGRAD_RETURN_IF_ERROR(cuda::CheckElements(
           ctx, ctx.in(1).as<T>(), ctx.in(1).num_elements(), IsZero<T>(),
           [](const DeviceErrorDetail& d) {

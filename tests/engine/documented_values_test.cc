@@ -37,6 +37,13 @@ TEST(DocumentedValues, AttrsDTypesAndFloats) {
   EXPECT_EQ(a.GetInt("axis"), -1);
   EXPECT_EQ(a.ToString(), "axis=-1, keepdims=true");
   EXPECT_TRUE(absl::IsInvalidArgument(CheckValueFits(3e9, DType::kInt32, "value")));
+  EXPECT_EQ(ShortestDecimal(2147483648.0), "2147483648");
+  EXPECT_EQ(ShortestDecimal(0.1), "0.1");
+  EXPECT_EQ(ShortestDecimal(1.0000001), "1.0000001");
+  EXPECT_STATUS(CheckValueFits(1.0000001, DType::kBool, "value"),
+                absl::StatusCode::kInvalidArgument, "value 1.0000001 is not 0 or 1 (dtype bool)");
+  EXPECT_STATUS(CheckValueFits(2147483647.5, DType::kInt32, "value"),
+                absl::StatusCode::kInvalidArgument, "value 2147483647.5 is not an integer");
   EXPECT_TRUE(absl::IsInvalidArgument(CheckIntegerFits(int64_t{1} << 40, DType::kInt32, "value")));
   EXPECT_EQ(GradientDType(DType::kBFloat16), DType::kFloat32);
   EXPECT_EQ(DTypeBit(DType::kBFloat16) | DTypeBit(DType::kFloat16), kReducedFloatBits);

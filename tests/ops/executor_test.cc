@@ -253,6 +253,12 @@ TEST(Executor, IntegerDivisionByZeroIsAnError) {
                     .status(),
                 absl::StatusCode::kInvalidArgument,
                 "div 'div': integer division by zero (divisor element 1)");
+  // An empty output divides nothing, as torch: a broadcast 0 is no error.
+  Value empty = g.Input("empty", DType::kInt32, {0});
+  Value zero = g.Input("zero", DType::kInt32, {1});
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {Div(empty, zero)}, {{empty, T<int32_t>({0}, {})},
+                                                                 {zero, T<int32_t>({1}, {0})}}));
+  EXPECT_EQ(out[0].shape(), Shape({0}));
 }
 
 TEST(Executor, CastOfNanOrHugeFloatToIntIsAnError) {
@@ -262,6 +268,11 @@ TEST(Executor, CastOfNanOrHugeFloatToIntIsAnError) {
                 absl::StatusCode::kInvalidArgument, "cannot cast 3e+09 (element 1) to int32");
   EXPECT_STATUS(RunOnce(g, {Cast(x, DType::kInt64)}, {{x, T<float>({2}, {NAN, 1})}}).status(),
                 absl::StatusCode::kInvalidArgument, "cannot cast nan (element 0) to int64");
+  // The value in full: one past int32's lowest, not a rounded -2.14748e+09.
+  Value d = g.Input("d", DType::kFloat64, {1});
+  EXPECT_STATUS(RunOnce(g, {Cast(d, DType::kInt32)}, {{d, T<double>({1}, {-2147483649.0})}})
+                    .status(),
+                absl::StatusCode::kInvalidArgument, "cannot cast -2147483649 (element 0) to int32");
 }
 
 TEST(Executor, FoldedConstantsRespectTheMemoryLimit) {
