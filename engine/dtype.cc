@@ -67,6 +67,7 @@ std::optional<DType> DTypeFromName(absl::string_view name) {
 }
 
 std::string ShortestDecimal(double value) {
+  if (std::trunc(value) == value && std::abs(value) < 0x1p64) return absl::StrFormat("%.0f", value);
   for (int digits = 6; digits < 17; ++digits) {
     std::string text = absl::StrFormat("%.*g", digits, value);
     if (std::strtod(text.c_str(), nullptr) == value) return text;

@@ -93,8 +93,8 @@ constexpr uint32_t DTypeBit(DType d) { return 1u << static_cast<int>(d); }
 inline constexpr uint32_t kReducedFloatBits = DTypeBit(DType::kBFloat16) | DTypeBit(DType::kFloat16);
 
 // ShortestDecimal is the shortest decimal that reads back as `value`
-// (%.17g at most), for messages that must not round a refused value to an
-// accepted one.
+// (%.17g at most; an integer below 2^64 in full), for messages that must
+// not round a refused value to an accepted one.
 //
 //   ShortestDecimal(2147483648.0);   // "2147483648", where %g gives "2.14748e+09"
 std::string ShortestDecimal(double value);

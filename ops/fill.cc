@@ -80,7 +80,7 @@ absl::Status CheckValueAttr(const Attrs& attrs, absl::string_view name, DType dt
 std::string AttrText(const Attrs& attrs, absl::string_view name) {
   const AttrValue* v = FindAttr(attrs, name);
   if (const int64_t* i = v ? std::get_if<int64_t>(v) : nullptr) return absl::StrCat(*i);
-  if (const double* d = v ? std::get_if<double>(v) : nullptr) return absl::StrCat(*d);
+  if (const double* d = v ? std::get_if<double>(v) : nullptr) return ShortestDecimal(*d);
   return "(none)";
 }
 
