@@ -169,17 +169,13 @@ absl::StatusOr<json> ParseHeaderJson(const Context& ctx, absl::string_view text)
     return ctx.Invalid(e.message);
   } catch (const json::parse_error& e) {
     // e.byte counts from 1; the header starts at file byte 8.
-    std::string what = e.what();
-    if (const size_t close = what.find("] "); close != std::string::npos) {
-      what = what.substr(close + 2);
-    }
-    return ctx.Invalid(absl::StrCat("header is not valid JSON (near file byte ",
-                                    e.byte + 7, "): ", PrintableText(what)));
+    return ctx.Invalid(absl::StrCat("header is not valid JSON (near file byte ", e.byte + 7,
+                                    "): ", JsonErrorText(e.what())));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         absl::StrCat(ctx.source, ": out of memory parsing a header of ", text.size(), " bytes"));
   } catch (const std::exception& e) {
-    return ctx.Invalid(absl::StrCat("cannot parse the header: ", e.what()));
+    return ctx.Invalid(absl::StrCat("cannot parse the header: ", JsonErrorText(e.what())));
   }
   if (!header.is_object()) {
     return ctx.Invalid(absl::StrCat("header is ", JsonTypeName(header), ", not an object"));

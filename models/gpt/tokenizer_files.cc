@@ -45,11 +45,7 @@ class VocabSax : public nlohmann::json_sax<json> {
   }
   bool parse_error(std::size_t, const std::string&,
                    const nlohmann::detail::exception& e) override {
-    std::string what = e.what();
-    if (const size_t close = what.find("] "); close != std::string::npos) {
-      what = what.substr(close + 2);
-    }
-    error = absl::StrCat("not JSON: ", PrintableText(what));
+    error = absl::StrCat("not JSON: ", JsonErrorText(e.what()));
     return false;
   }
 

@@ -202,13 +202,9 @@ absl::StatusOr<json> ParseObject(absl::string_view text, absl::string_view path)
   try {
     j = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    if (const size_t close = what.find("] "); close != std::string::npos) {
-      what = what.substr(close + 2);
-    }
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not JSON: ", PrintableText(what)));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not JSON: ", JsonErrorText(e.what())));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not JSON: ", JsonErrorText(e.what())));
   }
   if (!j.is_object()) {
     return absl::InvalidArgumentError(

@@ -77,6 +77,8 @@ TEST(DocumentedValues, Utf8) {
   EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9"));
   EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));
   EXPECT_EQ(PrintableText("a\nb\xff", true), "'a\\nb\\xff'");
+  EXPECT_EQ(JsonErrorText("[json.exception.parse_error.101] parse error at line 2"),
+            "parse error at line 2");
   EXPECT_EQ(TerminalText("caf\xc3\xa9\r\n\xff"), "caf\xc3\xa9\r\n\\xff");
   // Tabs stay; a C0 control, DEL, a C1 control (two bytes, shown as one), a
   // lone continuation byte and a truncated sequence are escaped.
