@@ -144,18 +144,6 @@ absl::StatusOr<TensorType> InferPermute(const InferContext& ctx) {
   return TensorType{ctx.in(0).dtype, Shape(out)};
 }
 
-// CopyRun writes n elements of Width bytes to y from x, `step` elements
-// apart there: a fill of one value for a broadcast axis (step 0). The
-// element's width is a constant, so each copy is a move, not a call.
-template <size_t Width>
-void CopyRun(char* y, const char* x, int64_t step, int64_t n) {
-  if (step == 0) {
-    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x, Width);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x + i * step * Width, Width);
-}
-
 // CopyRuns copies each run of `loop` (one input) from x to y: a row copy
 // where the run reads x contiguously, else CopyRun. broadcast_to's and
 // permute's copy.

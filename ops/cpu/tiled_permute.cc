@@ -21,8 +21,7 @@ template <size_t W>
 void CopyTile(const char* in, char* out, const Transpose2d& t, int64_t r0, int64_t r1,
               int64_t c0, int64_t c1) {
   for (int64_t r = r0; r < r1; ++r) {
-    char* row = out + (r * t.row_out) * W;
-    for (int64_t c = c0; c < c1; ++c) std::memcpy(row + c * W, in + (r + c * t.col_step) * W, W);
+    CopyRun<W>(out + (r * t.row_out + c0) * W, in + (r + c0 * t.col_step) * W, t.col_step, c1 - c0);
   }
 }
 

@@ -17,12 +17,30 @@
 #define DAGRAD_OPS_CPU_INTERNAL_TILED_PERMUTE_H_
 
 #include <cstddef>
+#include <cstring>
 
 #include "engine/shape.h"
 
 namespace dagrad {
 
 inline constexpr int64_t kPermuteTile = 16;
+
+// CopyRun writes n elements of Width bytes to y from x, `step` elements
+// apart there: a fill of one value for a broadcast axis (step 0). The
+// element's width is a constant, so each copy is a move, not a call. A
+// tile's row here; a strided run of permute and broadcast_to
+// (ops/shape_ops.cc).
+//
+//   float column[3] = {1, 2, 3}, row[3];
+//   CopyRun<4>(reinterpret_cast<char*>(row), reinterpret_cast<const char*>(column), 1, 3);
+template <size_t Width>
+void CopyRun(char* y, const char* x, int64_t step, int64_t n) {
+  if (step == 0) {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x, Width);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * Width, x + i * step * Width, Width);
+}
 
 // TiledPermute writes y (of shape `out`, row-major) from x, where output
 // axis k reads x with stride `in_strides`[k] (elements of `width` bytes:
