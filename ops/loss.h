@@ -32,8 +32,9 @@ struct CrossEntropyOptions {
 // stably (max-shifted). logits (..., C) float and targets (...) int32/int64,
 // the logits' leading shape -> () for kMean and kSum, (...) for kNone
 // (logits' dtype; ignored rows are 0). kMean divides the sum by the number
-// of targets that are not ignore_index; when every target is ignored the
-// mean is 0 and so is its gradient (PyTorch 1.13 returns NaN there).
+// of targets that are not ignore_index; when every target is ignored, or
+// there are no rows, the mean is 0 and so is its gradient (PyTorch 1.13
+// returns NaN there).
 // The gradient flows to logits only, through the fused backward-only op
 // cross_entropy_grad: (softmax(logits) - smoothed onehot(target)) * g /
 // count, zero rows for ignored targets. It has no gradient of its own.
