@@ -66,14 +66,28 @@ std::optional<DType> DTypeFromName(absl::string_view name) {
   return std::nullopt;
 }
 
-std::string ShortestDecimal(double value) {
-  if (std::trunc(value) == value && std::abs(value) < 0x1p64) return absl::StrFormat("%.0f", value);
-  for (int digits = 6; digits < 17; ++digits) {
+namespace {
+
+// Shortest is the fewest significant digits that read back as `value` in
+// T (NaN as "nan", whatever its sign bit).
+template <typename T>
+std::string Shortest(T value) {
+  if (std::isnan(value)) return "nan";
+  for (int digits = 1; digits < 17; ++digits) {
     std::string text = absl::StrFormat("%.*g", digits, value);
-    if (std::strtod(text.c_str(), nullptr) == value) return text;
+    if (static_cast<T>(std::strtod(text.c_str(), nullptr)) == value) return text;
   }
   return absl::StrFormat("%.17g", value);
 }
+
+}  // namespace
+
+std::string ShortestDecimal(double value) {
+  if (std::trunc(value) == value && std::abs(value) < 0x1p64) return absl::StrFormat("%.0f", value);
+  return Shortest(value);
+}
+
+std::string ShortestDecimal(float value) { return Shortest(value); }
 
 absl::Status CheckValueFits(double value, DType dtype, absl::string_view what) {
   auto fail = [&](absl::string_view why) {

@@ -92,12 +92,14 @@ constexpr uint32_t DTypeBit(DType d) { return 1u << static_cast<int>(d); }
 // elements without arithmetic and so take every dtype.
 inline constexpr uint32_t kReducedFloatBits = DTypeBit(DType::kBFloat16) | DTypeBit(DType::kFloat16);
 
-// ShortestDecimal is the shortest decimal that reads back as `value`
-// (%.17g at most; an integer below 2^64 in full), for messages that must
-// not round a refused value to an accepted one.
+// ShortestDecimal is the shortest decimal that reads back as `value`, a
+// double (an integer below 2^64 in full) or a float, for messages that must
+// not round a refused value to an accepted one; NaN is "nan".
 //
 //   ShortestDecimal(2147483648.0);   // "2147483648", where %g gives "2.14748e+09"
+//   ShortestDecimal(1e20f);          // "1e+20", not the double 1.0000000200408773e+20
 std::string ShortestDecimal(double value);
+std::string ShortestDecimal(float value);
 
 // CheckValueFits returns OK when `dtype` can hold `value` exactly, or
 // InvalidArgument naming `what`, the value and the dtype: for int32 and

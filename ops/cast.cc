@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <type_traits>
 
 #include "engine/bfloat16.h"
 #include "engine/status_macros.h"
@@ -35,9 +37,15 @@ absl::Status CheckCastable(const In* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
       const double v = std::trunc(ConvertElement<double>(x[i]));
       if (!(v >= lowest && v < -lowest)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("cannot cast ", ShortestDecimal(ConvertElement<double>(x[i])),
-                         " (element ", i, ") to ", DTypeName(DTypeOf<Out>::value)));
+        // The value as its own dtype holds it: 1e+20, not the double of 1e20f.
+        std::string text;
+        if constexpr (std::is_same_v<In, double>) {
+          text = ShortestDecimal(x[i]);
+        } else {
+          text = ShortestDecimal(ConvertElement<float>(x[i]));
+        }
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cannot cast ", text, " (element ", i, ") to ", DTypeName(DTypeOf<Out>::value)));
       }
     }
   }

@@ -142,7 +142,10 @@ inline Value operator/(double s, Value a) { return Scale(Pow(a, -1.0), s); }
 //
 // What the kernels of the ops above compute per element, shared by the CPU
 // and CUDA kernels, so the two backends cannot drift apart: relu(NaN) is
-// NaN on both, pow(-0, 0.5) is -0 on both. A functor is built from the
+// NaN on both, pow(-0, 0.5) is -0 on both. One exception: float32 tanh
+// and sigmoid run vectorised kernels on the CPU (ops/cpu/kernels/
+// activation_kernel.cc, within 1.5 and 2.5 ulps; sigmoid 0 where it is
+// subnormal), these functors on CUDA. A functor is built from the
 // node's attributes (most ignore them) and applied per element:
 //
 //   // setup: Kernel

@@ -44,41 +44,40 @@ TEST(Sampling, TiesInIndexOrderNanFirst) {
   EXPECT_EQ(out[1].shape(), Shape({2, 4}));
 }
 
-// Rows long enough for ArgMax's vectorised scan (ops/sampling.cc), each
-// length from 1 to 70, drawn from few values (ties across lanes, -0 beside
-// 0, infinities) with a NaN at a random place in a third of them: each is
-// the first NaN, else the first largest, as a plain loop finds it.
-TEST(Sampling, ArgMaxOfLongRowsIsTheFirstLargest) {
+// Rows of every length from 1 to 70 (shorter and longer than ArgMax's
+// vectorised blocks of 16, ops/sampling.cc), three rows each, drawn from
+// few values (ties across lanes, -0 beside 0, infinities) with a NaN at a
+// random place in a third of them: each is the first NaN, else the first
+// largest, as a plain loop finds it.
+TEST(Sampling, ArgMaxOfRowsOfEveryLengthIsTheFirstLargest) {
   const std::vector<float> pool = {-INFINITY, -1, -0.0f, 0, 2, 7, INFINITY};
-  std::vector<float> data;
-  std::vector<int64_t> expected;
   uint32_t state = 12345;
   auto next = [&](uint32_t bound) {
     state = state * 1664525u + 1013904223u;
     return (state >> 8) % bound;
   };
-  constexpr int64_t kWidth = 70;
-  for (int64_t len = 1; len <= kWidth; ++len) {
-    std::vector<float> row(kWidth, -INFINITY);  // padding after len: -inf
-    for (int64_t i = 0; i < len; ++i) row[i] = pool[next(pool.size())];
-    if (next(3) == 0) row[next(len)] = NAN;
-    int64_t best = 0;
-    for (int64_t i = 0; i < len; ++i) {
-      if (std::isnan(row[best])) break;
-      if (std::isnan(row[i]) || row[i] > row[best]) best = i;
+  constexpr int64_t kRows = 3;
+  for (int64_t len = 1; len <= 70; ++len) {
+    std::vector<float> data;
+    std::vector<int64_t> expected;
+    for (int64_t r = 0; r < kRows; ++r) {
+      std::vector<float> row(len);
+      for (float& v : row) v = pool[next(pool.size())];
+      if (next(3) == 0) row[next(len)] = NAN;
+      int64_t best = 0;
+      for (int64_t i = 0; i < len && !std::isnan(row[best]); ++i) {
+        if (std::isnan(row[i]) || row[i] > row[best]) best = i;
+      }
+      data.insert(data.end(), row.begin(), row.end());
+      expected.push_back(best);
     }
-    // Rows of kWidth: a row shorter than that ends in -inf, never larger.
-    data.insert(data.end(), row.begin(), row.end());
-    expected.push_back(best);
-  }
-  const int64_t rows = kWidth;
-  for (DType d : {DType::kFloat32, DType::kFloat64}) {
-    Graph g;
-    Value x = g.Input("x", DType::kFloat32, {rows, kWidth});
-    ASSERT_OK_AND_ASSIGN(
-        auto out, RunOnce(g, {ArgMax(Cast(x, d))},
-                          {{x, T<float>({rows, kWidth}, data)}}));
-    EXPECT_EQ(Ints(out[0]), expected) << DTypeName(d);
+    for (DType d : {DType::kFloat32, DType::kFloat64}) {
+      Graph g;
+      Value x = g.Input("x", DType::kFloat32, {kRows, len});
+      ASSERT_OK_AND_ASSIGN(auto out, RunOnce(g, {ArgMax(Cast(x, d))},
+                                             {{x, T<float>({kRows, len}, data)}}));
+      EXPECT_EQ(Ints(out[0]), expected) << DTypeName(d) << ", rows of " << len;
+    }
   }
 }
 

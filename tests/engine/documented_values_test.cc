@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -40,6 +41,9 @@ TEST(DocumentedValues, AttrsDTypesAndFloats) {
   EXPECT_EQ(ShortestDecimal(2147483648.0), "2147483648");
   EXPECT_EQ(ShortestDecimal(0.1), "0.1");
   EXPECT_EQ(ShortestDecimal(1.0000001), "1.0000001");
+  EXPECT_EQ(ShortestDecimal(1e20f), "1e+20");
+  EXPECT_EQ(ShortestDecimal(5e-324), "5e-324");
+  EXPECT_EQ(ShortestDecimal(-std::numeric_limits<double>::quiet_NaN()), "nan");
   EXPECT_STATUS(CheckValueFits(1.0000001, DType::kBool, "value"),
                 absl::StatusCode::kInvalidArgument, "value 1.0000001 is not 0 or 1 (dtype bool)");
   EXPECT_STATUS(CheckValueFits(2147483647.5, DType::kInt32, "value"),
