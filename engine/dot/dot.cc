@@ -111,6 +111,19 @@ std::string LastComponent(const std::string& scope) {
   return slash == std::string::npos ? scope : scope.substr(slash + 1);
 }
 
+// ClusterOf is the cluster that draws `scope`: the scope itself, or its
+// ancestor kMaxClusterDepth levels deep (dot.h), so that the clusters'
+// nesting (written by recursion, each line naming its whole path) stays
+// bounded whatever the depth of the names (an ONNX node "a/a/.../a").
+std::string ClusterOf(const std::string& scope) {
+  size_t slash = 0;
+  for (int level = 1; level <= kMaxClusterDepth; ++level, ++slash) {
+    slash = scope.find('/', slash);  // the end of component `level`
+    if (slash == std::string::npos) return scope;
+  }
+  return scope.substr(0, slash - 1);
+}
+
 bool Under(const std::string& scope, const std::string& root) {
   return scope.size() >= root.size() && scope.compare(0, root.size(), root) == 0 &&
          (scope.size() == root.size() || scope[root.size()] == '/');
@@ -151,10 +164,10 @@ class DotWriter {
       const Node& n = g_.node(id);
       const std::string* root = CollapsedUnder(n.scope);
       if (root == nullptr) {
-        place(n.scope).nodes.push_back(id);
+        place(ClusterOf(n.scope)).nodes.push_back(id);
         continue;
       }
-      if (box_counts_[*root]++ == 0) place(Parent(*root)).boxes.push_back(*root);
+      if (box_counts_[*root]++ == 0) place(ClusterOf(Parent(*root))).boxes.push_back(*root);
       box_of_[id] = *root;
     }
 

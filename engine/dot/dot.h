@@ -21,7 +21,9 @@
 //     each style;
 //   - name scopes as nested clusters labelled with the scope's own name, so
 //     a subgraph builder (multi-head attention, positional encoding) is a
-//     box around its ops; autodiff's nodes sit under "grad/...";
+//     box around its ops; autodiff's nodes sit under "grad/..."; scopes
+//     nested deeper than kMaxClusterDepth are drawn in their ancestor at
+//     that depth (their nodes' tooltips keep the whole path);
 //   - a collapsed scope, with everything under it, as one node labelled
 //     with its path and node count; edges to and from it are drawn once.
 //
@@ -46,6 +48,9 @@
 #include "engine/graph.h"
 
 namespace dagrad {
+
+// kMaxClusterDepth: the deepest scope drawn as a cluster of its own.
+inline constexpr int kMaxClusterDepth = 64;
 
 struct DotOptions {
   // title is drawn above the graph; empty for none.

@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -203,6 +205,26 @@ TEST(Dot, ScopesBecomeNestedClusters) {
   EXPECT_EQ(parent.at("cluster_grad_2fencoder"), "cluster_grad");
   const std::string dot = Dot(m.g, {});
   EXPECT_THAT(dot, HasSubstr("label=\"self_attn\"; tooltip=\"encoder/layers/0/self_attn\";"));
+}
+
+// Scopes nest as deep as names do (an ONNX node "a/a/.../a" imports as
+// one scope per part): 20000 levels overflowed the stack, clusters written
+// by recursion, and the file grew as the square of the depth. Clusters
+// stop at kMaxClusterDepth; the node's tooltip keeps its whole path.
+TEST(Dot, ScopesDeeperThanTheLimitAreDrawnInTheirAncestor) {
+  Graph g;
+  std::vector<std::unique_ptr<Graph::Scope>> scopes;
+  for (int i = 0; i < 20000; ++i) scopes.push_back(std::make_unique<Graph::Scope>(g, "a"));
+  const Value x = g.Input("x", DType::kFloat32, {2});
+  scopes.clear();
+  const std::string dot = Dot(g, {});
+  const auto parent = Clusters(dot);
+  std::string deepest = "cluster_a";
+  for (int i = 1; i < kMaxClusterDepth; ++i) deepest += "_2fa";
+  EXPECT_EQ(parent.at(absl::StrCat("n", x.id())), deepest);
+  EXPECT_FALSE(parent.contains(deepest + "_2fa"));
+  EXPECT_LT(dot.size(), 200000u);
+  EXPECT_THAT(dot, HasSubstr(x.path()));
 }
 
 TEST(Dot, CollapsedScopesBecomeOneNodeWithEdgesKept) {

@@ -8,7 +8,9 @@
 // scope expands and collapses by clicks; a search finds nodes; clicking a
 // forward node highlights the gradient nodes autodiff made for it, and
 // clicking one of those highlights the forward node; a screenshot is taken
-// (tools/viewer/screenshot.png, the README's picture, is one). It prints
+// (tools/viewer/screenshot.png, the README's picture, is one). A chain of
+// 10000 ops outside any scope (an ONNX file written here), which ELK cannot
+// lay out, says so on the page instead of leaving it blank. It prints
 // each page's open-to-interactive time (not asserted: the machine's load
 // decides it). Exit 77 (ctest's skip) when no browser is installed.
 'use strict';
@@ -128,6 +130,48 @@ async function drive(page) {
   await page.evaluate((id) => window.dagradViewer.reveal(id).then(() => window.dagradViewer.select(id)), forward);
 }
 
+// FlatChainOnnx writes an ONNX model of n unnamed Tanh nodes in a line,
+// float32 (4): protobuf by hand (field numbers of onnx.proto).
+function flatChainOnnx(file, n) {
+  const varint = (v) => {
+    const out = [];
+    for (; v > 127; v = Math.floor(v / 128)) out.push((v % 128) | 128);
+    out.push(v);
+    return Buffer.from(out);
+  };
+  const int = (field, v) => Buffer.concat([varint(field * 8), varint(v)]);
+  const bytes = (field, b) => Buffer.concat([varint(field * 8 + 2), varint(b.length), b]);
+  const str = (field, s) => bytes(field, Buffer.from(s));
+  const msg = (field, ...parts) => bytes(field, Buffer.concat(parts));
+  const value = (field, name) =>  // ValueInfoProto: a float tensor of shape (4)
+    msg(field, str(1, name), msg(2, msg(1, int(1, 1), msg(2, msg(1, int(1, 4))))));
+  const nodes = [];
+  for (let i = 0; i < n; ++i) nodes.push(msg(1, str(1, `t${i}`), str(2, `t${i + 1}`), str(4, 'Tanh')));
+  const graph = msg(7, ...nodes, str(2, 'flat'), value(11, 't0'), value(12, `t${n}`));
+  fs.writeFileSync(file, Buffer.concat([int(1, 8), graph, msg(8, int(2, 17))]));
+}
+
+// layoutFailure opens a viewer page of a 10000-op flat chain: ELK's layered
+// layout overflows the stack on it, and the page must say so.
+async function layoutFailure(browser) {
+  const onnx = path.join(work, 'flat.onnx'), html = path.join(work, 'flat.html');
+  flatChainOnnx(onnx, 10000);
+  try {
+    execFileSync(dagrad, ['dot', `--model=${onnx}`, '--html', `--out=${html}`],
+                 { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (e) {
+    console.log(`skip: the flat chain's page (dagrad dot read no ONNX: ${String(e.stderr).trim()})`);
+    return;
+  }
+  const page = await browser.newPage();
+  await page.goto('file://' + html);
+  await page.waitForSelector('body[data-ready="failed"]', { timeout: 120000 });
+  const said = await page.evaluate(() => document.querySelector('h2').parentElement.innerText);
+  check(said.includes('The layout failed') && said.includes('dagrad dot'),
+        `a 10000-op flat chain's page says its layout failed: ${said.split('\n')[0]}`);
+  await page.close();
+}
+
 (async () => {
   fs.mkdirSync(work, { recursive: true });
   const corpus = path.join(work, 'corpus.txt');
@@ -160,6 +204,7 @@ async function drive(page) {
       }
       await page.close();
     }
+    await layoutFailure(browser);
   } finally {
     await browser.close();
   }

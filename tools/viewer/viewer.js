@@ -494,5 +494,13 @@
   relayout().then(() => {
     window.dagradViewer.interactiveMs = performance.now() - t0;
     document.body.dataset.ready = '1';
-  }).catch((e) => { console.error('dagrad viewer: layout failed: ' + e); });
+  }).catch((e) => {
+    // Said on the page too: ELK's layered layout overflows the browser's
+    // stack on thousands of nodes side by side (no scopes to fold them).
+    console.error('dagrad viewer: layout failed: ' + e);
+    details.innerHTML = `<h2>The layout failed</h2><p>${escapeHtml(String(e))}</p><p>A graph ` +
+      'of thousands of ops outside any name scope is too wide to lay out whole: draw it ' +
+      'with <code>dagrad dot</code> (Graphviz), or build it under name scopes.</p>';
+    document.body.dataset.ready = 'failed';
+  });
 }());
