@@ -3,7 +3,7 @@
 // level's width, in place of the C library's one call per element. With
 // a = |x| and e = exp(-2a) (ExpNeg, ops/cpu/kernels/vec_exp.h):
 //
-//   a < 0.625:  tanh(x) = x + x^3 P(x^2)     P: degree 4, rel. error 5e-9
+//   a < 0.625:  tanh(x) = x + x^3 P(x^2)     P: degree 4, tanh's rel. error 7e-9
 //   a >= 0.625: tanh(a) = 1 - 2e / (1 + e), its sign from x
 //
 // P is fitted (weighted least squares, iterated to equal ripple) to
