@@ -119,7 +119,8 @@ inline std::string PrintableText(absl::string_view s, bool quote = false) {
 // JsonErrorText is a JSON parser's error message for a user: nlohmann's
 // exception id ("[json.exception.parse_error.101] ") dropped, the rest
 // PrintableText (it may quote the file's own bytes).
-//   JsonErrorText("[json.exception.parse_error.101] parse error at line 2");  // "parse error at line 2"
+//   JsonErrorText("[json.exception.parse_error.101] parse error at line 2");
+//   // "parse error at line 2"
 inline std::string JsonErrorText(absl::string_view what) {
   if (const size_t close = what.find("] "); close != absl::string_view::npos) {
     what.remove_prefix(close + 2);

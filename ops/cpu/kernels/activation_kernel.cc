@@ -9,8 +9,10 @@
 // P is fitted (weighted least squares, iterated to equal ripple) to
 // (tanh(x) - x) / x^3 on [0, 0.625]; above, e <= 0.29, and the one
 // rounding that matters is 1 - q, q = 2e / (1 + e) <= 0.45 taking its
-// rounding errors at its own, smaller scale. sigmoid(x) = 1 / (1 + e') for x >= 0 and e' / (1 + e') below, e'
-// = exp(-|x|): neither overflows, and the small tail keeps its relative
+// rounding errors at its own, smaller scale.
+//
+// sigmoid(x) = 1 / (1 + e') for x >= 0 and e' / (1 + e') below, e' =
+// exp(-|x|): neither overflows, and the small tail keeps its relative
 // accuracy down to x = -87.3 (0 below, where torch has subnormals to
 // -103). NaN stays NaN, tanh(-0) = -0. The FMA rule (cpu_kernels.h): P
 // and the exponential use MulAdd, fused at the avx2 and avx512 levels.
