@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/status_macros.h"
+#include "ops/cpu/internal/vector_math.h"
 #include "ops/cpu/parallel.h"
 #include "ops/math/sampling_math.h"
 #include "ops/op_util.h"
@@ -77,34 +78,13 @@ absl::StatusOr<TensorType> InferMultinomial(const InferContext& ctx) {
 }
 
 // FirstLargest is ArgMaxRow(x, n, 1) for floating T, at memory speed: the
-// row's maximum, kept in lanes that the compiler vectorizes, then the first
-// element equal to it. A NaN, which SortsBefore puts first, sends the row
+// row's maximum (RowMax, vectorised), then the first element equal to it.
+// A NaN, which RowMax propagates and SortsBefore puts first, sends the row
 // to ArgMaxRow.
 template <typename T>
 int64_t FirstLargest(const T* x, int64_t n) {
-  constexpr int kLanes = 16;
-  T lane_max[kLanes];
-  int32_t lane_nans[kLanes] = {};
-  std::fill(lane_max, lane_max + kLanes, x[0]);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const T v = x[i + l];
-      lane_max[l] = v > lane_max[l] ? v : lane_max[l];
-      lane_nans[l] += v != v;
-    }
-  }
-  T m = x[0];
-  bool nan = false;
-  for (int l = 0; l < kLanes; ++l) {
-    m = lane_max[l] > m ? lane_max[l] : m;
-    nan |= lane_nans[l] != 0;
-  }
-  for (; i < n; ++i) {
-    m = x[i] > m ? x[i] : m;
-    nan |= x[i] != x[i];
-  }
-  if (nan || m != m) return ArgMaxRow(x, n, 1);
+  const T m = RowMax(x, n);
+  if (m != m) return ArgMaxRow(x, n, 1);
   return std::find(x, x + n, m) - x;
 }
 
