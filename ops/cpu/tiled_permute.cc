@@ -1,7 +1,6 @@
 #include "ops/cpu/internal/tiled_permute.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 namespace dagrad {

@@ -54,26 +54,14 @@ inline VecF SigmoidVec(VecF x) {
   return x != x ? x : y;
 }
 
-// ForEachVec writes f(x[i]) to y[i] for i < n, whole registers first, then
-// the tail padded to a register (so every element takes the same
-// arithmetic). y may be x.
-template <typename F>
-void ForEachVec(const float* x, float* y, int64_t n, F f) {
-  int64_t i = 0;
-  for (; i + kVecLanes <= n; i += kVecLanes) {
-    *reinterpret_cast<UnalignedF*>(y + i) = f(*reinterpret_cast<const UnalignedF*>(x + i));
-  }
-  if (i == n) return;
-  VecF tail{};
-  for (int64_t k = 0; k < n - i; ++k) tail[k] = x[i + k];
-  const VecF out = f(tail);
-  for (int64_t k = 0; k < n - i; ++k) y[i + k] = out[k];
-}
-
 }  // namespace
 
-void TanhF32(const float* x, float* y, int64_t n) { ForEachVec(x, y, n, TanhVec); }
+void TanhF32(const float* x, float* y, int64_t n) {
+  ForEachVec(x, nullptr, y, 0, n, [](VecF v, VecF) { return TanhVec(v); });
+}
 
-void SigmoidF32(const float* x, float* y, int64_t n) { ForEachVec(x, y, n, SigmoidVec); }
+void SigmoidF32(const float* x, float* y, int64_t n) {
+  ForEachVec(x, nullptr, y, 0, n, [](VecF v, VecF) { return SigmoidVec(v); });
+}
 
 }  // namespace dagrad::kernels::DAGRAD_ISA

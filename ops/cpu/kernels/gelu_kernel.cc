@@ -97,45 +97,23 @@ inline VecF GeluGradVec(VecF x, VecF g, bool tanh) {
   return g * (n.cdf + x * (n.gauss * kInvSqrt2Pi));
 }
 
-// ForEachVec runs `f(x, g)` on the elements [begin, end), whole registers
-// first, then the tail padded to a register (so every element takes the
-// same arithmetic). g is null for the forward pass.
-template <typename F>
-void ForEachVec(const GeluArgs& args, int64_t begin, int64_t end, F f) {
-  int64_t i = begin;
-  for (; i + kVecLanes <= end; i += kVecLanes) {
-    const VecF x = *reinterpret_cast<const UnalignedF*>(args.x + i);
-    const VecF g =
-        args.g ? *reinterpret_cast<const UnalignedF*>(args.g + i) : VecF{};
-    *reinterpret_cast<UnalignedF*>(args.y + i) = f(x, g);
-  }
-  if (i == end) return;
-  VecF x{}, g{};
-  for (int64_t k = 0; k < end - i; ++k) {
-    x[k] = args.x[i + k];
-    g[k] = args.g ? args.g[i + k] : 0.0f;
-  }
-  const VecF y = f(x, g);
-  for (int64_t k = 0; k < end - i; ++k) args.y[i + k] = y[k];
-}
-
 }  // namespace
 
+// g is null for the forward pass.
 void GeluF32(const GeluArgs& args, int64_t begin, int64_t end) {
   if (args.tanh) {
-    ForEachVec(args, begin, end, [](VecF x, VecF) { return GeluVec(x, true); });
+    ForEachVec(args.x, args.g, args.y, begin, end, [](VecF x, VecF) { return GeluVec(x, true); });
   } else {
-    ForEachVec(args, begin, end,
-               [](VecF x, VecF) { return GeluVec(x, false); });
+    ForEachVec(args.x, args.g, args.y, begin, end, [](VecF x, VecF) { return GeluVec(x, false); });
   }
 }
 
 void GeluGradF32(const GeluArgs& args, int64_t begin, int64_t end) {
   if (args.tanh) {
-    ForEachVec(args, begin, end,
+    ForEachVec(args.x, args.g, args.y, begin, end,
                [](VecF x, VecF g) { return GeluGradVec(x, g, true); });
   } else {
-    ForEachVec(args, begin, end,
+    ForEachVec(args.x, args.g, args.y, begin, end,
                [](VecF x, VecF g) { return GeluGradVec(x, g, false); });
   }
 }

@@ -6,7 +6,8 @@
 // register read from or written to any float address. ExpVec: VectorExp
 // (ops/cpu/internal/vector_math.h) on a register; ExpNeg: the same for
 // arguments <= 0, with fused multiply-adds where the level has them
-// (MulAdd); Horner: a polynomial by MulAdd. For the kernels in
+// (MulAdd); Horner: a polynomial by MulAdd; ForEachVec: a function of
+// registers over a range of floats. For the kernels in
 // ops/cpu/kernels/ only: everything here lives in the level's namespace.
 //
 //   VecF x = *reinterpret_cast<const UnalignedF*>(in + k);
@@ -94,6 +95,27 @@ inline VecF ExpNeg(VecF v) {
   const VecF scale =
       reinterpret_cast<VecF>((__builtin_convertvector(n, VecI) + 127) << 23);
   return v < lo ? VecF{} : p * scale;
+}
+
+// ForEachVec writes f(x[i], g[i]) to y[i] for i in [begin, end) (g[i] = 0
+// where g is null): whole registers first, then the tail padded to a
+// register, so every element takes the same arithmetic. y may be x or g.
+template <typename F>
+void ForEachVec(const float* x, const float* g, float* y, int64_t begin, int64_t end, F f) {
+  int64_t i = begin;
+  for (; i + kVecLanes <= end; i += kVecLanes) {
+    const VecF xi = *reinterpret_cast<const UnalignedF*>(x + i);
+    const VecF gi = g ? *reinterpret_cast<const UnalignedF*>(g + i) : VecF{};
+    *reinterpret_cast<UnalignedF*>(y + i) = f(xi, gi);
+  }
+  if (i == end) return;
+  VecF xt{}, gt{};
+  for (int64_t k = 0; k < end - i; ++k) {
+    xt[k] = x[i + k];
+    gt[k] = g ? g[i + k] : 0.0f;
+  }
+  const VecF yt = f(xt, gt);
+  for (int64_t k = 0; k < end - i; ++k) y[i + k] = yt[k];
 }
 
 }  // namespace dagrad::kernels::DAGRAD_ISA
