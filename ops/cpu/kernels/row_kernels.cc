@@ -25,16 +25,7 @@ constexpr int kLanes = 16;
 // than a register goes through one padded register too (the rows of causal
 // and length masks end anywhere): ExpVec gives each lane VectorExp's bits.
 void ExpShifted(const float* in, float* out, int64_t len, float m) {
-  int64_t k = 0;
-  for (; k + kVecLanes <= len; k += kVecLanes) {
-    *reinterpret_cast<UnalignedF*>(out + k) =
-        ExpVec(*reinterpret_cast<const UnalignedF*>(in + k) - m);
-  }
-  if (k == len) return;
-  alignas(64) float tail[kVecLanes] = {};
-  for (int64_t i = k; i < len; ++i) tail[i - k] = in[i];
-  *reinterpret_cast<VecF*>(tail) = ExpVec(*reinterpret_cast<const VecF*>(tail) - m);
-  for (int64_t i = k; i < len; ++i) out[i] = tail[i - k];
+  ForEachVec(in, nullptr, out, 0, len, [m](VecF x, VecF) { return ExpVec(x - m); });
 }
 
 struct Moments {
