@@ -251,31 +251,55 @@ TEST(CpuIsa, ExpShiftSumOfEveryLevelIsBitIdenticalToTheBaseline) {
   }
 }
 
+// ExpectTermsAreVectorExp runs every level's exp_shift_sum_f32 on x with shift m and
+// checks each term against VectorExp(x[k] - m) bit for bit.
+void ExpectTermsAreVectorExp(const std::vector<float>& x, float m) {
+  for (CpuIsa isa : CpuIsaRunnable()) {
+    std::vector<float> y(x.size());
+    KernelsFor(isa).exp_shift_sum_f32(x.data(), y.data(), static_cast<int64_t>(x.size()), m);
+    for (size_t k = 0; k < x.size(); ++k) {
+      const float want = VectorExp(x[k] - m);
+      uint32_t got_bits, want_bits;
+      std::memcpy(&got_bits, &y[k], 4);
+      std::memcpy(&want_bits, &want, 4);
+      ASSERT_EQ(got_bits, want_bits)
+          << CpuIsaName(isa) << " x = " << x[k] << " m = " << m << ": " << y[k] << " vs " << want;
+    }
+  }
+}
+
 // Every term is VectorExp's scalar result bit for bit (the levels compute
 // it a register of lanes at a time), at the edges too: NaN, +-inf, the
-// clamps, results that underflow to subnormals or overflow.
+// clamps, results that underflow to subnormals, shifts up to 88 (the
+// contract: m at least every x, so a shifted value is <= 0, but exact up
+// to 88).
 TEST(CpuIsa, ExpShiftSumTermsAreVectorExpBitForBit) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {std::nanf(""), -inf, inf, -1000.0f, 1000.0f, -87.33654f, -87.3365f,
                           88.72283f, 88.7228f, -87.0f, 88.0f, -80.0f, 0.0f, -0.0f, 1e-30f,
-                          -103.0f, 0.5f, -0.5f, 3.0f, -3.0f};
+                          -103.0f, 0.5f, -0.5f, 3.0f, -3.0f, 90.5f, 87.99f, -126.0f};
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-100.0f, 100.0f);
   for (int i = 0; i < 1000; ++i) x.push_back(u(rng));
-  for (float m : {0.0f, 2.5f}) {
-    for (CpuIsa isa : CpuIsaRunnable()) {
-      std::vector<float> y(x.size());
-      KernelsFor(isa).exp_shift_sum_f32(x.data(), y.data(), static_cast<int64_t>(x.size()), m);
-      for (size_t k = 0; k < x.size(); ++k) {
-        const float want = VectorExp(x[k] - m);
-        uint32_t got_bits, want_bits;
-        std::memcpy(&got_bits, &y[k], 4);
-        std::memcpy(&want_bits, &want, 4);
-        ASSERT_EQ(got_bits, want_bits)
-            << CpuIsaName(isa) << " x = " << x[k] << " m = " << m << ": " << y[k] << " vs " << want;
-      }
+  for (float m : {0.0f, 2.5f, 1000.0f, inf}) {
+    std::vector<float> in_contract;
+    for (float v : x) {
+      if (!(v - m > 88.0f)) in_contract.push_back(v);
     }
+    ExpectTermsAreVectorExp(in_contract, m);
   }
+}
+
+// The same over every 4099th float up to 88, of either sign (m = 0).
+TEST(CpuIsa, ExpShiftSumTermsOverTheFloatsAreVectorExp) {
+  std::vector<float> x;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
+    float v;
+    const uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&v, &b, 4);
+    if (!(v > 88.0f)) x.push_back(v);
+  }
+  ExpectTermsAreVectorExp(x, 0.0f);
 }
 
 template <typename T>

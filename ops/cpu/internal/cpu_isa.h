@@ -97,9 +97,11 @@ absl::StatusOr<Bf16Products> ActiveBf16Products();
 
 // ExpShiftSum returns the sum, in double, of exp(x[k] - m) for k < n, and
 // stores each term to y[k] unless y is null (y may be x): the shifted
-// exponentials of softmax and cross_entropy. float runs the active level's
-// exp_shift_sum_f32 (bit-identical on every level); double a scalar loop,
-// since std::exp does not vectorise.
+// exponentials of softmax and cross_entropy. m must be at least every x[k]
+// (the row's maximum; NaN anywhere makes the terms NaN): float terms are
+// VectorExp's bits only while x[k] - m <= 88. float runs the active
+// level's exp_shift_sum_f32 (bit-identical on every level); double a scalar
+// loop, since std::exp does not vectorise.
 //
 //   // setup: Kernels
 //   const float row[] = {1, 2, 3};

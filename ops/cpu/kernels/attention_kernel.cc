@@ -5,7 +5,8 @@
 // decision (ops/dropout.h). Rows are padded to whole registers
 // (AttentionBlock::ld is a multiple of 16), so a row goes a register at a
 // time, the lanes past its valid count masked: no scalar tail, no call per
-// row into another kernel. The exponentials are VectorExp's (ExpVec), a
+// row into another kernel. The exponentials are VectorExp's (ExpShiftedVec:
+// each argument is a score less its row's maximum, so <= 0), a
 // row's sum runs in double in 16 accumulators (column k in k % 16, added
 // in order) combined by a fixed tree, and no multiply-add is fused: every
 // level's result is bit-identical to the baseline's.
@@ -116,7 +117,7 @@ double ExpRow(const AttentionBlock<float>& a, float* z, const uint32_t* bits, in
   for (; k < valid; k += kAccumulators) {
     for (int j = 0; j < kSteps; ++j) {
       const int64_t c = k + j * kVecLanes;
-      VecF p = ExpVec(Load(z + c) - m);
+      VecF p = ExpShiftedVec(Load(z + c) - m);  // m: the row's maximum
       p = lanes + static_cast<int>(c) < static_cast<int>(valid) ? p : VecF{};
       acc[j] += __builtin_convertvector(p, VecD2);
       Store(z + c, bits == nullptr ? p : p * KeepLanes(bits + c, a));
@@ -167,7 +168,9 @@ struct RowStat {
   float stat;
 };
 
-VecF Weights(VecF s, RowStat w) { return w.probs ? s * w.stat : ExpVec((s - w.m) - w.stat); }
+VecF Weights(VecF s, RowStat w) {
+  return w.probs ? s * w.stat : ExpShiftedVec((s - w.m) - w.stat);  // <= 0: stat = log l >= 0
+}
 
 // RowDot returns D = sum over the row of p * keep * dp, in double (column
 // k in accumulator k % 16, then the tree): dO·O for a row whose keys are

@@ -3,15 +3,15 @@
 // VecF / VecI: the ISA level's register of floats / int32s as GCC vector
 // extensions (operators, comparisons giving lane masks, ?: selecting by
 // lane), so that one piece of code serves every level; UnalignedF: the same
-// register read from or written to any float address. ExpVec: VectorExp
-// (ops/cpu/internal/vector_math.h) on a register; ExpNeg: the same for
-// arguments <= 0, with fused multiply-adds where the level has them
+// register read from or written to any float address. ExpShiftedVec:
+// VectorExp (ops/cpu/internal/vector_math.h) on a register, for arguments
+// up to 88; ExpNeg: the same for arguments <= 0, with fused multiply-adds where the level has them
 // (MulAdd); Horner: a polynomial by MulAdd; ForEachVec: a function of
 // registers over a range of floats. For the kernels in
 // ops/cpu/kernels/ only: everything here lives in the level's namespace.
 //
 //   VecF x = *reinterpret_cast<const UnalignedF*>(in + k);
-//   *reinterpret_cast<UnalignedF*>(out + k) = ExpVec(x - m);
+//   *reinterpret_cast<UnalignedF*>(out + k) = ExpShiftedVec(x - m);  // m >= x
 
 #ifndef DAGRAD_OPS_CPU_KERNELS_VEC_EXP_H_
 #define DAGRAD_OPS_CPU_KERNELS_VEC_EXP_H_
@@ -31,27 +31,24 @@ typedef float UnalignedF
     __attribute__((vector_size(kVecBytes), aligned(4), may_alias));
 constexpr int kVecLanes = kVecBytes / sizeof(float);
 
-// ExpVec is VectorExp on a register of lanes: the same operations in the
-// same order, each rounded once, so every lane is bit-identical to
-// VectorExp's result. Written out because GCC does not if-convert
-// VectorExp's selects below AVX-512 (its loop stayed scalar at the baseline
-// and avx2 levels: 0.2 G exps/s against 0.8-1.6 at avx512).
-inline VecF ExpVec(VecF x) {
-  const VecF lo = VecF{} + -87.33654f, hi = VecF{} + 88.72283f;
+// ExpShiftedVec is VectorExp on a register of lanes, for arguments <= 88
+// and NaN (a value less its row's maximum is <= 0): the same operations in
+// the same order, each rounded once, so every lane is bit-identical to
+// VectorExp's result. There, clamped to [-87.34, 88], n lies in
+// [-126, 127], so 2^n is one normal float and p * 2^n rounds once, as
+// VectorExp's p * 2^(n/2) * 2^(n - n/2) does (which it needs for n = 128,
+// up to 88.72); above 88 it gives exp(88). Written out because GCC does not
+// if-convert VectorExp's selects below AVX-512 (its loop stayed scalar at
+// the baseline and avx2 levels: 0.2 G exps/s against 0.8-1.6 at avx512).
+inline VecF ExpShiftedVec(VecF x) {
+  const VecF lo = VecF{} + -87.33654f, hi = VecF{} + 88.0f, round = VecF{} + 12582912.0f;
   VecF xc = x >= lo ? x : lo;  // NaN -> lo, as VectorExp
   xc = xc <= hi ? xc : hi;
-  const VecF round = VecF{} + 12582912.0f;
   const VecF n = (xc * 1.44269504088896341f + round) - round;
   const VecF r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-  const VecF p = ExpOfReduced(r);
-  const VecI e = __builtin_convertvector(n, VecI);
-  const VecI half = e >> 1;
-  const VecF sa = reinterpret_cast<VecF>((half + 127) << 23);
-  const VecF sb = reinterpret_cast<VecF>((e - half + 127) << 23);
-  const VecF y = p * sa * sb;
-  const VecF inf = VecF{} + __builtin_inff();
-  const VecF result = x < lo ? VecF{} : (x > hi ? inf : y);
-  return x != x ? x : result;
+  const VecF scale = reinterpret_cast<VecF>((__builtin_convertvector(n, VecI) + 127) << 23);
+  const VecF y = ExpOfReduced(r) * scale;
+  return x != x ? x : (x < lo ? VecF{} : y);
 }
 
 // MulAdd is a * b + c: one fused rounding where the level has FMA.
