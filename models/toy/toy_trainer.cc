@@ -123,7 +123,13 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                                      .memory_shares = c.run.memory_shares,
                                                      .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
-  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, exec_->Compile({eval_stats_}));
+  absl::StatusOr<std::unique_ptr<Plan>> eval_plan = exec_->Compile({eval_stats_});
+  if (!eval_plan.ok()) {  // its shapes are the held-out set's, not --batch's: say so
+    return absl::Status(eval_plan.status().code(),
+                        absl::StrCat("the held-out evaluation (one batch of ", c.eval_size,
+                                     " sequences): ", eval_plan.status().message()));
+  }
+  eval_plan_ = *std::move(eval_plan);
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(sample_attention_));
   DAGRAD_ASSIGN_OR_RETURN(eval_set_, eval.Batch(0, c.eval_size));
   return absl::OkStatus();

@@ -50,6 +50,8 @@ struct Setup {
   bool keep, lens, bias, causal;
   double dropout;
 };
+// gtest prints a parameter by its name (else byte by byte, padding too).
+void PrintTo(const Setup& s, std::ostream* os) { *os << s.name; }
 
 // FusedAndComposed is a graph computing the fused attention and the
 // composed subgraph of one Setup, with the gradients of both.

@@ -71,6 +71,8 @@ struct MhaSetup {
   int64_t T, S;
   bool self, masks;
 };
+// gtest prints a parameter by its name (else byte by byte, padding too).
+void PrintTo(const MhaSetup& s, std::ostream* os) { *os << s.name; }
 
 BuiltMha BuildMha(Graph& g, AttentionPath path, const MhaSetup& s, DType d) {
   nn::MultiheadAttentionOptions o = s.options;

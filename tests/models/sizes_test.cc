@@ -360,6 +360,17 @@ TEST(TrainerMemory, HugeEvaluationSetOrSequencesAreCleanErrors) {
                 absl::StatusCode::kInvalidArgument, "needs more than the 2^62 bytes");
 }
 
+// The held-out set runs as one batch of its own: when that plan is what
+// does not fit, the error says so (its shapes are not --batch's).
+TEST(TrainerMemory, AnEvaluationPlanOverTheLimitIsNamed) {
+  models::TrainConfig c = SmallTrainConfig();  // --batch 4
+  c.eval_size = 4096;
+  c.run.memory_limit_bytes = 2'000'000;
+  EXPECT_STATUS(models::ToyTrainer::Create(c).status(), absl::StatusCode::kResourceExhausted,
+                "the held-out evaluation (one batch of 4096 sequences): compiling the plan on "
+                "cpu needs");
+}
+
 // The composed attention's (B, H, T, S) weights are what outgrows the
 // machine here (the fused op never holds them).
 TEST(CliMemory, TrainRefusesAModelTheMachineCannotHold) {
