@@ -25,6 +25,8 @@ struct Case {
   std::function<std::vector<ParamGroup>(Value, Value)> groups;
   DType dtype = DType::kFloat64;
 };
+// gtest prints a parameter by its name (else byte by byte, padding too).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class OptimizerGolden : public ::testing::TestWithParam<Case> {};
 
