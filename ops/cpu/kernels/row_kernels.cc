@@ -22,9 +22,9 @@ namespace {
 constexpr int kLanes = 16;
 
 // ExpShifted writes exp(in[k] - m) to out[k] for k < len, m at least every
-// in[k] (ExpShiftSum's contract). A tail shorter than a register goes through one padded register
-// too (the rows of causal and length masks end anywhere): ExpShiftedVec
-// gives each lane VectorExp's bits.
+// in[k] (ExpShiftSum's contract). A tail shorter than a register goes
+// through one padded register too (the rows of causal and length masks end
+// anywhere): ExpShiftedVec gives each lane VectorExp's bits.
 void ExpShifted(const float* in, float* out, int64_t len, float m) {
   ForEachVec(in, nullptr, out, 0, len, [m](VecF x, VecF) { return ExpShiftedVec(x - m); });
 }

@@ -5,10 +5,11 @@
 // lane), so that one piece of code serves every level; UnalignedF: the same
 // register read from or written to any float address. ExpShiftedVec:
 // VectorExp (ops/cpu/internal/vector_math.h) on a register, for arguments
-// up to 88; ExpNeg: the same for arguments <= 0, with fused multiply-adds where the level has them
-// (MulAdd); Horner: a polynomial by MulAdd; ForEachVec: a function of
-// registers over a range of floats. For the kernels in
-// ops/cpu/kernels/ only: everything here lives in the level's namespace.
+// up to 88; ExpNeg: an exp for arguments <= 0 with fused multiply-adds
+// where the level has them (MulAdd); Horner: a polynomial by MulAdd;
+// ForEachVec: a function of registers over a range of floats. For the
+// kernels in ops/cpu/kernels/ only: everything here lives in the level's
+// namespace.
 //
 //   VecF x = *reinterpret_cast<const UnalignedF*>(in + k);
 //   *reinterpret_cast<UnalignedF*>(out + k) = ExpShiftedVec(x - m);  // m >= x
