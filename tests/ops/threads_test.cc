@@ -39,11 +39,24 @@ int LargestTeamOnNewThread() {
   return team;
 }
 
+// SpinPolicy holds the wait policy at `spin` while it lives: under `share`
+// (or `auto` on cores it finds busy) the pool runs the chunks, and the
+// OpenMP team these tests count is always 1.
+class SpinPolicy {
+ public:
+  SpinPolicy() { SetWaitPolicy(WaitPolicy::kSpin); }
+  ~SpinPolicy() { SetWaitPolicy(saved_); }
+
+ private:
+  WaitPolicy saved_ = ActiveWaitPolicy();
+};
+
 // Restores the process's count after each test.
 class ThreadCountTest : public ::testing::Test {
  protected:
   void TearDown() override { EXPECT_TRUE(SetNumThreads(saved_).ok()); }
   int saved_ = NumThreads();
+  SpinPolicy spin_;
 };
 
 TEST_F(ThreadCountTest, OneThreadHoldsInEveryCallingThread) {
@@ -69,8 +82,6 @@ TEST_F(ThreadCountTest, CountAboveTheCoresIsUsedAsSet) {
 // each under OpenMP: 4 threads computing on 2 cores. One team runs at a
 // time; the other caller's chunk runs on its own thread.
 TEST_F(ThreadCountTest, TwoCallingThreadsShareOneTeam) {
-  const WaitPolicy saved_policy = ActiveWaitPolicy();
-  SetWaitPolicy(WaitPolicy::kSpin);
   ASSERT_TRUE(SetNumThreads(2).ok());
   std::atomic<int> running{0}, most{0};
   auto work = [&] {
@@ -88,7 +99,6 @@ TEST_F(ThreadCountTest, TwoCallingThreadsShareOneTeam) {
   std::thread first(work), second(work);
   first.join();
   second.join();
-  SetWaitPolicy(saved_policy);
   EXPECT_LE(most.load(), 3) << "chunks at once: one team of 2, and the other caller";
   EXPECT_GE(most.load(), 2);
 }
@@ -115,6 +125,7 @@ TEST_F(ThreadCountTest, CountAboveTheLimitIsRefusedAndChangesNothing) {
 TEST(ThreadCountEnv, DagradNumThreadsIsObeyed) {
   const char* env = std::getenv("DAGRAD_NUM_THREADS");
   if (env == nullptr) GTEST_SKIP() << "runs under ctest's threads_env with DAGRAD_NUM_THREADS set";
+  SpinPolicy spin;
   const int want = std::atoi(env);
   EXPECT_EQ(NumThreads(), want);
   EXPECT_EQ(LargestTeam(), want);
