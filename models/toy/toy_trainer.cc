@@ -33,6 +33,18 @@ absl::StatusOr<MemoryBudget> DataBudget(const TaskGenerator& train, const TaskGe
   return data;
 }
 
+// CompileEvaluation compiles the held-out evaluation's plan, and names it in
+// an error (over --memory_limit_mb, say): its shapes are the held-out set's,
+// one batch of eval_size sequences, not --batch's.
+absl::StatusOr<std::unique_ptr<Plan>> CompileEvaluation(Executor& exec, Value stats,
+                                                        int64_t eval_size) {
+  absl::StatusOr<std::unique_ptr<Plan>> plan = exec.Compile({stats});
+  if (plan.ok()) return plan;
+  return absl::Status(plan.status().code(),
+                      absl::StrCat("the held-out evaluation (one batch of ", eval_size,
+                                   " sequences): ", plan.status().message()));
+}
+
 }  // namespace
 
 absl::Status TrainConfig::Validate() const {
@@ -123,13 +135,7 @@ absl::Status ToyTrainer::Build(std::unique_ptr<Device> device) {
                                                      .memory_shares = c.run.memory_shares,
                                                      .communicator = parallel_.communicator});
   DAGRAD_RETURN_IF_ERROR(CompileTrainingStep());
-  absl::StatusOr<std::unique_ptr<Plan>> eval_plan = exec_->Compile({eval_stats_});
-  if (!eval_plan.ok()) {  // its shapes are the held-out set's, not --batch's: say so
-    return absl::Status(eval_plan.status().code(),
-                        absl::StrCat("the held-out evaluation (one batch of ", c.eval_size,
-                                     " sequences): ", eval_plan.status().message()));
-  }
-  eval_plan_ = *std::move(eval_plan);
+  DAGRAD_ASSIGN_OR_RETURN(eval_plan_, CompileEvaluation(*exec_, eval_stats_, c.eval_size));
   DAGRAD_ASSIGN_OR_RETURN(attention_plan_, exec_->Compile(sample_attention_));
   DAGRAD_ASSIGN_OR_RETURN(eval_set_, eval.Batch(0, c.eval_size));
   return absl::OkStatus();
