@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -95,6 +96,9 @@ std::string StopSignalName(int sig) {
 }
 
 void MaybeRaiseForTest(const std::string& phase, int64_t step) {
+  // Replicas on threads reach each phase together: one of them raises.
+  static std::mutex* const mu = new std::mutex();
+  std::lock_guard<std::mutex> lock(*mu);
   for (TestRaise& r : TestRaises()) {
     if (r.fired || r.phase != phase || (r.step >= 0 && r.step != step)) continue;
     r.fired = true;

@@ -42,7 +42,9 @@ std::function<bool()> StopOnSignals();
 std::string StopSignalName(int sig);
 
 // MaybeRaiseForTest raises the signals DAGRAD_TEST_RAISE names for `phase`
-// (and `step`, when the entry gives one); a no-op when it is unset.
+// (and `step`, when the entry gives one); a no-op when it is unset. Each
+// entry raises once, from whichever thread comes first (the replicas of
+// --replicas reach each phase together).
 void MaybeRaiseForTest(const std::string& phase, int64_t step = -1);
 
 }  // namespace dagrad::models

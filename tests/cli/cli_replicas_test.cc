@@ -65,6 +65,20 @@ TEST(CliReplicas, ReplicasResumeTheirCheckpoint) {
   EXPECT_EQ(LastRow(dir).at(0), 20);
 }
 
+// A stop signal stops every replica at the same step, the writer saves
+// that step's checkpoint, and the run resumes from it to the end.
+TEST(CliReplicas, ASignalStopsEveryReplicaAtOneStepAndTheRunResumes) {
+  const std::string dir = FreshDir("replicas_signal");
+  const std::string flags = absl::StrCat(kTinyTrain, "--replicas=2 --out=", dir);
+  const CliResult stopped = RunDagrad(flags, "env DAGRAD_TEST_RAISE=INT@step:3");
+  ASSERT_EQ(stopped.code, 130) << stopped.err;
+  EXPECT_THAT(stopped.err, HasSubstr("SIGINT: stopped at step 3; resume with --resume"));
+  const CliResult rest = RunDagrad(absl::StrCat(flags, " --resume"));
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_THAT(rest.out, HasSubstr("resumed from"));
+  EXPECT_EQ(LastRow(dir).at(0), 20);
+}
+
 // A non-finite step stops every replica; the writer, which kept the
 // checkpoint, says so once (each replica said it, the others "no checkpoint
 // was written").
