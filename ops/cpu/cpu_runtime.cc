@@ -1,5 +1,7 @@
 #include "ops/cpu/cpu_runtime.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -225,7 +227,12 @@ ThreadBudget DefaultThreads() {
     absl::StatusOr<int> n = EnvThreads(env);
     if (n.ok()) return {*n, "DAGRAD_NUM_THREADS"};
   }
-  return BudgetThreads(ReadCpuLimits());
+  ThreadBudget budget = BudgetThreads(ReadCpuLimits());
+  if (budget.threads > omp_get_thread_limit()) {  // OpenMP's teams hold no more
+    budget.threads = omp_get_thread_limit();
+    absl::StrAppend(&budget.source, "; OMP_THREAD_LIMIT -> ", budget.threads);
+  }
+  return budget;
 }
 
 // The thread count every kernel reads, from any thread: 0 until first use,
@@ -358,8 +365,12 @@ template <typename T>
 void CallBlis(const Product<T>& p, int threads, bool sup) {
   // While another thread's team has the cores, this call runs alone.
   const TeamSlot team(/*wanted=*/threads > 1);
+  // BLIS aborts when OpenMP gives its team fewer threads than it asked
+  // for: so no more than OMP_THREAD_LIMIT, and no dynamic team
+  // (OMP_DYNAMIC=true) in this thread.
+  if (team.held() && threads > 1) omp_set_dynamic(0);
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(team.held() ? threads : 1, &rntm);
+  bli_rntm_set_num_threads(team.held() ? std::min(threads, omp_get_thread_limit()) : 1, &rntm);
   if (!sup) bli_rntm_disable_l3_sup(&rntm);
   T alpha = p.alpha, beta = p.beta;
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p.m, p.n, p.k, &alpha,

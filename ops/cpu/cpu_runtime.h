@@ -61,7 +61,9 @@ int MaxThreads();
 // SetNumThreads sets the threads BLIS and dagrad's own kernels use (values
 // below 1 mean 1), process-wide: a Run on any thread uses this count.
 // InvalidArgument, naming the count and the limit, above MaxThreads(); the
-// count in force is then unchanged.
+// count in force is then unchanged. OpenMP's teams (BLIS's products, and
+// ParallelFor under the spin policy) hold at most OMP_THREAD_LIMIT threads,
+// as OpenMP allows, and are never dynamic (OMP_DYNAMIC is not followed).
 //
 //   // setup: SavedThreads
 //   DAGRAD_RETURN_IF_ERROR(SetNumThreads(1));
@@ -71,7 +73,7 @@ absl::Status SetNumThreads(int n);
 // NumThreads is the count in force: SetNumThreads's, else the environment's
 // DAGRAD_NUM_THREADS (read once, on first use), else the cores this process
 // may use (BudgetThreads, ops/cpu/cpu_budget.h: affinity, cgroup quota, MPI
-// ranks on the node). A DAGRAD_NUM_THREADS that is not an integer in
+// ranks on the node), at most OMP_THREAD_LIMIT. A DAGRAD_NUM_THREADS that is not an integer in
 // [1, MaxThreads()] makes ConfigureCpu fail (FailedPrecondition naming it);
 // NumThreads then uses the default. The count is process-wide: executors in
 // one process share it and its threads (ops/cpu/cpu_threads.h).

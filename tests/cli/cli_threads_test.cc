@@ -2,6 +2,8 @@
 // DAGRAD_WAIT_POLICY, else auto) and where the thread count came from.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -79,6 +81,31 @@ TEST(CliThreads, TheBaselineLevelTrainsTheSameBitsAtAnyThreadCount) {
   ASSERT_OK_AND_ASSIGN(const std::string one, ReadFile(dir + "/t1/model.safetensors"));
   ASSERT_OK_AND_ASSIGN(const std::string two, ReadFile(dir + "/t2/model.safetensors"));
   EXPECT_TRUE(one == two) << "the model trained on 1 and on 2 threads differs";
+}
+
+// BLIS aborted the process ("A different number of threads was created
+// than was requested") when OpenMP's team came out smaller than the count:
+// above OMP_THREAD_LIMIT, or a dynamic team. Both now train, and the same
+// bits as an unlimited run.
+TEST(CliThreads, OpenMpLimitsOnTheTeamStillTrainTheSameBits) {
+  const std::string dir = FreshDir("threads_omp_limits");
+  const std::string train =
+      "train --vocab=8 --seq_len=8 --min_len=3 --dim=64 --heads=2 --layers=1 --ffn=64 "
+      "--batch=16 --steps=3 --eval_every=3 --warmup=0 --threads=3 --wait_policy=spin ";
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"free", ""}, {"limit", "env OMP_THREAD_LIMIT=2"}, {"dynamic", "env OMP_DYNAMIC=true"}};
+  for (const auto& [name, env] : runs) {
+    const CliResult r = RunDagrad(absl::StrCat(train, "--out=", dir, "/", name), env);
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string free, ReadFile(dir + "/free/model.safetensors"));
+  for (const char* name : {"limit", "dynamic"}) {
+    ASSERT_OK_AND_ASSIGN(const std::string got, ReadFile(absl::StrCat(dir, "/", name,
+                                                                      "/model.safetensors")));
+    EXPECT_TRUE(got == free) << name << ": the model differs from the unlimited run's";
+  }
+  EXPECT_THAT(InfoOut("", "env -u DAGRAD_NUM_THREADS OMP_THREAD_LIMIT=1"),
+              HasSubstr("; OMP_THREAD_LIMIT -> 1), "));
 }
 
 }  // namespace
