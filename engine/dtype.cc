@@ -1,9 +1,9 @@
 #include "engine/dtype.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -68,14 +68,20 @@ std::optional<DType> DTypeFromName(absl::string_view name) {
 
 namespace {
 
+// ReadDecimal reads `text` as the nearest T, whatever the C locale (a host
+// program's decimal comma, say), as strtod would not.
+bool ReadDecimal(const std::string& text, float* out) { return absl::SimpleAtof(text, out); }
+bool ReadDecimal(const std::string& text, double* out) { return absl::SimpleAtod(text, out); }
+
 // Shortest is the fewest significant digits that read back as `value` in
-// T (NaN as "nan", whatever its sign bit).
+// T (NaN as "nan", whatever its sign bit). StrFormat ignores the locale too.
 template <typename T>
 std::string Shortest(T value) {
   if (std::isnan(value)) return "nan";
   for (int digits = 1; digits < 17; ++digits) {
     std::string text = absl::StrFormat("%.*g", digits, value);
-    if (static_cast<T>(std::strtod(text.c_str(), nullptr)) == value) return text;
+    T back;
+    if (ReadDecimal(text, &back) && back == value) return text;
   }
   return absl::StrFormat("%.17g", value);
 }

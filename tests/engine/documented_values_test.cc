@@ -3,6 +3,7 @@
 // HeaderExample.engine_*, extracted from the headers; these check what they
 // return.
 
+#include <clocale>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -55,6 +56,26 @@ TEST(DocumentedValues, AttrsDTypesAndFloats) {
   EXPECT_TRUE(std::isinf(Float16ToFloat(FloatToFloat16(70000.0f))));
   EXPECT_EQ(BFloat16ToFloat(ConvertElement<BFloat16>(int64_t{257})), 256.0f);
   EXPECT_TRUE(absl::IsInvalidArgument(Initializer::Constant(3e9).Validate({2}, DType::kInt32)));
+}
+
+// A host program may set a locale whose decimal point is a comma; the
+// shortest decimal is still shortest (strtod read "0.1" there as 0).
+TEST(DocumentedValues, ShortestDecimalIgnoresTheLocale) {
+  const std::string saved = std::setlocale(LC_NUMERIC, nullptr);
+  const char* comma = nullptr;
+  for (const char* name : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"}) {
+    if (std::setlocale(LC_NUMERIC, name) != nullptr) {
+      comma = name;
+      break;
+    }
+  }
+  if (comma == nullptr) GTEST_SKIP() << "no locale with a decimal comma is installed";
+  const std::string d = ShortestDecimal(0.1), f = ShortestDecimal(0.1f);
+  const std::string i = ShortestDecimal(2.5);
+  std::setlocale(LC_NUMERIC, saved.c_str());
+  EXPECT_EQ(d, "0.1") << comma;
+  EXPECT_EQ(f, "0.1") << comma;
+  EXPECT_EQ(i, "2.5") << comma;
 }
 
 TEST(DocumentedValues, ShapesSizesAndRandomBits) {
