@@ -367,8 +367,9 @@ void CallBlis(const Product<T>& p, int threads, bool sup) {
   const TeamSlot team(/*wanted=*/threads > 1);
   // BLIS aborts when OpenMP gives its team fewer threads than it asked
   // for: so no more than OMP_THREAD_LIMIT, and no dynamic team
-  // (OMP_DYNAMIC=true) in this thread.
-  if (team.held() && threads > 1) omp_set_dynamic(0);
+  // (OMP_DYNAMIC=true; the caller's setting is back after).
+  const int dynamic = omp_get_dynamic();
+  omp_set_dynamic(0);
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(team.held() ? std::min(threads, omp_get_thread_limit()) : 1, &rntm);
   if (!sup) bli_rntm_disable_l3_sup(&rntm);
@@ -376,6 +377,7 @@ void CallBlis(const Product<T>& p, int threads, bool sup) {
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p.m, p.n, p.k, &alpha,
                   const_cast<T*>(p.a), p.rsa, p.csa, const_cast<T*>(p.b), p.rsb, p.csb, &beta,
                   p.c, p.rsc, p.csc, nullptr, &rntm);
+  omp_set_dynamic(dynamic);
 }
 
 // Block is p's rows [begin, end) when `rows`, else its columns.

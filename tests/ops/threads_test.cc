@@ -104,6 +104,17 @@ TEST_F(ThreadCountTest, TwoCallingThreadsShareOneTeam) {
   EXPECT_GE(most.load(), 2);
 }
 
+// A dynamic team (OMP_DYNAMIC) may be smaller than asked: ParallelFor's
+// never is, and the caller's own setting is back after it.
+TEST_F(ThreadCountTest, ADynamicTeamSettingIsNotFollowedAndIsKept) {
+  const int saved = omp_get_dynamic();
+  omp_set_dynamic(1);
+  ASSERT_TRUE(SetNumThreads(2).ok());
+  EXPECT_EQ(LargestTeam(), std::min(2, omp_get_thread_limit()));
+  EXPECT_TRUE(omp_get_dynamic());
+  omp_set_dynamic(saved);
+}
+
 TEST_F(ThreadCountTest, NonPositiveCountMeansOne) {
   ASSERT_TRUE(SetNumThreads(0).ok());
   EXPECT_EQ(NumThreads(), 1);
