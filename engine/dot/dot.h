@@ -86,7 +86,8 @@ absl::StatusOr<std::string> ToDot(const Graph& g, absl::Span<const Value> roots,
 absl::Status WriteDotFile(const std::string& path, const std::string& dot);
 
 // DotProgram is Graphviz's `dot`: the one CMake found (DAGRAD_DOT_PROGRAM)
-// when it is still executable, else the first on the PATH, else "" (none).
+// when it is still executable, else the first on the PATH (unset: the
+// system's default path, where posix_spawnp looks too), else "" (none).
 //
 //   if (DotProgram().empty()) std::cerr << "no Graphviz: DOT files only\n";
 std::string DotProgram();

@@ -95,8 +95,11 @@ absl::StatusOr<ChildResult> Run(const std::vector<std::string>& argv, int& spawn
 std::string DotProgram() {
   const std::string built = DAGRAD_DOT_PROGRAM;
   if (!built.empty() && ::access(built.c_str(), X_OK) == 0) return built;
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
+  // PATH unset: the default search path, which posix_spawnp uses then too.
+  const char* env = std::getenv("PATH");
+  char default_path[256] = "";
+  if (env == nullptr) ::confstr(_CS_PATH, default_path, sizeof(default_path));
+  const std::string path = env != nullptr ? env : default_path;
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
     const std::string candidate = absl::StrCat(dir, "/dot");
     if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;

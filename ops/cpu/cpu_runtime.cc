@@ -228,10 +228,9 @@ ThreadBudget DefaultThreads() {
     if (n.ok()) return {*n, "DAGRAD_NUM_THREADS"};
   }
   ThreadBudget budget = BudgetThreads(ReadCpuLimits());
-  if (budget.threads > omp_get_thread_limit()) {  // OpenMP's teams hold no more
-    budget.threads = omp_get_thread_limit();
-    absl::StrAppend(&budget.source, "; OMP_THREAD_LIMIT -> ", budget.threads);
-  }
+  if (budget.threads <= omp_get_thread_limit()) return budget;
+  budget.threads = omp_get_thread_limit();  // OpenMP's teams hold no more
+  absl::StrAppend(&budget.source, "; OMP_THREAD_LIMIT -> ", budget.threads);
   return budget;
 }
 
@@ -365,9 +364,8 @@ template <typename T>
 void CallBlis(const Product<T>& p, int threads, bool sup) {
   // While another thread's team has the cores, this call runs alone.
   const TeamSlot team(/*wanted=*/threads > 1);
-  // BLIS aborts when OpenMP gives its team fewer threads than it asked
-  // for: so no more than OMP_THREAD_LIMIT, and no dynamic team
-  // (OMP_DYNAMIC=true; the caller's setting is back after).
+  // BLIS aborts on a team smaller than asked: none above OMP_THREAD_LIMIT,
+  // none dynamic (OMP_DYNAMIC; the caller's setting is back after).
   const int dynamic = omp_get_dynamic();
   omp_set_dynamic(0);
   rntm_t rntm = BLIS_RNTM_INITIALIZER;

@@ -359,12 +359,10 @@ TEST(Dot, HostileNamesCannotBreakTheFile) {
   EXPECT_EQ(dot, Dot(h.g, {}, opts));
 }
 
-std::string DotProgram() { return DAGRAD_DOT_PROGRAM; }
-
 TEST(DotRender, RendersScopesCollapseAndHostileNamesWithoutWarnings) {
   if (DotProgram().empty()) {
-    GTEST_SKIP() << "Graphviz's dot was not found when configuring (DAGRAD_DOT_PROGRAM is "
-                    "empty): RenderDot is not tested";
+    GTEST_SKIP() << "Graphviz's dot is not installed (DotProgram() is empty): RenderDot is "
+                    "not tested";
   }
   const std::string dir = NewTempDir("dot");
   HostileGraph h;
@@ -393,7 +391,7 @@ TEST(DotRender, RendersScopesCollapseAndHostileNamesWithoutWarnings) {
 }
 
 TEST(DotRender, DotErrorsAndWarningsAreErrorsAndLeaveNoImage) {
-  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot was not found when configuring";
+  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot is not installed";
   const std::string dir = NewTempDir("dot");
   ASSERT_OK(WriteDotFile(dir + "/broken.dot", "digraph { a -> }\n"));
   EXPECT_STATUS(RenderDot(dir + "/broken.dot", "svg", dir + "/broken.svg"),
@@ -412,7 +410,7 @@ TEST(DotRender, DotErrorsAndWarningsAreErrorsAndLeaveNoImage) {
 // A png over cairo's 32767 pixels is drawn scaled down, and dot says so:
 // that notice was taken for a warning, and the image refused.
 TEST(DotRender, APngTooTallForCairoIsScaledNotRefused) {
-  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot was not found when configuring";
+  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot is not installed";
   const std::string dir = NewTempDir("dot");
   ASSERT_OK(WriteDotFile(dir + "/tall.dot", "digraph { node [height=100]; a -> b -> c -> d; }\n"));
   ASSERT_OK(RenderDot(dir + "/tall.dot", "png", dir + "/tall.png"));
@@ -423,7 +421,7 @@ TEST(DotRender, APngTooTallForCairoIsScaledNotRefused) {
 // A relative path that begins with '-' reached dot as an option ("Missing
 // argument for -o flag").
 TEST(DotRender, APathThatBeginsWithADashIsAFileToDot) {
-  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot was not found when configuring";
+  if (DotProgram().empty()) GTEST_SKIP() << "Graphviz's dot is not installed";
   const std::string dir = NewTempDir("dot");
   const std::filesystem::path before = std::filesystem::current_path();
   std::filesystem::current_path(dir);

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/io/file_io.h"
 #include "tests/support/cli_runner.h"
@@ -83,6 +84,7 @@ TEST(CliHostile, AnOutputThatIsAFifoIsRefusedAndKept) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const CliResult r =
       RunDagrad(absl::StrCat("export --checkpoint=", model, "/model.safetensors --out=", fifo));
+  if (absl::StrContains(r.err, "built without ONNX")) GTEST_SKIP() << "built without ONNX";
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(absl::StrCat("cannot write '", fifo, "': it is a FIFO")));
   EXPECT_TRUE(fs::is_fifo(fifo));

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/dot/dot.h"
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "tests/support/cli_runner.h"
@@ -336,12 +337,12 @@ TEST(Cli, DotWritesAndRendersEveryBuiltInModel) {
   for (const char* model : {"mlp", "mha", "positional_encoding", "toy"}) {
     const std::string dot = absl::StrCat(dir, "/", model, ".dot");
     const Result r = Dagrad(absl::StrCat("dot --model=", model, " --backward --out=", dot,
-                                         std::string(DAGRAD_DOT_PROGRAM).empty() ? "" : " --render=svg"));
+                                         DotProgram().empty() ? "" : " --render=svg"));
     ASSERT_EQ(r.code, 0) << model << ": " << r.err;
     const std::string text = *ReadFile(dot);
     EXPECT_THAT(text, ::testing::HasSubstr("digraph"));
     EXPECT_THAT(text, ::testing::HasSubstr("grad"));  // gradient nodes drawn
-    if (!std::string(DAGRAD_DOT_PROGRAM).empty()) {
+    if (!DotProgram().empty()) {
       EXPECT_TRUE(fs::exists(absl::StrCat(dir, "/", model, ".svg")));
     }
   }

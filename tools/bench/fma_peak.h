@@ -41,7 +41,7 @@ inline constexpr int kChains = 12;
 // floats), so that the work cannot be dropped.
 template <typename Reg>
 float SumLanes(const Reg (&acc)[kChains]) {
-  float lanes[sizeof(acc) / sizeof(float)];
+  float lanes[kChains * sizeof(Reg) / sizeof(float)];  // every float of every chain
   std::memcpy(lanes, acc, sizeof(acc));
   float sum = 0;
   for (float x : lanes) sum += x;
