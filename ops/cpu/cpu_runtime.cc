@@ -21,6 +21,7 @@
 #include "ops/cpu/cpu_budget.h"
 #include "ops/cpu/cpu_threads.h"
 #include "ops/cpu/internal/cpu_isa.h"
+#include "ops/cpu/internal/fixed_team_size.h"
 #include "ops/cpu/internal/gemm.h"
 #include "ops/cpu/internal/small_gemm.h"
 #include "ops/cpu/internal/team_slot.h"
@@ -365,9 +366,8 @@ void CallBlis(const Product<T>& p, int threads, bool sup) {
   // While another thread's team has the cores, this call runs alone.
   const TeamSlot team(/*wanted=*/threads > 1);
   // BLIS aborts on a team smaller than asked: none above OMP_THREAD_LIMIT,
-  // none dynamic (OMP_DYNAMIC; the caller's setting is back after).
-  const int dynamic = omp_get_dynamic();
-  omp_set_dynamic(0);
+  // none dynamic.
+  const FixedTeamSize fixed;
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(team.held() ? std::min(threads, omp_get_thread_limit()) : 1, &rntm);
   if (!sup) bli_rntm_disable_l3_sup(&rntm);
@@ -375,7 +375,6 @@ void CallBlis(const Product<T>& p, int threads, bool sup) {
   BlisGemmEx<T>()(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p.m, p.n, p.k, &alpha,
                   const_cast<T*>(p.a), p.rsa, p.csa, const_cast<T*>(p.b), p.rsb, p.csb, &beta,
                   p.c, p.rsc, p.csc, nullptr, &rntm);
-  omp_set_dynamic(dynamic);
 }
 
 // Block is p's rows [begin, end) when `rows`, else its columns.

@@ -75,8 +75,9 @@ absl::Status SetNumThreads(int n);
 // may use (BudgetThreads, ops/cpu/cpu_budget.h: affinity, cgroup quota, MPI
 // ranks on the node), at most OMP_THREAD_LIMIT. A DAGRAD_NUM_THREADS that is
 // not an integer in [1, MaxThreads()] makes ConfigureCpu fail
-// (FailedPrecondition naming it); NumThreads then uses the default. The count is process-wide: executors in
-// one process share it and its threads (ops/cpu/cpu_threads.h).
+// (FailedPrecondition naming it); NumThreads then uses the default. The
+// count is process-wide: executors in one process share it and its threads
+// (ops/cpu/cpu_threads.h).
 int NumThreads();
 
 }  // namespace dagrad

@@ -4,6 +4,7 @@
 
 #include "ops/cpu/cpu_runtime.h"
 #include "ops/cpu/cpu_threads.h"
+#include "ops/cpu/internal/fixed_team_size.h"
 #include "ops/cpu/internal/team_slot.h"
 #include "ops/cpu/thread_pool.h"
 
@@ -19,15 +20,11 @@ void ParallelChunks(int64_t n, int64_t threads, int64_t most_chunks,
       f(0, n);
       return;
     }
-    // The count set is the count used, OMP_DYNAMIC or not; the caller's
-    // setting is back for its own regions after.
-    const int dynamic = omp_get_dynamic();
-    omp_set_dynamic(0);
+    const FixedTeamSize fixed;  // the count set is the count used, OMP_DYNAMIC or not
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t c = 0; c < threads; ++c) {
       f(n * c / threads, n * (c + 1) / threads);
     }
-    omp_set_dynamic(dynamic);
     return;
   }
   const int64_t chunks = std::min(most_chunks, threads * kChunksPerThread);

@@ -7,28 +7,15 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 
 #include "engine/io/checkpoint.h"
+#include "tests/fuzz/same_tensors.h"
 
 namespace {
 
 bool Documented(const absl::Status& status) {
   return status.code() == absl::StatusCode::kDataLoss ||
          status.code() == absl::StatusCode::kUnimplemented;
-}
-
-bool SameTensors(const dagrad::SafetensorsFile& a, const dagrad::SafetensorsFile& b) {
-  if (a.tensors.size() != b.tensors.size() || a.metadata != b.metadata) return false;
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    const dagrad::Tensor& x = a.tensors[i].second;
-    const dagrad::Tensor& y = b.tensors[i].second;
-    if (a.tensors[i].first != b.tensors[i].first || x.dtype() != y.dtype() ||
-        x.shape() != y.shape() || std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) != 0) {
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace
