@@ -149,11 +149,32 @@ absl::StatusOr<std::map<std::string, int64_t>> ShapeFamily::Bind(const NamedFeed
 
 absl::StatusOr<std::vector<Tensor>> ShapeFamily::Run(const NamedFeeds& feeds,
                                                      const RunOptions& options) {
+  return Run(feeds, {}, options);
+}
+
+absl::StatusOr<std::vector<Tensor>> ShapeFamily::Run(const NamedFeeds& feeds,
+                                                     const Feeds& shared,
+                                                     const RunOptions& options) {
+  for (const auto& [value, tensor] : shared) DAGRAD_RETURN_IF_ERROR(CheckShared(value));
   DAGRAD_ASSIGN_OR_RETURN(const auto sizes, Bind(feeds));
   DAGRAD_ASSIGN_OR_RETURN(Built* built, Find(sizes));
-  Feeds bound;
+  Feeds bound = shared;
   for (const auto& [name, tensor] : feeds) bound.push_back({built->binding.input(name), tensor});
   return exec_.Run(*built->plan, bound, options);
+}
+
+absl::Status ShapeFamily::CheckShared(const Value& value) const {
+  DAGRAD_RETURN_IF_ERROR(value.status());
+  for (const auto& [sizes, built] : built_) {
+    for (const auto& [name, input] : built.binding.inputs) {
+      if (input.graph() == value.graph() && input.id() == value.id()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shape family: the shared feed '", value.path(), "' is the family's input '", name,
+            "'; feed it by name"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ShapeFamily::Built*> ShapeFamily::Find(const std::map<std::string, int64_t>& sizes) {

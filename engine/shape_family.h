@@ -33,10 +33,28 @@
 // where another family of the graph took that name), and runs on the same
 // executor, so a parameter or other variable created before the family is
 // one buffer in every specialisation: a training step run on one shape is
-// seen by all (build the step, with its optimizer state, once, outside the
-// family: a variable created inside the build function belongs to its
-// specialisation, and a BuildTrainingStep there fails, its lr and step
-// being inputs the family does not feed).
+// seen by all. A variable created inside the build function belongs to its
+// specialisation.
+//
+// Training at every shape: make the optimizer once, before the family
+// (MakeOptimizer, ops/autodiff/optimizer.h: its inputs and moments), build
+// each shape's step on it, and feed its lr and step to every run as
+// shared feeds, so that all the steps move the same moments:
+//
+//   // setup: Default
+//   DAGRAD_ASSIGN_OR_RETURN(Optimizer adam, MakeOptimizer({table, head}, {}));
+//   DAGRAD_ASSIGN_OR_RETURN(std::unique_ptr<ShapeFamily> steps, ShapeFamily::Create(
+//       g, exec, {.inputs = {{"ids", DType::kInt64, {"batch", "seq"}}},
+//                 .bounds = {{"batch", 8}, {"seq", 16}}},
+//       [&](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+//         const Value ids = b.input("ids");
+//         DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildTrainingStep(
+//             CrossEntropy(Linear(Embedding(table, ids), head), ids), adam));
+//         return Specialized{.fetches = {ts.loss}, .targets = ts.updates};
+//       }));
+//   DAGRAD_ASSIGN_OR_RETURN(Tensor ids, Tensor::FromVector<int64_t>({1, 3}, {1, 2, 3}));
+//   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> loss, steps->Run({{"ids", ids}},
+//       {{adam.lr, Tensor::Scalar(1e-3)}, {adam.step, Tensor::Scalar(1.0)}}, {.training = true}));
 //
 // Memory. The compiled plans are an LRU of at most max_plans; each plan's
 // arena counts against the executor's memory limit
@@ -148,6 +166,11 @@ class ShapeFamily {
   // and Executor::Run's.
   absl::StatusOr<std::vector<Tensor>> Run(const NamedFeeds& feeds,
                                           const RunOptions& options = {});
+  // Run with `shared` too: inputs of the graph made outside the family (an
+  // Optimizer's lr and step), fed as they are to whichever plan runs.
+  // Errors: Run's, and a shared feed of one of the family's own inputs.
+  absl::StatusOr<std::vector<Tensor>> Run(const NamedFeeds& feeds, const Feeds& shared,
+                                          const RunOptions& options = {});
 
   // The plans kept now, their arenas' bytes, and how many compiles and
   // builds the family has done (a compile of an evicted binding is not a
@@ -172,6 +195,8 @@ class ShapeFamily {
   absl::StatusOr<Built*> Find(const std::map<std::string, int64_t>& sizes);
   absl::Status Build(const std::map<std::string, int64_t>& sizes, Built& built);
   absl::Status Compile(Built& built);
+  // CheckShared refuses a shared feed that is one of the family's inputs.
+  absl::Status CheckShared(const Value& value) const;
   // EvictOldest drops the least recently used plan but `keep`; false when
   // there is none to drop.
   bool EvictOldest(const Built* keep);

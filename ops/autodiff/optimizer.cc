@@ -117,13 +117,14 @@ std::string Quoted(const std::vector<std::string>& names) {
 }
 
 // CheckGroups validates each group's fields and that every parameter is a
-// variable in one group only.
-absl::Status CheckGroups(const std::vector<ParamGroup>& groups) {
+// variable of one graph, in one group only; `caller` begins each message.
+absl::Status CheckGroups(const std::vector<ParamGroup>& groups, absl::string_view caller) {
   const double inf = std::numeric_limits<double>::infinity();
   absl::flat_hash_set<NodeId> seen;
+  const Graph* graph = nullptr;
   for (size_t i = 0; i < groups.size(); ++i) {
     const ParamGroup& group = groups[i];
-    const std::string where = absl::StrCat("BuildTrainingStep: param group ", i, ": ");
+    const std::string where = absl::StrCat(caller, ": param group ", i, ": ");
     if (group.weight_decay && !InRange(*group.weight_decay, 0, inf)) {
       return Bad(where + "weight_decay", "finite and >= 0", *group.weight_decay);
     }
@@ -132,40 +133,47 @@ absl::Status CheckGroups(const std::vector<ParamGroup>& groups) {
     }
     for (const Value& p : group.params) {
       if (!p.ok()) return p.status();
-      if (!p.node().is_variable()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("BuildTrainingStep: '", p.path(), "' is not a variable"));
+      const std::string named = absl::StrCat(caller, ": parameter '", p.path(), "' ");
+      if (!p.node().is_variable()) return absl::InvalidArgumentError(named + "is not a variable");
+      if (graph == nullptr) graph = p.graph();
+      if (p.graph() != graph) {
+        return absl::InvalidArgumentError(named + "belongs to another graph than the first");
       }
       if (!seen.insert(p.id()).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "BuildTrainingStep: parameter '", p.path(), "' is in more than one param group"));
+        return absl::InvalidArgumentError(named + "is in more than one param group");
       }
     }
   }
-  if (seen.empty()) return absl::InvalidArgumentError("BuildTrainingStep: no parameters");
+  if (seen.empty()) return absl::InvalidArgumentError(absl::StrCat(caller, ": no parameters"));
   return absl::OkStatus();
 }
 
-// AddUpdate builds parameter i's optimizer state and update in `ts`, under
-// the scope "optimizer/<parameter path>", at learning rate `lr`. `scale`
-// (gradient clipping) and `guard` (skip a non-finite step) may be null.
-void AddUpdate(Graph& g, TrainingStep& ts, size_t i, const OptimizerOptions& o, Value lr,
-               Value scale, Value guard) {
-  const Value p = ts.params[i];
+// MakeState returns parameter p's optimizer state, made under the scope
+// "<scope>/<parameter path>": SGD's momentum, Adam's two moments.
+std::vector<Value> MakeState(Graph& g, Value p, const OptimizerOptions& o) {
   Graph::ScopePathGuard in_scope(g, absl::StrCat(o.scope, "/", p.path()));
   if (o.kind == OptimizerKind::kSgd) {
-    Value vel = g.Variable("momentum", p.shape(), Initializer::Zeros(), p.dtype());
-    ts.state.push_back(vel);
-    ts.updates.push_back(SgdUpdate(p, ts.grads[i], vel, lr,
+    return {g.Variable("momentum", p.shape(), Initializer::Zeros(), p.dtype())};
+  }
+  return {g.Variable("exp_avg", p.shape(), Initializer::Zeros(), p.dtype()),
+          g.Variable("exp_avg_sq", p.shape(), Initializer::Zeros(), p.dtype())};
+}
+
+// AddUpdate builds parameter i's update in `ts` on its `state`, at learning
+// rate `lr`. `scale` (gradient clipping) and `guard` (skip a non-finite
+// step) may be null.
+void AddUpdate(TrainingStep& ts, size_t i, const std::vector<Value>& state,
+               const OptimizerOptions& o, Value lr, Value scale, Value guard) {
+  const Value p = ts.params[i];
+  ts.state.insert(ts.state.end(), state.begin(), state.end());
+  if (o.kind == OptimizerKind::kSgd) {
+    ts.updates.push_back(SgdUpdate(p, ts.grads[i], state[0], lr,
                                    {.momentum = o.momentum, .weight_decay = o.weight_decay,
                                     .nesterov = o.nesterov},
                                    scale, guard));
     return;
   }
-  Value m = g.Variable("exp_avg", p.shape(), Initializer::Zeros(), p.dtype());
-  Value v = g.Variable("exp_avg_sq", p.shape(), Initializer::Zeros(), p.dtype());
-  ts.state.push_back(m);
-  ts.state.push_back(v);
+  const Value m = state[0], v = state[1];
   ts.updates.push_back(AdamUpdate(p, ts.grads[i], m, v, lr, ts.step,
                                   {.beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
                                    .weight_decay = o.weight_decay,
@@ -237,26 +245,46 @@ absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, doubl
   return c;
 }
 
-absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
-                                               const OptimizerOptions& o) {
-  return BuildTrainingStep(loss, std::vector<ParamGroup>{{.params = params}}, o);
+namespace {
+
+// CheckScopeFree refuses a scope that holds a training step's inputs: the
+// optimizer's check, made before any gradient is built, so that a refused
+// step adds nothing.
+absl::Status CheckScopeFree(Graph& g, const std::string& scope) {
+  if (const std::string lr = absl::StrCat(scope, "/lr"); !g.Find(lr).is_null()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the graph already has a training step in scope '", scope, "' (its input '", lr,
+        "'); give a second one its own OptimizerOptions::scope"));
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<ParamGroup>& groups,
-                                               const OptimizerOptions& o) {
-  if (!loss.ok()) return loss.status();
-  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
-  DAGRAD_RETURN_IF_ERROR(CheckGroups(groups));
-  // Before any gradient is built, so that a refused step adds nothing.
-  if (const std::string lr = absl::StrCat(o.scope, "/lr"); !loss.graph()->Find(lr).is_null()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "BuildTrainingStep: the graph already has a training step in scope '", o.scope,
-        "' (its input '", lr, "'); give a second one its own OptimizerOptions::scope"));
+// FirstParam is the first parameter of `groups` (CheckGroups has found one).
+Value FirstParam(const std::vector<ParamGroup>& groups) {
+  for (const ParamGroup& group : groups) {
+    if (!group.params.empty()) return group.params.front();
   }
+  return Value();
+}
+
+// UsedGroups is `groups` with only the parameters `trained` updates, each
+// group kept at its index.
+std::vector<ParamGroup> UsedGroups(const std::vector<ParamGroup>& groups,
+                                   const Trained& trained) {
+  std::vector<ParamGroup> used = groups;
+  for (ParamGroup& group : used) group.params.clear();
+  for (size_t i = 0; i < trained.params.size(); ++i) {
+    used[trained.group[i]].params.push_back(trained.params[i]);
+  }
+  return used;
+}
+
+// StepOn builds the step of `loss` (already rewritten for the precision)
+// with the gradients of `trained` on `opt`'s inputs and state.
+absl::StatusOr<TrainingStep> StepOn(Value loss, Trained trained, const Optimizer& opt) {
+  const OptimizerOptions& o = opt.options;
   TrainingStep ts;
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision({loss}, o.precision));
-  loss = ts.loss = rewritten[0];
-  DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(loss, groups, o.allow_unused));
+  ts.loss = loss;
   Graph& g = *loss.graph();
   if (o.data_parallel.communicator != nullptr) {
     DAGRAD_ASSIGN_OR_RETURN(trained.grads,
@@ -274,8 +302,8 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
     ts.warning = absl::StrCat("BuildTrainingStep: the loss does not depend on ",
                               Quoted(ts.unused_params), "; they get no update");
   }
-  ts.lr = g.Input("lr", DType::kFloat64, {});
-  ts.step = g.Input("step", DType::kFloat64, {});
+  ts.lr = opt.lr;
+  ts.step = opt.step;
   Value scale, guard;
   if (o.clip_norm > 0 || o.skip_nonfinite) ts.grad_norm = GlobalNorm(ts.grads);
   if (o.skip_nonfinite) {
@@ -284,6 +312,7 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   // ClipGradNorm's scale, fused into the updates rather than a pass over
   // every gradient.
   if (o.clip_norm > 0) scale = ClipScale(ts.grad_norm, o.clip_norm);
+  const std::vector<ParamGroup>& groups = opt.groups;
   std::vector<Value> group_lr(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
     group_lr[i] = groups[i].lr_scale == 1.0 ? ts.lr : Scale(ts.lr, groups[i].lr_scale);
@@ -291,12 +320,80 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   for (size_t i = 0; i < ts.params.size(); ++i) {
     OptimizerOptions group_options = o;
     group_options.weight_decay = groups[trained.group[i]].weight_decay.value_or(o.weight_decay);
-    AddUpdate(g, ts, i, group_options, group_lr[trained.group[i]], scale, guard);
+    AddUpdate(ts, i, opt.state.at(ts.params[i].id()), group_options,
+              group_lr[trained.group[i]], scale, guard);
   }
   for (const Value& u : ts.updates) {
     if (!u.ok()) return u.status();
   }
   return ts;
+}
+
+}  // namespace
+
+absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<Value>& params,
+                                        const OptimizerOptions& o) {
+  return MakeOptimizer(std::vector<ParamGroup>{{.params = params}}, o);
+}
+
+absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
+                                        const OptimizerOptions& o) {
+  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
+  DAGRAD_RETURN_IF_ERROR(CheckGroups(groups, "MakeOptimizer"));
+  Graph& g = *FirstParam(groups).graph();
+  if (absl::Status free = CheckScopeFree(g, o.scope); !free.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("MakeOptimizer: ", free.message()));
+  }
+  Optimizer opt{.options = o, .groups = groups};
+  Graph::RoleScope role(g, NodeRole::kOptimizer);
+  {
+    Graph::ScopePathGuard in_optimizer(g, o.scope);
+    opt.lr = g.Input("lr", DType::kFloat64, {});
+    opt.step = g.Input("step", DType::kFloat64, {});
+  }
+  for (const ParamGroup& group : groups) {
+    for (const Value& p : group.params) opt.state[p.id()] = MakeState(g, p, o);
+  }
+  for (const auto& [id, state] : opt.state) {
+    for (const Value& v : state) DAGRAD_RETURN_IF_ERROR(v.status());
+  }
+  DAGRAD_RETURN_IF_ERROR(opt.lr.status());
+  DAGRAD_RETURN_IF_ERROR(opt.step.status());
+  return opt;
+}
+
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
+                                               const OptimizerOptions& o) {
+  return BuildTrainingStep(loss, std::vector<ParamGroup>{{.params = params}}, o);
+}
+
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<ParamGroup>& groups,
+                                               const OptimizerOptions& o) {
+  if (!loss.ok()) return loss.status();
+  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
+  DAGRAD_RETURN_IF_ERROR(CheckGroups(groups, "BuildTrainingStep"));
+  if (absl::Status free = CheckScopeFree(*loss.graph(), o.scope); !free.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("BuildTrainingStep: ", free.message()));
+  }
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision({loss}, o.precision));
+  DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(rewritten[0], groups, o.allow_unused));
+  // State for the parameters the loss reaches only, as torch makes it at
+  // their first step.
+  DAGRAD_ASSIGN_OR_RETURN(Optimizer opt, MakeOptimizer(UsedGroups(groups, trained), o));
+  return StepOn(rewritten[0], std::move(trained), opt);
+}
+
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const Optimizer& opt) {
+  if (!loss.ok()) return loss.status();
+  if (opt.lr.is_null() || opt.lr.graph() != loss.graph()) {
+    return absl::InvalidArgumentError(
+        "BuildTrainingStep: the optimizer is not one MakeOptimizer made in the loss's graph");
+  }
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten,
+                          ApplyPrecision({loss}, opt.options.precision));
+  DAGRAD_ASSIGN_OR_RETURN(Trained trained,
+                          SplitUnused(rewritten[0], opt.groups, opt.options.allow_unused));
+  return StepOn(rewritten[0], std::move(trained), opt);
 }
 
 absl::StatusOr<LrDecay> ParseLrDecay(const std::string& name) {

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -180,6 +181,44 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Val
                                                const OptimizerOptions& options);
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<ParamGroup>& groups,
                                                const OptimizerOptions& options);
+
+// Optimizer is an optimizer made from its parameters alone, as torch.optim's
+// is: the step's inputs `lr` and `step`, and each parameter's state (SGD's
+// "momentum"; Adam's "exp_avg" and "exp_avg_sq"), under
+// OptimizerOptions::scope, made once for training steps built on any
+// number of losses. A model trains so at shapes that vary between runs:
+// one ShapeFamily specialisation per shape (engine/shape_family.h), each a
+// BuildTrainingStep of its own loss on the one Optimizer, so that every
+// step moves the same parameters and moments:
+//
+//   // setup: Model
+//   DAGRAD_ASSIGN_OR_RETURN(Optimizer adamw, MakeOptimizer(g.Parameters(),
+//                                                          {.kind = OptimizerKind::kAdamW}));
+//   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildTrainingStep(loss, adamw));
+struct Optimizer {
+  OptimizerOptions options;
+  std::vector<ParamGroup> groups;
+  Value lr;    // feed a float64 scalar each step
+  Value step;  // feed a float64 scalar: 1 on the first applied update
+  // Each parameter's state variables, by its NodeId (Value::id()).
+  std::map<NodeId, std::vector<Value>> state;
+};
+
+// MakeOptimizer makes the inputs and the state of an optimizer of `params`
+// (one group with options.weight_decay) or of `groups`, in their graph, with
+// BuildTrainingStep's errors on the options, the groups and the scope.
+absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<Value>& params,
+                                        const OptimizerOptions& options);
+absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
+                                        const OptimizerOptions& options);
+
+// BuildTrainingStep on an Optimizer adds the step of `loss` on its inputs and
+// state, as the overloads above do (with its options: the precision,
+// clipping, data parallelism, allow_unused); steps on one Optimizer share
+// lr, step and every moment. Errors: an optimizer MakeOptimizer did not make
+// in loss's graph; Gradients'; the parameters the loss does not reach,
+// unless allow_unused.
+absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const Optimizer& optimizer);
 
 // UpdateSkipped says whether a skip_nonfinite step wrote nothing: its loss
 // or gradient norm (both fetched from the same run) is NaN or +-Inf.

@@ -1,8 +1,9 @@
 """Goldens for dagrad's optimizers from torch.optim (SGD, Adam, AdamW) with
 gradient clipping and parameter groups (each with its own weight decay and
 a learning-rate scale, "lr_scale", that multiplies the step's rate), over
-three steps of loss = sum(w1 * a) + sum(w2^2 * b); and
-torch.nn.utils.clip_grad_norm_ on its own.
+three steps of loss = sum(w1 * a) + sum(w2^2 * b); AdamW with clipping
+over batches of varying size (one optimizer, as a ShapeFamily trains with
+one step per shape); and torch.nn.utils.clip_grad_norm_ on its own.
 
     /usr/bin/python3 tools/goldens/optim.py
 """
@@ -65,8 +66,39 @@ def main():
         torch.float32)
     run("adamw_f32", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.1), 0.0, out,
         torch.float32)
+    varying_batches(out)
     clip_grad_norm(out)
     out.write()
+
+
+def varying_batches(out):
+    """One AdamW (weight decay 0.1, clipped at 0.5) over five batches of 4, 3,
+    4, 2 and 3 rows of cross_entropy(tanh(x @ w1 + b1) @ w2, y)."""
+    torch.manual_seed(3)
+    start = {"w1": torch.randn(4, 3, dtype=torch.float64),
+             "b1": torch.randn(3, dtype=torch.float64),
+             "w2": torch.randn(3, 5, dtype=torch.float64)}
+    inputs = {name: t.clone() for name, t in start.items()}
+    params = {name: t.clone().requires_grad_() for name, t in start.items()}
+    opt = torch.optim.AdamW(params.values(), lr=0.1, weight_decay=0.1)
+    batches, lrs = [4, 3, 4, 2, 3], [0.1, 0.05, 0.08, 0.02, 0.04]
+    outputs = {}
+    for step, (rows, lr) in enumerate(zip(batches, lrs), start=1):
+        x = torch.randn(rows, 4, dtype=torch.float64)
+        y = torch.randint(0, 5, (rows,))
+        inputs[f"x_{step}"], inputs[f"y_{step}"] = x, y
+        opt.param_groups[0]["lr"] = lr
+        opt.zero_grad()
+        hidden = torch.tanh(x @ params["w1"] + params["b1"])
+        loss = torch.nn.functional.cross_entropy(hidden @ params["w2"], y)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), 0.5)
+        opt.step()
+        outputs[f"loss_{step}"] = loss.detach().reshape(())
+        outputs[f"grad_norm_{step}"] = norm.detach().reshape(())
+        for name, p in params.items():
+            outputs[f"{name}_{step}"] = p.detach().clone()
+    out.add("adamw_clip_varying_batch", inputs, outputs, {"lrs": lrs, "batches": batches})
 
 
 def clip_grad_norm(out):
