@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/cpu/cpu_runtime.h"
 
 namespace dagrad {
 
@@ -124,6 +125,9 @@ absl::StatusOr<CpuIsaChoice> ChooseCpuIsa() {
 }
 
 absl::StatusOr<const CpuKernels*> ActiveKernels() {
+  // The process's CPU settings first: a bad DAGRAD_NUM_THREADS fails every
+  // kernel that picks a level, not only the products that configure BLIS.
+  if (absl::Status configured = ConfigureCpu(); !configured.ok()) return configured;
   static const absl::StatusOr<const CpuKernels*>* const active = [] {
     absl::StatusOr<CpuIsaChoice> choice = ChooseCpuIsa();
     if (!choice.ok()) return new absl::StatusOr<const CpuKernels*>(choice.status());

@@ -67,7 +67,9 @@ struct CpuIsaChoice {
 // level. Later calls return the first call's result.
 absl::StatusOr<CpuIsaChoice> ChooseCpuIsa();
 
-// ActiveKernels returns the table of ChooseCpuIsa's level, or its error.
+// ActiveKernels returns the table of ChooseCpuIsa's level, or the error of
+// ConfigureCpu (ops/cpu/cpu_runtime.h: a CPU setting of the environment it
+// refuses, DAGRAD_CPU_ISA's among them).
 absl::StatusOr<const CpuKernels*> ActiveKernels();
 
 // CpuHasAvx512Bf16 is true when this CPU has AVX512_BF16 (vdpbf16ps) as
