@@ -104,6 +104,7 @@ Value Graph::AddNode(Node node) {
   node.id = static_cast<NodeId>(nodes_.size());
   node.scope = scope_;
   node.role = role_;
+  node.stream_origin = stream_origin_;
   if (role_ == NodeRole::kGradient) node.gradient_of = gradient_of_;
   by_path_[node.path()] = node.id;
   nodes_.push_back(std::move(node));

@@ -134,8 +134,19 @@ struct Node {
   Initializer initializer;  // variables
   Tensor value;             // constants
 
+  // stream_origin: the first node built under the StreamOrigin this node
+  // was built under, or kNoNode.
+  NodeId stream_origin = kNoNode;
+
   // path returns "scope/name".
   std::string path() const { return scope.empty() ? name : scope + "/" + name; }
+  // DefaultStream is the counter stream word of a random op (dropout,
+  // attention's dropout: ops/dropout.h) that sets no "stream" attribute:
+  // its id, or under a StreamOrigin 2^31 + its offset from the origin.
+  uint32_t DefaultStream() const {
+    if (stream_origin == kNoNode) return static_cast<uint32_t>(id);
+    return (uint32_t{1} << 31) + static_cast<uint32_t>(id - stream_origin);
+  }
   // TypeString returns the dtype and shape for a message, as Tensor's does:
   // "float32 (2, 3)".
   std::string TypeString() const;
@@ -240,6 +251,27 @@ class Graph {
     std::string saved_;
   };
 
+  // StreamOrigin: while one lives, the random ops built draw by their
+  // offset from the first node built under it (Node::DefaultStream), not by
+  // their ids, so a subgraph built at several points of a graph's life draws
+  // the same numbers wherever it lands: a ShapeFamily's specialisation,
+  // built when a run first meets its shape, in whatever order a resumed
+  // run meets the shapes. Not nested: an inner one is a new origin.
+  //   { Graph::StreamOrigin origin(g); Value y = Dropout(x, 0.1); }
+  class StreamOrigin {
+   public:
+    explicit StreamOrigin(Graph& g) : g_(g), saved_(g.stream_origin_) {
+      g.stream_origin_ = static_cast<NodeId>(g.nodes_.size());
+    }
+    ~StreamOrigin() { g_.stream_origin_ = saved_; }
+    StreamOrigin(const StreamOrigin&) = delete;
+    StreamOrigin& operator=(const StreamOrigin&) = delete;
+
+   private:
+    Graph& g_;
+    NodeId saved_;
+  };
+
   const std::string& scope() const { return scope_; }
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   const Node& node(NodeId id) const { return nodes_[id]; }
@@ -270,6 +302,7 @@ class Graph {
   std::string scope_;
   NodeRole role_ = NodeRole::kForward;
   NodeId gradient_of_ = kNoNode;
+  NodeId stream_origin_ = kNoNode;
 };
 
 // CheckSameGraph returns InvalidArgument when the values belong to different

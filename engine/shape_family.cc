@@ -148,13 +148,8 @@ absl::StatusOr<std::map<std::string, int64_t>> ShapeFamily::Bind(const NamedFeed
 }
 
 absl::StatusOr<std::vector<Tensor>> ShapeFamily::Run(const NamedFeeds& feeds,
-                                                     const RunOptions& options) {
-  return Run(feeds, {}, options);
-}
-
-absl::StatusOr<std::vector<Tensor>> ShapeFamily::Run(const NamedFeeds& feeds,
-                                                     const Feeds& shared,
-                                                     const RunOptions& options) {
+                                                     const RunOptions& options,
+                                                     const Feeds& shared) {
   for (const auto& [value, tensor] : shared) DAGRAD_RETURN_IF_ERROR(CheckShared(value));
   DAGRAD_ASSIGN_OR_RETURN(const auto sizes, Bind(feeds));
   DAGRAD_ASSIGN_OR_RETURN(Built* built, Find(sizes));
@@ -197,6 +192,7 @@ absl::Status ShapeFamily::Build(const std::map<std::string, int64_t>& sizes, Bui
   built.binding.sizes = sizes;
   const std::string scope_name = FreeScope(graph_, sizes);
   Graph::Scope scope(graph_, scope_name);
+  Graph::StreamOrigin origin(graph_);
   for (const FamilyInput& in : options_.inputs) {
     std::vector<int64_t> dims;
     for (const Dim& d : in.dims) dims.push_back(d.symbol.empty() ? d.size : sizes.at(d.symbol));

@@ -53,8 +53,8 @@
 //         return Specialized{.fetches = {ts.loss}, .targets = ts.updates};
 //       }));
 //   DAGRAD_ASSIGN_OR_RETURN(Tensor ids, Tensor::FromVector<int64_t>({1, 3}, {1, 2, 3}));
-//   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> loss, steps->Run({{"ids", ids}},
-//       {{adam.lr, Tensor::Scalar(1e-3)}, {adam.step, Tensor::Scalar(1.0)}}, {.training = true}));
+//   DAGRAD_ASSIGN_OR_RETURN(std::vector<Tensor> loss, steps->Run({{"ids", ids}}, {.training = true},
+//       {{adam.lr(), Tensor::Scalar(1e-3)}, {adam.step(), Tensor::Scalar(1.0)}}));
 //
 // Memory. The compiled plans are an LRU of at most max_plans; each plan's
 // arena counts against the executor's memory limit
@@ -160,17 +160,15 @@ class ShapeFamily {
   absl::StatusOr<std::map<std::string, int64_t>> Bind(const NamedFeeds& feeds) const;
 
   // Run binds `feeds` and runs that binding's plan (built and compiled on a
-  // miss, evicting as the file comment says). Errors: Bind's, the build
-  // function's and the graph errors it made, Compile's (ResourceExhausted
-  // when the plan does not fit even with no other plan of the family kept)
-  // and Executor::Run's.
+  // miss, evicting as the file comment says), feeding `shared` too: inputs
+  // of the graph made outside the family (an Optimizer's lr and step), fed
+  // as they are to whichever plan runs. Errors: Bind's, a shared feed of
+  // one of the family's own inputs, the build function's and the graph
+  // errors it made, Compile's (ResourceExhausted when the plan does not fit
+  // even with no other plan of the family kept) and Executor::Run's.
   absl::StatusOr<std::vector<Tensor>> Run(const NamedFeeds& feeds,
-                                          const RunOptions& options = {});
-  // Run with `shared` too: inputs of the graph made outside the family (an
-  // Optimizer's lr and step), fed as they are to whichever plan runs.
-  // Errors: Run's, and a shared feed of one of the family's own inputs.
-  absl::StatusOr<std::vector<Tensor>> Run(const NamedFeeds& feeds, const Feeds& shared,
-                                          const RunOptions& options = {});
+                                          const RunOptions& options = {},
+                                          const Feeds& shared = {});
 
   // The plans kept now, their arenas' bytes, and how many compiles and
   // builds the family has done (a compile of an evicted binding is not a

@@ -118,7 +118,7 @@ absl::StatusOr<AttentionLayout> AttentionLayoutOf(const KernelContext& ctx) {
 }
 
 uint32_t AttentionStream(const Node& node) {
-  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.id));
+  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
 }
 
 }  // namespace dagrad

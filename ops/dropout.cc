@@ -48,7 +48,7 @@ absl::StatusOr<TensorType> InferDropout(const InferContext& ctx) {
 // StreamOf is the counter's stream word: the "stream" attribute that a
 // backward dropout carries, else the forward node's own id.
 uint32_t StreamOf(const Node& node) {
-  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.id));
+  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
 }
 
 // ElementOffset is where this process's first element sits in the global

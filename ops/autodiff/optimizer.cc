@@ -10,10 +10,13 @@
 #include "ops/autodiff/autodiff.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
+#include "ops/fill.h"
 #include "ops/op_util.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
+#include "ops/shape_ops.h"
 #include "ops/sum_of_squares.h"
+#include "ops/write_at.h"
 
 namespace dagrad {
 
@@ -60,24 +63,6 @@ absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
   }
   if (!InRange(o.clip_norm, 0, inf)) return Bad("clip_norm", "finite and >= 0", o.clip_norm);
   if (o.scope.empty()) return absl::InvalidArgumentError("scope must not be empty");
-  return absl::OkStatus();
-}
-
-absl::Status ValidateLrSchedule(const LrSchedule& s) {
-  if (s.custom) return absl::OkStatus();
-  const double inf = std::numeric_limits<double>::infinity();
-  if (!(s.peak > 0 && s.peak < inf)) return Bad("lr (peak)", "finite and > 0", s.peak);
-  if (s.warmup_steps < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("warmup must be >= 0, got ", s.warmup_steps));
-  }
-  if (s.total_steps < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("total steps must be >= 0, got ", s.total_steps));
-  }
-  if (!(s.final_fraction >= 0 && s.final_fraction <= 1)) {
-    return Bad("final_lr_fraction", "in [0, 1]", s.final_fraction);
-  }
   return absl::OkStatus();
 }
 
@@ -150,13 +135,38 @@ absl::Status CheckGroups(const std::vector<ParamGroup>& groups, absl::string_vie
 
 // MakeState returns parameter p's optimizer state, made under the scope
 // "<scope>/<parameter path>": SGD's momentum, Adam's two moments.
+// With accumulate_gradients, the gradient sum comes last: flat, so that
+// WriteAt writes it whole at any rank.
 std::vector<Value> MakeState(Graph& g, Value p, const OptimizerOptions& o) {
   Graph::ScopePathGuard in_scope(g, absl::StrCat(o.scope, "/", p.path()));
+  std::vector<Value> state;
   if (o.kind == OptimizerKind::kSgd) {
-    return {g.Variable("momentum", p.shape(), Initializer::Zeros(), p.dtype())};
+    state = {g.Variable("momentum", p.shape(), Initializer::Zeros(), p.dtype())};
+  } else {
+    state = {g.Variable("exp_avg", p.shape(), Initializer::Zeros(), p.dtype()),
+             g.Variable("exp_avg_sq", p.shape(), Initializer::Zeros(), p.dtype())};
   }
-  return {g.Variable("exp_avg", p.shape(), Initializer::Zeros(), p.dtype()),
-          g.Variable("exp_avg_sq", p.shape(), Initializer::Zeros(), p.dtype())};
+  if (o.accumulate_gradients) {
+    state.push_back(g.Variable("grad_sum", Shape({p.shape().num_elements()}),
+                               Initializer::Zeros(), p.dtype()));
+  }
+  return state;
+}
+
+// SumGradients, for accumulate_gradients: ts.accumulate adds each gradient
+// to its parameter's sum, `grads` become the sums with this micro-batch's
+// gradients, and `clears` zero the sums (targets of the update).
+void SumGradients(Graph& g, const Optimizer& opt, const std::vector<Value>& params,
+                  std::vector<Value>& grads, TrainingStep& ts, std::vector<Value>& clears) {
+  const Value at = g.Constant(Tensor::Scalar<int64_t>(0), "start");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Value sum = opt.state(params[i]).back();
+    const int64_t n = sum.shape()[0];
+    ts.accumulate.push_back(WriteAt(sum, Add(sum, Reshape(grads[i], {n})), at, 0));
+    clears.push_back(WriteAt(sum, Fill(g, sum.shape(), 0, sum.dtype()), at, 0));
+    const Dims& dims = params[i].shape().dims();
+    grads[i] = Add(grads[i], Reshape(sum, std::vector<int64_t>(dims.begin(), dims.end())));
+  }
 }
 
 // AddUpdate builds parameter i's update in `ts` on its `state`, at learning
@@ -254,7 +264,9 @@ absl::Status CheckScopeFree(Graph& g, const std::string& scope) {
   if (const std::string lr = absl::StrCat(scope, "/lr"); !g.Find(lr).is_null()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the graph already has a training step in scope '", scope, "' (its input '", lr,
-        "'); give a second one its own OptimizerOptions::scope"));
+        "'); give a second one its own OptimizerOptions::scope (to train one model at "
+        "several shapes, make one optimizer with MakeOptimizer before the ShapeFamily and "
+        "build each shape's step with BuildTrainingStep(loss, optimizer))"));
   }
   return absl::OkStatus();
 }
@@ -282,10 +294,16 @@ std::vector<ParamGroup> UsedGroups(const std::vector<ParamGroup>& groups,
 // StepOn builds the step of `loss` (already rewritten for the precision)
 // with the gradients of `trained` on `opt`'s inputs and state.
 absl::StatusOr<TrainingStep> StepOn(Value loss, Trained trained, const Optimizer& opt) {
-  const OptimizerOptions& o = opt.options;
+  const OptimizerOptions& o = opt.options();
   TrainingStep ts;
   ts.loss = loss;
   Graph& g = *loss.graph();
+  std::vector<Value> clears;
+  if (o.accumulate_gradients) {
+    Graph::RoleScope role(g, NodeRole::kOptimizer);
+    Graph::ScopePathGuard in_scope(g, absl::StrCat(o.scope, "/accumulate"));
+    SumGradients(g, opt, trained.params, trained.grads, ts, clears);
+  }
   if (o.data_parallel.communicator != nullptr) {
     DAGRAD_ASSIGN_OR_RETURN(trained.grads,
                             ReduceGradients(trained.grads, o.data_parallel, &ts.num_buckets));
@@ -302,8 +320,8 @@ absl::StatusOr<TrainingStep> StepOn(Value loss, Trained trained, const Optimizer
     ts.warning = absl::StrCat("BuildTrainingStep: the loss does not depend on ",
                               Quoted(ts.unused_params), "; they get no update");
   }
-  ts.lr = opt.lr;
-  ts.step = opt.step;
+  ts.lr = opt.lr();
+  ts.step = opt.step();
   Value scale, guard;
   if (o.clip_norm > 0 || o.skip_nonfinite) ts.grad_norm = GlobalNorm(ts.grads);
   if (o.skip_nonfinite) {
@@ -312,7 +330,7 @@ absl::StatusOr<TrainingStep> StepOn(Value loss, Trained trained, const Optimizer
   // ClipGradNorm's scale, fused into the updates rather than a pass over
   // every gradient.
   if (o.clip_norm > 0) scale = ClipScale(ts.grad_norm, o.clip_norm);
-  const std::vector<ParamGroup>& groups = opt.groups;
+  const std::vector<ParamGroup>& groups = opt.groups();
   std::vector<Value> group_lr(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
     group_lr[i] = groups[i].lr_scale == 1.0 ? ts.lr : Scale(ts.lr, groups[i].lr_scale);
@@ -320,21 +338,17 @@ absl::StatusOr<TrainingStep> StepOn(Value loss, Trained trained, const Optimizer
   for (size_t i = 0; i < ts.params.size(); ++i) {
     OptimizerOptions group_options = o;
     group_options.weight_decay = groups[trained.group[i]].weight_decay.value_or(o.weight_decay);
-    AddUpdate(ts, i, opt.state.at(ts.params[i].id()), group_options,
+    AddUpdate(ts, i, opt.state(ts.params[i]), group_options,
               group_lr[trained.group[i]], scale, guard);
   }
-  for (const Value& u : ts.updates) {
-    if (!u.ok()) return u.status();
+  ts.updates.insert(ts.updates.end(), clears.begin(), clears.end());
+  for (const std::vector<Value>* targets : {&ts.updates, &ts.accumulate}) {
+    for (const Value& u : *targets) DAGRAD_RETURN_IF_ERROR(u.status());
   }
   return ts;
 }
 
 }  // namespace
-
-absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<Value>& params,
-                                        const OptimizerOptions& o) {
-  return MakeOptimizer(std::vector<ParamGroup>{{.params = params}}, o);
-}
 
 absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
                                         const OptimizerOptions& o) {
@@ -344,22 +358,35 @@ absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
   if (absl::Status free = CheckScopeFree(g, o.scope); !free.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("MakeOptimizer: ", free.message()));
   }
-  Optimizer opt{.options = o, .groups = groups};
+  Optimizer opt;
+  opt.options_ = o;
+  opt.groups_ = groups;
   Graph::RoleScope role(g, NodeRole::kOptimizer);
   {
     Graph::ScopePathGuard in_optimizer(g, o.scope);
-    opt.lr = g.Input("lr", DType::kFloat64, {});
-    opt.step = g.Input("step", DType::kFloat64, {});
+    opt.lr_ = g.Input("lr", DType::kFloat64, {});
+    opt.step_ = g.Input("step", DType::kFloat64, {});
   }
   for (const ParamGroup& group : groups) {
-    for (const Value& p : group.params) opt.state[p.id()] = MakeState(g, p, o);
+    for (const Value& p : group.params) opt.state_[p.id()] = MakeState(g, p, o);
   }
-  for (const auto& [id, state] : opt.state) {
+  for (const auto& [id, state] : opt.state_) {
     for (const Value& v : state) DAGRAD_RETURN_IF_ERROR(v.status());
   }
-  DAGRAD_RETURN_IF_ERROR(opt.lr.status());
-  DAGRAD_RETURN_IF_ERROR(opt.step.status());
+  DAGRAD_RETURN_IF_ERROR(opt.lr_.status());
+  DAGRAD_RETURN_IF_ERROR(opt.step_.status());
   return opt;
+}
+
+absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<Value>& params,
+                                        const OptimizerOptions& o) {
+  return MakeOptimizer(std::vector<ParamGroup>{{.params = params}}, o);
+}
+
+const std::vector<Value>& Optimizer::state(Value param) const {
+  static const std::vector<Value>* const none = new std::vector<Value>();
+  auto it = param.graph() == lr_.graph() ? state_.find(param.id()) : state_.end();
+  return it == state_.end() ? *none : it->second;
 }
 
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Value>& params,
@@ -385,58 +412,23 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
 
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const Optimizer& opt) {
   if (!loss.ok()) return loss.status();
-  if (opt.lr.is_null() || opt.lr.graph() != loss.graph()) {
+  if (opt.lr().is_null() || opt.lr().graph() != loss.graph()) {
     return absl::InvalidArgumentError(
         "BuildTrainingStep: the optimizer is not one MakeOptimizer made in the loss's graph");
   }
-  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten,
-                          ApplyPrecision({loss}, opt.options.precision));
+  const OptimizerOptions& o = opt.options();
+  DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision({loss}, o.precision));
   DAGRAD_ASSIGN_OR_RETURN(Trained trained,
-                          SplitUnused(rewritten[0], opt.groups, opt.options.allow_unused));
-  return StepOn(rewritten[0], std::move(trained), opt);
-}
-
-absl::StatusOr<LrDecay> ParseLrDecay(const std::string& name) {
-  if (name == "cosine") return LrDecay::kCosine;
-  if (name == "linear") return LrDecay::kLinear;
-  if (name == "constant") return LrDecay::kConstant;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown learning-rate decay '", name, "' (cosine, linear, constant)"));
-}
-
-const char* LrDecayName(LrDecay decay) {
-  switch (decay) {
-    case LrDecay::kCosine: return "cosine";
-    case LrDecay::kLinear: return "linear";
-    case LrDecay::kConstant: return "constant";
-  }
-  return "?";
-}
-
-absl::StatusOr<double> LearningRate(const LrSchedule& s, int64_t step) {
-  if (step < 1) {  // the warmup's s / W would be a negative rate, the decay's above the peak
+                          SplitUnused(rewritten[0], opt.groups(), o.allow_unused));
+  if (!trained.unused.empty() && o.kind != OptimizerKind::kSgd) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the learning-rate schedule's step must be >= 1 (steps count from 1), got ", step));
+        "BuildTrainingStep: the loss does not reach ", Quoted(trained.unused), " of this ",
+        OptimizerName(o.kind), " optimizer: its bias correction counts the fed step, one count "
+        "for every parameter (torch counts each one's own), so a parameter some steps leave "
+        "out would be corrected for steps it never took; make the optimizer of the parameters "
+        "every step reaches"));
   }
-  if (s.custom) {
-    const double lr = s.custom(step);
-    if (!(lr >= 0 && lr < std::numeric_limits<double>::infinity())) {
-      return Bad(absl::StrCat("the learning-rate schedule's value at step ", step),
-                 "finite and >= 0", lr);
-    }
-    return lr;
-  }
-  DAGRAD_RETURN_IF_ERROR(ValidateLrSchedule(s));
-  if (s.warmup_steps > 0 && step <= s.warmup_steps) {
-    return s.peak * static_cast<double>(step) / static_cast<double>(s.warmup_steps);
-  }
-  const int64_t decay = s.total_steps - s.warmup_steps;
-  if (decay <= 0 || s.decay == LrDecay::kConstant) return s.peak;
-  const double progress =
-      std::min(1.0, static_cast<double>(step - s.warmup_steps) / static_cast<double>(decay));
-  const double left = s.decay == LrDecay::kCosine ? 0.5 * (1 + std::cos(M_PI * progress))
-                                                  : 1 - progress;
-  return s.peak * (s.final_fraction + (1 - s.final_fraction) * left);
+  return StepOn(rewritten[0], std::move(trained), opt);
 }
 
 }  // namespace dagrad

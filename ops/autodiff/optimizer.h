@@ -31,7 +31,6 @@
 #define DAGRAD_OPS_AUTODIFF_OPTIMIZER_H_
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "engine/graph.h"
 #include "ops/autodiff/data_parallel.h"
+#include "ops/autodiff/lr_schedule.h"
 #include "ops/autodiff/precision.h"
 
 namespace dagrad {
@@ -93,6 +93,21 @@ struct OptimizerOptions {
   //       BuildTrainingStep(loss, g.Parameters(), {.precision = Precision::kBFloat16}));
   //   DAGRAD_ASSIGN_OR_RETURN(auto mixed_plan, exec.Compile({mixed.loss}, mixed.updates));
   Precision precision = Precision::kFloat32;
+  // accumulate_gradients: each parameter gets a gradient sum
+  // ("<scope>/<parameter path>/grad_sum"), and the step a second set of
+  // targets, TrainingStep::accumulate, which adds a micro-batch's gradients
+  // to the sums and updates nothing; `updates` adds the last micro-batch's,
+  // updates from the sums (the clipping, the ranks' sum and the skip guard
+  // see them) and clears them: torch's loss.backward() per micro-batch,
+  // then optimizer.step() and zero_grad(). Scale the loss by 1 / the
+  // micro-batches for their mean, as with torch.
+  //
+  //   // setup: Model
+  //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildTrainingStep(Scale(loss, 0.25),
+  //       g.Parameters(), {.accumulate_gradients = true}));
+  //   DAGRAD_ASSIGN_OR_RETURN(auto micro, exec.Compile({ts.loss}, ts.accumulate));  // 3 runs
+  //   DAGRAD_ASSIGN_OR_RETURN(auto last, exec.Compile({ts.loss}, ts.updates));      // then 1
+  bool accumulate_gradients = false;
   // scope: where the step's inputs (`lr`, `step`) and optimizer state
   // ("optimizer/<parameter path>/exp_avg") live, their checkpoint names. A
   // second training step in one graph (a GAN's discriminator beside its
@@ -156,13 +171,18 @@ struct TrainingStep {
   // clip_norm > 0 or skip_nonfinite.
   Value grad_norm;
   std::vector<Value> params;   // the parameters updated, group by group
-  std::vector<Value> grads;    // their gradients, unclipped (summed over the ranks)
+  // Their gradients, unclipped (summed over the ranks, and with
+  // accumulate_gradients over the micro-batches).
+  std::vector<Value> grads;
   // Data parallel: the loss summed over the ranks, float64 (each rank's
   // loss being its share, the job's loss); the skip guard reads it. Null
   // without a communicator.
   Value global_loss;
   int num_buckets = 0;         // data parallel: the gradient buckets
   std::vector<Value> updates;  // plan targets
+  // With OptimizerOptions::accumulate_gradients: the targets of a
+  // micro-batch that only adds its gradients to the sums.
+  std::vector<Value> accumulate;
   std::vector<Value> state;    // the optimizer's variables (momenta, moments)
   // With allow_unused: the paths of the parameters the loss does not reach,
   // and a warning naming them ("" when there are none).
@@ -195,21 +215,38 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
 //   DAGRAD_ASSIGN_OR_RETURN(Optimizer adamw, MakeOptimizer(g.Parameters(),
 //                                                          {.kind = OptimizerKind::kAdamW}));
 //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildTrainingStep(loss, adamw));
-struct Optimizer {
-  OptimizerOptions options;
-  std::vector<ParamGroup> groups;
-  Value lr;    // feed a float64 scalar each step
-  Value step;  // feed a float64 scalar: 1 on the first applied update
-  // Each parameter's state variables, by its NodeId (Value::id()).
-  std::map<NodeId, std::vector<Value>> state;
+//
+// Adam's bias correction counts the fed `step`, one count for all the
+// parameters, where torch counts each parameter's own steps: so every step
+// built on an Adam or AdamW Optimizer must reach all its parameters
+// (BuildTrainingStep refuses one that does not, even with allow_unused).
+class Optimizer {
+ public:
+  Optimizer() = default;  // made by MakeOptimizer; BuildTrainingStep refuses this one
+  Value lr() const { return lr_; }      // feed a float64 scalar each step
+  Value step() const { return step_; }  // feed a float64 scalar: 1 on the first applied update
+  const OptimizerOptions& options() const { return options_; }
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+  // state is `param`'s state variables (SGD's momentum, Adam's exp_avg and
+  // exp_avg_sq, then a grad_sum with accumulate_gradients); empty for a
+  // parameter this optimizer does not update.
+  const std::vector<Value>& state(Value param) const;
+
+ private:
+  friend absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
+                                                 const OptimizerOptions& options);
+  OptimizerOptions options_;
+  std::vector<ParamGroup> groups_;
+  Value lr_, step_;
+  std::map<NodeId, std::vector<Value>> state_;
 };
 
 // MakeOptimizer makes the inputs and the state of an optimizer of `params`
 // (one group with options.weight_decay) or of `groups`, in their graph, with
 // BuildTrainingStep's errors on the options, the groups and the scope.
-absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<Value>& params,
-                                        const OptimizerOptions& options);
 absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
+                                        const OptimizerOptions& options);
+absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<Value>& params,
                                         const OptimizerOptions& options);
 
 // BuildTrainingStep on an Optimizer adds the step of `loss` on its inputs and
@@ -217,7 +254,7 @@ absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
 // clipping, data parallelism, allow_unused); steps on one Optimizer share
 // lr, step and every moment. Errors: an optimizer MakeOptimizer did not make
 // in loss's graph; Gradients'; the parameters the loss does not reach,
-// unless allow_unused.
+// unless allow_unused (and for Adam and AdamW always: see Optimizer).
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const Optimizer& optimizer);
 
 // UpdateSkipped says whether a skip_nonfinite step wrote nothing: its loss
@@ -227,61 +264,6 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const Optimizer& opti
 //   const bool skipped = UpdateSkipped(out[0].data<float>()[0], out[1].data<double>()[0]);
 //   if (!skipped) ++applied;   // feed applied + 1 as ts.step next time
 bool UpdateSkipped(double loss, double grad_norm);
-
-// LrDecay: how an LrSchedule's rate falls after the warmup.
-enum class LrDecay { kCosine, kLinear, kConstant };
-
-// ParseLrDecay accepts "cosine", "linear", "constant"; InvalidArgument else.
-absl::StatusOr<LrDecay> ParseLrDecay(const std::string& name);
-
-// LrDecayName returns the name ParseLrDecay accepts for `decay`.
-const char* LrDecayName(LrDecay decay);
-
-// LrFunction is a schedule of the user's: the learning rate of each
-// 1-based step.
-using LrFunction = std::function<double(int64_t step)>;
-
-// LrSchedule is the learning rate of each step s = 1, 2, ... (the step
-// that applies the update: 1 on the first), with P = peak, W =
-// warmup_steps, N = total_steps, f = final_fraction:
-//
-//   warmup, s <= W:  lr(s) = P * s / W              (lr(W) = P; none if W = 0)
-//   then, with progress p = min(1, (s - W) / (N - W)), or P when N <= W:
-//     kCosine:    lr(s) = P * (f + (1 - f) * (1 + cos(pi * p)) / 2)
-//     kLinear:    lr(s) = P * (f + (1 - f) * (1 - p))
-//     kConstant:  lr(s) = P
-//
-// so lr(N) = f * P (P for kConstant), and it stays so past N. Beside the
-// common forms: nanoGPT's get_lr(it), it = s - 1, warms up as
-// P * (it + 1) / (W + 1), and PyTorch's CosineAnnealingLR and LinearLR,
-// stepped after each optimizer.step(), give the first step after the warmup
-// progress 0 where this gives 1 / (N - W). A `custom` function reproduces
-// those exactly, or any other schedule: set, it alone gives the rate
-// (the fields above are unused).
-//
-//   LrSchedule warm_cosine{.peak = 6e-4, .warmup_steps = 100, .total_steps = 2000,
-//                          .final_fraction = 0.1};
-//   LrSchedule nanogpt{.custom = [](int64_t s) { return 6e-4 * std::min<double>(s, 101) / 101; }};
-//   DAGRAD_ASSIGN_OR_RETURN(const double first, LearningRate(warm_cosine, 1));  // 6e-6
-struct LrSchedule {
-  double peak = 1e-3;          // finite, > 0
-  int64_t warmup_steps = 0;    // >= 0
-  int64_t total_steps = 1;     // >= 0
-  double final_fraction = 0.0;  // in [0, 1]
-  LrDecay decay = LrDecay::kCosine;
-  LrFunction custom;           // set: the schedule is custom(s)
-};
-
-// ValidateLrSchedule returns InvalidArgument naming the first bad field and
-// its value (NaN and +-Inf are bad everywhere); a custom schedule's values
-// are checked as LearningRate returns them.
-absl::Status ValidateLrSchedule(const LrSchedule& schedule);
-
-// LearningRate returns the rate of `step` (1-based), as LrSchedule's
-// formulas say: InvalidArgument for a step < 1, for a schedule that
-// ValidateLrSchedule refuses, and, naming the step and the value, when a
-// custom schedule returns one that is not finite and >= 0.
-absl::StatusOr<double> LearningRate(const LrSchedule& schedule, int64_t step);
 
 }  // namespace dagrad
 

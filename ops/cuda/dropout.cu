@@ -43,7 +43,7 @@ __global__ void DropoutImpl(const T* x, T* y, int64_t n, uint64_t first, uint64_
 // The node's stream word: its "stream" attribute (set on the backward op),
 // else its id.
 uint32_t StreamOf(const Node& node) {
-  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.id));
+  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
 }
 
 absl::Status DropoutKernel(const KernelContext& ctx) {

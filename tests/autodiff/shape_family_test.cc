@@ -6,7 +6,9 @@
 #include "engine/shape_family.h"
 
 #include "engine/status_macros.h"
+#include "ops/autodiff/autodiff.h"
 #include "ops/autodiff/optimizer.h"
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
@@ -248,6 +250,45 @@ TEST(ShapeFamily, ATrainingStepOnOneShapeIsSeenByAnother) {
       for (int r = 0; r < 4; ++r) moved[k * 2 + j] -= 0.5 * rows[r * 3 + k];
   ASSERT_OK_AND_ASSIGN(Tensor y, p.Run(x));
   ExpectAllClose(y, HandProduct(x, T<double>({3, 2}, moved)), 1e-5, 1e-5, "after the step");
+}
+
+// Dropout draws by its place in the specialisation, not by when the
+// specialisation was built: two graphs that met the shapes in other orders
+// (a run and its resume) drop the same elements at the same step, and the
+// backward drops what the forward dropped.
+TEST(ShapeFamily, ASpecialisationDrawsTheSameDropoutWheneverItIsBuilt) {
+  auto outputs = [](const std::vector<int64_t>& order) -> absl::StatusOr<std::vector<Tensor>> {
+    Graph g;
+    Executor exec(g);
+    DAGRAD_ASSIGN_OR_RETURN(
+        std::unique_ptr<ShapeFamily> family,
+        ShapeFamily::Create(g, exec,
+                            {.inputs = {{"x", DType::kFloat32, {"batch", 16}}},
+                             .bounds = {{"batch", 8}}},
+                            [](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+                              const Value y = Dropout(b.input("x"), 0.5);
+                              DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> dx,
+                                                      Gradients(Sum(y), {b.input("x")}));
+                              return Specialized{.fetches = {y, dx[0]}};
+                            }));
+    std::vector<Tensor> last;
+    for (const int64_t rows : order) {
+      DAGRAD_ASSIGN_OR_RETURN(last, family->Run({{"x", Random(DType::kFloat32, {rows, 16}, 1)}},
+                                                {.training = true, .step = 5}));
+    }
+    return last;
+  };
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> first, outputs({3, 2}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> resumed, outputs({2}));
+  ExpectAllClose(resumed[0], AsDoubles(first[0]), 0, 0, "the batch-2 forward");
+  const std::vector<double> y = AsDoubles(first[0]), dx = AsDoubles(first[1]);
+  int dropped = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    EXPECT_EQ(y[i] == 0, dx[i] == 0) << i;
+    dropped += y[i] == 0;
+  }
+  EXPECT_GT(dropped, 4);
+  EXPECT_LT(dropped, 28);
 }
 
 TEST(ShapeFamily, ABuildErrorIsKeptForItsBindingAlone) {

@@ -1,12 +1,14 @@
 // Training at shapes that vary between runs: one Optimizer (MakeOptimizer),
 // a ShapeFamily building each batch size's step on it, against torch.optim
 // over the same five batches of 4, 3, 4, 2 and 3 rows
-// (tools/goldens/optim.py, adamw_clip_varying_batch); the state the steps
-// share; and the errors.
+// (tools/goldens/optim.py, adamw_clip_varying_batch), and with gradients
+// accumulated over micro-batches (adamw_clip_accumulated); the state the
+// steps share; and the errors.
 
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/executor.h"
 #include "engine/shape_family.h"
 #include "engine/status_macros.h"
@@ -58,8 +60,8 @@ struct Mlp {
 
   absl::StatusOr<std::vector<Tensor>> Step(const Tensor& x, const Tensor& y, double lr,
                                            double step) {
-    return steps->Run({{"x", x}, {"y", y}},
-                      {{adamw.lr, Tensor::Scalar(lr)}, {adamw.step, Tensor::Scalar(step)}});
+    return steps->Run({{"x", x}, {"y", y}}, {},
+                      {{adamw.lr(), Tensor::Scalar(lr)}, {adamw.step(), Tensor::Scalar(step)}});
   }
 };
 
@@ -104,10 +106,13 @@ TEST(VaryingShapeTraining, EveryShapesStepUpdatesTheSameMoments) {
   EXPECT_EQ(m.built[0].lr.id(), m.built[1].lr.id());
   EXPECT_EQ(m.built[0].state[0].path(), "optimizer/w1/exp_avg");
   EXPECT_EQ(m.g.Variables().size(), 9u);  // 3 parameters and their 6 moments, no more
-  EXPECT_EQ(m.adamw.lr.path(), "optimizer/lr");
+  EXPECT_EQ(m.adamw.lr().path(), "optimizer/lr");
 }
 
-TEST(VaryingShapeTraining, AStepThatLeavesAParameterOutNamesItUnlessAllowed) {
+// A step may leave parameters out under SGD (with allow_unused), as torch
+// skips a None .grad; under Adam the fed step would bias-correct a left-out
+// parameter for steps it never took, so it is refused.
+TEST(VaryingShapeTraining, AStepThatLeavesAParameterOutIsNamedAndUnderAdamRefused) {
   Graph g;
   const Value w = g.Parameter("w", {3}, Initializer::Ones());
   const Value unused = g.Parameter("unused", {2}, Initializer::Ones());
@@ -115,12 +120,71 @@ TEST(VaryingShapeTraining, AStepThatLeavesAParameterOutNamesItUnlessAllowed) {
   ASSERT_OK_AND_ASSIGN(Optimizer strict, MakeOptimizer({w, unused}, {}));
   EXPECT_STATUS(BuildTrainingStep(Sum(w * x), strict).status(),
                 absl::StatusCode::kInvalidArgument, "does not depend on parameter 'unused'");
-  ASSERT_OK_AND_ASSIGN(Optimizer lenient,
-                       MakeOptimizer({w, unused}, {.allow_unused = true, .scope = "lenient"}));
-  ASSERT_OK_AND_ASSIGN(TrainingStep ts, BuildTrainingStep(Sum(w * x), lenient));
+  ASSERT_OK_AND_ASSIGN(Optimizer adam, MakeOptimizer({w, unused}, {.allow_unused = true,
+                                                                   .scope = "adam"}));
+  EXPECT_STATUS(BuildTrainingStep(Sum(w * x), adam).status(), absl::StatusCode::kInvalidArgument,
+                "does not reach parameter 'unused' of this adam optimizer: its bias correction");
+  ASSERT_OK_AND_ASSIGN(Optimizer sgd, MakeOptimizer({w, unused}, {.kind = OptimizerKind::kSgd,
+                                                                  .allow_unused = true,
+                                                                  .scope = "sgd"}));
+  ASSERT_OK_AND_ASSIGN(TrainingStep ts, BuildTrainingStep(Sum(w * x), sgd));
   EXPECT_EQ(ts.unused_params, std::vector<std::string>{"unused"});
   EXPECT_EQ(ts.updates.size(), 1u);
-  EXPECT_EQ(ts.state.size(), 2u);  // w's moments; unused's exist but no step moves them
+  EXPECT_EQ(ts.state.size(), 1u);  // w's momentum; unused's exists, and no step moves it
+}
+
+// Gradients accumulated over micro-batches of 4, 3 and 2 rows (a family
+// whose plans only add them, and one whose plans add the last and update),
+// against torch's backward() per micro-batch and one AdamW step.
+TEST(VaryingShapeTraining, GradientsAccumulatedOverMicroBatchesMatchTorch) {
+  ASSERT_OK_AND_ASSIGN(GoldenCase golden, LoadGolden("optim", "adamw_clip_accumulated"));
+  Mlp m;
+  ASSERT_OK_AND_ASSIGN(m.adamw, MakeOptimizer(m.g.Parameters(), {.kind = OptimizerKind::kAdamW,
+                                                                 .weight_decay = 0.1,
+                                                                 .clip_norm = 0.5,
+                                                                 .accumulate_gradients = true}));
+  auto family = [&m](bool last) {
+    return ShapeFamily::Create(
+        m.g, m.exec,
+        {.inputs = {{"x", DType::kFloat64, {"batch", 4}}, {"y", DType::kInt64, {"batch"}}},
+         .bounds = {{"batch", 8}}},
+        [&m, last](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
+          DAGRAD_ASSIGN_OR_RETURN(
+              TrainingStep ts,
+              BuildTrainingStep(Scale(m.Loss(b.input("x"), b.input("y")), 1.0 / 3), m.adamw));
+          if (!last) return Specialized{.targets = ts.accumulate};
+          return Specialized{.fetches = {ts.grad_norm}, .targets = ts.updates};
+        });
+  };
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShapeFamily> micro, family(false));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShapeFamily> last, family(true));
+  for (const char* name : {"w1", "b1", "w2"}) {
+    ASSERT_OK(m.exec.Assign(m.g.Find(name), golden.inputs.at(name)));
+  }
+  for (int step = 1; step <= 2; ++step) {
+    const std::string s = std::to_string(step);
+    auto batch = [&](int i) -> NamedFeeds {
+      return {{"x", golden.inputs.at(absl::StrCat("x_", s, "_", i))},
+              {"y", golden.inputs.at(absl::StrCat("y_", s, "_", i))}};
+    };
+    ASSERT_OK_AND_ASSIGN(const Tensor w1_before, m.exec.Read(m.g.Find("w1")));
+    ASSERT_OK(micro->Run(batch(1)).status());
+    ASSERT_OK(micro->Run(batch(2)).status());
+    ExpectAllClose(*m.exec.Read(m.g.Find("w1")), AsDoubles(w1_before), 0, 0, "micro-batches");
+    const double lr = golden.attrs["lrs"][step - 1].get<double>();
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
+                         last->Run(batch(3), {}, {{m.adamw.lr(), Tensor::Scalar(lr)},
+                                                 {m.adamw.step(), Tensor::Scalar<double>(step)}}));
+    ExpectAllClose(out[0], AsDoubles(golden.outputs.at("grad_norm_" + s)), 1e-12, 0, "norm " + s);
+    for (const char* name : {"w1", "b1", "w2"}) {
+      ExpectAllClose(*m.exec.Read(m.g.Find(name)), AsDoubles(golden.outputs.at(name + ("_" + s))),
+                     1e-10, 1e-12, name + (" step " + s));
+      ExpectAllClose(*m.exec.Read(m.adamw.state(m.g.Find(name)).back()),
+                     std::vector<double>(m.g.Find(name).shape().num_elements(), 0.0), 0, 0,
+                     name + (" cleared " + s));
+    }
+  }
+  EXPECT_EQ(m.adamw.state(m.g.Find("w1")).back().path(), "optimizer/w1/grad_sum");
 }
 
 TEST(VaryingShapeTraining, RefusesAnOptimizerOfAnotherGraphOrScope) {
@@ -151,7 +215,7 @@ TEST(VaryingShapeTraining, ASharedFeedOfTheFamilysOwnInputIsRefused) {
   ASSERT_OK(m.Step(x, y, 0.01, 1.0).status());
   const Value family_x = m.g.Find("batch=2/x");
   ASSERT_FALSE(family_x.is_null());
-  EXPECT_STATUS(m.steps->Run({{"x", x}, {"y", y}}, {{family_x, x}}).status(),
+  EXPECT_STATUS(m.steps->Run({{"x", x}, {"y", y}}, {}, {{family_x, x}}).status(),
                 absl::StatusCode::kInvalidArgument,
                 "the shared feed 'batch=2/x' is the family's input 'x'; feed it by name");
 }

@@ -3,7 +3,8 @@ gradient clipping and parameter groups (each with its own weight decay and
 a learning-rate scale, "lr_scale", that multiplies the step's rate), over
 three steps of loss = sum(w1 * a) + sum(w2^2 * b); AdamW with clipping
 over batches of varying size (one optimizer, as a ShapeFamily trains with
-one step per shape); and torch.nn.utils.clip_grad_norm_ on its own.
+one step per shape), and with gradients accumulated over micro-batches;
+and torch.nn.utils.clip_grad_norm_ on its own.
 
     /usr/bin/python3 tools/goldens/optim.py
 """
@@ -67,17 +68,53 @@ def main():
     run("adamw_f32", lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.1), 0.0, out,
         torch.float32)
     varying_batches(out)
+    accumulated_micro_batches(out)
     clip_grad_norm(out)
     out.write()
+
+
+def mlp_start(seed):
+    """The (w1, b1, w2) of cross_entropy(tanh(x @ w1 + b1) @ w2, y), float64."""
+    torch.manual_seed(seed)
+    return {"w1": torch.randn(4, 3, dtype=torch.float64),
+            "b1": torch.randn(3, dtype=torch.float64),
+            "w2": torch.randn(3, 5, dtype=torch.float64)}
+
+
+def mlp_loss(params, x, y):
+    hidden = torch.tanh(x @ params["w1"] + params["b1"])
+    return torch.nn.functional.cross_entropy(hidden @ params["w2"], y)
+
+
+def accumulated_micro_batches(out):
+    """Two AdamW steps (weight decay 0.1, clipped at 0.5), each after
+    backward() on three micro-batches of 4, 3 and 2 rows whose losses are
+    scaled by 1/3, as nanoGPT accumulates."""
+    start = mlp_start(4)
+    inputs = {name: t.clone() for name, t in start.items()}
+    params = {name: t.clone().requires_grad_() for name, t in start.items()}
+    opt = torch.optim.AdamW(params.values(), lr=0.1, weight_decay=0.1)
+    outputs = {}
+    for step, lr in enumerate([0.1, 0.05], start=1):
+        opt.param_groups[0]["lr"] = lr
+        opt.zero_grad()
+        for micro, rows in enumerate([4, 3, 2], start=1):
+            x = torch.randn(rows, 4, dtype=torch.float64)
+            y = torch.randint(0, 5, (rows,))
+            inputs[f"x_{step}_{micro}"], inputs[f"y_{step}_{micro}"] = x, y
+            (mlp_loss(params, x, y) / 3).backward()
+        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), 0.5)
+        opt.step()
+        outputs[f"grad_norm_{step}"] = norm.detach().reshape(())
+        for name, p in params.items():
+            outputs[f"{name}_{step}"] = p.detach().clone()
+    out.add("adamw_clip_accumulated", inputs, outputs, {"lrs": [0.1, 0.05], "micro": [4, 3, 2]})
 
 
 def varying_batches(out):
     """One AdamW (weight decay 0.1, clipped at 0.5) over five batches of 4, 3,
     4, 2 and 3 rows of cross_entropy(tanh(x @ w1 + b1) @ w2, y)."""
-    torch.manual_seed(3)
-    start = {"w1": torch.randn(4, 3, dtype=torch.float64),
-             "b1": torch.randn(3, dtype=torch.float64),
-             "w2": torch.randn(3, 5, dtype=torch.float64)}
+    start = mlp_start(3)
     inputs = {name: t.clone() for name, t in start.items()}
     params = {name: t.clone().requires_grad_() for name, t in start.items()}
     opt = torch.optim.AdamW(params.values(), lr=0.1, weight_decay=0.1)
@@ -89,8 +126,7 @@ def varying_batches(out):
         inputs[f"x_{step}"], inputs[f"y_{step}"] = x, y
         opt.param_groups[0]["lr"] = lr
         opt.zero_grad()
-        hidden = torch.tanh(x @ params["w1"] + params["b1"])
-        loss = torch.nn.functional.cross_entropy(hidden @ params["w2"], y)
+        loss = mlp_loss(params, x, y)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(params.values()), 0.5)
         opt.step()
