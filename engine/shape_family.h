@@ -34,7 +34,9 @@
 // executor, so a parameter or other variable created before the family is
 // one buffer in every specialisation: a training step run on one shape is
 // seen by all. A variable created inside the build function belongs to its
-// specialisation.
+// specialisation. A specialisation's random ops (dropout) draw by their
+// place in it (Graph::StreamOrigin), so a resumed run that meets the
+// shapes in another order draws what the first run drew.
 //
 // Training at every shape: make the optimizer once, before the family
 // (MakeOptimizer, ops/autodiff/optimizer.h: its inputs and moments), build
