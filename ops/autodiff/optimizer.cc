@@ -200,8 +200,10 @@ struct Trained {
 
 // SplitUnused separates the parameters the loss reaches from those it does
 // not, which are an error unless allow_unused.
+constexpr absl::string_view kSkipHint = " (allow_unused skips them)";
+
 absl::StatusOr<Trained> SplitUnused(Value loss, const std::vector<ParamGroup>& groups,
-                                    bool allow_unused) {
+                                    bool allow_unused, absl::string_view why = kSkipHint) {
   std::vector<Value> all;
   std::vector<size_t> group_of;
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -222,7 +224,7 @@ absl::StatusOr<Trained> SplitUnused(Value loss, const std::vector<ParamGroup>& g
   if (!t.unused.empty() && (!allow_unused || t.params.empty())) {
     return absl::InvalidArgumentError(
         absl::StrCat("BuildTrainingStep: the loss does not depend on ", Quoted(t.unused),
-                     allow_unused ? "" : " (allow_unused skips them)"));
+                     allow_unused ? "" : why));
   }
   return t;
 }
@@ -410,6 +412,27 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Par
   return StepOn(rewritten[0], std::move(trained), opt);
 }
 
+namespace {
+
+// WhyEveryStepReachesAll says why a step on `o` that leaves a parameter out
+// is refused, or is empty when allow_unused may skip it (SGD, as torch
+// skips a parameter whose .grad is None).
+std::string WhyEveryStepReachesAll(const OptimizerOptions& o) {
+  const std::string make = "; make the optimizer of the parameters every step reaches";
+  if (o.accumulate_gradients) {
+    return absl::StrCat(": with accumulate_gradients a step updates the parameters its loss "
+                        "reaches, from their sums, so a parameter this loss leaves out would "
+                        "keep other micro-batches' gradients in its sum", make);
+  }
+  if (o.kind == OptimizerKind::kSgd) return "";
+  return absl::StrCat(": ", OptimizerName(o.kind), "'s bias correction counts the fed step, "
+                      "one count for every parameter (torch counts each one's own), so a "
+                      "parameter some steps leave out would be corrected for steps it never "
+                      "took", make);
+}
+
+}  // namespace
+
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const Optimizer& opt) {
   if (!loss.ok()) return loss.status();
   if (opt.lr().is_null() || opt.lr().graph() != loss.graph()) {
@@ -418,16 +441,10 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const Optimizer& opt)
   }
   const OptimizerOptions& o = opt.options();
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision({loss}, o.precision));
-  DAGRAD_ASSIGN_OR_RETURN(Trained trained,
-                          SplitUnused(rewritten[0], opt.groups(), o.allow_unused));
-  if (!trained.unused.empty() && o.kind != OptimizerKind::kSgd) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "BuildTrainingStep: the loss does not reach ", Quoted(trained.unused), " of this ",
-        OptimizerName(o.kind), " optimizer: its bias correction counts the fed step, one count "
-        "for every parameter (torch counts each one's own), so a parameter some steps leave "
-        "out would be corrected for steps it never took; make the optimizer of the parameters "
-        "every step reaches"));
-  }
+  const std::string why = WhyEveryStepReachesAll(o);
+  const bool skip_unused = o.allow_unused && why.empty();
+  DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(rewritten[0], opt.groups(), skip_unused,
+                                                       why.empty() ? kSkipHint : why));
   return StepOn(rewritten[0], std::move(trained), opt);
 }
 

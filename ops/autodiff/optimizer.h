@@ -100,7 +100,13 @@ struct OptimizerOptions {
   // updates from the sums (the clipping, the ranks' sum and the skip guard
   // see them) and clears them: torch's loss.backward() per micro-batch,
   // then optimizer.step() and zero_grad(). Scale the loss by 1 / the
-  // micro-batches for their mean, as with torch.
+  // micro-batches for their mean, as with torch. Give each micro-batch's
+  // run a RunOptions::step of its own (the k-th micro-batch of all: k), or
+  // every micro-batch of a step draws the same dropout masks. Every step on
+  // the optimizer must reach all its parameters (BuildTrainingStep refuses
+  // one that does not). The two plans hold an arena each, so N
+  // micro-batches of b rows take the memory of about 2b rows of
+  // activations, not N b.
   //
   //   // setup: Model
   //   DAGRAD_ASSIGN_OR_RETURN(TrainingStep ts, BuildTrainingStep(Scale(loss, 0.25),

@@ -110,24 +110,37 @@ TEST(VaryingShapeTraining, EveryShapesStepUpdatesTheSameMoments) {
 }
 
 // A step may leave parameters out under SGD (with allow_unused), as torch
-// skips a None .grad; under Adam the fed step would bias-correct a left-out
-// parameter for steps it never took, so it is refused.
+// skips a None .grad. Under Adam the fed step would bias-correct a left-out
+// parameter for steps it never took, and with accumulation its sum would
+// keep other micro-batches' gradients: both are refused, with or without
+// allow_unused, saying why (not that allow_unused would skip them).
 TEST(VaryingShapeTraining, AStepThatLeavesAParameterOutIsNamedAndUnderAdamRefused) {
   Graph g;
   const Value w = g.Parameter("w", {3}, Initializer::Ones());
   const Value unused = g.Parameter("unused", {2}, Initializer::Ones());
   const Value x = g.Input("x", DType::kFloat32, {3});
-  ASSERT_OK_AND_ASSIGN(Optimizer strict, MakeOptimizer({w, unused}, {}));
-  EXPECT_STATUS(BuildTrainingStep(Sum(w * x), strict).status(),
-                absl::StatusCode::kInvalidArgument, "does not depend on parameter 'unused'");
-  ASSERT_OK_AND_ASSIGN(Optimizer adam, MakeOptimizer({w, unused}, {.allow_unused = true,
-                                                                   .scope = "adam"}));
-  EXPECT_STATUS(BuildTrainingStep(Sum(w * x), adam).status(), absl::StatusCode::kInvalidArgument,
-                "does not reach parameter 'unused' of this adam optimizer: its bias correction");
+  const Value loss = Sum(w * x);
+  ASSERT_OK_AND_ASSIGN(Optimizer strict, MakeOptimizer({w, unused}, {.kind = OptimizerKind::kSgd}));
+  EXPECT_STATUS(BuildTrainingStep(loss, strict).status(), absl::StatusCode::kInvalidArgument,
+                "does not depend on parameter 'unused' (allow_unused skips them)");
+  for (const bool allow : {false, true}) {
+    const std::string scope = allow ? "lenient" : "strict_adam";
+    ASSERT_OK_AND_ASSIGN(Optimizer adam, MakeOptimizer({w, unused}, {.allow_unused = allow,
+                                                                     .scope = scope}));
+    EXPECT_STATUS(BuildTrainingStep(loss, adam).status(), absl::StatusCode::kInvalidArgument,
+                  "does not depend on parameter 'unused': adam's bias correction counts");
+    ASSERT_OK_AND_ASSIGN(Optimizer summed,
+                         MakeOptimizer({w, unused}, {.kind = OptimizerKind::kSgd,
+                                                     .allow_unused = allow,
+                                                     .accumulate_gradients = true,
+                                                     .scope = scope + "_summed"}));
+    EXPECT_STATUS(BuildTrainingStep(loss, summed).status(), absl::StatusCode::kInvalidArgument,
+                  "does not depend on parameter 'unused': with accumulate_gradients");
+  }
   ASSERT_OK_AND_ASSIGN(Optimizer sgd, MakeOptimizer({w, unused}, {.kind = OptimizerKind::kSgd,
                                                                   .allow_unused = true,
                                                                   .scope = "sgd"}));
-  ASSERT_OK_AND_ASSIGN(TrainingStep ts, BuildTrainingStep(Sum(w * x), sgd));
+  ASSERT_OK_AND_ASSIGN(TrainingStep ts, BuildTrainingStep(loss, sgd));
   EXPECT_EQ(ts.unused_params, std::vector<std::string>{"unused"});
   EXPECT_EQ(ts.updates.size(), 1u);
   EXPECT_EQ(ts.state.size(), 1u);  // w's momentum; unused's exists, and no step moves it

@@ -3,6 +3,7 @@
 // learns the next token; from the third token on it must infer the step from what it has seen.
 // One AdamW (MakeOptimizer) serves a ShapeFamily of training steps, one per shape it meets.
 #include <dagrad/dagrad.h>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -50,6 +51,7 @@ absl::StatusOr<double> Train(int steps) {
         return Specialized{.fetches = {step.loss}, .targets = step.updates};
       }));
   std::mt19937 rng(1);
+  const auto start = std::chrono::steady_clock::now();
   for (int t = 1; t <= steps; ++t) {
     const int64_t batch = 4 + rng() % 5, len = 3 + rng() % (kMaxLen - 2);
     DAGRAD_ASSIGN_OR_RETURN(Counting c, Draw(rng, batch, len));
@@ -59,7 +61,9 @@ absl::StatusOr<double> Train(int steps) {
     if (t % 100 == 0) std::printf("step %d (%lld x %lld): loss %.4f\n", t, (long long)batch,
                                   (long long)len, out[0].data<float>()[0]);
   }
-  std::printf("%lld shapes built for training\n", (long long)train->builds());
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  std::printf("%d steps in %.3f s, %lld shapes built\n", steps, took.count(),
+              (long long)train->builds());
   DAGRAD_ASSIGN_OR_RETURN(auto predict, ShapeFamily::Create(g, exec,
       {.inputs = {shapes.inputs[0]}, .bounds = {{"batch", kMaxBatch}, {"len", kMaxLen}}},
       [&](Graph&, const Binding& b) -> absl::StatusOr<Specialized> {
