@@ -82,7 +82,7 @@ def main():
     p.add_argument("--isa", default="avx2", help="dagrad's DAGRAD_CPU_ISA, torch's ATEN_CPU_CAPABILITY")
     args = p.parse_args()
     if "ATEN_CPU_CAPABILITY" not in os.environ:  # read when torch is imported
-        os.environ["ATEN_CPU_CAPABILITY"] = args.isa
+        os.environ["ATEN_CPU_CAPABILITY"] = {"baseline": "default"}.get(args.isa, args.isa)
     times = {"dagrad": [], "torch": []}
     for r in range(args.rounds):
         for side, run in (("dagrad", lambda: dagrad_seconds(args.binary, args.isa)),
