@@ -198,10 +198,10 @@ struct Trained {
   std::vector<std::string> unused;
 };
 
-// SplitUnused separates the parameters the loss reaches from those it does
-// not, which are an error unless allow_unused.
 constexpr absl::string_view kSkipHint = " (allow_unused skips them)";
 
+// SplitUnused separates the parameters the loss reaches from those it does
+// not, which are an error unless allow_unused; `why` ends the error.
 absl::StatusOr<Trained> SplitUnused(Value loss, const std::vector<ParamGroup>& groups,
                                     bool allow_unused, absl::string_view why = kSkipHint) {
   std::vector<Value> all;
