@@ -256,12 +256,13 @@ class Graph {
   // their ids, so a subgraph built at several points of a graph's life draws
   // the same numbers wherever it lands: a ShapeFamily's specialisation,
   // built when a run first meets its shape, in whatever order a resumed
-  // run meets the shapes. Not nested: an inner one is a new origin.
+  // run meets the shapes. Nested, the outermost counts (an inner one
+  // changes nothing), so no two nodes under it share a stream.
   //   { Graph::StreamOrigin origin(g); Value y = Dropout(x, 0.1); }
   class StreamOrigin {
    public:
     explicit StreamOrigin(Graph& g) : g_(g), saved_(g.stream_origin_) {
-      g.stream_origin_ = static_cast<NodeId>(g.nodes_.size());
+      if (saved_ == kNoNode) g.stream_origin_ = static_cast<NodeId>(g.nodes_.size());
     }
     ~StreamOrigin() { g_.stream_origin_ = saved_; }
     StreamOrigin(const StreamOrigin&) = delete;

@@ -46,7 +46,7 @@ absl::StatusOr<TensorType> InferDropout(const InferContext& ctx) {
 }
 
 // StreamOf is the counter's stream word: the "stream" attribute that a
-// backward dropout carries, else the forward node's own id.
+// backward dropout carries, else the forward node's (Node::DefaultStream).
 uint32_t StreamOf(const Node& node) {
   return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
 }

@@ -190,4 +190,8 @@ Value ScalarLike(Value like, double v) {
   return like.graph()->Constant(t, "scalar");
 }
 
+absl::Status MustBe(absl::string_view field, absl::string_view range, double value) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", value));
+}
+
 }  // namespace dagrad

@@ -212,6 +212,12 @@ Value BuildOp(const OpDef& op, absl::Span<const Value> inputs,
 Value BuildOpIn(Graph& g, const OpDef& op, absl::Span<const Value> inputs,
                 Attrs attrs = Attrs(), uint32_t optional = 0);
 
+// MustBe is InvalidArgument "<field> must be <range>, got <value>": a
+// setting outside its range (ValidateOptimizerOptions, ValidateLrSchedule).
+//
+//   absl::Status st = MustBe("beta1", "in [0, 1)", 1.5);  // "beta1 must be in [0, 1), got 1.5"
+absl::Status MustBe(absl::string_view field, absl::string_view range, double value);
+
 // ScalarLike returns a 0-d constant holding `v` in like's graph: float64
 // when `like` is float64, float32 otherwise.
 Value ScalarLike(Value like, double v);

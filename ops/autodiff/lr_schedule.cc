@@ -6,20 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/status_macros.h"
+#include "ops/op_util.h"
 
 namespace dagrad {
-namespace {
-
-absl::Status Bad(absl::string_view field, absl::string_view range, double value) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", value));
-}
-
-}  // namespace
-
 absl::Status ValidateLrSchedule(const LrSchedule& s) {
   if (s.custom) return absl::OkStatus();
   const double inf = std::numeric_limits<double>::infinity();
-  if (!(s.peak > 0 && s.peak < inf)) return Bad("lr (peak)", "finite and > 0", s.peak);
+  if (!(s.peak > 0 && s.peak < inf)) return MustBe("lr (peak)", "finite and > 0", s.peak);
   if (s.warmup_steps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("warmup must be >= 0, got ", s.warmup_steps));
@@ -29,7 +22,7 @@ absl::Status ValidateLrSchedule(const LrSchedule& s) {
         absl::StrCat("total steps must be >= 0, got ", s.total_steps));
   }
   if (!(s.final_fraction >= 0 && s.final_fraction <= 1)) {
-    return Bad("final_lr_fraction", "in [0, 1]", s.final_fraction);
+    return MustBe("final_lr_fraction", "in [0, 1]", s.final_fraction);
   }
   return absl::OkStatus();
 }
@@ -59,7 +52,7 @@ absl::StatusOr<double> LearningRate(const LrSchedule& s, int64_t step) {
   if (s.custom) {
     const double lr = s.custom(step);
     if (!(lr >= 0 && lr < std::numeric_limits<double>::infinity())) {
-      return Bad(absl::StrCat("the learning-rate schedule's value at step ", step),
+      return MustBe(absl::StrCat("the learning-rate schedule's value at step ", step),
                  "finite and >= 0", lr);
     }
     return lr;

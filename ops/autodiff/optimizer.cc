@@ -39,10 +39,6 @@ const char* OptimizerName(OptimizerKind kind) {
 
 namespace {
 
-absl::Status Bad(absl::string_view field, absl::string_view range, double value) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", range, ", got ", value));
-}
-
 // InRange is false for NaN: every comparison with it is.
 bool InRange(double v, double lo, double hi_excluded) { return v >= lo && v < hi_excluded; }
 
@@ -51,17 +47,17 @@ bool InRange(double v, double lo, double hi_excluded) { return v >= lo && v < hi
 absl::Status ValidateOptimizerOptions(const OptimizerOptions& o) {
   const double inf = std::numeric_limits<double>::infinity();
   if (o.kind == OptimizerKind::kSgd) {
-    if (!InRange(o.momentum, 0, 1)) return Bad("momentum", "in [0, 1)", o.momentum);
-    if (o.nesterov && o.momentum == 0) return Bad("momentum", "> 0 for nesterov", o.momentum);
+    if (!InRange(o.momentum, 0, 1)) return MustBe("momentum", "in [0, 1)", o.momentum);
+    if (o.nesterov && o.momentum == 0) return MustBe("momentum", "> 0 for nesterov", o.momentum);
   } else {
-    if (!InRange(o.beta1, 0, 1)) return Bad("beta1", "in [0, 1)", o.beta1);
-    if (!InRange(o.beta2, 0, 1)) return Bad("beta2", "in [0, 1)", o.beta2);
-    if (!(o.eps > 0 && o.eps < inf)) return Bad("eps", "finite and > 0", o.eps);
+    if (!InRange(o.beta1, 0, 1)) return MustBe("beta1", "in [0, 1)", o.beta1);
+    if (!InRange(o.beta2, 0, 1)) return MustBe("beta2", "in [0, 1)", o.beta2);
+    if (!(o.eps > 0 && o.eps < inf)) return MustBe("eps", "finite and > 0", o.eps);
   }
   if (!InRange(o.weight_decay, 0, inf)) {
-    return Bad("weight_decay", "finite and >= 0", o.weight_decay);
+    return MustBe("weight_decay", "finite and >= 0", o.weight_decay);
   }
-  if (!InRange(o.clip_norm, 0, inf)) return Bad("clip_norm", "finite and >= 0", o.clip_norm);
+  if (!InRange(o.clip_norm, 0, inf)) return MustBe("clip_norm", "finite and >= 0", o.clip_norm);
   if (o.scope.empty()) return absl::InvalidArgumentError("scope must not be empty");
   return absl::OkStatus();
 }
@@ -111,10 +107,10 @@ absl::Status CheckGroups(const std::vector<ParamGroup>& groups, absl::string_vie
     const ParamGroup& group = groups[i];
     const std::string where = absl::StrCat(caller, ": param group ", i, ": ");
     if (group.weight_decay && !InRange(*group.weight_decay, 0, inf)) {
-      return Bad(where + "weight_decay", "finite and >= 0", *group.weight_decay);
+      return MustBe(where + "weight_decay", "finite and >= 0", *group.weight_decay);
     }
     if (!InRange(group.lr_scale, 0, inf)) {
-      return Bad(where + "lr_scale", "finite and >= 0", group.lr_scale);
+      return MustBe(where + "lr_scale", "finite and >= 0", group.lr_scale);
     }
     for (const Value& p : group.params) {
       if (!p.ok()) return p.status();
@@ -239,7 +235,7 @@ std::vector<ParamGroup> DecayMatrices(const std::vector<Value>& params, double w
 
 absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, double max_norm) {
   if (!(max_norm > 0 && max_norm < std::numeric_limits<double>::infinity())) {
-    return Bad("ClipGradNorm: max_norm", "finite and > 0", max_norm);
+    return MustBe("ClipGradNorm: max_norm", "finite and > 0", max_norm);
   }
   bool any = false;
   for (const Value& g : grads) {
@@ -267,8 +263,8 @@ absl::Status CheckScopeFree(Graph& g, const std::string& scope) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the graph already has a training step in scope '", scope, "' (its input '", lr,
         "'); give a second one its own OptimizerOptions::scope (to train one model at "
-        "several shapes, make one optimizer with MakeOptimizer before the ShapeFamily and "
-        "build each shape's step with BuildTrainingStep(loss, optimizer))"));
+        "several shapes, make its optimizer once, with MakeOptimizer before the ShapeFamily, "
+        "and build each shape's step with BuildTrainingStep(loss, optimizer))"));
   }
   return absl::OkStatus();
 }

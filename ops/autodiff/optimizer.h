@@ -7,8 +7,8 @@
 // parameter (SGD with momentum, Adam or AdamW, as torch.optim defines them),
 // with parameter groups of their own weight decay and learning-rate scale
 // (torch.optim's param_groups). The whole step —
-// forward, backward, update — is one plan, compiled once and run every
-// step; the learning rate and the step number are fed, so a schedule needs
+// forward, backward, update — is one plan (two with accumulate_gradients),
+// compiled once and run every step; the learning rate and the step number are fed, so a schedule needs
 // no re-planning.
 //
 //   // setup: Model
@@ -39,7 +39,7 @@
 #include "absl/status/statusor.h"
 #include "engine/graph.h"
 #include "ops/autodiff/data_parallel.h"
-#include "ops/autodiff/lr_schedule.h"
+#include "ops/autodiff/lr_schedule.h"  // the rate fed as lr (LearningRate, above)
 #include "ops/autodiff/precision.h"
 
 namespace dagrad {
@@ -73,10 +73,12 @@ struct OptimizerOptions {
   // feeds `step` as the number of updates applied so far + 1, so that Adam's
   // step count does not advance over a skipped update either.
   bool skip_nonfinite = false;
-  // allow_unused: parameters the loss does not depend on get no update and
-  // no state (torch leaves their .grad None) and are listed in
+  // allow_unused: parameters the loss does not depend on get no update
+  // (torch leaves their .grad None), and from the fixed-shape
+  // BuildTrainingStep no state, and are listed in
   // TrainingStep::unused_params and its warning. false: they are an error
-  // that names them all.
+  // that names them all. A step on an Optimizer under Adam, AdamW or
+  // accumulate_gradients refuses them whatever this says (see Optimizer).
   bool allow_unused = false;
   // data_parallel: with a communicator, the gradients are summed over the
   // ranks, in buckets overlapped with backward, before the norm, the
@@ -103,8 +105,8 @@ struct OptimizerOptions {
   // micro-batches for their mean, as with torch. Give each micro-batch's
   // run a RunOptions::step of its own (the k-th micro-batch of all: k), or
   // every micro-batch of a step draws the same dropout masks. Every step on
-  // the optimizer must reach all its parameters (BuildTrainingStep refuses
-  // one that does not). The two plans hold an arena each, so N
+  // an Optimizer must reach all its parameters (BuildTrainingStep(loss,
+  // optimizer) refuses one that does not). The two plans hold an arena each, so N
   // micro-batches of b rows take the memory of about 2b rows of
   // activations, not N b.
   //
@@ -189,7 +191,9 @@ struct TrainingStep {
   // With OptimizerOptions::accumulate_gradients: the targets of a
   // micro-batch that only adds its gradients to the sums.
   std::vector<Value> accumulate;
-  std::vector<Value> state;    // the optimizer's variables (momenta, moments)
+  // The optimizer's variables of the parameters updated: momenta, moments,
+  // and with accumulate_gradients the gradient sums.
+  std::vector<Value> state;
   // With allow_unused: the paths of the parameters the loss does not reach,
   // and a warning naming them ("" when there are none).
   std::vector<std::string> unused_params;

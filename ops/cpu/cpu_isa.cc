@@ -128,12 +128,13 @@ absl::StatusOr<const CpuKernels*> ActiveKernels() {
   // The process's CPU settings first: a bad DAGRAD_NUM_THREADS fails every
   // kernel that picks a level, not only the products that configure BLIS.
   if (absl::Status configured = ConfigureCpu(); !configured.ok()) return configured;
-  static const absl::StatusOr<const CpuKernels*>* const active = [] {
-    absl::StatusOr<CpuIsaChoice> choice = ChooseCpuIsa();
-    if (!choice.ok()) return new absl::StatusOr<const CpuKernels*>(choice.status());
-    return new absl::StatusOr<const CpuKernels*>(&KernelsFor(choice->isa));
+  // Chosen once (KernelsFor asks the CPU's features); ConfigureCpu has
+  // checked the choice.
+  static const CpuKernels* const active = [] {
+    const absl::StatusOr<CpuIsaChoice> choice = ChooseCpuIsa();
+    return choice.ok() ? &KernelsFor(choice->isa) : nullptr;
   }();
-  return *active;
+  return active;
 }
 
 Bf16Products Bf16ProductsFor(CpuIsa isa, absl::string_view chosen_by) {

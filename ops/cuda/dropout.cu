@@ -41,7 +41,7 @@ __global__ void DropoutImpl(const T* x, T* y, int64_t n, uint64_t first, uint64_
 }
 
 // The node's stream word: its "stream" attribute (set on the backward op),
-// else its id.
+// else Node::DefaultStream.
 uint32_t StreamOf(const Node& node) {
   return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
 }

@@ -105,7 +105,7 @@ absl::StatusOr<AttentionLayout> ResolveAttention(const Attrs& attrs, const Shape
 absl::StatusOr<AttentionLayout> AttentionLayoutOf(const KernelContext& ctx);
 
 // AttentionStream is the dropout stream word of an attention node or its
-// backward: its "stream" attribute, else its id (ops/dropout.h).
+// backward: its "stream" attribute, else Node::DefaultStream (ops/dropout.h).
 uint32_t AttentionStream(const Node& node);
 
 }  // namespace dagrad

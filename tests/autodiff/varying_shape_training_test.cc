@@ -5,6 +5,7 @@
 // accumulated over micro-batches (adamw_clip_accumulated); the state the
 // steps share; and the errors.
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,50 @@ TEST(VaryingShapeTraining, GradientsAccumulatedOverMicroBatchesMatchTorch) {
     }
   }
   EXPECT_EQ(m.adamw.state(m.g.Find("w1")).back().path(), "optimizer/w1/grad_sum");
+}
+
+// The fixed-shape step with accumulation, by hand: SGD without momentum on
+// loss = Sum(w * x) + s * c moves w by -lr * (the micro-batches' x summed)
+// and the rank-0 s by -lr * (their c summed). A non-finite micro-batch
+// makes the update skip (skip_nonfinite) and still clears the sums.
+TEST(VaryingShapeTraining, AccumulatedSgdByHandSkipsANonFiniteStepAndClearsItsSums) {
+  Graph g;
+  const Value w = g.Parameter("w", {3}, Initializer::Zeros(), DType::kFloat64);
+  const Value s = g.Parameter("s", {}, Initializer::Zeros(), DType::kFloat64);
+  const Value x = g.Input("x", DType::kFloat64, {3}), c = g.Input("c", DType::kFloat64, {});
+  ASSERT_OK_AND_ASSIGN(TrainingStep ts, BuildTrainingStep(Sum(w * x) + s * c, {w, s},
+                                                          {.kind = OptimizerKind::kSgd,
+                                                           .momentum = 0.0,
+                                                           .skip_nonfinite = true,
+                                                           .accumulate_gradients = true}));
+  Executor exec(g);
+  ASSERT_OK_AND_ASSIGN(auto micro, exec.Compile({ts.loss}, ts.accumulate));
+  ASSERT_OK_AND_ASSIGN(auto last, exec.Compile({ts.loss}, ts.updates));
+  auto batch = [&](std::vector<double> xs, double cs) -> Feeds {
+    return {{x, T<double>({3}, xs)}, {c, Tensor::Scalar(cs)}};
+  };
+  auto update = [&](std::vector<double> xs, double cs) {
+    Feeds f = batch(xs, cs);
+    f.push_back({ts.lr, Tensor::Scalar(0.5)});
+    f.push_back({ts.step, Tensor::Scalar(1.0)});
+    return exec.Run(*last, f).status();
+  };
+  ASSERT_OK(exec.Run(*micro, batch({1, 2, 3}, 4)).status());
+  ASSERT_OK(update({10, 20, 30}, 40));
+  ExpectAllClose(*exec.Read(w), {-5.5, -11, -16.5}, 0, 0, "w after a step");
+  ExpectAllClose(*exec.Read(s), {-22}, 0, 0, "s after a step");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ASSERT_OK(exec.Run(*micro, batch({nan, 0, 0}, 1)).status());
+  ASSERT_OK(update({1, 1, 1}, 1));
+  ExpectAllClose(*exec.Read(w), {-5.5, -11, -16.5}, 0, 0, "w after a skipped step");
+  for (const Value& p : {w, s}) {
+    const Value sum = g.Find(absl::StrCat("optimizer/", p.path(), "/grad_sum"));
+    ExpectAllClose(*exec.Read(sum), std::vector<double>(p.shape().num_elements(), 0), 0, 0,
+                   sum.path());
+  }
+  ASSERT_OK(update({2, 2, 2}, 2));
+  ExpectAllClose(*exec.Read(w), {-6.5, -12, -17.5}, 0, 0, "w after the next step");
+  ExpectAllClose(*exec.Read(s), {-23}, 0, 0, "s after the next step");
 }
 
 TEST(VaryingShapeTraining, RefusesAnOptimizerOfAnotherGraphOrScope) {
