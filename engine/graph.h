@@ -140,12 +140,13 @@ struct Node {
 
   // path returns "scope/name".
   std::string path() const { return scope.empty() ? name : scope + "/" + name; }
-  // DefaultStream is the counter stream word of a random op (dropout,
-  // attention's dropout: ops/dropout.h) that sets no "stream" attribute:
-  // its id, or under a StreamOrigin 2^31 + its offset from the origin.
-  uint32_t DefaultStream() const {
-    if (stream_origin == kNoNode) return static_cast<uint32_t>(id);
-    return (uint32_t{1} << 31) + static_cast<uint32_t>(id - stream_origin);
+  // RandomStream is the counter stream word of a random op (dropout,
+  // attention's dropout: ops/dropout.h): its "stream" attribute when set (a
+  // backward op carries its forward node's), else its id, or, built under a
+  // StreamOrigin, 2^31 + its offset from the origin.
+  uint32_t RandomStream() const {
+    const int64_t own = stream_origin == kNoNode ? id : (int64_t{1} << 31) + (id - stream_origin);
+    return static_cast<uint32_t>(attrs.GetInt("stream", own));
   }
   // TypeString returns the dtype and shape for a message, as Tensor's does:
   // "float32 (2, 3)".
@@ -252,7 +253,7 @@ class Graph {
   };
 
   // StreamOrigin: while one lives, the random ops built draw by their
-  // offset from the first node built under it (Node::DefaultStream), not by
+  // offset from the first node built under it (Node::RandomStream), not by
   // their ids, so a subgraph built at several points of a graph's life draws
   // the same numbers wherever it lands: a ShapeFamily's specialisation,
   // built when a run first meets its shape, in whatever order a resumed

@@ -127,7 +127,7 @@ const OpDef kAttentionGrad = {.name = "attention_grad",
 // forward's mask.
 Value AttentionGrad(const GradContext& c, bool bias_grad) {
   Attrs attrs = c.attrs();
-  attrs.Int("stream", AttentionStream(c.node));
+  attrs.Int("stream", c.node.RandomStream());
   if (bias_grad) attrs.Bool("bias_grad", true);
   std::vector<Value> inputs = c.inputs;
   inputs.push_back(c.output);

@@ -21,10 +21,10 @@
 // the one Dropout would draw for element ((b H + h) T + t) S + s of the
 // weights on the same stream (ops/dropout.h), so the fused op and a
 // composed subgraph whose Dropout has its stream agree bit for bit on which
-// weights are dropped. The stream word is the node's, as for a Dropout
-// node (Node::DefaultStream), or its "stream" attribute when set: two graphs built apart (the
-// layer's two paths, models/nn/attention.h) draw other masks unless both
-// set it. A query whose keys are all masked gives zeros, and
+// weights are dropped. The stream word is the node's (Node::RandomStream),
+// as for a Dropout node: its "stream" attribute when set, else from its
+// id; two graphs built apart (the layer's two paths, models/nn/attention.h)
+// draw other masks unless both set it. A query whose keys are all masked gives zeros, and
 // zero gradients, never NaN (dagrad's convention, ops/softmax.h).
 //
 // Operand layouts (q, k and v each pick theirs by rank; Dh is the head size):

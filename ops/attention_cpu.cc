@@ -148,7 +148,7 @@ absl::StatusOr<Problem<T>> MakeProblem(const KernelContext& ctx) {
         ctx.run.batch_rows, " rows, got ", weights, " elements"));
   }
   p.seed = ctx.run.seed;
-  p.stream = AttentionStream(ctx.node);
+  p.stream = ctx.node.RandomStream();
   p.step = static_cast<uint32_t>(ctx.run.step);
   p.first = static_cast<uint64_t>(first);
   p.threshold = DropoutThreshold(a.dropout);

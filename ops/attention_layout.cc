@@ -117,8 +117,4 @@ absl::StatusOr<AttentionLayout> AttentionLayoutOf(const KernelContext& ctx) {
   return a;
 }
 
-uint32_t AttentionStream(const Node& node) {
-  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
-}
-
 }  // namespace dagrad

@@ -45,12 +45,6 @@ absl::StatusOr<TensorType> InferDropout(const InferContext& ctx) {
   return ctx.in(0);
 }
 
-// StreamOf is the counter's stream word: the "stream" attribute that a
-// backward dropout carries, else the forward node's (Node::DefaultStream).
-uint32_t StreamOf(const Node& node) {
-  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
-}
-
 // ElementOffset is where this process's first element sits in the global
 // batch's tensor (RunContext::batch_begin): batch_begin rows of n /
 // batch_rows elements each, for an input whose rows are its batch's.
@@ -98,7 +92,7 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
     }
     DAGRAD_ASSIGN_OR_RETURN(const CpuKernels* kernels, ActiveKernels());
     const DropoutArgs<T> args = {ctx.run.seed,
-                                 StreamOf(ctx.node),
+                                 ctx.node.RandomStream(),
                                  static_cast<uint32_t>(ctx.run.step),
                                  n,
                                  DropoutThreshold(p),
@@ -126,7 +120,7 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
 // g on the same stream (same seed and step at run time: the same mask).
 std::vector<Value> DropoutBackward(const GradContext& c) {
   return {BuildOp(*c.node.op, {c.grad},
-                  Attrs().Float("p", c.attrs().GetFloat("p")).Int("stream", StreamOf(c.node)))};
+                  Attrs().Float("p", c.attrs().GetFloat("p")).Int("stream", c.node.RandomStream()))};
 }
 
 const OpDef kDropout = {.name = "dropout",
@@ -154,7 +148,7 @@ Value DropoutKeepMask(Value y) {
   }
   const Value scaled = BuildOp(kDropout, {OnesLike(y)}, Attrs()
                                                            .Float("p", y.node().attrs.GetFloat("p"))
-                                                           .Int("stream", StreamOf(y.node())));
+                                                           .Int("stream", y.node().RandomStream()));
   return Greater(scaled, ZerosLike(y));
 }
 

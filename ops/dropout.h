@@ -19,11 +19,11 @@
 //             each draws a new mask), for element i of the row-major
 //             flattened tensor;
 //   stream  = the node's int attribute "stream" when present (the backward
-//             op carries its forward node's stream), else
-//             Node::DefaultStream: the node's id, or, built under a
-//             Graph::StreamOrigin (as a ShapeFamily builds each shape),
-//             2^31 + its offset from the origin, so that such a subgraph
-//             draws the same wherever and whenever it is built;
+//             op carries its forward node's stream), else the node's id,
+//             or, built under a Graph::StreamOrigin (as a ShapeFamily
+//             builds each shape), 2^31 + its offset from the origin, so
+//             that such a subgraph draws the same wherever and whenever it
+//             is built (Node::RandomStream);
 //   bits    = Philox4x32_10(counter, key).v[i % 4];
 //   keep    = (bits >> 8) >= ceil(p * 2^24), computed in double; the same
 //             as u >= p for u = (bits >> 8) * 2^-24 (UniformFromBits);

@@ -255,9 +255,7 @@ absl::StatusOr<ClippedGrads> ClipGradNorm(const std::vector<Value>& grads, doubl
 
 namespace {
 
-// CheckScopeFree refuses a scope that holds a training step's inputs: the
-// optimizer's check, made before any gradient is built, so that a refused
-// step adds nothing.
+// CheckScopeFree refuses a scope that holds a training step's inputs.
 absl::Status CheckScopeFree(Graph& g, const std::string& scope) {
   if (const std::string lr = absl::StrCat(scope, "/lr"); !g.Find(lr).is_null()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -275,6 +273,20 @@ Value FirstParam(const std::vector<ParamGroup>& groups) {
     if (!group.params.empty()) return group.params.front();
   }
   return Value();
+}
+
+// CheckOptimizer makes an optimizer's checks (the options, the groups, a
+// free scope), each message begun by `caller`, and returns the parameters'
+// graph.
+absl::StatusOr<Graph*> CheckOptimizer(const std::vector<ParamGroup>& groups,
+                                      const OptimizerOptions& o, absl::string_view caller) {
+  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
+  DAGRAD_RETURN_IF_ERROR(CheckGroups(groups, caller));
+  Graph* g = FirstParam(groups).graph();
+  if (absl::Status free = CheckScopeFree(*g, o.scope); !free.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(caller, ": ", free.message()));
+  }
+  return g;
 }
 
 // UsedGroups is `groups` with only the parameters `trained` updates, each
@@ -350,12 +362,8 @@ absl::StatusOr<TrainingStep> StepOn(Value loss, Trained trained, const Optimizer
 
 absl::StatusOr<Optimizer> MakeOptimizer(const std::vector<ParamGroup>& groups,
                                         const OptimizerOptions& o) {
-  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
-  DAGRAD_RETURN_IF_ERROR(CheckGroups(groups, "MakeOptimizer"));
-  Graph& g = *FirstParam(groups).graph();
-  if (absl::Status free = CheckScopeFree(g, o.scope); !free.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("MakeOptimizer: ", free.message()));
-  }
+  DAGRAD_ASSIGN_OR_RETURN(Graph* const graph, CheckOptimizer(groups, o, "MakeOptimizer"));
+  Graph& g = *graph;
   Optimizer opt;
   opt.options_ = o;
   opt.groups_ = groups;
@@ -395,11 +403,8 @@ absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<Val
 absl::StatusOr<TrainingStep> BuildTrainingStep(Value loss, const std::vector<ParamGroup>& groups,
                                                const OptimizerOptions& o) {
   if (!loss.ok()) return loss.status();
-  DAGRAD_RETURN_IF_ERROR(ValidateOptimizerOptions(o));
-  DAGRAD_RETURN_IF_ERROR(CheckGroups(groups, "BuildTrainingStep"));
-  if (absl::Status free = CheckScopeFree(*loss.graph(), o.scope); !free.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("BuildTrainingStep: ", free.message()));
-  }
+  // Before any gradient is built, so that a refused step adds nothing.
+  DAGRAD_RETURN_IF_ERROR(CheckOptimizer(groups, o, "BuildTrainingStep").status());
   DAGRAD_ASSIGN_OR_RETURN(std::vector<Value> rewritten, ApplyPrecision({loss}, o.precision));
   DAGRAD_ASSIGN_OR_RETURN(Trained trained, SplitUnused(rewritten[0], groups, o.allow_unused));
   // State for the parameters the loss reaches only, as torch makes it at

@@ -74,7 +74,7 @@ class BFloat16Rewriter {
     Attrs attrs = node.attrs;
     // A random op (dropout, attention's dropout) keeps the original's stream
     // word, so the rebuilt node draws the masks float32 would.
-    if (node.op->random && !attrs.Has("stream")) attrs.Int("stream", node.DefaultStream());
+    if (node.op->random && !attrs.Has("stream")) attrs.Int("stream", node.RandomStream());
     Value out = g_.AddOp(*node.op, inputs, attrs, node.name);
     if (!out.ok()) return out.status();
     return out.id();

@@ -62,7 +62,7 @@ absl::StatusOr<AttnArgs<T>> MakeAttnArgs(const KernelContext& ctx, CudaBuffer& l
         ctx.run.batch_rows, " rows, got ", weights, " elements"));
   }
   g.seed = ctx.run.seed;
-  g.stream = AttentionStream(ctx.node);
+  g.stream = ctx.node.RandomStream();
   g.first = static_cast<uint64_t>(first);
   g.threshold = DropoutThreshold(a.dropout);
   g.drop_scale = T(1) / (T(1) - static_cast<T>(a.dropout));

@@ -40,12 +40,6 @@ __global__ void DropoutImpl(const T* x, T* y, int64_t n, uint64_t first, uint64_
   }
 }
 
-// The node's stream word: its "stream" attribute (set on the backward op),
-// else Node::DefaultStream.
-uint32_t StreamOf(const Node& node) {
-  return static_cast<uint32_t>(node.attrs.GetInt("stream", node.DefaultStream()));
-}
-
 absl::Status DropoutKernel(const KernelContext& ctx) {
   return DispatchFloat(ctx.output.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
@@ -71,7 +65,7 @@ absl::Status DropoutKernel(const KernelContext& ctx) {
     }
     const T scale = T(1) / (T(1) - static_cast<T>(p));
     DropoutImpl<<<GridFor((n + 3) / 4), kThreads, 0, stream>>>(
-        x, y, n, static_cast<uint64_t>(first), ctx.run.seed, StreamOf(ctx.node), cuda.run_step(), DropoutThreshold(p), scale);
+        x, y, n, static_cast<uint64_t>(first), ctx.run.seed, ctx.node.RandomStream(), cuda.run_step(), DropoutThreshold(p), scale);
     return CheckLaunch("DropoutImpl");
   });
 }

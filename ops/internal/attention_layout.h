@@ -104,10 +104,6 @@ absl::StatusOr<AttentionLayout> ResolveAttention(const Attrs& attrs, const Shape
 // strides and, for attention_grad, where its gradients go.
 absl::StatusOr<AttentionLayout> AttentionLayoutOf(const KernelContext& ctx);
 
-// AttentionStream is the dropout stream word of an attention node or its
-// backward: its "stream" attribute, else Node::DefaultStream (ops/dropout.h).
-uint32_t AttentionStream(const Node& node);
-
 }  // namespace dagrad
 
 #endif  // DAGRAD_OPS_INTERNAL_ATTENTION_LAYOUT_H_
